@@ -1,0 +1,62 @@
+"""One error tree for senpai, each branch with its own exit status.
+
+    SenpaiError                      (exit 1 only if it escapes uncategorised)
+    ├── ConfigError                  exit 2: bad senpai.yaml / harness config / CLI input
+    ├── TransientError               exit 3 once retries run out: network, 5xx, rate limit
+    └── PermanentError               exit 4: the request can never succeed as asked
+        ├── LedgerFormatError        a senpai-* block is not valid YAML or fails its schema
+        ├── TransitionError          a label transition's precondition does not hold
+        ├── MergeRefused             the merge gate refused (protected path, NaN, noise floor)
+        ├── MergeConflict            the forge could not merge the head into the base
+        └── NotFound                 a forge object, run or job does not exist
+
+Adapters translate library errors (PyGithub, wandb, subprocess) into these at the boundary.
+"""
+
+
+class SenpaiError(Exception):
+    """Base of every error senpai raises on purpose."""
+
+    exit_code = 1
+
+
+class ConfigError(SenpaiError):
+    """Bad configuration or input; the message names the file, the field and what was expected."""
+
+    exit_code = 2
+
+
+class TransientError(SenpaiError):
+    """A failure that may pass if retried later (network, HTTP 5xx, 429, rate limit)."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class PermanentError(SenpaiError):
+    """A failure that retrying cannot fix."""
+
+    exit_code = 4
+
+
+class LedgerFormatError(PermanentError):
+    """A senpai-* fenced block is invalid YAML or does not match its schema."""
+
+
+class TransitionError(PermanentError):
+    """A ledger state transition was asked for from a state that does not allow it."""
+
+
+class MergeRefused(PermanentError):
+    """The merge gate refused a merge; the message says which rule."""
+
+
+class MergeConflict(PermanentError):
+    """The forge could not merge the PR head into its base (HTTP 405/409)."""
+
+
+class NotFound(PermanentError):
+    """A forge object, tracker run or fleet job does not exist."""

@@ -1,0 +1,5 @@
+"""The forge port (GitHub REST semantics) and its one adapter, PyGithub.
+
+The local forge (`senpai.forge.localforge`) is a server that speaks the same REST dialect, so the
+same adapter serves github.com, GitHub Enterprise and the local forge.
+"""

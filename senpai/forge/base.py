@@ -1,0 +1,139 @@
+"""Forge port: the GitHub operations senpai needs, over senpai's own models.
+
+No PyGithub type crosses this port.  Timestamps are timezone-aware UTC datetimes.  Every method may
+raise TransientError (retries exhausted), NotFound, or PermanentError.
+"""
+
+from datetime import datetime
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Comment(_Model):
+    """An issue or PR conversation comment. GitHub REST: /repos/{o}/{r}/issues/{n}/comments."""
+
+    id: int
+    body: str
+    user: str = Field(description="Author login.")
+    author_association: str = Field(description="OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, NONE, ...")
+    created_at: datetime
+    updated_at: datetime
+
+
+class PullRequest(_Model):
+    """A pull request. GitHub REST: /repos/{o}/{r}/pulls/{n}."""
+
+    number: int
+    title: str
+    body: str
+    state: Literal["open", "closed"]
+    merged: bool
+    head_ref: str
+    head_sha: str
+    base_ref: str
+    labels: list[str]
+    user: str
+    author_association: str
+    html_url: str
+    created_at: datetime
+    updated_at: datetime
+    merge_commit_sha: str | None = None
+
+
+class Issue(_Model):
+    """An issue (not a PR). GitHub REST: /repos/{o}/{r}/issues/{n}."""
+
+    number: int
+    title: str
+    body: str
+    state: Literal["open", "closed"]
+    labels: list[str]
+    user: str
+    author_association: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class Change(_Model):
+    """Result of a conditional poll: `changed` is False when the forge answered 304."""
+
+    changed: bool
+    etag: str | None
+
+
+class Forge(Protocol):
+    """Port over one repository on a GitHub-compatible forge."""
+
+    login: str  # the authenticated user; blocks are trusted only from this author
+    clone_url: str  # git URL to clone/push, credentials NOT embedded
+    calls: int  # forge API calls made so far (the wrapper reports calls per tick)
+
+    def git_env(self) -> dict[str, str]:
+        """Env vars that let `git` authenticate to `clone_url` without putting the token in argv."""
+        ...
+
+    def poll(self, etag: str | None) -> Change:
+        """One conditional request that changes whenever any issue or PR changes.
+
+        GitHub REST: GET /repos/{o}/{r}/issues?state=all&sort=updated&direction=desc&per_page=1
+        with If-None-Match; a 304 costs no rate limit.
+        """
+        ...
+
+    def list_pulls(self, state: Literal["open", "closed", "all"] = "open") -> list[PullRequest]:
+        """GitHub REST: GET /repos/{o}/{r}/pulls?state=...  (all pages)."""
+        ...
+
+    def get_pull(self, number: int) -> PullRequest:
+        """GitHub REST: GET /repos/{o}/{r}/pulls/{n}. Raises NotFound."""
+        ...
+
+    def create_pull(self, title: str, body: str, head: str, base: str, labels: list[str]) -> PullRequest:
+        """GitHub REST: POST /repos/{o}/{r}/pulls, then POST .../issues/{n}/labels."""
+        ...
+
+    def update_pull(
+        self, number: int, *, body: str | None = None, state: Literal["open", "closed"] | None = None
+    ) -> PullRequest:
+        """GitHub REST: PATCH /repos/{o}/{r}/pulls/{n}."""
+        ...
+
+    def set_labels(self, number: int, labels: list[str]) -> None:
+        """Replace the labels of issue/PR `number`. GitHub REST: PUT /repos/{o}/{r}/issues/{n}/labels."""
+        ...
+
+    def merge_pull(self, number: int, message: str) -> str:
+        """Merge (a real merge commit) and return its sha.
+
+        GitHub REST: PUT /repos/{o}/{r}/pulls/{n}/merge.  Raises MergeConflict on 405/409.
+        """
+        ...
+
+    def pull_files(self, number: int) -> list[str]:
+        """Paths the PR changes (both sides of renames). GitHub REST: GET .../pulls/{n}/files."""
+        ...
+
+    def list_comments(self, number: int) -> list[Comment]:
+        """GitHub REST: GET /repos/{o}/{r}/issues/{n}/comments (all pages, oldest first)."""
+        ...
+
+    def create_comment(self, number: int, body: str) -> Comment:
+        """GitHub REST: POST /repos/{o}/{r}/issues/{n}/comments."""
+        ...
+
+    def list_issues(self, label: str, state: Literal["open", "closed", "all"] = "open") -> list[Issue]:
+        """Issues (PRs excluded) with `label`. GitHub REST: GET /repos/{o}/{r}/issues?labels=..."""
+        ...
+
+    def create_issue(self, title: str, body: str, labels: list[str]) -> Issue:
+        """GitHub REST: POST /repos/{o}/{r}/issues."""
+        ...
+
+    def branch_sha(self, branch: str) -> str:
+        """Head commit of `branch`. GitHub REST: GET /repos/{o}/{r}/branches/{branch}. Raises NotFound."""
+        ...

@@ -1,0 +1,1 @@
+"""The tracker port (experiment runs) and its one adapter, the real `wandb` library."""

@@ -1,0 +1,57 @@
+"""Tracker port: give a run its identity before the program starts, read it back after.
+
+The target program logs its own run with wandb exactly as it would without senpai; the student only
+sets wandb's standard env vars (WANDB_RUN_ID, WANDB_RUN_GROUP, WANDB_NAME, WANDB_TAGS,
+WANDB_PROJECT, WANDB_MODE, WANDB_DIR) so the run carries senpai's identity.
+"""
+
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class RunIdentity(BaseModel):
+    """Who a run is. W&B: id, group `pr-<n>`, name `<student>/pr-<n>/<attempt>`, tags, config."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9-]{1,64}$")
+    group: str
+    name: str
+    tags: list[str]
+    config: dict[str, str | int | float | bool | None] = Field(
+        default_factory=dict, description="pr, head, hypothesis id; the params are added by senpai."
+    )
+
+
+class RunRecord(BaseModel):
+    """A run as read back from the tracker (offline files or the W&B API)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str | None
+    group: str | None
+    tags: list[str]
+    config: dict[str, Any]
+    summary: dict[str, Any] = Field(description="Last value of each logged key (wandb summary).")
+    state: Literal["finished", "crashed", "running", "unknown"]
+    url: str | None = Field(description="Web URL when synced/online; None offline (never hard-coded).")
+    path: str | None = Field(None, description="Offline run directory, when offline.")
+
+
+class Tracker(Protocol):
+    """Port over the experiment tracker."""
+
+    def env_for(self, run: RunIdentity) -> dict[str, str]:
+        """Env vars that make the program's own `wandb.init()` log as `run` (incl. config via
+        WANDB_CONFIG_PATHS is NOT used; senpai's config keys are set by `annotate`)."""
+        ...
+
+    def get_run(self, run_id: str) -> RunRecord:
+        """Read a run back by id. Raises NotFound if no such run exists."""
+        ...
+
+    def list_runs(self, group: str | None = None) -> list[RunRecord]:
+        """All runs (optionally of one group), sorted by id."""
+        ...
