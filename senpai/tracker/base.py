@@ -44,8 +44,9 @@ class Tracker(Protocol):
     """Port over the experiment tracker."""
 
     def env_for(self, run: RunIdentity) -> dict[str, str]:
-        """Env vars that make the program's own `wandb.init()` log as `run` (incl. config via
-        WANDB_CONFIG_PATHS is NOT used; senpai's config keys are set by `annotate`)."""
+        """Env vars that make the program's own `wandb.init()` log as `run`: WANDB_RUN_ID,
+        WANDB_RUN_GROUP, WANDB_NAME, WANDB_TAGS (comma-separated), WANDB_PROJECT, WANDB_MODE,
+        WANDB_DIR, and WANDB_CONFIG_PATHS pointing at a YAML file holding `run.config`."""
         ...
 
     def get_run(self, run_id: str) -> RunRecord:
