@@ -1,0 +1,36 @@
+"""What every turn gets: the adapters, the target's config, and a fresh clone of the base branch."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from senpai.agents.workcopy import WorkCopy
+from senpai.config.harness import HarnessConfig
+from senpai.config.target import TargetConfig, load_target
+from senpai.forge.base import Forge
+from senpai.ledger.table import LedgerReader
+from senpai.tracker.base import Tracker
+
+
+@dataclass
+class TurnContext:
+    harness: HarnessConfig
+    forge: Forge
+    tracker: Tracker
+    ledger: LedgerReader
+    target: TargetConfig
+    repo: WorkCopy
+    workdir: Path
+
+    @property
+    def base(self) -> str:
+        return self.harness.forge.base_branch
+
+
+def prepare_turn(harness: HarnessConfig, forge: Forge, tracker: Tracker, workdir: Path) -> TurnContext:
+    """Clone the research base branch into `workdir/repo` and load its senpai.yaml.
+
+    Raises TransientError if the clone fails on the network, ConfigError if senpai.yaml is bad.
+    """
+    repo = WorkCopy.clone(forge.clone_url, workdir / "repo", forge.git_env(), harness.forge.base_branch)
+    target = load_target(repo.path)
+    return TurnContext(harness, forge, tracker, LedgerReader(forge, tracker), target, repo, workdir)

@@ -1,0 +1,1 @@
+"""The `search` runtime: no LLM. Optuna proposes, the student applies params, numbers decide."""

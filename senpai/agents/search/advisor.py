@@ -1,0 +1,140 @@
+"""The `search` advisor turn: open hypothesis PRs for idle students, review evidence, decide.
+
+Every effect goes through `senpai.ledger.transitions`; each event is re-checked against the
+ledger first, so a stale or replayed event does nothing.
+"""
+
+import json
+import logging
+import math
+
+from senpai.agents.context import TurnContext
+from senpai.agents.search.propose import point_id, propose
+from senpai.errors import MergeConflict, MergeRefused, NotFound, TransitionError
+from senpai.ledger import transitions
+from senpai.ledger.baseline import Baseline, current_baseline
+from senpai.ledger.blocks import BaselineRef, BudgetRef, Decision, Hypothesis, MetricRef
+from senpai.ledger.events import Event
+from senpai.ledger.experiment import Experiment
+from senpai.ledger.labels import Status, status_of
+
+log = logging.getLogger(__name__)
+
+
+def advisor_turn(ctx: TurnContext, events: list[Event]) -> list[str]:
+    """Handle `events` in order (reviews before new work); returns one line per action taken."""
+    actions: list[str] = []
+    base_sha = ctx.forge.branch_sha(ctx.base)
+    exps = ctx.ledger.experiments()
+    baseline = current_baseline(exps, base_sha)
+    for ev in [e for e in events if e.kind != "idle"]:
+        exp = next((x for x in exps if x.pr == ev.pr), None)
+        if exp is not None:
+            actions += _review(ctx, ev, exp, baseline)
+    idle = [e.student for e in events if e.kind == "idle" and e.student]
+    if idle:
+        exps = ctx.ledger.experiments()
+        actions += _assign(ctx, idle, exps, current_baseline(exps, ctx.forge.branch_sha(ctx.base)))
+    return actions
+
+
+def _decision(exp: Experiment, verdict: str, reason: str, **numbers) -> Decision:
+    metric = exp.hypothesis.metric.name if exp.hypothesis else None
+    return Decision(pr=exp.pr, head=exp.head, verdict=verdict, reason=reason, metric=metric, **numbers)
+
+
+def _review(ctx: TurnContext, ev: Event, exp: Experiment, baseline: Baseline) -> list[str]:
+    pr = ctx.forge.get_pull(exp.pr)
+    status = status_of(pr.labels)
+    if pr.state != "open" or pr.head_sha != ev.head:
+        return []  # moved on since the wrapper looked
+    decide = lambda d: transitions.decide(ctx.forge, pr, exp, d, ctx.target, baseline.commit)  # noqa: E731
+    if ev.kind == "stale" and status == Status.WIP:
+        decide(_decision(exp, "close", f"stale: no live job and no progress; {exp.attempts} attempt(s) made"))
+        return [f"#{exp.pr}: closed as stale"]
+    if ev.kind == "review" and status == Status.REVIEW:
+        return _review_evidence(ctx, pr, exp, baseline, decide)
+    if ev.kind == "verified" and status == Status.VERIFYING:
+        return _decide_verified(exp, baseline, decide)
+    return []
+
+
+def _review_evidence(ctx, pr, exp: Experiment, baseline: Baseline, decide) -> list[str]:
+    evidence = exp.evidence_for(pr.head_sha)
+    if evidence is None or evidence.outcome == "failed":
+        why = evidence.failure if evidence else "no evidence for the current head"
+        decide(_decision(exp, "close", f"useful failure: {why}"))
+        return [f"#{exp.pr}: closed, {why}"]
+    value, base = evidence.primary.value, baseline.value
+    if base is not None and value is not None and ctx.target.metric.better(value, base) <= 0:
+        reason = f"no improvement on validation: {value:.4f} vs baseline {base:.4f}"
+        decide(_decision(exp, "close", reason, candidate=value, baseline=base, improvement=ctx.target.metric.better(value, base)))
+        return [f"#{exp.pr}: closed, {reason}"]
+    transitions.request_verification(ctx.forge, pr)
+    return [f"#{exp.pr}: verification requested ({evidence.primary.name} = {value})"]
+
+
+def _decide_verified(exp: Experiment, baseline: Baseline, decide) -> list[str]:
+    v = exp.verification_for(exp.head, baseline.commit)
+    if v is None:
+        return []
+    numbers = dict(candidate=v.candidate_mean, baseline=v.baseline_mean, improvement=v.improvement, noise_floor=v.noise_floor)
+    numbers = {k: x for k, x in numbers.items() if x is None or math.isfinite(x)}
+    if not v.passed:
+        decide(_decision(exp, "close", f"verifier: {v.reason}", **numbers))
+        return [f"#{exp.pr}: closed, verifier: {v.reason}"]
+    try:
+        decide(_decision(exp, "merge", f"verified improvement: {v.reason}", **numbers))
+        return [f"#{exp.pr}: merged ({v.improvement:+.4f} > floor {v.noise_floor:.4f})"]
+    except MergeRefused as e:
+        decide(_decision(exp, "close", f"merge gate refused: {e}", **numbers))
+        return [f"#{exp.pr}: closed, merge gate refused: {e}"]
+    except MergeConflict:
+        decide(_decision(exp, "changes", "the base moved and the merge conflicts; re-apply on the new base", **numbers))
+        return [f"#{exp.pr}: changes requested (merge conflict)"]
+
+
+def _history(exps: list[Experiment]) -> list[tuple[dict, float | None]]:
+    return [(e.hypothesis.params, e.primary_value()) for e in exps if e.hypothesis and e.hypothesis.params]
+
+
+def _assign(ctx: TurnContext, students: list[str], exps: list[Experiment], baseline: Baseline) -> list[str]:
+    busy = {e.student for e in exps if e.state in ("wip", "changes")}
+    students = [s for s in students if s not in busy]
+    if not students:
+        return []
+    params_file = ctx.repo.path / ctx.target.params.file
+    current = baseline.params or json.loads(params_file.read_text())
+    history = _history(exps) + [(current, baseline.value)]
+    points = propose(ctx.target.params.space, ctx.target.metric, history, len(students), ctx.harness.runtime.seed)
+    return [_open(ctx, s, {**current, **p}, p, baseline, len(exps)) for s, p in zip(students, points)]
+
+
+def _open(ctx: TurnContext, student: str, full: dict, point: dict, baseline: Baseline, prior: int) -> str:
+    hid = point_id(full)
+    changed = {k: v for k, v in full.items() if (baseline.params or {}).get(k) != v} if baseline.params else point
+    t = ctx.target
+    h = Hypothesis(
+        id=hid,
+        hypothesis=f"setting {', '.join(f'{k}={v}' for k, v in changed.items())} improves {t.metric.name}",
+        rationale=f"TPE proposal (seeded) from {prior} prior experiments and the baseline",
+        plan=f"write the params into {t.params.file}, run `{t.train}`, report {t.metric.name} from the W&B run",
+        params=full,
+        metric=MetricRef(name=t.metric.name, direction=t.metric.direction, target=t.metric.target),
+        baseline=BaselineRef(commit=baseline.commit, run_id=baseline.run_id, value=baseline.value),
+        budget=BudgetRef(wall_seconds=t.budget.wall_seconds, attempts=t.budget.attempts),
+        stop_condition=f"{t.budget.attempts} attempt(s) of at most {t.budget.wall_seconds} s each",
+        student=student,
+    )
+    branch = f"senpai/{student}/{hid}"
+    try:
+        ctx.forge.branch_sha(branch)
+    except NotFound:
+        ctx.repo.git("checkout", "--quiet", "-B", branch, baseline.commit)
+        ctx.repo.commit_all(f"Start experiment {hid}: {h.hypothesis}", allow_empty=True)
+        ctx.repo.push(branch)
+    try:
+        pr = transitions.open_experiment(ctx.forge, h, branch, ctx.base, f"[{student}] {h.hypothesis}")
+    except TransitionError as e:
+        return f"{student}: not assigned: {e}"
+    return f"#{pr.number}: opened {hid} for {student}"

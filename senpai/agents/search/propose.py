@@ -1,0 +1,80 @@
+"""Propose the next points of the search space with Optuna TPE, seeded, never repeating a point."""
+
+import hashlib
+import json
+import logging
+import math
+
+import optuna
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+from senpai.config.target import Metric, ParamSpec
+from senpai.errors import PermanentError
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+log = logging.getLogger(__name__)
+Point = dict[str, str | int | float | bool]
+
+
+def distribution(spec: ParamSpec):
+    if spec.type == "int":
+        return IntDistribution(spec.low, spec.high, log=spec.log)
+    if spec.type == "float":
+        return FloatDistribution(spec.low, spec.high, log=spec.log)
+    return CategoricalDistribution(spec.choices)
+
+
+def _tidy(value, dist):
+    """Round floats to 4 significant digits (kept inside the range) so points read well and dedupe."""
+    if isinstance(dist, FloatDistribution) and value != 0:
+        rounded = float(f"{value:.4g}")
+        return rounded if dist.low <= rounded <= dist.high else value
+    return value
+
+
+def point_key(point: dict) -> str:
+    return json.dumps(point, sort_keys=True)
+
+
+def point_id(point: dict) -> str:
+    """Stable hypothesis id of a point: `h-<10 hex>`."""
+    return "h-" + hashlib.sha256(point_key(point).encode()).hexdigest()[:10]
+
+
+def propose(
+    space: dict[str, ParamSpec],
+    metric: Metric,
+    history: list[tuple[Point, float | None]],
+    n: int,
+    seed: int,
+    tries: int = 50,
+) -> list[Point]:
+    """`n` new points. `history` holds every point tried so far, with its metric (None: no value,
+    failed or still running).  The sampler is seeded with `seed` and the history size, so a replayed
+    turn proposes the same points.  Raises PermanentError if the space has no untried point left."""
+    dists = {k: distribution(s) for k, s in space.items()}
+    direction = "maximize" if metric.direction == "maximize" else "minimize"
+    sampler = optuna.samplers.TPESampler(seed=seed + len(history), n_startup_trials=4)
+    study = optuna.create_study(direction=direction, sampler=sampler)
+    tried = set()
+    for params, value in history:
+        known = {k: v for k, v in params.items() if k in dists}
+        tried.add(point_key(known))
+        if len(known) != len(dists):
+            continue  # a point from an older search space: remembered, not fed to TPE
+        ok = value is not None and math.isfinite(value)
+        state = optuna.trial.TrialState.COMPLETE if ok else optuna.trial.TrialState.FAIL
+        study.add_trial(optuna.trial.create_trial(params=known, distributions=dists, value=value if ok else None, state=state))
+    points: list[Point] = []
+    for _ in range(n):
+        for _ in range(tries):
+            trial = study.ask(dists)
+            point = {k: _tidy(v, dists[k]) for k, v in trial.params.items()}
+            if point_key(point) not in tried:
+                break
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        else:
+            raise PermanentError(f"no untried point found in {tries} samples: the search space looks exhausted")
+        tried.add(point_key(point))
+        points.append(point)
+    return points

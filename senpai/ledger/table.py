@@ -1,0 +1,108 @@
+"""Rebuild the experiment table from the forge and the tracker alone.
+
+`LedgerReader.experiments()` is a pure function of forge + tracker state.  It caches each PR's
+comments by the PR's `updated_at` (any comment, label or push bumps it), so a wrapper that
+re-reads the ledger every tick only fetches what changed.
+"""
+
+import csv
+import io
+import json
+import math
+
+from senpai.errors import NotFound
+from senpai.forge.base import Comment, Forge, PullRequest
+from senpai.ledger.experiment import Experiment, RunSummary, read_experiment
+from senpai.ledger.labels import SENPAI
+from senpai.tracker.base import Tracker
+
+
+class LedgerReader:
+    """Reads experiments (PRs labelled `senpai`) from `forge`, with runs from `tracker`."""
+
+    def __init__(self, forge: Forge, tracker: Tracker | None = None) -> None:
+        self.forge = forge
+        self.tracker = tracker
+        self._comments: dict[int, tuple[str, list[Comment]]] = {}
+
+    def comments(self, pr: PullRequest) -> list[Comment]:
+        key = pr.updated_at.isoformat()
+        cached = self._comments.get(pr.number)
+        if cached is None or cached[0] != key:
+            cached = (key, self.forge.list_comments(pr.number))
+            self._comments[pr.number] = cached
+        return cached[1]
+
+    def experiment(self, pr: PullRequest) -> Experiment:
+        exp = read_experiment(pr, self.comments(pr), self.forge.login)
+        if self.tracker is None or exp.hypothesis is None:
+            return exp
+        runs = [self._run(r.id, exp.hypothesis.metric.name) for e in exp.evidence for r in e.runs]
+        return exp.model_copy(update={"runs": runs})
+
+    def _run(self, run_id: str, metric: str) -> RunSummary:
+        try:
+            rec = self.tracker.get_run(run_id)  # type: ignore[union-attr]
+        except NotFound:
+            return RunSummary(id=run_id, state="missing", metric=None, url=None)
+        value = rec.summary.get(metric)
+        value = float(value) if isinstance(value, (int, float)) else None
+        return RunSummary(id=run_id, state=rec.state, metric=value, url=rec.url)
+
+    def experiments(self, state: str = "all") -> list[Experiment]:
+        """Every senpai experiment, oldest PR first. `state`: open, closed or all (forge PR state)."""
+        pulls = [p for p in self.forge.list_pulls(state) if SENPAI in p.labels]  # type: ignore[arg-type]
+        return [self.experiment(p) for p in sorted(pulls, key=lambda p: p.number)]
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+def ledger_rows(exps: list[Experiment]) -> list[dict]:
+    """Flat, JSON-safe rows (NaN/inf become null): one per experiment."""
+    rows = []
+    for e in exps:
+        ev = e.evidence[-1] if e.evidence else None
+        v = e.verifications[-1] if e.verifications else None
+        d = e.decision
+        rows.append(
+            {
+                "pr": e.pr,
+                "title": e.title,
+                "state": e.state,
+                "student": e.student,
+                "hypothesis": e.hypothesis.hypothesis if e.hypothesis else None,
+                "hypothesis_id": e.hypothesis.id if e.hypothesis else None,
+                "params": json.dumps(e.hypothesis.params, sort_keys=True) if e.hypothesis else None,
+                "attempts": e.attempts,
+                "outcome": ev.outcome if ev else None,
+                "metric": e.hypothesis.metric.name if e.hypothesis else None,
+                "value": _finite(ev.primary.value) if ev else None,
+                "baseline": _finite(ev.primary.baseline) if ev else None,
+                "run_id": ev.runs[-1].id if ev and ev.runs else None,
+                "run_state": e.runs[-1].state if e.runs else None,
+                "verified": v.passed if v else None,
+                "verifier_delta": _finite(v.improvement) if v else None,
+                "noise_floor": _finite(v.noise_floor) if v else None,
+                "verdict": d.verdict if d else None,
+                "reason": d.reason if d else None,
+                "error": e.error,
+            }
+        )
+    return rows
+
+
+def to_json(exps: list[Experiment]) -> str:
+    """The full ledger as JSON: each experiment with all its blocks and runs, NaN as null."""
+    return json.dumps([json.loads(e.model_dump_json()) for e in exps], indent=2, sort_keys=True)
+
+
+def to_csv(exps: list[Experiment]) -> str:
+    rows = ledger_rows(exps)
+    out = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return out.getvalue()

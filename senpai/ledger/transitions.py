@@ -1,0 +1,152 @@
+"""The label state machine, as functions with explicit preconditions.
+
+    (new) ──open_experiment──▶ wip ──submit_evidence──▶ review ──request_verification──▶ verifying
+                                ▲                          │                                │
+                                └──── start_work ── changes ◀──────── decide(changes) ──────┤
+    any open ──block──▶ blocked                    decide(close) ──▶ closed                 │
+                                                   decide(merge) ──▶ merged ◀── gate ───────┘
+
+Every function re-reads nothing it is not given, checks its precondition, and is idempotent:
+replaying it after a crash (comment posted, label not yet set) finishes the step without
+posting twice.  A precondition that does not hold raises TransitionError.
+"""
+
+import hashlib
+
+from senpai.config.target import TargetConfig
+from senpai.errors import TransitionError
+from senpai.forge.base import Forge, PullRequest
+from senpai.ledger.blocks import Decision, Evidence, Hypothesis, Verification, render
+from senpai.ledger.experiment import Experiment
+from senpai.ledger.gate import check_merge
+from senpai.ledger.labels import SENPAI, Status, status_of, student_label, with_status
+
+
+def _require(pr: PullRequest, allowed: set[Status], action: str) -> None:
+    if pr.state != "open":
+        raise TransitionError(f"PR #{pr.number} is {'merged' if pr.merged else 'closed'}; cannot {action}")
+    status = status_of(pr.labels)
+    if status not in allowed:
+        names = ", ".join(sorted(s.value for s in allowed))
+        raise TransitionError(f"PR #{pr.number} is {status and status.value}; {action} needs one of {names}")
+
+
+def _set_status(forge: Forge, pr: PullRequest, status: Status | None) -> None:
+    labels = with_status(pr.labels, status)
+    if labels != pr.labels:
+        forge.set_labels(pr.number, labels)
+
+
+def hypothesis_body(h: Hypothesis) -> str:
+    """PR body for a hypothesis: prose for humans, then the block."""
+    params = ", ".join(f"`{k}={v}`" for k, v in h.params.items()) or h.change or "(code change)"
+    return (
+        f"**Hypothesis** {h.hypothesis}\n\n**Rationale** {h.rationale}\n\n**Plan** {h.plan}\n\n"
+        f"**Change** {params}\n\n**Student** `{h.student}` · **Stop** {h.stop_condition}\n\n{render(h)}\n"
+    )
+
+
+def open_experiment(forge: Forge, h: Hypothesis, branch: str, base: str, title: str) -> PullRequest:
+    """Open the hypothesis PR for `branch` (which must exist on the forge) in state wip.
+
+    Idempotent: if an open PR from `branch` exists, it is returned (labels completed).
+    """
+    labels = [SENPAI, student_label(h.student), Status.WIP.value]
+    for pr in forge.list_pulls("open"):
+        if pr.head_ref == branch:
+            if not set(labels) <= set(pr.labels):
+                forge.set_labels(pr.number, sorted(set(pr.labels) | set(labels)))
+            return pr
+    return forge.create_pull(title, hypothesis_body(h), head=branch, base=base, labels=labels)
+
+
+def _post_once(forge: Forge, pr: int, marker: str, body: str, existing: list[str]) -> None:
+    if not any(marker in b for b in existing):
+        forge.create_comment(pr, f"{body}\n\n{marker}")
+
+
+def _marker(kind: str, key: str) -> str:
+    return f"<!-- senpai:{kind}:{hashlib.sha256(key.encode()).hexdigest()[:16]} -->"
+
+
+def _comment_bodies(forge: Forge, pr: int) -> list[str]:
+    return [c.body for c in forge.list_comments(pr) if c.user == forge.login]
+
+
+def submit_evidence(forge: Forge, pr: PullRequest, ev: Evidence, to_review: bool = True) -> None:
+    """Post evidence for attempt `ev.attempt` and (if `to_review`) move wip/changes → review."""
+    _require(pr, {Status.WIP, Status.CHANGES, Status.REVIEW}, "submit evidence")
+    summary = (
+        f"**Evidence** attempt {ev.attempt} on `{ev.head[:8]}`: {ev.outcome}"
+        f" · {ev.primary.name} = {ev.primary.value} (baseline {ev.primary.baseline})"
+    )
+    marker = _marker("evidence", f"{ev.pr}:{ev.attempt}")
+    _post_once(forge, pr.number, marker, f"{summary}\n\n{render(ev)}", _comment_bodies(forge, pr.number))
+    if to_review:
+        _set_status(forge, pr, Status.REVIEW)
+
+
+def start_work(forge: Forge, pr: PullRequest) -> None:
+    """changes → wip, when a student picks the PR up again. No-op if already wip."""
+    _require(pr, {Status.WIP, Status.CHANGES}, "start work")
+    _set_status(forge, pr, Status.WIP)
+
+
+def request_verification(forge: Forge, pr: PullRequest) -> None:
+    """review → verifying: the wrapper launches the verifier for (head, base)."""
+    _require(pr, {Status.REVIEW, Status.VERIFYING}, "request verification")
+    _set_status(forge, pr, Status.VERIFYING)
+
+
+def record_verification(forge: Forge, pr: PullRequest, v: Verification) -> None:
+    """Post the verifier's block for (candidate, baseline), once."""
+    _require(pr, {Status.VERIFYING}, "record a verification")
+    verdict = "passed" if v.passed else "failed"
+    summary = f"**Verification** `{v.candidate[:8]}` vs baseline `{v.baseline[:8]}`: {verdict} — {v.reason}"
+    marker = _marker("verification", f"{v.candidate}:{v.baseline}")
+    _post_once(forge, pr.number, marker, f"{summary}\n\n{render(v)}", _comment_bodies(forge, pr.number))
+
+
+def block(forge: Forge, pr: PullRequest, reason: str) -> None:
+    """Any open state → blocked, with a comment saying what is wrong (posted once per reason)."""
+    _require(pr, set(Status), "block")
+    body = f"**Blocked**: a human must look. {reason}"
+    _post_once(forge, pr.number, _marker("blocked", reason), body, _comment_bodies(forge, pr.number))
+    _set_status(forge, pr, Status.BLOCKED)
+
+
+def _decision_text(d: Decision) -> str:
+    return f"**Decision** `{d.verdict}` on `{d.head[:8]}`: {d.reason}\n\n{render(d)}"
+
+
+def decide(
+    forge: Forge, pr: PullRequest, exp: Experiment, d: Decision, target: TargetConfig, base_sha: str
+) -> None:
+    """Apply the advisor's verdict on `pr` at head `d.head`.
+
+    merge: passes the merge gate (raises MergeRefused), then a real merge (raises MergeConflict),
+    then the decision comment.  close: comment, then close.  changes: comment, then → changes.
+    Preconditions: PR open in review or verifying and `d.head` is its current head.
+    Replay after a crash finishes the step (a merged PR with no decision gets its comment).
+    """
+    marker = _marker("decision", f"{d.pr}:{d.head}:{d.verdict}")
+    if pr.merged and d.verdict == "merge":
+        _post_once(forge, pr.number, marker, _decision_text(d), _comment_bodies(forge, pr.number))
+        return
+    allowed = set(Status) if d.verdict == "close" else {Status.REVIEW, Status.VERIFYING}
+    _require(pr, allowed, f"decide {d.verdict}")
+    if d.head != pr.head_sha:
+        raise TransitionError(f"decision is for {d.head[:8]} but PR #{pr.number} head is {pr.head_sha[:8]}")
+    if d.verdict == "merge":
+        verification = exp.verification_for(pr.head_sha, base_sha)
+        check_merge(target, pr.head_sha, base_sha, forge.pull_files(pr.number), verification)
+        forge.merge_pull(pr.number, f"senpai: merge #{pr.number} ({d.reason})")  # MergeConflict propagates
+        _post_once(forge, pr.number, marker, _decision_text(d), _comment_bodies(forge, pr.number))
+        forge.set_labels(pr.number, with_status(pr.labels, None))
+        return
+    _post_once(forge, pr.number, marker, _decision_text(d), _comment_bodies(forge, pr.number))
+    if d.verdict == "close":
+        forge.set_labels(pr.number, with_status(pr.labels, None))
+        forge.update_pull(pr.number, state="closed")
+    else:
+        _set_status(forge, pr, Status.CHANGES)
