@@ -80,6 +80,8 @@ class HarnessConfig(_Strict):
     patience: int | None = Field(
         None, ge=1, description="Pause assignments after this many decided experiments without a merge."
     )
+    advisor_wall_seconds: int = Field(600, gt=0, description="Wall time of one advisor turn, seconds.")
+    verifier_wall_seconds: int = Field(1800, gt=0, description="Wall time of one verifier run, seconds.")
     stale_after_seconds: float = Field(1800.0, gt=0, description="WIP with no live job this long is stale.")
 
 

@@ -35,6 +35,7 @@ class Experiment(BaseModel):
     merge_commit: str | None = None
     student: str | None
     state: State
+    updated_at: str = Field(description="PR updated_at, ISO8601 UTC, from the forge.")
     hypothesis: Hypothesis | None
     evidence: list[Evidence]
     verifications: list[Verification]
@@ -103,6 +104,7 @@ def read_experiment(pr: PullRequest, comments: list[Comment], bot: str) -> Exper
         merge_commit=pr.merge_commit_sha if pr.merged else None,
         student=student_of(pr.labels),
         state=pr_state(pr),
+        updated_at=pr.updated_at.isoformat(),
         hypothesis=hyps[0] if hyps else None,
         evidence=[b for b in blocks if isinstance(b, Evidence)],
         verifications=[b for b in blocks if isinstance(b, Verification)],

@@ -1,0 +1,3 @@
+from senpai.cli.main import main
+
+main()

@@ -1,0 +1,1 @@
+"""The `senpai` command line: one click group, one module per subcommand."""

@@ -1,0 +1,113 @@
+"""`senpai demo`: the whole research loop on one machine with no keys (what `make demo` runs).
+
+Starts the local forge on a free loopback port, creates the target repo from `examples/digits`
+with its research base branch, runs the wrapper with the `search` runtime and the `local` fleet
+until N experiments are decided, then prints a leaderboard and where everything lives.
+"""
+
+import os
+import shutil
+import subprocess
+import time
+from datetime import datetime
+from pathlib import Path
+
+import click
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from senpai.agents.workcopy import IDENTITY
+from senpai.cli.progress import TickPrinter
+from senpai.cli.wiring import make_forge
+from senpai.cli.wrapper import build_wrapper
+from senpai.config.harness import load_harness
+from senpai.errors import PermanentError
+from senpai.ledger.table import ledger_rows
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
+
+
+def write_config(out: Path, base_url: str, students: int, experiments: int) -> Path:
+    """The harness config of the demo: local forge, offline W&B, local fleet, search runtime."""
+    cfg = {
+        "schema_version": 1,
+        "forge": {"base_url": base_url, "repo": "senpai/digits", "token_env": "SENPAI_DEMO_TOKEN", "base_branch": "advisor"},
+        "tracker": {"project": "senpai-demo", "dir": str(out / "wandb"), "mode": "offline"},
+        "fleet": {"backend": "local", "dir": str(out / "jobs")},
+        "students": [{"name": n} for n in ["ada", "bo", "cy", "dee", "eli", "fay", "gus", "hal"][:students]],
+        "state_dir": str(out / "state"),
+        "tick_seconds": 1.0,
+        "full_refresh_seconds": 30.0,
+        "max_experiments": experiments,
+        "stale_after_seconds": 600.0,
+    }
+    path = out / "harness.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+@click.command()
+@click.option("--students", type=click.IntRange(1, 8), default=2, show_default=True)
+@click.option("--experiments", type=click.IntRange(1, 100), default=6, show_default=True, help="Stop once this many are decided.")
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="Folder for all demo data [demo-out/<time>].")
+@click.option("--example", type=click.Path(exists=True, file_okay=False), default=str(EXAMPLE), show_default=True)
+@click.option("--timeout", type=float, default=900, show_default=True, help="Give up after this many seconds.")
+def demo(students: int, experiments: int, out: str | None, example: str, timeout: float) -> None:
+    """Run the research loop end to end on the local forge, then print the leaderboard."""
+    from senpai.forge.github import create_repository
+    from senpai.forge.localforge.server import start_in_thread
+
+    root = Path(out or f"demo-out/{datetime.now():%Y%m%d-%H%M%S}").resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    server = start_in_thread(root / "forge")
+    try:
+        config_path = write_config(root, server.base_url, students, experiments)
+        cfg = load_harness(config_path)
+        push_example(create_repository(cfg.forge, cfg.forge.token(), "digits"), Path(example), make_forge(cfg).git_env(), root / "seed")
+        click.echo(f"forge: {server.base_url}  repo: {cfg.forge.repo}  students: {students}  target: {experiments} decided")
+        report = run_until(config_path, experiments, start + timeout)
+    finally:
+        server.stop()
+    show_leaderboard(ledger_rows(report.exps))
+    click.echo(f"\nwall_seconds: {time.monotonic() - start:.1f}\ndecided: {report.decided}")
+    click.echo(f"merged: {sum(e.state == 'merged' for e in report.exps)}")
+    click.echo(f"forge_data: {root / 'forge'}\nwandb_offline_runs: {root / 'wandb'}\njobs: {root / 'jobs'}\nconfig: {config_path}")
+    if report.decided < experiments:
+        raise PermanentError(f"only {report.decided} of {experiments} experiments decided before the timeout")
+
+
+def run_until(config_path: Path, experiments: int, deadline: float):
+    """Run the wrapper until `experiments` are decided or `deadline` passes; then stop live jobs."""
+    w = build_wrapper(str(config_path))
+    try:
+        report = w.run(until=lambda r: r.decided >= experiments or time.monotonic() > deadline, on_tick=TickPrinter(quiet=True))
+        report = w.tick() if report is None else report
+    finally:
+        for job in w.fleet.list():
+            if not job.done:
+                w.fleet.delete(job.name)
+        w.store.close()
+    return report
+
+
+def push_example(clone_url: str, example: Path, git_env: dict[str, str], seed: Path) -> None:
+    """Commit the example's files as `main` and push `main` plus the research base branch."""
+    shutil.copytree(example, seed, ignore=shutil.ignore_patterns("__pycache__", "wandb", "*.pyc"), dirs_exist_ok=True)
+    env = {**os.environ, **IDENTITY, **git_env}
+    for args in (["init", "--quiet", "-b", "main"], ["add", "-A"], ["commit", "--quiet", "-m", "Target program: digits MLP"],
+                 ["push", "--quiet", clone_url, "main", "main:advisor"]):
+        subprocess.run(["git", *args], cwd=seed, env=env, check=True, capture_output=True)
+
+
+def show_leaderboard(rows: list[dict]) -> None:
+    table = Table(title="leaderboard (best verified first)")
+    for col in ("PR", "params", "val metric", "verifier delta", "verdict", "W&B run"):
+        table.add_column(col)
+    order = sorted(rows, key=lambda r: (r["verdict"] != "merge", -(r["verifier_delta"] or -1e9), -(r["value"] or -1e9)))
+    for r in order:
+        value = "" if r["value"] is None else f"{r['value']:.4f}"
+        delta = "" if r["verifier_delta"] is None else f"{r['verifier_delta']:+.4f}"
+        table.add_row(f"#{r['pr']}", r["params"] or "", value, delta, r["verdict"] or r["state"], r["run_id"] or "")
+    Console(width=200).print(table)

@@ -1,0 +1,58 @@
+"""`senpai job ...`: one bounded turn, run by the fleet in an empty work dir (the cwd)."""
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+from senpai.agents.context import prepare_turn
+from senpai.cli.options import config_option
+from senpai.cli.wiring import make_forge, make_tracker
+from senpai.config.harness import load_harness
+from senpai.ledger.events import EventBatch
+from senpai.wrapper.dispatch import ENV_EVENTS
+
+
+def _context(config_path: str):
+    cfg = load_harness(config_path)
+    return prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), Path.cwd())
+
+
+@click.group()
+def job() -> None:
+    """Run one job turn (the wrapper launches these through the fleet)."""
+
+
+@job.command()
+@config_option
+def advisor(config_path: str) -> None:
+    """Advisor turn over the events in $SENPAI_EVENTS (JSON EventBatch)."""
+    from senpai.agents.search.advisor import advisor_turn
+
+    batch = EventBatch.model_validate_json(os.environ.get(ENV_EVENTS) or '{"events": []}')
+    for line in advisor_turn(_context(config_path), batch.events):
+        click.echo(line)
+
+
+@job.command()
+@config_option
+@click.option("--pr", type=int, required=True)
+@click.option("--attempt", type=int, required=True)
+def student(config_path: str, pr: int, attempt: int) -> None:
+    """Student turn: apply, train, post evidence for attempt ATTEMPT on PR."""
+    from senpai.agents.search.student import student_turn
+
+    ev = student_turn(_context(config_path), pr, attempt)
+    click.echo(f"outcome: {ev.outcome}\n{ev.primary.name}: {ev.primary.value}")
+
+
+@job.command()
+@config_option
+@click.option("--pr", type=int, required=True)
+def verify(config_path: str, pr: int) -> None:
+    """Verifier run: holdout for the PR head and the baseline; records the numbers."""
+    from senpai.agents.verifier import verify as run_verify
+
+    v = run_verify(_context(config_path), pr)
+    click.echo(json.dumps({"passed": v.passed, "improvement": v.improvement, "noise_floor": v.noise_floor}))

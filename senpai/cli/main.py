@@ -1,0 +1,60 @@
+"""`senpai`: the click group, logging setup, and the one place errors become exit statuses."""
+
+import json
+import logging
+import os
+import sys
+
+import click
+
+from senpai.errors import SenpaiError
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return json.dumps({"level": record.levelname, "logger": record.name, "message": record.getMessage()})
+
+
+@click.group()
+@click.option("--log-format", type=click.Choice(["plain", "json"]), default="plain", show_default=True,
+              help="Format of the log lines on stderr.")
+@click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
+@click.version_option(package_name="senpai")
+def cli(log_format: str, verbose: bool) -> None:
+    """senpai: a self-improvement research harness. Results go to stdout, logs to stderr."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_JsonFormatter() if log_format == "json" else logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, handlers=[handler], force=True)
+
+
+def _register() -> None:
+    from senpai.cli import demo, forge, job, ledger, validate, wrapper
+
+    cli.add_command(forge.forge)
+    cli.add_command(ledger.ledger)
+    cli.add_command(wrapper.wrapper)
+    cli.add_command(job.job)
+    cli.add_command(demo.demo)
+    cli.add_command(validate.validate)
+
+
+_register()
+
+
+def main() -> None:
+    """Console entry point: SenpaiError → its exit status (2 config, 3 transient, 4 permanent)."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(2 if isinstance(e, click.UsageError) else e.exit_code)
+    except SenpaiError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(e.exit_code)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)

@@ -1,0 +1,26 @@
+"""Build the adapters named by a harness config. The only place that picks implementations."""
+
+from pathlib import Path
+
+from senpai.config.harness import HarnessConfig
+from senpai.fleet.base import Fleet
+from senpai.forge.base import Forge
+from senpai.tracker.base import Tracker
+
+
+def make_forge(cfg: HarnessConfig) -> Forge:
+    from senpai.forge.github import GitHubForge
+
+    return GitHubForge(cfg.forge, cfg.forge.token())
+
+
+def make_tracker(cfg: HarnessConfig) -> Tracker:
+    from senpai.tracker.wandb import WandbTracker
+
+    return WandbTracker(cfg.tracker)
+
+
+def make_fleet(cfg: HarnessConfig) -> Fleet:
+    from senpai.fleet.local import LocalFleet
+
+    return LocalFleet(Path(cfg.fleet.dir))

@@ -1,0 +1,1 @@
+"""The wrapper: plain code, no LLM. Observe the forge, derive events, decide, dispatch and reap jobs."""

@@ -1,0 +1,69 @@
+"""Dispatch and reap: turn the policy's actions into fleet jobs and ledger writes.
+
+Launching is idempotent (deterministic job names; already exists = success) and every ledger
+write goes through `senpai.ledger.transitions`, so a replayed action is harmless.
+"""
+
+import logging
+import sys
+
+from senpai.config.harness import ENV_CONFIG
+from senpai.errors import SenpaiError
+from senpai.fleet.base import Fleet, JobSpec
+from senpai.forge.base import Forge
+from senpai.ledger import transitions
+from senpai.ledger.blocks import Evidence, PrimaryResult
+from senpai.ledger.events import EventBatch
+from senpai.ledger.experiment import Experiment
+from senpai.wrapper.policy import Action, Block, FailureEvidence, Launch
+
+log = logging.getLogger(__name__)
+ENV_EVENTS = "SENPAI_EVENTS"
+
+
+def job_spec(a: Launch, config_path: str, gpus: int = 0) -> JobSpec:
+    """The fleet job for `a`: `python -m senpai job <args>` with the harness config path."""
+    env = {ENV_CONFIG: config_path}
+    if a.events:
+        env[ENV_EVENTS] = EventBatch(events=list(a.events)).model_dump_json()
+    command = [sys.executable, "-m", "senpai", "job", *a.args]
+    return JobSpec(name=a.name, role=a.role, pr=a.pr, student=a.student, command=command, env=env,
+                   wall_seconds=a.wall_seconds, gpus=gpus)
+
+
+def failure_evidence(exp: Experiment, a: FailureEvidence, logs: str, reason: str) -> Evidence:
+    """Evidence for an attempt whose job ended without posting any (crash, deadline, lost)."""
+    metric = exp.hypothesis.metric.name if exp.hypothesis else "metric"
+    return Evidence(
+        pr=exp.pr, attempt=a.attempt, student=exp.student or "unknown", head=exp.head,
+        command=f"senpai job student --pr {exp.pr} --attempt {a.attempt}", outcome="failed",
+        failure=f"job {a.job} ended without evidence: {reason}",
+        primary=PrimaryResult(name=metric, value=None, baseline=None, delta=None),
+        interpretation="the job died before it could report; see the log tail",
+        log_tail=logs[-4000:],
+    )
+
+
+class Dispatcher:
+    def __init__(self, forge: Forge, fleet: Fleet, config_path: str, gpus: dict[str, int]) -> None:
+        self.forge, self.fleet, self.config_path, self.gpus = forge, fleet, config_path, gpus
+
+    def apply(self, action: Action, exps: dict[int, Experiment]) -> str:
+        """Carry out one action; returns a one-line description for progress output."""
+        if isinstance(action, Launch):
+            self.fleet.launch(job_spec(action, self.config_path, self.gpus.get(action.student or "", 0)))
+            what = f"#{action.pr}" if action.pr else f"{len(action.events)} event(s)"
+            return f"launched {action.name} ({what})"
+        pr = self.forge.get_pull(action.pr)
+        if isinstance(action, Block):
+            transitions.block(self.forge, pr, action.reason)
+            return f"#{action.pr}: blocked: {action.reason}"
+        job = self.fleet.get(action.job)
+        reason = f"{job.reason or 'no reason'}, exit {job.exit_code}" if job else "job lost"
+        try:
+            logs = self.fleet.logs(action.job)
+        except SenpaiError:
+            logs = ""
+        ev = failure_evidence(exps[action.pr], action, logs, reason)
+        transitions.submit_evidence(self.forge, pr, ev, to_review=action.to_review)
+        return f"#{action.pr}: failure evidence for attempt {action.attempt} ({reason})"

@@ -1,0 +1,114 @@
+"""The wrapper loop: one tick = observe, events, decide, dispatch/reap (design §3).
+
+An idle tick costs one conditional forge request (a 304) and a look at the fleet; the ledger is
+re-read only when the forge changed, a job finished, or `full_refresh_seconds` passed.
+"""
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from senpai.config.harness import HarnessConfig
+from senpai.errors import SenpaiError
+from senpai.fleet.base import Fleet
+from senpai.forge.base import Forge
+from senpai.ledger.experiment import Experiment
+from senpai.ledger.table import LedgerReader
+from senpai.wrapper.dispatch import Dispatcher
+from senpai.wrapper.policy import Launch, World, plan
+from senpai.wrapper.state import StateStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TickReport:
+    tick: int
+    calls: int  # forge API calls made during this tick
+    refreshed: bool
+    actions: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    exps: list[Experiment] = field(default_factory=list)
+    live_jobs: int = 0
+
+    @property
+    def decided(self) -> int:
+        return sum(e.decided for e in self.exps)
+
+
+class Wrapper:
+    def __init__(self, cfg: HarnessConfig, config_path: str, forge: Forge, fleet: Fleet,
+                 ledger: LedgerReader, store: StateStore, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        self.cfg, self.forge, self.fleet, self.ledger, self.store, self.clock = cfg, forge, fleet, ledger, store, clock
+        gpus = {s.name: s.gpus for s in cfg.students}
+        self.dispatcher = Dispatcher(forge, fleet, config_path, gpus)
+        self.ticks = 0
+        self._exps: list[Experiment] | None = None
+        self._base_sha = ""
+        self._done_seen: set[str] = set()
+        self._last_refresh = 0.0
+        self._stop = threading.Event()
+
+    def stop(self, *_: object) -> None:
+        """Ask the loop to stop after the current tick (SIGTERM/SIGINT handler)."""
+        self._stop.set()
+
+    def _observe(self, newly_done: bool) -> bool:
+        change = self.forge.poll(self.store.get("poll_etag"))
+        self.store.put("poll_etag", change.etag)
+        stale = time.monotonic() - self._last_refresh > self.cfg.full_refresh_seconds
+        if self._exps is None or change.changed or newly_done or stale:
+            self._base_sha = self.forge.branch_sha(self.cfg.forge.base_branch)
+            self._exps = self.ledger.experiments()
+            self._last_refresh = time.monotonic()
+            return True
+        return False
+
+    def tick(self) -> TickReport:
+        """Run one tick. Errors of one action are reported and do not stop the others."""
+        self.ticks += 1
+        calls0 = self.forge.calls
+        jobs = self.fleet.list()
+        done = {j.name for j in jobs if j.done}
+        refreshed = self._observe(bool(done - self._done_seen))
+        self._done_seen = done
+        report = TickReport(self.ticks, 0, refreshed, exps=list(self._exps or []))
+        world = World(report.exps, self._base_sha, jobs, self.clock(), self.store.handed_jobs())
+        actions = plan(world, self.cfg)
+        by_pr = {e.pr: e for e in report.exps}
+        for action in actions:
+            try:
+                report.actions.append(self.dispatcher.apply(action, by_pr))
+                if isinstance(action, Launch) and action.events:
+                    self.store.see([e.id for e in action.events])
+                    self.store.handed([e.id for e in action.events], action.name)
+            except SenpaiError as e:
+                report.errors.append(f"{type(action).__name__} {getattr(action, 'name', getattr(action, 'pr', ''))}: {e}")
+            except Exception as e:  # the per-item guard: one bad action must not stop the loop
+                log.exception("action %s failed", action)
+                report.errors.append(f"{type(action).__name__}: unexpected {type(e).__name__}: {e}")
+        if actions:
+            self._exps = None  # our own writes: re-read next tick
+        report.live_jobs = sum(not j.done for j in self.fleet.list()) if actions else sum(not j.done for j in jobs)
+        report.calls = self.forge.calls - calls0
+        return report
+
+    def run(self, until: Callable[[TickReport], bool] | None = None,
+            on_tick: Callable[[TickReport], None] | None = None) -> TickReport | None:
+        """Tick every `tick_seconds` until `until(report)` is true or SIGTERM/SIGINT arrives."""
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self.stop)
+            signal.signal(signal.SIGINT, self.stop)
+        report = None
+        while not self._stop.is_set():
+            report = self.tick()
+            if on_tick:
+                on_tick(report)
+            if until and until(report):
+                break
+            self._stop.wait(self.cfg.tick_seconds)
+        return report

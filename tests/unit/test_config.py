@@ -1,0 +1,69 @@
+"""senpai.yaml: bad config exits 2 naming the file, the field and what was expected."""
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from senpai.cli.main import cli, main
+from senpai.config.target import load_target
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
+
+
+def _write(tmp_path: Path, mutate) -> Path:
+    data = yaml.safe_load((EXAMPLE / "senpai.yaml").read_text())
+    mutate(data)
+    (tmp_path / "senpai.yaml").write_text(yaml.safe_dump(data))
+    return tmp_path
+
+
+def _run_main(args, monkeypatch, capsys) -> tuple[int, str]:
+    monkeypatch.setattr("sys.argv", ["senpai", *args])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    return exc.value.code, capsys.readouterr().err
+
+
+def test_example_config_is_valid():
+    t = load_target(EXAMPLE)
+    assert t.metric.name == "val_accuracy" and t.metric.direction == "maximize"
+    assert t.is_protected("holdout_eval.py") and t.is_protected("senpai.yaml") and not t.is_protected("params.json")
+
+
+def test_validate_prints_the_summary():
+    result = CliRunner().invoke(cli, ["validate", str(EXAMPLE)])
+    assert result.exit_code == 0, result.output
+    assert "metric: val_accuracy (maximize)" in result.output
+
+
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        (lambda d: d["metric"].update(direction="up"), r"metric\.direction: Input should be 'maximize' or 'minimize'"),
+        (lambda d: d["params"]["space"].update(bad={"type": "float", "low": 1, "high": 0}), r"params\.space\.bad\.float"),
+        (lambda d: d["budget"].update(wall_seconds=-5), r"budget\.wall_seconds: Input should be greater than 0"),
+        (lambda d: d.pop("train"), r"train: Field required"),
+        (lambda d: d.update(colour="blue"), r"colour: Extra inputs are not permitted"),
+    ],
+)
+def test_bad_config_exits_2_naming_file_and_field(tmp_path, monkeypatch, capsys, mutate, expected):
+    repo = _write(tmp_path, mutate)
+    code, err = _run_main(["validate", str(repo)], monkeypatch, capsys)
+    assert code == 2
+    assert str(repo / "senpai.yaml") in err
+    assert re.search(expected, err), err
+
+
+def test_not_yaml_exits_2(tmp_path, monkeypatch, capsys):
+    (tmp_path / "senpai.yaml").write_text("name: [unclosed\n")
+    code, err = _run_main(["validate", str(tmp_path)], monkeypatch, capsys)
+    assert code == 2 and "not valid YAML" in err
+
+
+def test_missing_harness_config_exits_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("SENPAI_CONFIG", raising=False)
+    code, err = _run_main(["ledger", "--config", str(tmp_path / "nope.yaml")], monkeypatch, capsys)
+    assert code == 2 and "cannot read" in err

@@ -1,0 +1,95 @@
+"""The wrapper's decide step, as the pure function it is."""
+
+from datetime import UTC, datetime, timedelta
+
+from senpai.config.harness import HarnessConfig
+from senpai.fleet.base import JobStatus
+from senpai.ledger.blocks import BaselineRef, BudgetRef, Evidence, Hypothesis, MetricRef, PrimaryResult
+from senpai.ledger.experiment import Experiment
+from senpai.wrapper.policy import Block, FailureEvidence, Launch, World, plan
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+BASE = "b" * 40
+CFG = HarnessConfig.model_validate({
+    "forge": {"repo": "o/r"}, "tracker": {"dir": "/tmp/w"}, "fleet": {"dir": "/tmp/f"}, "state_dir": "/tmp/s",
+    "students": [{"name": "ada"}, {"name": "bo"}], "max_experiments": 4, "stale_after_seconds": 600,
+})
+
+
+def exp(pr: int, state: str, student: str = "ada", attempts: int = 0, updated=NOW, error=None) -> Experiment:
+    h = Hypothesis(id=f"h-{pr}", hypothesis="x", rationale="r", plan="p", params={"a": pr},
+                   metric=MetricRef(name="acc", direction="maximize"), baseline=BaselineRef(commit=BASE, run_id=None, value=None),
+                   budget=BudgetRef(wall_seconds=60, attempts=2), stop_condition="s", student=student)
+    ev = [Evidence(pr=pr, attempt=i + 1, student=student, head=f"{pr}" * 40, command="c", outcome="failed",
+                   primary=PrimaryResult(name="acc", value=None, baseline=None, delta=None), interpretation="i")
+          for i in range(attempts)]
+    return Experiment(pr=pr, title="t", url="u", branch=f"senpai/{student}/h-{pr}", head=f"{pr}" * 40, student=student,
+                      state=state, updated_at=updated.isoformat(), hypothesis=h, evidence=ev, verifications=[], decisions=[],
+                      error=error)
+
+
+def job(name: str, role: str, pr=None, student=None, phase="running", reason=None) -> JobStatus:
+    return JobStatus(name=name, role=role, pr=pr, student=student, phase=phase, reason=reason)
+
+
+def launches(actions, role):
+    return [a for a in actions if isinstance(a, Launch) and a.role == role]
+
+
+def test_idle_students_wake_the_advisor_once():
+    actions = plan(World([], BASE, [], NOW), CFG)
+    (adv,) = launches(actions, "advisor")
+    assert [e.student for e in adv.events] == ["ada", "bo"]
+    assert adv.name.startswith("senpai-advisor-") and adv.name.endswith("-1")
+    # the same world again while that advisor runs: no second advisor turn
+    again = plan(World([], BASE, [job(adv.name, "advisor")], NOW), CFG)
+    assert launches(again, "advisor") == []
+
+
+def test_student_job_per_assigned_pr_and_one_job_per_student():
+    w = World([exp(1, "wip"), exp(2, "changes", attempts=1)], BASE, [], NOW)
+    (s,) = launches(plan(w, CFG), "student")
+    assert s.name == "senpai-student-pr1-1" and s.student == "ada"
+    busy = World(w.exps, BASE, [job("senpai-student-pr1-1", "student", 1, "ada")], NOW)
+    assert launches(plan(busy, CFG), "student") == []
+
+
+def test_dead_job_without_evidence_gets_failure_evidence_then_retry_budget():
+    dead = job("senpai-student-pr1-1", "student", 1, "ada", phase="failed", reason="DeadlineExceeded")
+    actions = plan(World([exp(1, "wip")], BASE, [dead], NOW), CFG)
+    assert FailureEvidence(1, 1, dead.name, to_review=False) in actions
+    assert launches(actions, "student") == []  # its name is taken until the evidence lands
+    # after the failure evidence is posted, attempt 2 is launched
+    (s,) = launches(plan(World([exp(1, "wip", attempts=1)], BASE, [dead], NOW), CFG), "student")
+    assert s.name == "senpai-student-pr1-2"
+    dead2 = job("senpai-student-pr1-2", "student", 1, "ada", phase="failed")
+    assert FailureEvidence(1, 2, dead2.name, to_review=True) in plan(World([exp(1, "wip", attempts=1)], BASE, [dead, dead2], NOW), CFG)
+
+
+def test_review_and_verifying_prs():
+    actions = plan(World([exp(1, "review", attempts=1), exp(2, "verifying", "bo", attempts=1)], BASE, [], NOW), CFG)
+    (v,) = launches(actions, "verifier")
+    assert v.name == "senpai-verifier-pr2-1"
+    (adv,) = launches(actions, "advisor")
+    assert [e.id for e in adv.events] == [f"review:pr-1@{'1' * 40}", f"idle:ada@{BASE}:2", f"idle:bo@{BASE}:2"]
+
+
+def test_invalid_block_blocks_only_that_pr():
+    actions = plan(World([exp(1, "wip", error="bad yaml"), exp(2, "wip", "bo")], BASE, [], NOW), CFG)
+    assert [a for a in actions if isinstance(a, Block)] == [Block(1, "a senpai block is invalid: bad yaml")]
+    assert [a.pr for a in launches(actions, "student")] == [2]
+
+
+def test_budget_caps_new_experiments_and_stale_wip_goes_to_advisor():
+    old = NOW - timedelta(hours=1)
+    exps = [exp(1, "closed"), exp(2, "merged"), exp(3, "closed", "bo"), exp(4, "wip", updated=old, attempts=2)]
+    (adv,) = launches(plan(World(exps, BASE, [], NOW), CFG), "advisor")
+    assert [e.kind for e in adv.events] == ["stale"]  # 4 experiments = max: nobody is idle
+
+
+def test_failed_advisor_batches_are_retried_three_times_then_left():
+    first = launches(plan(World([], BASE, [], NOW), CFG), "advisor")[0].name
+    prefix = first.rsplit("-", 1)[0]
+    failed = [job(f"{prefix}-{i}", "advisor", phase="failed") for i in (1, 2, 3)]
+    assert launches(plan(World([], BASE, failed[:2], NOW), CFG), "advisor")[0].name == f"{prefix}-3"
+    assert launches(plan(World([], BASE, failed, NOW), CFG), "advisor") == []
