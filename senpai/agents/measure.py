@@ -4,6 +4,7 @@ import math
 import os
 import re
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,9 +35,11 @@ class Outcome:
 def run_command(command: str, cwd: Path, env: dict[str, str], timeout: float, log: Path | None = None) -> Outcome:
     """Run shell `command` in `cwd` with `env` over os.environ; kill it after `timeout` seconds."""
     start = time.monotonic()
+    # `python` in a target command is the interpreter running senpai (it has wandb); PATH wins otherwise
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     try:
         proc = subprocess.run(
-            command, shell=True, cwd=cwd, env={**os.environ, **env}, timeout=timeout,
+            command, shell=True, cwd=cwd, env={**os.environ, "PATH": path, **env}, timeout=timeout,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
         )
         out = Outcome(proc.returncode, time.monotonic() - start, proc.stdout)

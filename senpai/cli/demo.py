@@ -5,6 +5,7 @@ with its research base branch, runs the wrapper with the `search` runtime and th
 until N experiments are decided, then prints a leaderboard and where everything lives.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -21,18 +22,18 @@ from senpai.agents.workcopy import IDENTITY
 from senpai.cli.progress import TickPrinter
 from senpai.cli.wiring import make_forge
 from senpai.cli.wrapper import build_wrapper
-from senpai.config.harness import load_harness
+from senpai.config.harness import HarnessConfig, load_harness
 from senpai.errors import PermanentError
 from senpai.ledger.table import ledger_rows
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
 
 
-def write_config(out: Path, base_url: str, students: int, experiments: int) -> Path:
+def write_config(out: Path, base_url: str, students: int, experiments: int, repo: str = "senpai/digits") -> Path:
     """The harness config of the demo: local forge, offline W&B, local fleet, search runtime."""
     cfg = {
         "schema_version": 1,
-        "forge": {"base_url": base_url, "repo": "senpai/digits", "token_env": "SENPAI_DEMO_TOKEN", "base_branch": "advisor"},
+        "forge": {"base_url": base_url, "repo": repo, "token_env": "SENPAI_DEMO_TOKEN", "base_branch": "advisor"},
         "tracker": {"project": "senpai-demo", "dir": str(out / "wandb"), "mode": "offline"},
         "fleet": {"backend": "local", "dir": str(out / "jobs")},
         "students": [{"name": n} for n in ["ada", "bo", "cy", "dee", "eli", "fay", "gus", "hal"][:students]],
@@ -55,17 +56,16 @@ def write_config(out: Path, base_url: str, students: int, experiments: int) -> P
 @click.option("--timeout", type=float, default=900, show_default=True, help="Give up after this many seconds.")
 def demo(students: int, experiments: int, out: str | None, example: str, timeout: float) -> None:
     """Run the research loop end to end on the local forge, then print the leaderboard."""
-    from senpai.forge.github import create_repository
-    from senpai.forge.localforge.server import start_in_thread
+    from senpai.forge.localforge.server import LocalForgeServer
 
     root = Path(out or f"demo-out/{datetime.now():%Y%m%d-%H%M%S}").resolve()
     root.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    server = start_in_thread(root / "forge")
+    server = LocalForgeServer(root / "forge").start()
     try:
         config_path = write_config(root, server.base_url, students, experiments)
         cfg = load_harness(config_path)
-        push_example(create_repository(cfg.forge, cfg.forge.token(), "digits"), Path(example), make_forge(cfg).git_env(), root / "seed")
+        seed_target(cfg, Path(example), root / "seed")
         click.echo(f"forge: {server.base_url}  repo: {cfg.forge.repo}  students: {students}  target: {experiments} decided")
         report = run_until(config_path, experiments, start + timeout)
     finally:
@@ -74,6 +74,7 @@ def demo(students: int, experiments: int, out: str | None, example: str, timeout
     click.echo(f"\nwall_seconds: {time.monotonic() - start:.1f}\ndecided: {report.decided}")
     click.echo(f"merged: {sum(e.state == 'merged' for e in report.exps)}")
     click.echo(f"forge_data: {root / 'forge'}\nwandb_offline_runs: {root / 'wandb'}\njobs: {root / 'jobs'}\nconfig: {config_path}")
+    click.echo(f"ledger: senpai ledger --config {config_path} --local-forge {root / 'forge'} --json")
     if report.decided < experiments:
         raise PermanentError(f"only {report.decided} of {experiments} experiments decided before the timeout")
 
@@ -92,12 +93,16 @@ def run_until(config_path: Path, experiments: int, deadline: float):
     return report
 
 
-def push_example(clone_url: str, example: Path, git_env: dict[str, str], seed: Path) -> None:
-    """Commit the example's files as `main` and push `main` plus the research base branch."""
+def seed_target(cfg: HarnessConfig, example: Path, seed: Path) -> None:
+    """Create the forge repo and push the example's files as `main` plus the research base branch."""
+    from senpai.forge.github import create_repository
+
+    clone_url = create_repository(cfg.forge, cfg.forge.token(), cfg.forge.repo.split("/")[1])
+    git_env = make_forge(cfg).git_env()
     shutil.copytree(example, seed, ignore=shutil.ignore_patterns("__pycache__", "wandb", "*.pyc"), dirs_exist_ok=True)
     env = {**os.environ, **IDENTITY, **git_env}
     for args in (["init", "--quiet", "-b", "main"], ["add", "-A"], ["commit", "--quiet", "-m", "Target program: digits MLP"],
-                 ["push", "--quiet", clone_url, "main", "main:advisor"]):
+                 ["push", "--quiet", clone_url, "main", f"main:{cfg.forge.base_branch}"]):
         subprocess.run(["git", *args], cwd=seed, env=env, check=True, capture_output=True)
 
 
@@ -109,5 +114,6 @@ def show_leaderboard(rows: list[dict]) -> None:
     for r in order:
         value = "" if r["value"] is None else f"{r['value']:.4f}"
         delta = "" if r["verifier_delta"] is None else f"{r['verifier_delta']:+.4f}"
-        table.add_row(f"#{r['pr']}", r["params"] or "", value, delta, r["verdict"] or r["state"], r["run_id"] or "")
-    Console(width=200).print(table)
+        params = " ".join(f"{k}={v}" for k, v in json.loads(r["params"] or "{}").items())
+        table.add_row(f"#{r['pr']}", params, value, delta, r["verdict"] or r["state"], r["run_id"] or "")
+    Console(width=max(Console().width, 150)).print(table)

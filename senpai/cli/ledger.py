@@ -1,5 +1,7 @@
 """`senpai ledger`: rebuild the experiment table from the forge and the tracker alone."""
 
+from pathlib import Path
+
 import click
 from rich.console import Console
 from rich.table import Table
@@ -14,10 +16,22 @@ from senpai.ledger.table import LedgerReader, ledger_rows, to_csv, to_json
 @config_option
 @click.option("--json", "as_json", is_flag=True, help="Every experiment with all its blocks and runs.")
 @click.option("--csv", "as_csv", is_flag=True, help="One flat row per experiment.")
-def ledger(config_path: str, as_json: bool, as_csv: bool) -> None:
+@click.option("--local-forge", type=click.Path(exists=True, file_okay=False), default=None,
+              help="Serve this local forge data dir on a free port for the duration (e.g. after `senpai demo`).")
+def ledger(config_path: str, as_json: bool, as_csv: bool, local_forge: str | None) -> None:
     """Print the experiment table (PRs labelled `senpai` + their W&B runs)."""
     cfg = load_harness(config_path)
-    exps = LedgerReader(make_forge(cfg), make_tracker(cfg)).experiments()
+    server = None
+    if local_forge:
+        from senpai.forge.localforge.server import LocalForgeServer
+
+        server = LocalForgeServer(Path(local_forge)).start()
+        cfg = cfg.model_copy(update={"forge": cfg.forge.model_copy(update={"base_url": server.url})})
+    try:
+        exps = LedgerReader(make_forge(cfg), make_tracker(cfg)).experiments()
+    finally:
+        if server:
+            server.stop()
     if as_json:
         click.echo(to_json(exps))
     elif as_csv:

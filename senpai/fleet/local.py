@@ -1,0 +1,295 @@
+"""Local fleet: each job is a subprocess in its own directory, watched by a detached supervisor.
+
+The directory layout and the supervisor's lifecycle are described in `senpai.fleet.supervise`.
+This module is the launcher and the reader:
+
+- **Claim.** `launch` prepares the whole job directory under a hidden staging name and renames
+  it to `<root>/<name>`. rename(2) of a directory onto an existing, non-empty one fails, so one
+  launcher wins across threads and processes; the losers return the winner's status. Readers never
+  see a half-written job. Only then is the supervisor started, and `launch` waits until it has
+  claimed the job (`supervisor.json`), so a returned job always has a live owner.
+- **Deadlines** are enforced by the supervisor, not by the wrapper: `wall_seconds` after the
+  command starts, SIGTERM to its process group, SIGKILL after GRACE_SECONDS, reason
+  DeadlineExceeded. A job waiting for GPUs is `pending` and its clock has not started.
+- **Lost.** `get` checks that a job that is not done still has an owner: a live supervisor (pid
+  and start time, so a reused pid does not count), or, before the claim, a live launcher. If the
+  owner is gone, it kills what is left of the job's process group (nobody would enforce its
+  deadline any more) and records phase failed, reason Lost. A reaper takes the claim itself
+  before it declares an unclaimed job Lost, so a late supervisor can never run it.
+- **GPUs.** The pool is the launcher's CUDA_VISIBLE_DEVICES if set, else `nvidia-smi -L`. Every
+  job gets CUDA_VISIBLE_DEVICES: ids no other unfinished job holds, or "" when it asks for none,
+  so CPU jobs cannot touch pinned GPUs. A job waits (pending) while the GPUs it needs are busy,
+  as an unschedulable pod would. Asking for more GPUs than the machine has raises PermanentError.
+  On a machine with no GPUs at all, a GPU job runs on CPU: the wrapper logs a warning and the
+  job's log starts with one. This keeps configs written for a cluster runnable on a laptop; the
+  program sees no CUDA device and must cope as it would anywhere.
+- **delete** renames the directory away first (so the name is free at once and a late writer
+  cannot touch a new job of the same name), stops the supervisor with SIGTERM (it stops the job
+  as on a deadline), SIGKILLs both if they outlast the grace period, then removes the directory.
+"""
+
+import errno
+import logging
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from senpai.errors import NotFound, PermanentError, TransientError
+from senpai.fleet.base import JobSpec, JobStatus
+from senpai.fleet.supervise import (
+    GRACE_SECONDS,
+    LOG,
+    SPEC,
+    WORK,
+    JobDir,
+    StatusRecord,
+    alive,
+    kill_group,
+    proc_start,
+    utcnow,
+)
+
+log = logging.getLogger(__name__)
+
+START_TIMEOUT_SECONDS = 15.0
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # JobSpec.name; never hidden
+
+
+def detect_gpus() -> list[str]:
+    """GPU ids this machine offers: the entries of CUDA_VISIBLE_DEVICES if it is set (even to
+    ""), else one index per `GPU n:` line of `nvidia-smi -L`, else none."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [g.strip() for g in visible.split(",") if g.strip()]
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return []
+    try:
+        out = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=20, check=True).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        log.warning("nvidia-smi -L failed (%s); assuming no GPUs", e)
+        return []
+    return [str(i) for i, _ in enumerate(line for line in out.splitlines() if line.startswith("GPU "))]
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _tail(path: Path, lines: int) -> str:
+    if lines <= 0:
+        return ""
+    with open(path, "rb") as f:
+        end = f.seek(0, os.SEEK_END)
+        data = b""
+        while end > 0 and data.count(b"\n") <= lines:
+            step = min(64 * 1024, end)
+            end -= step
+            f.seek(end)
+            data = f.read(step) + data
+    return b"".join(data.splitlines(keepends=True)[-lines:]).decode("utf-8", "replace")
+
+
+class LocalFleet:
+    """Fleet of local subprocesses under `root` (FleetSettings.dir), one folder per job.
+
+    `gpus` is the pool of GPU ids to pin jobs to; None detects it (see `detect_gpus`).
+    Safe to use from several threads and processes at once, and across wrapper restarts.
+    """
+
+    def __init__(self, root: Path, gpus: Sequence[str] | None = None) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._gpu_pool = list(gpus) if gpus is not None else None
+
+    @property
+    def gpu_pool(self) -> list[str]:
+        if self._gpu_pool is None:
+            self._gpu_pool = detect_gpus()
+        return self._gpu_pool
+
+    # ----------------------------------------------------------------------- Fleet
+
+    def launch(self, spec: JobSpec) -> JobStatus:
+        """Start `spec`, or return the existing job of that name unchanged.
+
+        Raises PermanentError if it asks for more GPUs than the machine has, TransientError if
+        the job directory cannot be created or the job was deleted while it was being launched.
+        """
+        for _ in range(3):
+            if (existing := self.get(spec.name)) is not None:
+                return existing
+            self._check_gpus(spec)
+            launch_id = uuid.uuid4().hex
+            staging = self._stage(spec, launch_id)
+            try:
+                os.rename(staging, self.root / spec.name)
+            except OSError as e:
+                shutil.rmtree(staging, ignore_errors=True)
+                if e.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):
+                    raise TransientError(f"cannot create job dir {self.root / spec.name}: {e}") from e
+                continue  # another launcher won: return its job
+            try:
+                self._start(self.root / spec.name, launch_id)
+            except FileNotFoundError:
+                pass  # deleted meanwhile: reported below
+            if (status := self.get(spec.name)) is None:
+                raise TransientError(f"job {spec.name} was deleted while it was being launched")
+            return status
+        raise PermanentError(f"{self.root / spec.name} exists but is not a job directory")
+
+    def get(self, name: str) -> JobStatus | None:
+        """The job's status from its status.json, with dead supervisors reported as Lost."""
+        path = self._path(name)
+        if path is None:
+            return None
+        try:
+            with JobDir(path) as jd:
+                spec = jd.spec()
+                record = self._check(jd, jd.status())
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return JobStatus(
+            name=spec.name, role=spec.role, pr=spec.pr, student=spec.student, phase=record.phase,
+            exit_code=record.exit_code, reason=record.reason, started_at=record.started_at,
+            finished_at=record.finished_at,
+        )
+
+    def list(self) -> list[JobStatus]:
+        names = sorted(e.name for e in os.scandir(self.root) if e.is_dir() and _NAME.fullmatch(e.name))
+        return [status for name in names if (status := self.get(name)) is not None]
+
+    def logs(self, name: str, tail_lines: int = 50) -> str:
+        """Last `tail_lines` lines of the job's log. Raises NotFound if there is no such job."""
+        path = self._path(name)
+        try:
+            if path is None:
+                raise FileNotFoundError(name)
+            return _tail(path / LOG, tail_lines)
+        except (FileNotFoundError, NotADirectoryError) as e:
+            raise NotFound(f"no local job {name!r} under {self.root}") from e
+
+    def delete(self, name: str) -> None:
+        """Stop the job (SIGTERM, then SIGKILL after the grace period) and remove its folder."""
+        path = self._path(name)
+        if path is None:
+            return
+        trash = self.root / f".deleted-{name}-{uuid.uuid4().hex[:8]}"
+        try:
+            os.rename(path, trash)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        try:
+            with JobDir(trash) as jd:
+                self._stop(jd)
+        finally:
+            shutil.rmtree(trash, ignore_errors=True)
+
+    # ----------------------------------------------------------------------- internals
+
+    def _path(self, name: str) -> Path | None:
+        return self.root / name if _NAME.fullmatch(name) else None
+
+    def _check_gpus(self, spec: JobSpec) -> None:
+        if spec.gpus == 0:
+            return
+        pool = self.gpu_pool
+        if not pool:
+            log.warning("job %s asks for %d GPU(s) but this machine has none; it runs on CPU",
+                        spec.name, spec.gpus)
+        elif spec.gpus > len(pool):
+            raise PermanentError(
+                f"job {spec.name} asks for {spec.gpus} GPUs but this machine offers {len(pool)} "
+                f"({','.join(pool)}); lower the student's gpus"
+            )
+
+    def _stage(self, spec: JobSpec, launch_id: str) -> Path:
+        staging = self.root / f".staging-{spec.name}-{launch_id[:8]}"
+        staging.mkdir()
+        (staging / WORK).mkdir()
+        (staging / LOG).touch()
+        me = os.getpid()
+        record = StatusRecord(launch_id=launch_id, phase="pending", launcher_pid=me,
+                              launcher_start=proc_start(me), gpu_pool=self.gpu_pool, created_at=utcnow())
+        with JobDir(staging) as jd:
+            jd.write(SPEC, spec.model_dump_json(indent=1))
+            jd.write_status(record)
+        return staging
+
+    def _start(self, path: Path, launch_id: str) -> None:
+        """Start the supervisor and wait for its claim; if it never comes, declare the job Lost."""
+        cmd = [sys.executable, "-m", "senpai.fleet.supervise", str(path), launch_id]
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        problem = None
+        try:
+            with open(path / LOG, "ab") as out:
+                intermediate = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
+                                                stderr=subprocess.STDOUT, start_new_session=True)
+            if (code := intermediate.wait(timeout=START_TIMEOUT_SECONDS)) != 0:
+                problem = f"the supervisor exited with status {code}"
+        except (OSError, subprocess.SubprocessError) as e:
+            problem = f"the supervisor could not start: {e}"
+        with JobDir(path) as jd:
+            while problem is None and jd.claimant() is None:
+                if time.monotonic() > deadline:
+                    problem = f"the supervisor did not claim the job within {START_TIMEOUT_SECONDS:.0f} s"
+                time.sleep(0.01)
+            if problem is not None and jd.claim(None, None):
+                self._lost(jd, jd.status(), f"{problem}; see the log")
+
+    def _check(self, jd: JobDir, record: StatusRecord) -> StatusRecord:
+        """`record`, or a Lost record if the job is not done and nobody owns it any more."""
+        if record.done:
+            return record
+        claim = jd.claimant()
+        if claim is None:
+            if alive(record.launcher_pid, record.launcher_start):
+                return record  # still being launched
+            if not jd.claim(None, None):
+                return self._check(jd, jd.status())  # a supervisor claimed it just now
+            return self._lost(jd, jd.status(), "the launcher died before a supervisor started")
+        if claim.pid is None:
+            return self._lost(jd, record, "no supervisor ever started")
+        if alive(claim.pid, claim.start):
+            return record
+        record = jd.status()  # it may have finished between our two reads
+        if record.done:
+            return record
+        kill_group(record.pid, record.pid_start, signal.SIGKILL)
+        return self._lost(jd, record, f"supervisor (pid {claim.pid}) died; killed what was left of the job")
+
+    def _lost(self, jd: JobDir, record: StatusRecord, message: str) -> StatusRecord:
+        lost = record.model_copy(
+            update={"phase": "failed", "reason": "Lost", "message": message, "finished_at": utcnow()}
+        )
+        jd.log(f"failed: Lost: {message}")
+        jd.write_status(lost)
+        log.warning("local job %s lost: %s", jd.path.name, message)
+        return lost
+
+    def _stop(self, jd: JobDir) -> None:
+        """Stop whatever runs the job in `jd`; returns once it is gone (at most ~GRACE_SECONDS)."""
+        claim = jd.claimant()
+        if claim is None and jd.claim(None, None):
+            return  # no supervisor started, and now none ever will
+        claim = claim or jd.claimant()
+        if claim is not None and claim.pid is not None and alive(claim.pid, claim.start):
+            _signal(claim.pid, signal.SIGTERM)
+            deadline = time.monotonic() + GRACE_SECONDS + 2
+            while alive(claim.pid, claim.start) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if alive(claim.pid, claim.start):
+                _signal(claim.pid, signal.SIGKILL)
+        record = jd.status()
+        if not record.done:
+            kill_group(record.pid, record.pid_start, signal.SIGKILL)

@@ -1,0 +1,323 @@
+"""LocalFleet with real subprocesses: supervisors, deadlines, claims, lost owners and GPU pinning."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC
+from pathlib import Path
+
+import pytest
+
+from senpai.errors import NotFound, PermanentError
+from senpai.fleet.base import JobSpec, JobStatus
+from senpai.fleet.local import LocalFleet
+from senpai.fleet.supervise import Claim, StatusRecord, classify, proc_start
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def spec(name: str, script: str, wall: int = 20, **kw) -> JobSpec:
+    return JobSpec(name=name, role="student", student="ada", pr=7, command=["sh", "-c", script],
+                   wall_seconds=wall, **kw)
+
+
+def wait_for(fleet: LocalFleet, name: str, until=lambda s: s.done, timeout: float = 15) -> JobStatus:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = fleet.get(name)
+        if status is not None and until(status):
+            return status
+        time.sleep(0.05)
+    raise AssertionError(f"{name}: still {fleet.get(name)} after {timeout} s")
+
+
+def record(fleet: LocalFleet, name: str) -> StatusRecord:
+    return StatusRecord.model_validate_json((fleet.root / name / "status.json").read_text())
+
+
+def gone(pid: int) -> bool:
+    return proc_start(pid) is None
+
+
+def group_gone(pgid: int) -> bool:
+    """No live (non-zombie) process is left in process group `pgid`."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_bytes().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return False
+    return True
+
+
+def wait_gone(pid: int, timeout: float = 5, check=gone) -> bool:
+    deadline = time.monotonic() + timeout
+    while not check(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return check(pid)
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> LocalFleet:
+    return LocalFleet(tmp_path / "jobs")
+
+
+def test_success_records_status_file(fleet: LocalFleet) -> None:
+    fleet.launch(spec("ok", "echo hello"))
+    status = wait_for(fleet, "ok")
+    assert (status.phase, status.exit_code, status.reason) == ("succeeded", 0, None)
+    assert (status.role, status.pr, status.student) == ("student", 7, "ada")
+    assert status.started_at.tzinfo is not None and status.started_at.utcoffset() == UTC.utcoffset(None)
+    assert status.started_at <= status.finished_at
+    raw = json.loads((fleet.root / "ok" / "status.json").read_text())
+    assert raw["started_at"].endswith("Z") and raw["finished_at"].endswith("Z")
+    assert raw["phase"] == "succeeded" and isinstance(raw["pid"], int)
+    assert JobSpec.model_validate_json((fleet.root / "ok" / "spec.json").read_text()).name == "ok"
+    assert fleet.logs("ok") == "hello\n"
+
+
+def test_nonzero_exit_is_error_and_missing_command_is_127(fleet: LocalFleet) -> None:
+    fleet.launch(spec("bad", "echo oops >&2; exit 3"))
+    fleet.launch(JobSpec(name="nocmd", role="verifier", command=["/no/such/binary"], wall_seconds=5))
+    bad, nocmd = wait_for(fleet, "bad"), wait_for(fleet, "nocmd")
+    assert (bad.phase, bad.exit_code, bad.reason) == ("failed", 3, "Error")
+    assert "oops" in fleet.logs("bad") and "exit code 3" in fleet.logs("bad")
+    assert (nocmd.phase, nocmd.exit_code, nocmd.reason) == ("failed", 127, "Error")
+    assert "/no/such/binary" in fleet.logs("nocmd")
+
+
+def test_wall_time_kills_with_sigterm_then_sigkill(fleet: LocalFleet) -> None:
+    t0 = time.monotonic()
+    fleet.launch(spec("slow", "exec sleep 30", wall=1))
+    fleet.launch(spec("stubborn", "trap '' TERM; sleep 30 & wait; sleep 30", wall=1))
+    slow = wait_for(fleet, "slow")
+    assert (slow.phase, slow.reason, slow.exit_code) == ("failed", "DeadlineExceeded", 128 + signal.SIGTERM)
+    assert (slow.finished_at - slow.started_at).total_seconds() < 2.5
+    stubborn = wait_for(fleet, "stubborn")
+    assert (stubborn.reason, stubborn.exit_code) == ("DeadlineExceeded", 128 + signal.SIGKILL)
+    assert 3.5 < (stubborn.finished_at - stubborn.started_at).total_seconds() < 6
+    assert "wall_seconds=1" in fleet.logs("stubborn")
+    assert time.monotonic() - t0 < 8
+
+
+def test_env_reaches_job_and_cwd_is_work_dir(fleet: LocalFleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SENPAI_TEST_INHERITED", "from-wrapper")
+    monkeypatch.setenv("SENPAI_TEST_OVERRIDDEN", "wrapper")
+    script = 'pwd > where; echo "$SENPAI_TEST_INHERITED $SENPAI_TEST_OVERRIDDEN $FOO" > env; ls -A'
+    fleet.launch(spec("envy", script, env={"FOO": "bar", "SENPAI_TEST_OVERRIDDEN": "spec"}))
+    assert wait_for(fleet, "envy").phase == "succeeded"
+    work = fleet.root / "envy" / "work"
+    assert Path((work / "where").read_text().strip()).resolve() == work.resolve()
+    assert (work / "env").read_text() == "from-wrapper spec bar\n"
+    assert fleet.logs("envy") == "env\nwhere\n"  # work/ started empty: only what the job just made
+
+
+def test_logs_tail(fleet: LocalFleet) -> None:
+    fleet.launch(spec("chatty", "for i in $(seq 1 5000); do echo line $i; done"))
+    wait_for(fleet, "chatty")
+    assert fleet.logs("chatty", tail_lines=3) == "line 4998\nline 4999\nline 5000\n"
+    assert fleet.logs("chatty", tail_lines=0) == ""
+    assert len(fleet.logs("chatty").splitlines()) == 50
+    with pytest.raises(NotFound):
+        fleet.logs("nope")
+    with pytest.raises(NotFound):
+        fleet.logs("../etc")
+
+
+def test_launch_of_existing_name_returns_it_without_a_second_run(fleet: LocalFleet, tmp_path: Path) -> None:
+    job = spec("once", f"echo ran >> {tmp_path / 'count'}; sleep 0.3")
+    first = fleet.launch(job)
+    second = fleet.launch(job)
+    assert first.name == second.name == "once"
+    assert wait_for(fleet, "once").phase == "succeeded"
+    third = fleet.launch(spec("once", "exit 1"))  # a finished job is returned unchanged too
+    assert third.phase == "succeeded"
+    time.sleep(0.2)
+    assert (tmp_path / "count").read_text() == "ran\n"
+
+
+def test_concurrent_launch_from_threads_and_processes_yields_one_job(fleet: LocalFleet, tmp_path: Path) -> None:
+    job = spec("race", f"echo ran >> {tmp_path / 'count'}")
+    code = (
+        "import sys; from pathlib import Path; from senpai.fleet.local import LocalFleet;"
+        "from senpai.fleet.base import JobSpec;"
+        "print(LocalFleet(Path(sys.argv[1])).launch(JobSpec.model_validate_json(sys.argv[2])).name)"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(fleet.root), job.model_dump_json()],
+                         stdout=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    barrier = threading.Barrier(8)
+    results: list[JobStatus] = []
+
+    def go() -> None:
+        barrier.wait()
+        results.append(LocalFleet(fleet.root).launch(job))
+
+    threads = [threading.Thread(target=go) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [p.communicate(timeout=20)[0] for p in procs] == ["race\n"] * 3
+    assert {r.name for r in results} == {"race"}
+    assert wait_for(fleet, "race").phase == "succeeded"
+    time.sleep(0.2)
+    assert (tmp_path / "count").read_text() == "ran\n"
+    assert [p.name for p in fleet.root.iterdir()] == ["race"]  # no staging dirs left
+
+
+def test_delete_kills_a_running_job_and_removes_it(fleet: LocalFleet) -> None:
+    fleet.launch(spec("doomed", "sleep 30 & sleep 30"))
+    wait_for(fleet, "doomed", lambda s: s.phase == "running")
+    rec = record(fleet, "doomed")
+    assert not group_gone(rec.pid)
+    supervisor = Claim.model_validate_json((fleet.root / "doomed" / "supervisor.json").read_text()).pid
+    t0 = time.monotonic()
+    fleet.delete("doomed")
+    assert time.monotonic() - t0 < 2
+    assert fleet.get("doomed") is None and fleet.list() == []
+    assert list(fleet.root.iterdir()) == []
+    assert wait_gone(rec.pid) and wait_gone(supervisor)
+    assert wait_gone(rec.pid, check=group_gone)  # the background sleep of the group too
+    fleet.delete("doomed")  # missing: no-op
+    fleet.delete("../../etc")
+    assert fleet.launch(spec("doomed", "exit 0")).name == "doomed"  # the name is free again
+    assert wait_for(fleet, "doomed").phase == "succeeded"
+
+
+def test_job_outlives_its_killed_launcher(fleet: LocalFleet, tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    code = (
+        "import sys, time; from pathlib import Path; from senpai.fleet.local import LocalFleet;"
+        "from senpai.fleet.base import JobSpec;"
+        "LocalFleet(Path(sys.argv[1])).launch(JobSpec(name='orphan', role='advisor', wall_seconds=20,"
+        f" command=['sh', '-c', 'sleep 1; echo done > {marker}; exit 7']));"
+        "print('launched', flush=True); time.sleep(60)"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", code, str(fleet.root)], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout.readline() == "launched\n"
+    parent.kill()
+    parent.wait()
+    assert fleet.get("orphan").phase in ("pending", "running")
+    status = wait_for(fleet, "orphan")
+    assert (status.phase, status.exit_code, status.reason) == ("failed", 7, "Error")
+    assert marker.read_text() == "done\n"
+
+
+def test_dead_supervisor_is_reported_lost_and_its_job_killed(fleet: LocalFleet) -> None:
+    fleet.launch(spec("alone", "sleep 30"))
+    fleet.launch(spec("both", "sleep 30"))
+    for name in ("alone", "both"):
+        wait_for(fleet, name, lambda s: s.phase == "running")
+    claims = {n: Claim.model_validate_json((fleet.root / n / "supervisor.json").read_text()) for n in ("alone", "both")}
+    job_pid = record(fleet, "alone").pid
+    os.kill(claims["alone"].pid, signal.SIGKILL)  # the job keeps running, unsupervised
+    os.kill(claims["both"].pid, signal.SIGKILL)
+    os.killpg(record(fleet, "both").pid, signal.SIGKILL)
+    assert wait_gone(claims["alone"].pid) and wait_gone(claims["both"].pid)
+    for name in ("alone", "both"):
+        status = fleet.get(name)
+        assert (status.phase, status.reason) == ("failed", "Lost")
+        assert status.finished_at is not None
+        assert "died" in fleet.logs(name)
+    assert wait_gone(job_pid)  # get killed the orphan: nobody would enforce its deadline any more
+    assert record(fleet, "alone").reason == "Lost"  # persisted, not just computed
+
+
+def test_unclaimed_job_of_a_dead_launcher_is_lost_and_never_runs(fleet: LocalFleet, tmp_path: Path) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    jobdir = fleet.root / "stillborn"
+    (jobdir / "work").mkdir(parents=True)
+    (jobdir / "log").touch()
+    (jobdir / "spec.json").write_text(spec("stillborn", f"touch {tmp_path / 'ran'}").model_dump_json())
+    rec = StatusRecord(launch_id="x1", phase="pending", launcher_pid=dead.pid, created_at="2025-01-01T00:00:00Z")
+    (jobdir / "status.json").write_text(rec.model_dump_json())
+    status = fleet.get("stillborn")
+    assert (status.phase, status.reason) == ("failed", "Lost")
+    # A supervisor arriving late finds the reaper's claim and quits without running the command.
+    late = subprocess.run([sys.executable, "-m", "senpai.fleet.supervise", str(jobdir), "x1"], cwd=REPO)
+    assert late.returncode == 0
+    time.sleep(0.5)
+    assert not (tmp_path / "ran").exists()
+    assert fleet.get("stillborn").reason == "Lost"
+
+
+def test_supervisor_of_another_launch_quits(fleet: LocalFleet, tmp_path: Path) -> None:
+    fleet.launch(spec("mine", "exit 0"))
+    wait_for(fleet, "mine")
+    (fleet.root / "mine" / "supervisor.json").unlink()
+    subprocess.run([sys.executable, "-m", "senpai.fleet.supervise", str(fleet.root / "mine"), "other"], check=True)
+    time.sleep(0.5)
+    assert not (fleet.root / "mine" / "supervisor.json").exists()
+
+
+def test_gpus_are_pinned_exclusively_and_jobs_wait_for_free_ones(tmp_path: Path) -> None:
+    fleet = LocalFleet(tmp_path / "jobs", gpus=["0", "1"])
+    script = 'echo "[$CUDA_VISIBLE_DEVICES]"; sleep 1'
+    for name in ("g1", "g2"):
+        fleet.launch(spec(name, script, gpus=1))
+    fleet.launch(spec("cpu", script))
+    for name in ("g1", "g2"):
+        wait_for(fleet, name, lambda s: s.phase == "running")
+    fleet.launch(spec("g3", script, gpus=1))
+    time.sleep(0.4)
+    assert fleet.get("g3").phase == "pending"  # both GPUs are taken
+    assert "waiting for 1 free GPU" in fleet.logs("g3")
+    for name in ("g1", "g2", "g3", "cpu"):
+        assert wait_for(fleet, name).phase == "succeeded"
+    seen = {n: fleet.logs(n).splitlines()[-1] for n in ("g1", "g2", "g3", "cpu")}
+    assert {seen["g1"], seen["g2"]} == {"[0]", "[1]"}
+    assert seen["g3"] in ("[0]", "[1]") and seen["cpu"] == "[]"
+    with pytest.raises(PermanentError, match="asks for 3 GPUs but this machine offers 2"):
+        fleet.launch(spec("greedy", "true", gpus=3))
+    assert fleet.get("greedy") is None
+
+
+def test_gpu_job_on_a_machine_without_gpus_runs_on_cpu_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    fleet = LocalFleet(tmp_path / "jobs", gpus=[])
+    fleet.launch(spec("nogpu", 'echo "[$CUDA_VISIBLE_DEVICES]"', gpus=1))
+    assert wait_for(fleet, "nogpu").phase == "succeeded"
+    assert "running on CPU" in fleet.logs("nogpu") and fleet.logs("nogpu").endswith("[]\n")
+    assert "runs on CPU" in caplog.text
+
+
+def test_detect_gpus_honours_cuda_visible_devices(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2, 5")
+    assert LocalFleet(tmp_path).gpu_pool == ["2", "5"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert LocalFleet(tmp_path).gpu_pool == []
+
+
+def test_list_is_sorted_and_bad_names_are_absent(fleet: LocalFleet) -> None:
+    for name in ("b-job", "a-job"):
+        fleet.launch(spec(name, "true"))
+    wait_for(fleet, "a-job"), wait_for(fleet, "b-job")
+    assert [s.name for s in fleet.list()] == ["a-job", "b-job"]
+    assert fleet.get("missing") is None and fleet.get("../jobs") is None and fleet.get(".x") is None
+
+
+@pytest.mark.parametrize(
+    ("returncode", "ours", "oom", "expected"),
+    [
+        (0, None, False, ("succeeded", 0, None)),
+        (2, None, False, ("failed", 2, "Error")),
+        (-signal.SIGTERM, None, False, ("failed", 143, "Killed")),
+        (-signal.SIGKILL, None, True, ("failed", 137, "OOMKilled")),
+        (137, None, True, ("failed", 137, "OOMKilled")),  # a shell whose child the kernel killed
+        (-signal.SIGKILL, None, False, ("failed", 137, "Killed")),
+        (-signal.SIGKILL, "DeadlineExceeded", True, ("failed", 137, "DeadlineExceeded")),
+        (0, "DeadlineExceeded", False, ("failed", 0, "DeadlineExceeded")),
+    ],
+)
+def test_classify(returncode: int, ours: str | None, oom: bool, expected: tuple) -> None:
+    assert classify(returncode, ours, oom) == expected
