@@ -1,0 +1,354 @@
+"""The one forge adapter: GitHub REST through PyGithub, for github.com, GHES and the local forge.
+
+This is the only module that imports `github`.  It turns PyGithub objects into the port's models
+and PyGithub/requests errors into senpai's error tree:
+
+    HTTP 5xx, 429, rate limit, connection error  -> retried, then TransientError (with retry_after)
+    HTTP 404                                     -> NotFound
+    HTTP 405/409 on merge                        -> MergeConflict
+    any other HTTP error                         -> PermanentError
+
+Retries use tenacity with exponential backoff, honouring `Retry-After` (and the rate-limit reset)
+up to `max_wait` seconds; a longer wait is not slept here but raised as TransientError(retry_after)
+for the caller to schedule.  PyGithub's own retry is off (`retry=0`), so `calls` counts each HTTP
+request actually sent, retries included.  Against a local forge (127.0.0.1/localhost) PyGithub's
+request throttling (0.25 s per request, 1 s per write) is off too.
+"""
+
+import base64
+import email.utils
+import json
+import time
+from collections.abc import Callable
+from functools import cached_property
+from typing import Literal, TypeVar
+from urllib.parse import urlsplit
+
+import requests
+from github import Auth, Github, GithubException, RateLimitExceededException
+from github.Issue import Issue as GhIssue
+from github.IssueComment import IssueComment as GhComment
+from github.PullRequest import PullRequest as GhPull
+from github.Requester import Requester
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+
+from senpai.config.harness import ForgeSettings
+from senpai.errors import MergeConflict, NotFound, PermanentError, SenpaiError, TransientError
+from senpai.forge.base import Change, Comment, Issue, PullRequest
+
+T = TypeVar("T")
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
+State = Literal["open", "closed", "all"]
+
+
+class _CountingAuth(Auth.Auth):
+    """Token auth (or none) that counts requests: PyGithub calls `authentication` once per request."""
+
+    def __init__(self, token: str | None, on_request: Callable[[], None]) -> None:
+        self._token = token
+        self._on_request = on_request
+
+    @property
+    def token_type(self) -> str:
+        return "token"
+
+    @property
+    def token(self) -> str:
+        return self._token or ""
+
+    def authentication(self, headers: dict) -> None:
+        self._on_request()
+        if self._token:
+            headers["Authorization"] = f"token {self._token}"
+
+    @property
+    def _masked_token(self) -> str:
+        return "token (removed)"
+
+
+def _is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, requests.exceptions.RequestException):
+        return True
+    if isinstance(exc, GithubException):
+        return exc.status >= 500 or exc.status == 429 or isinstance(exc, RateLimitExceededException)
+    return False
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds the server asked us to wait: Retry-After (seconds or HTTP date), or the rate-limit reset."""
+    headers = {k.lower(): v for k, v in ((getattr(exc, "headers", None) or {}).items())}
+    value = headers.get("retry-after")
+    if value is not None:
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            moment = email.utils.parsedate_to_datetime(value)
+            return max(0.0, moment.timestamp() - time.time())
+    if headers.get("x-ratelimit-remaining") == "0" and headers.get("x-ratelimit-reset"):
+        return max(0.0, float(headers["x-ratelimit-reset"]) - time.time())
+    return None
+
+
+def _translate(what: str, exc: GithubException, merge: bool = False) -> SenpaiError:
+    message = exc.data.get("message") if isinstance(exc.data, dict) else exc.data
+    text = f"{what}: HTTP {exc.status} {message or ''}".strip()
+    if _is_transient(exc):
+        return TransientError(text, retry_after=_retry_after(exc))
+    if exc.status == 404:
+        return NotFound(text)
+    if merge and exc.status in (405, 409):
+        return MergeConflict(text)
+    return PermanentError(text)
+
+
+def _pull(pr: GhPull) -> PullRequest:
+    # `merged` is absent from list answers (reading it would cost a GET per PR); merged_at is not.
+    merged = pr.merged_at is not None
+    return PullRequest(
+        number=pr.number, title=pr.title, body=pr.body or "", state=pr.state, merged=merged,
+        head_ref=pr.head.ref, head_sha=pr.head.sha, base_ref=pr.base.ref, labels=[x.name for x in pr.labels],
+        user=pr.user.login, author_association=pr.author_association, html_url=pr.html_url,
+        created_at=pr.created_at, updated_at=pr.updated_at,
+        # GitHub fills merge_commit_sha with a test merge while a PR is open: only trust it once merged.
+        merge_commit_sha=pr.merge_commit_sha if merged else None,
+    )
+
+
+def _issue(issue: GhIssue) -> Issue:
+    return Issue(
+        number=issue.number, title=issue.title, body=issue.body or "", state=issue.state,
+        labels=[x.name for x in issue.labels], user=issue.user.login,
+        author_association=issue.author_association, created_at=issue.created_at, updated_at=issue.updated_at,
+    )
+
+
+def _comment(comment: GhComment) -> Comment:
+    return Comment(
+        id=comment.id, body=comment.body or "", user=comment.user.login,
+        author_association=comment.author_association, created_at=comment.created_at,
+        updated_at=comment.updated_at,
+    )
+
+
+def _is_pull(issue: GhIssue) -> bool:
+    # The `pull_request` key marks PRs, but PyGithub fetches the whole issue again when asked for a
+    # missing attribute; PR html_urls end in /pull/<n> on GitHub, GHES and the local forge alike.
+    return "/pull/" in issue.html_url
+
+
+class GitHubForge:
+    """Forge port over one repository (`settings.repo`) through PyGithub.
+
+    Args:
+        settings: base_url and owner/name of the repository.
+        token: API token; None reads `settings.token_env` (may be unset for the local forge).
+        attempts: tries per operation for transient failures (>= 1).
+        backoff: first backoff in seconds, doubled each retry, capped at `max_wait`.
+        max_wait: longest wait (seconds) slept here; a longer Retry-After raises TransientError.
+        timeout: per-request timeout, seconds.
+        sleep: how to wait between retries (tests inject a fake clock).
+    """
+
+    def __init__(self, settings: ForgeSettings, token: str | None = None, *, attempts: int = 4,
+                 backoff: float = 0.5, max_wait: float = 30.0, timeout: int = 30,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.settings = settings
+        self.calls = 0
+        self._token = token if token is not None else settings.token()
+        self._attempts, self._backoff, self._max_wait, self._sleep = max(1, attempts), backoff, max_wait, sleep
+        local = urlsplit(settings.base_url).hostname in LOCAL_HOSTS
+        throttle = {"seconds_between_requests": None, "seconds_between_writes": None} if local else {}
+        self._gh = Github(base_url=settings.base_url.rstrip("/"), auth=_CountingAuth(self._token, self._count),
+                          retry=0, timeout=timeout, per_page=100, lazy=True, **throttle)
+        self._repo = self._gh.get_repo(settings.repo)  # lazy: no request
+
+    def _count(self) -> None:
+        self.calls += 1
+
+    def _wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        after = _retry_after(exc) if exc else None
+        if after is not None:
+            return after
+        return min(self._max_wait, self._backoff * 2 ** (state.attempt_number - 1))
+
+    def _should_retry(self, exc: BaseException) -> bool:
+        after = _retry_after(exc)
+        return _is_transient(exc) and (after is None or after <= self._max_wait)
+
+    def _call(self, what: str, fn: Callable[[], T], merge: bool = False) -> T:
+        """Run `fn` (PyGithub calls) with retries, translating failures into senpai errors."""
+        retrying = Retrying(stop=stop_after_attempt(self._attempts), wait=self._wait, sleep=self._sleep,
+                            retry=retry_if_exception(self._should_retry), reraise=True)
+        try:
+            return retrying(fn)
+        except GithubException as exc:
+            raise _translate(what, exc, merge) from exc
+        except requests.exceptions.RequestException as exc:
+            raise TransientError(f"{what}: {type(exc).__name__}: {exc}") from exc
+
+    # ---------------------------------------------------------------- identity and git
+
+    @cached_property
+    def login(self) -> str:
+        """The authenticated user (GET /user), fetched once."""
+        return self._call("get user", lambda: self._gh.get_user().login)
+
+    @cached_property
+    def clone_url(self) -> str:
+        """The repository's `clone_url` (GET /repos/{o}/{r}), fetched once; no credentials in it."""
+        return self._call("get repository", lambda: self._repo.clone_url)
+
+    def git_env(self) -> dict[str, str]:
+        """GIT_TERMINAL_PROMPT=0, plus an `http.<origin>.extraHeader` with the token (Basic auth).
+
+        The header is scoped to the clone URL's origin, so the token never goes to another host, and it
+        travels in the environment, never in argv or in the URL.
+        """
+        env = {"GIT_TERMINAL_PROMPT": "0"}
+        if self._token:
+            parts = urlsplit(self.clone_url)
+            basic = base64.b64encode(f"x-access-token:{self._token}".encode()).decode()
+            env.update({
+                "GIT_CONFIG_COUNT": "1",
+                "GIT_CONFIG_KEY_0": f"http.{parts.scheme}://{parts.netloc}/.extraHeader",
+                "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
+            })
+        return env
+
+    # ---------------------------------------------------------------- polling
+
+    def poll(self, etag: str | None) -> Change:
+        """GET .../issues?state=all&sort=updated&direction=desc&per_page=1 with If-None-Match."""
+        url = f"/repos/{self.settings.repo}/issues"
+        params = {"state": "all", "sort": "updated", "direction": "desc", "per_page": 1}
+
+        def once() -> tuple[int, dict]:
+            headers = {"If-None-Match": etag} if etag else {}
+            status, out_headers, body = self._gh.requester.requestJson("GET", url, params, headers)
+            if status >= 400:
+                try:
+                    data = json.loads(body) if body else {}
+                except ValueError:
+                    data = {"message": body}
+                raise Requester.createException(status, out_headers, data)
+            return status, out_headers
+
+        status, headers = self._call("poll issues", once)
+        if status == 304:
+            return Change(changed=False, etag=headers.get("etag") or etag)
+        return Change(changed=True, etag=headers.get("etag"))
+
+    # ---------------------------------------------------------------- pull requests
+
+    def list_pulls(self, state: State = "open") -> list[PullRequest]:
+        return self._call("list pulls", lambda: [_pull(p) for p in self._repo.get_pulls(state=state)])
+
+    def get_pull(self, number: int) -> PullRequest:
+        return self._call(f"get pull #{number}", lambda: _pull(self._repo.get_pull(number)))
+
+    def create_pull(self, title: str, body: str, head: str, base: str, labels: list[str]) -> PullRequest:
+        pr = self._call(f"create pull {head}->{base}",
+                        lambda: _pull(self._repo.create_pull(base=base, head=head, title=title, body=body)))
+        if not labels:
+            return pr
+        self._call(f"label pull #{pr.number}", lambda: self._repo.get_issue(pr.number).add_to_labels(*labels))
+        return pr.model_copy(update={"labels": list(dict.fromkeys([*pr.labels, *labels]))})
+
+    def update_pull(self, number: int, *, body: str | None = None,
+                    state: Literal["open", "closed"] | None = None) -> PullRequest:
+        changes = {key: value for key, value in (("body", body), ("state", state)) if value is not None}
+
+        def run() -> PullRequest:
+            pr = self._repo.get_pull(number)
+            if changes:
+                pr.edit(**changes)  # PATCH; PyGithub refreshes the object from the answer
+            return _pull(pr)
+
+        return self._call(f"update pull #{number}", run)
+
+    def set_labels(self, number: int, labels: list[str]) -> None:
+        self._call(f"set labels of #{number}", lambda: self._repo.get_issue(number).set_labels(*labels))
+
+    def merge_pull(self, number: int, message: str) -> str:
+        """Merge commit sha.  Idempotent: a PR already merged (e.g. by a retried request) returns its sha."""
+        try:
+            status = self._call(
+                f"merge pull #{number}",
+                lambda: self._repo.get_pull(number).merge(commit_message=message, merge_method="merge"),
+                merge=True,
+            )
+        except MergeConflict:
+            pr = self.get_pull(number)
+            if pr.merged and pr.merge_commit_sha:
+                return pr.merge_commit_sha
+            raise
+        return status.sha
+
+    def pull_files(self, number: int) -> list[str]:
+        def run() -> list[str]:
+            paths: list[str] = []
+            for f in self._repo.get_pull(number).get_files():
+                paths += [f.filename] + ([f.previous_filename] if f.previous_filename else [])
+            return list(dict.fromkeys(paths))
+
+        return self._call(f"files of pull #{number}", run)
+
+    # ---------------------------------------------------------------- issues and comments
+
+    def list_comments(self, number: int) -> list[Comment]:
+        return self._call(f"comments of #{number}",
+                          lambda: [_comment(c) for c in self._repo.get_issue(number).get_comments()])
+
+    def create_comment(self, number: int, body: str) -> Comment:
+        return self._call(f"comment on #{number}",
+                          lambda: _comment(self._repo.get_issue(number).create_comment(body)))
+
+    def list_issues(self, label: str, state: State = "open") -> list[Issue]:
+        return self._call(
+            f"list issues labelled {label}",
+            lambda: [_issue(i) for i in self._repo.get_issues(state=state, labels=[label]) if not _is_pull(i)],
+        )
+
+    def create_issue(self, title: str, body: str, labels: list[str]) -> Issue:
+        return self._call("create issue",
+                          lambda: _issue(self._repo.create_issue(title=title, body=body, labels=labels)))
+
+    def branch_sha(self, branch: str) -> str:
+        return self._call(f"get branch {branch}", lambda: self._repo.get_branch(branch).commit.sha)
+
+    # ---------------------------------------------------------------- beyond the port
+
+    def ensure_labels(self, labels: dict[str, str]) -> None:
+        """Create each missing repository label (name -> 6-hex colour); existing ones are left alone."""
+        def create(name: str, color: str) -> None:
+            try:
+                self._repo.create_label(name, color)
+            except GithubException as exc:
+                if exc.status != 422:  # 422: already exists
+                    raise
+
+        for name, color in labels.items():
+            self._call(f"create label {name}", lambda n=name, c=color: create(n, c))
+
+
+def create_repository(settings: ForgeSettings, token: str | None, name: str, private: bool = False) -> str:
+    """Create `name` under the owner of `settings.repo` (a user or an org) and return its clone URL.
+
+    GitHub REST: POST /user/repos (or POST /orgs/{org}/repos).  "Already exists" (422) counts as
+    success.  Raises TransientError, PermanentError.
+    """
+    owner = settings.repo.split("/", 1)[0]
+    forge = GitHubForge(settings.model_copy(update={"repo": f"{owner}/{name}"}), token)
+
+    def create() -> str:
+        try:
+            if forge.login == owner:
+                return forge._gh.get_user().create_repo(name, private=private).clone_url
+            return forge._gh.get_organization(owner).create_repo(name, private=private).clone_url
+        except GithubException as exc:
+            if exc.status != 422:
+                raise
+            return forge._repo.clone_url
+
+    return forge._call(f"create repository {owner}/{name}", create)

@@ -1,0 +1,169 @@
+"""Routes of the local forge for users, repositories, collaborators, branches, refs, labels and git.
+
+GitHub REST: GET /user, GET /users/{u}, POST /user/repos, POST /orgs/{o}/repos, GET /repos/{o}/{r},
+PUT|GET /repos/{o}/{r}/collaborators/{u}, GET .../branches[/{b}], GET .../git/ref(s)/heads/{b},
+GET|POST .../labels, GET .../labels/{name}; and git smart HTTP at /git/{o}/{r}.git.
+"""
+
+import re
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from starlette.concurrency import run_in_threadpool
+
+from senpai.forge.localforge.context import Ctx, CtxDep
+from senpai.forge.localforge.store import DEFAULT_LABEL_COLOR
+from senpai.forge.localforge.web import (
+    ApiError,
+    JsonBody,
+    invalid,
+    link_header,
+    not_found,
+    page_args,
+    reply,
+    token_login,
+)
+
+router = APIRouter()
+REPO = "/repos/{owner}/{name}"
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+
+
+@router.get("/health")
+def health(request: Request) -> Response:
+    return reply(request, {"status": "ok"})
+
+
+@router.get("/user")
+def current_user(request: Request, ctx: CtxDep) -> Response:
+    return reply(request, ctx.render.user(ctx.login, profile=True))
+
+
+@router.get("/users/{login}")
+def get_user(login: str, request: Request, ctx: CtxDep) -> Response:
+    return reply(request, ctx.render.user(login, profile=True))
+
+
+def _create_repo(request: Request, ctx: Ctx, owner: str, payload: dict[str, Any]) -> Response:
+    name = payload.get("name")
+    if not isinstance(name, str) or not _NAME.match(name) or name in (".", ".."):
+        raise invalid("Repository", "name", "missing_field" if not name else "invalid")
+    ctx.git.init(owner, name, readme=f"# {name}\n" if payload.get("auto_init") else None)
+    repo = ctx.store.create_repo(owner, name, bool(payload.get("private")), payload.get("description"))
+    if repo is None:
+        raise ApiError(422, "Repository creation failed.", [
+            {"resource": "Repository", "code": "custom", "field": "name",
+             "message": "name already exists on this account"}])
+    return reply(request, ctx.render.repo(repo), 201)
+
+
+@router.post("/user/repos")
+def create_user_repo(request: Request, payload: JsonBody, ctx: CtxDep) -> Response:
+    return _create_repo(request, ctx, ctx.login, payload)
+
+
+@router.post("/orgs/{org}/repos")
+def create_org_repo(org: str, request: Request, payload: JsonBody,
+                    ctx: CtxDep) -> Response:
+    return _create_repo(request, ctx, org, payload)
+
+
+@router.get(REPO)
+def get_repo(owner: str, name: str, request: Request, ctx: CtxDep) -> Response:
+    return reply(request, ctx.render.repo(ctx.repo(owner, name)))
+
+
+@router.put(REPO + "/collaborators/{login}")
+def add_collaborator(owner: str, name: str, login: str, ctx: CtxDep) -> Response:
+    repo = ctx.repo(owner, name)
+    if login != repo["owner"]:
+        ctx.store.user(login)
+        ctx.store.add_collaborator(repo["id"], login)
+    return Response(status_code=204)
+
+
+@router.get(REPO + "/collaborators/{login}")
+def check_collaborator(owner: str, name: str, login: str, ctx: CtxDep) -> Response:
+    repo = ctx.repo(owner, name)
+    if ctx.store.association(repo, login) == "NONE":
+        raise not_found()
+    return Response(status_code=204)
+
+
+@router.get(REPO + "/branches")
+def list_branches(owner: str, name: str, request: Request, ctx: CtxDep) -> Response:
+    repo = ctx.repo(owner, name)
+    page, per_page = page_args(request)
+    branches = list(ctx.git.branches(ctx.path(repo)).items())
+    chunk = branches[(page - 1) * per_page: page * per_page]
+    body = [ctx.render.short_branch(repo, branch, sha) for branch, sha in chunk]
+    return reply(request, body, headers=link_header(request, page, per_page, len(branches)))
+
+
+@router.get(REPO + "/branches/{branch:path}")
+def get_branch(owner: str, name: str, branch: str, request: Request, ctx: CtxDep) -> Response:
+    repo = ctx.repo(owner, name)
+    sha = ctx.git.branch_sha(ctx.path(repo), branch)
+    if sha is None:
+        raise ApiError(404, "Branch not found")
+    return reply(request, ctx.render.branch(repo, branch, ctx.git.commit_info(ctx.path(repo), sha)))
+
+
+@router.get(REPO + "/git/ref/{ref:path}")
+@router.get(REPO + "/git/refs/{ref:path}")
+def get_ref(owner: str, name: str, ref: str, request: Request, ctx: CtxDep) -> Response:
+    repo = ctx.repo(owner, name)
+    branch = ref.removeprefix("refs/").removeprefix("heads/") if ref.startswith(("heads/", "refs/heads/")) else None
+    sha = ctx.git.branch_sha(ctx.path(repo), branch) if branch else None
+    if sha is None:
+        raise not_found()
+    return reply(request, ctx.render.ref(repo, branch, sha))
+
+
+@router.get(REPO + "/labels")
+def list_labels(owner: str, name: str, request: Request, ctx: CtxDep) -> Response:
+    repo = ctx.repo(owner, name)
+    page, per_page = page_args(request)
+    rows, total = ctx.store.labels(repo["id"], per_page, (page - 1) * per_page)
+    body = [ctx.render.label(repo, row) for row in rows]
+    return reply(request, body, headers=link_header(request, page, per_page, total))
+
+
+@router.post(REPO + "/labels")
+def create_label(owner: str, name: str, request: Request, payload: JsonBody,
+                 ctx: CtxDep) -> Response:
+    repo = ctx.repo(owner, name)
+    label_name = payload.get("name")
+    if not isinstance(label_name, str) or not label_name.strip():
+        raise invalid("Label", "name", "missing_field")
+    color = str(payload.get("color") or DEFAULT_LABEL_COLOR).lstrip("#")
+    if not re.fullmatch(r"[0-9A-Fa-f]{6}", color):
+        raise invalid("Label", "color")
+    row = ctx.store.create_label(repo["id"], label_name, color.lower(), payload.get("description"))
+    if row is None:
+        raise invalid("Label", "name", "already_exists")
+    return reply(request, ctx.render.label(repo, row), 201)
+
+
+@router.get(REPO + "/labels/{label}")
+def get_label(owner: str, name: str, label: str, request: Request, ctx: CtxDep) -> Response:
+    repo = ctx.repo(owner, name)
+    row = ctx.store.label(repo["id"], label)
+    if row is None:
+        raise not_found()
+    return reply(request, ctx.render.label(repo, row))
+
+
+@router.api_route("/git/{owner}/{name}.git/{rest:path}", methods=["GET", "POST"])
+async def git_smart_http(owner: str, name: str, rest: str, request: Request,
+                         ctx: CtxDep) -> Response:
+    """Clone, fetch and push through `git http-backend`; a push refreshes the PRs whose head moved."""
+    repo = ctx.repo(owner, name)
+    body = await request.body()
+    status, headers, payload = await run_in_threadpool(
+        ctx.git.http_backend, f"/{owner}/{name}.git/{rest}", request.method, request.url.query,
+        dict(request.headers), body, token_login(request.headers.get("authorization")),
+    )
+    if rest == "git-receive-pack" and status == 200:
+        await run_in_threadpool(ctx.sync_heads, repo)
+    return Response(payload, status_code=status, headers=dict(headers))

@@ -1,0 +1,71 @@
+"""FastAPI application of the local forge: a GitHub-REST-compatible server for one machine.
+
+`create_app(data_dir)` wires the SQLite store (`<data_dir>/forge.sqlite3`) and the bare git
+repositories (`<data_dir>/git/`) to the routes of `api_repos`, `api_issues` and `api_pulls`, and
+turns every error into GitHub's JSON envelope `{"message", "documentation_url"[, "errors"]}`.
+REST paths sit at the server root, as on api.github.com; git smart HTTP is under `/git/`.
+"""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from senpai.forge.localforge import api_issues, api_pulls, api_repos
+from senpai.forge.localforge.git import GitError, GitRepos
+from senpai.forge.localforge.store import Store
+from senpai.forge.localforge.web import DOCS, ApiError
+
+
+def _error(status: int, message: str, errors: list | None = None) -> JSONResponse:
+    body: dict = {"message": message, "documentation_url": DOCS}
+    if errors is not None:
+        body["errors"] = errors
+    return JSONResponse(body, status_code=status)
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return _error(exc.status, exc.message, exc.errors)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
+        message = "Not Found" if exc.status_code in (404, 405) else str(exc.detail)
+        return _error(404 if exc.status_code == 405 else exc.status_code, message)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [{"resource": "Request", "field": ".".join(map(str, e.get("loc", ()))), "code": "invalid"}
+                  for e in exc.errors()]
+        return _error(422, "Validation Failed", errors)
+
+    @app.exception_handler(GitError)
+    async def git_error(_: Request, exc: GitError) -> JSONResponse:
+        return _error(500, f"git: {exc}")
+
+
+def create_app(data_dir: Path) -> FastAPI:
+    """The local forge serving the data under `data_dir` (created if missing)."""
+    data_dir = Path(data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    store = Store(data_dir / "forge.sqlite3")
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        store.close()
+
+    app = FastAPI(title="senpai local forge", docs_url=None, redoc_url=None, openapi_url=None,
+                  lifespan=lifespan)
+    app.state.data_dir = data_dir
+    app.state.store = store
+    app.state.git = GitRepos(data_dir / "git")
+    _install_error_handlers(app)
+    for module in (api_repos, api_issues, api_pulls):
+        app.include_router(module.router)
+    return app

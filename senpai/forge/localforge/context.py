@@ -1,0 +1,107 @@
+"""Per-request context of the local forge and the domain rules the routes share.
+
+`Ctx` bundles the store, the git repositories, the renderer and the acting login.  The rules here
+are those that more than one route needs: finding a repo/issue or answering 404, the live head and
+base of a PR, opening/closing an issue or PR, and noticing pushes to PR heads.
+"""
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from senpai.forge.localforge.git import GitRepos
+from senpai.forge.localforge.render import Renderer
+from senpai.forge.localforge.store import Store
+from senpai.forge.localforge.web import ApiError, invalid, not_found, root_url, token_login
+
+
+@dataclass
+class Ctx:
+    """What a route needs: storage, git, rendering and who is asking."""
+
+    store: Store
+    git: GitRepos
+    render: Renderer
+    login: str
+
+    def repo(self, owner: str, name: str) -> dict:
+        """The repository row, or ApiError 404."""
+        repo = self.store.repo(owner, name)
+        if repo is None:
+            raise not_found()
+        return repo
+
+    def path(self, repo: dict) -> Path:
+        return self.git.path(repo["owner"], repo["name"])
+
+    def issue(self, repo: dict, number: int) -> dict:
+        """The issue or PR row `number`, or ApiError 404."""
+        row = self.store.issue(repo["id"], number)
+        if row is None:
+            raise not_found()
+        return row
+
+    def pull(self, repo: dict, number: int) -> dict:
+        row = self.issue(repo, number)
+        if not row["is_pull"]:
+            raise not_found()
+        return row
+
+    def shas(self, row: dict, branches: dict[str, str]) -> tuple[str | None, str | None]:
+        """(head, base) sha of a PR: live branch tips while open, frozen values once closed."""
+        if row["state"] != "open":
+            return row["head_sha"], row["base_sha"]
+        return branches.get(row["head_ref"], row["head_sha"]), branches.get(row["base_ref"], row["base_sha"])
+
+    def set_state(self, repo: dict, row: dict, state: str, reason: str | None = None) -> dict:
+        """Columns that move `row` to `state` ("open"/"closed"); {} if it is already there."""
+        if state not in ("open", "closed"):
+            raise invalid("Issue", "state")
+        if state == row["state"]:
+            return {}
+        if state == "closed":
+            fields = {"state": "closed", "closed_at": self.store.now(), "closed_by": self.login,
+                      "state_reason": None if row["is_pull"] else (reason or "completed")}
+            if row["is_pull"]:
+                head, base = self.shas(row, self.git.branches(self.path(repo)))
+                fields.update(head_sha=head, base_sha=base)
+            return fields
+        if row["merged"]:
+            raise ApiError(422, "state cannot be changed. The pull request has been merged.")
+        if row["is_pull"] and self.git.branch_sha(self.path(repo), row["head_ref"]) is None:
+            raise invalid("PullRequest", "head", message="the head branch no longer exists")
+        return {"state": "open", "closed_at": None, "closed_by": None,
+                "state_reason": None if row["is_pull"] else "reopened"}
+
+    def sync_heads(self, repo: dict) -> None:
+        """After a push: record new head shas of open PRs, bumping their updated_at."""
+        branches = self.git.branches(self.path(repo))
+        for row in self.store.open_pulls(repo["id"]):
+            live = branches.get(row["head_ref"])
+            if live is not None and live != row["head_sha"]:
+                self.store.update_issue(row["id"], head_sha=live)
+
+
+def get_ctx(request: Request) -> Ctx:
+    """FastAPI dependency: the context of this request (acting user from the Authorization header)."""
+    state = request.app.state
+    login = token_login(request.headers.get("authorization"))
+    state.store.user(login)
+    return Ctx(state.store, state.git, Renderer(root_url(request), state.store), login)
+
+
+CtxDep = Annotated[Ctx, Depends(get_ctx)]
+
+
+def parse_since(value: str | None) -> float | None:
+    """GitHub's `since` (ISO 8601) -> epoch seconds. Raises ApiError 422."""
+    if not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise invalid("Issue", "since") from exc
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()

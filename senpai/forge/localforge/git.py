@@ -1,0 +1,223 @@
+"""Bare git repositories of the local forge: branches, real merges, PR diffs and smart HTTP.
+
+Repositories live at `<data_dir>/git/<owner>/<name>.git` (bare, default branch `main`,
+`http.receivepack` on).  Merges are real merge commits built with `git merge-tree --write-tree`
+(git >= 2.38), `commit-tree` and a compare-and-swap `update-ref`, so no work tree is needed.
+Clone, fetch and push go through git's own CGI, `git http-backend`.
+"""
+
+import os
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+HTTP_BACKEND = "/usr/lib/git-core/git-http-backend"
+COMMITTER = ("Local Forge", "forge@localhost")
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+class GitError(Exception):
+    """A git command failed; `stderr` holds its message."""
+
+
+class Conflict(GitError):
+    """The head cannot be merged into the base without conflicts."""
+
+
+class Moved(GitError):
+    """A branch moved while we were updating it (lost a compare-and-swap)."""
+
+
+@dataclass(frozen=True)
+class ChangedFile:
+    """One entry of a PR diff: GitHub status, paths, blob sha and line counts."""
+
+    status: str
+    filename: str
+    previous_filename: str | None
+    sha: str
+    additions: int
+    deletions: int
+
+
+_STATUS = {"A": "added", "D": "removed", "M": "modified", "R": "renamed", "C": "copied", "T": "changed"}
+
+
+class GitRepos:
+    """All bare repositories under one root folder."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._locks: dict[Path, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def path(self, owner: str, name: str) -> Path:
+        return self.root / owner / f"{name}.git"
+
+    def lock(self, path: Path) -> threading.Lock:
+        """A per-repository lock that serialises merges."""
+        with self._guard:
+            return self._locks.setdefault(path, threading.Lock())
+
+    def _git(self, path: Path, *args: str, input: bytes | None = None, check: bool = True,
+             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})}
+        proc = subprocess.run(["git", "-C", str(path), *args], input=input, capture_output=True, env=full_env)
+        if check and proc.returncode != 0:
+            raise GitError(proc.stderr.decode(errors="replace").strip() or f"git {args[0]} failed")
+        return proc
+
+    def _out(self, path: Path, *args: str, input: bytes | None = None, env: dict[str, str] | None = None) -> str:
+        return self._git(path, *args, input=input, env=env).stdout.decode().strip()
+
+    def init(self, owner: str, name: str, readme: str | None = None) -> Path:
+        """Create the bare repository (idempotent); with `readme`, an initial commit on main."""
+        path = self.path(owner, name)
+        if not (path / "HEAD").exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._git(self.root, "init", "--bare", "--quiet", "--initial-branch=main", str(path))
+            self._git(path, "config", "http.receivepack", "true")
+        if readme is not None and not self.branches(path):
+            blob = self._out(path, "hash-object", "-w", "--stdin", input=readme.encode())
+            tree = self._out(path, "mktree", input=f"100644 blob {blob}\tREADME.md\n".encode())
+            commit = self._out(path, "commit-tree", tree, "-m", "Initial commit", env=_people(COMMITTER))
+            self._git(path, "update-ref", "refs/heads/main", commit, "0" * 40)
+        return path
+
+    def branches(self, path: Path) -> dict[str, str]:
+        """Branch name -> head sha, sorted by name."""
+        out = self._out(path, "for-each-ref", "--format=%(refname:strip=2) %(objectname)", "refs/heads/")
+        pairs = (line.rsplit(" ", 1) for line in out.splitlines() if line)
+        return dict(sorted((name, sha) for name, sha in pairs))
+
+    def branch_sha(self, path: Path, branch: str) -> str | None:
+        proc = self._git(path, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}", check=False)
+        return proc.stdout.decode().strip() or None
+
+    def commit_info(self, path: Path, sha: str) -> dict:
+        """sha, tree, parents, author/committer names, emails and times (epoch seconds), message."""
+        fmt = "%H%x00%T%x00%P%x00%an%x00%ae%x00%at%x00%cn%x00%ce%x00%ct%x00%B"
+        keys = ["sha", "tree", "parents", "author_name", "author_email", "author_time",
+                "committer_name", "committer_email", "committer_time", "message"]
+        info = dict(zip(keys, self._out(path, "show", "-s", f"--format={fmt}", sha).split("\0", 9), strict=True))
+        info["parents"] = info["parents"].split()
+        info["author_time"], info["committer_time"] = int(info["author_time"]), int(info["committer_time"])
+        return info
+
+    def count_commits(self, path: Path, base_sha: str, head_sha: str) -> int:
+        return int(self._out(path, "rev-list", "--count", f"{base_sha}..{head_sha}") or 0)
+
+    def is_ancestor(self, path: Path, ancestor: str, descendant: str) -> bool:
+        return self._git(path, "merge-base", "--is-ancestor", ancestor, descendant, check=False).returncode == 0
+
+    def merge_base(self, path: Path, a: str, b: str) -> str | None:
+        proc = self._git(path, "merge-base", a, b, check=False)
+        return proc.stdout.decode().strip() or None
+
+    def _merge_tree(self, path: Path, base_sha: str, head_sha: str) -> str:
+        proc = self._git(path, "merge-tree", "--write-tree", "--no-messages", base_sha, head_sha, check=False)
+        if proc.returncode == 1:
+            raise Conflict("Merge conflict")
+        if proc.returncode != 0:
+            raise GitError(proc.stderr.decode(errors="replace").strip())
+        return proc.stdout.decode().split("\n", 1)[0].strip()
+
+    def mergeable(self, path: Path, base_sha: str, head_sha: str) -> bool:
+        try:
+            self._merge_tree(path, base_sha, head_sha)
+        except Conflict:
+            return False
+        return True
+
+    def merge(self, path: Path, base: str, head_sha: str, message: str, author: tuple[str, str],
+              squash: bool = False) -> str:
+        """Merge `head_sha` into branch `base` with a real merge commit; return its sha.
+
+        Raises Conflict when the trees conflict, Moved when `base` moved meanwhile.
+        """
+        base_sha = self.branch_sha(path, base)
+        if base_sha is None:
+            raise GitError(f"no branch {base}")
+        tree = self._merge_tree(path, base_sha, head_sha)
+        parents = ["-p", base_sha] if squash else ["-p", base_sha, "-p", head_sha]
+        commit = self._out(path, "commit-tree", tree, *parents, "-F", "-", input=message.encode(),
+                           env=_people(author))
+        proc = self._git(path, "update-ref", f"refs/heads/{base}", commit, base_sha, check=False)
+        if proc.returncode != 0:
+            raise Moved(f"{base} moved during the merge")
+        return commit
+
+    def changed_files(self, path: Path, base_sha: str, head_sha: str) -> list[ChangedFile]:
+        """Files changed by `head_sha` since its merge base with `base_sha` (GitHub's PR diff)."""
+        start = self.merge_base(path, base_sha, head_sha) or EMPTY_TREE
+        raw = self._git(path, "diff", "--raw", "-z", "-M", "--no-abbrev", start, head_sha).stdout.decode()
+        counts = self._numstat(path, start, head_sha)
+        fields = raw.split("\0")
+        files, i = [], 0
+        while i < len(fields) - 1:
+            meta = fields[i].lstrip(":").split()
+            letter, sha = meta[4][0], meta[3]
+            if letter in "RC":
+                old, new, i = fields[i + 1], fields[i + 2], i + 3
+            else:
+                old, new, i = None, fields[i + 1], i + 2
+            adds, dels = counts.get(new, (0, 0))
+            files.append(ChangedFile(_STATUS.get(letter, "modified"), new, old,
+                                     sha if letter != "D" else meta[2], adds, dels))
+        return files
+
+    def _numstat(self, path: Path, start: str, head_sha: str) -> dict[str, tuple[int, int]]:
+        out = self._git(path, "diff", "--numstat", "-z", "-M", start, head_sha).stdout.decode()
+        fields, counts, i = out.split("\0"), {}, 0
+        while i < len(fields) - 1:
+            adds, dels, name = fields[i].split("\t", 2)
+            if name:
+                i += 1
+            else:  # a rename: the old and new names follow as their own fields
+                name, i = fields[i + 2], i + 3
+            counts[name] = (int(adds) if adds.isdigit() else 0, int(dels) if dels.isdigit() else 0)
+        return counts
+
+    def http_backend(self, path_info: str, method: str, query: str, headers: dict[str, str],
+                     body: bytes, user: str) -> tuple[int, list[tuple[str, str]], bytes]:
+        """Run `git http-backend` as CGI for one smart-HTTP request; return (status, headers, body)."""
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "GIT_PROJECT_ROOT": str(self.root),
+            "GIT_HTTP_EXPORT_ALL": "1",
+            "GATEWAY_INTERFACE": "CGI/1.1",
+            "SERVER_PROTOCOL": "HTTP/1.1",
+            "REQUEST_METHOD": method,
+            "PATH_INFO": path_info,
+            "QUERY_STRING": query,
+            "REMOTE_USER": user,
+            "REMOTE_ADDR": "127.0.0.1",
+            "CONTENT_TYPE": headers.get("content-type", ""),
+            "CONTENT_LENGTH": str(len(body)),
+            "HTTP_CONTENT_ENCODING": headers.get("content-encoding", ""),
+            "HTTP_GIT_PROTOCOL": headers.get("git-protocol", ""),
+        }
+        proc = subprocess.run([HTTP_BACKEND], input=body, capture_output=True, env=env)
+        head, sep, payload = proc.stdout.partition(b"\r\n\r\n")
+        if not sep:
+            head, _, payload = proc.stdout.partition(b"\n\n")
+        status, out_headers = 200, []
+        for line in head.decode(errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.lower() == "status":
+                status = int(value.strip().split()[0])
+            elif key:
+                out_headers.append((key.strip(), value.strip()))
+        return status, out_headers, payload
+
+
+def _people(author: tuple[str, str]) -> dict[str, str]:
+    """Env for commit-tree: `author` authors, the forge commits (as GitHub's web-flow does)."""
+    return {
+        "GIT_AUTHOR_NAME": author[0],
+        "GIT_AUTHOR_EMAIL": author[1],
+        "GIT_COMMITTER_NAME": COMMITTER[0],
+        "GIT_COMMITTER_EMAIL": COMMITTER[1],
+    }

@@ -1,0 +1,8 @@
+"""Shared fixtures. Tests run W&B offline and talk to a real local forge on 127.0.0.1."""
+
+import os
+
+os.environ["WANDB_MODE"] = "offline"
+os.environ.setdefault("WANDB_SILENT", "true")
+
+from forge_fixtures import forge_repo, local_forge  # noqa: E402,F401  (fixtures)

@@ -1,0 +1,201 @@
+"""Contract of the Forge port, run through the real PyGithub adapter against the real local forge.
+
+Every test talks HTTP to a live server and pushes with real git; nothing is mocked.
+"""
+
+import json
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from forge_fixtures import OWNER, TOKEN, clone, commit_and_push, run_git
+
+from senpai.errors import MergeConflict, NotFound
+from senpai.forge.base import Forge
+from senpai.forge.github import GitHubForge, create_repository
+
+BRANCH = "senpai/alice/lr-sweep"
+
+
+def open_pull(forge: GitHubForge, workdir: Path, branch: str = BRANCH, files: dict | None = None,
+              labels: tuple[str, ...] = ("senpai", "student:alice")):
+    commit_and_push(forge, workdir, branch, files or {"params.yaml": "lr: 0.2\nepochs: 3\n"}, start="advisor")
+    return forge.create_pull("Try lr 0.2", "hypothesis body", branch, "advisor", list(labels))
+
+
+def test_adapter_satisfies_the_port(forge_repo):
+    forge, _ = forge_repo
+    assert isinstance(forge, GitHubForge)
+    port: Forge = forge  # structural: the attributes and methods the port names exist
+    assert port.login == OWNER
+    assert port.clone_url.endswith(f"/git/{forge.settings.repo}.git")
+
+
+def test_create_pull_with_labels_then_list_and_get(forge_repo, tmp_path):
+    forge, _ = forge_repo
+    pr = open_pull(forge, tmp_path / "seed")
+    assert pr.labels == ["senpai", "student:alice"]
+    assert (pr.state, pr.merged, pr.head_ref, pr.base_ref) == ("open", False, BRANCH, "advisor")
+    assert pr.head_sha == forge.branch_sha(BRANCH)
+    assert (pr.user, pr.author_association, pr.merge_commit_sha) == (OWNER, "OWNER", None)
+    assert pr.html_url.endswith(f"/{forge.settings.repo}/pull/{pr.number}")
+    assert pr.created_at.tzinfo is not None and pr.created_at <= datetime.now(UTC)
+
+    listed = forge.list_pulls("open")
+    assert [p.number for p in listed] == [pr.number]
+    assert listed[0].labels == ["senpai", "student:alice"]
+    got = forge.get_pull(pr.number)
+    assert (got.title, got.body, got.labels) == ("Try lr 0.2", "hypothesis body", ["senpai", "student:alice"])
+    assert forge.list_pulls("closed") == []
+
+
+def test_comments_are_listed_oldest_first(forge_repo, tmp_path):
+    forge, _ = forge_repo
+    pr = open_pull(forge, tmp_path / "seed")
+    first = forge.create_comment(pr.number, "```senpai-evidence\nmetric: 0.9\n```")
+    second = forge.create_comment(pr.number, "second")
+    comments = forge.list_comments(pr.number)
+    assert [c.id for c in comments] == [first.id, second.id]
+    assert (comments[0].user, comments[0].author_association) == (OWNER, "OWNER")
+    assert comments[0].body.startswith("```senpai-evidence")
+
+
+def test_set_labels_update_body_close_and_reopen(forge_repo, tmp_path):
+    forge, _ = forge_repo
+    pr = open_pull(forge, tmp_path / "seed")
+    forge.set_labels(pr.number, ["senpai", "status:review"])
+    assert forge.get_pull(pr.number).labels == ["senpai", "status:review"]
+    forge.set_labels(pr.number, [])
+    assert forge.get_pull(pr.number).labels == []
+
+    assert forge.update_pull(pr.number, body="new body").body == "new body"
+    closed = forge.update_pull(pr.number, state="closed")
+    assert (closed.state, closed.merged) == ("closed", False)
+    assert forge.list_pulls("open") == [] and [p.number for p in forge.list_pulls("all")] == [pr.number]
+    assert forge.update_pull(pr.number, state="open").state == "open"
+
+
+def test_merge_makes_a_real_merge_commit(forge_repo, tmp_path):
+    forge, _ = forge_repo
+    pr = open_pull(forge, tmp_path / "seed", files={"params.yaml": "lr: 0.2\nepochs: 3\n", "notes.md": "n\n"})
+    base_before = forge.branch_sha("advisor")
+    sha = forge.merge_pull(pr.number, "merge: lr 0.2 beats the baseline")
+
+    merged = forge.get_pull(pr.number)
+    assert (merged.state, merged.merged, merged.merge_commit_sha) == ("closed", True, sha)
+    assert forge.branch_sha("advisor") == sha
+    assert [p.number for p in forge.list_pulls("closed") if p.merged] == [pr.number]
+    fresh = clone(forge, tmp_path / "fresh", branch="advisor")
+    assert (fresh / "params.yaml").read_text() == "lr: 0.2\nepochs: 3\n"
+    assert (fresh / "notes.md").exists()
+    assert run_git(fresh, "rev-parse", "HEAD^1", "HEAD^2").split() == [base_before, pr.head_sha]
+    assert "merge: lr 0.2 beats the baseline" in run_git(fresh, "log", "-1", "--format=%B")
+    assert forge.merge_pull(pr.number, "again") == sha  # replaying a merge is harmless
+
+
+def test_merge_conflict_raises_merge_conflict(forge_repo, tmp_path):
+    forge, _ = forge_repo
+    work = tmp_path / "seed"
+    a = open_pull(forge, work, "senpai/alice/a", {"params.yaml": "lr: 0.3\n"})
+    b = open_pull(forge, work, "senpai/bob/b", {"params.yaml": "lr: 0.4\n"})
+    forge.merge_pull(a.number, "first")
+    with pytest.raises(MergeConflict):
+        forge.merge_pull(b.number, "second")
+    assert forge.get_pull(b.number).state == "open"
+
+
+def test_pull_files_lists_both_sides_of_renames(forge_repo, tmp_path):
+    forge, _ = forge_repo
+    work = tmp_path / "seed"
+    commit_and_push(forge, work, BRANCH, {"params.yaml": "lr: 0.5\nepochs: 3\n", "new.py": "x = 1\n",
+                                          "README.md": None}, start="advisor")
+    run_git(work, "mv", "train.py", "train2.py")
+    run_git(work, "commit", "-q", "-m", "rename")
+    run_git(work, "push", "-q", "origin", BRANCH, env=forge.git_env())
+    pr = forge.create_pull("files", "", BRANCH, "advisor", [])
+    assert sorted(forge.pull_files(pr.number)) == ["README.md", "new.py", "params.yaml", "train.py", "train2.py"]
+
+
+def test_poll_answers_304_until_something_changes(forge_repo, tmp_path):
+    forge, _ = forge_repo
+    pr = open_pull(forge, tmp_path / "seed")
+    first = forge.poll(None)
+    assert first.changed and first.etag
+    assert forge.poll(first.etag).changed is False
+
+    forge.create_comment(pr.number, "a comment")
+    after_comment = forge.poll(first.etag)
+    assert after_comment.changed and after_comment.etag != first.etag
+    assert forge.poll(after_comment.etag).changed is False
+
+    before = forge.get_pull(pr.number)
+    sha = commit_and_push(forge, tmp_path / "seed", BRANCH, {"train.py": "print('v2')\n"})
+    assert forge.poll(after_comment.etag).changed  # a push to the head branch counts as a change
+    pushed = forge.get_pull(pr.number)
+    assert pushed.head_sha == sha and pushed.updated_at >= before.updated_at
+
+
+def test_missing_objects_raise_not_found(forge_repo):
+    forge, _ = forge_repo
+    for call in (lambda: forge.get_pull(999), lambda: forge.branch_sha("no-such-branch"),
+                 lambda: forge.list_comments(999), lambda: forge.set_labels(999, ["x"])):
+        with pytest.raises(NotFound):
+            call()
+
+
+def test_calls_are_counted(forge_repo, tmp_path):
+    forge, settings = forge_repo
+    fresh = GitHubForge(settings, TOKEN)
+    commit_and_push(fresh, tmp_path / "seed", BRANCH, {"params.yaml": "lr: 0.7\n"}, start="advisor")
+    assert fresh.calls == 1  # GET /repos/{o}/{r} for clone_url (only needed because a token is set)
+    pr = fresh.create_pull("t", "b", BRANCH, "advisor", ["senpai"])
+    assert fresh.calls == 3  # POST pulls + POST labels
+    fresh.list_pulls("all")
+    fresh.get_pull(pr.number)
+    fresh.list_comments(pr.number)
+    assert fresh.calls == 6  # one request each: no lazy completion behind our back
+    etag = fresh.poll(None).etag
+    fresh.poll(etag)
+    assert fresh.calls == 8
+
+
+def test_non_owner_is_not_trusted_until_added_as_collaborator(forge_repo, tmp_path, local_forge):
+    forge, settings = forge_repo
+    pr = open_pull(forge, tmp_path / "seed")
+    mallory = GitHubForge(settings, "mallory:whatever")
+    assert mallory.login == "mallory"
+    comment = mallory.create_comment(pr.number, "merge everything")
+    assert (comment.user, comment.author_association) == ("mallory", "NONE")
+
+    request = urllib.request.Request(f"{local_forge.base_url}/repos/{settings.repo}/collaborators/mallory",
+                                     method="PUT", headers={"Authorization": f"token {TOKEN}"})
+    with urllib.request.urlopen(request) as response:
+        assert response.status == 204
+    assert mallory.list_comments(pr.number)[0].author_association == "COLLABORATOR"
+
+
+def test_list_issues_excludes_pulls_and_filters_state(forge_repo, tmp_path):
+    forge, _ = forge_repo
+    issue = forge.create_issue("Try dropout", "please", ["senpai:steer", "student:alice"])
+    assert (issue.state, issue.labels, issue.author_association) == ("open", ["senpai:steer", "student:alice"],
+                                                                      "OWNER")
+    open_pull(forge, tmp_path / "seed", labels=("senpai:steer",))
+    forge.create_issue("Other", "", ["unrelated"])
+    assert [i.number for i in forge.list_issues("senpai:steer")] == [issue.number]
+    assert forge.list_issues("senpai:steer", state="closed") == []
+
+
+def test_create_repository_is_idempotent(local_forge, forge_repo):
+    _, settings = forge_repo
+    name = settings.repo.split("/")[1]
+    assert create_repository(settings, None, name) == create_repository(settings, None, name)
+
+
+def test_git_env_keeps_the_token_out_of_urls_and_argv(forge_repo):
+    forge, _ = forge_repo
+    env = forge.git_env()
+    assert TOKEN not in forge.clone_url and TOKEN not in json.dumps(env)
+    assert env["GIT_TERMINAL_PROMPT"] == "0"
+    assert env["GIT_CONFIG_KEY_0"].startswith(f"http.{forge.settings.base_url}/")
+    assert env["GIT_CONFIG_VALUE_0"].startswith("Authorization: Basic ")

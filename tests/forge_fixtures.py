@@ -1,0 +1,132 @@
+"""Pytest fixtures for the local forge: one real server per session, one fresh repository per test.
+
+`local_forge` starts the server on a free 127.0.0.1 port in a thread, polls GET /health with a
+deadline and stops it in `finally`.  `forge_repo` creates a uniquely named repository owned by
+`senpai`, pushes `main` and `advisor` with real git through smart HTTP, and returns
+`(GitHubForge, ForgeSettings)`.  The git helpers below are for tests that push more commits.
+"""
+
+import os
+import subprocess
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from senpai.config.harness import ForgeSettings
+from senpai.forge.github import GitHubForge, create_repository
+from senpai.forge.localforge.server import LocalForgeServer
+
+OWNER = "senpai"
+TOKEN = "senpai:local-test-token"  # acts as the owner; exercises token auth on REST and git
+SEED_FILES = {"README.md": "# target\n", "params.yaml": "lr: 0.1\nepochs: 3\n", "train.py": "print('train')\n"}
+_GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@localhost",
+    "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@localhost",
+    "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+@dataclass
+class LocalForge:
+    """A running local forge: `base_url` for ForgeSettings, `data_dir` where it keeps everything."""
+
+    base_url: str
+    data_dir: Path
+    server: LocalForgeServer
+
+
+def wait_healthy(base_url: str, timeout: float = 10.0) -> None:
+    """Poll GET /health until it answers 200. Raises RuntimeError after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base_url}/health", timeout=1) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"local forge at {base_url} not healthy after {timeout} s")
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="session")
+def local_forge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalForge]:
+    data_dir = tmp_path_factory.mktemp("localforge")
+    server = LocalForgeServer(data_dir)
+    try:
+        server.start()
+        wait_healthy(server.url)
+        yield LocalForge(server.url, data_dir, server)
+    finally:
+        server.stop()
+
+
+def run_git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    """Run git in `cwd` with a fixed identity and no user config; return stdout. Raises CalledProcessError."""
+    full_env = {**os.environ, **_GIT_IDENTITY, **(env or {})}
+    proc = subprocess.run(["git", *args], cwd=cwd, env=full_env, capture_output=True, text=True, check=True)
+    return proc.stdout.strip()
+
+
+def clone(forge: GitHubForge, dest: Path, branch: str | None = None) -> Path:
+    """A fresh clone of the forge repository (authenticated through `forge.git_env()`)."""
+    args = ["clone", "-q", *(["-b", branch] if branch else []), forge.clone_url, str(dest)]
+    run_git(dest.parent, *args, env=forge.git_env())
+    return dest
+
+
+def commit_and_push(forge: GitHubForge, workdir: Path, branch: str, files: dict[str, str | None],
+                    message: str = "change", start: str | None = None) -> str:
+    """Check out `branch` (from `start` if given), write (or delete, for None) files, commit, push; return sha."""
+    env = forge.git_env()
+    if start is not None:
+        run_git(workdir, "fetch", "-q", "origin", env=env)
+        run_git(workdir, "checkout", "-q", "-B", branch, f"origin/{start}")
+    else:
+        run_git(workdir, "checkout", "-q", branch)
+    for name, text in files.items():
+        path = workdir / name
+        if text is None:
+            run_git(workdir, "rm", "-q", name)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        run_git(workdir, "add", name)
+    run_git(workdir, "commit", "-q", "-m", message)
+    run_git(workdir, "push", "-q", "origin", branch, env=env)
+    return run_git(workdir, "rev-parse", "HEAD")
+
+
+def seed_repository(forge: GitHubForge, workdir: Path, files: dict[str, str] = SEED_FILES) -> None:
+    """Push `files` as the first commit of `main` and `advisor`."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    run_git(workdir, "init", "-q", "-b", "main")
+    for name, text in files.items():
+        (workdir / name).write_text(text)
+    run_git(workdir, "add", ".")
+    run_git(workdir, "commit", "-q", "-m", "seed")
+    run_git(workdir, "remote", "add", "origin", forge.clone_url)
+    run_git(workdir, "push", "-q", "origin", "main", "main:advisor", env=forge.git_env())
+    run_git(workdir, "fetch", "-q", "origin", env=forge.git_env())
+
+
+def new_repository(base_url: str, workdir: Path, token: str = TOKEN) -> tuple[GitHubForge, ForgeSettings]:
+    """Create a uniquely named repository on the forge at `base_url` and seed it."""
+    name = f"t-{uuid.uuid4().hex[:12]}"
+    settings = ForgeSettings(base_url=base_url, repo=f"{OWNER}/{name}", token_env="SENPAI_TEST_UNSET_TOKEN")
+    create_repository(settings, token, name)
+    forge = GitHubForge(settings, token)
+    seed_repository(forge, workdir)
+    return forge, settings
+
+
+@pytest.fixture
+def forge_repo(local_forge: LocalForge, tmp_path: Path) -> tuple[GitHubForge, ForgeSettings]:
+    """A fresh repository with `main` and `advisor` (same seed commit); the seed clone is tmp_path/'seed'."""
+    return new_repository(local_forge.base_url, tmp_path / "seed")

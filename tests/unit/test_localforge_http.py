@@ -1,0 +1,150 @@
+"""The local forge's HTTP surface: ETags and 304s, pagination, error shapes, GitHub-shaped JSON.
+
+Raw HTTP with httpx, and PyGithub itself where its behaviour (pagination) is the point.
+"""
+
+import httpx
+import pytest
+from forge_fixtures import OWNER, TOKEN, commit_and_push, new_repository
+from github import Auth, Github
+
+from senpai.forge.localforge.web import token_login
+
+BRANCH = "senpai/alice/x"
+
+
+def client_for(base_url: str, repo: str) -> httpx.Client:
+    return httpx.Client(base_url=f"{base_url}/repos/{repo}", headers={"Authorization": f"token {TOKEN}"})
+
+
+@pytest.fixture
+def api(forge_repo, local_forge):
+    with client_for(local_forge.base_url, forge_repo[1].repo) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def shared(local_forge, tmp_path_factory):
+    """One repository with one PR, for read-only tests."""
+    work = tmp_path_factory.mktemp("shared") / "seed"
+    forge, settings = new_repository(local_forge.base_url, work)
+    commit_and_push(forge, work, BRANCH, {"a.txt": "a\n"}, start="advisor")
+    number = forge.create_pull("t", "b", BRANCH, "advisor", ["senpai"]).number
+    with client_for(local_forge.base_url, settings.repo) as client:
+        yield client, number
+
+
+@pytest.fixture
+def pull_number(forge_repo, tmp_path):
+    forge, _ = forge_repo
+    commit_and_push(forge, tmp_path / "seed", BRANCH, {"a.txt": "a\n"}, start="advisor")
+    return forge.create_pull("t", "b", BRANCH, "advisor", ["senpai"]).number
+
+
+@pytest.mark.parametrize("path", ["", "/pulls", "/pulls/{n}", "/pulls/{n}/files", "/issues", "/issues/{n}",
+                                  "/issues/{n}/comments", "/issues/{n}/labels", "/labels", "/branches",
+                                  "/branches/advisor", "/git/ref/heads/advisor"])
+def test_every_get_has_a_strong_etag_and_answers_304(shared, path):
+    api, pull_number = shared
+    url = path.format(n=pull_number) or str(api.base_url).rstrip("/")
+    first = api.get(url)
+    assert first.status_code == 200, first.text
+    etag = first.headers["etag"]
+    assert etag.startswith('"') and not etag.startswith("W/")
+    again = api.get(url, headers={"If-None-Match": etag})
+    assert again.status_code == 304 and again.content == b"" and again.headers["etag"] == etag
+
+
+def test_issue_list_includes_pulls_and_changes_bump_updated_at(api, pull_number, forge_repo):
+    forge, _ = forge_repo
+    issue = api.post("/issues", json={"title": "steer", "labels": ["senpai:steer"]}).json()
+    items = api.get("/issues", params={"state": "all", "sort": "updated"}).json()
+    assert [i["number"] for i in items] == [issue["number"], pull_number]
+    assert "pull_request" in items[1] and "pull_request" not in items[0]
+    assert items[1]["pull_request"]["url"].endswith(f"/pulls/{pull_number}")
+
+    etag = api.get("/issues", params={"state": "all", "sort": "updated", "per_page": 1}).headers["etag"]
+    for change in (lambda: api.post(f"/issues/{pull_number}/labels", json=["x"]),
+                   lambda: api.post(f"/issues/{pull_number}/comments", json={"body": "hi"}),
+                   lambda: api.patch(f"/pulls/{pull_number}", json={"body": "new"})):
+        assert change().status_code in (200, 201)
+        latest = api.get("/issues", params={"state": "all", "sort": "updated", "per_page": 1})
+        assert latest.json()[0]["number"] == pull_number and latest.headers["etag"] != etag
+        etag = latest.headers["etag"]
+        api.patch(f"/issues/{issue['number']}", json={"body": "bump the issue back on top"})
+
+
+def test_comment_edit_and_label_removal(api, pull_number):
+    comment = api.post(f"/issues/{pull_number}/comments", json={"body": "v1"}).json()
+    assert comment["issue_url"].endswith(f"/issues/{pull_number}") and comment["author_association"] == "OWNER"
+    edited = api.patch(f"/issues/comments/{comment['id']}", json={"body": "v2"}).json()
+    assert edited["body"] == "v2" and api.get(f"/issues/{pull_number}/comments").json()[0]["body"] == "v2"
+    assert [x["name"] for x in api.delete(f"/issues/{pull_number}/labels/senpai").json()] == []
+    assert api.delete(f"/issues/{pull_number}/labels/senpai").status_code == 404
+
+
+def test_link_pagination_works_with_pygithub(forge_repo, local_forge, api):
+    _, settings = forge_repo
+    for i in range(5):
+        api.post("/issues", json={"title": f"issue {i}"})
+    page = api.get("/issues", params={"per_page": 2, "page": 2})
+    assert 'rel="next"' in page.headers["link"] and 'rel="prev"' in page.headers["link"]
+    assert page.headers["link"].startswith(f"<{local_forge.base_url}/repos/")
+    gh = Github(base_url=local_forge.base_url, auth=Auth.Token(TOKEN), per_page=2, retry=0,
+                seconds_between_requests=None, seconds_between_writes=None)
+    issues = gh.get_repo(settings.repo).get_issues(state="all")
+    assert issues.totalCount == 5
+    assert [i.title for i in issues] == [f"issue {i}" for i in reversed(range(5))]
+
+
+def test_errors_are_github_shaped(api, pull_number, local_forge, forge_repo):
+    for response, status in ((api.get("/pulls/999"), 404),
+                             (httpx.get(f"{local_forge.base_url}/repos/{OWNER}/nope"), 404),
+                             (api.post("/pulls", json={"title": "t", "head": "nope", "base": "advisor"}), 422),
+                             (api.post("/pulls", json={"title": "t", "head": BRANCH, "base": "advisor"}), 422),
+                             (api.post("/labels", json={"name": "senpai"}), 422),
+                             (api.post("/issues", json={}), 422)):
+        body = response.json()
+        assert response.status_code == status and body["message"] and body["documentation_url"], body
+    exists = httpx.post(f"{local_forge.base_url}/user/repos", json={"name": forge_repo[1].repo.split("/")[1]})
+    assert exists.status_code == 422 and exists.json()["message"] == "Repository creation failed."
+
+
+def test_pull_json_has_what_pygithub_needs(shared):
+    api, pull_number = shared
+    pull = api.get(f"/pulls/{pull_number}").json()
+    for key in ("url", "html_url", "issue_url", "number", "state", "labels", "author_association",
+                "merged", "mergeable", "merge_commit_sha", "created_at", "updated_at"):
+        assert key in pull
+    assert pull["user"]["login"] == OWNER and pull["head"]["label"] == f"{OWNER}:{BRANCH}"
+    assert pull["mergeable"] is True and pull["changed_files"] == 1 and pull["commits"] == 1
+    assert pull["created_at"].endswith("Z") and len(pull["created_at"]) == 20
+    assert "merged" not in api.get("/pulls").json()[0]  # the list shape, as on GitHub
+
+
+def test_token_login_rules():
+    assert token_login(None) == "senpai"
+    assert token_login("token abc") == "senpai"
+    assert token_login("token alice:xyz") == "alice"
+    assert token_login("Bearer bob:1") == "bob"
+    import base64
+    basic = base64.b64encode(b"x-access-token:carol:secret").decode()
+    assert token_login(f"Basic {basic}") == "carol"
+    assert token_login("token ../evil:1") == "senpai"
+
+
+def test_health_and_user(local_forge):
+    assert httpx.get(f"{local_forge.base_url}/health").json() == {"status": "ok"}
+    me = httpx.get(f"{local_forge.base_url}/user", headers={"Authorization": "token dora:1"}).json()
+    assert me["login"] == "dora" and me["type"] == "User"
+
+
+def test_list_filters(shared):
+    api, number = shared
+    assert [p["number"] for p in api.get("/pulls", params={"head": f"{OWNER}:{BRANCH}"}).json()] == [number]
+    assert api.get("/pulls", params={"base": "main"}).json() == []
+    assert [i["number"] for i in api.get("/issues", params={"labels": "senpai"}).json()] == [number]
+    assert api.get("/issues", params={"labels": "senpai,other"}).json() == []
+    assert api.get("/issues", params={"since": "2999-01-01T00:00:00Z"}).json() == []
+    assert api.get("/issues", params={"since": "2000-01-01T00:00:00Z"}).json()[0]["number"] == number
+    assert api.get("/issues", params={"since": "yesterday"}).status_code == 422
