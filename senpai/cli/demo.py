@@ -43,6 +43,7 @@ def write_config(out: Path, base_url: str, students: int, experiments: int, repo
         "max_experiments": experiments,
         "stale_after_seconds": 600.0,
     }
+    out.mkdir(parents=True, exist_ok=True)
     path = out / "harness.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return path

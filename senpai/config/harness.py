@@ -76,7 +76,7 @@ class HarnessConfig(_Strict):
     state_dir: str = Field(description="Wrapper's SQLite cache lives here; deleting it loses nothing.")
     tick_seconds: float = Field(5.0, gt=0, description="Wrapper poll interval, seconds.")
     full_refresh_seconds: float = Field(60.0, gt=0, description="Re-list the forge even without a change.")
-    max_experiments: int | None = Field(None, ge=1, description="Stop assigning after this many decided.")
+    max_experiments: int | None = Field(None, ge=1, description="Open no more than this many experiments in all (any state).")
     patience: int | None = Field(
         None, ge=1, description="Pause assignments after this many decided experiments without a merge."
     )

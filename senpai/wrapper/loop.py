@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from senpai.config.harness import HarnessConfig
-from senpai.errors import SenpaiError
+from senpai.errors import SenpaiError, TransientError
 from senpai.fleet.base import Fleet
 from senpai.forge.base import Forge
 from senpai.ledger.experiment import Experiment
@@ -105,7 +105,12 @@ class Wrapper:
             signal.signal(signal.SIGINT, self.stop)
         report = None
         while not self._stop.is_set():
-            report = self.tick()
+            try:
+                report = self.tick()
+            except TransientError as e:  # forge down: keep the loop alive, try again next tick
+                log.warning("tick %d: %s", self.ticks, e)
+                self._stop.wait(max(self.cfg.tick_seconds, e.retry_after or 0))
+                continue
             if on_tick:
                 on_tick(report)
             if until and until(report):

@@ -87,16 +87,12 @@ def advisor_events(w: World, cfg: HarnessConfig) -> list[Event]:
 
 def idle_events(w: World, cfg: HarnessConfig) -> list[Event]:
     """Students with nothing assigned, while the experiment budget and patience allow."""
-    if cfg.max_experiments is not None and len(w.exps) >= cfg.max_experiments:
-        return []
-    if paused_for_patience(w.exps, cfg):
+    room = len(cfg.students) if cfg.max_experiments is None else cfg.max_experiments - len(w.exps)
+    if room <= 0 or paused_for_patience(w.exps, cfg):
         return []
     assigned = {e.student for e in w.exps if e.state in ("wip", "changes")}
-    return [
-        Event(id=f"idle:{s.name}@{w.base_sha}:{len(w.exps)}", kind="idle", student=s.name)
-        for s in cfg.students
-        if s.name not in assigned
-    ]
+    idle = [s.name for s in cfg.students if s.name not in assigned][:room]
+    return [Event(id=f"idle:{s}@{w.base_sha}:{len(w.exps)}", kind="idle", student=s) for s in idle]
 
 
 def paused_for_patience(exps: list[Experiment], cfg: HarnessConfig) -> bool:

@@ -93,3 +93,8 @@ def test_failed_advisor_batches_are_retried_three_times_then_left():
     failed = [job(f"{prefix}-{i}", "advisor", phase="failed") for i in (1, 2, 3)]
     assert launches(plan(World([], BASE, failed[:2], NOW), CFG), "advisor")[0].name == f"{prefix}-3"
     assert launches(plan(World([], BASE, failed, NOW), CFG), "advisor") == []
+
+
+def test_never_more_idle_events_than_experiments_left():
+    (adv,) = launches(plan(World([exp(1, "closed"), exp(2, "closed"), exp(3, "review", "bo")], BASE, [], NOW), CFG), "advisor")
+    assert [e.kind for e in adv.events] == ["review", "idle"]  # max 4, 3 exist: one more

@@ -1,0 +1,328 @@
+"""The W&B adapter of the tracker port, and the only module in senpai that imports `wandb`.
+
+Identity in (checked against wandb 0.31). `env_for` sets wandb's standard variables, so the
+program's own `wandb.init()` (with or without `config=`) logs as senpai's run: WANDB_RUN_ID,
+WANDB_RUN_GROUP, WANDB_NAME, WANDB_TAGS, WANDB_PROJECT, WANDB_ENTITY, WANDB_MODE, WANDB_DIR and
+WANDB_SILENT.
+
+Config in. The documented WANDB_CONFIG_PATHS cannot be used: wandb 0.31 types
+`Settings.config_paths` as `Sequence[str]`, rejects the string it reads from the environment, and
+`wandb.init()` raises a pydantic ValidationError. senpai uses WANDB_SWEEP_PARAM_PATH instead. It is
+the variable wandb's own sweep agent uses to give a child process its config: a YAML file in
+wandb's config format (`key: {value: v}`). wandb merges it *after* `init(config=...)` and locks the
+keys, so senpai's values (pr, head, hypothesis id) win any clash with the program's. Setting the
+variable without WANDB_SWEEP_ID does not attach the run to a sweep. The file is written to
+`<dir>/senpai-config/<run id>.yaml`.
+
+Runs out, offline. No `wandb-summary.json` is written offline, and 0.31 ships no Python reader for
+the `.wandb` transaction log: the old `DataStore` is gone. The Go `wandb leet inspect --json` is a
+CLI whose output turns NaN and inf into the strings "NaN" and "Infinity". So this module reads the
+log's LevelDB framing itself (`_log_payloads`) and decodes each payload with wandb's own protobuf `Record`. The summary
+is the replay of the log's summary records. wandb-core writes one after every `run.log`, holding
+the last value of each key (or the `define_metric` aggregate, e.g. `{"max": 0.9}`), and one for
+each explicit `run.summary` update. History records are not replayed: that would overwrite those
+aggregates with last values. A NaN passed to `run.log` survives as float nan (inf as inf). wandb
+itself writes `run.summary[k] = nan` as null, so that value reads back as None.
+
+Runs out, online (WANDB_API_KEY set): `wandb.Api().run("<entity>/<project>/<id>")`.
+"""
+
+import json
+import logging
+import re
+import struct
+import time
+import zlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from senpai.config.harness import TrackerSettings
+from senpai.errors import ConfigError, NotFound, TransientError
+from senpai.tracker.base import RunIdentity, RunRecord
+
+log = logging.getLogger(__name__)
+
+# wandb-core flushes the transaction log every `x_transaction_log_flush_interval` seconds (15 by
+# default). A shorter interval means a run killed at its budget keeps its records up to the last
+# second, not its last 15. It is a private setting: versions without it ignore the variable.
+FLUSH_SECONDS = "1"
+# A run with no exit record whose log was written within this many seconds counts as "running";
+# an older one is "unknown" (killed, or lost before its last flush).
+LIVE_SECONDS = 60.0
+
+_OFFLINE_DIR = re.compile(r"^offline-run-(?P<stamp>\d{8}_\d{6})-(?P<id>.+)$")
+_API_STATES = {
+    "finished": "finished",
+    "failed": "crashed",
+    "crashed": "crashed",
+    "killed": "crashed",
+    "running": "running",
+    "pending": "running",
+}
+
+
+class WandbTracker:
+    """Tracker over the `wandb` library: offline run directories, or the W&B API when online."""
+
+    def __init__(self, settings: TrackerSettings) -> None:
+        self.settings = settings
+        self.dir = Path(settings.dir).resolve()
+
+    # ---------------------------------------------------------------- identity in
+
+    def env_for(self, run: RunIdentity) -> dict[str, str]:
+        """Env vars under which the program's own `wandb.init()` logs as `run`.
+
+        Writes `run.config` to `<dir>/senpai-config/<id>.yaml` and points WANDB_SWEEP_PARAM_PATH
+        at it (see the module docstring for why not WANDB_CONFIG_PATHS). Raises ConfigError if a
+        tag contains a comma, since WANDB_TAGS is comma-separated.
+        """
+        bad = [t for t in run.tags if "," in t or not t]
+        if bad:
+            raise ConfigError(f"run {run.id}: tags must be non-empty and comma-free, got {bad!r}")
+        env = {
+            "WANDB_RUN_ID": run.id,
+            "WANDB_RUN_GROUP": run.group,
+            "WANDB_NAME": run.name,
+            "WANDB_PROJECT": self.settings.project,
+            "WANDB_MODE": self.settings.resolved_mode(),
+            "WANDB_DIR": str(self.dir),
+            "WANDB_SILENT": "true",
+            "WANDB__TRANSACTION_LOG_FLUSH_INTERVAL": FLUSH_SECONDS,
+        }
+        if run.tags:
+            env["WANDB_TAGS"] = ",".join(run.tags)
+        if self.settings.entity:
+            env["WANDB_ENTITY"] = self.settings.entity
+        if run.config:
+            env["WANDB_SWEEP_PARAM_PATH"] = str(self._write_config(run))
+        return env
+
+    def _write_config(self, run: RunIdentity) -> Path:
+        path = self.dir / "senpai-config" / f"{run.id}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        doc = {"wandb_version": 1, **{k: {"value": v} for k, v in run.config.items()}}
+        path.write_text(yaml.safe_dump(doc, sort_keys=True))
+        return path
+
+    # ---------------------------------------------------------------- runs out
+
+    def get_run(self, run_id: str) -> RunRecord:
+        """Read run `run_id` back. Raises NotFound if there is no such run, TransientError if the
+        W&B API cannot be reached (online)."""
+        if self.settings.resolved_mode() == "online":
+            return self._api_get(run_id)
+        dirs = self._offline_dirs().get(run_id)
+        if not dirs:
+            raise NotFound(f"no offline W&B run {run_id!r} under {self.dir}")
+        return read_run_dir(dirs[-1], run_id)
+
+    def list_runs(self, group: str | None = None) -> list[RunRecord]:
+        """All runs (the newest directory of each id), optionally only `group`, sorted by id."""
+        if self.settings.resolved_mode() == "online":
+            return self._api_list(group)
+        runs = [read_run_dir(dirs[-1], run_id) for run_id, dirs in self._offline_dirs().items()]
+        return sorted((r for r in runs if group is None or r.group == group), key=lambda r: r.id)
+
+    def _offline_dirs(self) -> dict[str, list[Path]]:
+        """`offline-run-<stamp>-<id>` directories by id, oldest first (by stamp, then mtime)."""
+        found: dict[str, list[tuple[str, float, Path]]] = {}
+        for root in (self.dir / "wandb", self.dir / ".wandb"):
+            if not root.is_dir():
+                continue
+            for d in root.iterdir():
+                m = _OFFLINE_DIR.match(d.name)
+                if m and d.is_dir():
+                    found.setdefault(m["id"], []).append((m["stamp"], d.stat().st_mtime, d))
+        return {k: [d for *_, d in sorted(v)] for k, v in found.items()}
+
+    # ---------------------------------------------------------------- online
+
+    def _api(self):
+        import wandb
+
+        return wandb.Api(timeout=30)
+
+    def _api_path(self, *parts: str) -> str:
+        return "/".join(p for p in (self.settings.entity, self.settings.project, *parts) if p)
+
+    def _api_get(self, run_id: str) -> RunRecord:  # pragma: no cover - needs a W&B server
+        import wandb
+
+        try:
+            run = self._api().run(self._api_path(run_id))
+        except wandb.errors.CommError as e:
+            raise TransientError(f"W&B API: {e}") from e
+        except ValueError as e:  # RunNotFoundError subclasses ValueError
+            raise NotFound(f"no W&B run {self._api_path(run_id)!r}: {e}") from e
+        return _from_api(run)
+
+    def _api_list(self, group: str | None) -> list[RunRecord]:  # pragma: no cover - needs a server
+        import wandb
+
+        try:
+            runs = self._api().runs(self._api_path(), filters={"group": group} if group else None)
+            return sorted((_from_api(r) for r in runs), key=lambda r: r.id)
+        except wandb.errors.CommError as e:
+            raise TransientError(f"W&B API: {e}") from e
+
+
+def _from_api(run: Any) -> RunRecord:  # pragma: no cover - needs a W&B server
+    return RunRecord(
+        id=run.id,
+        name=run.name,
+        group=run.group,
+        tags=list(run.tags or []),
+        config=dict(run.config),
+        summary=dict(run.summary_metrics),
+        state=_API_STATES.get(run.state, "unknown"),
+        url=run.url,
+    )
+
+
+# -------------------------------------------------------------------- the transaction log
+
+
+def read_run_dir(run_dir: Path, run_id: str) -> RunRecord:
+    """Rebuild a RunRecord from an offline run directory's `run-<id>.wandb` log.
+
+    state: `finished` (exit record, code 0), `crashed` (exit record, other code), `running` (no
+    exit record, log written in the last LIVE_SECONDS), else `unknown`.
+    """
+    log_file = run_dir / f"run-{run_id}.wandb"
+    data = log_file.read_bytes() if log_file.is_file() else b""
+    run = _fold(_records(data))
+    if run["exit_code"] is not None:
+        state = "finished" if run["exit_code"] == 0 else "crashed"
+    elif data and time.time() - log_file.stat().st_mtime < LIVE_SECONDS:
+        state = "running"
+    else:
+        state = "unknown"
+    return RunRecord(
+        id=run_id,
+        name=run["name"],
+        group=run["group"],
+        tags=run["tags"],
+        config=run["config"],
+        summary=run["summary"],
+        state=state,
+        url=None,
+        path=str(run_dir),
+    )
+
+
+_BLOCK = 32768  # LevelDB log block, bytes
+_CHUNK_HEADER = 7  # crc32 u32, length u16, type u8 (little-endian)
+_FILE_HEADER = struct.pack("<4sHB", b":W&B", 0xBEE1, 0)
+_FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
+
+
+def _log_payloads(data: bytes) -> Iterator[bytes]:
+    """Whole records of a `.wandb` log, which uses LevelDB's log format.
+
+    The file opens with a 7-byte header (`:W&B`, magic 0xBEE1, version 0) that counts toward the
+    first 32 KiB block. Each chunk has a header (crc32 IEEE of type byte + data, length, type) and
+    its data, and never crosses a block. Fewer than 7 bytes left in a block are padding. A record
+    is one FULL chunk or FIRST, MIDDLE..., LAST. A bad or truncated chunk voids the rest of its
+    block (LevelDB's recovery rule), so a log still being written ends at its last whole record.
+    """
+    if not data.startswith(_FILE_HEADER):
+        return
+    pos, parts = len(_FILE_HEADER), None
+    while pos + _CHUNK_HEADER <= len(data):
+        room = _BLOCK - pos % _BLOCK
+        if room < _CHUNK_HEADER:
+            pos += room
+            continue
+        crc, size, kind = struct.unpack_from("<IHB", data, pos)
+        body = data[pos + _CHUNK_HEADER : pos + _CHUNK_HEADER + size]
+        intact = _CHUNK_HEADER + size <= room and len(body) == size
+        if not (_FULL <= kind <= _LAST and intact and zlib.crc32(body, zlib.crc32(bytes([kind]))) == crc):
+            parts = None
+            pos += room
+            continue
+        pos += _CHUNK_HEADER + size
+        if kind == _FULL:
+            parts = None
+            yield body
+        elif kind == _FIRST:
+            parts = [body]
+        elif parts is not None:
+            parts.append(body)
+            if kind == _LAST:
+                yield b"".join(parts)
+                parts = None
+
+
+def _records(data: bytes) -> Iterator[Any]:
+    """Decode each payload with wandb's protobuf `Record`; undecodable payloads are skipped."""
+    from google.protobuf.message import DecodeError
+    from wandb.proto import wandb_internal_pb2
+
+    for payload in _log_payloads(data):
+        rec = wandb_internal_pb2.Record()
+        try:
+            rec.ParseFromString(payload)
+        except DecodeError:
+            log.warning("skipping an undecodable record in a .wandb log")
+            continue
+        yield rec
+
+
+def _fold(records: Iterable[Any]) -> dict[str, Any]:
+    """Replay run, config, summary and exit records into name, group, tags, config, summary and
+    exit code."""
+    out: dict[str, Any] = {"name": None, "group": None, "tags": [], "config": {}, "summary": {}}
+    out["exit_code"] = None
+    for rec in records:
+        kind = rec.WhichOneof("record_type")
+        if kind == "run":
+            out["name"] = rec.run.display_name or None
+            out["group"] = rec.run.run_group or None
+            out["tags"] = list(rec.run.tags)
+            _apply(out["config"], rec.run.config.update)
+            _apply(out["summary"], rec.run.summary.update)
+        elif kind == "config":
+            _apply(out["config"], rec.config.update, rec.config.remove)
+        elif kind == "summary":
+            _apply(out["summary"], rec.summary.update, rec.summary.remove)
+        elif kind == "exit":
+            out["exit_code"] = rec.exit.exit_code
+    for internal in ("_wandb", "wandb_version"):  # as the public API's `Run.config` does
+        out["config"].pop(internal, None)
+    return out
+
+
+def _apply(target: dict, updates: Iterable[Any], removes: Iterable[Any] = ()) -> None:
+    """Set (or delete) each item at its key, or at its nested key path."""
+    for item in updates:
+        if not (path := _key_path(item)):
+            continue
+        *parents, leaf = path
+        node = target
+        for k in parents:
+            if not isinstance(node.get(k), dict):
+                node[k] = {}
+            node = node[k]
+        node[leaf] = _value(item)
+    for item in removes:
+        if not (path := _key_path(item)):
+            continue
+        *parents, leaf = path
+        node = target
+        for k in parents:
+            node = node.get(k) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(leaf, None)
+
+
+def _key_path(item: Any) -> list[str]:
+    return [item.key] if item.key else list(item.nested_key)
+
+
+def _value(item: Any) -> Any:
+    """An item's value: `value_json` is Python-flavoured JSON (NaN, Infinity, -Infinity)."""
+    return json.loads(item.value_json) if item.value_json else None

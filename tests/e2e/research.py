@@ -1,0 +1,57 @@
+"""Helpers for end-to-end tests: a research program on the local forge, and ledger invariants."""
+
+import shutil
+import time
+from collections import Counter
+from pathlib import Path
+
+import yaml
+
+from senpai.cli.demo import EXAMPLE, run_until, seed_target, write_config
+from senpai.cli.wiring import make_forge, make_tracker
+from senpai.config.harness import load_harness
+from senpai.ledger.table import LedgerReader
+
+
+def make_program(base_url: str, tmp: Path, name: str, students: int = 1, experiments: int = 1,
+                 mutate=None, files: dict[str, str] | None = None) -> Path:
+    """Copy examples/digits (optionally changed), push it as repo senpai/<name>, write a harness config."""
+    example = tmp / "example"
+    shutil.copytree(EXAMPLE, example, ignore=shutil.ignore_patterns("__pycache__", "wandb"))
+    target = yaml.safe_load((example / "senpai.yaml").read_text())
+    target["holdout"]["seeds"] = [0, 1]  # 2 repeats keep the e2e tests fast; the demo uses 3
+    if mutate:
+        mutate(target)
+    (example / "senpai.yaml").write_text(yaml.safe_dump(target))
+    for rel, text in (files or {}).items():
+        (example / rel).write_text(text)
+    config = write_config(tmp / "run", base_url, students, experiments, repo=f"senpai/{name}")
+    seed_target(load_harness(config), example, tmp / "seed")
+    return config
+
+
+def run(config: Path, decided: int, timeout: float = 240):
+    report = run_until(config, decided, time.monotonic() + timeout)
+    assert report.decided >= decided, [(e.pr, e.state, e.error) for e in report.exps]
+    return report
+
+
+def reader(config: Path) -> LedgerReader:
+    cfg = load_harness(config)
+    return LedgerReader(make_forge(cfg), make_tracker(cfg))
+
+
+def assert_no_duplicates(config: Path) -> None:
+    """Each PR: one branch, one evidence per attempt, no comment posted twice, at most one decision per head."""
+    led = reader(config)
+    pulls = [p for p in led.forge.list_pulls("all")]
+    assert len({p.head_ref for p in pulls}) == len(pulls), "two PRs for one hypothesis branch"
+    for p in pulls:
+        comments = led.forge.list_comments(p.number)
+        dupes = [b for b, n in Counter(c.body for c in comments).items() if n > 1]
+        assert not dupes, f"PR #{p.number} has a comment posted twice: {dupes[0][:200]}"
+        exp = led.experiment(p)
+        attempts = [e.attempt for e in exp.evidence]
+        assert len(attempts) == len(set(attempts)), f"PR #{p.number}: evidence attempts {attempts}"
+        heads = [(d.head, d.verdict) for d in exp.decisions]
+        assert len(heads) == len(set(heads)), f"PR #{p.number}: decisions {heads}"

@@ -1,0 +1,58 @@
+"""The research loop end to end: local forge (PyGithub over HTTP), real git, real wandb offline,
+real subprocess jobs through the local fleet, the search runtime and the verifier."""
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from research import assert_no_duplicates, make_program, reader, run
+from senpai.cli.main import cli
+from senpai.cli.wrapper import build_wrapper
+from senpai.config.harness import load_harness
+from senpai.ledger.table import to_json
+
+pytestmark = pytest.mark.e2e
+
+
+def test_loop_decides_merges_and_the_ledger_rebuilds(local_forge, tmp_path):
+    config = make_program(local_forge.base_url, tmp_path, "loop", students=2, experiments=3)
+    report = run(config, decided=3)
+    assert sum(e.state == "merged" for e in report.exps) >= 1
+
+    led = reader(config)
+    exps = led.experiments()
+    assert len(exps) == 3
+    for e in exps:
+        assert e.hypothesis is not None and e.evidence and e.decision is not None, e
+        run_id = e.evidence[0].runs[0].id
+        rec = led.tracker.get_run(run_id)  # the program's own W&B run, read back offline
+        assert rec.group == f"pr-{e.pr}" and rec.name == f"{e.student}/pr-{e.pr}/1"
+        assert {"senpai", f"student:{e.student}", f"pr-{e.pr}"} <= set(rec.tags)
+        assert rec.config["senpai_pr"] == e.pr and rec.config["senpai_hypothesis"] == e.hypothesis.id
+        assert e.runs[0].metric == e.evidence[0].primary.value
+    merged = [e for e in exps if e.state == "merged"]
+    for e in merged:
+        v = e.verifications[-1]
+        assert v.passed and v.improvement > v.noise_floor and e.decision.verdict == "merge"
+
+    cli_json = CliRunner().invoke(cli, ["ledger", "--json", "--config", str(config)])
+    assert cli_json.exit_code == 0, cli_json.output
+    before = to_json(exps)
+    assert json.loads(cli_json.output) == json.loads(before)
+
+    # the state store is only a cache: delete it, tick, and the ledger reads the same
+    state = Path(load_harness(config).state_dir) / "wrapper.sqlite"
+    assert state.exists()
+    for f in state.parent.glob("wrapper.sqlite*"):
+        f.unlink()
+    w = build_wrapper(str(config))
+    tick = w.tick()
+    assert tick.actions == [] and tick.errors == []
+    # an idle wrapper (everything decided, no live job) costs one conditional request (a 304) per tick
+    idle = [w.tick() for _ in range(3)]
+    assert [t.calls for t in idle] == [1, 1, 1] and not any(t.refreshed or t.actions for t in idle)
+    w.store.close()
+    assert to_json(reader(config).experiments()) == before
+    assert_no_duplicates(config)
