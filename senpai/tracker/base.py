@@ -46,7 +46,7 @@ class Tracker(Protocol):
     def env_for(self, run: RunIdentity) -> dict[str, str]:
         """Env vars that make the program's own `wandb.init()` log as `run`: WANDB_RUN_ID,
         WANDB_RUN_GROUP, WANDB_NAME, WANDB_TAGS (comma-separated), WANDB_PROJECT, WANDB_MODE,
-        WANDB_DIR, and WANDB_CONFIG_PATHS pointing at a YAML file holding `run.config`."""
+        WANDB_DIR, and a file holding `run.config` (see senpai/tracker/wandb.py for the variable)."""
         ...
 
     def get_run(self, run_id: str) -> RunRecord:
