@@ -25,9 +25,12 @@ OWNER = "senpai"
 TOKEN = "senpai:local-test-token"  # acts as the owner; exercises token auth on REST and git
 SEED_FILES = {"README.md": "# target\n", "params.yaml": "lr: 0.1\nepochs: 3\n", "train.py": "print('train')\n"}
 _GIT_IDENTITY = {
-    "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@localhost",
-    "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@localhost",
-    "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "Test",
+    "GIT_AUTHOR_EMAIL": "test@localhost",
+    "GIT_COMMITTER_NAME": "Test",
+    "GIT_COMMITTER_EMAIL": "test@localhost",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
 }
 
 
@@ -81,8 +84,14 @@ def clone(forge: GitHubForge, dest: Path, branch: str | None = None) -> Path:
     return dest
 
 
-def commit_and_push(forge: GitHubForge, workdir: Path, branch: str, files: dict[str, str | None],
-                    message: str = "change", start: str | None = None) -> str:
+def commit_and_push(
+    forge: GitHubForge,
+    workdir: Path,
+    branch: str,
+    files: dict[str, str | None],
+    message: str = "change",
+    start: str | None = None,
+) -> str:
     """Check out `branch` (from `start` if given), write (or delete, for None) files, commit, push; return sha."""
     env = forge.git_env()
     if start is not None:

@@ -17,6 +17,7 @@ import numpy as np
 from data import CLASSES, load_splits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
+from threadpoolctl import threadpool_limits
 
 PARAMS_FILE = Path(__file__).with_name("params.json")
 
@@ -34,11 +35,12 @@ def holdout_accuracy(params: dict, seed: int) -> float:
         batch_size=int(params["batch_size"]),
         random_state=seed,
     )
-    for _ in range(int(params["max_iter"])):
-        model.partial_fit(x, y, classes=CLASSES)
-        if not math.isfinite(model.loss_):
-            return math.nan
-    return float(model.score(splits.x_holdout, splits.y_holdout))
+    with threadpool_limits(limits=1):  # small matrices: more BLAS threads only thrash
+        for _ in range(int(params["max_iter"])):
+            model.partial_fit(x, y, classes=CLASSES)
+            if not math.isfinite(model.loss_):
+                return math.nan
+        return float(model.score(splits.x_holdout, splits.y_holdout))
 
 
 def main() -> int:

@@ -39,8 +39,15 @@ def run_command(command: str, cwd: Path, env: dict[str, str], timeout: float, lo
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     try:
         proc = subprocess.run(
-            command, shell=True, cwd=cwd, env={**os.environ, "PATH": path, **env}, timeout=timeout,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+            command,
+            shell=True,
+            cwd=cwd,
+            env={**os.environ, "PATH": path, **env},
+            timeout=timeout,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
         )
         out = Outcome(proc.returncode, time.monotonic() - start, proc.stdout)
     except subprocess.TimeoutExpired as e:

@@ -50,8 +50,15 @@ def verify(ctx: TurnContext, number: int) -> Verification:
     touched = protected_touched(ctx.target, ctx.forge.pull_files(number))
     if touched:
         v = Verification(
-            **common, candidate_values=[], baseline_values=[], candidate_mean=None, baseline_mean=None,
-            improvement=None, noise_floor=None, protected_touched=touched, passed=False,
+            **common,
+            candidate_values=[],
+            baseline_values=[],
+            candidate_mean=None,
+            baseline_mean=None,
+            improvement=None,
+            noise_floor=None,
+            protected_touched=touched,
+            passed=False,
             reason=f"refused without running: the diff touches protected paths {', '.join(touched)}",
         )
     else:
@@ -77,6 +84,14 @@ def _measure_both(ctx: TurnContext, head: str, base: str, hold: Holdout, common:
     else:
         passed, reason = False, f"{hold.metric} {cm:.4f} vs {bm:.4f}: {improvement:+.4f} is within the noise floor {floor:.4f}"
     return Verification(
-        **common, candidate_values=cand, baseline_values=base_vals, candidate_mean=cm, baseline_mean=bm,
-        improvement=improvement, noise_floor=floor, protected_touched=[], passed=passed, reason=reason,
+        **common,
+        candidate_values=cand,
+        baseline_values=base_vals,
+        candidate_mean=cm,
+        baseline_mean=bm,
+        improvement=improvement,
+        noise_floor=floor,
+        protected_touched=[],
+        passed=passed,
+        reason=reason,
     )

@@ -74,7 +74,9 @@ def demo(students: int, experiments: int, out: str | None, example: str, timeout
     show_leaderboard(ledger_rows(report.exps))
     click.echo(f"\nwall_seconds: {time.monotonic() - start:.1f}\ndecided: {report.decided}")
     click.echo(f"merged: {sum(e.state == 'merged' for e in report.exps)}")
-    click.echo(f"forge_data: {root / 'forge'}\nwandb_offline_runs: {root / 'wandb'}\njobs: {root / 'jobs'}\nconfig: {config_path}")
+    click.echo(
+        f"forge_data: {root / 'forge'}\nwandb_offline_runs: {root / 'wandb'}\njobs: {root / 'jobs'}\nconfig: {config_path}"
+    )
     click.echo(f"ledger: senpai ledger --config {config_path} --local-forge {root / 'forge'} --json")
     if report.decided < experiments:
         raise PermanentError(f"only {report.decided} of {experiments} experiments decided before the timeout")
@@ -102,8 +104,12 @@ def seed_target(cfg: HarnessConfig, example: Path, seed: Path) -> None:
     git_env = make_forge(cfg).git_env()
     shutil.copytree(example, seed, ignore=shutil.ignore_patterns("__pycache__", "wandb", "*.pyc"), dirs_exist_ok=True)
     env = {**os.environ, **IDENTITY, **git_env}
-    for args in (["init", "--quiet", "-b", "main"], ["add", "-A"], ["commit", "--quiet", "-m", "Target program: digits MLP"],
-                 ["push", "--quiet", clone_url, "main", f"main:{cfg.forge.base_branch}"]):
+    for args in (
+        ["init", "--quiet", "-b", "main"],
+        ["add", "-A"],
+        ["commit", "--quiet", "-m", "Target program: digits MLP"],
+        ["push", "--quiet", clone_url, "main", f"main:{cfg.forge.base_branch}"],
+    ):
         subprocess.run(["git", *args], cwd=seed, env=env, check=True, capture_output=True)
 
 

@@ -16,8 +16,12 @@ from senpai.ledger.table import LedgerReader, ledger_rows, to_csv, to_json
 @config_option
 @click.option("--json", "as_json", is_flag=True, help="Every experiment with all its blocks and runs.")
 @click.option("--csv", "as_csv", is_flag=True, help="One flat row per experiment.")
-@click.option("--local-forge", type=click.Path(exists=True, file_okay=False), default=None,
-              help="Serve this local forge data dir on a free port for the duration (e.g. after `senpai demo`).")
+@click.option(
+    "--local-forge",
+    type=click.Path(exists=True, file_okay=False),
+    default=None,
+    help="Serve this local forge data dir on a free port for the duration (e.g. after `senpai demo`).",
+)
 def ledger(config_path: str, as_json: bool, as_csv: bool, local_forge: str | None) -> None:
     """Print the experiment table (PRs labelled `senpai` + their W&B runs)."""
     cfg = load_harness(config_path)
@@ -45,7 +49,9 @@ def print_table(rows: list[dict]) -> None:
     for col in ("pr", "state", "student", "params", "value", "verifier_delta", "verdict", "run_id"):
         table.add_column(col)
     for r in rows:
-        table.add_row(*(_cell(r[c]) for c in ("pr", "state", "student", "params", "value", "verifier_delta", "verdict", "run_id")))
+        table.add_row(
+            *(_cell(r[c]) for c in ("pr", "state", "student", "params", "value", "verifier_delta", "verdict", "run_id"))
+        )
     Console().print(table)
 
 

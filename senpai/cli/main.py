@@ -18,8 +18,13 @@ class _JsonFormatter(logging.Formatter):
 
 
 @click.group()
-@click.option("--log-format", type=click.Choice(["plain", "json"]), default="plain", show_default=True,
-              help="Format of the log lines on stderr.")
+@click.option(
+    "--log-format",
+    type=click.Choice(["plain", "json"]),
+    default="plain",
+    show_default=True,
+    help="Format of the log lines on stderr.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 @click.version_option(package_name="senpai")
 def cli(log_format: str, verbose: bool) -> None:

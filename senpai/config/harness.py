@@ -31,9 +31,7 @@ class ForgeSettings(_Strict):
     repo: str = Field(pattern=r"^[\w.-]+/[\w.-]+$", description="owner/name of the target repository.")
     token_env: str = Field("GITHUB_TOKEN", description="Env var holding the token; may be unset locally.")
     base_branch: str = Field("advisor", description="Research base branch; merges land here.")
-    trusted: list[str] = Field(
-        default=["OWNER", "MEMBER", "COLLABORATOR"], description="author_association values that steer."
-    )
+    trusted: list[str] = Field(default=["OWNER", "MEMBER", "COLLABORATOR"], description="author_association values that steer.")
 
     def token(self) -> str | None:
         return os.environ.get(self.token_env) or None
@@ -43,9 +41,7 @@ class TrackerSettings(_Strict):
     project: str = "senpai"
     entity: str | None = None
     dir: str = Field(description="WANDB_DIR shared by every job; offline runs are written under it.")
-    mode: Literal["auto", "online", "offline"] = Field(
-        "auto", description="auto: online if WANDB_API_KEY is set, else offline."
-    )
+    mode: Literal["auto", "online", "offline"] = Field("auto", description="auto: online if WANDB_API_KEY is set, else offline.")
 
     def resolved_mode(self) -> str:
         if self.mode != "auto":
@@ -77,9 +73,7 @@ class HarnessConfig(_Strict):
     tick_seconds: float = Field(5.0, gt=0, description="Wrapper poll interval, seconds.")
     full_refresh_seconds: float = Field(60.0, gt=0, description="Re-list the forge even without a change.")
     max_experiments: int | None = Field(None, ge=1, description="Open no more than this many experiments in all (any state).")
-    patience: int | None = Field(
-        None, ge=1, description="Pause assignments after this many decided experiments without a merge."
-    )
+    patience: int | None = Field(None, ge=1, description="Pause assignments after this many decided experiments without a merge.")
     advisor_wall_seconds: int = Field(600, gt=0, description="Wall time of one advisor turn, seconds.")
     verifier_wall_seconds: int = Field(1800, gt=0, description="Wall time of one verifier run, seconds.")
     stale_after_seconds: float = Field(1800.0, gt=0, description="WIP with no live job this long is stale.")

@@ -103,9 +103,7 @@ class TargetConfig(_Strict):
     metric: Metric
     params: Params
     holdout: Holdout | None = None
-    protected: list[str] = Field(
-        default_factory=list, description="Paths (files or directories) a merge may never touch."
-    )
+    protected: list[str] = Field(default_factory=list, description="Paths (files or directories) a merge may never touch.")
     budget: Budget = Budget()
 
     def is_protected(self, path: str) -> bool:

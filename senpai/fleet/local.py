@@ -160,8 +160,14 @@ class LocalFleet:
         except (FileNotFoundError, NotADirectoryError):
             return None
         return JobStatus(
-            name=spec.name, role=spec.role, pr=spec.pr, student=spec.student, phase=record.phase,
-            exit_code=record.exit_code, reason=record.reason, started_at=record.started_at,
+            name=spec.name,
+            role=spec.role,
+            pr=spec.pr,
+            student=spec.student,
+            phase=record.phase,
+            exit_code=record.exit_code,
+            reason=record.reason,
+            started_at=record.started_at,
             finished_at=record.finished_at,
         )
 
@@ -205,8 +211,7 @@ class LocalFleet:
             return
         pool = self.gpu_pool
         if not pool:
-            log.warning("job %s asks for %d GPU(s) but this machine has none; it runs on CPU",
-                        spec.name, spec.gpus)
+            log.warning("job %s asks for %d GPU(s) but this machine has none; it runs on CPU", spec.name, spec.gpus)
         elif spec.gpus > len(pool):
             raise PermanentError(
                 f"job {spec.name} asks for {spec.gpus} GPUs but this machine offers {len(pool)} "
@@ -219,8 +224,14 @@ class LocalFleet:
         (staging / WORK).mkdir()
         (staging / LOG).touch()
         me = os.getpid()
-        record = StatusRecord(launch_id=launch_id, phase="pending", launcher_pid=me,
-                              launcher_start=proc_start(me), gpu_pool=self.gpu_pool, created_at=utcnow())
+        record = StatusRecord(
+            launch_id=launch_id,
+            phase="pending",
+            launcher_pid=me,
+            launcher_start=proc_start(me),
+            gpu_pool=self.gpu_pool,
+            created_at=utcnow(),
+        )
         with JobDir(staging) as jd:
             jd.write(SPEC, spec.model_dump_json(indent=1))
             jd.write_status(record)
@@ -233,8 +244,9 @@ class LocalFleet:
         problem = None
         try:
             with open(path / LOG, "ab") as out:
-                intermediate = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
-                                                stderr=subprocess.STDOUT, start_new_session=True)
+                intermediate = subprocess.Popen(
+                    cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                )
             if (code := intermediate.wait(timeout=START_TIMEOUT_SECONDS)) != 0:
                 problem = f"the supervisor exited with status {code}"
         except (OSError, subprocess.SubprocessError) as e:
@@ -269,9 +281,7 @@ class LocalFleet:
         return self._lost(jd, record, f"supervisor (pid {claim.pid}) died; killed what was left of the job")
 
     def _lost(self, jd: JobDir, record: StatusRecord, message: str) -> StatusRecord:
-        lost = record.model_copy(
-            update={"phase": "failed", "reason": "Lost", "message": message, "finished_at": utcnow()}
-        )
+        lost = record.model_copy(update={"phase": "failed", "reason": "Lost", "message": message, "finished_at": utcnow()})
         jd.log(f"failed: Lost: {message}")
         jd.write_status(lost)
         log.warning("local job %s lost: %s", jd.path.name, message)

@@ -321,9 +321,7 @@ class Supervisor:
             self._finish(record, "failed", code, "Error", f"cannot start {spec.command[0]!r}: {e.strerror}")
             return None
 
-    def _watch(
-        self, proc: subprocess.Popen, record: StatusRecord, wall: int
-    ) -> tuple[int, Reason | None, str | None]:
+    def _watch(self, proc: subprocess.Popen, record: StatusRecord, wall: int) -> tuple[int, Reason | None, str | None]:
         """Wait for `proc`, stopping it at the deadline or on our stop signal."""
         deadline = time.monotonic() + wall
         reason: Reason | None = None
@@ -371,10 +369,10 @@ class Supervisor:
             time.sleep(GPU_POLL_SECONDS)
         return None
 
-    def _finish(self, record: StatusRecord, phase: Phase, exit_code: int | None, reason: Reason | None,
-                message: str | None) -> None:
-        update = {"phase": phase, "exit_code": exit_code, "reason": reason, "message": message,
-                  "finished_at": utcnow()}
+    def _finish(
+        self, record: StatusRecord, phase: Phase, exit_code: int | None, reason: Reason | None, message: str | None
+    ) -> None:
+        update = {"phase": phase, "exit_code": exit_code, "reason": reason, "message": message, "finished_at": utcnow()}
         if phase == "failed":  # log first: once the status is final, the log is complete
             self.jd.log(f"failed: {reason} (exit code {exit_code}): {message}")
         self.jd.write_status(record.model_copy(update=update))

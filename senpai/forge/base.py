@@ -97,9 +97,7 @@ class Forge(Protocol):
         """GitHub REST: POST /repos/{o}/{r}/pulls, then POST .../issues/{n}/labels."""
         ...
 
-    def update_pull(
-        self, number: int, *, body: str | None = None, state: Literal["open", "closed"] | None = None
-    ) -> PullRequest:
+    def update_pull(self, number: int, *, body: str | None = None, state: Literal["open", "closed"] | None = None) -> PullRequest:
         """GitHub REST: PATCH /repos/{o}/{r}/pulls/{n}."""
         ...
 

@@ -105,10 +105,20 @@ def _pull(pr: GhPull) -> PullRequest:
     # `merged` is absent from list answers (reading it would cost a GET per PR); merged_at is not.
     merged = pr.merged_at is not None
     return PullRequest(
-        number=pr.number, title=pr.title, body=pr.body or "", state=pr.state, merged=merged,
-        head_ref=pr.head.ref, head_sha=pr.head.sha, base_ref=pr.base.ref, labels=[x.name for x in pr.labels],
-        user=pr.user.login, author_association=pr.author_association, html_url=pr.html_url,
-        created_at=pr.created_at, updated_at=pr.updated_at,
+        number=pr.number,
+        title=pr.title,
+        body=pr.body or "",
+        state=pr.state,
+        merged=merged,
+        head_ref=pr.head.ref,
+        head_sha=pr.head.sha,
+        base_ref=pr.base.ref,
+        labels=[x.name for x in pr.labels],
+        user=pr.user.login,
+        author_association=pr.author_association,
+        html_url=pr.html_url,
+        created_at=pr.created_at,
+        updated_at=pr.updated_at,
         # GitHub fills merge_commit_sha with a test merge while a PR is open: only trust it once merged.
         merge_commit_sha=pr.merge_commit_sha if merged else None,
     )
@@ -116,16 +126,25 @@ def _pull(pr: GhPull) -> PullRequest:
 
 def _issue(issue: GhIssue) -> Issue:
     return Issue(
-        number=issue.number, title=issue.title, body=issue.body or "", state=issue.state,
-        labels=[x.name for x in issue.labels], user=issue.user.login,
-        author_association=issue.author_association, created_at=issue.created_at, updated_at=issue.updated_at,
+        number=issue.number,
+        title=issue.title,
+        body=issue.body or "",
+        state=issue.state,
+        labels=[x.name for x in issue.labels],
+        user=issue.user.login,
+        author_association=issue.author_association,
+        created_at=issue.created_at,
+        updated_at=issue.updated_at,
     )
 
 
 def _comment(comment: GhComment) -> Comment:
     return Comment(
-        id=comment.id, body=comment.body or "", user=comment.user.login,
-        author_association=comment.author_association, created_at=comment.created_at,
+        id=comment.id,
+        body=comment.body or "",
+        user=comment.user.login,
+        author_association=comment.author_association,
+        created_at=comment.created_at,
         updated_at=comment.updated_at,
     )
 
@@ -149,17 +168,32 @@ class GitHubForge:
         sleep: how to wait between retries (tests inject a fake clock).
     """
 
-    def __init__(self, settings: ForgeSettings, token: str | None = None, *, attempts: int = 4,
-                 backoff: float = 0.5, max_wait: float = 30.0, timeout: int = 30,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        settings: ForgeSettings,
+        token: str | None = None,
+        *,
+        attempts: int = 4,
+        backoff: float = 0.5,
+        max_wait: float = 30.0,
+        timeout: int = 30,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.settings = settings
         self.calls = 0
         self._token = token if token is not None else settings.token()
         self._attempts, self._backoff, self._max_wait, self._sleep = max(1, attempts), backoff, max_wait, sleep
         local = urlsplit(settings.base_url).hostname in LOCAL_HOSTS
         throttle = {"seconds_between_requests": None, "seconds_between_writes": None} if local else {}
-        self._gh = Github(base_url=settings.base_url.rstrip("/"), auth=_CountingAuth(self._token, self._count),
-                          retry=0, timeout=timeout, per_page=100, lazy=True, **throttle)
+        self._gh = Github(
+            base_url=settings.base_url.rstrip("/"),
+            auth=_CountingAuth(self._token, self._count),
+            retry=0,
+            timeout=timeout,
+            per_page=100,
+            lazy=True,
+            **throttle,
+        )
         self._repo = self._gh.get_repo(settings.repo)  # lazy: no request
 
     def _count(self) -> None:
@@ -178,8 +212,13 @@ class GitHubForge:
 
     def _call(self, what: str, fn: Callable[[], T], merge: bool = False) -> T:
         """Run `fn` (PyGithub calls) with retries, translating failures into senpai errors."""
-        retrying = Retrying(stop=stop_after_attempt(self._attempts), wait=self._wait, sleep=self._sleep,
-                            retry=retry_if_exception(self._should_retry), reraise=True)
+        retrying = Retrying(
+            stop=stop_after_attempt(self._attempts),
+            wait=self._wait,
+            sleep=self._sleep,
+            retry=retry_if_exception(self._should_retry),
+            reraise=True,
+        )
         try:
             return retrying(fn)
         except GithubException as exc:
@@ -209,11 +248,13 @@ class GitHubForge:
         if self._token:
             parts = urlsplit(self.clone_url)
             basic = base64.b64encode(f"x-access-token:{self._token}".encode()).decode()
-            env.update({
-                "GIT_CONFIG_COUNT": "1",
-                "GIT_CONFIG_KEY_0": f"http.{parts.scheme}://{parts.netloc}/.extraHeader",
-                "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
-            })
+            env.update(
+                {
+                    "GIT_CONFIG_COUNT": "1",
+                    "GIT_CONFIG_KEY_0": f"http.{parts.scheme}://{parts.netloc}/.extraHeader",
+                    "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
+                }
+            )
         return env
 
     # ---------------------------------------------------------------- polling
@@ -248,15 +289,15 @@ class GitHubForge:
         return self._call(f"get pull #{number}", lambda: _pull(self._repo.get_pull(number)))
 
     def create_pull(self, title: str, body: str, head: str, base: str, labels: list[str]) -> PullRequest:
-        pr = self._call(f"create pull {head}->{base}",
-                        lambda: _pull(self._repo.create_pull(base=base, head=head, title=title, body=body)))
+        pr = self._call(
+            f"create pull {head}->{base}", lambda: _pull(self._repo.create_pull(base=base, head=head, title=title, body=body))
+        )
         if not labels:
             return pr
         self._call(f"label pull #{pr.number}", lambda: self._repo.get_issue(pr.number).add_to_labels(*labels))
         return pr.model_copy(update={"labels": list(dict.fromkeys([*pr.labels, *labels]))})
 
-    def update_pull(self, number: int, *, body: str | None = None,
-                    state: Literal["open", "closed"] | None = None) -> PullRequest:
+    def update_pull(self, number: int, *, body: str | None = None, state: Literal["open", "closed"] | None = None) -> PullRequest:
         changes = {key: value for key, value in (("body", body), ("state", state)) if value is not None}
 
         def run() -> PullRequest:
@@ -297,12 +338,10 @@ class GitHubForge:
     # ---------------------------------------------------------------- issues and comments
 
     def list_comments(self, number: int) -> list[Comment]:
-        return self._call(f"comments of #{number}",
-                          lambda: [_comment(c) for c in self._repo.get_issue(number).get_comments()])
+        return self._call(f"comments of #{number}", lambda: [_comment(c) for c in self._repo.get_issue(number).get_comments()])
 
     def create_comment(self, number: int, body: str) -> Comment:
-        return self._call(f"comment on #{number}",
-                          lambda: _comment(self._repo.get_issue(number).create_comment(body)))
+        return self._call(f"comment on #{number}", lambda: _comment(self._repo.get_issue(number).create_comment(body)))
 
     def list_issues(self, label: str, state: State = "open") -> list[Issue]:
         return self._call(
@@ -311,8 +350,7 @@ class GitHubForge:
         )
 
     def create_issue(self, title: str, body: str, labels: list[str]) -> Issue:
-        return self._call("create issue",
-                          lambda: _issue(self._repo.create_issue(title=title, body=body, labels=labels)))
+        return self._call("create issue", lambda: _issue(self._repo.create_issue(title=title, body=body, labels=labels)))
 
     def branch_sha(self, branch: str) -> str:
         return self._call(f"get branch {branch}", lambda: self._repo.get_branch(branch).commit.sha)
@@ -321,6 +359,7 @@ class GitHubForge:
 
     def ensure_labels(self, labels: dict[str, str]) -> None:
         """Create each missing repository label (name -> 6-hex colour); existing ones are left alone."""
+
         def create(name: str, color: str) -> None:
             try:
                 self._repo.create_label(name, color)

@@ -168,9 +168,7 @@ def _parse_one(kind: str, text: str) -> Block:
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in e.errors()
-        )
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in e.errors())
         raise LedgerFormatError(f"senpai-{kind} block is invalid: {problems}") from e
 
 

@@ -15,9 +15,7 @@ def protected_touched(target: TargetConfig, files: list[str]) -> list[str]:
     return sorted(f for f in files if target.is_protected(f))
 
 
-def check_merge(
-    target: TargetConfig, head: str, base: str, files: list[str], verification: Verification | None
-) -> None:
+def check_merge(target: TargetConfig, head: str, base: str, files: list[str], verification: Verification | None) -> None:
     """Raise MergeRefused unless a merge of `head` into `base` is allowed.
 
     `files` is what the PR changes, as read from the forge now (not from any block).  The
@@ -40,6 +38,5 @@ def check_merge(
         raise MergeRefused("a verification metric is NaN, infinite or missing")
     if not verification.passed or verification.improvement <= verification.noise_floor:
         raise MergeRefused(
-            f"improvement {verification.improvement:+.4f} does not beat the noise floor "
-            f"{verification.noise_floor:.4f}"
+            f"improvement {verification.improvement:+.4f} does not beat the noise floor {verification.noise_floor:.4f}"
         )

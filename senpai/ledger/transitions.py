@@ -119,9 +119,7 @@ def _decision_text(d: Decision) -> str:
     return f"**Decision** `{d.verdict}` on `{d.head[:8]}`: {d.reason}\n\n{render(d)}"
 
 
-def decide(
-    forge: Forge, pr: PullRequest, exp: Experiment, d: Decision, target: TargetConfig, base_sha: str
-) -> None:
+def decide(forge: Forge, pr: PullRequest, exp: Experiment, d: Decision, target: TargetConfig, base_sha: str) -> None:
     """Apply the advisor's verdict on `pr` at head `d.head`.
 
     merge: passes the merge gate (raises MergeRefused), then a real merge (raises MergeConflict),

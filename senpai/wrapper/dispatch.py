@@ -27,16 +27,21 @@ def job_spec(a: Launch, config_path: str, gpus: int = 0) -> JobSpec:
     if a.events:
         env[ENV_EVENTS] = EventBatch(events=list(a.events)).model_dump_json()
     command = [sys.executable, "-m", "senpai", "job", *a.args]
-    return JobSpec(name=a.name, role=a.role, pr=a.pr, student=a.student, command=command, env=env,
-                   wall_seconds=a.wall_seconds, gpus=gpus)
+    return JobSpec(
+        name=a.name, role=a.role, pr=a.pr, student=a.student, command=command, env=env, wall_seconds=a.wall_seconds, gpus=gpus
+    )
 
 
 def failure_evidence(exp: Experiment, a: FailureEvidence, logs: str, reason: str) -> Evidence:
     """Evidence for an attempt whose job ended without posting any (crash, deadline, lost)."""
     metric = exp.hypothesis.metric.name if exp.hypothesis else "metric"
     return Evidence(
-        pr=exp.pr, attempt=a.attempt, student=exp.student or "unknown", head=exp.head,
-        command=f"senpai job student --pr {exp.pr} --attempt {a.attempt}", outcome="failed",
+        pr=exp.pr,
+        attempt=a.attempt,
+        student=exp.student or "unknown",
+        head=exp.head,
+        command=f"senpai job student --pr {exp.pr} --attempt {a.attempt}",
+        outcome="failed",
         failure=f"job {a.job} ended without evidence: {reason}",
         primary=PrimaryResult(name=metric, value=None, baseline=None, delta=None),
         interpretation="the job died before it could report; see the log tail",

@@ -41,8 +41,16 @@ class TickReport:
 
 
 class Wrapper:
-    def __init__(self, cfg: HarnessConfig, config_path: str, forge: Forge, fleet: Fleet,
-                 ledger: LedgerReader, store: StateStore, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+    def __init__(
+        self,
+        cfg: HarnessConfig,
+        config_path: str,
+        forge: Forge,
+        fleet: Fleet,
+        ledger: LedgerReader,
+        store: StateStore,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
         self.cfg, self.forge, self.fleet, self.ledger, self.store, self.clock = cfg, forge, fleet, ledger, store, clock
         gpus = {s.name: s.gpus for s in cfg.students}
         self.dispatcher = Dispatcher(forge, fleet, config_path, gpus)
@@ -97,8 +105,9 @@ class Wrapper:
         report.calls = self.forge.calls - calls0
         return report
 
-    def run(self, until: Callable[[TickReport], bool] | None = None,
-            on_tick: Callable[[TickReport], None] | None = None) -> TickReport | None:
+    def run(
+        self, until: Callable[[TickReport], bool] | None = None, on_tick: Callable[[TickReport], None] | None = None
+    ) -> TickReport | None:
         """Tick every `tick_seconds` until `until(report)` is true or SIGTERM/SIGINT arrives."""
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self.stop)

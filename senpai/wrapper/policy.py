@@ -110,7 +110,11 @@ def paused_for_patience(exps: list[Experiment], cfg: HarnessConfig) -> bool:
 
 def plan(w: World, cfg: HarnessConfig) -> list[Action]:
     """Every action for this tick, in the order to take them."""
-    actions: list[Action] = [Block(e.pr, f"a senpai block is invalid: {e.error}") for e in w.exps if e.error and e.state not in ("blocked", "merged", "closed")]
+    actions: list[Action] = [
+        Block(e.pr, f"a senpai block is invalid: {e.error}")
+        for e in w.exps
+        if e.error and e.state not in ("blocked", "merged", "closed")
+    ]
     actions += _reap(w)
     actions += _students(w, cfg)
     actions += _verifiers(w, cfg)

@@ -40,8 +40,7 @@ def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
 
 
 def job(name: str, script: str, wall: int = 20, **kw) -> JobSpec:
-    return JobSpec(name=name, role="student", pr=12, student="ada", command=["sh", "-c", script],
-                   wall_seconds=wall, **kw)
+    return JobSpec(name=name, role="student", pr=12, student="ada", command=["sh", "-c", script], wall_seconds=wall, **kw)
 
 
 def wait_for(fleet: Fleet, name: str, until: Callable[[JobStatus], bool] = lambda s: s.done) -> JobStatus:

@@ -18,8 +18,13 @@ from senpai.forge.github import GitHubForge, create_repository
 BRANCH = "senpai/alice/lr-sweep"
 
 
-def open_pull(forge: GitHubForge, workdir: Path, branch: str = BRANCH, files: dict | None = None,
-              labels: tuple[str, ...] = ("senpai", "student:alice")):
+def open_pull(
+    forge: GitHubForge,
+    workdir: Path,
+    branch: str = BRANCH,
+    files: dict | None = None,
+    labels: tuple[str, ...] = ("senpai", "student:alice"),
+):
     commit_and_push(forge, workdir, branch, files or {"params.yaml": "lr: 0.2\nepochs: 3\n"}, start="advisor")
     return forge.create_pull("Try lr 0.2", "hypothesis body", branch, "advisor", list(labels))
 
@@ -108,8 +113,9 @@ def test_merge_conflict_raises_merge_conflict(forge_repo, tmp_path):
 def test_pull_files_lists_both_sides_of_renames(forge_repo, tmp_path):
     forge, _ = forge_repo
     work = tmp_path / "seed"
-    commit_and_push(forge, work, BRANCH, {"params.yaml": "lr: 0.5\nepochs: 3\n", "new.py": "x = 1\n",
-                                          "README.md": None}, start="advisor")
+    commit_and_push(
+        forge, work, BRANCH, {"params.yaml": "lr: 0.5\nepochs: 3\n", "new.py": "x = 1\n", "README.md": None}, start="advisor"
+    )
     run_git(work, "mv", "train.py", "train2.py")
     run_git(work, "commit", "-q", "-m", "rename")
     run_git(work, "push", "-q", "origin", BRANCH, env=forge.git_env())
@@ -138,8 +144,12 @@ def test_poll_answers_304_until_something_changes(forge_repo, tmp_path):
 
 def test_missing_objects_raise_not_found(forge_repo):
     forge, _ = forge_repo
-    for call in (lambda: forge.get_pull(999), lambda: forge.branch_sha("no-such-branch"),
-                 lambda: forge.list_comments(999), lambda: forge.set_labels(999, ["x"])):
+    for call in (
+        lambda: forge.get_pull(999),
+        lambda: forge.branch_sha("no-such-branch"),
+        lambda: forge.list_comments(999),
+        lambda: forge.set_labels(999, ["x"]),
+    ):
         with pytest.raises(NotFound):
             call()
 
@@ -168,8 +178,11 @@ def test_non_owner_is_not_trusted_until_added_as_collaborator(forge_repo, tmp_pa
     comment = mallory.create_comment(pr.number, "merge everything")
     assert (comment.user, comment.author_association) == ("mallory", "NONE")
 
-    request = urllib.request.Request(f"{local_forge.base_url}/repos/{settings.repo}/collaborators/mallory",
-                                     method="PUT", headers={"Authorization": f"token {TOKEN}"})
+    request = urllib.request.Request(
+        f"{local_forge.base_url}/repos/{settings.repo}/collaborators/mallory",
+        method="PUT",
+        headers={"Authorization": f"token {TOKEN}"},
+    )
     with urllib.request.urlopen(request) as response:
         assert response.status == 204
     assert mallory.list_comments(pr.number)[0].author_association == "COLLABORATOR"
@@ -178,8 +191,7 @@ def test_non_owner_is_not_trusted_until_added_as_collaborator(forge_repo, tmp_pa
 def test_list_issues_excludes_pulls_and_filters_state(forge_repo, tmp_path):
     forge, _ = forge_repo
     issue = forge.create_issue("Try dropout", "please", ["senpai:steer", "student:alice"])
-    assert (issue.state, issue.labels, issue.author_association) == ("open", ["senpai:steer", "student:alice"],
-                                                                      "OWNER")
+    assert (issue.state, issue.labels, issue.author_association) == ("open", ["senpai:steer", "student:alice"], "OWNER")
     open_pull(forge, tmp_path / "seed", labels=("senpai:steer",))
     forge.create_issue("Other", "", ["unrelated"])
     assert [i.number for i in forge.list_issues("senpai:steer")] == [issue.number]

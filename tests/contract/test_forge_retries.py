@@ -98,8 +98,9 @@ def test_a_long_retry_after_is_left_to_the_caller(flaky):
 def test_a_rate_limit_waits_for_the_reset(flaky):
     app, settings = flaky
     reset = str(int(time.time()) + 3)
-    app.fail(r"/pulls$", (403, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": reset},
-                          "API rate limit exceeded for user ID 1."))
+    app.fail(
+        r"/pulls$", (403, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": reset}, "API rate limit exceeded for user ID 1.")
+    )
     forge, sleeps = forge_with_clock(settings)
     assert forge.list_pulls() == []
     assert forge.calls == 2 and len(sleeps) == 1 and 0 < sleeps[0] <= 3

@@ -13,8 +13,9 @@ from senpai.config.harness import load_harness
 from senpai.ledger.table import LedgerReader
 
 
-def make_program(base_url: str, tmp: Path, name: str, students: int = 1, experiments: int = 1,
-                 mutate=None, files: dict[str, str] | None = None) -> Path:
+def make_program(
+    base_url: str, tmp: Path, name: str, students: int = 1, experiments: int = 1, mutate=None, files: dict[str, str] | None = None
+) -> Path:
     """Copy examples/digits (optionally changed), push it as repo senpai/<name>, write a harness config."""
     example = tmp / "example"
     shutil.copytree(EXAMPLE, example, ignore=shutil.ignore_patterns("__pycache__", "wandb"))

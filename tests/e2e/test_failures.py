@@ -8,9 +8,9 @@ import sys
 import time
 
 import pytest
-
-from research import assert_no_duplicates, make_program, reader, run
 from forge_fixtures import clone, commit_and_push
+from research import assert_no_duplicates, make_program, reader, run
+
 from senpai.cli.wiring import make_forge
 from senpai.config.harness import load_harness
 from senpai.ledger import transitions
@@ -27,10 +27,13 @@ print("val_accuracy: nan")
 """
 
 
-@pytest.mark.parametrize("case, train, files, expected", [
-    ("crash", "python -c \"import sys; print('boom: out of memory'); sys.exit(3)\"", {}, "exited with status 3"),
-    ("nan", "python nan_train.py", {"nan_train.py": NAN_TRAIN}, "val_accuracy is nan (not finite)"),
-])
+@pytest.mark.parametrize(
+    "case, train, files, expected",
+    [
+        ("crash", "python -c \"import sys; print('boom: out of memory'); sys.exit(3)\"", {}, "exited with status 3"),
+        ("nan", "python nan_train.py", {"nan_train.py": NAN_TRAIN}, "val_accuracy is nan (not finite)"),
+    ],
+)
 def test_failed_training_is_closed_as_a_useful_failure(local_forge, tmp_path, case, train, files, expected):
     config = make_program(local_forge.base_url, tmp_path, f"fail-{case}", mutate=lambda t: t.update(train=train), files=files)
     run(config, decided=1, timeout=120)
@@ -45,14 +48,29 @@ def test_failed_training_is_closed_as_a_useful_failure(local_forge, tmp_path, ca
 
 
 def _hypothesis(student: str, hid: str, params: dict, base: str) -> Hypothesis:
-    return Hypothesis(id=hid, hypothesis="hand-made", rationale="test", plan="train", params=params,
-                      metric=MetricRef(name="val_accuracy", direction="maximize"),
-                      baseline=BaselineRef(commit=base, run_id=None, value=None),
-                      budget=BudgetRef(wall_seconds=120, attempts=2), stop_condition="2 attempts", student=student)
+    return Hypothesis(
+        id=hid,
+        hypothesis="hand-made",
+        rationale="test",
+        plan="train",
+        params=params,
+        metric=MetricRef(name="val_accuracy", direction="maximize"),
+        baseline=BaselineRef(commit=base, run_id=None, value=None),
+        budget=BudgetRef(wall_seconds=120, attempts=2),
+        stop_condition="2 attempts",
+        student=student,
+    )
 
 
-GOOD = {"hidden_layers": 2, "hidden_width": 64, "activation": "tanh", "alpha": 1e-4,
-        "learning_rate_init": 0.003, "batch_size": 64, "max_iter": 40}
+GOOD = {
+    "hidden_layers": 2,
+    "hidden_width": 64,
+    "activation": "tanh",
+    "alpha": 1e-4,
+    "learning_rate_init": 0.003,
+    "batch_size": 64,
+    "max_iter": 40,
+}
 
 
 def test_protected_diff_is_refused_and_a_corrupted_block_blocks_only_its_pr(local_forge, tmp_path):
@@ -64,8 +82,12 @@ def test_protected_diff_is_refused_and_a_corrupted_block_blocks_only_its_pr(loca
     tampered = (work / "holdout_eval.py").read_text() + "\n# tuned the evaluator\n"
     commit_and_push(forge, work, "senpai/ada/h-tamper", {"holdout_eval.py": tampered}, start="advisor")
     commit_and_push(forge, work, "senpai/bo/h-victim", {"notes.md": "plan\n"}, start="advisor")
-    pr_a = transitions.open_experiment(forge, _hypothesis("ada", "h-tamper", GOOD, base), "senpai/ada/h-tamper", "advisor", "tamper")
-    pr_b = transitions.open_experiment(forge, _hypothesis("bo", "h-victim", GOOD, base), "senpai/bo/h-victim", "advisor", "victim")
+    pr_a = transitions.open_experiment(
+        forge, _hypothesis("ada", "h-tamper", GOOD, base), "senpai/ada/h-tamper", "advisor", "tamper"
+    )
+    pr_b = transitions.open_experiment(
+        forge, _hypothesis("bo", "h-victim", GOOD, base), "senpai/bo/h-victim", "advisor", "victim"
+    )
     broken = pr_b.body.replace("student: bo", "student: [bo")  # a human edit that breaks the YAML
     forge.update_pull(pr_b.number, body=broken)
 
@@ -84,8 +106,13 @@ def test_protected_diff_is_refused_and_a_corrupted_block_blocks_only_its_pr(loca
 
 
 def _wrapper(config, env) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "senpai", "wrapper", "run", "--config", str(config), "--until-decided", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-m", "senpai", "wrapper", "run", "--config", str(config), "--until-decided", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
 
 
 def test_wrapper_killed_mid_tick_restarts_without_duplicates(local_forge, tmp_path):

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from research import assert_no_duplicates, make_program, reader, run
+
 from senpai.cli.main import cli
 from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import load_harness

@@ -21,8 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def spec(name: str, script: str, wall: int = 20, **kw) -> JobSpec:
-    return JobSpec(name=name, role="student", student="ada", pr=7, command=["sh", "-c", script],
-                   wall_seconds=wall, **kw)
+    return JobSpec(name=name, role="student", student="ada", pr=7, command=["sh", "-c", script], wall_seconds=wall, **kw)
 
 
 def wait_for(fleet: LocalFleet, name: str, until=lambda s: s.done, timeout: float = 15) -> JobStatus:
@@ -149,8 +148,7 @@ def test_concurrent_launch_from_threads_and_processes_yields_one_job(fleet: Loca
         "print(LocalFleet(Path(sys.argv[1])).launch(JobSpec.model_validate_json(sys.argv[2])).name)"
     )
     procs = [
-        subprocess.Popen([sys.executable, "-c", code, str(fleet.root), job.model_dump_json()],
-                         stdout=subprocess.PIPE, text=True)
+        subprocess.Popen([sys.executable, "-c", code, str(fleet.root), job.model_dump_json()], stdout=subprocess.PIPE, text=True)
         for _ in range(3)
     ]
     barrier = threading.Barrier(8)
@@ -281,9 +279,7 @@ def test_gpus_are_pinned_exclusively_and_jobs_wait_for_free_ones(tmp_path: Path)
     assert fleet.get("greedy") is None
 
 
-def test_gpu_job_on_a_machine_without_gpus_runs_on_cpu_with_a_warning(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_gpu_job_on_a_machine_without_gpus_runs_on_cpu_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     fleet = LocalFleet(tmp_path / "jobs", gpus=[])
     fleet.launch(spec("nogpu", 'echo "[$CUDA_VISIBLE_DEVICES]"', gpus=1))
     assert wait_for(fleet, "nogpu").phase == "succeeded"

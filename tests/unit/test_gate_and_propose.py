@@ -9,18 +9,35 @@ from senpai.errors import MergeRefused, PermanentError
 from senpai.ledger.blocks import Verification
 from senpai.ledger.gate import check_merge
 
-TARGET = TargetConfig.model_validate({
-    "name": "t", "train": "python train.py", "metric": {"name": "acc", "direction": "maximize"},
-    "params": {"file": "params.json", "space": {"a": {"type": "int", "low": 1, "high": 3}}},
-    "protected": ["eval/", "data.py"],
-})
+TARGET = TargetConfig.model_validate(
+    {
+        "name": "t",
+        "train": "python train.py",
+        "metric": {"name": "acc", "direction": "maximize"},
+        "params": {"file": "params.json", "space": {"a": {"type": "int", "low": 1, "high": 3}}},
+        "protected": ["eval/", "data.py"],
+    }
+)
 H, B = "h" * 40, "b" * 40
 
 
 def _v(**kw) -> Verification:
-    base = dict(pr=1, candidate=H, baseline=B, metric="acc", direction="maximize", seeds=[0, 1],
-                candidate_values=[0.9, 0.92], baseline_values=[0.8, 0.81], candidate_mean=0.91, baseline_mean=0.805,
-                improvement=0.105, noise_floor=0.02, passed=True, reason="ok")
+    base = dict(
+        pr=1,
+        candidate=H,
+        baseline=B,
+        metric="acc",
+        direction="maximize",
+        seeds=[0, 1],
+        candidate_values=[0.9, 0.92],
+        baseline_values=[0.8, 0.81],
+        candidate_mean=0.91,
+        baseline_mean=0.805,
+        improvement=0.105,
+        noise_floor=0.02,
+        passed=True,
+        reason="ok",
+    )
     return Verification(**{**base, **kw})
 
 
@@ -28,28 +45,34 @@ def test_gate_allows_a_verified_improvement():
     check_merge(TARGET, H, B, ["params.json"], _v())
 
 
-@pytest.mark.parametrize("files, v, match", [
-    (["eval/holdout.py"], _v(), "protected paths: eval/holdout.py"),
-    (["senpai.yaml"], _v(), "protected paths: senpai.yaml"),
-    (["data.py", "params.json"], _v(), "protected paths: data.py"),
-    (["params.json"], None, "no verification"),
-    (["params.json"], _v(candidate="x" * 40), "stale"),
-    (["params.json"], _v(baseline="y" * 40), "stale"),
-    (["params.json"], _v(candidate_values=[float("nan"), 0.9]), "NaN"),
-    (["params.json"], _v(improvement=float("inf")), "NaN, infinite"),
-    (["params.json"], _v(improvement=0.01, noise_floor=0.02), "does not beat the noise floor"),
-    (["params.json"], _v(passed=False), "does not beat the noise floor"),
-])
+@pytest.mark.parametrize(
+    "files, v, match",
+    [
+        (["eval/holdout.py"], _v(), "protected paths: eval/holdout.py"),
+        (["senpai.yaml"], _v(), "protected paths: senpai.yaml"),
+        (["data.py", "params.json"], _v(), "protected paths: data.py"),
+        (["params.json"], None, "no verification"),
+        (["params.json"], _v(candidate="x" * 40), "stale"),
+        (["params.json"], _v(baseline="y" * 40), "stale"),
+        (["params.json"], _v(candidate_values=[float("nan"), 0.9]), "NaN"),
+        (["params.json"], _v(improvement=float("inf")), "NaN, infinite"),
+        (["params.json"], _v(improvement=0.01, noise_floor=0.02), "does not beat the noise floor"),
+        (["params.json"], _v(passed=False), "does not beat the noise floor"),
+    ],
+)
 def test_gate_refuses(files, v, match):
     with pytest.raises(MergeRefused, match=match):
         check_merge(TARGET, H, B, files, v)
 
 
-SPACE = {k: TypeAdapter(ParamSpec).validate_python(v) for k, v in {
-    "lr": {"type": "float", "low": 1e-4, "high": 1e-1, "log": True},
-    "units": {"type": "int", "low": 8, "high": 256, "log": True},
-    "act": {"type": "categorical", "choices": ["relu", "tanh"]},
-}.items()}
+SPACE = {
+    k: TypeAdapter(ParamSpec).validate_python(v)
+    for k, v in {
+        "lr": {"type": "float", "low": 1e-4, "high": 1e-1, "log": True},
+        "units": {"type": "int", "low": 8, "high": 256, "log": True},
+        "act": {"type": "categorical", "choices": ["relu", "tanh"]},
+    }.items()
+}
 METRIC = Metric(name="acc", direction="maximize")
 
 

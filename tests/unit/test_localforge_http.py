@@ -41,9 +41,23 @@ def pull_number(forge_repo, tmp_path):
     return forge.create_pull("t", "b", BRANCH, "advisor", ["senpai"]).number
 
 
-@pytest.mark.parametrize("path", ["", "/pulls", "/pulls/{n}", "/pulls/{n}/files", "/issues", "/issues/{n}",
-                                  "/issues/{n}/comments", "/issues/{n}/labels", "/labels", "/branches",
-                                  "/branches/advisor", "/git/ref/heads/advisor"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "",
+        "/pulls",
+        "/pulls/{n}",
+        "/pulls/{n}/files",
+        "/issues",
+        "/issues/{n}",
+        "/issues/{n}/comments",
+        "/issues/{n}/labels",
+        "/labels",
+        "/branches",
+        "/branches/advisor",
+        "/git/ref/heads/advisor",
+    ],
+)
 def test_every_get_has_a_strong_etag_and_answers_304(shared, path):
     api, pull_number = shared
     url = path.format(n=pull_number) or str(api.base_url).rstrip("/")
@@ -64,9 +78,11 @@ def test_issue_list_includes_pulls_and_changes_bump_updated_at(api, pull_number,
     assert items[1]["pull_request"]["url"].endswith(f"/pulls/{pull_number}")
 
     etag = api.get("/issues", params={"state": "all", "sort": "updated", "per_page": 1}).headers["etag"]
-    for change in (lambda: api.post(f"/issues/{pull_number}/labels", json=["x"]),
-                   lambda: api.post(f"/issues/{pull_number}/comments", json={"body": "hi"}),
-                   lambda: api.patch(f"/pulls/{pull_number}", json={"body": "new"})):
+    for change in (
+        lambda: api.post(f"/issues/{pull_number}/labels", json=["x"]),
+        lambda: api.post(f"/issues/{pull_number}/comments", json={"body": "hi"}),
+        lambda: api.patch(f"/pulls/{pull_number}", json={"body": "new"}),
+    ):
         assert change().status_code in (200, 201)
         latest = api.get("/issues", params={"state": "all", "sort": "updated", "per_page": 1})
         assert latest.json()[0]["number"] == pull_number and latest.headers["etag"] != etag
@@ -90,20 +106,28 @@ def test_link_pagination_works_with_pygithub(forge_repo, local_forge, api):
     page = api.get("/issues", params={"per_page": 2, "page": 2})
     assert 'rel="next"' in page.headers["link"] and 'rel="prev"' in page.headers["link"]
     assert page.headers["link"].startswith(f"<{local_forge.base_url}/repos/")
-    gh = Github(base_url=local_forge.base_url, auth=Auth.Token(TOKEN), per_page=2, retry=0,
-                seconds_between_requests=None, seconds_between_writes=None)
+    gh = Github(
+        base_url=local_forge.base_url,
+        auth=Auth.Token(TOKEN),
+        per_page=2,
+        retry=0,
+        seconds_between_requests=None,
+        seconds_between_writes=None,
+    )
     issues = gh.get_repo(settings.repo).get_issues(state="all")
     assert issues.totalCount == 5
     assert [i.title for i in issues] == [f"issue {i}" for i in reversed(range(5))]
 
 
 def test_errors_are_github_shaped(api, pull_number, local_forge, forge_repo):
-    for response, status in ((api.get("/pulls/999"), 404),
-                             (httpx.get(f"{local_forge.base_url}/repos/{OWNER}/nope"), 404),
-                             (api.post("/pulls", json={"title": "t", "head": "nope", "base": "advisor"}), 422),
-                             (api.post("/pulls", json={"title": "t", "head": BRANCH, "base": "advisor"}), 422),
-                             (api.post("/labels", json={"name": "senpai"}), 422),
-                             (api.post("/issues", json={}), 422)):
+    for response, status in (
+        (api.get("/pulls/999"), 404),
+        (httpx.get(f"{local_forge.base_url}/repos/{OWNER}/nope"), 404),
+        (api.post("/pulls", json={"title": "t", "head": "nope", "base": "advisor"}), 422),
+        (api.post("/pulls", json={"title": "t", "head": BRANCH, "base": "advisor"}), 422),
+        (api.post("/labels", json={"name": "senpai"}), 422),
+        (api.post("/issues", json={}), 422),
+    ):
         body = response.json()
         assert response.status_code == status and body["message"] and body["documentation_url"], body
     exists = httpx.post(f"{local_forge.base_url}/user/repos", json={"name": forge_repo[1].repo.split("/")[1]})
@@ -113,8 +137,20 @@ def test_errors_are_github_shaped(api, pull_number, local_forge, forge_repo):
 def test_pull_json_has_what_pygithub_needs(shared):
     api, pull_number = shared
     pull = api.get(f"/pulls/{pull_number}").json()
-    for key in ("url", "html_url", "issue_url", "number", "state", "labels", "author_association",
-                "merged", "mergeable", "merge_commit_sha", "created_at", "updated_at"):
+    for key in (
+        "url",
+        "html_url",
+        "issue_url",
+        "number",
+        "state",
+        "labels",
+        "author_association",
+        "merged",
+        "mergeable",
+        "merge_commit_sha",
+        "created_at",
+        "updated_at",
+    ):
         assert key in pull
     assert pull["user"]["login"] == OWNER and pull["head"]["label"] == f"{OWNER}:{BRANCH}"
     assert pull["mergeable"] is True and pull["changed_files"] == 1 and pull["commits"] == 1
@@ -128,6 +164,7 @@ def test_token_login_rules():
     assert token_login("token alice:xyz") == "alice"
     assert token_login("Bearer bob:1") == "bob"
     import base64
+
     basic = base64.b64encode(b"x-access-token:carol:secret").decode()
     assert token_login(f"Basic {basic}") == "carol"
     assert token_login("token ../evil:1") == "senpai"

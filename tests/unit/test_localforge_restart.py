@@ -20,8 +20,12 @@ SERVE = "from senpai.cli.forge import forge; forge()"
 
 
 def start_cli(data_dir: Path) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-c", SERVE, "serve", "--data", str(data_dir), "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVE, "serve", "--data", str(data_dir), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     line = proc.stdout.readline()
     assert line.startswith("url: "), (line, proc.stderr.read() if proc.poll() is not None else "")
     return proc, line.split(" ", 1)[1].strip()

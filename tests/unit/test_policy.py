@@ -10,22 +10,60 @@ from senpai.wrapper.policy import Block, FailureEvidence, Launch, World, plan
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 BASE = "b" * 40
-CFG = HarnessConfig.model_validate({
-    "forge": {"repo": "o/r"}, "tracker": {"dir": "/tmp/w"}, "fleet": {"dir": "/tmp/f"}, "state_dir": "/tmp/s",
-    "students": [{"name": "ada"}, {"name": "bo"}], "max_experiments": 4, "stale_after_seconds": 600,
-})
+CFG = HarnessConfig.model_validate(
+    {
+        "forge": {"repo": "o/r"},
+        "tracker": {"dir": "/tmp/w"},
+        "fleet": {"dir": "/tmp/f"},
+        "state_dir": "/tmp/s",
+        "students": [{"name": "ada"}, {"name": "bo"}],
+        "max_experiments": 4,
+        "stale_after_seconds": 600,
+    }
+)
 
 
 def exp(pr: int, state: str, student: str = "ada", attempts: int = 0, updated=NOW, error=None) -> Experiment:
-    h = Hypothesis(id=f"h-{pr}", hypothesis="x", rationale="r", plan="p", params={"a": pr},
-                   metric=MetricRef(name="acc", direction="maximize"), baseline=BaselineRef(commit=BASE, run_id=None, value=None),
-                   budget=BudgetRef(wall_seconds=60, attempts=2), stop_condition="s", student=student)
-    ev = [Evidence(pr=pr, attempt=i + 1, student=student, head=f"{pr}" * 40, command="c", outcome="failed",
-                   primary=PrimaryResult(name="acc", value=None, baseline=None, delta=None), interpretation="i")
-          for i in range(attempts)]
-    return Experiment(pr=pr, title="t", url="u", branch=f"senpai/{student}/h-{pr}", head=f"{pr}" * 40, student=student,
-                      state=state, updated_at=updated.isoformat(), hypothesis=h, evidence=ev, verifications=[], decisions=[],
-                      error=error)
+    h = Hypothesis(
+        id=f"h-{pr}",
+        hypothesis="x",
+        rationale="r",
+        plan="p",
+        params={"a": pr},
+        metric=MetricRef(name="acc", direction="maximize"),
+        baseline=BaselineRef(commit=BASE, run_id=None, value=None),
+        budget=BudgetRef(wall_seconds=60, attempts=2),
+        stop_condition="s",
+        student=student,
+    )
+    ev = [
+        Evidence(
+            pr=pr,
+            attempt=i + 1,
+            student=student,
+            head=f"{pr}" * 40,
+            command="c",
+            outcome="failed",
+            primary=PrimaryResult(name="acc", value=None, baseline=None, delta=None),
+            interpretation="i",
+        )
+        for i in range(attempts)
+    ]
+    return Experiment(
+        pr=pr,
+        title="t",
+        url="u",
+        branch=f"senpai/{student}/h-{pr}",
+        head=f"{pr}" * 40,
+        student=student,
+        state=state,
+        updated_at=updated.isoformat(),
+        hypothesis=h,
+        evidence=ev,
+        verifications=[],
+        decisions=[],
+        error=error,
+    )
 
 
 def job(name: str, role: str, pr=None, student=None, phase="running", reason=None) -> JobStatus:
@@ -63,7 +101,9 @@ def test_dead_job_without_evidence_gets_failure_evidence_then_retry_budget():
     (s,) = launches(plan(World([exp(1, "wip", attempts=1)], BASE, [dead], NOW), CFG), "student")
     assert s.name == "senpai-student-pr1-2"
     dead2 = job("senpai-student-pr1-2", "student", 1, "ada", phase="failed")
-    assert FailureEvidence(1, 2, dead2.name, to_review=True) in plan(World([exp(1, "wip", attempts=1)], BASE, [dead, dead2], NOW), CFG)
+    assert FailureEvidence(1, 2, dead2.name, to_review=True) in plan(
+        World([exp(1, "wip", attempts=1)], BASE, [dead, dead2], NOW), CFG
+    )
 
 
 def test_review_and_verifying_prs():

@@ -107,7 +107,7 @@ def _assign(ctx: TurnContext, students: list[str], exps: list[Experiment], basel
     current = baseline.params or json.loads(params_file.read_text())
     history = _history(exps) + [(current, baseline.value)]
     points = propose(ctx.target.params.space, ctx.target.metric, history, len(students), ctx.harness.runtime.seed)
-    return [_open(ctx, s, {**current, **p}, p, baseline, len(exps)) for s, p in zip(students, points)]
+    return [_open(ctx, s, {**current, **p}, p, baseline, len(exps)) for s, p in zip(students, points, strict=True)]
 
 
 def _open(ctx: TurnContext, student: str, full: dict, point: dict, baseline: Baseline, prior: int) -> str:

@@ -69,7 +69,9 @@ def student_turn(ctx: TurnContext, number: int, attempt: int) -> Evidence:
         runs=[RunRef(id=identity.id, url=record.url if record else None, state=record.state if record else "missing")],
         metrics=_numbers(record),
         primary=PrimaryResult(
-            name=metric.name, value=value, baseline=base,
+            name=metric.name,
+            value=value,
+            baseline=base,
             delta=value - base if finite(value) and base is not None else None,
         ),
         interpretation=_interpret(value, base, metric, failure),
@@ -100,7 +102,11 @@ def _summary_value(record: RunRecord | None, key: str) -> float | None:
 def _numbers(record: RunRecord | None) -> dict[str, float]:
     if record is None:
         return {}
-    return {k: float(v) for k, v in sorted(record.summary.items()) if isinstance(v, (int, float)) and not isinstance(v, bool) and not k.startswith("_")}
+    return {
+        k: float(v)
+        for k, v in sorted(record.summary.items())
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and not k.startswith("_")
+    }
 
 
 def _failure(returncode, timeout, value, name, record) -> str | None:

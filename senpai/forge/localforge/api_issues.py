@@ -91,8 +91,7 @@ def list_issues(owner: str, name: str, request: Request, ctx: CtxDep) -> Respons
 
 
 @router.post(ISSUES)
-def create_issue(owner: str, name: str, request: Request, payload: JsonBody,
-                 ctx: CtxDep) -> Response:
+def create_issue(owner: str, name: str, request: Request, payload: JsonBody, ctx: CtxDep) -> Response:
     repo = ctx.repo(owner, name)
     title = payload.get("title")
     if not isinstance(title, str) or not title.strip():
@@ -127,8 +126,7 @@ def apply_edit(ctx: Ctx, repo: dict, row: dict, payload: dict[str, Any]) -> None
 
 
 @router.patch(ISSUE)
-def edit_issue(owner: str, name: str, number: int, request: Request, payload: JsonBody,
-               ctx: CtxDep) -> Response:
+def edit_issue(owner: str, name: str, number: int, request: Request, payload: JsonBody, ctx: CtxDep) -> Response:
     repo = ctx.repo(owner, name)
     apply_edit(ctx, repo, ctx.issue(repo, number), payload)
     return _issue_reply(request, ctx, repo, number)
@@ -146,8 +144,7 @@ def list_comments(owner: str, name: str, number: int, request: Request, ctx: Ctx
 
 
 @router.post(ISSUE + "/comments")
-def create_comment(owner: str, name: str, number: int, request: Request, payload: JsonBody,
-                   ctx: CtxDep) -> Response:
+def create_comment(owner: str, name: str, number: int, request: Request, payload: JsonBody, ctx: CtxDep) -> Response:
     repo = ctx.repo(owner, name)
     issue = ctx.issue(repo, number)
     if not isinstance(payload.get("body"), str) or not payload["body"]:
@@ -170,8 +167,7 @@ def get_comment(owner: str, name: str, comment_id: int, request: Request, ctx: C
 
 
 @router.patch(COMMENT)
-def edit_comment(owner: str, name: str, comment_id: int, request: Request, payload: JsonBody,
-                 ctx: CtxDep) -> Response:
+def edit_comment(owner: str, name: str, comment_id: int, request: Request, payload: JsonBody, ctx: CtxDep) -> Response:
     repo = ctx.repo(owner, name)
     if not isinstance(payload.get("body"), str) or not payload["body"]:
         raise invalid("IssueComment", "body", "missing_field")
@@ -198,8 +194,7 @@ def list_issue_labels(owner: str, name: str, number: int, request: Request, ctx:
 
 
 @router.api_route(ISSUE + "/labels", methods=["POST", "PUT"])
-def add_issue_labels(owner: str, name: str, number: int, request: Request, payload: AnyJson,
-                     ctx: CtxDep) -> Response:
+def add_issue_labels(owner: str, name: str, number: int, request: Request, payload: AnyJson, ctx: CtxDep) -> Response:
     """POST adds labels, PUT replaces them; missing labels are created, as GitHub does."""
     repo = ctx.repo(owner, name)
     issue = ctx.issue(repo, number)
@@ -215,8 +210,7 @@ def clear_issue_labels(owner: str, name: str, number: int, ctx: CtxDep) -> Respo
 
 
 @router.delete(ISSUE + "/labels/{label}")
-def remove_issue_label(owner: str, name: str, number: int, label: str, request: Request,
-                       ctx: CtxDep) -> Response:
+def remove_issue_label(owner: str, name: str, number: int, label: str, request: Request, ctx: CtxDep) -> Response:
     repo = ctx.repo(owner, name)
     issue = ctx.issue(repo, number)
     if not ctx.store.remove_label(issue, label):

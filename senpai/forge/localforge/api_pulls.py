@@ -71,8 +71,7 @@ def _check_new_pull(ctx: Ctx, repo: dict, head: str, base: str) -> tuple[str, st
 
 
 @router.post(PULLS)
-def create_pull(owner: str, name: str, request: Request, payload: JsonBody,
-                ctx: CtxDep) -> Response:
+def create_pull(owner: str, name: str, request: Request, payload: JsonBody, ctx: CtxDep) -> Response:
     repo = ctx.repo(owner, name)
     for key in ("title", "head", "base"):
         if not isinstance(payload.get(key), str) or not payload[key].strip():
@@ -90,8 +89,7 @@ def get_pull(owner: str, name: str, number: int, request: Request, ctx: CtxDep) 
 
 
 @router.patch(PULL)
-def edit_pull(owner: str, name: str, number: int, request: Request, payload: JsonBody,
-              ctx: CtxDep) -> Response:
+def edit_pull(owner: str, name: str, number: int, request: Request, payload: JsonBody, ctx: CtxDep) -> Response:
     repo = ctx.repo(owner, name)
     row = ctx.pull(repo, number)
     base = payload.pop("base", None)
@@ -112,8 +110,11 @@ def is_merged(owner: str, name: str, number: int, ctx: CtxDep) -> Response:
 
 
 def _merge_message(repo: dict, row: dict, payload: dict[str, Any], squash: bool) -> str:
-    default_title = (f"{row['title']} (#{row['number']})" if squash
-                     else f"Merge pull request #{row['number']} from {repo['owner']}/{row['head_ref']}")
+    default_title = (
+        f"{row['title']} (#{row['number']})"
+        if squash
+        else f"Merge pull request #{row['number']} from {repo['owner']}/{row['head_ref']}"
+    )
     title = payload.get("commit_title") or default_title
     body = payload.get("commit_message")
     if body is None and not squash:
@@ -122,8 +123,7 @@ def _merge_message(repo: dict, row: dict, payload: dict[str, Any], squash: bool)
 
 
 @router.put(PULL + "/merge")
-def merge_pull(owner: str, name: str, number: int, request: Request, payload: JsonBody,
-               ctx: CtxDep) -> Response:
+def merge_pull(owner: str, name: str, number: int, request: Request, payload: JsonBody, ctx: CtxDep) -> Response:
     repo = ctx.repo(owner, name)
     row, path = ctx.pull(repo, number), ctx.path(repo)
     method = payload.get("merge_method", "merge")
@@ -138,16 +138,31 @@ def merge_pull(owner: str, name: str, number: int, request: Request, payload: Js
     with ctx.git.lock(path):
         base_sha = ctx.git.branch_sha(path, row["base_ref"])
         try:
-            sha = ctx.git.merge(path, row["base_ref"], head_sha, _merge_message(repo, row, payload,
-                                method == "squash"), author, squash=method == "squash")
+            sha = ctx.git.merge(
+                path,
+                row["base_ref"],
+                head_sha,
+                _merge_message(repo, row, payload, method == "squash"),
+                author,
+                squash=method == "squash",
+            )
         except Conflict as exc:
             raise ApiError(405, "Merge conflict") from exc
         except Moved as exc:
             raise ApiError(409, "Base branch was modified. Review and try the merge again.") from exc
     now = ctx.store.now()
-    ctx.store.update_issue(row["id"], state="closed", merged=1, merged_at=now, merged_by=ctx.login,
-                           closed_at=now, closed_by=ctx.login, merge_commit_sha=sha, head_sha=head_sha,
-                           base_sha=base_sha)
+    ctx.store.update_issue(
+        row["id"],
+        state="closed",
+        merged=1,
+        merged_at=now,
+        merged_by=ctx.login,
+        closed_at=now,
+        closed_by=ctx.login,
+        merge_commit_sha=sha,
+        head_sha=head_sha,
+        base_sha=base_sha,
+    )
     return reply(request, {"sha": sha, "merged": True, "message": "Pull Request successfully merged"})
 
 
@@ -158,6 +173,6 @@ def pull_files(owner: str, name: str, number: int, request: Request, ctx: CtxDep
     head, base = ctx.shas(row, ctx.git.branches(path))
     files = ctx.git.changed_files(path, base, head) if head and base else []
     page, per_page = page_args(request)
-    chunk = files[(page - 1) * per_page: page * per_page]
+    chunk = files[(page - 1) * per_page : page * per_page]
     body = [ctx.render.file(repo, head, f) for f in chunk]
     return reply(request, body, headers=link_header(request, page, per_page, len(files)))

@@ -51,9 +51,11 @@ def _create_repo(request: Request, ctx: Ctx, owner: str, payload: dict[str, Any]
     ctx.git.init(owner, name, readme=f"# {name}\n" if payload.get("auto_init") else None)
     repo = ctx.store.create_repo(owner, name, bool(payload.get("private")), payload.get("description"))
     if repo is None:
-        raise ApiError(422, "Repository creation failed.", [
-            {"resource": "Repository", "code": "custom", "field": "name",
-             "message": "name already exists on this account"}])
+        raise ApiError(
+            422,
+            "Repository creation failed.",
+            [{"resource": "Repository", "code": "custom", "field": "name", "message": "name already exists on this account"}],
+        )
     return reply(request, ctx.render.repo(repo), 201)
 
 
@@ -63,8 +65,7 @@ def create_user_repo(request: Request, payload: JsonBody, ctx: CtxDep) -> Respon
 
 
 @router.post("/orgs/{org}/repos")
-def create_org_repo(org: str, request: Request, payload: JsonBody,
-                    ctx: CtxDep) -> Response:
+def create_org_repo(org: str, request: Request, payload: JsonBody, ctx: CtxDep) -> Response:
     return _create_repo(request, ctx, org, payload)
 
 
@@ -95,7 +96,7 @@ def list_branches(owner: str, name: str, request: Request, ctx: CtxDep) -> Respo
     repo = ctx.repo(owner, name)
     page, per_page = page_args(request)
     branches = list(ctx.git.branches(ctx.path(repo)).items())
-    chunk = branches[(page - 1) * per_page: page * per_page]
+    chunk = branches[(page - 1) * per_page : page * per_page]
     body = [ctx.render.short_branch(repo, branch, sha) for branch, sha in chunk]
     return reply(request, body, headers=link_header(request, page, per_page, len(branches)))
 
@@ -130,8 +131,7 @@ def list_labels(owner: str, name: str, request: Request, ctx: CtxDep) -> Respons
 
 
 @router.post(REPO + "/labels")
-def create_label(owner: str, name: str, request: Request, payload: JsonBody,
-                 ctx: CtxDep) -> Response:
+def create_label(owner: str, name: str, request: Request, payload: JsonBody, ctx: CtxDep) -> Response:
     repo = ctx.repo(owner, name)
     label_name = payload.get("name")
     if not isinstance(label_name, str) or not label_name.strip():
@@ -155,14 +155,18 @@ def get_label(owner: str, name: str, label: str, request: Request, ctx: CtxDep) 
 
 
 @router.api_route("/git/{owner}/{name}.git/{rest:path}", methods=["GET", "POST"])
-async def git_smart_http(owner: str, name: str, rest: str, request: Request,
-                         ctx: CtxDep) -> Response:
+async def git_smart_http(owner: str, name: str, rest: str, request: Request, ctx: CtxDep) -> Response:
     """Clone, fetch and push through `git http-backend`; a push refreshes the PRs whose head moved."""
     repo = ctx.repo(owner, name)
     body = await request.body()
     status, headers, payload = await run_in_threadpool(
-        ctx.git.http_backend, f"/{owner}/{name}.git/{rest}", request.method, request.url.query,
-        dict(request.headers), body, token_login(request.headers.get("authorization")),
+        ctx.git.http_backend,
+        f"/{owner}/{name}.git/{rest}",
+        request.method,
+        request.url.query,
+        dict(request.headers),
+        body,
+        token_login(request.headers.get("authorization")),
     )
     if rest == "git-receive-pack" and status == 200:
         await run_in_threadpool(ctx.sync_heads, repo)

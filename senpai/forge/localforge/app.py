@@ -40,8 +40,7 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [{"resource": "Request", "field": ".".join(map(str, e.get("loc", ()))), "code": "invalid"}
-                  for e in exc.errors()]
+        errors = [{"resource": "Request", "field": ".".join(map(str, e.get("loc", ()))), "code": "invalid"} for e in exc.errors()]
         return _error(422, "Validation Failed", errors)
 
     @app.exception_handler(GitError)
@@ -60,8 +59,7 @@ def create_app(data_dir: Path) -> FastAPI:
         yield
         store.close()
 
-    app = FastAPI(title="senpai local forge", docs_url=None, redoc_url=None, openapi_url=None,
-                  lifespan=lifespan)
+    app = FastAPI(title="senpai local forge", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.data_dir = data_dir
     app.state.store = store
     app.state.git = GitRepos(data_dir / "git")

@@ -63,8 +63,12 @@ class Ctx:
         if state == row["state"]:
             return {}
         if state == "closed":
-            fields = {"state": "closed", "closed_at": self.store.now(), "closed_by": self.login,
-                      "state_reason": None if row["is_pull"] else (reason or "completed")}
+            fields = {
+                "state": "closed",
+                "closed_at": self.store.now(),
+                "closed_by": self.login,
+                "state_reason": None if row["is_pull"] else (reason or "completed"),
+            }
             if row["is_pull"]:
                 head, base = self.shas(row, self.git.branches(self.path(repo)))
                 fields.update(head_sha=head, base_sha=base)
@@ -73,8 +77,7 @@ class Ctx:
             raise ApiError(422, "state cannot be changed. The pull request has been merged.")
         if row["is_pull"] and self.git.branch_sha(self.path(repo), row["head_ref"]) is None:
             raise invalid("PullRequest", "head", message="the head branch no longer exists")
-        return {"state": "open", "closed_at": None, "closed_by": None,
-                "state_reason": None if row["is_pull"] else "reopened"}
+        return {"state": "open", "closed_at": None, "closed_by": None, "state_reason": None if row["is_pull"] else "reopened"}
 
     def sync_heads(self, repo: dict) -> None:
         """After a push: record new head shas of open PRs, bumping their updated_at."""

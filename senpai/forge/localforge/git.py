@@ -61,8 +61,9 @@ class GitRepos:
         with self._guard:
             return self._locks.setdefault(path, threading.Lock())
 
-    def _git(self, path: Path, *args: str, input: bytes | None = None, check: bool = True,
-             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    def _git(
+        self, path: Path, *args: str, input: bytes | None = None, check: bool = True, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess:
         full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})}
         proc = subprocess.run(["git", "-C", str(path), *args], input=input, capture_output=True, env=full_env)
         if check and proc.returncode != 0:
@@ -99,8 +100,18 @@ class GitRepos:
     def commit_info(self, path: Path, sha: str) -> dict:
         """sha, tree, parents, author/committer names, emails and times (epoch seconds), message."""
         fmt = "%H%x00%T%x00%P%x00%an%x00%ae%x00%at%x00%cn%x00%ce%x00%ct%x00%B"
-        keys = ["sha", "tree", "parents", "author_name", "author_email", "author_time",
-                "committer_name", "committer_email", "committer_time", "message"]
+        keys = [
+            "sha",
+            "tree",
+            "parents",
+            "author_name",
+            "author_email",
+            "author_time",
+            "committer_name",
+            "committer_email",
+            "committer_time",
+            "message",
+        ]
         info = dict(zip(keys, self._out(path, "show", "-s", f"--format={fmt}", sha).split("\0", 9), strict=True))
         info["parents"] = info["parents"].split()
         info["author_time"], info["committer_time"] = int(info["author_time"]), int(info["committer_time"])
@@ -131,8 +142,7 @@ class GitRepos:
             return False
         return True
 
-    def merge(self, path: Path, base: str, head_sha: str, message: str, author: tuple[str, str],
-              squash: bool = False) -> str:
+    def merge(self, path: Path, base: str, head_sha: str, message: str, author: tuple[str, str], squash: bool = False) -> str:
         """Merge `head_sha` into branch `base` with a real merge commit; return its sha.
 
         Raises Conflict when the trees conflict, Moved when `base` moved meanwhile.
@@ -142,8 +152,7 @@ class GitRepos:
             raise GitError(f"no branch {base}")
         tree = self._merge_tree(path, base_sha, head_sha)
         parents = ["-p", base_sha] if squash else ["-p", base_sha, "-p", head_sha]
-        commit = self._out(path, "commit-tree", tree, *parents, "-F", "-", input=message.encode(),
-                           env=_people(author))
+        commit = self._out(path, "commit-tree", tree, *parents, "-F", "-", input=message.encode(), env=_people(author))
         proc = self._git(path, "update-ref", f"refs/heads/{base}", commit, base_sha, check=False)
         if proc.returncode != 0:
             raise Moved(f"{base} moved during the merge")
@@ -164,8 +173,7 @@ class GitRepos:
             else:
                 old, new, i = None, fields[i + 1], i + 2
             adds, dels = counts.get(new, (0, 0))
-            files.append(ChangedFile(_STATUS.get(letter, "modified"), new, old,
-                                     sha if letter != "D" else meta[2], adds, dels))
+            files.append(ChangedFile(_STATUS.get(letter, "modified"), new, old, sha if letter != "D" else meta[2], adds, dels))
         return files
 
     def _numstat(self, path: Path, start: str, head_sha: str) -> dict[str, tuple[int, int]]:
@@ -180,8 +188,9 @@ class GitRepos:
             counts[name] = (int(adds) if adds.isdigit() else 0, int(dels) if dels.isdigit() else 0)
         return counts
 
-    def http_backend(self, path_info: str, method: str, query: str, headers: dict[str, str],
-                     body: bytes, user: str) -> tuple[int, list[tuple[str, str]], bytes]:
+    def http_backend(
+        self, path_info: str, method: str, query: str, headers: dict[str, str], body: bytes, user: str
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
         """Run `git http-backend` as CGI for one smart-HTTP request; return (status, headers, body)."""
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),

@@ -47,9 +47,7 @@ CREATE TABLE IF NOT EXISTS comments(
 CREATE INDEX IF NOT EXISTS comments_issue ON comments(issue_id, id);
 """
 
-_ISSUE_SELECT = (
-    "SELECT i.*, (SELECT COUNT(*) FROM comments c WHERE c.issue_id = i.id) AS comments FROM issues i"
-)
+_ISSUE_SELECT = "SELECT i.*, (SELECT COUNT(*) FROM comments c WHERE c.issue_id = i.id) AS comments FROM issues i"
 _COMMENT_SELECT = "SELECT c.*, i.number AS issue_number FROM comments c JOIN issues i ON i.id = c.issue_id"
 _SORT = {
     "created": "i.created_at",
@@ -165,14 +163,24 @@ class Store:
         now = self.now()
         pull = pull or {}
         with self._tx() as db:
-            number = db.execute(
-                "SELECT COALESCE(MAX(number), 0) + 1 FROM issues WHERE repo_id = ?", (repo_id,)
-            ).fetchone()[0]
+            number = db.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM issues WHERE repo_id = ?", (repo_id,)).fetchone()[0]
             db.execute(
                 "INSERT INTO issues(repo_id, number, title, body, user, is_pull, head_ref, base_ref, head_sha,"
                 " base_sha, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (repo_id, number, title, body, user, int(bool(pull)), pull.get("head_ref"),
-                 pull.get("base_ref"), pull.get("head_sha"), pull.get("base_sha"), now, now),
+                (
+                    repo_id,
+                    number,
+                    title,
+                    body,
+                    user,
+                    int(bool(pull)),
+                    pull.get("head_ref"),
+                    pull.get("base_ref"),
+                    pull.get("head_sha"),
+                    pull.get("base_sha"),
+                    now,
+                    now,
+                ),
             )
         return self.issue(repo_id, number)  # type: ignore[return-value]
 
@@ -193,8 +201,12 @@ class Store:
                 " WHERE il.issue_id = i.id AND l.name = ?)"
             )
             args.append(name)
-        for column, value in (("i.updated_at >=", q.since), ("i.user =", q.creator),
-                              ("i.head_ref =", q.head), ("i.base_ref =", q.base)):
+        for column, value in (
+            ("i.updated_at >=", q.since),
+            ("i.user =", q.creator),
+            ("i.head_ref =", q.head),
+            ("i.base_ref =", q.base),
+        ):
             if value is not None:
                 where.append(f"{column} ?")
                 args.append(value)
@@ -202,9 +214,10 @@ class Store:
         order = "ASC" if q.direction == "asc" else "DESC"
         total = self._one(f"SELECT COUNT(*) AS n FROM issues i{sql_where}", *args)["n"]  # type: ignore[index]
         rows = self._all(
-            f"{_ISSUE_SELECT}{sql_where} ORDER BY {_SORT.get(q.sort, 'i.created_at')} {order}, i.id {order}"
-            " LIMIT ? OFFSET ?",
-            *args, q.limit, q.offset,
+            f"{_ISSUE_SELECT}{sql_where} ORDER BY {_SORT.get(q.sort, 'i.created_at')} {order}, i.id {order} LIMIT ? OFFSET ?",
+            *args,
+            q.limit,
+            q.offset,
         )
         return rows, total
 
@@ -225,8 +238,7 @@ class Store:
 
     def labels(self, repo_id: int, limit: int, offset: int) -> tuple[list[dict], int]:
         total = self._one("SELECT COUNT(*) AS n FROM labels WHERE repo_id = ?", repo_id)["n"]  # type: ignore[index]
-        rows = self._all("SELECT * FROM labels WHERE repo_id = ? ORDER BY name LIMIT ? OFFSET ?",
-                         repo_id, limit, offset)
+        rows = self._all("SELECT * FROM labels WHERE repo_id = ? ORDER BY name LIMIT ? OFFSET ?", repo_id, limit, offset)
         return rows, total
 
     def label(self, repo_id: int, name: str) -> dict | None:
@@ -292,8 +304,7 @@ class Store:
         now = self.now()
         with self._tx() as db:
             cur = db.execute(
-                "INSERT INTO comments(repo_id, issue_id, user, body, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO comments(repo_id, issue_id, user, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
                 (issue["repo_id"], issue["id"], user, body, now, now),
             )
         self.touch(issue["id"])
