@@ -20,5 +20,6 @@ def test_ruff_is_clean():
 
 
 def test_no_library_is_patched_in_tests():
-    offenders = [p.name for p in (ROOT / "tests").rglob("*.py") if 'patch("github' in p.read_text() or "patch('github" in p.read_text()]
+    needle = "patch(" + '"github'  # built so this file does not match itself
+    offenders = [p.name for p in (ROOT / "tests").rglob("*.py") if needle in p.read_text().replace("'", '"')]
     assert offenders == []
