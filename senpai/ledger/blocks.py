@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from senpai.config.load import describe_validation_error
 from senpai.errors import LedgerFormatError
 
 Scalar = str | int | float | bool | None
@@ -168,8 +169,8 @@ def _parse_one(kind: str, text: str) -> Block:
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in e.errors())
-        raise LedgerFormatError(f"senpai-{kind} block is invalid: {problems}") from e
+        problems = describe_validation_error(f"senpai-{kind} block is invalid", e).replace("\n", "; ")
+        raise LedgerFormatError(problems) from e
 
 
 def parse_blocks(text: str) -> list[Block]:
