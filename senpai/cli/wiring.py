@@ -21,6 +21,8 @@ def make_tracker(cfg: HarnessConfig) -> Tracker:
 
 
 def make_fleet(cfg: HarnessConfig) -> Fleet:
+    if cfg.fleet.backend != "local":
+        raise NotImplementedError(f"fleet backend {cfg.fleet.backend!r}")
     from senpai.fleet.local import LocalFleet
 
     return LocalFleet(Path(cfg.fleet.dir))

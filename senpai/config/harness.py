@@ -7,9 +7,9 @@ of the environment variables that hold them.
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from senpai.config.load import load_yaml_model
 from senpai.errors import ConfigError
@@ -49,15 +49,103 @@ class TrackerSettings(_Strict):
         return "online" if os.environ.get("WANDB_API_KEY") else "offline"
 
 
-class FleetSettings(_Strict):
+class LocalFleetSettings(_Strict):
     backend: Literal["local"] = "local"
     dir: str = Field(description="Local backend: one folder per job (work copy, log, status).")
 
 
+class Resources(_Strict):
+    """Kubernetes container resources; quantities are strings ("500m", "2Gi")."""
+
+    requests: dict[str, str] = Field(default_factory=lambda: {"cpu": "500m", "memory": "1Gi"})
+    limits: dict[str, str] = Field(default_factory=lambda: {"memory": "4Gi"})
+
+
+class SecretEnv(_Strict):
+    """One env var of a job filled from an existing Secret (by reference; values never in config)."""
+
+    env: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    secret: str = Field(description="Secret name in the fleet namespace.")
+    key: str
+    optional: bool = False
+
+
+class KubernetesFleetSettings(_Strict):
+    """Kubernetes backend: one batch/v1 Job per turn, created by the wrapper's ServiceAccount."""
+
+    backend: Literal["kubernetes"]
+    namespace: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    images: dict[Literal["advisor", "student", "verifier"], str] = Field(description="Image per job role.")
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = "IfNotPresent"
+    service_account: str | None = Field(None, description="ServiceAccount of job pods (none: namespace default).")
+    pvc: str = Field(description="Shared PersistentVolumeClaim mounted in every job (datasets, checkpoints, W&B dir).")
+    mount_path: str = Field("/data", description="Where the PVC is mounted in job pods.")
+    secret_env: list[SecretEnv] = Field(default_factory=list, description="GitHub token, W&B key, LLM keys, by reference.")
+    gpu_resource: str = "nvidia.com/gpu"
+    node_selector: dict[str, str] = Field(default_factory=dict, description="Applied to GPU (student) jobs.")
+    tolerations: list[dict] = Field(default_factory=list, description="Applied to GPU (student) jobs, core/v1 Toleration shape.")
+    resources: dict[Literal["advisor", "student", "verifier"], Resources] = Field(default_factory=dict)
+    ttl_seconds_after_finished: int = Field(3600, ge=0, description="Finished Jobs are garbage-collected after this, seconds.")
+    kubeconfig_context: str | None = Field(None, description="Outside a cluster: kubeconfig context (None: current).")
+
+
+def _backend(v: object) -> str:
+    return v.get("backend", "local") if isinstance(v, dict) else getattr(v, "backend", "local")
+
+
+FleetSettings = Annotated[
+    Annotated[LocalFleetSettings, Tag("local")] | Annotated[KubernetesFleetSettings, Tag("kubernetes")], Discriminator(_backend)
+]
+
+
+class LLMSettings(_Strict):
+    """A LiteLLM model. The key is read from `api_key_env` at call time and never enters a prompt."""
+
+    model: str = Field(min_length=1, description='LiteLLM model name, e.g. "anthropic/claude-sonnet-4-5".')
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint; None: the provider default.")
+    api_key_env: str = Field("LLM_API_KEY", description="Env var holding the provider key.")
+    reasoning_effort: Literal["none", "low", "medium", "high"] | None = None
+    input_cost_per_token: float | None = Field(None, ge=0, description="Dollars; overrides LiteLLM's price map.")
+    output_cost_per_token: float | None = Field(None, ge=0, description="Dollars; overrides LiteLLM's price map.")
+
+    def api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env) or None
+
+
+class TurnBudget(_Strict):
+    """Hard caps on one agent turn, enforced by the harness."""
+
+    llm_calls: int = Field(60, ge=1)
+    tokens: int = Field(2_000_000, ge=1, description="Prompt + completion tokens summed over the turn's calls.")
+    dollars: float = Field(5.0, ge=0, description="LiteLLM's cost of the turn, dollars.")
+    wall_seconds: int = Field(1800, gt=0)
+
+
+class RoleRuntime(_Strict):
+    kind: Literal["search", "openhands"] = "search"
+    llm: LLMSettings | None = None
+    budget: TurnBudget = TurnBudget()
+
+    @model_validator(mode="after")
+    def _llm_for_openhands(self) -> "RoleRuntime":
+        if self.kind == "openhands" and self.llm is None:
+            raise ValueError("the openhands runtime needs an llm: {model: ..., api_key_env: ...}")
+        return self
+
+
 class RuntimeSettings(_Strict):
-    advisor: Literal["search"] = "search"
-    student: Literal["search"] = "search"
+    advisor: RoleRuntime = RoleRuntime()
+    student: RoleRuntime = RoleRuntime()
     seed: int = Field(0, description="Seed of the search runtime's sampler.")
+
+    @field_validator("advisor", "student", mode="before")
+    @classmethod
+    def _shorthand(cls, v: object) -> object:
+        return {"kind": v} if isinstance(v, str) else v
+
+
+class SteeringSettings(_Strict):
+    batch_seconds: float = Field(10.0, ge=0, description="Messages within this window of the first go in one turn, seconds.")
 
 
 class HarnessConfig(_Strict):
@@ -68,6 +156,7 @@ class HarnessConfig(_Strict):
     tracker: TrackerSettings
     fleet: FleetSettings
     runtime: RuntimeSettings = RuntimeSettings()
+    steering: SteeringSettings = SteeringSettings()
     students: list[StudentSpec] = Field(min_length=1)
     state_dir: str = Field(description="Wrapper's SQLite cache lives here; deleting it loses nothing.")
     tick_seconds: float = Field(5.0, gt=0, description="Wrapper poll interval, seconds.")

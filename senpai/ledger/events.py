@@ -8,7 +8,24 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Kind = Literal["review", "verified", "idle", "stale"]
+Kind = Literal["review", "verified", "idle", "stale", "message"]
+
+
+class Message(BaseModel):
+    """A trusted human's message (issue body, issue comment or PR comment), one version of it.
+
+    Only authors whose author_association is in `forge.trusted` become messages; the wrapper
+    never turns anything else into one.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    number: int = Field(description="Issue or PR number the message was written on.")
+    comment_id: int | None = Field(None, description="None: the issue body itself.")
+    author: str
+    association: str = Field(description="GitHub author_association: OWNER, MEMBER, COLLABORATOR.")
+    body: str
+    version: str = Field(description="Short hash of the body: an edited message is a new version.")
+    url: str | None = None
 
 
 class Event(BaseModel):
@@ -20,6 +37,7 @@ class Event(BaseModel):
     pr: int | None = None
     student: str | None = None
     head: str | None = None
+    message: Message | None = Field(None, description="Set for kind `message` (human steering).")
 
 
 class EventBatch(BaseModel):
