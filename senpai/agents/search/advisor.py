@@ -9,11 +9,12 @@ import logging
 import math
 
 from senpai.agents.context import TurnContext
-from senpai.agents.search.propose import point_id, propose
-from senpai.errors import MergeConflict, MergeRefused, NotFound, TransitionError
+from senpai.agents.hypothesis import open_hypothesis
+from senpai.agents.search.propose import propose
+from senpai.errors import MergeConflict, MergeRefused, TransitionError
 from senpai.ledger import transitions
 from senpai.ledger.baseline import Baseline, current_baseline
-from senpai.ledger.blocks import BaselineRef, BudgetRef, Decision, Hypothesis, MetricRef
+from senpai.ledger.blocks import Decision
 from senpai.ledger.events import Event
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import Status, status_of
@@ -111,30 +112,18 @@ def _assign(ctx: TurnContext, students: list[str], exps: list[Experiment], basel
 
 
 def _open(ctx: TurnContext, student: str, full: dict, point: dict, baseline: Baseline, prior: int) -> str:
-    hid = point_id(full)
     changed = {k: v for k, v in full.items() if (baseline.params or {}).get(k) != v} if baseline.params else point
     t = ctx.target
-    h = Hypothesis(
-        id=hid,
-        hypothesis=f"setting {', '.join(f'{k}={v}' for k, v in changed.items())} improves {t.metric.name}",
-        rationale=f"TPE proposal (seeded) from {prior} prior experiments and the baseline",
-        plan=f"write the params into {t.params.file}, run `{t.train}`, report {t.metric.name} from the W&B run",
-        params=full,
-        metric=MetricRef(name=t.metric.name, direction=t.metric.direction, target=t.metric.target),
-        baseline=BaselineRef(commit=baseline.commit, run_id=baseline.run_id, value=baseline.value),
-        budget=BudgetRef(wall_seconds=t.budget.wall_seconds, attempts=t.budget.attempts),
-        stop_condition=f"{t.budget.attempts} attempt(s) of at most {t.budget.wall_seconds} s each",
-        student=student,
-    )
-    branch = f"senpai/{student}/{hid}"
     try:
-        ctx.forge.branch_sha(branch)
-    except NotFound:
-        ctx.repo.git("checkout", "--quiet", "-B", branch, baseline.commit)
-        ctx.repo.commit_all(f"Start experiment {hid}: {h.hypothesis}", allow_empty=True)
-        ctx.repo.push(branch)
-    try:
-        pr = transitions.open_experiment(ctx.forge, h, branch, ctx.base, f"[{student}] {h.hypothesis}")
+        pr = open_hypothesis(
+            ctx,
+            student,
+            hypothesis=f"setting {', '.join(f'{k}={v}' for k, v in changed.items())} improves {t.metric.name}",
+            rationale=f"TPE proposal (seeded) from {prior} prior experiments and the baseline",
+            plan=f"write the params into {t.params.file}, run `{t.train}`, report {t.metric.name} from the W&B run",
+            params=full,
+            baseline=baseline,
+        )
     except TransitionError as e:
         return f"{student}: not assigned: {e}"
-    return f"#{pr.number}: opened {hid} for {student}"
+    return f"#{pr.number}: opened {pr.head_ref.rsplit('/', 1)[-1]} for {student}"

@@ -1,6 +1,5 @@
 """Propose the next points of the search space with Optuna TPE, seeded, never repeating a point."""
 
-import hashlib
 import json
 import logging
 import math
@@ -34,11 +33,6 @@ def _tidy(value, dist):
 
 def point_key(point: dict) -> str:
     return json.dumps(point, sort_keys=True)
-
-
-def point_id(point: dict) -> str:
-    """Stable hypothesis id of a point: `h-<10 hex>`."""
-    return "h-" + hashlib.sha256(point_key(point).encode()).hexdigest()[:10]
 
 
 def propose(

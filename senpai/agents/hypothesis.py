@@ -1,0 +1,59 @@
+"""Opening a hypothesis PR: the one way every runtime (and `/senpai try`) starts an experiment."""
+
+import hashlib
+import json
+
+from senpai.agents.context import TurnContext
+from senpai.errors import NotFound
+from senpai.forge.base import PullRequest
+from senpai.ledger import transitions
+from senpai.ledger.baseline import Baseline
+from senpai.ledger.blocks import BaselineRef, BudgetRef, Hypothesis, MetricRef
+
+
+def hypothesis_id(params: dict, change: str | None = None) -> str:
+    """Stable id `h-<10 hex>` of a params point (plus a code-change text, if any)."""
+    key = json.dumps(params, sort_keys=True) + (f"\n{change}" if change else "")
+    return "h-" + hashlib.sha256(key.encode()).hexdigest()[:10]
+
+
+def open_hypothesis(
+    ctx: TurnContext,
+    student: str,
+    *,
+    hypothesis: str,
+    rationale: str,
+    plan: str,
+    params: dict,
+    baseline: Baseline,
+    change: str | None = None,
+) -> PullRequest:
+    """Push branch `senpai/<student>/<hid>` at the baseline commit and open its PR in state wip.
+
+    `params` is the full params point the student writes into the target's params file; `change`
+    describes a code change in words (LLM runtimes). Idempotent: an existing branch and open PR
+    are reused. Raises TransitionError if the PR exists but cannot be (re)opened.
+    """
+    t = ctx.target
+    hid = hypothesis_id(params, change)
+    h = Hypothesis(
+        id=hid,
+        hypothesis=hypothesis,
+        rationale=rationale,
+        plan=plan,
+        params=params,
+        change=change,
+        metric=MetricRef(name=t.metric.name, direction=t.metric.direction, target=t.metric.target),
+        baseline=BaselineRef(commit=baseline.commit, run_id=baseline.run_id, value=baseline.value),
+        budget=BudgetRef(wall_seconds=t.budget.wall_seconds, attempts=t.budget.attempts),
+        stop_condition=f"{t.budget.attempts} attempt(s) of at most {t.budget.wall_seconds} s each",
+        student=student,
+    )
+    branch = f"senpai/{student}/{hid}"
+    try:
+        ctx.forge.branch_sha(branch)
+    except NotFound:
+        ctx.repo.git("checkout", "--quiet", "-B", branch, baseline.commit)
+        ctx.repo.commit_all(f"Start experiment {hid}: {h.hypothesis}", allow_empty=True)
+        ctx.repo.push(branch)
+    return transitions.open_experiment(ctx.forge, h, branch, ctx.base, f"[{student}] {h.hypothesis}")
