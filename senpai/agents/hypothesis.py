@@ -27,15 +27,18 @@ def open_hypothesis(
     params: dict,
     baseline: Baseline,
     change: str | None = None,
+    request: str | None = None,
 ) -> PullRequest:
     """Push branch `senpai/<student>/<hid>` at the baseline commit and open its PR in state wip.
 
     `params` is the full params point the student writes into the target's params file; `change`
-    describes a code change in words (LLM runtimes). Idempotent: an existing branch and open PR
-    are reused. Raises TransitionError if the PR exists but cannot be (re)opened.
+    describes a code change in words (LLM runtimes); `request` is the ref of the `/senpai try` that
+    asked for it (its id then differs from a proposal of the same point, so a fresh branch is cut).
+    Idempotent: an existing branch and open PR are reused. Raises TransitionError if the PR exists
+    but cannot be (re)opened.
     """
     t = ctx.target
-    hid = hypothesis_id(params, change)
+    hid = hypothesis_id(params, change if request is None else f"{change or ''}\nrequest:{request}")
     h = Hypothesis(
         id=hid,
         hypothesis=hypothesis,
@@ -48,6 +51,7 @@ def open_hypothesis(
         budget=BudgetRef(wall_seconds=t.budget.wall_seconds, attempts=t.budget.attempts),
         stop_condition=f"{t.budget.attempts} attempt(s) of at most {t.budget.wall_seconds} s each",
         student=student,
+        request=request,
     )
     branch = f"senpai/{student}/{hid}"
     try:

@@ -19,6 +19,11 @@ def _context(config_path: str):
     return prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), Path.cwd())
 
 
+def _events() -> EventBatch:
+    """The turn's events from $SENPAI_EVENTS (JSON EventBatch); none if unset."""
+    return EventBatch.model_validate_json(os.environ.get(ENV_EVENTS) or '{"events": []}')
+
+
 @click.group()
 def job() -> None:
     """Run one job turn (the wrapper launches these through the fleet)."""
@@ -29,9 +34,11 @@ def job() -> None:
 def advisor(config_path: str) -> None:
     """Advisor turn over the events in $SENPAI_EVENTS (JSON EventBatch)."""
     from senpai.agents.search.advisor import advisor_turn
+    from senpai.agents.steer import open_requested
 
-    batch = EventBatch.model_validate_json(os.environ.get(ENV_EVENTS) or '{"events": []}')
-    for line in advisor_turn(_context(config_path), batch.events):
+    ctx = _context(config_path)
+    opened, events = open_requested(ctx, _events().events)  # human `/senpai try`s go before any proposal
+    for line in opened + advisor_turn(ctx, events):
         click.echo(line)
 
 
@@ -40,10 +47,10 @@ def advisor(config_path: str) -> None:
 @click.option("--pr", type=int, required=True)
 @click.option("--attempt", type=int, required=True)
 def student(config_path: str, pr: int, attempt: int) -> None:
-    """Student turn: apply, train, post evidence for attempt ATTEMPT on PR."""
+    """Student turn: apply, train, post evidence for attempt ATTEMPT on PR (messages in $SENPAI_EVENTS)."""
     from senpai.agents.search.student import student_turn
 
-    ev = student_turn(_context(config_path), pr, attempt)
+    ev = student_turn(_context(config_path), pr, attempt, _events().events)
     click.echo(f"outcome: {ev.outcome}\n{ev.primary.name}: {ev.primary.value}")
 
 

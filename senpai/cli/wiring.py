@@ -10,7 +10,9 @@ from senpai.tracker.base import Tracker
 
 def make_forge(cfg: HarnessConfig) -> Forge:
     from senpai.forge.github import GitHubForge
+    from senpai.ledger.redact import register_secret
 
+    register_secret(cfg.forge.token())  # whatever env var holds it, it is never posted
     return GitHubForge(cfg.forge, cfg.forge.token())
 
 

@@ -132,6 +132,11 @@ class Forge(Protocol):
         """GitHub REST: POST /repos/{o}/{r}/issues."""
         ...
 
+    def read_file(self, path: str, ref: str) -> str:
+        """Text of file `path` at branch or commit `ref`. GitHub REST: GET /repos/{o}/{r}/contents/{path}?ref=.
+        Raises NotFound if the file or ref does not exist."""
+        ...
+
     def branch_sha(self, branch: str) -> str:
         """Head commit of `branch`. GitHub REST: GET /repos/{o}/{r}/branches/{branch}. Raises NotFound."""
         ...

@@ -352,6 +352,15 @@ class GitHubForge:
     def create_issue(self, title: str, body: str, labels: list[str]) -> Issue:
         return self._call("create issue", lambda: _issue(self._repo.create_issue(title=title, body=body, labels=labels)))
 
+    def read_file(self, path: str, ref: str) -> str:
+        def run() -> str:
+            content = self._repo.get_contents(path, ref=ref)
+            if isinstance(content, list):  # a directory
+                raise NotFound(f"{path} at {ref} is a directory")
+            return content.decoded_content.decode()
+
+        return self._call(f"read {path}@{ref}", run)
+
     def branch_sha(self, branch: str) -> str:
         return self._call(f"get branch {branch}", lambda: self._repo.get_branch(branch).commit.sha)
 

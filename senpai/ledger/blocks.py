@@ -1,4 +1,4 @@
-"""The four machine-readable records, as fenced YAML blocks in PR bodies and comments.
+"""The machine-readable records, as fenced YAML blocks in PR bodies and comments.
 
     ```senpai-evidence
     schema_version: 1
@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from senpai.config.load import describe_validation_error
 from senpai.errors import LedgerFormatError
+from senpai.ledger.redact import redact_data
 
 Scalar = str | int | float | bool | None
 FENCE = re.compile(r"^```senpai-([a-z]+)[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
@@ -66,6 +67,7 @@ class Hypothesis(Block):
     budget: BudgetRef
     stop_condition: str
     student: str
+    request: str | None = Field(None, description="Ref of the `/senpai try` that asked for it (`<n>:<comment>:<version>/<i>`).")
 
 
 class RunRef(BaseModel):
@@ -146,12 +148,36 @@ class Decision(Block):
     noise_floor: float | None = None
 
 
-KINDS: dict[str, type[Block]] = {m.KIND: m for m in (Hypothesis, Evidence, Verification, Decision)}
+class SteerCommand(BaseModel):
+    """One slash command as the wrapper applied it (the fields its verb uses; the rest stay empty)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    verb: Literal["pause", "resume", "budget", "try", "stop"]
+    experiments: int | None = Field(None, description="budget: the new experiment cap.")
+    params: dict[str, Scalar] = Field(default_factory=dict, description="try: the human's params, typed by the space.")
+    pr: int | None = Field(None, description="stop: the PR stopped.")
+    decided: list[int] = Field(default_factory=list, description="resume: PRs decided before it (patience restarts).")
+
+
+class Steer(Block):
+    """`senpai-steer`, the wrapper's acknowledgement of a slash-command message: what was applied.
+
+    Steering state (paused, experiment cap, queued tries) is the fold of these blocks in comment
+    order, so it is rebuilt from the forge alone.
+    """
+
+    KIND: ClassVar[str] = "steer"
+    message: str = Field(description="`<number>:<comment id, 0 for an issue body>:<version>` of the message.")
+    author: str
+    commands: list[SteerCommand]
+
+
+KINDS: dict[str, type[Block]] = {m.KIND: m for m in (Hypothesis, Evidence, Verification, Decision, Steer)}
 
 
 def render(block: Block) -> str:
     """The fenced YAML block for `block` (no surrounding prose)."""
-    data = block.model_dump(mode="python")
+    data = redact_data(block.model_dump(mode="python"))
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False, width=100)
     return f"```senpai-{block.KIND}\n{text}```"
 

@@ -8,7 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Kind = Literal["review", "verified", "idle", "stale", "message"]
+Kind = Literal["review", "verified", "idle", "stale", "message", "try"]
+Scalar = str | int | float | bool | None
 
 
 class Message(BaseModel):
@@ -29,7 +30,7 @@ class Message(BaseModel):
 
 
 class Event(BaseModel):
-    """One thing the advisor should look at."""
+    """One thing an agent turn should look at (the advisor; a student only gets `message` events)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     id: str = Field(description="Stable id, e.g. `review:pr-12@3f2a...`, `idle:ada@<base sha>`.")
@@ -37,11 +38,15 @@ class Event(BaseModel):
     pr: int | None = None
     student: str | None = None
     head: str | None = None
-    message: Message | None = Field(None, description="Set for kind `message` (human steering).")
+    message: Message | None = Field(None, description="Set for kinds `message` and `try` (human steering).")
+    params: dict[str, Scalar] | None = Field(
+        None, description="Kind `try`: the human's params (validated, typed) to open for `student` before any proposal."
+    )
+    by: str | None = Field(None, description="Kind `try`: login of the human who asked.")
 
 
 class EventBatch(BaseModel):
-    """The input file of one advisor turn."""
+    """The input of one turn (env SENPAI_EVENTS): messages first, then the queued work."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     schema_version: Literal[1] = 1

@@ -3,7 +3,8 @@
 from enum import StrEnum
 
 SENPAI = "senpai"
-STEER = "senpai:steer"
+STEER = "senpai:steer"  # issues humans steer through (slash commands, free text)
+ATTENTION = "senpai:attention"  # issues senpai opened for humans (patience); also labelled STEER
 STUDENT_PREFIX = "student:"
 
 

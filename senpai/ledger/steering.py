@@ -1,30 +1,42 @@
 """Replies to humans: the one way anything in senpai answers a steering message.
 
-The wrapper's acknowledgements of slash commands and the agents' `reply_to_human` tool both post
-through `reply_to_human`, so each message version is answered once, whoever answers it.
+The wrapper's acknowledgements (kind `ack`: "applied ...", "delivered to ...") and the agents'
+answers (kind `reply`, the `reply_to_human` tool and the search runtime) both post through
+`reply_to_human`, so each message version gets at most one acknowledgement and one answer,
+whoever posts them and however often a crashed step is replayed.
 """
+
+from typing import Literal
 
 from senpai.forge.base import Comment, Forge
 from senpai.ledger.events import Message
+from senpai.ledger.redact import redact
+
+ReplyKind = Literal["reply", "ack"]
 
 
-def reply_marker(m: Message) -> str:
-    """Hidden marker naming the message version a reply answers."""
-    return f"<!-- senpai:reply:{m.number}:{m.comment_id or 0}:{m.version} -->"
+def message_ref(m: Message) -> str:
+    """`<number>:<comment id, 0 for an issue body>:<version>`: names one version of a message."""
+    return f"{m.number}:{m.comment_id or 0}:{m.version}"
 
 
-def replied(comments: list[Comment], m: Message, bot: str) -> bool:
-    """True if the bot (login `bot`) already answered this version of `m`."""
-    marker = reply_marker(m)
+def reply_marker(m: Message, kind: ReplyKind = "reply") -> str:
+    """Hidden marker naming the message version (and the kind of answer) a comment is."""
+    return f"<!-- senpai:{kind}:{message_ref(m)} -->"
+
+
+def replied(comments: list[Comment], m: Message, bot: str, kind: ReplyKind = "reply") -> bool:
+    """True if the bot (login `bot`) already posted a `kind` answer to this version of `m`."""
+    marker = reply_marker(m, kind)
     return any(c.user == bot and marker in c.body for c in comments)
 
 
-def reply_to_human(forge: Forge, m: Message, text: str) -> Comment | None:
-    """Answer `m` on the issue or PR it came from, quoting who it answers.
+def reply_to_human(forge: Forge, m: Message, text: str, kind: ReplyKind = "reply") -> Comment | None:
+    """Answer `m` on the issue or PR it came from, quoting who it answers; `text` is redacted.
 
-    Idempotent per message version: returns None (posts nothing) if already answered.
+    Idempotent per (message version, kind): returns None (posts nothing) if already answered.
     GitHub REST: GET then POST /repos/{owner}/{repo}/issues/{number}/comments.
     """
-    if replied(forge.list_comments(m.number), m, forge.login):
+    if replied(forge.list_comments(m.number), m, forge.login, kind):
         return None
-    return forge.create_comment(m.number, f"@{m.author} {text.strip()}\n\n{reply_marker(m)}")
+    return forge.create_comment(m.number, f"@{m.author} {redact(text.strip())}\n\n{reply_marker(m, kind)}")

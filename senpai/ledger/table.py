@@ -9,12 +9,15 @@ import csv
 import io
 import json
 import math
+from datetime import UTC, datetime, timedelta
 
 from senpai.errors import NotFound
 from senpai.forge.base import Comment, Forge, PullRequest
 from senpai.ledger.experiment import Experiment, RunSummary, read_experiment
 from senpai.ledger.labels import SENPAI
 from senpai.tracker.base import Tracker
+
+SETTLE = 2.0  # seconds: forge timestamps are whole seconds (plus a little clock skew)
 
 
 class LedgerReader:
@@ -24,14 +27,24 @@ class LedgerReader:
         self.forge = forge
         self.tracker = tracker
         self._comments: dict[int, tuple[str, list[Comment]]] = {}
+        self.pulls: list[PullRequest] = []  # the PRs of the last `experiments()` listing (any label)
 
     def comments(self, pr: PullRequest) -> list[Comment]:
-        key = pr.updated_at.isoformat()
+        """The PR's comments, re-fetched only when its `updated_at` moved.  Timestamps have whole
+        seconds, so a listing made within `SETTLE` seconds of the last update is not reused (a
+        second change in that same second would not move `updated_at`)."""
         cached = self._comments.get(pr.number)
-        if cached is None or cached[0] != key:
-            cached = (key, self.forge.list_comments(pr.number))
+        if cached is None or cached[0] != pr.updated_at.isoformat():
+            fetched_at = datetime.now(UTC)
+            comments = self.forge.list_comments(pr.number)
+            settled = fetched_at - pr.updated_at > timedelta(seconds=SETTLE)
+            cached = (pr.updated_at.isoformat() if settled else "", comments)
             self._comments[pr.number] = cached
         return cached[1]
+
+    def forget(self, number: int) -> None:
+        """Drop the cached comments of `number` (after writing to it)."""
+        self._comments.pop(number, None)
 
     def experiment(self, pr: PullRequest) -> Experiment:
         exp = read_experiment(pr, self.comments(pr), self.forge.login)
@@ -51,7 +64,8 @@ class LedgerReader:
 
     def experiments(self, state: str = "all") -> list[Experiment]:
         """Every senpai experiment, oldest PR first. `state`: open, closed or all (forge PR state)."""
-        pulls = [p for p in self.forge.list_pulls(state) if SENPAI in p.labels]  # type: ignore[arg-type]
+        self.pulls = self.forge.list_pulls(state)  # type: ignore[arg-type]
+        pulls = [p for p in self.pulls if SENPAI in p.labels]
         return [self.experiment(p) for p in sorted(pulls, key=lambda p: p.number)]
 
 

@@ -20,6 +20,7 @@ from senpai.ledger.blocks import Decision, Evidence, Hypothesis, Verification, r
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.gate import check_merge
 from senpai.ledger.labels import SENPAI, Status, status_of, student_label, with_status
+from senpai.ledger.redact import redact
 
 
 def _require(pr: PullRequest, allowed: set[Status], action: str) -> None:
@@ -57,12 +58,12 @@ def open_experiment(forge: Forge, h: Hypothesis, branch: str, base: str, title: 
             if not set(labels) <= set(pr.labels):
                 forge.set_labels(pr.number, sorted(set(pr.labels) | set(labels)))
             return pr
-    return forge.create_pull(title, hypothesis_body(h), head=branch, base=base, labels=labels)
+    return forge.create_pull(redact(title), redact(hypothesis_body(h)), head=branch, base=base, labels=labels)
 
 
 def _post_once(forge: Forge, pr: int, marker: str, body: str, existing: list[str]) -> None:
     if not any(marker in b for b in existing):
-        forge.create_comment(pr, f"{body}\n\n{marker}")
+        forge.create_comment(pr, f"{redact(body)}\n\n{marker}")
 
 
 def _marker(kind: str, key: str) -> str:
@@ -119,12 +120,13 @@ def _decision_text(d: Decision) -> str:
     return f"**Decision** `{d.verdict}` on `{d.head[:8]}`: {d.reason}\n\n{render(d)}"
 
 
-def decide(forge: Forge, pr: PullRequest, exp: Experiment, d: Decision, target: TargetConfig, base_sha: str) -> None:
+def decide(forge: Forge, pr: PullRequest, exp: Experiment, d: Decision, target: TargetConfig | None, base_sha: str) -> None:
     """Apply the advisor's verdict on `pr` at head `d.head`.
 
     merge: passes the merge gate (raises MergeRefused), then a real merge (raises MergeConflict),
     then the decision comment.  close: comment, then close.  changes: comment, then → changes.
-    Preconditions: PR open in review or verifying and `d.head` is its current head.
+    Preconditions: PR open in review or verifying and `d.head` is its current head; a merge needs
+    `target` (its protected paths); close and changes do not read it.
     Replay after a crash finishes the step (a merged PR with no decision gets its comment).
     """
     marker = _marker("decision", f"{d.pr}:{d.head}:{d.verdict}")
@@ -136,6 +138,8 @@ def decide(forge: Forge, pr: PullRequest, exp: Experiment, d: Decision, target: 
     if d.head != pr.head_sha:
         raise TransitionError(f"decision is for {d.head[:8]} but PR #{pr.number} head is {pr.head_sha[:8]}")
     if d.verdict == "merge":
+        if target is None:
+            raise TransitionError(f"merging PR #{pr.number} needs the target's senpai.yaml (protected paths)")
         verification = exp.verification_for(pr.head_sha, base_sha)
         check_merge(target, pr.head_sha, base_sha, forge.pull_files(pr.number), verification)
         forge.merge_pull(pr.number, f"senpai: merge #{pr.number} ({d.reason})")  # MergeConflict propagates

@@ -1,7 +1,9 @@
-"""The wrapper loop: one tick = observe, events, decide, dispatch/reap (design §3).
+"""The wrapper loop: one tick = observe, steer, events, decide, dispatch/reap (design §3, §4).
 
-An idle tick costs one conditional forge request (a 304) and a look at the fleet; the ledger is
-re-read only when the forge changed, a job finished, or `full_refresh_seconds` passed.
+An idle tick costs one conditional forge request (a 304) and a look at the fleet; the ledger and
+the steering issues are re-read only when the forge changed, a job finished, or
+`full_refresh_seconds` passed.  Slash commands are applied right after a re-read; a tick that
+applied any ends there, so the next one decides on the ledger as the commands left it.
 """
 
 import logging
@@ -9,18 +11,19 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from senpai.config.harness import HarnessConfig
 from senpai.errors import SenpaiError, TransientError
-from senpai.fleet.base import Fleet
+from senpai.fleet.base import Fleet, JobStatus
 from senpai.forge.base import Forge
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.table import LedgerReader
 from senpai.wrapper.dispatch import Dispatcher
-from senpai.wrapper.policy import Launch, World, plan
+from senpai.wrapper.policy import Launch, World, pending_messages, plan
 from senpai.wrapper.state import StateStore
+from senpai.wrapper.steer import Steering
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +57,7 @@ class Wrapper:
         self.cfg, self.forge, self.fleet, self.ledger, self.store, self.clock = cfg, forge, fleet, ledger, store, clock
         gpus = {s.name: s.gpus for s in cfg.students}
         self.dispatcher = Dispatcher(forge, fleet, config_path, gpus)
+        self.steering = Steering(cfg, forge, fleet, ledger)
         self.ticks = 0
         self._exps: list[Experiment] | None = None
         self._base_sha = ""
@@ -72,6 +76,7 @@ class Wrapper:
         if self._exps is None or change.changed or newly_done or stale:
             self._base_sha = self.forge.branch_sha(self.cfg.forge.base_branch)
             self._exps = self.ledger.experiments()
+            self.steering.read()
             self._last_refresh = time.monotonic()
             return True
         return False
@@ -85,15 +90,23 @@ class Wrapper:
         refreshed = self._observe(bool(done - self._done_seen))
         self._done_seen = done
         report = TickReport(self.ticks, 0, refreshed, exps=list(self._exps or []))
-        world = World(report.exps, self._base_sha, jobs, self.clock(), self.store.handed_jobs())
+        if refreshed and self._steer(report, jobs):
+            self._exps = None  # the commands changed the ledger: decide on a fresh read next tick
+            report.calls = self.forge.calls - calls0
+            report.live_jobs = sum(not j.done for j in self.fleet.list())
+            return report
+        world = self._world(report.exps, jobs)
         actions = plan(world, self.cfg)
         by_pr = {e.pr: e for e in report.exps}
         for action in actions:
             try:
-                report.actions.append(self.dispatcher.apply(action, by_pr))
                 if isinstance(action, Launch) and action.events:
-                    self.store.see([e.id for e in action.events])
+                    # recorded before the launch: a crash after it leaves no second delivery
+                    self.store.see([e.id for e in action.events], world.now)
                     self.store.handed([e.id for e in action.events], action.name)
+                report.actions.append(self.dispatcher.apply(action, by_pr))
+                if isinstance(action, Launch):
+                    self.steering.ack_delivery(action)
             except SenpaiError as e:
                 report.errors.append(f"{type(action).__name__} {getattr(action, 'name', getattr(action, 'pr', ''))}: {e}")
             except Exception as e:  # the per-item guard: one bad action must not stop the loop
@@ -104,6 +117,31 @@ class Wrapper:
         report.live_jobs = sum(not j.done for j in self.fleet.list()) if actions else sum(not j.done for j in jobs)
         report.calls = self.forge.calls - calls0
         return report
+
+    def _world(self, exps: list[Experiment], jobs: list[JobStatus]) -> World:
+        view, now = self.steering.view, self.clock()
+        w = World(exps, self._base_sha, jobs, now, self.store.handed_jobs(), view.state, tuple(view.free_text))
+        ids = [ev.id for ev in pending_messages(w, self.cfg)]
+        if not ids:
+            return w
+        self.store.see(ids, now)  # the batch window starts when the wrapper first sees a message
+        return replace(w, first_seen=self.store.first_seen(ids))
+
+    def _steer(self, report: TickReport, jobs: list[JobStatus]) -> bool:
+        """Apply slash commands and steering repairs on freshly read state; True if anything was done."""
+        exps, base = report.exps, self._base_sha
+        steps = [
+            lambda: self.steering.apply_commands(exps, base, jobs),
+            lambda: self.steering.enforce_stops(exps, base, jobs),
+            lambda: self.steering.ack_deliveries(self.store.handed_jobs(), jobs),
+            lambda: [line for line in [self.steering.patience_issue(exps)] if line],
+        ]
+        for step in steps:
+            try:
+                report.actions += step()
+            except SenpaiError as e:
+                report.errors.append(f"steering: {e}")
+        return bool(report.actions or report.errors)
 
     def run(
         self, until: Callable[[TickReport], bool] | None = None, on_tick: Callable[[TickReport], None] | None = None

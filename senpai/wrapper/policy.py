@@ -1,8 +1,11 @@
 """Decide: pure functions from what the wrapper sees to what it should do. No I/O here.
 
-Rules (design §3):
-- wake the advisor for review-ready PRs, verified PRs, idle students and stale WIP;
-- wake a student for an assigned wip/changes PR without a live job;
+Rules (design §3, §4):
+- wake the advisor for trusted human messages (first), review-ready PRs, verified PRs, queued
+  `/senpai try`s and idle students (unless paused), and stale WIP;
+- wake a student for an assigned wip/changes PR without a live job, carrying the messages routed
+  to it; messages wait until `steering.batch_seconds` after the first undelivered one, then go
+  together in one turn;
 - launch the verifier for a verifying PR whose (head, base) has no verification;
 - at most one advisor turn at a time and one job per student;
 - a job that ended without its record gets one: failure evidence (student) or a block (verifier).
@@ -16,6 +19,8 @@ from senpai.config.harness import HarnessConfig
 from senpai.fleet.base import JobStatus
 from senpai.ledger.events import Event
 from senpai.ledger.experiment import Experiment
+from senpai.ledger.inbox import Inbound, SteerState
+from senpai.ledger.steering import message_ref
 
 ADVISOR_RETRIES = 3
 
@@ -28,7 +33,10 @@ class World:
     base_sha: str
     jobs: list[JobStatus]
     now: datetime
-    handed: dict[str, str] = field(default_factory=dict)  # event id -> advisor job (state store)
+    handed: dict[str, str] = field(default_factory=dict)  # event id -> job it was handed to (state store)
+    steer: SteerState = SteerState()  # from the acks on the forge
+    inbox: tuple[Inbound, ...] = ()  # trusted free-text messages (command messages are the wrapper's)
+    first_seen: dict[str, datetime] = field(default_factory=dict)  # message event id -> first seen (state store)
 
 
 @dataclass(frozen=True)
@@ -68,8 +76,46 @@ def _live(jobs: list[JobStatus]) -> list[JobStatus]:
     return [j for j in jobs if not j.done]
 
 
+def message_event(m: Inbound, pr: int | None) -> Event:
+    """The event of one message version; `pr` is the student PR it is routed to (None: the advisor)."""
+    return Event(id=f"message:{message_ref(m.message)}", kind="message", pr=pr, message=m.message)
+
+
+def route(m: Inbound, w: World, cfg: HarnessConfig) -> int | None:
+    """Where a free-text message goes: the PR of the student work it addresses, or None (the advisor).
+
+    A comment on a PR goes to that PR's student while the PR is in wip or changes; an issue labelled
+    `student:<name>` goes to that student's PR in wip or changes.  Anything else, including those
+    when the student has no such PR (or is not configured), goes to the advisor.
+    """
+    students = {s.name for s in cfg.students}
+    for e in w.exps:
+        if e.state not in ("wip", "changes") or e.student not in students or e.error:
+            continue
+        if (m.on_pr and e.pr == m.message.number) or (m.student is not None and m.student == e.student):
+            return e.pr
+    return None
+
+
+def pending_messages(w: World, cfg: HarnessConfig) -> list[Event]:
+    """Message events not yet delivered (acked on the forge, or handed to a job that exists), oldest first."""
+    names = {j.name for j in w.jobs}
+    out = []
+    for m in sorted(w.inbox, key=lambda m: m.at):
+        ev = message_event(m, route(m, w, cfg))
+        if not m.acked and w.handed.get(ev.id) not in names:
+            out.append(ev)
+    return out
+
+
+def window_open(events: list[Event], w: World, cfg: HarnessConfig) -> bool:
+    """True while the batch window after the first of `events` is still open (wait, then deliver all)."""
+    seen = [w.first_seen.get(ev.id, w.now) for ev in events]
+    return bool(seen) and w.now < min(seen) + timedelta(seconds=cfg.steering.batch_seconds)
+
+
 def advisor_events(w: World, cfg: HarnessConfig) -> list[Event]:
-    """What the advisor should look at, reviews first, then idle students."""
+    """What the advisor should look at: reviews, verifications and stale WIP, then new work."""
     events: list[Event] = []
     busy_prs = {j.pr for j in _live(w.jobs) if j.role in ("student", "verifier")}
     stale_after = timedelta(seconds=cfg.stale_after_seconds)
@@ -86,26 +132,41 @@ def advisor_events(w: World, cfg: HarnessConfig) -> list[Event]:
 
 
 def idle_events(w: World, cfg: HarnessConfig) -> list[Event]:
-    """Students with nothing assigned, while the experiment budget and patience allow."""
-    room = len(cfg.students) if cfg.max_experiments is None else cfg.max_experiments - len(w.exps)
-    if room <= 0 or paused_for_patience(w.exps, cfg):
+    """New work for students with nothing assigned: queued `/senpai try`s first (one per student,
+    oldest first), then an `idle` event per remaining student while the experiment cap and patience
+    allow.  Nothing while a human has paused (`/senpai pause`)."""
+    if w.steer.paused:
         return []
     assigned = {e.student for e in w.exps if e.state in ("wip", "changes")}
-    idle = [s.name for s in cfg.students if s.name not in assigned][:room]
-    return [Event(id=f"idle:{s}@{w.base_sha}:{len(w.exps)}", kind="idle", student=s) for s in idle]
+    idle = [s.name for s in cfg.students if s.name not in assigned]
+    opened = {e.hypothesis.request for e in w.exps if e.hypothesis and e.hypothesis.request}
+    tries = [t for t in w.steer.tries if t.ref not in opened]
+    events = [
+        Event(id=f"try:{t.ref}", kind="try", student=s, params=t.params, by=t.author) for s, t in zip(idle, tries, strict=False)
+    ]
+    idle = idle[len(events) :]
+    cap = w.steer.experiments if w.steer.experiments is not None else cfg.max_experiments
+    room = len(idle) if cap is None else cap - len(w.exps) - len(events)
+    if room <= 0 or paused_for_patience(w.exps, cfg, w.steer.resumed_after):
+        return events
+    return events + [Event(id=f"idle:{s}@{w.base_sha}:{len(w.exps)}", kind="idle", student=s) for s in idle[:room]]
 
 
-def paused_for_patience(exps: list[Experiment], cfg: HarnessConfig) -> bool:
-    """True once `patience` experiments in a row were decided without a merge."""
-    if cfg.patience is None:
-        return False
-    streak = 0
+def patience_streak(exps: list[Experiment], resumed_after: frozenset[int] = frozenset()) -> list[Experiment]:
+    """The experiments closed without a merge since the last merge (in PR order), leaving out those
+    decided before the last `/senpai resume`."""
+    streak: list[Experiment] = []
     for e in exps:
         if e.state == "merged":
-            streak = 0
-        elif e.state == "closed":
-            streak += 1
-    return streak >= cfg.patience
+            streak = []
+        elif e.state == "closed" and e.pr not in resumed_after:
+            streak.append(e)
+    return streak
+
+
+def paused_for_patience(exps: list[Experiment], cfg: HarnessConfig, resumed_after: frozenset[int] = frozenset()) -> bool:
+    """True once `patience` experiments in a row were decided without a merge (since the last resume)."""
+    return cfg.patience is not None and len(patience_streak(exps, resumed_after)) >= cfg.patience
 
 
 def plan(w: World, cfg: HarnessConfig) -> list[Action]:
@@ -144,6 +205,7 @@ def _reap(w: World) -> list[Action]:
 def _students(w: World, cfg: HarnessConfig) -> list[Action]:
     live = {j.student for j in _live(w.jobs) if j.role == "student"}
     names = {j.name for j in w.jobs}
+    messages = [ev for ev in pending_messages(w, cfg) if ev.pr is not None]
     out = []
     for e in w.exps:
         if e.state not in ("wip", "changes") or e.error or e.student is None or e.hypothesis is None:
@@ -156,8 +218,11 @@ def _students(w: World, cfg: HarnessConfig) -> list[Action]:
         name = f"senpai-student-pr{e.pr}-{attempt}"
         if name in names:
             continue  # launched already; it is live or about to be reaped
+        mine = [ev for ev in messages if ev.pr == e.pr]
+        if window_open(mine, w, cfg):
+            continue  # a message for this student is on its way: wait for the batch, then go with it
         args = ["student", "--pr", str(e.pr), "--attempt", str(attempt)]
-        out.append(Launch("student", name, args, e.hypothesis.budget.wall_seconds, e.pr, e.student))
+        out.append(Launch("student", name, args, e.hypothesis.budget.wall_seconds, e.pr, e.student, tuple(mine)))
         live.add(e.student)
     return out
 
@@ -177,7 +242,10 @@ def _verifiers(w: World, cfg: HarnessConfig) -> list[Action]:
 def _advisor(w: World, cfg: HarnessConfig) -> Launch | None:
     if any(j.role == "advisor" for j in _live(w.jobs)):
         return None
-    events = [ev for ev in advisor_events(w, cfg) if not _handled(ev, w)]
+    messages = [ev for ev in pending_messages(w, cfg) if ev.pr is None]
+    if window_open(messages, w, cfg):
+        return None  # messages go first and together: wait for the batch window to close
+    events = messages + [ev for ev in advisor_events(w, cfg) if not _handled(ev, w)]
     if not events:
         return None
     digest = hashlib.sha256("\n".join(sorted(ev.id for ev in events)).encode()).hexdigest()[:10]

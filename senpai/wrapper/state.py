@@ -3,8 +3,9 @@ everything from the forge and the fleet; only idempotent actions replay.
 
 Tables:
     kv(key TEXT PRIMARY KEY, value TEXT)          poll ETag and other cursors
-    events(id TEXT PRIMARY KEY, first_seen TEXT,  event ids (ISO8601 UTC) and the advisor job
-           job TEXT)                              that was handed each one
+    events(id TEXT PRIMARY KEY, first_seen TEXT,  event ids, when first seen (ISO8601 UTC; the
+           job TEXT)                              batch window of messages), and the job each was
+                                                  handed to (recorded just before the launch)
 """
 
 import sqlite3
@@ -33,15 +34,24 @@ class StateStore:
     def put(self, key: str, value: str | None) -> None:
         self.db.execute("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", (key, value))
 
-    def see(self, event_ids: list[str]) -> list[str]:
-        """Record event ids; return those not seen before."""
-        now = datetime.now(UTC).isoformat()
+    def see(self, event_ids: list[str], now: datetime | None = None) -> list[str]:
+        """Record event ids (first seen `now`, default the current UTC time); return those not seen before."""
+        stamp = (now or datetime.now(UTC)).isoformat()
         new = []
         for eid in event_ids:
-            cur = self.db.execute("INSERT OR IGNORE INTO events (id, first_seen) VALUES (?, ?)", (eid, now))
+            cur = self.db.execute("INSERT OR IGNORE INTO events (id, first_seen) VALUES (?, ?)", (eid, stamp))
             if cur.rowcount:
                 new.append(eid)
         return new
+
+    def first_seen(self, event_ids: list[str]) -> dict[str, datetime]:
+        """event id -> when it was first seen, for the ids recorded."""
+        out = {}
+        for eid in event_ids:
+            row = self.db.execute("SELECT first_seen FROM events WHERE id = ?", (eid,)).fetchone()
+            if row:
+                out[eid] = datetime.fromisoformat(row[0])
+        return out
 
     def handed(self, event_ids: list[str], job: str) -> None:
         self.db.executemany("UPDATE events SET job = ? WHERE id = ?", [(job, e) for e in event_ids])

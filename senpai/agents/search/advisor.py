@@ -15,20 +15,22 @@ from senpai.errors import MergeConflict, MergeRefused, TransitionError
 from senpai.ledger import transitions
 from senpai.ledger.baseline import Baseline, current_baseline
 from senpai.ledger.blocks import Decision
-from senpai.ledger.events import Event
+from senpai.ledger.commands import SYNTAX
+from senpai.ledger.events import Event, Message
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import Status, status_of
+from senpai.ledger.steering import reply_to_human
 
 log = logging.getLogger(__name__)
 
 
 def advisor_turn(ctx: TurnContext, events: list[Event]) -> list[str]:
-    """Handle `events` in order (reviews before new work); returns one line per action taken."""
-    actions: list[str] = []
+    """Handle `events` in order (messages, then reviews, then new work); one line per action taken."""
+    actions = [answer_free_text(ctx.forge, ev.message) for ev in events if ev.kind == "message" and ev.message]
     base_sha = ctx.forge.branch_sha(ctx.base)
     exps = ctx.ledger.experiments()
     baseline = current_baseline(exps, base_sha)
-    for ev in [e for e in events if e.kind != "idle"]:
+    for ev in [e for e in events if e.kind not in ("idle", "message")]:
         exp = next((x for x in exps if x.pr == ev.pr), None)
         if exp is not None:
             actions += _review(ctx, ev, exp, baseline)
@@ -37,6 +39,18 @@ def advisor_turn(ctx: TurnContext, events: list[Event]) -> list[str]:
         exps = ctx.ledger.experiments()
         actions += _assign(ctx, idle, exps, current_baseline(exps, ctx.forge.branch_sha(ctx.base)))
     return actions
+
+
+NO_FREE_TEXT = (
+    "This senpai runs the `search` runtime (no LLM), so it cannot act on free text. "
+    "Slash commands work with every runtime:\n\n" + SYNTAX
+)
+
+
+def answer_free_text(forge, m: Message) -> str:
+    """The search runtime's answer to a human's free text: what it can do instead (once per version)."""
+    posted = reply_to_human(forge, m, NO_FREE_TEXT)
+    return f"#{m.number}: answered @{m.author}" + ("" if posted else " (already answered)")
 
 
 def _decision(exp: Experiment, verdict: str, reason: str, **numbers) -> Decision:

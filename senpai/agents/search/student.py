@@ -8,12 +8,15 @@ import json
 import logging
 import os
 import re
+from collections.abc import Sequence
 
 from senpai.agents.context import TurnContext
 from senpai.agents.measure import finite, run_command
+from senpai.agents.search.advisor import answer_free_text
 from senpai.errors import NotFound, PermanentError
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Cost, Evidence, PrimaryResult, RunRef
+from senpai.ledger.events import Event
 from senpai.tracker.base import RunIdentity, RunRecord
 
 log = logging.getLogger(__name__)
@@ -32,8 +35,12 @@ def run_identity(repo: str, pr: int, attempt: int, student: str, head: str, hypo
     )
 
 
-def student_turn(ctx: TurnContext, number: int, attempt: int) -> Evidence:
-    """One attempt on PR `number`: raises PermanentError if the PR has no hypothesis."""
+def student_turn(ctx: TurnContext, number: int, attempt: int, events: Sequence[Event] = ()) -> Evidence:
+    """One attempt on PR `number`; `events` are the humans' messages routed to it (answered first,
+    the search runtime cannot act on them).  Raises PermanentError if the PR has no hypothesis."""
+    for ev in events:
+        if ev.kind == "message" and ev.message:
+            log.info(answer_free_text(ctx.forge, ev.message))
     pr = ctx.forge.get_pull(number)
     exp = ctx.ledger.experiment(pr)
     h = exp.hypothesis

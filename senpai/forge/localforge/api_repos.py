@@ -2,11 +2,14 @@
 
 GitHub REST: GET /user, GET /users/{u}, POST /user/repos, POST /orgs/{o}/repos, GET /repos/{o}/{r},
 PUT|GET /repos/{o}/{r}/collaborators/{u}, GET .../branches[/{b}], GET .../git/ref(s)/heads/{b},
-GET|POST .../labels, GET .../labels/{name}; and git smart HTTP at /git/{o}/{r}.git.
+GET|POST .../labels, GET .../labels/{name}, GET .../contents/{path}?ref= (files only); and git
+smart HTTP at /git/{o}/{r}.git.
 """
 
+import base64
 import re
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
@@ -86,7 +89,7 @@ def add_collaborator(owner: str, name: str, login: str, ctx: CtxDep) -> Response
 @router.get(REPO + "/collaborators/{login}")
 def check_collaborator(owner: str, name: str, login: str, ctx: CtxDep) -> Response:
     repo = ctx.repo(owner, name)
-    if ctx.store.association(repo, login) == "NONE":
+    if ctx.store.association(repo, login) not in ("OWNER", "COLLABORATOR"):
         raise not_found()
     return Response(status_code=204)
 
@@ -152,6 +155,35 @@ def get_label(owner: str, name: str, label: str, request: Request, ctx: CtxDep) 
     if row is None:
         raise not_found()
     return reply(request, ctx.render.label(repo, row))
+
+
+@router.get(REPO + "/contents/{file:path}")
+def get_contents(owner: str, name: str, file: str, request: Request, ctx: CtxDep) -> Response:
+    """A file's content (GitHub's `content-file` shape, base64); directories are not listed here."""
+    repo = ctx.repo(owner, name)
+    ref = request.query_params.get("ref") or repo["default_branch"]
+    found = ctx.git.file_blob(ctx.path(repo), ref, file)
+    if found is None:
+        raise not_found()
+    sha, content = found
+    api, web = ctx.render.api(repo), ctx.render.web(repo)
+    links = {"self": f"{api}/contents/{quote(file)}?ref={quote(ref)}", "git": f"{api}/git/blobs/{sha}"}
+    links["html"] = f"{web}/blob/{quote(ref)}/{quote(file)}"
+    body = {
+        "type": "file",
+        "encoding": "base64",
+        "size": len(content),
+        "name": file.rsplit("/", 1)[-1],
+        "path": file,
+        "content": base64.b64encode(content).decode(),
+        "sha": sha,
+        "url": links["self"],
+        "git_url": links["git"],
+        "html_url": links["html"],
+        "download_url": None,
+        "_links": links,
+    }
+    return reply(request, body)
 
 
 @router.api_route("/git/{owner}/{name}.git/{rest:path}", methods=["GET", "POST"])

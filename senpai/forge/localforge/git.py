@@ -97,6 +97,14 @@ class GitRepos:
         proc = self._git(path, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}", check=False)
         return proc.stdout.decode().strip() or None
 
+    def file_blob(self, path: Path, ref: str, file: str) -> tuple[str, bytes] | None:
+        """(blob sha, content) of `file` at branch or commit `ref`; None if either does not exist or it is not a file."""
+        spec = f"{ref}:{file}"
+        kind = self._git(path, "cat-file", "-t", spec, check=False)
+        if kind.returncode != 0 or kind.stdout.decode().strip() != "blob":
+            return None
+        return self._out(path, "rev-parse", spec), self._git(path, "cat-file", "blob", spec).stdout
+
     def commit_info(self, path: Path, sha: str) -> dict:
         """sha, tree, parents, author/committer names, emails and times (epoch seconds), message."""
         fmt = "%H%x00%T%x00%P%x00%an%x00%ae%x00%at%x00%cn%x00%ce%x00%ct%x00%B"

@@ -150,11 +150,15 @@ class Store:
             return cur.rowcount > 0
 
     def association(self, repo: dict, login: str) -> str:
-        """author_association of `login` on `repo`: OWNER, COLLABORATOR or NONE."""
+        """author_association of `login` on `repo`, as GitHub computes it for a user-owned repo:
+        OWNER (the owner), COLLABORATOR (added), CONTRIBUTOR (authored a merged PR), else NONE."""
         if login == repo["owner"]:
             return "OWNER"
-        row = self._one("SELECT 1 FROM collaborators WHERE repo_id = ? AND login = ?", repo["id"], login)
-        return "COLLABORATOR" if row else "NONE"
+        if self._one("SELECT 1 FROM collaborators WHERE repo_id = ? AND login = ?", repo["id"], login):
+            return "COLLABORATOR"
+        merged = "SELECT 1 FROM issues WHERE repo_id = ? AND user = ? AND is_pull = 1 AND merged = 1"
+        merged = self._one(merged, repo["id"], login)
+        return "CONTRIBUTOR" if merged else "NONE"
 
     # ---------------------------------------------------------------- issues and pull requests
 

@@ -1,0 +1,50 @@
+"""Steering inside an advisor turn, the same for every runtime: open what humans asked for.
+
+A `try` event (a `/senpai try` the wrapper checked and acknowledged) is opened here, by code,
+before the runtime's own turn sees its events, so a human's hypothesis always goes before any
+proposal.  The hypothesis records the request (`Hypothesis.request`); the wrapper stops raising
+the event once a PR carries it, and a replayed event finds the PR and does nothing.
+"""
+
+import json
+
+from senpai.agents.context import TurnContext
+from senpai.agents.hypothesis import open_hypothesis
+from senpai.errors import TransitionError
+from senpai.ledger.baseline import current_baseline
+from senpai.ledger.events import Event
+
+
+def open_requested(ctx: TurnContext, events: list[Event]) -> tuple[list[str], list[Event]]:
+    """Open every `try` event's hypothesis; returns (one line per try, the other events)."""
+    lines = [_open(ctx, ev) for ev in events if ev.kind == "try"]
+    return lines, [ev for ev in events if ev.kind != "try"]
+
+
+def _open(ctx: TurnContext, ev: Event) -> str:
+    ref, student = ev.id.removeprefix("try:"), ev.student or ""
+    exps = ctx.ledger.experiments()
+    done = next((e for e in exps if e.hypothesis and e.hypothesis.request == ref), None)
+    if done is not None:
+        return f"#{done.pr}: already opened for /senpai try {ref}"
+    if any(e.student == student and e.state in ("wip", "changes") for e in exps):
+        return f"{student}: busy; /senpai try {ref} waits for the next idle student"
+    baseline = current_baseline(exps, ctx.forge.branch_sha(ctx.base))
+    current = baseline.params or json.loads((ctx.repo.path / ctx.target.params.file).read_text())
+    asked = ev.params or {}
+    point = ", ".join(f"{k}={v}" for k, v in asked.items())
+    t = ctx.target
+    try:
+        pr = open_hypothesis(
+            ctx,
+            student,
+            hypothesis=f"setting {point} improves {t.metric.name}",
+            rationale=f"asked for by @{ev.by} with `/senpai try {' '.join(f'{k}={v}' for k, v in asked.items())}`",
+            plan=f"write the params into {t.params.file}, run `{t.train}`, report {t.metric.name} from the W&B run",
+            params={**current, **asked},
+            baseline=baseline,
+            request=ref,
+        )
+    except TransitionError as e:
+        return f"{student}: /senpai try {ref} not opened: {e}"
+    return f"#{pr.number}: opened /senpai try ({point}) for {student}"

@@ -1,0 +1,134 @@
+"""Slash commands: the steering humans can do with no LLM, parsed and checked by code.
+
+A message is a command message if any line, stripped, starts with `/senpai` (as a word); every such
+line is one command and the other lines are ignored.  All commands of a message are checked before
+any is applied: one bad line and nothing is applied (the reply explains the syntax).
+
+    /senpai pause                       stop opening new experiments (running work finishes)
+    /senpai resume                      open new experiments again (also after a patience pause)
+    /senpai budget experiments=N        cap experiments in all at N (overrides max_experiments)
+    /senpai try key=value ...           open this params point next, before any proposal
+    /senpai stop                        on a PR: stop its job and close it with a decision
+"""
+
+import math
+import re
+import shlex
+
+from senpai.config.target import CategoricalParam, FloatParam, IntParam, ParamSpec
+from senpai.ledger.blocks import Scalar, SteerCommand
+
+PREFIX = "/senpai"
+_LINE = re.compile(r"^/senpai(?:\s|$)")
+SYNTAX = """Slash commands (one per line, from the repository's owner, members or collaborators):
+- `/senpai pause`: stop opening new experiments; running jobs, reviews and verifications go on
+- `/senpai resume`: open new experiments again (also after a patience pause)
+- `/senpai budget experiments=N`: allow N experiments in all (N >= 1)
+- `/senpai try key=value ...`: open this hypothesis for the next idle student, before any proposal
+- `/senpai stop`: on an experiment PR: stop its job and close the PR"""
+
+
+class CommandError(ValueError):
+    """A command line that cannot be applied; the message says why (it is shown to the human)."""
+
+
+def command_lines(body: str) -> list[str]:
+    """The `/senpai ...` lines of a message body, stripped, in order (empty: not a command message)."""
+    return [line.strip() for line in (body or "").splitlines() if _LINE.match(line.strip())]
+
+
+def parse_line(line: str) -> tuple[str, dict[str, str]]:
+    """(verb, key=value args) of one `/senpai` line. Raises CommandError on bad syntax."""
+    try:
+        words = shlex.split(line)
+    except ValueError as e:
+        raise CommandError(f"`{_quote(line)}`: {e}") from e
+    if len(words) < 2:
+        raise CommandError(f"`{_quote(line)}`: no command after /senpai")
+    verb, args = words[1].lower(), {}
+    for word in words[2:]:
+        key, sep, value = word.partition("=")
+        if not sep or not key or not value:
+            raise CommandError(f"`{_quote(line)}`: expected key=value, got `{_quote(word)}`")
+        if key in args:
+            raise CommandError(f"`{_quote(line)}`: `{_quote(key)}` given twice")
+        args[key] = value
+    return verb, args
+
+
+def to_command(line: str, space: dict[str, ParamSpec] | None, on_pr: int | None) -> SteerCommand:
+    """The command one line asks for, checked. `space` is the target's params space (None if unknown),
+    `on_pr` the PR the message was written on (None on an issue). Raises CommandError."""
+    verb, args = parse_line(line)
+    if verb in ("pause", "resume", "stop"):
+        if args:
+            raise CommandError(f"`{_quote(line)}`: `{verb}` takes no arguments")
+        if verb == "stop" and on_pr is None:
+            raise CommandError("`/senpai stop` works in a comment on the experiment PR to stop")
+        return SteerCommand(verb=verb, pr=on_pr if verb == "stop" else None)
+    if verb == "budget":
+        if set(args) != {"experiments"}:
+            raise CommandError(f"`{_quote(line)}`: expected `/senpai budget experiments=N`")
+        try:
+            n = int(args["experiments"])
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise CommandError(f"`{_quote(line)}`: experiments must be a whole number >= 1")
+        return SteerCommand(verb="budget", experiments=n)
+    if verb == "try":
+        if not args:
+            raise CommandError(f"`{_quote(line)}`: give at least one key=value")
+        if space is None:
+            raise CommandError("the target's senpai.yaml could not be read, so the params cannot be checked")
+        return SteerCommand(verb="try", params={k: typed_value(k, v, space) for k, v in args.items()})
+    raise CommandError(f"`{_quote(line)}`: unknown command `{_quote(verb)}`")
+
+
+def parse_commands(body: str, space: dict[str, ParamSpec] | None, on_pr: int | None) -> list[SteerCommand]:
+    """Every command of a command message, all checked. Raises CommandError (naming every bad line)."""
+    out, problems = [], []
+    for line in command_lines(body):
+        try:
+            out.append(to_command(line, space, on_pr))
+        except CommandError as e:
+            problems.append(str(e))
+    if problems:
+        raise CommandError("; ".join(problems))
+    return out
+
+
+def typed_value(key: str, raw: str, space: dict[str, ParamSpec]) -> Scalar:
+    """`raw` as the type `space[key]` declares, inside its range. Raises CommandError."""
+    spec = space.get(key)
+    if spec is None:
+        raise CommandError(f"unknown param `{_quote(key)}`; the target's params are {', '.join(sorted(space))}")
+    if isinstance(spec, IntParam):
+        try:
+            value: int | float = int(raw)
+        except ValueError:
+            raise CommandError(f"`{key}` must be a whole number, got `{_quote(raw)}`") from None
+    elif isinstance(spec, FloatParam):
+        try:
+            value = float(raw)
+        except ValueError:
+            raise CommandError(f"`{key}` must be a number, got `{_quote(raw)}`") from None
+        if not math.isfinite(value):
+            raise CommandError(f"`{key}` must be finite, got `{_quote(raw)}`")
+    else:
+        return _choice(key, raw, spec)
+    if not spec.low <= value <= spec.high:
+        raise CommandError(f"`{key}={_quote(raw)}` is out of range [{spec.low}, {spec.high}]")
+    return value
+
+
+def _choice(key: str, raw: str, spec: CategoricalParam) -> Scalar:
+    for choice in spec.choices:
+        if str(choice).lower() == raw.lower() if isinstance(choice, bool) else str(choice) == raw:
+            return choice
+    raise CommandError(f"`{key}` must be one of {', '.join(str(c) for c in spec.choices)}, got `{_quote(raw)}`")
+
+
+def _quote(text: str) -> str:
+    """`text` safe inside an inline code span of a reply (no backticks, one line, bounded)."""
+    return text.replace("`", "'").replace("\n", " ")[:200]

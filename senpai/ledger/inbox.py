@@ -1,0 +1,127 @@
+"""Human steering as read from the forge: trusted messages, and the steering state the acks record.
+
+Sources (design §4): the body and comments of open issues labelled `senpai:steer`, and the
+comments of open senpai PRs.  Only authors whose `author_association` is in `forge.trusted` become
+messages, and never the bot itself; everything else is not read at all (never delivered, never
+applied).  A PR body is the hypothesis, not a message.
+
+The steering state (paused, experiment cap, queued `/senpai try`s) is the fold, in comment order,
+of the `senpai-steer` blocks in the bot's acknowledgements, so deleting the wrapper's state store
+loses none of it.
+"""
+
+import hashlib
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from senpai.errors import LedgerFormatError
+from senpai.forge.base import Comment, Issue, PullRequest
+from senpai.ledger.blocks import Scalar, Steer, parse_blocks
+from senpai.ledger.events import Message
+from senpai.ledger.labels import student_of
+from senpai.ledger.steering import replied
+
+
+def version(body: str) -> str:
+    """Short hash of a message body: an edit makes a new version."""
+    return hashlib.sha256(body.encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Inbound:
+    """A trusted message, where it was written, and whether the bot acknowledged this version."""
+
+    message: Message
+    on_pr: bool
+    labels: list[str]
+    at: datetime  # comment updated_at (issue body: issue created_at), UTC
+    acked: bool
+
+    @property
+    def student(self) -> str | None:
+        """The student an issue labelled `student:<name>` is addressed to (None on PRs and other issues)."""
+        return None if self.on_pr else student_of(self.labels)
+
+
+def _message(number: int, comment_id: int | None, author: str, association: str, body: str, url: str | None) -> Message:
+    return Message(
+        number=number, comment_id=comment_id, author=author, association=association, body=body, version=version(body), url=url
+    )
+
+
+def is_trusted(author: str, association: str, trusted: list[str], bot: str) -> bool:
+    """The trust rule: a trusted association, and not the bot's own words."""
+    return author != bot and association in trusted
+
+
+def issue_inbox(issue: Issue, comments: list[Comment], trusted: list[str], bot: str) -> list[Inbound]:
+    """Trusted messages of one steering issue: its body, then its comments, oldest first."""
+    out = []
+    if issue.body.strip() and is_trusted(issue.user, issue.author_association, trusted, bot):
+        m = _message(issue.number, None, issue.user, issue.author_association, issue.body, None)
+        out.append(Inbound(m, False, issue.labels, issue.created_at, replied(comments, m, bot, "ack")))
+    return out + _comments_inbox(issue.number, False, issue.labels, comments, trusted, bot, None)
+
+
+def pr_inbox(pr: PullRequest, comments: list[Comment], trusted: list[str], bot: str) -> list[Inbound]:
+    """Trusted comments on one senpai PR, oldest first."""
+    return _comments_inbox(pr.number, True, pr.labels, comments, trusted, bot, pr.html_url)
+
+
+def _comments_inbox(number, on_pr, labels, comments, trusted, bot, url) -> list[Inbound]:
+    out = []
+    for c in comments:
+        if c.body.strip() and is_trusted(c.user, c.author_association, trusted, bot):
+            m = _message(number, c.id, c.user, c.author_association, c.body, f"{url}#issuecomment-{c.id}" if url else None)
+            out.append(Inbound(m, on_pr, labels, c.updated_at, replied(comments, m, bot, "ack")))
+    return out
+
+
+@dataclass(frozen=True)
+class Try:
+    """A `/senpai try` the wrapper accepted: open `params` for the next idle student."""
+
+    ref: str  # `<message ref>/<command index>`, recorded as the hypothesis's `request`
+    author: str
+    params: dict[str, Scalar]
+
+
+@dataclass(frozen=True)
+class SteerState:
+    """What the humans' slash commands set, as recorded in the acks (oldest applied first)."""
+
+    paused: bool = False
+    experiments: int | None = None  # `/senpai budget experiments=N`; None: the config's max_experiments
+    resumed_after: frozenset[int] = frozenset()  # PRs decided before the last resume (patience restarts)
+    tries: tuple[Try, ...] = ()
+    stops: dict[int, str] = field(default_factory=dict)  # PR -> login that sent `/senpai stop`
+
+
+def steer_blocks(comments: list[Comment], bot: str) -> list[tuple[Comment, Steer]]:
+    """The `senpai-steer` acks among `comments` (only the bot's; an unreadable one is skipped)."""
+    out = []
+    for c in comments:
+        if c.user != bot or "```senpai-steer" not in c.body:
+            continue
+        try:
+            out += [(c, b) for b in parse_blocks(c.body) if isinstance(b, Steer)]
+        except LedgerFormatError:
+            continue  # a hand-edited ack: ignore it rather than stop steering
+    return out
+
+
+def fold(acks: list[tuple[Comment, Steer]]) -> SteerState:
+    """The steering state after every ack, applied in the order they were posted."""
+    state = SteerState()
+    for _, s in sorted(acks, key=lambda a: (a[0].created_at, a[0].id)):
+        for i, c in enumerate(s.commands):
+            if c.verb in ("pause", "resume"):
+                decided = frozenset(c.decided) if c.verb == "resume" else state.resumed_after
+                state = replace(state, paused=c.verb == "pause", resumed_after=decided)
+            elif c.verb == "budget":
+                state = replace(state, experiments=c.experiments)
+            elif c.verb == "try":
+                state = replace(state, tries=(*state.tries, Try(f"{s.message}/{i}", s.author, dict(c.params))))
+            elif c.pr is not None:
+                state = replace(state, stops={**state.stops, c.pr: s.author})
+    return state
