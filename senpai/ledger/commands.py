@@ -37,35 +37,42 @@ def command_lines(body: str) -> list[str]:
     return [line.strip() for line in (body or "").splitlines() if _LINE.match(line.strip())]
 
 
-def parse_line(line: str) -> tuple[str, dict[str, str]]:
-    """(verb, key=value args) of one `/senpai` line. Raises CommandError on bad syntax."""
+def parse_line(line: str) -> tuple[str, list[str]]:
+    """(verb, argument words) of one `/senpai` line (shell-style quoting). Raises CommandError."""
     try:
         words = shlex.split(line)
     except ValueError as e:
         raise CommandError(f"`{_quote(line)}`: {e}") from e
     if len(words) < 2:
         raise CommandError(f"`{_quote(line)}`: no command after /senpai")
-    verb, args = words[1].lower(), {}
-    for word in words[2:]:
+    return words[1].lower(), words[2:]
+
+
+def _pairs(line: str, words: list[str]) -> dict[str, str]:
+    args: dict[str, str] = {}
+    for word in words:
         key, sep, value = word.partition("=")
         if not sep or not key or not value:
             raise CommandError(f"`{_quote(line)}`: expected key=value, got `{_quote(word)}`")
         if key in args:
             raise CommandError(f"`{_quote(line)}`: `{_quote(key)}` given twice")
         args[key] = value
-    return verb, args
+    return args
 
 
 def to_command(line: str, space: dict[str, ParamSpec] | None, on_pr: int | None) -> SteerCommand:
     """The command one line asks for, checked. `space` is the target's params space (None if unknown),
     `on_pr` the PR the message was written on (None on an issue). Raises CommandError."""
-    verb, args = parse_line(line)
+    verb, words = parse_line(line)
     if verb in ("pause", "resume", "stop"):
-        if args:
+        if words:
             raise CommandError(f"`{_quote(line)}`: `{verb}` takes no arguments")
         if verb == "stop" and on_pr is None:
             raise CommandError("`/senpai stop` works in a comment on the experiment PR to stop")
         return SteerCommand(verb=verb, pr=on_pr if verb == "stop" else None)
+    if verb not in ("budget", "try"):
+        raise CommandError(f"`{_quote(line)}`: unknown command `{_quote(verb)}`")
+    args = _pairs(line, words)
     if verb == "budget":
         if set(args) != {"experiments"}:
             raise CommandError(f"`{_quote(line)}`: expected `/senpai budget experiments=N`")
@@ -76,13 +83,11 @@ def to_command(line: str, space: dict[str, ParamSpec] | None, on_pr: int | None)
         if n < 1:
             raise CommandError(f"`{_quote(line)}`: experiments must be a whole number >= 1")
         return SteerCommand(verb="budget", experiments=n)
-    if verb == "try":
-        if not args:
-            raise CommandError(f"`{_quote(line)}`: give at least one key=value")
-        if space is None:
-            raise CommandError("the target's senpai.yaml could not be read, so the params cannot be checked")
-        return SteerCommand(verb="try", params={k: typed_value(k, v, space) for k, v in args.items()})
-    raise CommandError(f"`{_quote(line)}`: unknown command `{_quote(verb)}`")
+    if not args:
+        raise CommandError(f"`{_quote(line)}`: give at least one key=value")
+    if space is None:
+        raise CommandError("the target's senpai.yaml could not be read, so the params cannot be checked")
+    return SteerCommand(verb="try", params={k: typed_value(k, v, space) for k, v in args.items()})
 
 
 def parse_commands(body: str, space: dict[str, ParamSpec] | None, on_pr: int | None) -> list[SteerCommand]:

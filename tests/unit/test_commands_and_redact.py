@@ -1,0 +1,114 @@
+"""Slash-command parsing and checking, and redaction of anything senpai posts."""
+
+import base64
+
+import pytest
+
+from senpai.config.target import TargetConfig
+from senpai.ledger.blocks import Evidence, PrimaryResult, parse_blocks, render
+from senpai.ledger.commands import CommandError, command_lines, parse_commands
+from senpai.ledger.redact import REDACTED, redact, register_secret
+
+SPACE = TargetConfig.model_validate(
+    {
+        "name": "t",
+        "train": "python train.py",
+        "metric": {"name": "acc", "direction": "maximize"},
+        "params": {
+            "file": "p.json",
+            "space": {
+                "width": {"type": "int", "low": 8, "high": 128},
+                "lr": {"type": "float", "low": 1e-4, "high": 0.1, "log": True},
+                "act": {"type": "categorical", "choices": ["relu", "tanh"]},
+                "batch": {"type": "categorical", "choices": [32, 64]},
+                "bn": {"type": "categorical", "choices": [True, False]},
+            },
+        },
+    }
+).params.space
+
+
+def test_command_lines_are_lines_starting_with_the_word():
+    body = "Hi!\n  /senpai pause  \n/senpaix resume\nsee /senpai stop\n/senpai"
+    assert command_lines(body) == ["/senpai pause", "/senpai"]
+    assert command_lines("just text") == []
+
+
+def test_commands_are_checked_and_typed():
+    cmds = parse_commands("/senpai budget experiments=4\n/senpai try width=32 lr=0.01 act=tanh batch=64 bn=true", SPACE, None)
+    assert [c.verb for c in cmds] == ["budget", "try"] and cmds[0].experiments == 4
+    assert cmds[1].params == {"width": 32, "lr": 0.01, "act": "tanh", "batch": 64, "bn": True}
+    assert parse_commands("/senpai stop", SPACE, 12)[0].pr == 12
+    assert parse_commands("/senpai PAUSE", None, None)[0].verb == "pause"
+
+
+@pytest.mark.parametrize(
+    "body, on_pr, why",
+    [
+        ("/senpai", None, "no command after /senpai"),
+        ("/senpai dance", None, "unknown command `dance`"),
+        ("/senpai pause now", None, "`pause` takes no arguments"),
+        ("/senpai stop", None, "works in a comment on the experiment PR"),
+        ("/senpai budget experiments=0", None, "whole number >= 1"),
+        ("/senpai budget gpus=3", None, "expected `/senpai budget experiments=N`"),
+        ("/senpai try", None, "at least one key=value"),
+        ("/senpai try depth=3", None, "unknown param `depth`"),
+        ("/senpai try width=500", None, "out of range [8, 128]"),
+        ("/senpai try width=1.5", None, "whole number"),
+        ("/senpai try lr=nan", None, "must be finite"),
+        ("/senpai try act=gelu", None, "one of relu, tanh"),
+        ("/senpai try width", None, "expected key=value"),
+        ("/senpai try width=8 width=9", None, "given twice"),
+        ('/senpai try act="relu', None, "No closing quotation"),
+        ("/senpai pause\n/senpai try width=`rm -rf`", None, "expected key=value, got `-rf'`"),
+    ],
+)
+def test_bad_commands_say_why(body, on_pr, why):
+    with pytest.raises(CommandError) as e:
+        parse_commands(body, SPACE, on_pr)
+    assert why in str(e.value)
+
+
+def test_try_needs_the_space():
+    with pytest.raises(CommandError, match="senpai.yaml could not be read"):
+        parse_commands("/senpai try width=8", None, None)
+
+
+def test_redact_env_secrets_registered_values_and_token_shapes(monkeypatch):
+    monkeypatch.setenv("MY_SERVICE_API_KEY", "k3y-value-0123456789")
+    monkeypatch.setenv("SHORT_TOKEN", "abc")  # too short to redact safely
+    monkeypatch.setenv("PLAIN", "not-a-secret-value")
+    register_secret("forge-token-in-an-oddly-named-var")
+    basic = base64.b64encode(b"x-access-token:forge-token-in-an-oddly-named-var").decode()
+    text = (
+        "key=k3y-value-0123456789 abc not-a-secret-value\n"
+        "token forge-token-in-an-oddly-named-var and its header " + basic + "\n"
+        "ghp_" + "a" * 36 + " github_pat_" + "B" * 40 + " sk-proj-" + "c" * 30 + " AKIA" + "D" * 16 + "\n"
+        "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.x.y\nscikit-learn sk-short"
+    )
+    out = redact(text)
+    assert out.count(REDACTED) == 8, out
+    for secret in ("k3y-value", "forge-token", basic, "ghp_", "github_pat_", "sk-proj", "AKIA", "eyJhbG"):
+        assert secret not in out
+    assert "abc not-a-secret-value" in out and "scikit-learn sk-short" in out
+
+
+def test_blocks_are_redacted_before_yaml_folds_a_long_line(monkeypatch):
+    token = "ghp_" + "Z" * 36
+    monkeypatch.setenv("GITHUB_TOKEN", "tok-" + "9" * 30)
+    tail = "x" * 95 + " " + token + " then the env token tok-" + "9" * 30 + " in a long log line " * 5
+    ev = Evidence(
+        pr=1,
+        attempt=1,
+        student="ada",
+        head="h",
+        command="c",
+        outcome="failed",
+        primary=PrimaryResult(name="acc", value=None, baseline=None, delta=None),
+        interpretation="i",
+        log_tail=tail,
+    )
+    text = render(ev)
+    assert token not in text.replace("\n", "").replace(" ", "") and "9" * 30 not in text
+    (back,) = parse_blocks(text)
+    assert back.log_tail.count(REDACTED) == 2
