@@ -128,20 +128,28 @@ class Wrapper:
         return replace(w, first_seen=self.store.first_seen(ids))
 
     def _steer(self, report: TickReport, jobs: list[JobStatus]) -> bool:
-        """Apply slash commands and steering repairs on freshly read state; True if anything was done."""
+        """Apply slash commands and steering repairs on freshly read state; True if anything was done.
+
+        A failure is reported and retried on the next re-read (not forced: a permanent one must not
+        turn every tick into a full re-read)."""
         exps, base = report.exps, self._base_sha
+        done, failed = [], []
         steps = [
             lambda: self.steering.apply_commands(exps, base, jobs),
-            lambda: self.steering.enforce_stops(exps, base, jobs),
-            lambda: self.steering.ack_deliveries(self.store.handed_jobs(), jobs),
-            lambda: [line for line in [self.steering.patience_issue(exps)] if line],
+            lambda: (self.steering.enforce_stops(exps, base, jobs), []),
+            lambda: (self.steering.ack_deliveries(self.store.handed_jobs(), jobs), []),
+            lambda: ([line for line in [self.steering.patience_issue(exps)] if line], []),
         ]
         for step in steps:
             try:
-                report.actions += step()
+                lines, errors = step()
+                done += lines
+                failed += errors
             except SenpaiError as e:
-                report.errors.append(f"steering: {e}")
-        return bool(report.actions or report.errors)
+                failed.append(f"steering: {e}")
+        report.actions += done
+        report.errors += failed
+        return bool(done)
 
     def run(
         self, until: Callable[[TickReport], bool] | None = None, on_tick: Callable[[TickReport], None] | None = None

@@ -119,15 +119,16 @@ class Steering:
 
     # ------------------------------------------------------------------ slash commands
 
-    def apply_commands(self, exps: list[Experiment], base_sha: str, jobs: list[JobStatus]) -> list[str]:
-        """Apply every unacknowledged command message, oldest first; one line per message."""
-        out = []
+    def apply_commands(self, exps: list[Experiment], base_sha: str, jobs: list[JobStatus]) -> tuple[list[str], list[str]]:
+        """Apply every unacknowledged command message, oldest first: (one line per message applied or
+        rejected, one line per message that failed and is tried again on the next re-read)."""
+        done, failed = [], []
         for m in sorted(self.view.commands, key=lambda m: m.at):
             try:
-                out.append(self._apply(m, exps, base_sha, jobs))
+                done.append(self._apply(m, exps, base_sha, jobs))
             except SenpaiError as e:
-                out.append(f"#{m.message.number}: command from @{m.message.author} not applied yet: {e}")
-        return out
+                failed.append(f"#{m.message.number}: command from @{m.message.author} not applied yet: {e}")
+        return done, failed
 
     def _apply(self, m: Inbound, exps: list[Experiment], base_sha: str, jobs: list[JobStatus]) -> str:
         msg = m.message

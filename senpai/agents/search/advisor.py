@@ -12,6 +12,7 @@ from senpai.agents.context import TurnContext
 from senpai.agents.hypothesis import open_hypothesis
 from senpai.agents.search.propose import propose
 from senpai.errors import MergeConflict, MergeRefused, TransitionError
+from senpai.forge.base import Forge
 from senpai.ledger import transitions
 from senpai.ledger.baseline import Baseline, current_baseline
 from senpai.ledger.blocks import Decision
@@ -47,7 +48,7 @@ NO_FREE_TEXT = (
 )
 
 
-def answer_free_text(forge, m: Message) -> str:
+def answer_free_text(forge: Forge, m: Message) -> str:
     """The search runtime's answer to a human's free text: what it can do instead (once per version)."""
     posted = reply_to_human(forge, m, NO_FREE_TEXT)
     return f"#{m.number}: answered @{m.author}" + ("" if posted else " (already answered)")
