@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from senpai.config.harness import HarnessConfig
 from senpai.config.target import CONFIG_FILE, TargetConfig
-from senpai.errors import SenpaiError
+from senpai.errors import PermanentError, SenpaiError
 from senpai.fleet.base import Fleet, JobStatus
 from senpai.forge.base import Comment, Forge, Issue
 from senpai.ledger import transitions
@@ -107,12 +107,13 @@ class Steering:
         return self.view
 
     def target(self, base_sha: str) -> TargetConfig | None:
-        """The target's senpai.yaml at `base_sha` (cached per sha); None if it cannot be read."""
+        """The target's senpai.yaml at `base_sha` (cached per sha); None if it is missing or invalid.
+        Raises TransientError (not cached) when the forge cannot answer: the command waits."""
         if self._target is None or self._target[0] != base_sha:
             try:
                 data = yaml.safe_load(self.forge.read_file(CONFIG_FILE, base_sha))
                 self._target = (base_sha, TargetConfig.model_validate(data))
-            except (SenpaiError, yaml.YAMLError, ValidationError) as e:
+            except (PermanentError, yaml.YAMLError, ValidationError) as e:
                 log.warning("cannot read %s at %s: %s", CONFIG_FILE, base_sha[:8], e)
                 self._target = (base_sha, None)
         return self._target[1]
