@@ -10,12 +10,14 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+from forge_fixtures import clone, commit_and_push
 from research import assert_no_duplicates, make_program, reader
 
 from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import load_harness
 from senpai.forge.github import GitHubForge
-from senpai.ledger.blocks import Steer, parse_blocks
+from senpai.ledger import transitions
+from senpai.ledger.blocks import BaselineRef, BudgetRef, Hypothesis, MetricRef, Steer, parse_blocks
 from senpai.ledger.labels import STEER
 from senpai.wrapper.loop import Wrapper
 
@@ -56,8 +58,28 @@ def _bot_comments(bot: GitHubForge, number: int) -> list[str]:
     return [c.body for c in bot.list_comments(number) if c.user == bot.login]
 
 
+def _answers(bot: GitHubForge, number: int) -> list[str]:
+    """Acks and answers to humans (jobs still running may post evidence and decisions meanwhile)."""
+    return [b for b in _bot_comments(bot, number) if "<!-- senpai:ack:" in b or "<!-- senpai:reply:" in b]
+
+
 def _acks(bot: GitHubForge, number: int) -> list[str]:
     return [b for b in _bot_comments(bot, number) if "<!-- senpai:ack:" in b]
+
+
+def _hypothesis(base: str) -> Hypothesis:
+    return Hypothesis(
+        id="h-human",
+        hypothesis="a human-made experiment",
+        rationale="test",
+        plan="train",
+        params={"hidden_width": 32},
+        metric=MetricRef(name="val_accuracy", direction="maximize"),
+        baseline=BaselineRef(commit=base, run_id=None, value=None),
+        budget=BudgetRef(wall_seconds=120, attempts=1),
+        stop_condition="1 attempt",
+        student="ada",
+    )
 
 
 def test_slash_commands_trust_and_free_text(local_forge, tmp_path):
@@ -101,17 +123,31 @@ def test_slash_commands_trust_and_free_text(local_forge, tmp_path):
         assert "unknown param `no_such_param`" in rejected[1] and "out of range [8, 128]" in rejected[2]
         assert w.steering.view.state.paused and bot.list_pulls("all") == []
 
+        # a human-made experiment in wip and a comment on it: it goes to its student, with the attempt
+        work = clone(bot, tmp_path / "work", "advisor")
+        commit_and_push(bot, work, "senpai/ada/h-human", {"notes.md": "plan\n"}, start="advisor")
+        pr = transitions.open_experiment(
+            bot, _hypothesis(bot.branch_sha("advisor")), "senpai/ada/h-human", "advisor", "human"
+        ).number
+        alice.create_comment(pr, "Please log the loss curve too.")
+        _step(w, lambda: len(_acks(bot, pr)) == 1, "the delivery to the student")
+        assert f"Delivered to student ada on PR #{pr} (job `senpai-student-pr{pr}-1`)" in _acks(bot, pr)[0]
+        _step(w, lambda: w.fleet.get(f"senpai-student-pr{pr}-1").done, "the student turn")
+        (answer,) = [b for b in _bot_comments(bot, pr) if "<!-- senpai:reply:" in b]
+        assert "cannot act on free text" in answer
+        assert reader(config).experiment(bot.get_pull(pr)).evidence[0].outcome == "ok"  # and it did its attempt
+
         # a try and a budget, then resume: the try opens first, exactly as asked
-        alice.create_comment(issue, "/senpai try hidden_width=128 activation=relu\n/senpai budget experiments=2")
+        alice.create_comment(issue, "/senpai try hidden_width=128 activation=relu\n/senpai budget experiments=3")
         _ticks(w, 3)
-        assert bot.list_pulls("all") == []  # still paused
+        assert [p.number for p in bot.list_pulls("all")] == [pr]  # still paused
         w.store.close()
         w = build_wrapper(str(config))  # a restart in between re-applies nothing
         alice.create_comment(issue, "/senpai resume")
-        _step(w, lambda: len(bot.list_pulls("all")) == 2, "two PRs")
-        exps = reader(config).experiments()
+        _step(w, lambda: len(bot.list_pulls("all")) == 3, "two new PRs")
+        exps = [e for e in reader(config).experiments() if e.pr != pr]
         tried = [e for e in exps if e.hypothesis.request]
-        assert len(tried) == 1 and tried[0].pr == min(e.pr for e in exps)
+        assert len(tried) == 1 and tried[0].pr == min(e.pr for e in exps) and tried[0].student == "ada"
         assert tried[0].hypothesis.params["hidden_width"] == 128 and tried[0].hypothesis.params["activation"] == "relu"
         assert "@alice" in tried[0].hypothesis.rationale
 
@@ -124,26 +160,25 @@ def test_slash_commands_trust_and_free_text(local_forge, tmp_path):
         assert not [j for j in w.fleet.list() if j.pr == tried[0].pr and not j.done]
         assert len(_acks(bot, tried[0].pr)) == 1  # mallory's identical command got nothing
 
-        # the cap of 2 holds: the freed student gets nothing until the budget grows
+        # the cap of 3 holds: the freed student gets nothing until the budget grows
         _ticks(w, 4)
-        assert len(bot.list_pulls("all")) == 2
-        alice.create_comment(issue, "/senpai budget experiments=3")
-        _step(w, lambda: len(bot.list_pulls("all")) == 3, "a third PR")
         assert len(bot.list_pulls("all")) == 3
+        alice.create_comment(issue, "/senpai budget experiments=4")
+        _step(w, lambda: len(bot.list_pulls("all")) == 4, "a fourth PR")
 
         # the state lives on the forge: delete the store, restart, and nothing is applied or acked again
         alice.create_comment(issue, "/senpai pause")
         _ticks(w, 2)
-        before = {n: _bot_comments(bot, n) for n in [issue, *(p.number for p in bot.list_pulls("all"))]}
+        before = {n: _answers(bot, n) for n in [issue, *(p.number for p in bot.list_pulls("all"))]}
         w.store.close()
         for f in Path(cfg.state_dir).glob("wrapper.sqlite*"):
             f.unlink()
         w = build_wrapper(str(config))
         _ticks(w, 3)
         state = w.steering.view.state
-        assert state.paused and state.experiments == 3 and len(state.tries) == 1
+        assert state.paused and state.experiments == 4 and len(state.tries) == 1
         for n, bodies in before.items():
-            assert _bot_comments(bot, n) == bodies, f"#{n} got a new bot comment after the restart"
+            assert _answers(bot, n) == bodies, f"#{n} got a new ack or answer after the restart"
     finally:
         for job in w.fleet.list():
             if not job.done:
