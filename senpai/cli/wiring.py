@@ -10,10 +10,19 @@ from senpai.tracker.base import Tracker
 
 def make_forge(cfg: HarnessConfig) -> Forge:
     from senpai.forge.github import GitHubForge
+
+    _register_secrets(cfg)
+    return GitHubForge(cfg.forge, cfg.forge.token())
+
+
+def _register_secrets(cfg: HarnessConfig) -> None:
+    """The forge token and the LLM keys, whatever env vars hold them, are redacted from all posts."""
     from senpai.ledger.redact import register_secret
 
-    register_secret(cfg.forge.token())  # whatever env var holds it, it is never posted
-    return GitHubForge(cfg.forge, cfg.forge.token())
+    register_secret(cfg.forge.token())
+    for role in (cfg.runtime.advisor, cfg.runtime.student):
+        if role.llm is not None:
+            register_secret(role.llm.api_key())
 
 
 def make_tracker(cfg: HarnessConfig) -> Tracker:

@@ -112,3 +112,23 @@ def test_blocks_are_redacted_before_yaml_folds_a_long_line(monkeypatch):
     assert token not in text.replace("\n", "").replace(" ", "") and "9" * 30 not in text
     (back,) = parse_blocks(text)
     assert back.log_tail.count(REDACTED) == 2
+
+
+def test_wiring_registers_the_forge_token_and_llm_keys_whatever_their_names(monkeypatch):
+    from senpai.cli.wiring import make_forge
+    from senpai.config.harness import HarnessConfig
+
+    monkeypatch.setenv("FORGE_PAT", "pat-value-for-the-forge-123")
+    monkeypatch.setenv("PROVIDER_KEY", "provider-key-value-456789")
+    cfg = HarnessConfig.model_validate(
+        {
+            "forge": {"repo": "o/r", "base_url": "http://127.0.0.1:9", "token_env": "FORGE_PAT"},
+            "tracker": {"dir": "/tmp/w"},
+            "fleet": {"dir": "/tmp/f"},
+            "state_dir": "/tmp/s",
+            "students": [{"name": "ada"}],
+            "runtime": {"advisor": {"kind": "openhands", "llm": {"model": "m", "api_key_env": "PROVIDER_KEY"}}},
+        }
+    )
+    make_forge(cfg)  # lazy: no request is sent
+    assert redact("pat-value-for-the-forge-123 provider-key-value-456789") == f"{REDACTED} {REDACTED}"
