@@ -19,7 +19,8 @@ def build_wrapper(config_path: str) -> Wrapper:
     cfg = load_harness(config_path)
     forge = make_forge(cfg)
     store = StateStore(Path(cfg.state_dir) / "wrapper.sqlite")
-    return Wrapper(cfg, str(Path(config_path).resolve()), forge, make_fleet(cfg), LedgerReader(forge, make_tracker(cfg)), store)
+    # absolute, not resolved: a ConfigMap mount is a symlink into a timestamped folder that is replaced on update
+    return Wrapper(cfg, str(Path(config_path).absolute()), forge, make_fleet(cfg), LedgerReader(forge, make_tracker(cfg)), store)
 
 
 @click.group()
