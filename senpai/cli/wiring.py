@@ -2,16 +2,21 @@
 
 from pathlib import Path
 
-from senpai.config.harness import HarnessConfig
+from senpai.config.harness import ForgeSettings, HarnessConfig
 from senpai.fleet.base import Fleet
 from senpai.forge.base import Forge
 from senpai.tracker.base import Tracker
 
 
 def make_forge(cfg: HarnessConfig) -> Forge:
+    return forge_from(cfg.forge)
+
+
+def forge_from(settings: ForgeSettings) -> Forge:
+    """The forge adapter for `settings` alone (commands that need no full harness config)."""
     from senpai.forge.github import GitHubForge
 
-    return GitHubForge(cfg.forge, cfg.forge.token())
+    return GitHubForge(settings, settings.token())
 
 
 def make_tracker(cfg: HarnessConfig) -> Tracker:

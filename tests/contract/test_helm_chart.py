@@ -322,7 +322,8 @@ def test_notes_say_what_to_do_next(helm: dict) -> None:
         "senpai preflight",
     ):
         assert expected in notes
-    assert "WARNING" not in notes
+    assert "WARNING" not in notes and "Students: ada (1 GPU)\n" in notes
+    assert "Students: ada (8 GPUs), bo (8 GPUs), cy (8 GPUs), dee (8 GPUs)" in helm["big-1.30"]["notes"]
 
 
 def test_every_value_is_documented_in_the_chart_readme() -> None:
