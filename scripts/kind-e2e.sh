@@ -49,7 +49,7 @@ cleanup() {
   if [ "$status" -ne 0 ] && kubectl config get-contexts "kind-$KIND_CLUSTER" >/dev/null 2>&1; then
     say "failed (exit $status): what the cluster shows"
     kubectl -n "$NS" get deploy,jobs,pods -o wide || true
-    kubectl -n "$NS" logs "deploy/$RELEASE" --tail=100 || true
+    kubectl -n "$NS" logs "deploy/$RELEASE-wrapper" --tail=100 || true
     for pod in $(kubectl -n "$NS" get pods -o name 2>/dev/null || true); do
       printf -- '-- %s\n' "$pod"
       kubectl -n "$NS" logs "$pod" --all-containers --tail=40 || true
@@ -148,7 +148,7 @@ helm upgrade --install "$RELEASE" charts/senpai -n "$NS" -f "$WORK/values.yaml" 
 say "waiting up to $E2E_TIMEOUT s for one decided experiment"
 deadline=$((SECONDS + E2E_TIMEOUT))
 while :; do
-  if kubectl -n "$NS" exec "deploy/$RELEASE" -- senpai ledger --json >"$WORK/ledger.json" 2>"$WORK/ledger.err" \
+  if kubectl -n "$NS" exec "deploy/$RELEASE-wrapper" -- senpai ledger --json >"$WORK/ledger.json" 2>"$WORK/ledger.err" \
      && "$PYTHON" -c 'import json, sys; sys.exit(0 if any(e["state"] in ("merged", "closed") for e in json.load(open(sys.argv[1]))) else 1)' "$WORK/ledger.json"; then
     break
   fi
@@ -159,7 +159,7 @@ while :; do
 done
 
 say "the decided experiment"
-kubectl -n "$NS" exec "deploy/$RELEASE" -- senpai ledger
+kubectl -n "$NS" exec "deploy/$RELEASE-wrapper" -- senpai ledger
 "$PYTHON" - "$WORK/ledger.json" <<'EOF'
 import json, sys
 for e in json.load(open(sys.argv[1])):

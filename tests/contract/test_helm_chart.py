@@ -190,12 +190,12 @@ def test_default_values_render_the_expected_objects(helm: dict) -> None:
     kinds = sorted((d["kind"], d["metadata"]["name"]) for d in docs)
     assert kinds == [
         ("ConfigMap", "digits-senpai-config"),
-        ("Deployment", "digits-senpai"),
+        ("Deployment", "digits-senpai-wrapper"),
         ("PersistentVolumeClaim", "digits-senpai-data"),
-        ("Role", "digits-senpai"),
-        ("RoleBinding", "digits-senpai"),
-        ("ServiceAccount", "digits-senpai"),
+        ("Role", "digits-senpai-wrapper"),
+        ("RoleBinding", "digits-senpai-wrapper"),
         ("ServiceAccount", "digits-senpai-job"),
+        ("ServiceAccount", "digits-senpai-wrapper"),
     ]
     # what Helm sent to the API server is exactly the rendered set (releases kept in memory, not as Secrets)
     posted = sorted((d["kind"], d["metadata"]["name"]) for d in helm["default-1.30"]["posted"])
@@ -230,7 +230,9 @@ def test_four_students_with_eight_gpus_land_in_the_harness_config(helm: dict) ->
     assert [(s.name, s.gpus) for s in cfg.students] == [("ada", 8), ("bo", 8), ("cy", 8), ("dee", 8)]
     assert fleet.gpu_resource == "nvidia.com/gpu"
     assert fleet.node_selector == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
-    assert fleet.tolerations == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    # plain dicts here; typed core/v1 Tolerations once the fleet backend types them
+    tolerations = [t if isinstance(t, dict) else t.model_dump(by_alias=True, exclude_none=True) for t in fleet.tolerations]
+    assert tolerations == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert fleet.resources["student"].requests == {"cpu": "32", "memory": "256Gi"}
     assert fleet.resources["advisor"].limits == {"memory": "4Gi"}  # untouched defaults survive the merge
     assert fleet.images["verifier"] == fleet.images["student"] == "registry.example.com/senpai/student:0.1.0-cu128"
@@ -316,8 +318,8 @@ def test_bad_values_are_refused_with_a_clear_message(helm: dict, name: str) -> N
 def test_notes_say_what_to_do_next(helm: dict) -> None:
     notes = helm["default-1.30"]["notes"]
     for expected in (
-        "logs -f deploy/digits-senpai",
-        "port-forward deploy/digits-senpai 8080:8080",
+        "logs -f deploy/digits-senpai-wrapper",
+        "port-forward deploy/digits-senpai-wrapper 8080:8080",
         "senpai ledger --json",
         "senpai preflight",
     ):

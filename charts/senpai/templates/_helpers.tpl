@@ -26,9 +26,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: senpai
 {{- end -}}
 
+{{/* The wrapper's Deployment, ServiceAccount, Role and RoleBinding. */}}
+{{- define "senpai.wrapperName" -}}
+{{- printf "%s-wrapper" (include "senpai.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
 {{- define "senpai.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create -}}
-{{- default (include "senpai.fullname" .) .Values.serviceAccount.name -}}
+{{- default (include "senpai.wrapperName" .) .Values.serviceAccount.name -}}
 {{- else -}}
 {{- default "default" .Values.serviceAccount.name -}}
 {{- end -}}
