@@ -10,8 +10,10 @@ by `HealthServer`, a stdlib HTTP server in a daemon thread:
 - `GET /readyz` (readiness) answers 200 when the last finished tick reached the forge and the fleet
   without a transient error, else 503.
 
-Both return JSON: `status`, `ticks`, `in_tick`, `last_tick_started`, `last_tick_finished`,
-`last_success` (ISO 8601 UTC or null), `consecutive_failures`, `last_error`.
+Both return JSON: `status`, `reason`, `ticks`, `in_tick`, `last_tick_started`, `last_tick_finished`,
+`last_success` (ISO 8601 UTC or null), `consecutive_failures`, `last_error`, and `action_errors`
+(actions of the last tick that failed on their own, e.g. a Job the cluster refused; they do not
+make the wrapper unready, its log names them).
 """
 
 import json
@@ -39,18 +41,19 @@ class TickHealth:
         self.ticks = self.consecutive_failures = 0
         self.started = self.finished = self.success = self.wait_until = None
         self.last_error: str | None = None
+        self.action_errors = 0
 
     def tick_started(self) -> None:
         with self._lock:
             self._thread = threading.current_thread()
             self.started = self._clock()
 
-    def tick_finished(self, error: str | None = None) -> None:
+    def tick_finished(self, error: str | None = None, action_errors: int = 0) -> None:
         """Record the end of a tick; `error` is None when it reached the forge and fleet."""
         with self._lock:
             self.ticks += 1
             self.finished = self._clock()
-            self.last_error = error
+            self.last_error, self.action_errors = error, action_errors
             if error is None:
                 self.success, self.consecutive_failures = self.finished, 0
             else:
@@ -72,6 +75,7 @@ class TickHealth:
                 "last_success": _iso(self.success),
                 "consecutive_failures": self.consecutive_failures,
                 "last_error": self.last_error,
+                "action_errors": self.action_errors,
             }
 
     def live(self) -> tuple[bool, str]:

@@ -125,7 +125,7 @@ class Wrapper:
                 self.health.waiting(wait := max(self.cfg.tick_seconds, e.retry_after or 0))
                 self._stop.wait(wait)
                 continue
-            self.health.tick_finished()
+            self.health.tick_finished(action_errors=len(report.errors))
             if on_tick:
                 on_tick(report)
             if until and until(report):

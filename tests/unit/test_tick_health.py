@@ -61,8 +61,9 @@ def test_readiness_follows_the_last_tick() -> None:
     assert h.ready() == (False, "last tick failed: forge down")
     assert h.snapshot()["consecutive_failures"] == 2 and h.snapshot()["last_success"] is None
     h.tick_started()
-    h.tick_finished()
+    h.tick_finished(action_errors=2)  # a refused Job is the action's failure, not the loop's
     assert h.ready()[0] and h.snapshot()["consecutive_failures"] == 0 and h.snapshot()["last_success"]
+    assert h.snapshot()["action_errors"] == 2
 
 
 def test_an_exited_loop_thread_fails_liveness() -> None:
