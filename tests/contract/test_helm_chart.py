@@ -221,6 +221,9 @@ def test_default_harness_config(helm: dict) -> None:
     assert [(s.name, s.gpus) for s in cfg.students] == [("ada", 1)]
     assert cfg.runtime.advisor.kind == cfg.runtime.student.kind == "search"
     assert cfg.max_experiments is None and cfg.patience is None
+    pvc = one(docs, "PersistentVolumeClaim")
+    assert pvc["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}  # helm uninstall keeps the data
+    assert pvc["spec"]["resources"]["requests"]["storage"] == "50Gi" and "storageClassName" not in pvc["spec"]
 
 
 def test_four_students_with_eight_gpus_land_in_the_harness_config(helm: dict) -> None:
