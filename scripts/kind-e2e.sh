@@ -11,9 +11,9 @@
 # 5. waits until `senpai ledger --json` (run in the wrapper pod) shows one decided experiment,
 #    prints it, and deletes the cluster (KEEP_CLUSTER=1 keeps it for a look around).
 #
-# Needs docker (with a daemon), kind, kubectl and helm on PATH, the repository's .venv (make does
-# that), and the Kubernetes fleet backend (senpai/fleet/kubernetes.py). It has not been run on the
-# machines where senpai is developed: they have no Docker daemon and no cluster, so the chart is
+# Needs docker (with a daemon), kind, kubectl, helm and curl on PATH, the repository's .venv (make
+# creates it), and the Kubernetes fleet backend (senpai/fleet/kubernetes.py). It has not been run on
+# the machines where senpai is developed: they have no Docker daemon and no cluster, so the chart is
 # tested there by rendering it with the real Helm engine (tests/contract/test_helm_chart.py).
 #
 # Environment: IMAGE_REPO (senpai), IMAGE_TAG (the package version), DOCKER (docker), SENPAI
@@ -34,8 +34,8 @@ FORGE_PORT=18000
 say() { printf '\n== %s\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 2; }
 
-for tool in "$DOCKER" kind kubectl helm; do
-  command -v "$tool" >/dev/null 2>&1 || die "make kind-e2e needs $tool on PATH (docker, kind, kubectl and helm)"
+for tool in "$DOCKER" kind kubectl helm curl; do
+  command -v "$tool" >/dev/null 2>&1 || die "make kind-e2e needs $tool on PATH (docker, kind, kubectl, helm and curl)"
 done
 "$DOCKER" info >/dev/null 2>&1 || die "no Docker daemon is reachable ('$DOCKER info' failed): start Docker or set DOCKER_HOST"
 [ -x "$SENPAI" ] || die "$SENPAI not found: run through 'make kind-e2e', which creates .venv"

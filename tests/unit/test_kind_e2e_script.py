@@ -34,12 +34,18 @@ def run_with_tools(tmp_path: Path, tools: dict[str, str]) -> subprocess.Complete
 
 
 def test_a_missing_tool_is_named(tmp_path: Path) -> None:
-    proc = run_with_tools(tmp_path, {"docker": "exit 0", "kubectl": "exit 0", "helm": "exit 0"})
+    proc = run_with_tools(tmp_path, {"docker": "exit 0", "kubectl": "exit 0", "helm": "exit 0", "curl": "exit 0"})
     assert proc.returncode == 2 and "make kind-e2e needs kind on PATH" in proc.stderr, proc.stderr
 
 
 def test_no_docker_daemon_is_said(tmp_path: Path) -> None:
-    tools = {"docker": '[ "$1" = info ] && exit 1; exit 0', "kind": "exit 0", "kubectl": "exit 0", "helm": "exit 0"}
+    tools = {
+        "docker": '[ "$1" = info ] && exit 1; exit 0',
+        "kind": "exit 0",
+        "kubectl": "exit 0",
+        "helm": "exit 0",
+        "curl": "exit 0",
+    }
     proc = run_with_tools(tmp_path, tools)
     assert proc.returncode == 2 and "no Docker daemon is reachable" in proc.stderr, proc.stderr
     assert os.listdir(tmp_path) == ["bin"]  # stopped before creating anything
