@@ -1,5 +1,6 @@
 # senpai: `make demo` runs the research loop with no keys; `make test` runs the tests.
 # Both create .venv with a Python >= 3.12 if it is missing (openhands-sdk needs 3.12).
+# `make images` builds the wrapper, advisor and student images; `make kind-e2e` runs the chart on kind.
 
 SHELL := /bin/bash
 VENV := .venv
@@ -12,7 +13,14 @@ export WANDB_SILENT := true
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export OPENHANDS_SUPPRESS_BANNER := 1
 
-.PHONY: demo test lint clean
+.PHONY: demo test lint clean constraints images kind-e2e
+
+# Images: $(IMAGE_REPO)/<role>:$(IMAGE_TAG), the names the chart uses by default.
+IMAGE_REPO ?= senpai
+IMAGE_TAG ?= $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+DOCKER ?= docker
+# pip arguments for the target's own dependencies in the student image (e.g. "torch==2.7.1").
+EXTRA_REQUIREMENTS ?=
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "error: no Python >= 3.12 found on PATH or under $(PYENV_ROOT)/versions" >&2; exit 2; }
@@ -33,3 +41,19 @@ lint: $(VENV)/.installed
 
 clean:
 	rm -rf $(VENV) demo-out .pytest_cache
+
+# constraints.txt pins every dependency of the images to the versions of the working .venv.
+constraints: $(VENV)/.installed
+	{ echo "# Versions the images install (pip install -c constraints.txt). Regenerate: make constraints"; \
+	  $(VENV)/bin/pip freeze --exclude-editable | grep -v '^senpai=='; } > constraints.txt
+
+images:
+	@command -v $(DOCKER) >/dev/null 2>&1 || { echo "error: make images needs the docker CLI ('$(DOCKER)' is not on PATH)" >&2; exit 2; }
+	@$(DOCKER) info >/dev/null 2>&1 || { echo "error: no Docker daemon is reachable ('$(DOCKER) info' failed): start Docker or set DOCKER_HOST" >&2; exit 2; }
+	$(DOCKER) build -f wrapper/Dockerfile -t $(IMAGE_REPO)/wrapper:$(IMAGE_TAG) .
+	$(DOCKER) build -f advisor/Dockerfile -t $(IMAGE_REPO)/advisor:$(IMAGE_TAG) .
+	$(DOCKER) build -f student/Dockerfile --build-arg EXTRA_REQUIREMENTS="$(EXTRA_REQUIREMENTS)" -t $(IMAGE_REPO)/student:$(IMAGE_TAG) .
+
+# Needs docker, kind, kubectl and helm; see the header of scripts/kind-e2e.sh.
+kind-e2e: $(VENV)/.installed
+	IMAGE_REPO=$(IMAGE_REPO) IMAGE_TAG=$(IMAGE_TAG) DOCKER=$(DOCKER) SENPAI=$(VENV)/bin/senpai bash scripts/kind-e2e.sh

@@ -20,9 +20,9 @@ from rich.table import Table
 
 from senpai.agents.workcopy import IDENTITY
 from senpai.cli.progress import TickPrinter
-from senpai.cli.wiring import make_forge
+from senpai.cli.wiring import forge_from
 from senpai.cli.wrapper import build_wrapper
-from senpai.config.harness import HarnessConfig, load_harness
+from senpai.config.harness import ForgeSettings, load_harness
 from senpai.errors import PermanentError
 from senpai.ledger.table import ledger_rows
 
@@ -66,7 +66,7 @@ def demo(students: int, experiments: int, out: str | None, example: str, timeout
     try:
         config_path = write_config(root, server.base_url, students, experiments)
         cfg = load_harness(config_path)
-        seed_target(cfg, Path(example), root / "seed")
+        seed_target(cfg.forge, Path(example), root / "seed")
         click.echo(f"forge: {server.base_url}  repo: {cfg.forge.repo}  students: {students}  target: {experiments} decided")
         report = run_until(config_path, experiments, start + timeout)
     finally:
@@ -96,21 +96,28 @@ def run_until(config_path: Path, experiments: int, deadline: float):
     return report
 
 
-def seed_target(cfg: HarnessConfig, example: Path, seed: Path) -> None:
-    """Create the forge repo and push the example's files as `main` plus the research base branch."""
+def seed_target(forge: ForgeSettings, example: Path, seed: Path) -> str:
+    """Create the forge repo, push the example's files as `main` plus the research base branch; return its clone URL.
+
+    "Already exists" counts as success for the repository. A git step that fails (e.g. a push that is
+    not a fast-forward) raises PermanentError with git's message. `seed` is the scratch clone.
+    """
     from senpai.forge.github import create_repository
 
-    clone_url = create_repository(cfg.forge, cfg.forge.token(), cfg.forge.repo.split("/")[1])
-    git_env = make_forge(cfg).git_env()
+    clone_url = create_repository(forge, forge.token(), forge.repo.split("/")[1])
+    git_env = forge_from(forge).git_env()
     shutil.copytree(example, seed, ignore=shutil.ignore_patterns("__pycache__", "wandb", "*.pyc"), dirs_exist_ok=True)
     env = {**os.environ, **IDENTITY, **git_env}
     for args in (
         ["init", "--quiet", "-b", "main"],
         ["add", "-A"],
         ["commit", "--quiet", "-m", "Target program: digits MLP"],
-        ["push", "--quiet", clone_url, "main", f"main:{cfg.forge.base_branch}"],
+        ["push", "--quiet", clone_url, "main", f"main:{forge.base_branch}"],
     ):
-        subprocess.run(["git", *args], cwd=seed, env=env, check=True, capture_output=True)
+        proc = subprocess.run(["git", *args], cwd=seed, env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise PermanentError(f"seeding {forge.repo}: git {args[0]} failed: {proc.stderr.strip()}")
+    return clone_url
 
 
 def show_leaderboard(rows: list[dict]) -> None:

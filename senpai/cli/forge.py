@@ -1,6 +1,7 @@
 """`senpai forge`: run the local forge, a GitHub-REST-compatible server for one machine, no keys."""
 
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -32,3 +33,37 @@ def serve_cmd(data_dir: Path, host: str, port: int) -> None:
 
     serve(data_dir, host, port, on_ready=ready)
     click.echo("stopped", err=True)
+
+
+@forge.command("seed")
+@click.option("--url", "base_url", required=True, help="REST root of the forge, e.g. http://127.0.0.1:8123.")
+@click.option("--repo", default="senpai/digits", show_default=True, help="owner/name of the repository to create.")
+@click.option(
+    "--example",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Folder pushed as the first commit [the bundled examples/digits].",
+)
+@click.option("--base-branch", default="advisor", show_default=True, help="Research base branch, pushed beside main.")
+@click.option(
+    "--token-env", default="GITHUB_TOKEN", show_default=True, help="Env var holding the token (unset: the local forge's owner)."
+)
+def seed_cmd(base_url: str, repo: str, example: Path | None, base_branch: str, token_env: str) -> None:
+    """Create REPO on a forge and push EXAMPLE as `main` and the research base branch.
+
+    For a forge that runs elsewhere (e.g. in a cluster behind `kubectl port-forward`). Prints
+    `repo: <owner/name>` and `clone_url: <url>`. Exit 4 if a git step fails.
+    """
+    from pydantic import ValidationError
+
+    from senpai.cli.demo import EXAMPLE, seed_target
+    from senpai.config.harness import ForgeSettings
+    from senpai.errors import ConfigError
+
+    try:
+        settings = ForgeSettings(base_url=base_url, repo=repo, token_env=token_env, base_branch=base_branch)
+    except ValidationError as e:
+        raise ConfigError(f"--repo {repo!r}: {e.errors()[0]['msg']}") from None
+    with tempfile.TemporaryDirectory(prefix="senpai-seed-") as tmp:
+        clone_url = seed_target(settings, example or EXAMPLE, Path(tmp) / "seed")
+    click.echo(f"repo: {repo}\nclone_url: {clone_url}")

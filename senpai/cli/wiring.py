@@ -2,24 +2,30 @@
 
 from pathlib import Path
 
-from senpai.config.harness import HarnessConfig
+from senpai.config.harness import ForgeSettings, HarnessConfig
 from senpai.fleet.base import Fleet
 from senpai.forge.base import Forge
 from senpai.tracker.base import Tracker
 
 
 def make_forge(cfg: HarnessConfig) -> Forge:
-    from senpai.forge.github import GitHubForge
-
     _register_secrets(cfg)
-    return GitHubForge(cfg.forge, cfg.forge.token())
+    return forge_from(cfg.forge)
+
+
+def forge_from(settings: ForgeSettings) -> Forge:
+    """The forge adapter for `settings` alone (commands that need no full harness config)."""
+    from senpai.forge.github import GitHubForge
+    from senpai.ledger.redact import register_secret
+
+    register_secret(settings.token())
+    return GitHubForge(settings, settings.token())
 
 
 def _register_secrets(cfg: HarnessConfig) -> None:
-    """The forge token and the LLM keys, whatever env vars hold them, are redacted from all posts."""
+    """The LLM keys, whatever env vars hold them, are redacted from all posts (the forge token: `forge_from`)."""
     from senpai.ledger.redact import register_secret
 
-    register_secret(cfg.forge.token())
     for role in (cfg.runtime.advisor, cfg.runtime.student):
         if role.llm is not None:
             register_secret(role.llm.api_key())

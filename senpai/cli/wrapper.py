@@ -1,5 +1,6 @@
 """`senpai wrapper run`: the long-lived loop (a Deployment on Kubernetes, a process locally)."""
 
+import os
 from pathlib import Path
 
 import click
@@ -9,6 +10,7 @@ from senpai.cli.progress import TickPrinter
 from senpai.cli.wiring import make_fleet, make_forge, make_tracker
 from senpai.config.harness import load_harness
 from senpai.ledger.table import LedgerReader
+from senpai.wrapper.health import HealthServer
 from senpai.wrapper.loop import Wrapper
 from senpai.wrapper.state import StateStore
 
@@ -17,7 +19,8 @@ def build_wrapper(config_path: str) -> Wrapper:
     cfg = load_harness(config_path)
     forge = make_forge(cfg)
     store = StateStore(Path(cfg.state_dir) / "wrapper.sqlite")
-    return Wrapper(cfg, str(Path(config_path).resolve()), forge, make_fleet(cfg), LedgerReader(forge, make_tracker(cfg)), store)
+    # absolute, not resolved: a ConfigMap mount is a symlink into a timestamped folder that is replaced on update
+    return Wrapper(cfg, str(Path(config_path).absolute()), forge, make_fleet(cfg), LedgerReader(forge, make_tracker(cfg)), store)
 
 
 @click.group()
@@ -30,10 +33,27 @@ def wrapper() -> None:
 @click.option("--until-decided", type=int, default=None, help="Exit 0 once this many experiments are decided.")
 @click.option("--max-ticks", type=int, default=None, help="Exit after this many ticks.")
 @click.option("--quiet", is_flag=True, help="Print only ticks that did something.")
-def run(config_path: str, until_decided: int | None, max_ticks: int | None, quiet: bool) -> None:
+@click.option(
+    "--health-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Serve GET /healthz and /readyz on this port (0: a free one) [default: off].",
+)
+@click.option(
+    "--health-host",
+    default=lambda: "0.0.0.0" if os.environ.get("KUBERNETES_SERVICE_HOST") else "127.0.0.1",
+    show_default="0.0.0.0 in a Kubernetes pod, else 127.0.0.1",
+    help="Interface of the health endpoint.",
+)
+def run(
+    config_path: str, until_decided: int | None, max_ticks: int | None, quiet: bool, health_port: int | None, health_host: str
+) -> None:
     """Tick until stopped (SIGTERM/Ctrl-C stop cleanly after the current tick)."""
     w = build_wrapper(config_path)
     printer = TickPrinter(quiet=quiet)
+    health = None if health_port is None else HealthServer(w.health, health_host, health_port).start()
+    if health:
+        click.echo(f"health: {health.url}", err=True)
 
     def until(r) -> bool:
         return (until_decided is not None and r.decided >= until_decided) or (max_ticks is not None and r.tick >= max_ticks)
@@ -41,4 +61,6 @@ def run(config_path: str, until_decided: int | None, max_ticks: int | None, quie
     try:
         w.run(until=until, on_tick=printer)
     finally:
+        if health:
+            health.stop()
         w.store.close()

@@ -87,6 +87,8 @@ class KubernetesFleetSettings(_Strict):
     resources: dict[Literal["advisor", "student", "verifier"], Resources] = Field(default_factory=dict)
     ttl_seconds_after_finished: int = Field(3600, ge=0, description="Finished Jobs are garbage-collected after this, seconds.")
     kubeconfig_context: str | None = Field(None, description="Outside a cluster: kubeconfig context (None: current).")
+    config_map: str = Field(description="ConfigMap holding harness.yaml; job pods mount it at the config's directory.")
+    instance: str = Field("senpai", description="app.kubernetes.io/instance of this install's Jobs.")
 
 
 def _backend(v: object) -> str:

@@ -21,6 +21,7 @@ from senpai.forge.base import Forge
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.table import LedgerReader
 from senpai.wrapper.dispatch import Dispatcher
+from senpai.wrapper.health import TickHealth
 from senpai.wrapper.policy import Launch, World, pending_messages, plan
 from senpai.wrapper.state import StateStore
 from senpai.wrapper.steer import Steering
@@ -64,6 +65,7 @@ class Wrapper:
         self._done_seen: set[str] = set()
         self._last_refresh = 0.0
         self._stop = threading.Event()
+        self.health = TickHealth(cfg.tick_seconds)  # read by the HTTP probes (senpai.wrapper.health)
 
     def stop(self, *_: object) -> None:
         """Ask the loop to stop after the current tick (SIGTERM/SIGINT handler)."""
@@ -160,12 +162,16 @@ class Wrapper:
             signal.signal(signal.SIGINT, self.stop)
         report = None
         while not self._stop.is_set():
+            self.health.tick_started()
             try:
                 report = self.tick()
             except TransientError as e:  # forge down: keep the loop alive, try again next tick
                 log.warning("tick %d: %s", self.ticks, e)
-                self._stop.wait(max(self.cfg.tick_seconds, e.retry_after or 0))
+                self.health.tick_finished(str(e))
+                self.health.waiting(wait := max(self.cfg.tick_seconds, e.retry_after or 0))
+                self._stop.wait(wait)
                 continue
+            self.health.tick_finished(action_errors=len(report.errors))
             if on_tick:
                 on_tick(report)
             if until and until(report):

@@ -27,7 +27,7 @@ def make_program(
     for rel, text in (files or {}).items():
         (example / rel).write_text(text)
     config = write_config(tmp / "run", base_url, students, experiments, repo=f"senpai/{name}")
-    seed_target(load_harness(config), example, tmp / "seed")
+    seed_target(load_harness(config).forge, example, tmp / "seed")
     return config
 
 

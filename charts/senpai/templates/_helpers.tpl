@@ -1,0 +1,120 @@
+{{/* Names and labels. */}}
+{{- define "senpai.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "senpai.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else if contains (include "senpai.name" .) .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name (include "senpai.name" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "senpai.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "senpai.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "senpai.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{ include "senpai.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: senpai
+{{- end -}}
+
+{{/* The wrapper's Deployment, ServiceAccount, Role and RoleBinding. */}}
+{{- define "senpai.wrapperName" -}}
+{{- printf "%s-wrapper" (include "senpai.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "senpai.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "senpai.wrapperName" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Job pods get their own ServiceAccount with no Role and no API token. */}}
+{{- define "senpai.jobServiceAccountName" -}}
+{{- printf "%s-job" (include "senpai.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "senpai.configMapName" -}}
+{{- printf "%s-config" (include "senpai.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "senpai.claimName" -}}
+{{- default (printf "%s-data" (include "senpai.fullname" .)) .Values.persistence.existingClaim -}}
+{{- end -}}
+
+{{/* "repository:tag" (or "repository@sha256:...") of a role; tag "" is the chart's appVersion. Verifier "" falls back to the student image. */}}
+{{- define "senpai.image" -}}
+{{- $root := index . 0 -}}
+{{- $img := index $root.Values.images (index . 1) -}}
+{{- if and (eq (index . 1) "verifier") (not $img.repository) -}}
+{{- $img = $root.Values.images.student -}}
+{{- end -}}
+{{- $tag := default $root.Chart.AppVersion $img.tag -}}
+{{- printf "%s%s%s" $img.repository (ternary "" ":" (hasPrefix "@" $tag)) $tag -}}
+{{- end -}}
+
+{{/* The env vars filled from Secrets, as fleet.secret_env entries: [{env, secret, key, optional}]. */}}
+{{- define "senpai.secretEnv" -}}
+{{- $out := list -}}
+{{- with .Values.secrets.github -}}{{- if .name -}}
+{{- $out = append $out (dict "env" "GITHUB_TOKEN" "secret" .name "key" .key "optional" false) -}}
+{{- end -}}{{- end -}}
+{{- with .Values.secrets.wandb -}}{{- if .name -}}
+{{- $out = append $out (dict "env" "WANDB_API_KEY" "secret" .name "key" .key "optional" false) -}}
+{{- end -}}{{- end -}}
+{{- range .Values.secrets.llm -}}
+{{- $out = append $out (dict "env" .env "secret" .name "key" .key "optional" (default false .optional)) -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
+
+{{/* Checks that need more than one value (values.schema.json checks each value alone). */}}
+{{- define "senpai.validate" -}}
+{{- $envs := list -}}
+{{- range .Values.secrets.llm -}}{{- $envs = append $envs .env -}}{{- end -}}
+{{- range $role := list "advisor" "student" -}}
+{{- $rt := index $.Values.runtime $role -}}
+{{- if eq $rt.kind "openhands" -}}
+{{- if not $rt.llm.model -}}
+{{- fail (printf "runtime.%s.kind is openhands: set runtime.%s.llm.model (a LiteLLM model name)" $role $role) -}}
+{{- end -}}
+{{- $keyEnv := default "LLM_API_KEY" $rt.llm.apiKeyEnv -}}
+{{- if not (has $keyEnv $envs) -}}
+{{- fail (printf "runtime.%s.llm.apiKeyEnv %s is not filled by any secrets.llm entry: add {env: %s, name: <secret>, key: <key>}" $role $keyEnv $keyEnv) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- range $role, $img := .Values.images -}}
+{{- if and (kindIs "map" $img) (eq (toString $img.tag) "latest") -}}
+{{- fail (printf "images.%s.tag is latest: pin a version (or a digest) so every Job runs the same code" $role) -}}
+{{- end -}}
+{{- end -}}
+{{- $names := list -}}
+{{- range .Values.students -}}
+{{- if has .name $names -}}{{- fail (printf "students: the name %s is used twice" .name) -}}{{- end -}}
+{{- $names = append $names .name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Role runtime as the harness config's RoleRuntime. */}}
+{{- define "senpai.roleRuntime" -}}
+{{- $b := .budget -}}
+{{- $rt := dict "kind" .kind "budget" (dict "llm_calls" (int $b.llmCalls) "tokens" (int $b.tokens) "dollars" (float64 $b.dollars) "wall_seconds" (int $b.wallSeconds)) -}}
+{{- with .llm -}}{{- if .model -}}
+{{- $llm := dict "model" .model "api_key_env" (default "LLM_API_KEY" .apiKeyEnv) -}}
+{{- if .baseUrl -}}{{- $_ := set $llm "base_url" .baseUrl -}}{{- end -}}
+{{- if .reasoningEffort -}}{{- $_ := set $llm "reasoning_effort" .reasoningEffort -}}{{- end -}}
+{{- $_ := set $rt "llm" $llm -}}
+{{- end -}}{{- end -}}
+{{- toJson $rt -}}
+{{- end -}}

@@ -1,0 +1,348 @@
+"""The Helm chart charts/senpai, rendered and linted by the real Helm engine (helm-sdkpy, Helm v4).
+
+Every rendered manifest is checked against the Kubernetes 1.30 and 1.37 schemas in strict mode
+(kubernetes-validate), the rendered harness.yaml against HarnessConfig, and bad values against
+the messages of values.schema.json and of the chart's own checks. All renders run in one
+subprocess (tests/helm_render.py) because Helm reads HELM_DRIVER=memory only at process start.
+"""
+
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from senpai.config.harness import HarnessConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "senpai"
+RENDER = ROOT / "tests" / "helm_render.py"
+NAMESPACE, RELEASE = "research", "digits"
+KUBE_VERSIONS = ["1.30", "1.37"]
+
+REQUIRED = {"forge": {"repo": "acme/digits"}, "secrets": {"github": {"name": "senpai-github", "key": "token"}}}
+BIG = {
+    "forge": {"repo": "acme/llm-pretrain", "baseUrl": "https://ghe.example.com/api/v3", "baseBranch": "research"},
+    "images": {
+        "wrapper": {"repository": "registry.example.com/senpai/wrapper", "tag": "0.1.0"},
+        "advisor": {"repository": "registry.example.com/senpai/advisor", "tag": "0.1.0"},
+        "student": {"repository": "registry.example.com/senpai/student", "tag": "0.1.0-cu128"},
+        "verifier": {"repository": "", "tag": ""},
+        "pullPolicy": "Always",
+    },
+    "imagePullSecrets": [{"name": "registry-creds"}],
+    "secrets": {
+        "github": {"name": "senpai-github", "key": "token"},
+        "wandb": {"name": "wandb", "key": "api-key"},
+        "llm": [{"env": "LLM_API_KEY", "name": "llm-keys", "key": "anthropic"}],
+    },
+    "tracker": {"project": "pretrain", "entity": "acme", "mode": "online"},
+    "runtime": {
+        "advisor": {"kind": "openhands", "llm": {"model": "anthropic/claude-sonnet-4-5", "reasoningEffort": "high"}},
+        "student": {"kind": "openhands", "llm": {"model": "anthropic/claude-sonnet-4-5"}, "budget": {"dollars": 20.0}},
+    },
+    "students": [{"name": n, "gpus": 8} for n in ("ada", "bo", "cy", "dee")],
+    "gpu": {
+        "resource": "nvidia.com/gpu",
+        "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    },
+    "resources": {"student": {"requests": {"cpu": "32", "memory": "256Gi"}, "limits": {"memory": "512Gi"}}},
+    "persistence": {"existingClaim": "datasets", "accessModes": ["ReadWriteMany"]},
+    "loop": {"maxExperiments": 40, "patience": 8},
+    "wrapper": {"logFormat": "json"},
+}
+
+
+def with_required(**changes: object) -> dict:
+    """REQUIRED values with top-level sections replaced by `changes`."""
+    return {**copy.deepcopy(REQUIRED), **changes}
+
+
+BAD = {  # values -> what Helm must say
+    "negative gpus": (with_required(students=[{"name": "ada", "gpus": -1}]), "at '/students/0/gpus': minimum: got -1, want 0"),
+    "fractional gpus": (
+        with_required(students=[{"name": "ada", "gpus": 0.5}]),
+        "at '/students/0/gpus': got number, want integer",
+    ),
+    "student name not a DNS label": (
+        with_required(students=[{"name": "Ada_1", "gpus": 1}]),
+        "at '/students/0/name': 'Ada_1' does not match pattern '^[a-z0-9][a-z0-9-]{0,30}$'",
+    ),
+    "token beside the secret ref": (
+        with_required(secrets={"github": {"name": "gh", "key": "token", "token": "ghp_0123456789"}}),
+        "at '/secrets/github': additional properties 'token' not allowed",
+    ),
+    "token instead of the secret ref": (
+        with_required(secrets={"github": "ghp_0123456789"}),
+        "at '/secrets/github': got string, want object",
+    ),
+    "missing forge.repo": ({"secrets": REQUIRED["secrets"]}, "at '/forge/repo': '' does not match pattern"),
+    "github.com without a token": ({"forge": {"repo": "acme/digits"}}, "at '/secrets/github/name': minLength: got 0, want 1"),
+    "unknown runtime kind": (
+        with_required(runtime={"advisor": {"kind": "magic"}}),
+        "at '/runtime/advisor/kind': value must be one of 'search', 'openhands'",
+    ),
+    "misspelled value": (with_required(studnets=[]), "additional properties 'studnets' not allowed"),
+    "openhands without its key": (
+        with_required(runtime={"advisor": {"kind": "openhands", "llm": {"model": "anthropic/claude-sonnet-4-5"}}}),
+        "runtime.advisor.llm.apiKeyEnv LLM_API_KEY is not filled by any secrets.llm entry",
+    ),
+    "openhands without a model": (
+        with_required(
+            runtime={"student": {"kind": "openhands"}},
+            secrets={**REQUIRED["secrets"], "llm": [{"env": "LLM_API_KEY", "name": "k", "key": "k"}]},
+        ),
+        "runtime.student.kind is openhands: set runtime.student.llm.model",
+    ),
+    "latest tag": (
+        with_required(images={"student": {"repository": "senpai/student", "tag": "latest"}}),
+        "images.student.tag is latest: pin a version",
+    ),
+    "a student twice": (
+        with_required(students=[{"name": "ada", "gpus": 1}, {"name": "ada", "gpus": 2}]),
+        "students: the name ada is used twice",
+    ),
+}
+
+
+def deep_merge(base: dict, over: dict) -> dict:
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+@pytest.fixture(scope="module")
+def helm(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Every render and lint of this module, done by one Helm process; answers by name."""
+    # helm lint reads the chart's own values.yaml, so lint a copy that carries the required values too
+    linted = tmp_path_factory.mktemp("chart") / "senpai"
+    shutil.copytree(CHART, linted)
+    defaults = yaml.safe_load((CHART / "values.yaml").read_text())
+    (linted / "values.yaml").write_text(yaml.safe_dump(deep_merge(defaults, REQUIRED)))
+    base = {"action": "install", "chart": str(CHART), "release": RELEASE, "namespace": NAMESPACE}
+    requests = {
+        "lint": {"action": "lint", "chart": str(linted)},
+        "lint-without-required": {"action": "lint", "chart": str(CHART)},
+    }
+    for kv in KUBE_VERSIONS:
+        requests[f"default-{kv}"] = {**base, "values": REQUIRED, "kube_version": kv}
+        requests[f"big-{kv}"] = {**base, "values": BIG, "kube_version": kv}
+    requests |= {name: {**base, "values": values} for name, (values, _) in BAD.items()}
+    proc = subprocess.run(
+        [sys.executable, str(RENDER)],
+        input=json.dumps(list(requests.values())),
+        env={**os.environ, "HELM_DRIVER": "memory"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return dict(zip(requests, json.loads(proc.stdout), strict=True))
+
+
+def manifests(answer: dict) -> list[dict]:
+    assert "error" not in answer, answer["error"]
+    return [d for d in yaml.safe_load_all(answer["manifest"]) if d]
+
+
+def one(docs: list[dict], kind: str) -> dict:
+    [doc] = [d for d in docs if d["kind"] == kind]
+    return doc
+
+
+def harness(docs: list[dict]) -> HarnessConfig:
+    return HarnessConfig.model_validate(yaml.safe_load(one(docs, "ConfigMap")["data"]["harness.yaml"]))
+
+
+def test_lint_passes_with_the_required_values_and_fails_without(helm: dict) -> None:
+    lint = helm["lint"]["lint"]
+    assert lint["TotalChartsLinted"] == 1 and not lint["Errors"], lint
+    assert all(m["Severity"] < 2 for m in lint["Messages"]), lint  # nothing above INFO
+    missing = helm["lint-without-required"]["lint"]
+    assert {m["Path"] for m in missing["Messages"] if m["Severity"] == 3} >= {"values.yaml"}, missing
+
+
+@pytest.mark.parametrize("case", ["default", "big"])
+@pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
+def test_every_manifest_is_valid_kubernetes(helm: dict, case: str, kube_version: str) -> None:
+    docs = manifests(helm[f"{case}-{kube_version}"])
+    assert docs
+    for doc in docs:
+        try:
+            kubernetes_validate.validate(doc, kube_version, strict=True)
+        except kubernetes_validate.ValidationError as e:
+            pytest.fail(
+                f"{doc['kind']}/{doc['metadata']['name']} against {kube_version}: {'.'.join(map(str, e.path))}: {e.message}"
+            )
+
+
+def test_default_values_render_the_expected_objects(helm: dict) -> None:
+    docs = manifests(helm["default-1.30"])
+    kinds = sorted((d["kind"], d["metadata"]["name"]) for d in docs)
+    assert kinds == [
+        ("ConfigMap", "digits-senpai-config"),
+        ("Deployment", "digits-senpai-wrapper"),
+        ("PersistentVolumeClaim", "digits-senpai-data"),
+        ("Role", "digits-senpai-wrapper"),
+        ("RoleBinding", "digits-senpai-wrapper"),
+        ("ServiceAccount", "digits-senpai-job"),
+        ("ServiceAccount", "digits-senpai-wrapper"),
+    ]
+    # what Helm sent to the API server is exactly the rendered set (releases kept in memory, not as Secrets)
+    posted = sorted((d["kind"], d["metadata"]["name"]) for d in helm["default-1.30"]["posted"])
+    assert posted == kinds
+
+
+def test_default_harness_config(helm: dict) -> None:
+    docs = manifests(helm["default-1.30"])
+    cfg = harness(docs)
+    fleet = cfg.fleet
+    assert fleet.backend == "kubernetes" and fleet.namespace == NAMESPACE and fleet.instance == RELEASE
+    assert fleet.config_map == one(docs, "ConfigMap")["metadata"]["name"]
+    assert fleet.pvc == one(docs, "PersistentVolumeClaim")["metadata"]["name"] and fleet.mount_path == "/data"
+    assert fleet.images == {
+        "advisor": "senpai/advisor:0.1.0",
+        "student": "senpai/student:0.1.0",
+        "verifier": "senpai/student:0.1.0",
+    }
+    assert fleet.service_account == "digits-senpai-job"
+    assert [(s.env, s.secret, s.key) for s in fleet.secret_env] == [("GITHUB_TOKEN", "senpai-github", "token")]
+    assert cfg.forge.repo == "acme/digits" and cfg.forge.token_env == "GITHUB_TOKEN"
+    assert cfg.tracker.dir == "/data/wandb" and cfg.state_dir == "/data/state"
+    assert [(s.name, s.gpus) for s in cfg.students] == [("ada", 1)]
+    assert cfg.runtime.advisor.kind == cfg.runtime.student.kind == "search"
+    assert cfg.max_experiments is None and cfg.patience is None
+    pvc = one(docs, "PersistentVolumeClaim")
+    assert pvc["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}  # helm uninstall keeps the data
+    assert pvc["spec"]["resources"]["requests"]["storage"] == "50Gi" and "storageClassName" not in pvc["spec"]
+
+
+def test_four_students_with_eight_gpus_land_in_the_harness_config(helm: dict) -> None:
+    docs = manifests(helm["big-1.37"])
+    cfg = harness(docs)
+    fleet = cfg.fleet
+    assert [(s.name, s.gpus) for s in cfg.students] == [("ada", 8), ("bo", 8), ("cy", 8), ("dee", 8)]
+    assert fleet.gpu_resource == "nvidia.com/gpu"
+    assert fleet.node_selector == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+    # plain dicts here; typed core/v1 Tolerations once the fleet backend types them
+    tolerations = [t if isinstance(t, dict) else t.model_dump(by_alias=True, exclude_none=True) for t in fleet.tolerations]
+    assert tolerations == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert fleet.resources["student"].requests == {"cpu": "32", "memory": "256Gi"}
+    assert fleet.resources["advisor"].limits == {"memory": "4Gi"}  # untouched defaults survive the merge
+    assert fleet.images["verifier"] == fleet.images["student"] == "registry.example.com/senpai/student:0.1.0-cu128"
+    assert fleet.image_pull_policy == "Always" and fleet.pvc == "datasets"
+    assert {s.env: s.secret for s in fleet.secret_env} == {
+        "GITHUB_TOKEN": "senpai-github",
+        "WANDB_API_KEY": "wandb",
+        "LLM_API_KEY": "llm-keys",
+    }
+    assert cfg.runtime.advisor.kind == "openhands" and cfg.runtime.advisor.llm.reasoning_effort == "high"
+    assert cfg.runtime.student.budget.dollars == 20.0 and cfg.runtime.student.budget.llm_calls == 60
+    assert cfg.forge.base_url == "https://ghe.example.com/api/v3" and cfg.forge.base_branch == "research"
+    assert cfg.tracker.entity == "acme" and cfg.tracker.mode == "online"
+    assert cfg.max_experiments == 40 and cfg.patience == 8
+    assert not [d for d in docs if d["kind"] == "PersistentVolumeClaim"]  # existingClaim: none created
+    job_sa = [d for d in docs if d["kind"] == "ServiceAccount" and d["metadata"]["name"].endswith("-job")][0]
+    assert job_sa["imagePullSecrets"] == [{"name": "registry-creds"}] and job_sa["automountServiceAccountToken"] is False
+
+
+def test_wrapper_deployment(helm: dict) -> None:
+    docs = manifests(helm["big-1.30"])
+    dep = one(docs, "Deployment")
+    assert dep["spec"]["replicas"] == 1 and dep["spec"]["strategy"] == {"type": "Recreate"}
+    pod = dep["spec"]["template"]["spec"]
+    [c] = pod["containers"]
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] == 10001
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert c["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    assert c["args"][:4] == ["--log-format=json", "wrapper", "run", "--config=/etc/senpai/harness.yaml"]
+    assert "--health-port=8080" in c["args"]
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    assert c["ports"] == [{"name": "health", "containerPort": 8080, "protocol": "TCP"}]
+    assert c["resources"]["requests"] and c["resources"]["limits"]
+    mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+    assert mounts == {"/etc/senpai": "config", "/data": "data", "/tmp": "tmp"}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["data"]["persistentVolumeClaim"]["claimName"] == "datasets"
+    assert volumes["config"]["configMap"]["name"] == one(docs, "ConfigMap")["metadata"]["name"]
+    assert volumes["tmp"] == {"name": "tmp", "emptyDir": {}}
+    secret_env = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in c["env"] if "valueFrom" in e}
+    assert secret_env == {
+        "GITHUB_TOKEN": {"name": "senpai-github", "key": "token"},
+        "WANDB_API_KEY": {"name": "wandb", "key": "api-key"},
+    }
+    assert pod["serviceAccountName"] == one(docs, "RoleBinding")["subjects"][0]["name"]
+    assert re.fullmatch(r"[0-9a-f]{64}", dep["spec"]["template"]["metadata"]["annotations"]["checksum/config"])
+
+
+def test_role_is_least_privilege(helm: dict) -> None:
+    role = one(manifests(helm["default-1.30"]), "Role")
+    rules = {(g, r): sorted(rule["verbs"]) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
+    assert rules == {
+        ("batch", "jobs"): ["create", "delete", "get", "list", "watch"],
+        ("", "pods"): ["get", "list", "watch"],
+        ("", "pods/log"): ["get"],
+    }
+
+
+@pytest.mark.parametrize("case", ["default-1.30", "big-1.30"])
+def test_no_secret_is_rendered(helm: dict, case: str) -> None:
+    docs = manifests(helm[case])
+    assert not [d for d in docs + helm[case]["posted"] if d["kind"] == "Secret"]
+    for doc in docs:
+        for c in (
+            (doc.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [])) if doc["kind"] == "Deployment" else []
+        ):
+            for e in c["env"]:
+                assert "value" not in e or e["name"] in ("SENPAI_CONFIG", "HOME"), e  # secrets only by reference
+
+
+@pytest.mark.parametrize("name", list(BAD))
+def test_bad_values_are_refused_with_a_clear_message(helm: dict, name: str) -> None:
+    answer = helm[name]
+    assert "error" in answer, f"{name}: rendered anyway"
+    assert BAD[name][1] in answer["error"], answer["error"]
+
+
+def test_notes_say_what_to_do_next(helm: dict) -> None:
+    notes = helm["default-1.30"]["notes"]
+    for expected in (
+        "logs -f deploy/digits-senpai-wrapper",
+        "port-forward deploy/digits-senpai-wrapper 8080:8080",
+        "senpai ledger --json",
+        "senpai preflight",
+    ):
+        assert expected in notes
+    assert "WARNING" not in notes and "Students: ada (1 GPU)\n" in notes
+    assert "Students: ada (8 GPUs), bo (8 GPUs), cy (8 GPUs), dee (8 GPUs)" in helm["big-1.30"]["notes"]
+
+
+def test_every_value_is_documented_in_the_chart_readme() -> None:
+    readme = (CHART / "README.md").read_text().split("## Values", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| `([^`]+)` \|", readme, re.M))
+
+    def leaves(d: dict, prefix: str = "") -> list[str]:
+        out = []
+        for k, v in d.items():
+            key = f"{prefix}{k}"
+            whole = re.search(r"^(images|resources)\.\w+$|nodeSelector$|\.llm$|\.budget$", key)  # one row each
+            out += leaves(v, key + ".") if isinstance(v, dict) and v and not whole else [key]
+        return out
+
+    keys = set(leaves(yaml.safe_load((CHART / "values.yaml").read_text())))
+    assert keys - documented == set(), "undocumented values"
+    assert documented - keys == set(), "documented values that do not exist"

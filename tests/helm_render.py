@@ -1,0 +1,151 @@
+"""Render or lint a chart with the real Helm engine (helm-sdkpy, a compiled Helm v4), no cluster needed.
+
+Run as a script: JSON request on stdin, JSON answer on stdout. It must start with HELM_DRIVER=memory in
+its environment (Go reads the environment once, when the library loads), so releases are kept in
+memory instead of as Secrets. `install` serves a minimal Kubernetes API on 127.0.0.1 (discovery:
+/version, /api, /apis and the resource lists of the groups in API_RESOURCES; GET of an object 404s;
+POST echoes the object back with 201) and runs Install without waiting.
+
+Input:  a JSON list of requests {"action": "install" | "lint", "chart": path, "values": {...},
+        "release": name, "namespace": ns, "kube_version": "1.30"} (one process for many renders).
+Output: a JSON list of answers, in order: {"manifest": str, "notes": str, "posted": [object, ...]}
+        (install), {"lint": {...}} (lint) or {"error": str} (Helm refused: schema, `fail`, template).
+"""
+
+import asyncio
+import json
+import os
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import yaml
+
+# group/version -> [(plural, kind, namespaced)] the chart may create
+API_RESOURCES = {
+    "v1": [
+        ("configmaps", "ConfigMap", True),
+        ("serviceaccounts", "ServiceAccount", True),
+        ("persistentvolumeclaims", "PersistentVolumeClaim", True),
+        ("services", "Service", True),
+        ("secrets", "Secret", True),
+        ("pods", "Pod", True),
+        ("namespaces", "Namespace", False),
+    ],
+    "apps/v1": [("deployments", "Deployment", True)],
+    "batch/v1": [("jobs", "Job", True)],
+    "rbac.authorization.k8s.io/v1": [("roles", "Role", True), ("rolebindings", "RoleBinding", True)],
+}
+
+
+def _resource_list(group_version: str) -> dict:
+    verbs = ["create", "delete", "get", "list", "patch", "update", "watch"]
+    resources = [
+        {"name": p, "singularName": k.lower(), "namespaced": ns, "kind": k, "verbs": verbs}
+        for p, k, ns in API_RESOURCES[group_version]
+    ]
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
+
+
+def _discovery(kube_version: str) -> dict[str, dict]:
+    major, minor = kube_version.split(".")[:2]
+    groups = sorted({gv.split("/")[0] for gv in API_RESOURCES if "/" in gv})
+    docs = {
+        "/version": {"major": major, "minor": minor, "gitVersion": f"v{major}.{minor}.0", "platform": "linux/amd64"},
+        "/api": {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []},
+        "/apis": {
+            "kind": "APIGroupList",
+            "apiVersion": "v1",
+            "groups": [
+                {
+                    "name": g,
+                    "versions": [{"groupVersion": f"{g}/v1", "version": "v1"}],
+                    "preferredVersion": {"groupVersion": f"{g}/v1", "version": "v1"},
+                }
+                for g in groups
+            ],
+        },
+    }
+    for gv in API_RESOURCES:
+        docs["/api/v1" if gv == "v1" else f"/apis/{gv}"] = _resource_list(gv)
+    return docs
+
+
+class _API(BaseHTTPRequestHandler):
+    server: "FakeAPIServer"
+
+    def _send(self, code: int, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:  # noqa: N802
+        doc = self.server.docs.get(self.path.split("?", 1)[0])
+        if doc is None:
+            self._send(404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404})
+        else:
+            self._send(200, doc)
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        self.server.posted.append(body)
+        self._send(201, body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+class FakeAPIServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, kube_version: str) -> None:
+        super().__init__(("127.0.0.1", 0), _API)
+        self.docs, self.posted = _discovery(kube_version), []
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def kubeconfig(self, namespace: str) -> str:
+        server = f"http://127.0.0.1:{self.server_address[1]}"
+        return yaml.safe_dump(  # helm-sdkpy tells a file path from YAML content, not from JSON
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "fake", "cluster": {"server": server}}],
+                "users": [{"name": "fake", "user": {"token": "unused"}}],
+                "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake", "namespace": namespace}}],
+                "current-context": "fake",
+            }
+        )
+
+
+def handle(req: dict) -> dict:
+    import helm_sdkpy
+
+    namespace = req.get("namespace", "default")
+    api = FakeAPIServer(req.get("kube_version", "1.30"))
+    try:
+        cfg = helm_sdkpy.Configuration(namespace=namespace, kubeconfig=api.kubeconfig(namespace))
+        if req["action"] == "lint":
+            return {"lint": asyncio.run(helm_sdkpy.Lint(cfg).run(req["chart"]))}
+        install = helm_sdkpy.Install(cfg)
+        rel = asyncio.run(
+            install.run(req.get("release", "senpai"), req["chart"], values=req.get("values") or {}, wait=False, timeout=60)
+        )
+        return {"manifest": rel.get("manifest", ""), "notes": rel.get("info", {}).get("notes", ""), "posted": api.posted}
+    except helm_sdkpy.HelmError as e:
+        return {"error": str(e)}
+    finally:
+        api.shutdown()
+        api.server_close()
+
+
+def main() -> None:
+    if os.environ.get("HELM_DRIVER") != "memory":
+        sys.exit("run with HELM_DRIVER=memory in the environment")
+    json.dump([handle(req) for req in json.load(sys.stdin)], sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
