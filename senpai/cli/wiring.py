@@ -21,8 +21,11 @@ def make_tracker(cfg: HarnessConfig) -> Tracker:
 
 
 def make_fleet(cfg: HarnessConfig) -> Fleet:
-    if cfg.fleet.backend != "local":
-        raise NotImplementedError(f"fleet backend {cfg.fleet.backend!r}")
+    """LocalFleet, or KubernetesFleet (in-cluster config in a pod, else kubeconfig; ConfigError if neither)."""
+    if cfg.fleet.backend == "kubernetes":
+        from senpai.fleet.kubernetes import KubernetesFleet
+
+        return KubernetesFleet(cfg.fleet)
     from senpai.fleet.local import LocalFleet
 
     return LocalFleet(Path(cfg.fleet.dir))
