@@ -237,10 +237,16 @@ class Cluster:
                 return
             work = self.workdir / pod["metadata"]["name"]
             work.mkdir()
-            with open(self.logs[(ns, pod["metadata"]["name"])], "ab") as out:
-                proc = subprocess.Popen(
-                    container["command"], env=env, cwd=work, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-                )
+            log = self.logs[(ns, pod["metadata"]["name"])]
+            try:
+                with open(log, "ab") as out:
+                    proc = subprocess.Popen(
+                        container["command"], env=env, cwd=work, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                    )
+            except OSError as e:  # as containerd reports an exec failure
+                log.write_text(f"exec {container['command'][0]}: {e.strerror}\n")
+                self._start(ns, job, pod)
+                return self._terminate(ns, job, pod, 128, "StartError", False)
             self.procs[(ns, pod["metadata"]["name"])] = proc
             self._start(ns, job, pod)
         try:
