@@ -30,7 +30,7 @@ from kubernetes.client.exceptions import ApiException
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from senpai.config.harness import KubernetesFleetSettings
-from senpai.errors import ConfigError, NotFound, PermanentError, SenpaiError, TransientError
+from senpai.errors import ConfigError, Forbidden, NotFound, PermanentError, SenpaiError, TransientError
 from senpai.fleet.base import JobSpec, JobStatus
 from senpai.fleet.k8s_job import CONTROLLER_UID, build_job, instance_selector, job_status
 
@@ -74,7 +74,7 @@ def translate(e: BaseException, verb: str, resource: str, namespace: str) -> Sen
     if e.status == 404:
         return NotFound(f"kubernetes: {what}: {message}")
     if e.status in (401, 403):
-        return PermanentError(
+        return Forbidden(
             f"kubernetes: the ServiceAccount may not {what} (HTTP {e.status}: {message}); "
             f"grant verb {verb!r} on {resource!r} in its Role (see {RBAC_DOC})"
         )
@@ -88,6 +88,21 @@ def _is_transient(e: BaseException) -> bool:
     if isinstance(e, ApiException):
         return e.status == 429 or e.status >= 500
     return isinstance(e, (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError))
+
+
+def call_api(verb: str, resource: str, namespace: str, fn: Callable[[], T], retry_wait: float = 0.5) -> T:
+    """Run one API call, retrying transient failures (RETRY_ATTEMPTS tries, exponential from
+    `retry_wait` seconds, capped at 8 s); raises the translated error (see `translate`)."""
+    retrying = Retrying(
+        stop=stop_after_attempt(RETRY_ATTEMPTS),
+        wait=wait_exponential(multiplier=retry_wait, max=8),
+        retry=retry_if_exception(_is_transient),
+        reraise=True,
+    )
+    try:
+        return retrying(fn)
+    except (ApiException, urllib3.exceptions.HTTPError, ConnectionError, TimeoutError) as e:
+        raise translate(e, verb, resource, namespace) from e
 
 
 class KubernetesFleet:
@@ -107,17 +122,7 @@ class KubernetesFleet:
         self._retry_wait = retry_wait
 
     def _call(self, verb: str, resource: str, fn: Callable[[], T]) -> T:
-        """Run one API call with retries on transient errors; raises translated errors."""
-        retrying = Retrying(
-            stop=stop_after_attempt(RETRY_ATTEMPTS),
-            wait=wait_exponential(multiplier=self._retry_wait, max=8),
-            retry=retry_if_exception(_is_transient),
-            reraise=True,
-        )
-        try:
-            return retrying(fn)
-        except (ApiException, urllib3.exceptions.HTTPError, ConnectionError, TimeoutError) as e:
-            raise translate(e, verb, resource, self.ns) from e
+        return call_api(verb, resource, self.ns, fn, self._retry_wait)
 
     # ----------------------------------------------------------------------- Fleet
 
