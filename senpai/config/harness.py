@@ -71,13 +71,17 @@ class SecretEnv(_Strict):
 
 
 class Toleration(_Strict):
-    """A core/v1 Toleration of GPU (student) job pods."""
+    """A core/v1 Toleration of GPU (student) job pods, in the Kubernetes shape (tolerationSeconds)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     key: str | None = None
     operator: Literal["Exists", "Equal"] = "Equal"
     value: str | None = None
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
-    toleration_seconds: int | None = Field(None, ge=0, description="NoExecute only: seconds the pod stays bound.")
+    toleration_seconds: int | None = Field(
+        None, ge=0, alias="tolerationSeconds", description="NoExecute only: seconds the pod stays bound after a taint."
+    )
 
 
 class KubernetesFleetSettings(_Strict):

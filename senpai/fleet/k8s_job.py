@@ -169,16 +169,25 @@ def _container_state(pod: client.V1Pod | None) -> client.V1ContainerState | None
     return next((s.state for s in statuses if s.name == CONTAINER), None)
 
 
+def _unschedulable(pod: client.V1Pod | None) -> str | None:
+    """ "Unschedulable" while the scheduler finds no node for the pod (no GPU free, selector, taints)."""
+    for c in (pod and pod.status and pod.status.conditions) or []:
+        if c.type == "PodScheduled" and c.status == "False" and c.reason:
+            return c.reason
+    return None
+
+
 def job_status(job: client.V1Job, pod: client.V1Pod | None) -> JobStatus:
     """Map a Job and its pod (None if unknown) to a JobStatus.
 
     phase: `succeeded` (condition Complete/SuccessCriteriaMet), `failed` (Failed/FailureTarget),
-    `running` (a pod is Running or the Job counts an active pod that started), else `pending`.
+    `running` (the container or pod is running), else `pending`.
     reason, first that applies: the container's OOMKilled; the Job condition's DeadlineExceeded;
     the container's terminated reason (Error, ...); the Job condition's reason
     (BackoffLimitExceeded, ...); while pending, the container's waiting reason (ImagePullBackOff,
-    CreateContainerConfigError, ...). Times are UTC: the container's start/finish, else the
-    Job's startTime/completionTime or the failure condition's transition time.
+    CreateContainerConfigError, ...) or the pod's PodScheduled reason (Unschedulable).
+    Times are UTC: the container's start/finish, else the Job's startTime/completionTime or the
+    failure condition's transition time.
     """
     meta = job.metadata
     lab = meta.labels or {}
@@ -206,6 +215,8 @@ def job_status(job: client.V1Job, pod: client.V1Pod | None) -> JobStatus:
         reason = (term and term.reason) or (done_bad and done_bad.reason) or "Failed"
     elif phase == "pending" and waiting and waiting.reason not in (None, "ContainerCreating", "PodInitializing"):
         reason = waiting.reason
+    elif phase == "pending":
+        reason = _unschedulable(pod)
     started = (term and term.started_at) or (running and running.started_at) or (job.status and job.status.start_time)
     finished = None
     if phase in ("succeeded", "failed"):

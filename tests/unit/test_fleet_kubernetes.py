@@ -72,6 +72,14 @@ def test_gpu_student_gets_gpus_node_selector_and_tolerations():
     assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
 
 
+def test_tolerations_take_the_kubernetes_shape():
+    toleration = {"key": "gpu", "operator": "Equal", "value": "a100", "effect": "NoExecute", "tolerationSeconds": 60}
+    pod = as_dict(build_job(spec("student", 1), k8s_settings(tolerations=[toleration])))["spec"]["template"]["spec"]
+    assert pod["tolerations"] == [toleration]
+    with pytest.raises(ValueError, match="tolerationSecond"):
+        k8s_settings(tolerations=[{"key": "gpu", "tolerationSecond": 60}])
+
+
 @pytest.mark.parametrize("role, gpus", [("advisor", 0), ("verifier", 1), ("student", 0)])
 def test_cpu_jobs_get_no_gpus_and_no_gpu_scheduling(role, gpus):
     pod = as_dict(build_job(spec(role, gpus), k8s_settings(gpu_resource="amd.com/gpu")))["spec"]["template"]["spec"]
@@ -295,3 +303,27 @@ def test_secret_values_reach_the_running_job(apiserver):
             break
         time.sleep(0.05)
     assert fleet.logs(name).strip() == f"token={SECRET_VALUE}"  # resolved by the "kubelet", not sent by us
+
+
+def test_a_stuck_job_says_why_it_is_pending(scripted):
+    fleet = k8s_fleet(scripted)
+    name = fleet.launch(spec("student", 4)).name
+    assert fleet.get(name).reason is None  # ContainerCreating is not news
+    with scripted.cluster.lock:
+        pod = scripted.cluster._pod_of(NAMESPACE, name)
+        pod["status"]["conditions"] = [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/3 nodes have 4 GPUs"}
+        ]
+        pod["status"]["containerStatuses"][0]["state"] = {}
+    assert (fleet.get(name).phase, fleet.get(name).reason) == ("pending", "Unschedulable")
+
+
+def test_a_missing_secret_leaves_the_job_pending_with_the_reason():
+    with ApiServer() as server:  # no Secret created
+        fleet = k8s_fleet(server)
+        name = fleet.launch(spec("verifier")).name
+        for _ in range(100):
+            if (status := fleet.get(name)).reason:
+                break
+            time.sleep(0.05)
+    assert (status.phase, status.reason) == ("pending", "CreateContainerConfigError")
