@@ -12,10 +12,15 @@ official client:
 - it fills in what the control plane would: uid, creationTimestamp, the controller-uid and
   job-name labels, one pod per Job.
 
-Pods either run (a "kubelet" thread runs the container command as a local subprocess with the
-container env, secretKeyRef values resolved from `secrets`, and activeDeadlineSeconds enforced
-by killing it: Job condition Failed/DeadlineExceeded), or, with `run_pods=False`, stay Pending
-until a test scripts their end with `finish()` (e.g. OOMKilled, DeadlineExceeded).
+Pods either run, or, with `run_pods=False`, stay Pending until a test scripts their end with
+`finish()` (e.g. OOMKilled, DeadlineExceeded). A running pod is a "kubelet" thread that runs the
+container command as a local subprocess:
+- its env is the container env, with secretKeyRef values resolved from `secrets` (a missing one
+  leaves the pod waiting with CreateContainerConfigError, as a kubelet does);
+- each emptyDir mount is a fresh local dir, and workingDir and env values under a mountPath
+  (HOME=/home/senpai, TMPDIR=/tmp) are mapped onto it, the innermost mount winning; the PVC and
+  ConfigMap mounts use the host's own paths (tests point mount_path at a host dir);
+- activeDeadlineSeconds is enforced by killing it (Job condition Failed/DeadlineExceeded).
 """
 
 import functools
@@ -212,11 +217,29 @@ class Cluster:
         if self.run_pods:
             threading.Thread(target=self._run, args=(ns, job["metadata"]["name"], pod), daemon=True).start()
 
-    def _env(self, ns: str, container: dict) -> dict[str, str] | str:
+    def _mounts(self, pod: dict, root: Path) -> dict[str, Path]:
+        """mountPath -> local dir for each mount: a fresh dir for an emptyDir; the host's own path
+        for the other volumes (the PVC, the ConfigMap), which are not materialised."""
+        empty = {v["name"] for v in pod["spec"].get("volumes", []) if "emptyDir" in v}
+        out = {}
+        for m in pod["spec"]["containers"][0].get("volumeMounts", []):
+            out[m["mountPath"]] = root / m["name"] if m["name"] in empty else Path(m["mountPath"])
+            out[m["mountPath"]].mkdir(parents=True, exist_ok=True)
+        return out
+
+    @staticmethod
+    def _host(path: str, mounts: dict[str, Path]) -> str:
+        """`path` as the container sees it, mapped onto the host through the innermost mount."""
+        for mount in sorted(mounts, key=len, reverse=True):
+            if path == mount or path.startswith(mount.rstrip("/") + "/"):
+                return str(mounts[mount]) + path[len(mount) :]
+        return path
+
+    def _env(self, ns: str, container: dict, mounts: dict[str, Path]) -> dict[str, str] | str:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         for e in container.get("env", []):
             if "value" in e:
-                env[e["name"]] = e["value"]
+                env[e["name"]] = self._host(e["value"], mounts)
                 continue
             ref = e["valueFrom"]["secretKeyRef"]
             value = self.secrets.get((ns, ref["name"]), {}).get(ref["key"])
@@ -230,13 +253,13 @@ class Cluster:
         container = pod["spec"]["containers"][0]
         deadline = self.jobs[(ns, job)]["spec"].get("activeDeadlineSeconds")
         with self.lock:
-            env = self._env(ns, container)
+            mounts = self._mounts(pod, self.workdir / pod["metadata"]["name"])
+            env = self._env(ns, container, mounts)
             if isinstance(env, str):
                 waiting = {"reason": "CreateContainerConfigError", "message": env}
                 pod["status"]["containerStatuses"][0]["state"] = {"waiting": waiting}
                 return
-            work = self.workdir / pod["metadata"]["name"]
-            work.mkdir()
+            work = Path(self._host(container.get("workingDir", "/"), mounts))
             log = self.logs[(ns, pod["metadata"]["name"])]
             try:
                 with open(log, "ab") as out:

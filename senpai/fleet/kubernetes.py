@@ -51,7 +51,9 @@ def api_client(settings: KubernetesFleetSettings) -> client.ApiClient:
         if os.environ.get("KUBERNETES_SERVICE_HOST"):
             config.load_incluster_config(client_configuration=conf)
         else:
-            config.load_kube_config(context=settings.kubeconfig_context, client_configuration=conf)
+            # $KUBECONFIG read now: the client reads it once, at import
+            path = os.environ.get("KUBECONFIG")
+            config.load_kube_config(config_file=path, context=settings.kubeconfig_context, client_configuration=conf)
     except (config.ConfigException, OSError) as e:
         raise ConfigError(f"fleet.backend kubernetes: cannot load the cluster config: {e}") from e
     return client.ApiClient(conf)
