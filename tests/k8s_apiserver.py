@@ -74,6 +74,14 @@ def validate(obj: dict, versions: tuple[str, ...] = VERSIONS) -> None:
             raise jsonschema.ValidationError(f"k8s {version}: {'.'.join(map(str, error.absolute_path))}: {error.message}")
 
 
+def _kill(proc: subprocess.Popen) -> None:
+    """SIGKILL the pod's process group; it may have exited (and been reaped) already."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -275,7 +283,7 @@ class Cluster:
         try:
             code, late = proc.wait(timeout=deadline), False
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            _kill(proc)
             code, late = proc.wait(), True
         with self.lock:
             self.procs.pop((ns, pod["metadata"]["name"]), None)
@@ -285,7 +293,7 @@ class Cluster:
     def stop(self) -> None:
         with self.lock:
             for proc in self.procs.values():
-                os.killpg(proc.pid, signal.SIGKILL)
+                _kill(proc)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -474,7 +482,7 @@ def _jobs(cluster: Cluster, method: str, ns: str, name: str | None, query: dict,
                 if pod["metadata"]["labels"].get(CONTROLLER_UID) == uid:
                     del cluster.pods[key]
                     if (proc := cluster.procs.pop(key, None)) is not None:
-                        os.killpg(proc.pid, signal.SIGKILL)
+                        _kill(proc)
         return {
             "kind": "Status",
             "apiVersion": "v1",
