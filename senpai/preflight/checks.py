@@ -23,7 +23,8 @@ LABELS = {
 GH = "github"
 
 
-def _token_checks(cfg: HarnessConfig, access: Access | None) -> list[CheckResult]:
+def token_checks(cfg: HarnessConfig, access: Access | None) -> list[CheckResult]:
+    """The token env is set; a classic token (X-OAuth-Scopes present) has the repo scope."""
     env = cfg.forge.token_env
     out = []
     if cfg.forge.token():
@@ -50,8 +51,8 @@ def forge_checks(cfg: HarnessConfig, forge: Forge) -> list[CheckResult]:
         access = forge.access()
     except SenpaiError as e:
         fix = f"check forge.repo ({repo}) and forge.base_url ({cfg.forge.base_url}), and that the token can see the repository"
-        return [*_token_checks(cfg, None), failed(GH, "repository", str(e), fix)]
-    out = _token_checks(cfg, access)
+        return [*token_checks(cfg, None), failed(GH, "repository", str(e), fix)]
+    out = token_checks(cfg, access)
     if access.push:
         out.append(passed(GH, "push access", f"{access.login} can push to {repo}"))
     else:

@@ -23,8 +23,9 @@ from senpai.cli.main import cli, main
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import HarnessConfig
 from senpai.fleet.k8s_cluster import ClusterProbe
+from senpai.forge.base import Access
 from senpai.preflight import CheckResult
-from senpai.preflight.checks import LABELS, run_preflight
+from senpai.preflight.checks import LABELS, token_checks, run_preflight
 
 TOKEN_ENV = "SENPAI_PREFLIGHT_TOKEN"
 
@@ -255,3 +256,15 @@ def test_missing_namespace_fails(cluster_cfg):
         server.cluster.namespaces.clear()
         namespace = preflight(cluster_cfg, probe_for(server))["namespace"]
     assert namespace.outcome == "fail" and namespace.fix == f"kubectl create namespace {NAMESPACE}"
+
+
+@pytest.mark.parametrize(
+    "scopes, outcome",
+    [(["repo", "workflow"], "pass"), (["public_repo", "read:org"], "fail"), ([], "fail"), (None, "pass")],
+)
+def test_classic_token_needs_the_repo_scope(repo_cfg, scopes, outcome):
+    access = Access(login="senpai", scopes=scopes, push=True, admin=False)
+    scope = by_check(token_checks(repo_cfg, access))["token scopes"]
+    assert scope.outcome == outcome
+    if outcome == "fail":
+        assert "repo scope" in scope.fix
