@@ -25,7 +25,7 @@ from senpai.config.harness import HarnessConfig
 from senpai.fleet.k8s_cluster import ClusterProbe
 from senpai.forge.base import Access
 from senpai.preflight import CheckResult
-from senpai.preflight.checks import LABELS, token_checks, run_preflight
+from senpai.preflight.checks import LABELS, run_preflight, token_checks
 
 TOKEN_ENV = "SENPAI_PREFLIGHT_TOKEN"
 
