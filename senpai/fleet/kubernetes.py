@@ -13,8 +13,8 @@ described in docs/kubernetes.md. This module talks to the API server:
 - **list** selects `app.kubernetes.io/instance=<instance>,app.kubernetes.io/managed-by=senpai-wrapper`.
 
 API errors are translated at this boundary: 404 → NotFound (or None/no-op where the port says so),
-429/5xx/connection errors → TransientError after a few tenacity retries, 401/403 → PermanentError
-naming the verb and resource the ServiceAccount lacks, anything else → PermanentError.
+429/5xx/connection errors → TransientError after a few tenacity retries, 401/403 → Forbidden (a
+PermanentError) naming the verb and resource the ServiceAccount lacks, anything else → PermanentError.
 """
 
 import json
@@ -81,8 +81,7 @@ def translate(e: BaseException, verb: str, resource: str, namespace: str) -> Sen
             f"grant verb {verb!r} on {resource!r} in its Role (see {RBAC_DOC})"
         )
     if e.status == 429 or e.status >= 500:
-        retry_after = (e.headers or {}).get("Retry-After")
-        return TransientError(f"kubernetes: {what}: HTTP {e.status}: {message}", float(retry_after) if retry_after else None)
+        return TransientError(f"kubernetes: {what}: HTTP {e.status}: {message}")
     return PermanentError(f"kubernetes: {what}: HTTP {e.status}: {message}")
 
 
@@ -94,7 +93,11 @@ def _is_transient(e: BaseException) -> bool:
 
 def call_api(verb: str, resource: str, namespace: str, fn: Callable[[], T], retry_wait: float = 0.5) -> T:
     """Run one API call, retrying transient failures (RETRY_ATTEMPTS tries, exponential from
-    `retry_wait` seconds, capped at 8 s); raises the translated error (see `translate`)."""
+    `retry_wait` seconds, capped at 8 s); raises the translated error (see `translate`).
+
+    A 429/503 with Retry-After is first retried by urllib3 itself (it honours the header), so
+    it reaches here as a connection-level error once those retries are spent.
+    """
     retrying = Retrying(
         stop=stop_after_attempt(RETRY_ATTEMPTS),
         wait=wait_exponential(multiplier=retry_wait, max=8),
