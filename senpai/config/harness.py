@@ -94,8 +94,9 @@ class KubernetesFleetSettings(_Strict):
     namespace: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", description="Namespace of the Jobs (the wrapper's own).")
     instance: str = Field(
         "senpai",
-        pattern=r"^[a-z0-9A-Z]([-a-z0-9A-Z_.]{0,61}[a-z0-9A-Z])?$",
-        description="Value of the app.kubernetes.io/instance label; the fleet lists only Jobs of its instance.",
+        pattern=r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$",
+        description="Value of the app.kubernetes.io/instance label (the Helm release); the fleet lists only Jobs of its "
+        "instance, and Jobs of other instances are named `<instance>-<role>-...` instead of `senpai-<role>-...`.",
     )
     images: dict[Literal["advisor", "student", "verifier"], str] = Field(description="Image per job role.")
     image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = "IfNotPresent"

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from kubernetes import client
 
 from senpai.config.harness import ENV_CONFIG, KubernetesFleetSettings
+from senpai.errors import PermanentError
 from senpai.fleet.base import JobSpec, JobStatus, Phase
 
 NAME = "app.kubernetes.io/name"
@@ -19,6 +20,7 @@ MANAGED_BY = "app.kubernetes.io/managed-by"
 ROLE = "senpai.dev/role"
 PR = "senpai.dev/pr"
 STUDENT = "senpai.dev/student"
+JOB = "senpai.dev/job"  # the JobSpec name, when the Job's own name carries the instance
 CONTROLLER_UID = "batch.kubernetes.io/controller-uid"  # set on pods by the Job controller (1.27+)
 MANAGER = "senpai-wrapper"
 
@@ -31,6 +33,21 @@ DEFAULT_CONFIG_PATH = "/etc/senpai/harness.yaml"  # where the chart mounts it; u
 CONFIG_KEY = "harness.yaml"
 
 
+def job_name(spec_name: str, settings: KubernetesFleetSettings) -> str:
+    """The Kubernetes name of the Job for JobSpec name `spec_name`.
+
+    For the default instance `senpai` it is the spec name itself. Another instance replaces the
+    leading `senpai` with its own name (`team-a-student-pr12-1`), so two installs in one
+    namespace never claim each other's Jobs. Raises PermanentError if that exceeds 63 characters.
+    """
+    if settings.instance == "senpai":
+        return spec_name
+    name = f"{settings.instance}-{spec_name.removeprefix('senpai-')}"
+    if len(name) > 63:
+        raise PermanentError(f"job name {name!r} is longer than 63 characters; use a shorter fleet.instance")
+    return name
+
+
 def instance_selector(settings: KubernetesFleetSettings) -> str:
     """Label selector of every Job this fleet manages."""
     return f"{INSTANCE}={settings.instance},{MANAGED_BY}={MANAGER}"
@@ -38,7 +55,14 @@ def instance_selector(settings: KubernetesFleetSettings) -> str:
 
 def labels(spec: JobSpec, settings: KubernetesFleetSettings) -> dict[str, str]:
     """Labels of the Job and its pod template."""
-    out = {NAME: "senpai", INSTANCE: settings.instance, COMPONENT: spec.role, MANAGED_BY: MANAGER, ROLE: spec.role}
+    out = {
+        NAME: "senpai",
+        INSTANCE: settings.instance,
+        COMPONENT: spec.role,
+        MANAGED_BY: MANAGER,
+        ROLE: spec.role,
+        JOB: spec.name,
+    }
     if spec.pr is not None:
         out[PR] = str(spec.pr)
     if spec.student is not None:
@@ -138,7 +162,7 @@ def build_job(spec: JobSpec, settings: KubernetesFleetSettings) -> client.V1Job:
     return client.V1Job(
         api_version="batch/v1",
         kind="Job",
-        metadata=client.V1ObjectMeta(name=spec.name, namespace=settings.namespace, labels=meta_labels),
+        metadata=client.V1ObjectMeta(name=job_name(spec.name, settings), namespace=settings.namespace, labels=meta_labels),
         spec=client.V1JobSpec(
             active_deadline_seconds=spec.wall_seconds,
             backoff_limit=0,
@@ -223,7 +247,7 @@ def job_status(job: client.V1Job, pod: client.V1Pod | None) -> JobStatus:
         finished = (term and term.finished_at) or (job.status and job.status.completion_time)
         finished = finished or (done_ok or done_bad).last_transition_time
     return JobStatus(
-        name=meta.name,
+        name=lab.get(JOB, meta.name),
         role=lab.get(ROLE, "student"),
         pr=int(lab[PR]) if PR in lab else None,
         student=lab.get(STUDENT),

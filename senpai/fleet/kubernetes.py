@@ -3,8 +3,9 @@
 The Job shape (labels, volumes, security context, GPUs) is built by `senpai.fleet.k8s_job` and
 described in docs/kubernetes.md. This module talks to the API server:
 
-- **launch** POSTs the Job. The name is deterministic, so HTTP 409 AlreadyExists means an earlier
-  launch won: the existing Job is read back and returned (already exists = success).
+- **launch** POSTs the Job. The name is deterministic (the JobSpec name, with the instance in
+  place of `senpai` for other instances: `k8s_job.job_name`), so HTTP 409 AlreadyExists means an
+  earlier launch won: the existing Job is read back and returned (already exists = success).
 - **get** reads the Job and its newest pod (label `batch.kubernetes.io/controller-uid=<job uid>`,
   so pods of an older, deleted Job of the same name are never mixed in) and maps them to a
   JobStatus (`k8s_job.job_status`).
@@ -32,7 +33,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_expo
 from senpai.config.harness import KubernetesFleetSettings
 from senpai.errors import ConfigError, Forbidden, NotFound, PermanentError, SenpaiError, TransientError
 from senpai.fleet.base import JobSpec, JobStatus
-from senpai.fleet.k8s_job import CONTROLLER_UID, build_job, instance_selector, job_status
+from senpai.fleet.k8s_job import CONTROLLER_UID, build_job, instance_selector, job_name, job_status
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -157,7 +158,7 @@ class KubernetesFleet:
         ?labelSelector=batch.kubernetes.io/controller-uid=<uid>. Raises PermanentError/TransientError.
         """
         try:
-            job = self._call("get", "jobs", lambda: self.batch.read_namespaced_job(name, self.ns))
+            job = self._call("get", "jobs", lambda: self.batch.read_namespaced_job(job_name(name, self.settings), self.ns))
         except NotFound:
             return None
         return job_status(job, self._pod(job))
@@ -188,7 +189,7 @@ class KubernetesFleet:
         """
         if tail_lines <= 0:
             return ""
-        job = self._call("get", "jobs", lambda: self.batch.read_namespaced_job(name, self.ns))
+        job = self._call("get", "jobs", lambda: self.batch.read_namespaced_job(job_name(name, self.settings), self.ns))
         pod = self._pod(job)
         if pod is None:
             raise NotFound(f"kubernetes: job {name} in namespace {self.ns} has no pod")
@@ -211,7 +212,9 @@ class KubernetesFleet:
         """
         body = client.V1DeleteOptions(propagation_policy="Background")
         try:
-            self._call("delete", "jobs", lambda: self.batch.delete_namespaced_job(name, self.ns, body=body))
+            self._call(
+                "delete", "jobs", lambda: self.batch.delete_namespaced_job(job_name(name, self.settings), self.ns, body=body)
+            )
         except NotFound:
             return
         log.info("deleted job %s in %s", name, self.ns)

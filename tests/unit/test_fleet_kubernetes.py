@@ -100,8 +100,9 @@ def test_job_shape():
         "senpai.dev/role": "student",
         "senpai.dev/pr": "7",
         "senpai.dev/student": "ada",
+        "senpai.dev/job": "senpai-student-pr7-1",
     }
-    assert job["metadata"]["name"] == "senpai-student-pr7-1"
+    assert job["metadata"]["name"] == "team-a-student-pr7-1"  # another instance: its name, not senpai's
     assert job["metadata"]["labels"] == labels == job["spec"]["template"]["metadata"]["labels"]
     assert (job["spec"]["activeDeadlineSeconds"], job["spec"]["backoffLimit"], job["spec"]["ttlSecondsAfterFinished"]) == (
         900,
@@ -230,12 +231,25 @@ def test_oom_reason_and_log_tail_reach_the_failure_evidence(scripted, forge_repo
     assert ev.log_tail == "loading data\nepoch 1\n"
 
 
-def test_list_sees_only_its_own_instance(scripted):
-    ours, theirs = k8s_fleet(scripted), k8s_fleet(scripted, instance="other")
+def test_two_instances_share_a_namespace(scripted):
+    ours, theirs = k8s_fleet(scripted), k8s_fleet(scripted, instance="team-b")
     ours.launch(spec("advisor", name="senpai-advisor-abc-1"))
-    theirs.launch(spec("advisor", name="senpai-advisor-def-1"))
-    assert [s.name for s in ours.list()] == ["senpai-advisor-abc-1"]
-    assert [s.name for s in theirs.list()] == ["senpai-advisor-def-1"]
+    theirs.launch(spec("advisor", name="senpai-advisor-abc-1"))  # the same JobSpec name: no 409
+    assert sorted(name for _, name in scripted.cluster.jobs) == ["senpai-advisor-abc-1", "team-b-advisor-abc-1"]
+    scripted.cluster.finish(NAMESPACE, "team-b-advisor-abc-1", 1)
+    assert [(s.name, s.phase) for s in ours.list()] == [("senpai-advisor-abc-1", "pending")]
+    assert [(s.name, s.phase) for s in theirs.list()] == [("senpai-advisor-abc-1", "failed")]
+    assert theirs.get("senpai-advisor-abc-1").phase == "failed" and ours.get("senpai-advisor-abc-1").phase == "pending"
+    theirs.delete("senpai-advisor-abc-1")
+    assert ours.get("senpai-advisor-abc-1") is not None and theirs.get("senpai-advisor-abc-1") is None
+
+
+def test_instance_names_must_fit_a_job_name():
+    long = k8s_settings(instance="a" * 40)
+    with pytest.raises(PermanentError, match="longer than 63"):
+        build_job(spec("advisor", name="senpai-advisor-" + "f" * 40 + "-1"), long)
+    with pytest.raises(ValueError, match="instance"):
+        k8s_settings(instance="Team_A")
 
 
 def test_forbidden_names_the_missing_permission(scripted):
