@@ -8,7 +8,8 @@
         ├── TransitionError          a label transition's precondition does not hold
         ├── MergeRefused             the merge gate refused (protected path, NaN, noise floor)
         ├── MergeConflict            the forge could not merge the head into the base
-        └── NotFound                 a forge object, run or job does not exist
+        ├── NotFound                 a forge object, run or job does not exist
+        └── Forbidden                the credentials lack a permission (HTTP 401/403)
 
 Adapters translate library errors (PyGithub, wandb, subprocess) into these at the boundary.
 """
@@ -60,3 +61,7 @@ class MergeConflict(PermanentError):
 
 class NotFound(PermanentError):
     """A forge object, tracker run or fleet job does not exist."""
+
+
+class Forbidden(PermanentError):
+    """The credentials (token, ServiceAccount) lack a permission; the message names it (HTTP 401/403)."""

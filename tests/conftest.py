@@ -6,3 +6,4 @@ os.environ["WANDB_MODE"] = "offline"
 os.environ.setdefault("WANDB_SILENT", "true")
 
 from forge_fixtures import forge_repo, local_forge  # noqa: E402,F401  (fixtures)
+from k8s_fixtures import apiserver  # noqa: E402,F401  (fixtures)

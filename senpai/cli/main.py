@@ -35,7 +35,7 @@ def cli(log_format: str, verbose: bool) -> None:
 
 
 def _register() -> None:
-    from senpai.cli import demo, forge, job, ledger, validate, wrapper
+    from senpai.cli import demo, forge, job, ledger, preflight, validate, wrapper
 
     cli.add_command(forge.forge)
     cli.add_command(ledger.ledger)
@@ -43,6 +43,7 @@ def _register() -> None:
     cli.add_command(job.job)
     cli.add_command(demo.demo)
     cli.add_command(validate.validate)
+    cli.add_command(preflight.preflight)
 
 
 _register()

@@ -1,11 +1,15 @@
 """Build the adapters named by a harness config. The only place that picks implementations."""
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from senpai.config.harness import ForgeSettings, HarnessConfig
+from senpai.config.harness import ForgeSettings, HarnessConfig, KubernetesFleetSettings
 from senpai.fleet.base import Fleet
 from senpai.forge.base import Forge
 from senpai.tracker.base import Tracker
+
+if TYPE_CHECKING:  # the kubernetes client is imported only when a kubernetes fleet is configured
+    from senpai.fleet.k8s_cluster import ClusterProbe
 
 
 def make_forge(cfg: HarnessConfig) -> Forge:
@@ -38,8 +42,20 @@ def make_tracker(cfg: HarnessConfig) -> Tracker:
 
 
 def make_fleet(cfg: HarnessConfig) -> Fleet:
-    if cfg.fleet.backend != "local":
-        raise NotImplementedError(f"fleet backend {cfg.fleet.backend!r}")
+    """LocalFleet, or KubernetesFleet (in-cluster config in a pod, else kubeconfig; ConfigError if neither)."""
+    if cfg.fleet.backend == "kubernetes":
+        from senpai.fleet.kubernetes import KubernetesFleet
+
+        return KubernetesFleet(cfg.fleet)
     from senpai.fleet.local import LocalFleet
 
     return LocalFleet(Path(cfg.fleet.dir))
+
+
+def make_cluster_probe(cfg: HarnessConfig) -> "ClusterProbe | None":
+    """The cluster of a kubernetes fleet, for `senpai preflight`; None for the local fleet."""
+    if isinstance(cfg.fleet, KubernetesFleetSettings):
+        from senpai.fleet.k8s_cluster import ClusterProbe
+
+        return ClusterProbe(cfg.fleet)
+    return None

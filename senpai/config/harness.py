@@ -70,25 +70,57 @@ class SecretEnv(_Strict):
     optional: bool = False
 
 
+class Toleration(_Strict):
+    """A core/v1 Toleration of GPU (student) job pods, in the Kubernetes shape (tolerationSeconds)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    key: str | None = None
+    operator: Literal["Exists", "Equal"] = "Equal"
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    toleration_seconds: int | None = Field(
+        None, ge=0, alias="tolerationSeconds", description="NoExecute only: seconds the pod stays bound after a taint."
+    )
+
+
 class KubernetesFleetSettings(_Strict):
-    """Kubernetes backend: one batch/v1 Job per turn, created by the wrapper's ServiceAccount."""
+    """Kubernetes backend: one batch/v1 Job per turn, created by the wrapper's ServiceAccount.
+
+    The Job shape is described in docs/kubernetes.md; the chart renders these settings.
+    """
 
     backend: Literal["kubernetes"]
-    namespace: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    namespace: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", description="Namespace of the Jobs (the wrapper's own).")
+    instance: str = Field(
+        "senpai",
+        pattern=r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$",
+        description="Value of the app.kubernetes.io/instance label (the Helm release); the fleet lists only Jobs of its "
+        "instance, and Jobs of other instances are named `<instance>-<role>-...` instead of `senpai-<role>-...`.",
+    )
     images: dict[Literal["advisor", "student", "verifier"], str] = Field(description="Image per job role.")
     image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = "IfNotPresent"
     service_account: str | None = Field(None, description="ServiceAccount of job pods (none: namespace default).")
     pvc: str = Field(description="Shared PersistentVolumeClaim mounted in every job (datasets, checkpoints, W&B dir).")
-    mount_path: str = Field("/data", description="Where the PVC is mounted in job pods.")
+    mount_path: str = Field("/data", pattern=r"^/", description="Where the PVC is mounted in job pods.")
+    config_map: str = Field(
+        description="ConfigMap holding the harness config under key `harness.yaml`; mounted read-only in job pods "
+        "at the directory of the job's SENPAI_CONFIG path."
+    )
     secret_env: list[SecretEnv] = Field(default_factory=list, description="GitHub token, W&B key, LLM keys, by reference.")
-    gpu_resource: str = "nvidia.com/gpu"
+    gpu_resource: str = Field("nvidia.com/gpu", description="Extended resource a student's `gpus` is requested as.")
     node_selector: dict[str, str] = Field(default_factory=dict, description="Applied to GPU (student) jobs.")
-    tolerations: list[dict] = Field(default_factory=list, description="Applied to GPU (student) jobs, core/v1 Toleration shape.")
-    resources: dict[Literal["advisor", "student", "verifier"], Resources] = Field(default_factory=dict)
-    ttl_seconds_after_finished: int = Field(3600, ge=0, description="Finished Jobs are garbage-collected after this, seconds.")
+    tolerations: list[Toleration] = Field(default_factory=list, description="Applied to GPU (student) jobs.")
+    resources: dict[Literal["advisor", "student", "verifier"], Resources] = Field(
+        default_factory=dict, description="Container requests/limits per role; a role not listed gets Resources()."
+    )
+    ttl_seconds_after_finished: int = Field(
+        3600, ge=300, description="Finished Jobs are garbage-collected after this, seconds; the wrapper reaps them first."
+    )
     kubeconfig_context: str | None = Field(None, description="Outside a cluster: kubeconfig context (None: current).")
-    config_map: str = Field(description="ConfigMap holding harness.yaml; job pods mount it at the config's directory.")
-    instance: str = Field("senpai", description="app.kubernetes.io/instance of this install's Jobs.")
+
+    def resources_for(self, role: str) -> Resources:
+        return self.resources.get(role, Resources())  # type: ignore[call-overload]
 
 
 def _backend(v: object) -> str:

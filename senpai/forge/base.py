@@ -66,6 +66,15 @@ class Change(_Model):
     etag: str | None
 
 
+class Access(_Model):
+    """What the token may do on the repository. GitHub REST: GET /repos/{o}/{r} `permissions`."""
+
+    login: str = Field(description="The authenticated user (GET /user).")
+    scopes: list[str] | None = Field(description="X-OAuth-Scopes of a classic token; None for fine-grained tokens.")
+    push: bool
+    admin: bool
+
+
 class Forge(Protocol):
     """Port over one repository on a GitHub-compatible forge."""
 
@@ -139,4 +148,15 @@ class Forge(Protocol):
 
     def branch_sha(self, branch: str) -> str:
         """Head commit of `branch`. GitHub REST: GET /repos/{o}/{r}/branches/{branch}. Raises NotFound."""
+        ...
+
+    def access(self) -> Access:
+        """The token's login, scopes and repository permissions. Raises NotFound if the repo is not visible."""
+        ...
+
+    def ensure_labels(self, labels: dict[str, str]) -> list[str]:
+        """Create the missing labels (name -> 6-hex colour); returns the names created.
+
+        GitHub REST: POST /repos/{o}/{r}/labels.
+        """
         ...

@@ -34,7 +34,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from senpai.config.harness import ForgeSettings
 from senpai.errors import MergeConflict, NotFound, PermanentError, SenpaiError, TransientError
-from senpai.forge.base import Change, Comment, Issue, PullRequest
+from senpai.forge.base import Access, Change, Comment, Issue, PullRequest
 
 T = TypeVar("T")
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
@@ -366,18 +366,43 @@ class GitHubForge:
 
     # ---------------------------------------------------------------- beyond the port
 
-    def ensure_labels(self, labels: dict[str, str]) -> None:
-        """Create each missing repository label (name -> 6-hex colour); existing ones are left alone."""
+    def access(self) -> Access:
+        """Who the token is and what it may do on the repository.
 
-        def create(name: str, color: str) -> None:
+        GitHub REST: GET /repos/{o}/{r} (its `permissions`, and the X-OAuth-Scopes response header
+        that classic tokens get; fine-grained tokens and the local forge send none). Raises
+        NotFound if the repository does not exist or the token cannot see it.
+        """
+
+        def run() -> Access:
+            perms = self._gh.get_repo(self.settings.repo, lazy=False).permissions
+            return Access(
+                login=self.login,
+                scopes=self._gh.oauth_scopes,
+                push=bool(perms and perms.push),
+                admin=bool(perms and perms.admin),
+            )
+
+        return self._call("get repository", run)
+
+    def ensure_labels(self, labels: dict[str, str]) -> list[str]:
+        """Create each missing repository label (name -> 6-hex colour); existing ones are left alone.
+
+        Returns the names it created. GitHub REST: POST /repos/{o}/{r}/labels (422 = exists).
+        """
+
+        def create(name: str, color: str) -> bool:
             try:
                 self._repo.create_label(name, color)
             except GithubException as exc:
                 if exc.status != 422:  # 422: already exists
                     raise
+                return False
+            return True
 
-        for name, color in labels.items():
-            self._call(f"create label {name}", lambda n=name, c=color: create(n, c))
+        return [
+            name for name, color in labels.items() if self._call(f"create label {name}", lambda n=name, c=color: create(n, c))
+        ]
 
 
 def create_repository(settings: ForgeSettings, token: str | None, name: str, private: bool = False) -> str:

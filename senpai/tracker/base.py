@@ -56,3 +56,7 @@ class Tracker(Protocol):
     def list_runs(self, group: str | None = None) -> list[RunRecord]:
         """All runs (optionally of one group), sorted by id."""
         ...
+
+    def check_access(self) -> str:
+        """Online mode: check the API key and entity, return who they are. Raises Forbidden, TransientError."""
+        ...

@@ -29,6 +29,7 @@ Runs out, online (WANDB_API_KEY set): `wandb.Api().run("<entity>/<project>/<id>"
 
 import json
 import logging
+import os
 import re
 import struct
 import time
@@ -40,7 +41,7 @@ from typing import Any
 import yaml
 
 from senpai.config.harness import TrackerSettings
-from senpai.errors import ConfigError, NotFound, TransientError
+from senpai.errors import ConfigError, Forbidden, NotFound, TransientError
 from senpai.tracker.base import RunIdentity, RunRecord
 
 log = logging.getLogger(__name__)
@@ -145,6 +146,33 @@ class WandbTracker:
         import wandb
 
         return wandb.Api(timeout=30)
+
+    def check_access(self) -> str:  # pragma: no cover - needs a W&B server
+        """Check the online API key and entity; returns "user <name>, entity <entity>".
+
+        W&B GraphQL: the `viewer` query. Raises Forbidden if the key is missing or rejected or
+        `settings.entity` is neither the user's entity nor one of their teams, TransientError if
+        W&B cannot be reached.
+        """
+        import wandb
+
+        if not os.environ.get("WANDB_API_KEY"):
+            raise Forbidden("WANDB_API_KEY is not set")
+        try:
+            viewer = self._api().viewer
+            teams = viewer.teams
+        except ValueError as e:  # "Unable to fetch user data ... verify your API key"
+            raise Forbidden(f"W&B rejected WANDB_API_KEY: {e}") from e
+        except wandb.errors.AuthenticationError as e:
+            raise Forbidden(f"W&B rejected WANDB_API_KEY: {e}") from e
+        except wandb.errors.CommError as e:
+            raise TransientError(f"W&B API: {e}") from e
+        entity = self.settings.entity or viewer.entity
+        if entity not in {viewer.entity, *teams}:
+            raise Forbidden(
+                f"W&B user {viewer.username} is not a member of entity {entity!r} (teams: {', '.join(teams) or 'none'})"
+            )
+        return f"user {viewer.username}, entity {entity}"
 
     def _api_path(self, *parts: str) -> str:
         return "/".join(p for p in (self.settings.entity, self.settings.project, *parts) if p)

@@ -99,6 +99,9 @@ app.kubernetes.io/part-of: senpai
 {{- fail (printf "images.%s.tag is latest: pin a version (or a digest) so every Job runs the same code" $role) -}}
 {{- end -}}
 {{- end -}}
+{{- if gt (len .Release.Name) 40 -}}
+{{- fail (printf "release name %s is %d characters: senpai names its Jobs after it, use at most 40" .Release.Name (len .Release.Name)) -}}
+{{- end -}}
 {{- $names := list -}}
 {{- range .Values.students -}}
 {{- if has .name $names -}}{{- fail (printf "students: the name %s is used twice" .name) -}}{{- end -}}

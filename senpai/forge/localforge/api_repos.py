@@ -74,7 +74,8 @@ def create_org_repo(org: str, request: Request, payload: JsonBody, ctx: CtxDep) 
 
 @router.get(REPO)
 def get_repo(owner: str, name: str, request: Request, ctx: CtxDep) -> Response:
-    return reply(request, ctx.render.repo(ctx.repo(owner, name)))
+    repo = ctx.repo(owner, name)
+    return reply(request, ctx.render.repo(repo, ctx.store.association(repo, ctx.login)))
 
 
 @router.put(REPO + "/collaborators/{login}")

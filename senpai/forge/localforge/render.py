@@ -128,7 +128,8 @@ class Renderer:
             )
         return out
 
-    def repo(self, repo: dict) -> dict[str, Any]:
+    def repo(self, repo: dict, association: str = "OWNER") -> dict[str, Any]:
+        """A repository as `association` (OWNER, COLLABORATOR, NONE) of the caller sees it."""
         api, web = self.api(repo), self.web(repo)
         full_name = f"{repo['owner']}/{repo['name']}"
         out: dict[str, Any] = {
@@ -179,7 +180,7 @@ class Renderer:
                 "topics": [],
                 "visibility": "private" if repo["private"] else "public",
                 "default_branch": repo["default_branch"],
-                "permissions": {"admin": True, "maintain": True, "push": True, "triage": True, "pull": True},
+                "permissions": _PERMISSIONS[association],
                 "allow_merge_commit": True,
                 "allow_squash_merge": True,
                 "allow_rebase_merge": False,
@@ -399,3 +400,11 @@ class Renderer:
         if f.previous_filename is not None:
             out["previous_filename"] = f.previous_filename
         return out
+
+
+# What GitHub reports in a repository's `permissions` for the caller's role on it.
+_PERMISSIONS = {
+    "OWNER": {"admin": True, "maintain": True, "push": True, "triage": True, "pull": True},
+    "COLLABORATOR": {"admin": False, "maintain": False, "push": True, "triage": True, "pull": True},
+    "NONE": {"admin": False, "maintain": False, "push": False, "triage": False, "pull": True},
+}

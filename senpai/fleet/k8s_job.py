@@ -1,0 +1,259 @@
+"""The batch/v1 Job senpai creates for a JobSpec, and the JobStatus read back from a Job and its pod.
+
+Pure functions over the official client's models (no API calls), so the shape can be validated
+against the Kubernetes OpenAPI schema without a cluster. docs/kubernetes.md describes the shape.
+"""
+
+import posixpath
+from datetime import UTC, datetime
+
+from kubernetes import client
+
+from senpai.config.harness import ENV_CONFIG, KubernetesFleetSettings
+from senpai.errors import PermanentError
+from senpai.fleet.base import JobSpec, JobStatus, Phase
+
+NAME = "app.kubernetes.io/name"
+INSTANCE = "app.kubernetes.io/instance"
+COMPONENT = "app.kubernetes.io/component"
+MANAGED_BY = "app.kubernetes.io/managed-by"
+ROLE = "senpai.dev/role"
+PR = "senpai.dev/pr"
+STUDENT = "senpai.dev/student"
+JOB = "senpai.dev/job"  # the JobSpec name, when the Job's own name carries the instance
+CONTROLLER_UID = "batch.kubernetes.io/controller-uid"  # set on pods by the Job controller (1.27+)
+MANAGER = "senpai-wrapper"
+
+CONTAINER = "job"
+RUN_AS = 10001
+WORK_DIR = "/work"
+HOME_DIR = "/home/senpai"
+TMP_DIR = "/tmp"
+DEFAULT_CONFIG_PATH = "/etc/senpai/harness.yaml"  # where the chart mounts it; used if the spec names none
+CONFIG_KEY = "harness.yaml"
+
+
+def job_name(spec_name: str, settings: KubernetesFleetSettings) -> str:
+    """The Kubernetes name of the Job for JobSpec name `spec_name`.
+
+    For the default instance `senpai` it is the spec name itself. Another instance replaces the
+    leading `senpai` with its own name (`team-a-student-pr12-1`), so two installs in one
+    namespace never claim each other's Jobs. Raises PermanentError if that exceeds 63 characters.
+    """
+    if settings.instance == "senpai":
+        return spec_name
+    name = f"{settings.instance}-{spec_name.removeprefix('senpai-')}"
+    if len(name) > 63:
+        raise PermanentError(f"job name {name!r} is longer than 63 characters; use a shorter fleet.instance")
+    return name
+
+
+def instance_selector(settings: KubernetesFleetSettings) -> str:
+    """Label selector of every Job this fleet manages."""
+    return f"{INSTANCE}={settings.instance},{MANAGED_BY}={MANAGER}"
+
+
+def labels(spec: JobSpec, settings: KubernetesFleetSettings) -> dict[str, str]:
+    """Labels of the Job and its pod template."""
+    out = {
+        NAME: "senpai",
+        INSTANCE: settings.instance,
+        COMPONENT: spec.role,
+        MANAGED_BY: MANAGER,
+        ROLE: spec.role,
+        JOB: spec.name,
+    }
+    if spec.pr is not None:
+        out[PR] = str(spec.pr)
+    if spec.student is not None:
+        out[STUDENT] = spec.student
+    return out
+
+
+def _env(spec: JobSpec, settings: KubernetesFleetSettings) -> list[client.V1EnvVar]:
+    """The spec's env by value, then HOME/TMPDIR, then each secret_env entry by reference."""
+    env = {"HOME": HOME_DIR, "TMPDIR": TMP_DIR, **spec.env}
+    out = [client.V1EnvVar(name=k, value=v) for k, v in env.items()]
+    for s in settings.secret_env:
+        ref = client.V1SecretKeySelector(name=s.secret, key=s.key, optional=s.optional)
+        out.append(client.V1EnvVar(name=s.env, value_from=client.V1EnvVarSource(secret_key_ref=ref)))
+    return out
+
+
+def _resources(spec: JobSpec, settings: KubernetesFleetSettings) -> client.V1ResourceRequirements:
+    res = settings.resources_for(spec.role)
+    requests, limits = dict(res.requests), dict(res.limits)
+    if spec.role == "student" and spec.gpus > 0:
+        requests[settings.gpu_resource] = limits[settings.gpu_resource] = str(spec.gpus)
+    return client.V1ResourceRequirements(requests=requests or None, limits=limits or None)
+
+
+def _volumes(spec: JobSpec, settings: KubernetesFleetSettings) -> tuple[list[client.V1Volume], list[client.V1VolumeMount]]:
+    config_path = spec.env.get(ENV_CONFIG, DEFAULT_CONFIG_PATH)
+    config_dir, config_file = posixpath.split(config_path)
+    empty = client.V1EmptyDirVolumeSource()
+    volumes = [
+        client.V1Volume(name="work", empty_dir=empty),
+        client.V1Volume(name="home", empty_dir=empty),
+        client.V1Volume(name="tmp", empty_dir=empty),
+        client.V1Volume(name="data", persistent_volume_claim=client.V1PersistentVolumeClaimVolumeSource(claim_name=settings.pvc)),
+        client.V1Volume(
+            name="config",
+            config_map=client.V1ConfigMapVolumeSource(
+                name=settings.config_map, items=[client.V1KeyToPath(key=CONFIG_KEY, path=config_file or CONFIG_KEY)]
+            ),
+        ),
+    ]
+    mounts = [
+        client.V1VolumeMount(name="work", mount_path=WORK_DIR),
+        client.V1VolumeMount(name="home", mount_path=HOME_DIR),
+        client.V1VolumeMount(name="tmp", mount_path=TMP_DIR),
+        client.V1VolumeMount(name="data", mount_path=settings.mount_path),
+        client.V1VolumeMount(name="config", mount_path=config_dir or "/", read_only=True),
+    ]
+    return volumes, mounts
+
+
+def _scheduling(spec: JobSpec, settings: KubernetesFleetSettings) -> dict:
+    """nodeSelector and tolerations: only for students that ask for GPUs."""
+    if spec.role != "student" or spec.gpus == 0:
+        return {}
+    tolerations = [
+        client.V1Toleration(
+            key=t.key, operator=t.operator, value=t.value, effect=t.effect, toleration_seconds=t.toleration_seconds
+        )
+        for t in settings.tolerations
+    ]
+    return {"node_selector": dict(settings.node_selector) or None, "tolerations": tolerations or None}
+
+
+def build_job(spec: JobSpec, settings: KubernetesFleetSettings) -> client.V1Job:
+    """The batch/v1 Job that runs `spec` (see the module docstring of senpai.fleet.kubernetes)."""
+    volumes, mounts = _volumes(spec, settings)
+    container = client.V1Container(
+        name=CONTAINER,
+        image=settings.images[spec.role],
+        image_pull_policy=settings.image_pull_policy,
+        command=list(spec.command),
+        env=_env(spec, settings),
+        working_dir=WORK_DIR,
+        resources=_resources(spec, settings),
+        volume_mounts=mounts,
+        security_context=client.V1SecurityContext(
+            run_as_non_root=True,
+            run_as_user=RUN_AS,
+            run_as_group=RUN_AS,
+            allow_privilege_escalation=False,
+            read_only_root_filesystem=True,
+            capabilities=client.V1Capabilities(drop=["ALL"]),
+            seccomp_profile=client.V1SeccompProfile(type="RuntimeDefault"),
+        ),
+    )
+    pod = client.V1PodSpec(
+        restart_policy="Never",
+        service_account_name=settings.service_account,
+        automount_service_account_token=False,  # jobs talk to the forge and W&B, never to the API server
+        security_context=client.V1PodSecurityContext(run_as_non_root=True, run_as_user=RUN_AS, fs_group=RUN_AS),
+        containers=[container],
+        volumes=volumes,
+        **_scheduling(spec, settings),
+    )
+    meta_labels = labels(spec, settings)
+    return client.V1Job(
+        api_version="batch/v1",
+        kind="Job",
+        metadata=client.V1ObjectMeta(name=job_name(spec.name, settings), namespace=settings.namespace, labels=meta_labels),
+        spec=client.V1JobSpec(
+            active_deadline_seconds=spec.wall_seconds,
+            backoff_limit=0,
+            ttl_seconds_after_finished=settings.ttl_seconds_after_finished,
+            template=client.V1PodTemplateSpec(metadata=client.V1ObjectMeta(labels=meta_labels), spec=pod),
+        ),
+    )
+
+
+# --------------------------------------------------------------------------- status
+
+
+def _utc(t: datetime | None) -> datetime | None:
+    if t is None:
+        return None
+    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+
+
+def _condition(job: client.V1Job, *types: str) -> client.V1JobCondition | None:
+    for c in (job.status and job.status.conditions) or []:
+        if c.type in types and c.status == "True":
+            return c
+    return None
+
+
+def _container_state(pod: client.V1Pod | None) -> client.V1ContainerState | None:
+    statuses = (pod and pod.status and pod.status.container_statuses) or []
+    return next((s.state for s in statuses if s.name == CONTAINER), None)
+
+
+def _unschedulable(pod: client.V1Pod | None) -> str | None:
+    """ "Unschedulable" while the scheduler finds no node for the pod (no GPU free, selector, taints)."""
+    for c in (pod and pod.status and pod.status.conditions) or []:
+        if c.type == "PodScheduled" and c.status == "False" and c.reason:
+            return c.reason
+    return None
+
+
+def job_status(job: client.V1Job, pod: client.V1Pod | None) -> JobStatus:
+    """Map a Job and its pod (None if unknown) to a JobStatus.
+
+    phase: `succeeded` (condition Complete/SuccessCriteriaMet), `failed` (Failed/FailureTarget),
+    `running` (the container or pod is running), else `pending`.
+    reason, first that applies: the container's OOMKilled; the Job condition's DeadlineExceeded;
+    the container's terminated reason (Error, ...); the Job condition's reason
+    (BackoffLimitExceeded, ...); while pending, the container's waiting reason (ImagePullBackOff,
+    CreateContainerConfigError, ...) or the pod's PodScheduled reason (Unschedulable).
+    Times are UTC: the container's start/finish, else the Job's startTime/completionTime or the
+    failure condition's transition time.
+    """
+    meta = job.metadata
+    lab = meta.labels or {}
+    done_ok = _condition(job, "Complete", "SuccessCriteriaMet")
+    done_bad = _condition(job, "Failed", "FailureTarget")
+    state = _container_state(pod)
+    term = state.terminated if state else None
+    running = state.running if state else None
+    waiting = state.waiting if state else None
+    phase: Phase
+    if done_ok:
+        phase = "succeeded"
+    elif done_bad:
+        phase = "failed"
+    elif running or (pod and pod.status and pod.status.phase == "Running"):
+        phase = "running"
+    else:
+        phase = "pending"
+    reason = None
+    if term and term.reason == "OOMKilled":
+        reason = "OOMKilled"
+    elif done_bad and done_bad.reason == "DeadlineExceeded":
+        reason = "DeadlineExceeded"
+    elif phase == "failed":
+        reason = (term and term.reason) or (done_bad and done_bad.reason) or "Failed"
+    elif phase == "pending" and waiting and waiting.reason not in (None, "ContainerCreating", "PodInitializing"):
+        reason = waiting.reason
+    elif phase == "pending":
+        reason = _unschedulable(pod)
+    started = (term and term.started_at) or (running and running.started_at) or (job.status and job.status.start_time)
+    finished = None
+    if phase in ("succeeded", "failed"):
+        finished = (term and term.finished_at) or (job.status and job.status.completion_time)
+        finished = finished or (done_ok or done_bad).last_transition_time
+    return JobStatus(
+        name=lab.get(JOB, meta.name),
+        role=lab.get(ROLE, "student"),
+        pr=int(lab[PR]) if PR in lab else None,
+        student=lab.get(STUDENT),
+        phase=phase,
+        exit_code=term.exit_code if term else None,
+        reason=reason,
+        started_at=_utc(started),
+        finished_at=_utc(finished),
+    )

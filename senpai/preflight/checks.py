@@ -1,0 +1,93 @@
+"""GitHub and W&B checks of `senpai preflight`, and the runner over every area."""
+
+from senpai.config.harness import HarnessConfig
+from senpai.errors import SenpaiError
+from senpai.fleet.k8s_cluster import ClusterProbe
+from senpai.forge.base import Access, Forge
+from senpai.ledger.labels import SENPAI, STEER, Status
+from senpai.preflight import CheckResult, failed, passed, skipped
+from senpai.preflight.cluster import cluster_checks
+from senpai.preflight.llm import llm_checks
+from senpai.tracker.base import Tracker
+
+# Labels the ledger reads and writes (senpai/ledger/labels.py), with their colours on the forge.
+LABELS = {
+    SENPAI: "5319e7",
+    STEER: "fbca04",
+    Status.WIP.value: "c5def5",
+    Status.REVIEW.value: "0e8a16",
+    Status.VERIFYING.value: "1d76db",
+    Status.CHANGES.value: "d93f0b",
+    Status.BLOCKED.value: "b60205",
+}
+GH = "github"
+
+
+def token_checks(cfg: HarnessConfig, access: Access | None) -> list[CheckResult]:
+    """The token env is set; a classic token (X-OAuth-Scopes present) has the repo scope."""
+    env = cfg.forge.token_env
+    out = []
+    if cfg.forge.token():
+        out.append(passed(GH, "token", f"${env} is set"))
+    else:
+        fix = f"export {env}=<token> (classic: scope repo; fine-grained: contents, issues and pull requests read/write)"
+        out.append(failed(GH, "token", f"${env} is not set or empty", fix))
+    if access is None:
+        return out
+    if access.scopes is None:
+        out.append(passed(GH, "token scopes", "no X-OAuth-Scopes header (fine-grained token, app or local forge)"))
+    elif "repo" in access.scopes:
+        out.append(passed(GH, "token scopes", f"classic token with {', '.join(access.scopes)}"))
+    else:
+        fix = "create a classic token with the repo scope, or a fine-grained token with contents/issues/PRs read-write"
+        out.append(failed(GH, "token scopes", f"classic token without repo: {', '.join(access.scopes) or 'no scopes'}", fix))
+    return out
+
+
+def forge_checks(cfg: HarnessConfig, forge: Forge) -> list[CheckResult]:
+    """Token, scopes, push access, base branch and labels (creating the missing labels)."""
+    repo, base = cfg.forge.repo, cfg.forge.base_branch
+    try:
+        access = forge.access()
+    except SenpaiError as e:
+        fix = f"check forge.repo ({repo}) and forge.base_url ({cfg.forge.base_url}), and that the token can see the repository"
+        return [*token_checks(cfg, None), failed(GH, "repository", str(e), fix)]
+    out = token_checks(cfg, access)
+    if access.push:
+        out.append(passed(GH, "push access", f"{access.login} can push to {repo}"))
+    else:
+        fix = f"add {access.login} to {repo} as a collaborator with write access (or use a token of a user who has it)"
+        out.append(failed(GH, "push access", f"{access.login} cannot push to {repo}", fix))
+    try:
+        sha = forge.branch_sha(base)
+        out.append(passed(GH, "base branch", f"{base} at {sha[:12]}"))
+    except SenpaiError as e:
+        fix = f"push the research base branch: git push origin <main>:{base} (or set forge.base_branch)"
+        out.append(failed(GH, "base branch", f"{base}: {e}", fix))
+    try:
+        created = forge.ensure_labels(LABELS)
+        detail = f"created {', '.join(created)}" if created else f"all {len(LABELS)} present"
+        out.append(passed(GH, "labels", detail))
+    except SenpaiError as e:
+        out.append(failed(GH, "labels", str(e), f"create the labels {', '.join(LABELS)} on {repo} (needs triage access)"))
+    return out
+
+
+def tracker_checks(cfg: HarnessConfig, tracker: Tracker) -> list[CheckResult]:
+    """Offline: nothing to reach. Online: the key and the entity (W&B viewer query)."""
+    if cfg.tracker.resolved_mode() == "offline":
+        return [passed("wandb", "W&B", f"offline mode, runs sync later (wandb sync {cfg.tracker.dir}/wandb)")]
+    try:
+        who = tracker.check_access()
+    except SenpaiError as e:
+        fix = "export WANDB_API_KEY=<key from wandb.ai/authorize>; check tracker.entity; or set tracker.mode: offline"
+        return [failed("wandb", "W&B", str(e), fix)]
+    return [passed("wandb", "W&B", f"online: {who}, project {cfg.tracker.project}")]
+
+
+def run_preflight(cfg: HarnessConfig, forge: Forge, tracker: Tracker, probe: ClusterProbe | None) -> list[CheckResult]:
+    """Every check, in report order: github, wandb, llm, cluster (`probe` None: local fleet, skipped)."""
+    results = forge_checks(cfg, forge) + tracker_checks(cfg, tracker) + llm_checks(cfg)
+    if probe is None:
+        return results + [skipped("cluster", "cluster", f"fleet backend {cfg.fleet.backend}: no cluster to check")]
+    return results + cluster_checks(cfg, probe)

@@ -1,0 +1,60 @@
+"""The research loop with `fleet.backend: kubernetes`, end to end, without a cluster.
+
+There is no cluster here (the live-cluster test is `make kind-e2e`). The wrapper builds its
+KubernetesFleet the way it does outside a pod: from a kubeconfig, here one whose context points at
+the API-server stand-in (tests/k8s_apiserver.py). Every Job the wrapper creates is schema-checked
+for Kubernetes 1.30 and 1.37, and the stand-in's "kubelet" runs it as a local process. The jobs
+reach the local forge with a token they get only from a Secret, by reference.
+"""
+
+import pytest
+import yaml
+from forge_fixtures import TOKEN
+from k8s_apiserver import ApiServer
+from k8s_fixtures import NAMESPACE, SECRET_VALUE, k8s_settings, seed
+from research import assert_no_duplicates, make_program, reader, run
+
+pytestmark = pytest.mark.e2e
+
+TOKEN_ENV = "SENPAI_DEMO_TOKEN"  # forge.token_env of make_program's config
+
+
+def kubeconfig(url: str) -> str:
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "standin", "cluster": {"server": url}}],
+            "users": [{"name": "wrapper", "user": {"token": "standin"}}],
+            "contexts": [{"name": "standin", "context": {"cluster": "standin", "user": "wrapper", "namespace": NAMESPACE}}],
+            "current-context": "elsewhere",  # the fleet must use kubeconfig_context, not this
+        }
+    )
+
+
+def test_research_loop_on_the_kubernetes_fleet(local_forge, tmp_path, monkeypatch):
+    config = make_program(local_forge.base_url, tmp_path, "k8s-loop")
+    secret_env = [{"env": TOKEN_ENV, "secret": "senpai-secrets", "key": "forge-token"}]
+    # the PVC holds tracker.dir and state_dir, as in the chart; the stand-in mounts host paths as they are
+    fleet = k8s_settings(kubeconfig_context="standin", secret_env=secret_env, mount_path=str(config.parent))
+    raw = yaml.safe_load(config.read_text())
+    raw["fleet"] = fleet.model_dump(mode="json", by_alias=True, exclude_none=True)
+    config.write_text(yaml.safe_dump(raw))
+    with ApiServer() as server:
+        seed(server).cluster.secrets[(NAMESPACE, "senpai-secrets")] = {"forge-token": TOKEN}
+        (tmp_path / "kubeconfig").write_text(kubeconfig(server.url))
+        monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
+        monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+        monkeypatch.setenv(TOKEN_ENV, TOKEN)  # the wrapper's own token; jobs get theirs from the Secret
+        try:
+            run(config, decided=1, timeout=240)
+        except AssertionError as e:
+            logs = {pod: path.read_text()[-2000:] for (_, pod), path in server.cluster.logs.items()}
+            raise AssertionError(f"{e}\njob logs: {logs}") from None
+        posted = [body for method, path, body in server.cluster.requests if method == "POST" and path.endswith("/jobs")]
+    roles = {body["metadata"]["labels"]["senpai.dev/role"] for body in posted}
+    assert roles == {"advisor", "student", "verifier"}
+    assert all(TOKEN not in yaml.safe_dump(body) and SECRET_VALUE not in yaml.safe_dump(body) for body in posted)
+    (exp,) = reader(config).experiments()
+    assert exp.decided and exp.evidence and exp.evidence[0].outcome == "ok"
+    assert_no_duplicates(config)

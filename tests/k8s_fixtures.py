@@ -1,0 +1,66 @@
+"""KubernetesFleet wired to the API-server stand-in (tests/k8s_apiserver.py); no cluster involved."""
+
+from collections.abc import Iterator
+
+import pytest
+from k8s_apiserver import ApiServer
+from kubernetes import client
+
+from senpai.config.harness import KubernetesFleetSettings
+from senpai.fleet.kubernetes import KubernetesFleet
+
+NAMESPACE = "senpai"
+SECRET_VALUE = "ghp_standin_0123456789"  # must never appear in a request the fleet sends
+
+
+def k8s_settings(**overrides: object) -> KubernetesFleetSettings:
+    """Settings as the chart renders them, with GPU scheduling and secrets by reference."""
+    base: dict = {
+        "backend": "kubernetes",
+        "namespace": NAMESPACE,
+        "images": {role: f"ghcr.io/senpai/{role}:0.1.0" for role in ("advisor", "student", "verifier")},
+        "pvc": "senpai-data",
+        "config_map": "senpai-config",
+        "secret_env": [
+            {"env": "GITHUB_TOKEN", "secret": "senpai-secrets", "key": "github-token"},
+            {"env": "WANDB_API_KEY", "secret": "senpai-secrets", "key": "wandb-api-key", "optional": True},
+        ],
+        "node_selector": {"nvidia.com/gpu.present": "true"},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "resources": {"student": {"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"memory": "16Gi"}}},
+        "service_account": "senpai-job",
+    }
+    return KubernetesFleetSettings.model_validate(base | overrides)
+
+
+def seed(server: ApiServer) -> ApiServer:
+    """Give the stand-in what the chart would create: the Secret, PVC and ConfigMap of k8s_settings()."""
+    c = server.cluster
+    with c.lock:
+        c.secrets[(NAMESPACE, "senpai-secrets")] = {"github-token": SECRET_VALUE, "wandb-api-key": "wandb-" + SECRET_VALUE}
+        c.pvcs[(NAMESPACE, "senpai-data")] = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "senpai-data", "namespace": NAMESPACE},
+            "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "10Gi"}}},
+            "status": {"phase": "Bound"},
+        }
+        c.configmaps[(NAMESPACE, "senpai-config")] = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "senpai-config", "namespace": NAMESPACE},
+            "data": {"harness.yaml": "schema_version: 1\n"},
+        }
+    return server
+
+
+def k8s_fleet(server: ApiServer, **overrides: object) -> KubernetesFleet:
+    """A KubernetesFleet through the official client against `server` (no retry delay)."""
+    api = client.ApiClient(client.Configuration(host=server.url))
+    return KubernetesFleet(k8s_settings(**overrides), api, retry_wait=0.0)
+
+
+@pytest.fixture
+def apiserver() -> Iterator[ApiServer]:
+    with ApiServer() as server:
+        yield seed(server)

@@ -1,0 +1,270 @@
+"""`senpai preflight` against real parts: the local forge over PyGithub, W&B offline, a minimal
+chat-completions endpoint for LiteLLM, and the Kubernetes API-server stand-in.
+
+There is no cluster here; the cluster rows run against tests/k8s_apiserver.py (every request body
+schema-checked) and the live-cluster test is `make kind-e2e`. Online W&B needs a W&B server, so only
+its missing-key path is tested.
+"""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+import yaml
+from click.testing import CliRunner
+from forge_fixtures import OWNER, TOKEN
+from k8s_apiserver import ApiServer
+from k8s_fixtures import NAMESPACE, k8s_settings
+from kubernetes import client
+
+from senpai.cli.main import cli, main
+from senpai.cli.wiring import make_forge, make_tracker
+from senpai.config.harness import HarnessConfig
+from senpai.fleet.k8s_cluster import ClusterProbe
+from senpai.forge.base import Access
+from senpai.preflight import CheckResult
+from senpai.preflight.checks import LABELS, run_preflight, token_checks
+
+TOKEN_ENV = "SENPAI_PREFLIGHT_TOKEN"
+
+
+def config(tmp_path, repo: str, base_url: str, **overrides) -> HarnessConfig:
+    raw = {
+        "forge": {"base_url": base_url, "repo": repo, "token_env": TOKEN_ENV, "base_branch": "advisor"},
+        "tracker": {"dir": str(tmp_path / "wandb"), "mode": "offline"},
+        "fleet": {"backend": "local", "dir": str(tmp_path / "jobs")},
+        "students": [{"name": "ada", "gpus": 1}],
+        "state_dir": str(tmp_path / "state"),
+    }
+    for key, value in overrides.items():
+        raw[key] = raw.get(key, {}) | value if isinstance(value, dict) and key != "students" else value
+    return HarnessConfig.model_validate(raw)
+
+
+def by_check(results: list[CheckResult]) -> dict[str, CheckResult]:
+    return {r.check: r for r in results}
+
+
+def preflight(cfg: HarnessConfig, probe: ClusterProbe | None = None) -> dict[str, CheckResult]:
+    return by_check(run_preflight(cfg, make_forge(cfg), make_tracker(cfg), probe))
+
+
+@pytest.fixture
+def repo_cfg(forge_repo, tmp_path, monkeypatch) -> HarnessConfig:
+    _, settings = forge_repo
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    return config(tmp_path, settings.repo, settings.base_url)
+
+
+# --------------------------------------------------------------------------- github, wandb, local fleet
+
+
+def test_local_setup_passes_and_creates_the_labels(repo_cfg):
+    first = preflight(repo_cfg)
+    assert {r.outcome for r in first.values()} == {"pass", "skip"}, [r for r in first.values() if r.outcome == "fail"]
+    assert first["labels"].detail == f"created {', '.join(LABELS)}"
+    assert first["push access"].detail == f"{OWNER} can push to {repo_cfg.forge.repo}"
+    assert first["base branch"].detail.startswith("advisor at ")
+    assert first["W&B"].detail.startswith("offline mode, runs sync later")
+    assert first["advisor LLM"].outcome == first["student LLM"].outcome == "skip"
+    assert first["cluster"].outcome == "skip"
+    again = preflight(repo_cfg)
+    assert again["labels"].detail == f"all {len(LABELS)} present"
+
+
+def test_a_repo_the_token_cannot_push_to_fails_with_a_fix(repo_cfg, monkeypatch):
+    monkeypatch.setenv(TOKEN_ENV, "mallory:secret")
+    push = preflight(repo_cfg)["push access"]
+    assert (push.outcome, push.detail) == ("fail", f"mallory cannot push to {repo_cfg.forge.repo}")
+    assert "collaborator" in push.fix
+    url = f"{repo_cfg.forge.base_url}/repos/{repo_cfg.forge.repo}/collaborators/mallory"
+    httpx.put(url, headers={"Authorization": f"token {TOKEN}"}).raise_for_status()
+    assert preflight(repo_cfg)["push access"].outcome == "pass"
+
+
+def test_missing_base_branch_and_token_fail(repo_cfg, monkeypatch):
+    monkeypatch.delenv(TOKEN_ENV)
+    cfg = repo_cfg.model_copy(update={"forge": repo_cfg.forge.model_copy(update={"base_branch": "research"})})
+    results = preflight(cfg)
+    assert results["base branch"].outcome == "fail" and "git push origin <main>:research" in results["base branch"].fix
+    assert results["token"].outcome == "fail" and results["token"].fix.startswith(f"export {TOKEN_ENV}=")
+
+
+def test_missing_repository_fails(repo_cfg):
+    cfg = repo_cfg.model_copy(update={"forge": repo_cfg.forge.model_copy(update={"repo": f"{OWNER}/nope"})})
+    results = preflight(cfg)
+    assert results["repository"].outcome == "fail" and "push access" not in results
+
+
+def test_online_wandb_without_a_key_fails(repo_cfg, monkeypatch):
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    cfg = repo_cfg.model_copy(update={"tracker": repo_cfg.tracker.model_copy(update={"mode": "online"})})
+    wandb = preflight(cfg)["W&B"]
+    assert (wandb.outcome, wandb.detail) == ("fail", "WANDB_API_KEY is not set")
+
+
+def test_cli_json_and_exit_statuses(repo_cfg, tmp_path, monkeypatch, capsys):
+    path = tmp_path / "harness.yaml"
+    path.write_text(yaml.safe_dump(repo_cfg.model_dump(mode="json")))
+    ok = CliRunner().invoke(cli, ["preflight", "--config", str(path), "--json"])
+    assert ok.exit_code == 0, ok.output
+    assert {r["outcome"] for r in json.loads(ok.output)} <= {"pass", "skip"}
+    bad = repo_cfg.model_dump(mode="json")
+    bad["forge"]["base_branch"] = "research"
+    path.write_text(yaml.safe_dump(bad))
+    table = CliRunner().invoke(cli, ["preflight", "--config", str(path)], terminal_width=200)
+    assert table.exit_code == 1 and "base branch" in table.output and "fail" in table.output
+    path.write_text("forge: {}\n")
+    monkeypatch.setattr("sys.argv", ["senpai", "preflight", "--config", str(path)])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    assert exit_.value.code == 2
+
+
+# --------------------------------------------------------------------------- LLM
+
+
+class _ChatCompletions(BaseHTTPRequestHandler):
+    """POST /v1/chat/completions: a 1-token answer, or 401 for a wrong key. Records each request."""
+
+    seen: list[dict] = []
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.seen.append({"path": self.path, "auth": self.headers.get("Authorization"), **body})
+        ok = self.headers.get("Authorization") == "Bearer good-key"
+        answer = {
+            "id": "c1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "OK"}, "finish_reason": "length"}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
+        }
+        error = {"error": {"message": "invalid api key bad-key", "type": "invalid_request_error", "code": "invalid_api_key"}}
+        data = json.dumps(answer if ok else error).encode()
+        self.send_response(200 if ok else 401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def llm_url():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ChatCompletions)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _ChatCompletions.seen = []
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_llm_checks(repo_cfg, llm_url, monkeypatch):
+    llm = {"model": "openai/senpai-preflight-model", "base_url": llm_url, "api_key_env": "SENPAI_TEST_LLM_KEY"}
+    runtime = {"advisor": {"kind": "openhands", "llm": llm}, "student": {"kind": "openhands", "llm": llm}}
+    cfg = HarnessConfig.model_validate({**repo_cfg.model_dump(), "runtime": runtime})
+    monkeypatch.delenv("SENPAI_TEST_LLM_KEY", raising=False)
+    missing = preflight(cfg)["advisor LLM"]
+    assert (missing.outcome, missing.detail) == ("fail", "$SENPAI_TEST_LLM_KEY is not set")
+    monkeypatch.setenv("SENPAI_TEST_LLM_KEY", "good-key")
+    results = preflight(cfg)
+    assert results["advisor LLM"].outcome == results["student LLM"].outcome == "pass"
+    (request,) = _ChatCompletions.seen  # both roles share one model: one completion
+    assert (request["path"], request["auth"], request["max_tokens"]) == ("/v1/chat/completions", "Bearer good-key", 1)
+    monkeypatch.setenv("SENPAI_TEST_LLM_KEY", "bad-key")
+    rejected = preflight(cfg)["student LLM"]
+    assert rejected.outcome == "fail" and rejected.detail.endswith("invalid api key ***")  # the key is redacted
+
+
+# --------------------------------------------------------------------------- cluster
+
+
+def gpu_node(name: str, gpus: str, labels: dict[str, str]) -> dict:
+    alloc = {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": gpus}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "status": {"allocatable": alloc}}
+
+
+@pytest.fixture
+def cluster_cfg(repo_cfg) -> HarnessConfig:
+    return repo_cfg.model_copy(update={"fleet": k8s_settings()})
+
+
+def probe_for(server: ApiServer) -> ClusterProbe:
+    return ClusterProbe(k8s_settings(), client.ApiClient(client.Configuration(host=server.url)), retry_wait=0.0)
+
+
+def test_cluster_checks_pass_on_a_ready_cluster(cluster_cfg, apiserver):
+    apiserver.cluster.nodes = [
+        gpu_node("cpu-1", "0", {}),
+        gpu_node("gpu-1", "1", {"nvidia.com/gpu.present": "true"}),
+    ]
+    results = preflight(cluster_cfg, probe_for(apiserver))
+    cluster = {k: r for k, r in results.items() if r.area == "cluster"}
+    assert {r.outcome for r in cluster.values()} == {"pass"}, [r for r in cluster.values() if r.outcome != "pass"]
+    assert len([k for k in cluster if k.startswith("RBAC ")]) == 9
+    assert cluster["GPU nodes"].detail.startswith("1 of the nodes matching")
+    assert cluster["Secret senpai-secrets"].detail == "keys github-token, wandb-api-key present"
+    reviews = [b for m, p, b in apiserver.cluster.requests if p.endswith("/selfsubjectaccessreviews")]
+    assert {(r["spec"]["resourceAttributes"]["verb"], r["spec"]["resourceAttributes"]["resource"]) for r in reviews} >= {
+        ("create", "jobs"),
+        ("get", "pods"),
+    }
+
+
+def test_cluster_failures_name_their_fix(cluster_cfg):
+    with ApiServer() as server:
+        c = server.cluster
+        c.deny.update({("get", "pods/log"), ("list", "nodes")})
+        c.secrets[(NAMESPACE, "senpai-secrets")] = {"wandb-api-key": "x"}
+        c.pvcs[(NAMESPACE, "senpai-data")] = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "senpai-data"},
+            "status": {"phase": "Pending"},
+        }
+        results = preflight(cluster_cfg, probe_for(server))
+    assert results["RBAC get pods/log"].outcome == "fail"
+    assert results["RBAC get pods/log"].fix == "add to the wrapper's Role: apiGroups [''], resources [pods/log], verbs [get]"
+    assert results["RBAC create jobs (batch)"].outcome == "pass"
+    assert results["PVC"].outcome == "fail" and results["PVC"].detail == "senpai-data is Pending"
+    assert results["ConfigMap"].outcome == "fail" and results["ConfigMap"].detail == "senpai-config does not exist"
+    secret = results["Secret senpai-secrets"]
+    assert (secret.outcome, secret.detail) == ("fail", "has no key github-token")
+    assert results["GPU nodes"].outcome == "skip" and "may not list nodes" in results["GPU nodes"].detail
+
+
+def test_no_gpu_node_big_enough_fails(cluster_cfg, apiserver):
+    apiserver.cluster.nodes = [gpu_node("gpu-1", "1", {"nvidia.com/gpu.present": "true"})]
+    cfg = cluster_cfg.model_copy(
+        update={"students": [*cluster_cfg.students, cluster_cfg.students[0].model_copy(update={"name": "bo", "gpus": 4})]}
+    )
+    gpus = preflight(cfg, probe_for(apiserver))["GPU nodes"]
+    assert (
+        gpus.outcome == "fail"
+        and gpus.detail == "none of 1 nodes matching {'nvidia.com/gpu.present': 'true'} offers 4 nvidia.com/gpu"
+    )
+
+
+def test_missing_namespace_fails(cluster_cfg):
+    with ApiServer() as server:
+        server.cluster.namespaces.clear()
+        namespace = preflight(cluster_cfg, probe_for(server))["namespace"]
+    assert namespace.outcome == "fail" and namespace.fix == f"kubectl create namespace {NAMESPACE}"
+
+
+@pytest.mark.parametrize(
+    "scopes, outcome",
+    [(["repo", "workflow"], "pass"), (["public_repo", "read:org"], "fail"), ([], "fail"), (None, "pass")],
+)
+def test_classic_token_needs_the_repo_scope(repo_cfg, scopes, outcome):
+    access = Access(login="senpai", scopes=scopes, push=True, admin=False)
+    scope = by_check(token_checks(repo_cfg, access))["token scopes"]
+    assert scope.outcome == outcome
+    if outcome == "fail":
+        assert "repo scope" in scope.fix
