@@ -19,6 +19,10 @@ def _context(config_path: str):
     return prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), Path.cwd())
 
 
+def _events():
+    return EventBatch.model_validate_json(os.environ.get(ENV_EVENTS) or '{"events": []}').events
+
+
 @click.group()
 def job() -> None:
     """Run one job turn (the wrapper launches these through the fleet)."""
@@ -27,11 +31,17 @@ def job() -> None:
 @job.command()
 @config_option
 def advisor(config_path: str) -> None:
-    """Advisor turn over the events in $SENPAI_EVENTS (JSON EventBatch)."""
-    from senpai.agents.search.advisor import advisor_turn
+    """Advisor turn over the events in $SENPAI_EVENTS (JSON EventBatch), with runtime.advisor.kind."""
+    ctx = _context(config_path)
+    if ctx.harness.runtime.advisor.kind == "openhands":
+        from senpai.agents.openhands.advisor import advisor_turn
 
-    batch = EventBatch.model_validate_json(os.environ.get(ENV_EVENTS) or '{"events": []}')
-    for line in advisor_turn(_context(config_path), batch.events):
+        lines = advisor_turn(ctx, _events())
+    else:
+        from senpai.agents.search.advisor import advisor_turn
+
+        lines = advisor_turn(ctx, _events())
+    for line in lines:
         click.echo(line)
 
 
@@ -40,10 +50,16 @@ def advisor(config_path: str) -> None:
 @click.option("--pr", type=int, required=True)
 @click.option("--attempt", type=int, required=True)
 def student(config_path: str, pr: int, attempt: int) -> None:
-    """Student turn: apply, train, post evidence for attempt ATTEMPT on PR."""
-    from senpai.agents.search.student import student_turn
+    """Student turn: apply, train, post evidence for attempt ATTEMPT on PR (runtime.student.kind)."""
+    ctx = _context(config_path)
+    if ctx.harness.runtime.student.kind == "openhands":
+        from senpai.agents.openhands.student import student_turn as llm_student_turn
 
-    ev = student_turn(_context(config_path), pr, attempt)
+        ev = llm_student_turn(ctx, pr, attempt, _events())
+    else:
+        from senpai.agents.search.student import student_turn
+
+        ev = student_turn(ctx, pr, attempt)
     click.echo(f"outcome: {ev.outcome}\n{ev.primary.name}: {ev.primary.value}")
 
 
