@@ -16,7 +16,8 @@ def make_llm(settings: LLMSettings, role: str, api_key: str | None) -> LLM:
     return LLM(
         model=settings.model,
         base_url=settings.base_url,
-        api_key=SecretStr(api_key) if api_key else None,
+        # a keyless OpenAI-compatible server (vLLM, llama.cpp) still needs some key for LiteLLM
+        api_key=SecretStr(api_key or "EMPTY"),
         reasoning_effort=settings.reasoning_effort,
         input_cost_per_token=settings.input_cost_per_token,
         output_cost_per_token=settings.output_cost_per_token,
