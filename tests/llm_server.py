@@ -7,11 +7,12 @@ Each request's JSON body is recorded.  The answer comes from the script of the r
 (a plain assistant message, which ends an OpenHands turn).  A step may also be a function of the
 request body returning a step.  When a script runs out the server answers `say("done")`.
 
-`usage` is estimated from characters (4 per token) so budgets and cost have numbers to work on;
-the estimate is deterministic for a given request.
+`usage` is counted with LiteLLM's bundled cl100k tokenizer (GPT-4o's), offline, so budgets, cost
+and the tokens-per-turn figures have realistic numbers; `usages` keeps one entry per answer.
 """
 
 import json
+import os
 import threading
 import uuid
 from collections.abc import Callable
@@ -32,8 +33,19 @@ def say(text: str) -> dict[str, Any]:
     return {"text": text}
 
 
-def _tokens(text: str) -> int:
-    return max(1, len(text) // 4)
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+def _prompt_tokens(body: dict) -> int:
+    import litellm
+
+    return litellm.token_counter(model="gpt-4o", messages=body.get("messages", []), tools=body.get("tools") or None)
+
+
+def _completion_tokens(message: dict) -> int:
+    import litellm
+
+    return litellm.token_counter(model="gpt-4o", text=json.dumps({k: v for k, v in message.items() if v}))
 
 
 @dataclass
@@ -42,6 +54,7 @@ class ScriptedLLM:
 
     scripts: dict[str, list[Step]] = field(default_factory=dict)
     requests: list[dict] = field(default_factory=list)
+    usages: list[dict] = field(default_factory=list)  # {"model", "turn", "prompt_tokens", "completion_tokens"} per answer
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def script(self, model: str, steps: list[Step]) -> None:
@@ -51,6 +64,17 @@ class ScriptedLLM:
     def requests_for(self, model: str) -> list[dict]:
         with self.lock:
             return [r for r in self.requests if r.get("model", "").endswith(model)]
+
+    def per_turn(self) -> list[dict]:
+        """Usage summed per turn (conversation), in order of first request."""
+        turns: dict[str, dict] = {}
+        with self.lock:
+            for u in self.usages:
+                t = turns.setdefault(u["turn"], {"model": u["model"], "calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+                t["calls"] += 1
+                t["prompt_tokens"] += u["prompt_tokens"]
+                t["completion_tokens"] += u["completion_tokens"]
+        return list(turns.values())
 
     def answer(self, body: dict) -> dict:
         model = body.get("model", "")
@@ -69,8 +93,10 @@ class ScriptedLLM:
                     "function": {"name": step["tool"], "arguments": json.dumps(step["arguments"])},
                 }
             ]
-        prompt = _tokens(json.dumps(body.get("messages", [])) + json.dumps(body.get("tools", [])))
-        completion = _tokens(json.dumps(message))
+        prompt, completion = _prompt_tokens(body), _completion_tokens(message)
+        with self.lock:
+            turn = body.get("prompt_cache_key")  # OpenHands sends its conversation id: one per turn
+            self.usages.append({"model": model, "turn": turn, "prompt_tokens": prompt, "completion_tokens": completion})
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
             "object": "chat.completion",

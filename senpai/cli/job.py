@@ -60,7 +60,9 @@ def student(config_path: str, pr: int, attempt: int) -> None:
         from senpai.agents.search.student import student_turn
 
         ev = student_turn(ctx, pr, attempt)
-    click.echo(f"outcome: {ev.outcome}\n{ev.primary.name}: {ev.primary.value}")
+    click.echo(
+        f"outcome: {ev.outcome}\n{ev.primary.name}: {ev.primary.value}\ntokens: {ev.cost.tokens}\ndollars: {ev.cost.dollars}"
+    )
 
 
 @job.command()

@@ -5,6 +5,7 @@ write goes through `senpai.ledger.transitions`, so a replayed action is harmless
 """
 
 import logging
+import os
 import sys
 
 from senpai.config.harness import ENV_CONFIG
@@ -15,6 +16,7 @@ from senpai.ledger import transitions
 from senpai.ledger.blocks import Evidence, PrimaryResult
 from senpai.ledger.events import EventBatch
 from senpai.ledger.experiment import Experiment
+from senpai.ledger.redact import Redactor
 from senpai.wrapper.policy import Action, Block, FailureEvidence, Launch
 
 log = logging.getLogger(__name__)
@@ -52,6 +54,7 @@ def failure_evidence(exp: Experiment, a: FailureEvidence, logs: str, reason: str
 class Dispatcher:
     def __init__(self, forge: Forge, fleet: Fleet, config_path: str, gpus: dict[str, int]) -> None:
         self.forge, self.fleet, self.config_path, self.gpus = forge, fleet, config_path, gpus
+        self.redact = Redactor.from_env(os.environ)  # job logs may echo a secret; never post one
 
     def apply(self, action: Action, exps: dict[int, Experiment]) -> str:
         """Carry out one action; returns a one-line description for progress output."""
@@ -69,6 +72,6 @@ class Dispatcher:
             logs = self.fleet.logs(action.job)
         except SenpaiError:
             logs = ""
-        ev = failure_evidence(exps[action.pr], action, logs, reason)
+        ev = failure_evidence(exps[action.pr], action, self.redact(logs) or "", reason)
         transitions.submit_evidence(self.forge, pr, ev, to_review=action.to_review)
         return f"#{action.pr}: failure evidence for attempt {action.attempt} ({reason})"

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import yaml
-from llm_server import call, say
+from llm_server import call
 
 LLM_KEY_ENV = "SCRIPTED_LLM_API_KEY"
 LLM_KEY = "sk-scripted-test-key-0123456789"
@@ -95,7 +95,3 @@ def student_policy(body: dict) -> dict:
         lambda: call("submit_evidence", interpretation="64 relu units trained for 30 epochs; expect higher val_accuracy"),
     ]
     return steps[len(done)]() if len(done) < len(steps) else call("finish", message="evidence submitted")
-
-
-def finish_at_once(body: dict) -> dict:
-    return say("nothing to do")

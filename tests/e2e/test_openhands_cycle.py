@@ -55,6 +55,9 @@ def test_cycle_opens_trains_and_merges_through_the_gate(local_forge, llm_server,
     assert_no_duplicates(config)
 
     requests = llm_server.state.requests
+    turns = llm_server.state.per_turn()
+    print("\ntokens per turn (cl100k):", *turns, sep="\n  ")  # reported in the README's figures
+    assert len(turns) >= 4 and all(t["calls"] >= 2 and t["prompt_tokens"] > t["completion_tokens"] > 0 for t in turns)
     advisor = llm_server.state.requests_for("scripted-advisor")
     student = llm_server.state.requests_for("scripted-student")
     assert len(advisor) >= 6 and len(student) == 5

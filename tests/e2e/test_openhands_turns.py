@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from llm_server import ScriptedLLMServer, call, say
 from research import make_program
-from scripted import LLM_KEY, LLM_KEY_ENV, finish_at_once, tool_results, use_openhands
+from scripted import LLM_KEY, LLM_KEY_ENV, tool_results, use_openhands
 
 from senpai.agents.context import prepare_turn
 from senpai.agents.hypothesis import open_hypothesis

@@ -5,12 +5,14 @@ The measuring and posting is `senpai.agents.evidence.measure_and_post`, shared w
 
 import json
 import logging
+import os
 
 from senpai.agents.context import TurnContext
 from senpai.agents.evidence import measure_and_post
 from senpai.errors import PermanentError
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Evidence, Hypothesis
+from senpai.ledger.redact import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -36,4 +38,5 @@ def student_turn(ctx: TurnContext, number: int, attempt: int) -> Evidence:
     params_file.write_text(json.dumps(params, indent=2, sort_keys=True) + "\n")
     head = ctx.repo.commit_all(f"{h.id}: apply params (attempt {attempt})")
     ctx.repo.push(branch)
-    return measure_and_post(ctx, number, attempt, h, head, h.params)
+    redact = Redactor.from_env(os.environ, [ctx.harness.forge.token_env])
+    return measure_and_post(ctx, number, attempt, h, head, h.params, redact=redact)
