@@ -70,7 +70,16 @@ class ScriptedLLM:
         turns: dict[str, dict] = {}
         with self.lock:
             for u in self.usages:
-                t = turns.setdefault(u["turn"], {"model": u["model"], "calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+                t = turns.setdefault(
+                    u["turn"],
+                    {
+                        "model": u["model"],
+                        "calls": 0,
+                        "first_prompt_tokens": u["prompt_tokens"],
+                        "prompt_tokens": 0,
+                        "completion_tokens": 0,
+                    },
+                )
                 t["calls"] += 1
                 t["prompt_tokens"] += u["prompt_tokens"]
                 t["completion_tokens"] += u["completion_tokens"]
