@@ -148,17 +148,7 @@ def test_student_budget_stop_posts_report_and_failed_evidence(local_forge, llm_s
     from senpai.agents.openhands.student import student_turn
 
     config = program(local_forge, llm_server, tmp_path, "ohstudentbudget", budget={"llm_calls": 2, "wall_seconds": 300})
-    ctx = context(config, tmp_path / "advisor")
-    exps = ctx.ledger.experiments()
-    pr = open_hypothesis(
-        ctx,
-        "ada",
-        hypothesis="tanh helps",
-        rationale="r",
-        plan="p",
-        params={"activation": "tanh"},
-        baseline=current_baseline(exps, ctx.forge.branch_sha(ctx.base)),
-    )
+    pr = _hypothesis_pr(config, tmp_path / "advisor")
     llm_server.state.script(
         "scripted-student", [lambda body: call("terminal", command=f"echo step {len(tool_results(body))}")] * 10
     )
@@ -168,8 +158,64 @@ def test_student_budget_stop_posts_report_and_failed_evidence(local_forge, llm_s
     assert len(llm_server.state.requests) == 2
     assert ev.outcome == "failed" and re.match(r"budget exhausted \(llm_calls\) before evidence; report on #\d+", ev.failure)
     assert ev.cost.tokens > 0 and ev.cost.dollars > 0
+    ctx = context(config, tmp_path / "check")
     exp = ctx.ledger.experiment(ctx.forge.get_pull(pr.number))
     assert [e.attempt for e in exp.evidence] == [1] and exp.state == "wip"  # attempt 2 of 2 may follow
     (report,) = exp.budget_reports
     assert report.role == "student" and report.pr == pr.number and report.missing.startswith("no training run")
     assert FORGE_TOKEN.split(":")[1] not in json.dumps(llm_server.state.requests)
+
+
+def _hypothesis_pr(config, workdir):
+    ctx = context(config, workdir)
+    baseline = current_baseline(ctx.ledger.experiments(), ctx.forge.branch_sha(ctx.base))
+    return open_hypothesis(
+        ctx, "ada", hypothesis="tanh helps", rationale="r", plan="p", params={"activation": "tanh"}, baseline=baseline
+    )
+
+
+def test_student_cannot_submit_a_protected_change_and_still_leaves_evidence(local_forge, llm_server, tmp_path, env):
+    from senpai.agents.openhands.student import student_turn
+
+    config = program(local_forge, llm_server, tmp_path, "ohprotected")
+    pr = _hypothesis_pr(config, tmp_path / "advisor")
+    holdout = tmp_path / "student" / "repo" / "holdout_eval.py"
+    llm_server.state.script(
+        "scripted-student",
+        [
+            call("file_editor", command="insert", path=str(holdout), insert_line=0, new_str="# better holdout\n"),
+            call("submit_evidence", interpretation="evaluator tweak"),
+            call("finish", message="the harness refused my change to the evaluator"),
+        ],
+    )
+    ev = student_turn(context(config, tmp_path / "student"), pr.number, 1)
+
+    refused = tool_results(llm_server.state.requests[-1])[-1]
+    assert "refused: your changes touch protected paths ['holdout_eval.py']" in refused
+    assert ev.outcome == "failed" and ev.failure == "the agent ended its turn (finished) without submitting evidence"
+    assert ev.interpretation == "the harness refused my change to the evaluator"
+    forge = make_forge(load_harness(config))
+    assert forge.get_pull(pr.number).head_sha == pr.head_sha  # nothing was pushed
+    assert "holdout_eval.py" not in forge.pull_files(pr.number)
+
+
+def test_advisor_decide_respects_preconditions_and_closes(local_forge, llm_server, tmp_path, env):
+    config = program(local_forge, llm_server, tmp_path, "ohdecide")
+    pr = _hypothesis_pr(config, tmp_path / "seedpr")
+    llm_server.state.script(
+        "scripted-advisor",
+        [
+            call("decide", pr=pr.number, verdict="merge", reason="looks great"),
+            call("decide", pr=pr.number, verdict="close", reason="superseded by a better idea"),
+            say("closed it"),
+        ],
+    )
+    lines = advisor(
+        config, tmp_path / "turn", [Event(id=f"stale:pr-{pr.number}@x", kind="stale", pr=pr.number, head=pr.head_sha)]
+    )
+
+    merge_result, close_result = tool_results(llm_server.state.requests[-1])
+    assert "refused" in merge_result and "merge needs status:review or status:verifying" in merge_result
+    assert f"#{pr.number}: closed: superseded by a better idea" in close_result and close_result in lines
+    exp = context(config, tmp_path / "check").ledger.experiment(make_forge(load_harness(config)).get_pull(pr.number))
+    assert exp.state == "closed" and [(d.verdict, d.reason) for d in exp.decisions] == [("close", "superseded by a better idea")]
