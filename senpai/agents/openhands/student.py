@@ -9,13 +9,13 @@ report and a failed evidence; any other end posts a failed evidence with the age
 import json
 from datetime import UTC, datetime
 
+from senpai.agents.attempt import checkout_for_attempt
 from senpai.agents.context import TurnContext
 from senpai.agents.openhands.conversation import TurnResult, run_turn, turn_key
 from senpai.agents.openhands.prompts import event_line, read_program, system_suffix, user_turn
 from senpai.agents.openhands.session import Session
 from senpai.agents.openhands.tools import senpai_tools
 from senpai.agents.openhands.turn import conversations_dir, open_session, post_budget_report
-from senpai.agents.search.student import checkout_for_attempt
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Cost, Evidence, PrimaryResult, render
 from senpai.ledger.events import Event

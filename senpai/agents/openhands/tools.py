@@ -24,7 +24,7 @@ from senpai.agents.evidence import measure_and_post
 from senpai.agents.hypothesis import open_hypothesis
 from senpai.agents.openhands.prompts import digest, untrusted
 from senpai.agents.openhands.session import Session
-from senpai.errors import NotFound, SenpaiError
+from senpai.errors import PermanentError, SenpaiError, TransitionError
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import Scalar, render
 from senpai.ledger.labels import Status, status_of
@@ -117,7 +117,7 @@ def _query_runs(s: Session, a: QueryRunsAction) -> str:
     elif a.pr is not None:
         runs = tracker.list_runs(f"pr-{a.pr}")
     else:
-        raise NotFound("give run_id or pr")
+        raise PermanentError("give run_id or pr")
     if not runs:
         return "no runs"
     parts = []
@@ -132,15 +132,15 @@ def _create_hypothesis(s: Session, a: CreateHypothesisAction) -> str:
     ctx = s.ctx
     idle = {e.student for e in s.events if e.kind == "idle"}
     if a.student not in idle:
-        raise NotFound(f"student {a.student!r} is not idle in this turn's events (idle: {sorted(idle) or 'none'})")
+        raise TransitionError(f"student {a.student!r} is not idle in this turn's events (idle: {sorted(idle) or 'none'})")
     unknown = sorted(set(a.params) - set(ctx.target.params.space))
     if unknown:
-        raise NotFound(f"params {unknown} are not in the target's space {sorted(ctx.target.params.space)}")
+        raise PermanentError(f"params {unknown} are not in the target's space {sorted(ctx.target.params.space)}")
     if not a.params and not a.change:
-        raise NotFound("give params, a change, or both")
+        raise PermanentError("give params, a change, or both")
     exps = ctx.ledger.experiments()
     if any(e.student == a.student and e.state in ("wip", "changes") for e in exps):
-        raise NotFound(f"student {a.student} already has an open assignment")
+        raise TransitionError(f"student {a.student} already has an open assignment")
     baseline = current_baseline(exps, ctx.forge.branch_sha(ctx.base))
     params_file = ctx.repo.path / ctx.target.params.file
     current = baseline.params or json.loads(params_file.read_text())
@@ -163,7 +163,7 @@ def _decide(s: Session, a: DecideAction) -> str:
     pr = ctx.forge.get_pull(a.pr)
     exp = ctx.ledger.experiment(pr)
     if pr.state != "open":
-        raise NotFound(f"PR #{a.pr} is already {'merged' if pr.merged else 'closed'}")
+        raise TransitionError(f"PR #{a.pr} is already {'merged' if pr.merged else 'closed'}")
     baseline = current_baseline(ctx.ledger.experiments(), ctx.forge.branch_sha(ctx.base))
     status, reason = status_of(pr.labels), s.redact(a.reason)
     if a.verdict == "merge":
@@ -180,15 +180,17 @@ def _merge(s: Session, pr, exp, baseline, status, reason: str) -> str:
     if status == Status.REVIEW:
         ev = exp.evidence_for(pr.head_sha)
         if ev is None or ev.outcome != "ok":
-            raise NotFound(f"PR #{pr.number} has no ok evidence for head {pr.head_sha[:8]}; close it or ask for changes")
+            raise TransitionError(f"PR #{pr.number} has no ok evidence for head {pr.head_sha[:8]}; close it or ask for changes")
         return review.send_to_verifier(ctx, pr, exp) + "; you will be woken when the verifier has measured it"
     if status != Status.VERIFYING:
-        raise NotFound(f"PR #{pr.number} is {status and status.value}; merge needs status:review or status:verifying")
+        raise TransitionError(f"PR #{pr.number} is {status and status.value}; merge needs status:review or status:verifying")
     v = exp.verification_for(pr.head_sha, baseline.commit)
     if v is None:
-        raise NotFound(f"PR #{pr.number} is waiting for the verifier (head {pr.head_sha[:8]} vs base {baseline.commit[:8]})")
+        raise TransitionError(
+            f"PR #{pr.number} is waiting for the verifier (head {pr.head_sha[:8]} vs base {baseline.commit[:8]})"
+        )
     if not v.passed:
-        raise NotFound(f"the verifier did not pass PR #{pr.number}: {v.reason}; close it or ask for changes")
+        raise TransitionError(f"the verifier did not pass PR #{pr.number}: {v.reason}; close it or ask for changes")
     return review.merge_verified(ctx, pr, exp, baseline, v, reason)
 
 
@@ -196,7 +198,7 @@ def _reply(s: Session, a: ReplyToHumanAction) -> str:
     event = next((e for e in s.events if e.id == a.event_id and e.message is not None), None)
     if event is None:
         ids = [e.id for e in s.events if e.message is not None]
-        raise NotFound(f"no message event {a.event_id!r} in this turn (messages: {ids or 'none'})")
+        raise PermanentError(f"no message event {a.event_id!r} in this turn (messages: {ids or 'none'})")
     posted = reply_to_human(s.ctx.forge, event.message, s.redact(a.text) or "")
     s.actions.append(f"#{event.message.number}: replied to @{event.message.author}")
     return "replied" if posted else "this message version was already answered"
@@ -206,12 +208,14 @@ def _submit_evidence(s: Session, a: SubmitEvidenceAction) -> str:
     ctx, h = s.ctx, s.hypothesis
     assert s.pr is not None and s.attempt is not None and h is not None and s.branch is not None
     if s.evidence is not None:
-        raise NotFound(f"evidence for attempt {s.attempt} is already posted; finish the turn")
+        raise TransitionError(f"evidence for attempt {s.attempt} is already posted; finish the turn")
     changed = ctx.repo.git("diff", "--name-only", f"origin/{ctx.base}", "--").splitlines()
     changed += ctx.repo.git("ls-files", "--others", "--exclude-standard").splitlines()
     touched = sorted(f for f in set(changed) if ctx.target.is_protected(f))
     if touched:
-        raise NotFound(f"your changes touch protected paths {touched}; revert them (git checkout origin/{ctx.base} -- <path>)")
+        raise PermanentError(
+            f"your changes touch protected paths {touched}; revert them (git checkout origin/{ctx.base} -- <path>)"
+        )
     head = ctx.repo.commit_all(f"{h.id}: attempt {s.attempt} ({s.redact(a.interpretation)[:60]})")
     ctx.repo.push(s.branch)
     params = json.loads((ctx.repo.path / ctx.target.params.file).read_text())
