@@ -72,6 +72,7 @@ def test_system_prefix_is_byte_stable_and_humans_get_replies(local_forge, llm_se
     llm_server.state.script(
         "scripted-advisor",
         [
+            call("invoke_skill", name="reviewing-against-the-baseline"),
             say("nothing to do"),
             call("reply_to_human", event_id=message_event.id, text="Noted: tanh goes in the next hypothesis."),
             say("ok"),
@@ -81,7 +82,8 @@ def test_system_prefix_is_byte_stable_and_humans_get_replies(local_forge, llm_se
     advisor(config, tmp_path / "turn1", [Event(id="idle:ada@x:0", kind="idle", student="ada")])
     lines = advisor(config, tmp_path / "turn2", [message_event])
 
-    first, second = llm_server.state.requests_for("scripted-advisor")[:2]
+    first, skill, second = llm_server.state.requests_for("scripted-advisor")[:3]
+    assert "The merge gate in code refuses merges" in tool_results(skill)[0]  # the skill, loaded on demand
     assert json.dumps(first["messages"][0]) == json.dumps(second["messages"][0])  # the system prefix, byte for byte
     assert json.dumps(first["tools"]) == json.dumps(second["tools"])  # the tool list too (paths differ per turn)
     names = [t["function"]["name"] for t in first["tools"]]
