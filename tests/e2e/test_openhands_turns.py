@@ -1,6 +1,8 @@
 """Single openhands turns in process, against the scripted LLM server and the local forge: the
 byte-stable system prefix, untrusted wrapping, replies to humans, and budget stops."""
 
+import ctypes
+import ctypes.util
 import json
 import os
 import re
@@ -13,6 +15,7 @@ from scripted import LLM_KEY, LLM_KEY_ENV, tool_results, use_openhands
 
 from senpai.agents.context import prepare_turn
 from senpai.agents.hypothesis import open_hypothesis
+from senpai.agents.openhands.secrets import PR_GET_DUMPABLE
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import load_harness
 from senpai.ledger.baseline import current_baseline
@@ -140,6 +143,8 @@ def test_advisor_budget_stop_posts_the_report_once(local_forge, llm_server, tmp_
     assert r.needed.llm_calls == 4 and r.spent.tokens > 0 and r.spent.dollars > 0
     assert [t.split("(")[0] for t in r.tried] == ["query_ledger", "query_ledger"]
     assert "idle:ada@x:0" in r.missing and not forge.list_pulls("all")
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    assert libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0  # the job's /proc/<pid>/environ is closed to its agent
 
     # the same turn again resumes its persisted conversation: out of budget, no LLM call, no second report
     advisor(config, tmp_path / "turn2", events)
