@@ -5,11 +5,13 @@ the local fleet and the verifier; the ledger reads as with the search runtime.""
 import json
 
 import pytest
+from click.testing import CliRunner
 from llm_server import ScriptedLLMServer
 from research import assert_no_duplicates, make_program, reader, run
 from scripted import LLM_KEY, LLM_KEY_ENV, advisor_policy, student_policy, use_openhands
 
-from senpai.ledger.table import ledger_rows
+from senpai.cli.main import cli
+from senpai.ledger.table import ledger_rows, to_json
 
 pytestmark = pytest.mark.e2e
 FORGE_TOKEN = "senpai:ghp-fake-forge-token-7f3a9c2e51"
@@ -49,9 +51,16 @@ def test_cycle_opens_trains_and_merges_through_the_gate(local_forge, llm_server,
     assert v.passed and e.decision.verdict == "merge" and e.decision.reason == "the verifier passed it"
     assert report.decided == 1
 
-    # same ledger shape as the search runtime
-    search_keys = set(ledger_rows(exps)[0])
-    assert search_keys == set(json.loads(json.dumps(ledger_rows(exps)[0])))
+    # the ledger reads as with the search runtime: same blocks, same run identity, same CLI output
+    assert e.error is None and not e.budget_reports and len(e.evidence) == 1 and len(e.decisions) == 1
+    assert (
+        rec.group == f"pr-{e.pr}" and rec.name == f"ada/pr-{e.pr}/1" and {"senpai", "student:ada", f"pr-{e.pr}"} <= set(rec.tags)
+    )
+    assert rec.config["senpai_pr"] == e.pr and rec.config["senpai_hypothesis"] == e.hypothesis.id
+    cli_json = CliRunner().invoke(cli, ["ledger", "--json", "--config", str(config)])
+    assert cli_json.exit_code == 0 and json.loads(cli_json.output) == json.loads(to_json(exps))
+    row = ledger_rows(exps)[0]
+    assert (row["verdict"], row["verified"], row["outcome"], row["run_state"]) == ("merge", True, "ok", "finished")
     assert_no_duplicates(config)
 
     requests = llm_server.state.requests
