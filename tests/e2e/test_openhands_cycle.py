@@ -40,6 +40,7 @@ def test_cycle_opens_trains_and_merges_through_the_gate(local_forge, llm_server,
     assert len(exps) == 1
     e = exps[0]
     assert e.state == "merged", (e.state, e.decision)
+    assert e.hypothesis.budget.wall_seconds == 120 + 300  # the student job holds training and its agent turn
     assert e.hypothesis.params["hidden_width"] == 64 and e.hypothesis.change == "train for 30 epochs instead of 20"
     ev = e.evidence[-1]
     assert ev.outcome == "ok" and ev.runs[0].state == "finished"
