@@ -3,6 +3,7 @@ OpenHands SDK against the scripted LLM server, with the local forge, real git, r
 the local fleet and the verifier; the ledger reads as with the search runtime."""
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -11,6 +12,7 @@ from research import assert_no_duplicates, make_program, reader, run
 from scripted import LLM_KEY, LLM_KEY_ENV, advisor_policy, student_policy, use_openhands
 
 from senpai.cli.main import cli
+from senpai.config.harness import load_harness
 from senpai.ledger.table import ledger_rows, to_json
 
 pytestmark = pytest.mark.e2e
@@ -77,6 +79,11 @@ def test_cycle_opens_trains_and_merges_through_the_gate(local_forge, llm_server,
     env_dump = next(m for m in student[1]["messages"] if m["role"] == "tool")
     assert "SENPAI_DEMO_TOKEN" not in json.dumps(env_dump) and LLM_KEY_ENV not in json.dumps(env_dump)
     assert "PATH=" in json.dumps(env_dump)  # it really is the shell's environment
+    # the hooks the agent planted never ran with the harness's credentials
+    work = Path(load_harness(config).fleet.dir) / "senpai-student-pr1-1" / "work"
+    assert (work / "repo" / ".git" / "hooks" / "pre-commit").exists()
+    for leak in ("hook-env.txt", "fsmonitor-env.txt"):
+        assert not (work / leak).exists() or secret not in (work / leak).read_text()
     # the LLM key travels only as the provider's auth header, never in a message
     assert not any(LLM_KEY in json.dumps(r["messages"]) for r in requests)
     # untrusted data is wrapped: terminal output, file contents, W&B text

@@ -23,3 +23,4 @@ class Session:
     train_env: dict[str, str] = field(default_factory=dict)  # secrets only the train command gets
     evidence: Evidence | None = None  # posted by this turn
     actions: list[str] = field(default_factory=list)  # one line per ledger effect, for the job's stdout
+    clones: int = 0  # harness-owned clones made so far (tools.harness_context)

@@ -13,17 +13,22 @@ act on; it never raises out of the conversation.  Text an agent writes into the 
 """
 
 import json
+import shutil
 from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import Literal
 
 from openhands.sdk.tool import Action, Observation, ToolAnnotations, ToolDefinition, ToolExecutor, register_tool
 from pydantic import Field
 
 from senpai.agents import review
+from senpai.agents.context import TurnContext
 from senpai.agents.evidence import measure_and_post
 from senpai.agents.hypothesis import open_hypothesis
 from senpai.agents.openhands.prompts import digest, untrusted
 from senpai.agents.openhands.session import Session
+from senpai.agents.workcopy import WorkCopy
 from senpai.errors import PermanentError, SenpaiError, TransitionError
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import Scalar, render
@@ -76,6 +81,26 @@ class SubmitEvidenceAction(Action):
 
 
 Executor = Callable[[Session, Action], str]
+
+
+def harness_context(s: Session, purpose: str, branch: str) -> TurnContext:
+    """The turn context with a fresh clone of `branch` that the agent never had access to.
+
+    Credentialed git never runs in the agent's work copy: its `.git/config` and hooks are the
+    agent's to write (a hook or `core.fsmonitor` would run with the token in its environment).
+    """
+    s.clones += 1
+    ctx = s.ctx
+    path = ctx.workdir / f"harness-{purpose}-{s.clones}"
+    return replace(ctx, repo=WorkCopy.clone(ctx.forge.clone_url, path, ctx.forge.git_env(), branch))
+
+
+def _sync_tree(src: Path, dst: Path) -> None:
+    """Make `dst`'s working tree (not its .git) a copy of `src`'s."""
+    for entry in dst.iterdir():
+        if entry.name != ".git":
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".git"))
 
 
 class _Run(ToolExecutor):
@@ -142,10 +167,10 @@ def _create_hypothesis(s: Session, a: CreateHypothesisAction) -> str:
     if any(e.student == a.student and e.state in ("wip", "changes") for e in exps):
         raise TransitionError(f"student {a.student} already has an open assignment")
     baseline = current_baseline(exps, ctx.forge.branch_sha(ctx.base))
-    params_file = ctx.repo.path / ctx.target.params.file
-    current = baseline.params or json.loads(params_file.read_text())
+    hctx = harness_context(s, "hypothesis", ctx.base)
+    current = baseline.params or json.loads((hctx.repo.path / ctx.target.params.file).read_text())
     pr = open_hypothesis(
-        ctx,
+        hctx,
         a.student,
         hypothesis=s.redact(a.hypothesis),
         rationale=s.redact(a.rationale),
@@ -209,19 +234,23 @@ def _submit_evidence(s: Session, a: SubmitEvidenceAction) -> str:
     assert s.pr is not None and s.attempt is not None and h is not None and s.branch is not None
     if s.evidence is not None:
         raise TransitionError(f"evidence for attempt {s.attempt} is already posted; finish the turn")
-    changed = ctx.repo.git("diff", "--name-only", f"origin/{ctx.base}", "--").splitlines()
-    changed += ctx.repo.git("ls-files", "--others", "--exclude-standard").splitlines()
-    touched = sorted(f for f in set(changed) if ctx.target.is_protected(f))
+    hctx = harness_context(s, f"attempt-{s.attempt}", s.branch)
+    repo = hctx.repo
+    repo.git("merge", "--quiet", "--no-edit", "-X", "ours", f"origin/{ctx.base}")  # as the agent's checkout was
+    _sync_tree(ctx.repo.path, repo.path)
+    repo.git("add", "-A")
+    changed = repo.git("diff", "--cached", "--name-only", f"origin/{ctx.base}", "--").splitlines()
+    touched = sorted(f for f in changed if ctx.target.is_protected(f))
     if touched:
         raise PermanentError(
             f"your changes touch protected paths {touched}; revert them (git checkout origin/{ctx.base} -- <path>)"
         )
-    head = ctx.repo.commit_all(f"{h.id}: attempt {s.attempt} ({s.redact(a.interpretation)[:60]})")
-    ctx.repo.push(s.branch)
-    params = json.loads((ctx.repo.path / ctx.target.params.file).read_text())
+    head = repo.commit_all(f"{h.id}: attempt {s.attempt} ({s.redact(a.interpretation)[:60]})")
+    repo.push(s.branch)
+    params = json.loads((repo.path / ctx.target.params.file).read_text())
     u = s.usage()
     s.evidence = measure_and_post(
-        ctx,
+        hctx,
         s.pr,
         s.attempt,
         h,
