@@ -3,8 +3,9 @@
 The forge token, the LLM key and every `*_TOKEN` / `*_API_KEY` / `*_SECRET` / `*_PASSWORD` variable
 are removed from this process's environment before the agent's terminal starts (its shell
 inherits os.environ).  The forge adapter and the work copy captured what they need when they were
-built, so senpai's own tools keep working; git credentials live only in the work copy's private
-env (never in `.git/config` or the remote URL).  The W&B key, if any, is handed only to the train
+built, so senpai's own tools keep working; git credentials live only in the private env of
+senpai's own clones (never in `.git/config` or the remote URL), and senpai's tools never run
+credentialed git in the agent's work copy (see `tools.harness_context`).  The W&B key, if any, is handed only to the train
 command the harness runs.
 
 The process's *initial* environment stays readable at /proc/<pid>/environ, so on Linux the job
