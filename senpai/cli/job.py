@@ -32,12 +32,15 @@ def job() -> None:
 @job.command()
 @config_option
 def advisor(config_path: str) -> None:
-    """Advisor turn over the events in $SENPAI_EVENTS (JSON EventBatch)."""
-    from senpai.agents.search.advisor import advisor_turn
+    """Advisor turn over the events in $SENPAI_EVENTS (JSON EventBatch), with runtime.advisor.kind."""
     from senpai.agents.steer import open_requested
 
     ctx = _context(config_path)
     opened, events = open_requested(ctx, _events().events)  # human `/senpai try`s go before any proposal
+    if ctx.harness.runtime.advisor.kind == "openhands":
+        from senpai.agents.openhands.advisor import advisor_turn
+    else:
+        from senpai.agents.search.advisor import advisor_turn
     for line in opened + advisor_turn(ctx, events):
         click.echo(line)
 
@@ -47,11 +50,16 @@ def advisor(config_path: str) -> None:
 @click.option("--pr", type=int, required=True)
 @click.option("--attempt", type=int, required=True)
 def student(config_path: str, pr: int, attempt: int) -> None:
-    """Student turn: apply, train, post evidence for attempt ATTEMPT on PR (messages in $SENPAI_EVENTS)."""
-    from senpai.agents.search.student import student_turn
-
-    ev = student_turn(_context(config_path), pr, attempt, _events().events)
-    click.echo(f"outcome: {ev.outcome}\n{ev.primary.name}: {ev.primary.value}")
+    """Student turn: attempt ATTEMPT on PR with runtime.student.kind (messages in $SENPAI_EVENTS)."""
+    ctx = _context(config_path)
+    if ctx.harness.runtime.student.kind == "openhands":
+        from senpai.agents.openhands.student import student_turn
+    else:
+        from senpai.agents.search.student import student_turn
+    ev = student_turn(ctx, pr, attempt, _events().events)
+    click.echo(
+        f"outcome: {ev.outcome}\n{ev.primary.name}: {ev.primary.value}\ntokens: {ev.cost.tokens}\ndollars: {ev.cost.dollars}"
+    )
 
 
 @job.command()

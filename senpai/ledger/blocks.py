@@ -172,7 +172,38 @@ class Steer(Block):
     commands: list[SteerCommand]
 
 
-KINDS: dict[str, type[Block]] = {m.KIND: m for m in (Hypothesis, Evidence, Verification, Decision, Steer)}
+class TurnUsage(BaseModel):
+    """What an agent turn spent, or may spend (a TurnBudget's shape)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    llm_calls: int = 0
+    tokens: int = Field(0, description="Prompt + completion tokens.")
+    dollars: float = Field(0.0, description="LiteLLM's cost, dollars.")
+    wall_seconds: float = 0.0
+
+
+class BudgetReport(Block):
+    """`senpai-budget`, posted when an agent turn runs out of its budget (design §3).
+
+    On a PR (a student turn, or an advisor turn about that PR) or, for an advisor turn with no PR,
+    on an issue.  It is a record, not a state change: a student's stopped attempt also gets a
+    failed `senpai-evidence` so the label state machine moves on as for any failed attempt.
+    """
+
+    KIND: ClassVar[str] = "budget"
+    role: Literal["advisor", "student"]
+    pr: int | None = None
+    revision: str = Field(description="Commit the turn worked on: PR head, or base head for the advisor.")
+    exhausted: list[str] = Field(description="Which limits ran out: llm_calls, tokens, dollars, wall_seconds.")
+    spent: TurnUsage
+    limits: TurnUsage
+    known: str = Field(description="What the turn found out before it stopped.")
+    missing: str = Field(description="What evidence is still missing.")
+    tried: list[str] = Field(default_factory=list, description="The tool calls the turn made, in order (summarised).")
+    needed: TurnUsage = Field(description="Budget to ask for to finish the work (a larger TurnBudget).")
+
+
+KINDS: dict[str, type[Block]] = {m.KIND: m for m in (Hypothesis, Evidence, Verification, Decision, Steer, BudgetReport)}
 
 
 def render(block: Block) -> str:

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from senpai.errors import LedgerFormatError
 from senpai.forge.base import Comment, PullRequest
-from senpai.ledger.blocks import Block, Decision, Evidence, Hypothesis, Verification, parse_blocks
+from senpai.ledger.blocks import Block, BudgetReport, Decision, Evidence, Hypothesis, Verification, parse_blocks
 from senpai.ledger.labels import status_of, student_of
 
 State = Literal["wip", "review", "verifying", "changes", "blocked", "merged", "closed", "unlabelled"]
@@ -40,6 +40,7 @@ class Experiment(BaseModel):
     evidence: list[Evidence]
     verifications: list[Verification]
     decisions: list[Decision]
+    budget_reports: list[BudgetReport] = Field(default_factory=list, description="Agent turns stopped by their budget.")
     runs: list[RunSummary] = Field(default_factory=list)
     error: str | None = Field(None, description="Why a block could not be read (PR is blocked).")
 
@@ -109,5 +110,6 @@ def read_experiment(pr: PullRequest, comments: list[Comment], bot: str) -> Exper
         evidence=[b for b in blocks if isinstance(b, Evidence)],
         verifications=[b for b in blocks if isinstance(b, Verification)],
         decisions=[b for b in blocks if isinstance(b, Decision)],
+        budget_reports=[b for b in blocks if isinstance(b, BudgetReport)],
         error="; ".join(errors) or None,
     )

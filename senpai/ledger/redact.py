@@ -16,9 +16,10 @@ and PR bodies, and `steering.reply_to_human`.
 import base64
 import os
 import re
+from collections.abc import Iterable, Mapping
 
 REDACTED = "[REDACTED]"
-SECRET_ENV = re.compile(r"(_TOKEN|_API_KEY|_SECRET|_PASSWORD)$", re.IGNORECASE)
+SECRET_ENV = re.compile(r"(_TOKEN|_API_KEY|_SECRET|_PASSWORD)$|^GIT_CONFIG_VALUE_\d+$", re.IGNORECASE)
 MIN_SECRET = 8  # shorter values ("1", "true") would redact ordinary words
 PATTERNS = [
     re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}"),
@@ -37,6 +38,11 @@ def register_secret(value: str | None) -> None:
         _registered.add(value)
 
 
+def secret_names(env: Mapping[str, str], explicit: Iterable[str] = ()) -> list[str]:
+    """Names in `env` holding secrets: the non-empty `explicit` ones plus every name matching SECRET_ENV."""
+    return sorted({n for n in explicit if env.get(n)} | {n for n, v in env.items() if v and SECRET_ENV.search(n)})
+
+
 def _variants(value: str) -> list[str]:
     """`value` and the base64 forms it takes in HTTP Basic auth (`x-access-token:<value>`, `<value>`)."""
     forms = [value, f"x-access-token:{value}"]
@@ -46,12 +52,12 @@ def _variants(value: str) -> list[str]:
 def secrets() -> list[str]:
     """Every secret value known to this process, longest first (so no partial replacement wins)."""
     found = set(_registered)
-    found |= {v for k, v in os.environ.items() if SECRET_ENV.search(k) and len(v) >= MIN_SECRET}
+    found |= {os.environ[n] for n in secret_names(os.environ) if len(os.environ[n]) >= MIN_SECRET}
     return sorted({form for s in found for form in _variants(s)}, key=len, reverse=True)
 
 
 def redact(text: str) -> str:
-    """`text` with every known secret and token-shaped string replaced by `[REDACTED]`."""
+    """`text` with every known secret and token-shaped string replaced by `[REDACTED]` (None and "" pass through)."""
     if not text:
         return text
     for value in secrets():

@@ -15,8 +15,8 @@ import hashlib
 
 from senpai.config.target import TargetConfig
 from senpai.errors import TransitionError
-from senpai.forge.base import Forge, PullRequest
-from senpai.ledger.blocks import Decision, Evidence, Hypothesis, Verification, render
+from senpai.forge.base import Forge, Issue, PullRequest
+from senpai.ledger.blocks import BudgetReport, Decision, Evidence, Hypothesis, Verification, render
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.gate import check_merge
 from senpai.ledger.labels import SENPAI, Status, status_of, student_label, with_status
@@ -152,3 +152,26 @@ def decide(forge: Forge, pr: PullRequest, exp: Experiment, d: Decision, target: 
         forge.update_pull(pr.number, state="closed")
     else:
         _set_status(forge, pr, Status.CHANGES)
+
+
+BUDGET_ISSUE_TITLE = "senpai: an advisor turn ran out of budget"
+
+
+def report_budget(forge: Forge, r: BudgetReport) -> int:
+    """Post the budget report `r` once per (role, PR, revision); returns the issue/PR number used.
+
+    On PR `r.pr` if set (any state: it is a record, labels are not touched), else on an issue
+    labelled `senpai` (found again by its marker on replay).  GitHub REST: POST .../issues/{n}/comments
+    or POST .../issues.
+    """
+    marker = _marker("budget", f"{r.role}:{r.pr}:{r.revision}")
+    what = ", ".join(r.exhausted)
+    summary = f"**Budget** the {r.role} turn on `{r.revision[:8]}` stopped: {what} exhausted. Missing: {r.missing}"
+    body = f"{summary}\n\n{render(r)}"
+    if r.pr is not None:
+        _post_once(forge, r.pr, marker, body, _comment_bodies(forge, r.pr))
+        return r.pr
+    found: list[Issue] = [i for i in forge.list_issues(SENPAI, "all") if marker in i.body]
+    if found:
+        return found[0].number
+    return forge.create_issue(BUDGET_ISSUE_TITLE, f"{body}\n\n{marker}", [SENPAI]).number

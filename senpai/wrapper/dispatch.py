@@ -69,6 +69,6 @@ class Dispatcher:
             logs = self.fleet.logs(action.job)
         except SenpaiError:
             logs = ""
-        ev = failure_evidence(exps[action.pr], action, logs, reason)
+        ev = failure_evidence(exps[action.pr], action, logs, reason)  # the ledger redacts it
         transitions.submit_evidence(self.forge, pr, ev, to_review=action.to_review)
         return f"#{action.pr}: failure evidence for attempt {action.attempt} ({reason})"

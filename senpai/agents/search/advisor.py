@@ -6,16 +6,15 @@ ledger first, so a stale or replayed event does nothing.
 
 import json
 import logging
-import math
 
+from senpai.agents import review
 from senpai.agents.context import TurnContext
 from senpai.agents.hypothesis import open_hypothesis
 from senpai.agents.search.propose import propose
-from senpai.errors import MergeConflict, MergeRefused, TransitionError
+from senpai.errors import TransitionError
 from senpai.forge.base import Forge
 from senpai.ledger import transitions
 from senpai.ledger.baseline import Baseline, current_baseline
-from senpai.ledger.blocks import Decision
 from senpai.ledger.commands import SYNTAX
 from senpai.ledger.events import Event, Message
 from senpai.ledger.experiment import Experiment
@@ -23,6 +22,7 @@ from senpai.ledger.labels import Status, status_of
 from senpai.ledger.steering import reply_to_human
 
 log = logging.getLogger(__name__)
+_decision = review.decision
 
 
 def advisor_turn(ctx: TurnContext, events: list[Event]) -> list[str]:
@@ -54,11 +54,6 @@ def answer_free_text(forge: Forge, m: Message) -> str:
     return f"#{m.number}: answered @{m.author}" + ("" if posted else " (already answered)")
 
 
-def _decision(exp: Experiment, verdict: str, reason: str, **numbers) -> Decision:
-    metric = exp.hypothesis.metric.name if exp.hypothesis else None
-    return Decision(pr=exp.pr, head=exp.head, verdict=verdict, reason=reason, metric=metric, **numbers)
-
-
 def _review(ctx: TurnContext, ev: Event, exp: Experiment, baseline: Baseline) -> list[str]:
     pr = ctx.forge.get_pull(exp.pr)
     status = status_of(pr.labels)
@@ -71,7 +66,7 @@ def _review(ctx: TurnContext, ev: Event, exp: Experiment, baseline: Baseline) ->
     if ev.kind == "review" and status == Status.REVIEW:
         return _review_evidence(ctx, pr, exp, baseline, decide)
     if ev.kind == "verified" and status == Status.VERIFYING:
-        return _decide_verified(exp, baseline, decide)
+        return _decide_verified(ctx, pr, exp, baseline)
     return []
 
 
@@ -86,28 +81,17 @@ def _review_evidence(ctx, pr, exp: Experiment, baseline: Baseline, decide) -> li
         reason = f"no improvement on validation: {value:.4f} vs baseline {base:.4f}"
         decide(_decision(exp, "close", reason, candidate=value, baseline=base, improvement=ctx.target.metric.better(value, base)))
         return [f"#{exp.pr}: closed, {reason}"]
-    transitions.request_verification(ctx.forge, pr)
-    return [f"#{exp.pr}: verification requested ({evidence.primary.name} = {value})"]
+    return [review.send_to_verifier(ctx, pr, exp)]
 
 
-def _decide_verified(exp: Experiment, baseline: Baseline, decide) -> list[str]:
+def _decide_verified(ctx: TurnContext, pr, exp: Experiment, baseline: Baseline) -> list[str]:
     v = exp.verification_for(exp.head, baseline.commit)
     if v is None:
         return []
-    numbers = dict(candidate=v.candidate_mean, baseline=v.baseline_mean, improvement=v.improvement, noise_floor=v.noise_floor)
-    numbers = {k: x for k, x in numbers.items() if x is None or math.isfinite(x)}
     if not v.passed:
-        decide(_decision(exp, "close", f"verifier: {v.reason}", **numbers))
+        review.apply(ctx, pr, exp, baseline, _decision(exp, "close", f"verifier: {v.reason}", **review.verified_numbers(v)))
         return [f"#{exp.pr}: closed, verifier: {v.reason}"]
-    try:
-        decide(_decision(exp, "merge", f"verified improvement: {v.reason}", **numbers))
-        return [f"#{exp.pr}: merged ({v.improvement:+.4f} > floor {v.noise_floor:.4f})"]
-    except MergeRefused as e:
-        decide(_decision(exp, "close", f"merge gate refused: {e}", **numbers))
-        return [f"#{exp.pr}: closed, merge gate refused: {e}"]
-    except MergeConflict:
-        decide(_decision(exp, "changes", "the base moved and the merge conflicts; re-apply on the new base", **numbers))
-        return [f"#{exp.pr}: changes requested (merge conflict)"]
+    return [review.merge_verified(ctx, pr, exp, baseline, v, f"verified improvement: {v.reason}")]
 
 
 def _history(exps: list[Experiment]) -> list[tuple[dict, float | None]]:

@@ -1,0 +1,136 @@
+"""Measure a PR head and post its evidence: the one way every runtime turns a training run into
+a `senpai-evidence` block.
+
+The target program logs its own W&B run; this gives it its identity through wandb's standard env
+vars, runs the target's train command in the work copy, reads the run back by id, and posts the
+evidence through `transitions.submit_evidence` (which moves the PR to review).
+"""
+
+import os
+import re
+
+from senpai.agents.context import TurnContext
+from senpai.agents.measure import finite, run_command
+from senpai.errors import NotFound
+from senpai.ledger import transitions
+from senpai.ledger.blocks import Cost, Evidence, Hypothesis, PrimaryResult, RunRef
+from senpai.tracker.base import RunIdentity, RunRecord
+
+
+def run_identity(repo: str, pr: int, attempt: int, student: str, head: str, hypothesis: str, params: dict) -> RunIdentity:
+    """W&B identity of attempt `attempt` on PR `pr` (design §2)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", repo.split("/")[-1].lower()).strip("-")[:30]
+    config = {"senpai_pr": pr, "senpai_head": head, "senpai_hypothesis": hypothesis, **params}
+    return RunIdentity(
+        id=f"{slug}-pr{pr}-a{attempt}",
+        group=f"pr-{pr}",
+        name=f"{student}/pr-{pr}/{attempt}",
+        tags=["senpai", f"student:{student}", f"pr-{pr}"],
+        config=config,
+    )
+
+
+def measure_and_post(
+    ctx: TurnContext,
+    number: int,
+    attempt: int,
+    h: Hypothesis,
+    head: str,
+    params: dict,
+    *,
+    tokens: int = 0,
+    dollars: float = 0.0,
+    interpretation: str | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> Evidence:
+    """Train commit `head` (checked out in `ctx.repo`) as attempt `attempt` of PR `number`, read its
+    W&B run back and post the evidence.
+
+    `params` go into the run's config; `tokens`/`dollars` are the agent's spend so far (0 for the
+    search runtime); `interpretation` replaces the generated one when the run succeeded (an LLM
+    student's reading); `extra_env` is added to the train command's environment (secrets the
+    runtime removed from os.environ). Posted text is redacted by the ledger (`senpai.ledger.redact`).
+    Raises TransitionError if the PR is not in wip/changes/review.
+    """
+    identity = run_identity(ctx.harness.forge.repo, number, attempt, h.student, head, h.id, params)
+    env = {**(extra_env or {}), **ctx.tracker.env_for(identity), "SEED": "0"}
+    timeout = max(1.0, ctx.target.budget.wall_seconds * 0.9)
+    out = run_command(ctx.target.train, ctx.repo.path, env, timeout, log=ctx.workdir / "train.log")
+    record = _read_run(ctx, identity.id)
+    metric = ctx.target.metric
+    value = out.value(metric.name) if metric.source == "stdout" else _summary_value(record, metric.name)
+    failure = _failure(out.returncode, timeout, value, metric.name, record)
+    base = h.baseline.value
+    ev = Evidence(
+        pr=number,
+        attempt=attempt,
+        student=h.student,
+        head=head,
+        command=ctx.target.train,
+        outcome="failed" if failure else "ok",
+        failure=failure,
+        runs=[RunRef(id=identity.id, url=record.url if record else None, state=record.state if record else "missing")],
+        metrics=_numbers(record),
+        primary=PrimaryResult(
+            name=metric.name,
+            value=value,
+            baseline=base,
+            delta=value - base if finite(value) and base is not None else None,
+        ),
+        interpretation=(interpretation if interpretation and not failure else None) or _interpret(value, base, metric, failure),
+        cost=Cost(
+            gpu_seconds=out.seconds * max(0, len(_gpus())), wall_seconds=round(out.seconds, 3), tokens=tokens, dollars=dollars
+        ),
+        log_tail=out.tail(20) if failure else None,
+    )
+    transitions.submit_evidence(ctx.forge, ctx.forge.get_pull(number), ev)
+    return ev
+
+
+def _gpus() -> list[str]:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    return [g for g in visible.split(",") if g.strip()]
+
+
+def _read_run(ctx: TurnContext, run_id: str) -> RunRecord | None:
+    try:
+        return ctx.tracker.get_run(run_id)
+    except NotFound:
+        return None
+
+
+def _summary_value(record: RunRecord | None, key: str) -> float | None:
+    value = record.summary.get(key) if record else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _numbers(record: RunRecord | None) -> dict[str, float]:
+    if record is None:
+        return {}
+    return {
+        k: float(v)
+        for k, v in sorted(record.summary.items())
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and not k.startswith("_")
+    }
+
+
+def _failure(returncode, timeout, value, name, record) -> str | None:
+    if returncode is None:
+        return f"train command killed after {timeout:.0f} s (budget)"
+    if returncode != 0:
+        return f"train command exited with status {returncode}"
+    if value is None:
+        return f"no {name} reported" + ("" if record else " (no W&B run found)")
+    if not finite(value):
+        return f"{name} is {value} (not finite)"
+    return None
+
+
+def _interpret(value, base, metric, failure) -> str:
+    if failure:
+        return f"attempt failed: {failure}"
+    if base is None:
+        return f"{metric.name} = {value:.4f}; no measured baseline yet, the verifier will compare."
+    gain = metric.better(value, base)
+    word = "better" if gain > 0 else "not better"
+    return f"{metric.name} = {value:.4f} vs baseline {base:.4f} ({gain:+.4f}, {word} on validation)."

@@ -1,0 +1,55 @@
+"""The `openhands` advisor turn: an LLM agent reviews evidence, opens hypotheses and answers humans.
+
+Its ledger effects are those of the `search` advisor (same functions: open_hypothesis,
+senpai.agents.review, reply_to_human); only the judgment comes from the model.
+"""
+
+import json
+from datetime import UTC, datetime
+
+from senpai.agents.context import TurnContext
+from senpai.agents.openhands.conversation import run_turn, turn_key
+from senpai.agents.openhands.prompts import digest, event_line, read_program, system_suffix, user_turn
+from senpai.agents.openhands.tools import senpai_tools
+from senpai.agents.openhands.turn import conversations_dir, open_session, post_budget_report
+from senpai.ledger.baseline import current_baseline
+from senpai.ledger.events import Event
+
+
+def advisor_turn(ctx: TurnContext, events: list[Event], now: datetime | None = None) -> list[str]:
+    """One advisor turn over `events`; returns one line per ledger effect, then the turn's outcome."""
+    session, llm, guard = open_session(ctx, "advisor", events)
+    base_sha = ctx.forge.branch_sha(ctx.base)
+    exps = ctx.ledger.experiments()
+    space = {k: v.model_dump(exclude_none=True) for k, v in ctx.target.params.space.items()}
+    sections = [
+        ("Events", "\n".join(event_line(e) for e in events) or "none"),
+        ("Ledger digest", digest(exps, current_baseline(exps, base_sha), ctx.target)),
+        ("Target", f"train: `{ctx.target.train}`; params file {ctx.target.params.file}; space {json.dumps(space)}"),
+    ]
+    user = user_turn(now or datetime.now(UTC), ctx.repo.path, sections)
+    prs = sorted({e.pr for e in events if e.pr is not None})
+    pr = prs[0] if len(prs) == 1 else None
+    key = turn_key("advisor", pr, base_sha, extra=",".join(sorted(e.id for e in events)))
+    tools = senpai_tools(session)
+    result = run_turn(
+        llm=llm,
+        senpai_tools=tools,
+        system=system_suffix("advisor", read_program(ctx.repo.path, ctx.target)),
+        user=user,
+        workspace=ctx.repo.path,
+        state_dir=conversations_dir(ctx, "advisor"),
+        key=key,
+        guard=guard,
+    )
+    lines = list(session.actions)
+    if result.status == "budget":
+        known = "; ".join(session.actions) or "no ledger effect yet"
+        if result.last_message:
+            known += f". Last words: {result.last_message}"
+        missing = "events not yet handled: " + ", ".join(e.id for e in events)
+        where = post_budget_report(session, guard, result, pr, base_sha, known, missing)
+        lines.append(f"budget report on #{where} ({', '.join(result.exhausted)} exhausted)")
+    u = result.usage
+    lines.append(f"advisor turn {result.status}: {u.llm_calls} LLM calls, {u.tokens} tokens, ${u.dollars:.4f}")
+    return lines

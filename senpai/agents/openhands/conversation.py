@@ -1,0 +1,180 @@
+"""One agent turn as an OpenHands conversation: build the agent, run it under the budget, and
+persist its state per (role, PR, revision) so a resumed turn continues where it stopped.
+
+The agent's tools are sorted and carry no per-turn text (the file editor's working-directory line
+is replaced), the system prefix has no timestamp, and every terminal and file-editor result is
+wrapped as untrusted data before it reaches the LLM.
+"""
+
+import hashlib
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from openhands.sdk import Agent, AgentContext, Conversation, Tool
+from openhands.sdk.conversation.exceptions import ConversationRunError
+from openhands.sdk.conversation.state import ConversationExecutionStatus
+from openhands.sdk.event import ActionEvent, MessageEvent
+from openhands.sdk.llm import TextContent
+from openhands.sdk.skills import load_skills_from_dir
+from openhands.sdk.tool import ToolExecutor, register_tool
+from openhands.tools.file_editor import FileEditorTool
+from openhands.tools.terminal import TerminalTool
+
+from senpai.agents.openhands.budget import BudgetGuard
+from senpai.agents.openhands.prompts import ROOT, untrusted
+from senpai.errors import TransientError
+from senpai.ledger.blocks import TurnUsage
+
+log = logging.getLogger(__name__)
+SKILLS_DIR = ROOT / "skills"
+STABLE_CWD = "Your work copy's path is given in the user message; file paths must be absolute."
+
+
+class _Untrusted(ToolExecutor):
+    """Wraps another executor: its observation text is marked as untrusted data from `source`."""
+
+    def __init__(self, inner: ToolExecutor, source: str) -> None:
+        self.inner, self.source = inner, source
+
+    def __call__(self, action, conversation=None):
+        obs = self.inner(action, conversation)
+        path = getattr(action, "path", None)
+        source = f"{self.source}:{path}" if path else self.source
+        return obs.model_copy(update={"content": [TextContent(text=untrusted(source, obs.text, limit=30000))]})
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def interrupt(self) -> None:
+        self.inner.interrupt()
+
+
+class GuardedTerminalTool(TerminalTool):
+    """The SDK terminal (subprocess shell, W&B disabled), its output marked untrusted."""
+
+    name: ClassVar[str] = "terminal"
+
+    @classmethod
+    def create(cls, conv_state, **params) -> Sequence["GuardedTerminalTool"]:
+        tools = super().create(conv_state, terminal_type="subprocess", env={"WANDB_MODE": "disabled"}, **params)
+        return [t.model_copy(update={"executor": _Untrusted(t.executor, "terminal")}) for t in tools]
+
+
+class GuardedFileEditorTool(FileEditorTool):
+    """The SDK file editor with no per-turn path in its description, its output marked untrusted."""
+
+    name: ClassVar[str] = "file_editor"
+
+    @classmethod
+    def create(cls, conv_state, **params) -> Sequence["GuardedFileEditorTool"]:
+        out = []
+        for t in super().create(conv_state, **params):
+            text = t.description.split("\n\nYour current working directory is:")[0] + f"\n\n{STABLE_CWD}"
+            out.append(t.model_copy(update={"executor": _Untrusted(t.executor, "file"), "description": text}))
+        return out
+
+
+register_tool("senpai_terminal", GuardedTerminalTool)
+register_tool("senpai_file_editor", GuardedFileEditorTool)
+
+
+@dataclass
+class TurnResult:
+    status: str  # finished | budget | stuck | error
+    usage: TurnUsage
+    exhausted: list[str] = field(default_factory=list)
+    tried: list[str] = field(default_factory=list)
+    last_message: str = ""
+    resumed: bool = False
+
+
+def conversation_id(key: str) -> uuid.UUID:
+    """Stable id of the conversation of turn `key` (e.g. `student-pr3-a1-<head>`)."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"senpai:{key}")
+
+
+def turn_key(role: str, pr: int | None, revision: str, extra: str = "") -> str:
+    """`<role>-pr<n>-<revision[:12]>[-<hash of extra>]`: one conversation per (role, PR, revision)."""
+    tail = f"-{hashlib.sha256(extra.encode()).hexdigest()[:8]}" if extra else ""
+    return f"{role}-pr{pr if pr is not None else 'none'}-{revision[:12]}{tail}"
+
+
+def skills():
+    """The SKILL.md skills under skills/, sorted by name (progressive disclosure via invoke_skill)."""
+    if not SKILLS_DIR.is_dir():
+        return []
+    _, _, agent_skills = load_skills_from_dir(SKILLS_DIR)
+    return [agent_skills[k] for k in sorted(agent_skills)]
+
+
+def run_turn(
+    *,
+    llm,
+    senpai_tools: list[str],
+    system: str,
+    user: str,
+    workspace: Path,
+    state_dir: Path,
+    key: str,
+    guard: BudgetGuard,
+) -> TurnResult:
+    """Run (or resume) the conversation of turn `key` until the agent finishes or a budget stops it.
+
+    Raises TransientError if the LLM provider fails after the SDK's retries.
+    """
+    tools = [Tool(name=n) for n in sorted(["senpai_file_editor", "senpai_terminal", *senpai_tools])]
+    context = AgentContext(skills=skills(), system_message_suffix=system, current_datetime=None)
+    agent = Agent(llm=llm, tools=tools, agent_context=context)
+    cid = conversation_id(key)
+    resumed = (state_dir / cid.hex).is_dir()
+    conv = Conversation(
+        agent=agent,
+        workspace=str(workspace),
+        persistence_dir=str(state_dir),
+        conversation_id=cid,
+        callbacks=[guard],
+        visualizer=None,
+        delete_on_close=False,
+        max_iteration_per_run=10_000,  # the guard's limits bound the turn
+    )
+    guard.bind(conv)
+    try:
+        prefix = "This turn was interrupted and is resumed; continue where you stopped.\n\n" if resumed else ""
+        conv.send_message(prefix + user)
+        if not guard.exhausted:
+            conv.run()
+    except ConversationRunError as e:
+        raise TransientError(f"agent turn {key} failed: {e}") from e
+    finally:
+        guard.close()
+    status = conv.state.execution_status
+    result = TurnResult(
+        status="budget" if guard.exhausted else _status(status),
+        usage=guard.usage(),
+        exhausted=list(guard.exhausted),
+        tried=list(guard.tried),
+        last_message=_last_agent_text(conv),
+        resumed=resumed,
+    )
+    conv.close()
+    return result
+
+
+def _status(s: ConversationExecutionStatus) -> str:
+    if s == ConversationExecutionStatus.FINISHED:
+        return "finished"
+    return "stuck" if s == ConversationExecutionStatus.STUCK else "error"
+
+
+def _last_agent_text(conv) -> str:
+    """The agent's closing words: its finish message or its last plain message."""
+    for event in reversed(list(conv.state.events)):
+        if isinstance(event, ActionEvent) and event.tool_name == "finish":
+            return str(getattr(event.action, "message", "") or "")
+        if isinstance(event, MessageEvent) and event.source == "agent":
+            return "".join(c.text for c in event.llm_message.content if isinstance(c, TextContent))
+    return ""

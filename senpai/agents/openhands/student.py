@@ -1,0 +1,91 @@
+"""The `openhands` student turn: an LLM agent implements the hypothesis on the PR branch with the
+terminal and file editor, then calls `submit_evidence`, which trains and posts exactly as the
+`search` student does (`senpai.agents.evidence.measure_and_post`).
+
+A turn that ends without evidence still leaves a record: a budget stop posts the `senpai-budget`
+report and a failed evidence; any other end posts a failed evidence with the agent's last words.
+"""
+
+import json
+from datetime import UTC, datetime
+
+from senpai.agents.attempt import checkout_for_attempt
+from senpai.agents.context import TurnContext
+from senpai.agents.openhands.conversation import TurnResult, run_turn, turn_key
+from senpai.agents.openhands.prompts import event_line, read_program, system_suffix, user_turn
+from senpai.agents.openhands.session import Session
+from senpai.agents.openhands.tools import senpai_tools
+from senpai.agents.openhands.turn import conversations_dir, open_session, post_budget_report
+from senpai.ledger import transitions
+from senpai.ledger.blocks import Cost, Evidence, PrimaryResult, render
+from senpai.ledger.events import Event
+
+
+def student_turn(ctx: TurnContext, number: int, attempt: int, events: list[Event] = (), now: datetime | None = None) -> Evidence:
+    """Attempt `attempt` on PR `number`. Raises PermanentError if the PR has no hypothesis."""
+    session, llm, guard = open_session(ctx, "student", list(events))
+    h, branch = checkout_for_attempt(ctx, number)
+    params_file = ctx.repo.path / ctx.target.params.file
+    params_file.write_text(json.dumps({**json.loads(params_file.read_text()), **h.params}, indent=2, sort_keys=True) + "\n")
+    head = ctx.repo.head()
+    session.pr, session.attempt, session.hypothesis, session.branch = number, attempt, h, branch
+    exp = ctx.ledger.experiment(ctx.forge.get_pull(number))
+    earlier = [render(b) for b in [*exp.evidence, *exp.decisions]]
+    t = ctx.target
+    sections = [
+        (
+            "Assignment",
+            f"PR #{number}, attempt {attempt}, branch {branch} (checked out; the hypothesis params are "
+            f"already written into {t.params.file}, uncommitted).\n{render(h)}",
+        ),
+        (
+            "Target",
+            f"train: `{t.train}`; metric {t.metric.name} ({t.metric.direction}); "
+            f"protected paths (never edit): {', '.join([*t.protected, 'senpai.yaml'])}",
+        ),
+        ("Earlier attempts and decisions on this PR", "\n".join(earlier) or "none"),
+        ("Events", "\n".join(event_line(e) for e in events) or "none"),
+    ]
+    result = run_turn(
+        llm=llm,
+        senpai_tools=senpai_tools(session),
+        system=system_suffix("student", read_program(ctx.repo.path, t)),
+        user=user_turn(now or datetime.now(UTC), ctx.repo.path, sections),
+        workspace=ctx.repo.path,
+        state_dir=conversations_dir(ctx, "student"),
+        key=turn_key("student", number, head, extra=f"attempt-{attempt}"),
+        guard=guard,
+    )
+    return session.evidence or _no_evidence(session, guard, result, head)
+
+
+def _no_evidence(s: Session, guard, result: TurnResult, head: str) -> Evidence:
+    h = s.hypothesis
+    assert h is not None and s.pr is not None and s.attempt is not None
+    if result.status == "budget":
+        where = post_budget_report(
+            s,
+            guard,
+            result,
+            s.pr,
+            head,
+            known=f"worked on {h.hypothesis}; last words: {result.last_message or 'none'}",
+            missing=f"no training run and no evidence for attempt {s.attempt}",
+        )
+        failure = f"budget exhausted ({', '.join(result.exhausted)}) before evidence; report on #{where}"
+    else:
+        failure = f"the agent ended its turn ({result.status}) without submitting evidence"
+    ev = Evidence(
+        pr=s.pr,
+        attempt=s.attempt,
+        student=h.student,
+        head=head,
+        command=s.ctx.target.train,
+        outcome="failed",
+        failure=failure,
+        primary=PrimaryResult(name=h.metric.name, value=None, baseline=h.baseline.value, delta=None),
+        interpretation=s.redact(result.last_message) or failure,
+        cost=Cost(wall_seconds=result.usage.wall_seconds, tokens=result.usage.tokens, dollars=result.usage.dollars),
+    )
+    transitions.submit_evidence(s.ctx.forge, s.ctx.forge.get_pull(s.pr), ev, to_review=s.attempt >= h.budget.attempts)
+    return ev

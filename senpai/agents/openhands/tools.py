@@ -1,0 +1,316 @@
+"""senpai's typed tools for OpenHands agents: pydantic Action/Observation pairs whose executors
+write the ledger through the same functions as the `search` runtime.
+
+    query_ledger       read-only   the ledger digest, or one experiment's blocks
+    query_runs         read-only   tracker runs by id or by PR (W&B text marked untrusted)
+    create_hypothesis  advisor     `senpai.agents.hypothesis.open_hypothesis`
+    decide             advisor     `senpai.agents.review` (verifier first, merge gate on merge)
+    reply_to_human     both        `senpai.ledger.steering.reply_to_human`
+    submit_evidence    student     commit + push the work copy, `senpai.agents.evidence.measure_and_post`
+
+A refused action (precondition, gate, bad input) comes back as an error observation the agent can
+act on; it never raises out of the conversation.  Text an agent writes into the ledger is redacted.
+"""
+
+import json
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Literal
+
+from openhands.sdk.tool import Action, Observation, ToolAnnotations, ToolDefinition, ToolExecutor, register_tool
+from pydantic import Field
+
+from senpai.agents import review
+from senpai.agents.context import TurnContext
+from senpai.agents.evidence import measure_and_post
+from senpai.agents.hypothesis import open_hypothesis
+from senpai.agents.openhands.prompts import digest, untrusted
+from senpai.agents.openhands.session import Session
+from senpai.agents.workcopy import WorkCopy
+from senpai.errors import PermanentError, SenpaiError, TransitionError
+from senpai.ledger.baseline import current_baseline
+from senpai.ledger.blocks import Scalar, render
+from senpai.ledger.labels import Status, status_of
+from senpai.ledger.steering import reply_to_human
+
+READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
+
+
+class SenpaiObservation(Observation):
+    """The text result of a senpai tool (is_error: refused, with the reason)."""
+
+
+class QueryLedgerAction(Action):
+    pr: int | None = Field(None, description="A PR number for that experiment's full record; omit for the digest.")
+
+
+class QueryRunsAction(Action):
+    run_id: str | None = Field(None, description="A W&B run id (from evidence).")
+    pr: int | None = Field(None, description="All runs of this PR (W&B group pr-<n>).")
+
+
+class CreateHypothesisAction(Action):
+    student: str = Field(description="An idle student's name (from the idle events).")
+    hypothesis: str = Field(description="One sentence: what change improves the metric.")
+    rationale: str = Field(description="Why you expect it, citing the ledger.")
+    plan: str = Field(description="What the student should do and measure.")
+    params: dict[str, Scalar] = Field(default_factory=dict, description="Params to set (keys of the target's space).")
+    change: str | None = Field(None, description="A code change in words, when not (only) a params change.")
+
+
+class DecideAction(Action):
+    pr: int = Field(description="The PR to decide.")
+    verdict: Literal["merge", "close", "changes"] = Field(
+        description="merge: a review-ready PR goes to the verifier, a verified one is merged through the gate; "
+        "close: reject with the reason; changes: send back to the student."
+    )
+    reason: str = Field(description="The reason, with the numbers compared.")
+
+
+class ReplyToHumanAction(Action):
+    event_id: str = Field(description="The id of the message event you answer, e.g. message:issue-4@ab12.")
+    text: str = Field(description="Your answer: what you did or will do, and why.")
+
+
+class SubmitEvidenceAction(Action):
+    interpretation: str = Field(description="What you changed and what you expect the numbers to show.")
+
+
+Executor = Callable[[Session, Action], str]
+
+
+def harness_context(s: Session, purpose: str, branch: str) -> TurnContext:
+    """The turn context with a fresh clone of `branch` that the agent never had access to.
+
+    Credentialed git never runs in the agent's work copy: its `.git/config` and hooks are the
+    agent's to write (a hook or `core.fsmonitor` would run with the token in its environment).
+    """
+    s.clones += 1
+    ctx = s.ctx
+    path = ctx.workdir / f"harness-{purpose}-{s.clones}"
+    return replace(ctx, repo=WorkCopy.clone(ctx.forge.clone_url, path, ctx.forge.git_env(), branch))
+
+
+def _sync_tree(src: Path, dst: Path) -> None:
+    """Make `dst`'s working tree (not its .git) a copy of `src`'s."""
+    for entry in dst.iterdir():
+        if entry.name != ".git":
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".git"))
+
+
+class _Run(ToolExecutor):
+    """Runs `fn(session, action)`; a SenpaiError becomes an error observation with its message."""
+
+    def __init__(self, session: Session, fn: Executor) -> None:
+        self.session, self.fn = session, fn
+
+    def __call__(self, action, conversation=None) -> SenpaiObservation:
+        try:
+            return SenpaiObservation.from_text(self.fn(self.session, action))
+        except SenpaiError as e:
+            return SenpaiObservation.from_text(f"refused: {self.session.redact(str(e))}", is_error=True)
+
+
+class SenpaiTool(ToolDefinition[Action, SenpaiObservation]):
+    """A senpai tool bound to one turn's session; built by `senpai_tools`, never by name alone."""
+
+    @classmethod
+    def create(cls, conv_state=None, **params) -> Sequence["SenpaiTool"]:
+        raise NotImplementedError("senpai tools are registered as instances bound to a turn (senpai_tools)")
+
+
+def _query_ledger(s: Session, a: QueryLedgerAction) -> str:
+    ctx = s.ctx
+    if a.pr is None:
+        exps = ctx.ledger.experiments()
+        return digest(exps, current_baseline(exps, ctx.forge.branch_sha(ctx.base)), ctx.target)
+    exp = ctx.ledger.experiment(ctx.forge.get_pull(a.pr))
+    blocks = [b for b in [exp.hypothesis, *exp.evidence, *exp.verifications, *exp.decisions, *exp.budget_reports] if b]
+    head = f"PR #{exp.pr} [{exp.state}] {exp.title}\nbranch {exp.branch} head {exp.head}\n"
+    return head + ("\n".join(render(b) for b in blocks) or "(no blocks)") + (f"\nerror: {exp.error}" if exp.error else "")
+
+
+def _query_runs(s: Session, a: QueryRunsAction) -> str:
+    tracker = s.ctx.tracker
+    if a.run_id:
+        runs = [tracker.get_run(a.run_id)]
+    elif a.pr is not None:
+        runs = tracker.list_runs(f"pr-{a.pr}")
+    else:
+        raise PermanentError("give run_id or pr")
+    if not runs:
+        return "no runs"
+    parts = []
+    for r in runs:
+        numbers = {k: v for k, v in sorted(r.summary.items()) if isinstance(v, (int, float)) and not k.startswith("_")}
+        text = json.dumps({"name": r.name, "group": r.group, "tags": r.tags, "config": r.config}, default=str)
+        parts.append(f"run {r.id}: state {r.state}; summary {json.dumps(numbers)}\n{untrusted(f'wandb:{r.id}', text)}")
+    return "\n".join(parts)
+
+
+def _create_hypothesis(s: Session, a: CreateHypothesisAction) -> str:
+    ctx = s.ctx
+    idle = {e.student for e in s.events if e.kind == "idle"}
+    if a.student not in idle:
+        raise TransitionError(f"student {a.student!r} is not idle in this turn's events (idle: {sorted(idle) or 'none'})")
+    unknown = sorted(set(a.params) - set(ctx.target.params.space))
+    if unknown:
+        raise PermanentError(f"params {unknown} are not in the target's space {sorted(ctx.target.params.space)}")
+    if not a.params and not a.change:
+        raise PermanentError("give params, a change, or both")
+    exps = ctx.ledger.experiments()
+    if any(e.student == a.student and e.state in ("wip", "changes") for e in exps):
+        raise TransitionError(f"student {a.student} already has an open assignment")
+    baseline = current_baseline(exps, ctx.forge.branch_sha(ctx.base))
+    hctx = harness_context(s, "hypothesis", ctx.base)
+    current = baseline.params or json.loads((hctx.repo.path / ctx.target.params.file).read_text())
+    pr = open_hypothesis(
+        hctx,
+        a.student,
+        hypothesis=s.redact(a.hypothesis),
+        rationale=s.redact(a.rationale),
+        plan=s.redact(a.plan),
+        params={**current, **a.params},
+        baseline=baseline,
+        change=s.redact(a.change),
+    )
+    s.actions.append(f"#{pr.number}: opened {pr.head_ref.rsplit('/', 1)[-1]} for {a.student}")
+    return f"opened PR #{pr.number} on branch {pr.head_ref} for {a.student}"
+
+
+def _decide(s: Session, a: DecideAction) -> str:
+    ctx = s.ctx
+    pr = ctx.forge.get_pull(a.pr)
+    exp = ctx.ledger.experiment(pr)
+    if pr.state != "open":
+        raise TransitionError(f"PR #{a.pr} is already {'merged' if pr.merged else 'closed'}")
+    baseline = current_baseline(ctx.ledger.experiments(), ctx.forge.branch_sha(ctx.base))
+    status, reason = status_of(pr.labels), s.redact(a.reason)
+    if a.verdict == "merge":
+        line = _merge(s, pr, exp, baseline, status, reason)
+    else:
+        review.apply(ctx, pr, exp, baseline, review.decision(exp, a.verdict, reason))
+        line = f"#{a.pr}: {'closed' if a.verdict == 'close' else 'changes requested'}: {reason}"
+    s.actions.append(line)
+    return line
+
+
+def _merge(s: Session, pr, exp, baseline, status, reason: str) -> str:
+    ctx = s.ctx
+    if status == Status.REVIEW:
+        ev = exp.evidence_for(pr.head_sha)
+        if ev is None or ev.outcome != "ok":
+            raise TransitionError(f"PR #{pr.number} has no ok evidence for head {pr.head_sha[:8]}; close it or ask for changes")
+        return review.send_to_verifier(ctx, pr, exp) + "; you will be woken when the verifier has measured it"
+    if status != Status.VERIFYING:
+        raise TransitionError(f"PR #{pr.number} is {status and status.value}; merge needs status:review or status:verifying")
+    v = exp.verification_for(pr.head_sha, baseline.commit)
+    if v is None:
+        raise TransitionError(
+            f"PR #{pr.number} is waiting for the verifier (head {pr.head_sha[:8]} vs base {baseline.commit[:8]})"
+        )
+    if not v.passed:
+        raise TransitionError(f"the verifier did not pass PR #{pr.number}: {v.reason}; close it or ask for changes")
+    return review.merge_verified(ctx, pr, exp, baseline, v, reason)
+
+
+def _reply(s: Session, a: ReplyToHumanAction) -> str:
+    event = next((e for e in s.events if e.id == a.event_id and e.message is not None), None)
+    if event is None:
+        ids = [e.id for e in s.events if e.message is not None]
+        raise PermanentError(f"no message event {a.event_id!r} in this turn (messages: {ids or 'none'})")
+    posted = reply_to_human(s.ctx.forge, event.message, s.redact(a.text) or "")
+    s.actions.append(f"#{event.message.number}: replied to @{event.message.author}")
+    return "replied" if posted else "this message version was already answered"
+
+
+def _submit_evidence(s: Session, a: SubmitEvidenceAction) -> str:
+    ctx, h = s.ctx, s.hypothesis
+    assert s.pr is not None and s.attempt is not None and h is not None and s.branch is not None
+    if s.evidence is not None:
+        raise TransitionError(f"evidence for attempt {s.attempt} is already posted; finish the turn")
+    hctx = harness_context(s, f"attempt-{s.attempt}", s.branch)
+    repo = hctx.repo
+    repo.git("merge", "--quiet", "--no-edit", "-X", "ours", f"origin/{ctx.base}")  # as the agent's checkout was
+    _sync_tree(ctx.repo.path, repo.path)
+    repo.git("add", "-A")
+    changed = repo.git("diff", "--cached", "--name-only", f"origin/{ctx.base}", "--").splitlines()
+    touched = sorted(f for f in changed if ctx.target.is_protected(f))
+    if touched:
+        raise PermanentError(
+            f"your changes touch protected paths {touched}; revert them (git checkout origin/{ctx.base} -- <path>)"
+        )
+    head = repo.commit_all(f"{h.id}: attempt {s.attempt} ({s.redact(a.interpretation)[:60]})")
+    repo.push(s.branch)
+    params = json.loads((repo.path / ctx.target.params.file).read_text())
+    u = s.usage()
+    s.evidence = measure_and_post(
+        hctx,
+        s.pr,
+        s.attempt,
+        h,
+        head,
+        params,
+        tokens=u.tokens,
+        dollars=u.dollars,
+        interpretation=s.redact(a.interpretation),
+        extra_env=s.train_env,
+    )
+    ev = s.evidence
+    s.actions.append(f"#{s.pr}: evidence attempt {s.attempt}: {ev.outcome}")
+    result = f"posted evidence for attempt {s.attempt} on {head[:8]}: {ev.outcome}; {ev.primary.name} = {ev.primary.value}"
+    return result + (f"\nfailure: {ev.failure}\n{untrusted('train log', ev.log_tail or '')}" if ev.failure else "")
+
+
+SPECS: dict[str, tuple[type[Action], Executor, ToolAnnotations, str]] = {
+    "query_ledger": (QueryLedgerAction, _query_ledger, READ_ONLY, "Read the ledger: the digest, or one PR's blocks."),
+    "query_runs": (QueryRunsAction, _query_runs, READ_ONLY, "Read tracker (W&B) runs by run id or by PR."),
+    "create_hypothesis": (
+        CreateHypothesisAction,
+        _create_hypothesis,
+        WRITES,
+        "Open a hypothesis PR for an idle student (params and/or a code change in words).",
+    ),
+    "decide": (
+        DecideAction,
+        _decide,
+        DESTRUCTIVE,
+        "Decide a PR: merge (verifier first, then the merge gate), close, or changes.",
+    ),
+    "reply_to_human": (ReplyToHumanAction, _reply, WRITES, "Answer a trusted human's message event (once per message version)."),
+    "submit_evidence": (
+        SubmitEvidenceAction,
+        _submit_evidence,
+        WRITES,
+        "Commit and push your edits, run the target's train command under the W&B identity, and post the evidence. "
+        "Call once, when your change is ready; it moves the PR to review.",
+    ),
+}
+TOOL_CLASSES: dict[str, type[SenpaiTool]] = {
+    name: type(f"{name.title().replace('_', '')}Tool", (SenpaiTool,), {"name": name}) for name in SPECS
+}
+ROLE_TOOLS = {
+    "advisor": ["create_hypothesis", "decide", "query_ledger", "query_runs", "reply_to_human"],
+    "student": ["query_ledger", "query_runs", "reply_to_human", "submit_evidence"],
+}
+
+
+def senpai_tools(session: Session) -> list[str]:
+    """Register the role's senpai tools bound to `session`; returns their names, sorted."""
+    names = sorted(ROLE_TOOLS[session.role])
+    for name in names:
+        action, fn, hints, description = SPECS[name]
+        tool = TOOL_CLASSES[name](
+            description=description,
+            action_type=action,
+            observation_type=SenpaiObservation,
+            annotations=hints.model_copy(update={"title": name}),
+            executor=_Run(session, fn),
+        )
+        register_tool(name, tool)
+    return names

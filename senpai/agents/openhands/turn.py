@@ -1,0 +1,55 @@
+"""What both roles' turns share: secrets out of reach, the LLM, the guard, and the budget report."""
+
+import os
+from pathlib import Path
+
+from openhands.sdk import LLM
+
+from senpai.agents.context import TurnContext
+from senpai.agents.openhands.budget import BudgetGuard
+from senpai.agents.openhands.conversation import TurnResult
+from senpai.agents.openhands.llm import make_llm
+from senpai.agents.openhands.secrets import scrub_environment
+from senpai.agents.openhands.session import Session
+from senpai.ledger import transitions
+from senpai.ledger.blocks import BudgetReport
+from senpai.ledger.events import Event
+from senpai.ledger.redact import redact
+
+
+def open_session(ctx: TurnContext, role: str, events: list[Event]) -> tuple[Session, LLM, BudgetGuard]:
+    """Read the LLM key, scrub every secret from os.environ, and build the turn's session, LLM and guard.
+
+    Raises ConfigError if the role's LLM has no key and no custom base URL.
+    """
+    runtime = getattr(ctx.harness.runtime, role)
+    api_key = os.environ.get(runtime.llm.api_key_env) or None
+    train_env = scrub_environment(ctx.harness, [runtime.llm.api_key_env])
+    guard = BudgetGuard(runtime.budget)
+    llm = make_llm(runtime.llm, role, api_key)
+    session = Session(ctx=ctx, role=role, redact=redact, usage=guard.usage, events=events, train_env=train_env)
+    return session, llm, guard
+
+
+def conversations_dir(ctx: TurnContext, role: str) -> Path:
+    """Conversation state lives under the harness state dir (the shared volume), so a resumed job finds it."""
+    return Path(ctx.harness.state_dir) / "conversations" / role
+
+
+def post_budget_report(
+    s: Session, guard: BudgetGuard, result: TurnResult, pr: int | None, revision: str, known: str, missing: str
+) -> int:
+    """Post the structured report of a turn stopped by its budget (redacted); returns the issue/PR number."""
+    r = BudgetReport(
+        role=s.role,  # type: ignore[arg-type]
+        pr=pr,
+        revision=revision,
+        exhausted=result.exhausted,
+        spent=result.usage,
+        limits=guard.limits(),
+        known=s.redact(known) or "",
+        missing=s.redact(missing) or "",
+        tried=[s.redact(t) or "" for t in result.tried],
+        needed=guard.needed(),
+    )
+    return transitions.report_budget(s.ctx.forge, r)

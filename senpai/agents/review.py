@@ -1,0 +1,58 @@
+"""Reviewing an experiment: the verdict steps every advisor runtime shares.
+
+A review-ready PR goes to the verifier before any merge; a verified PR is merged through the
+merge gate in `transitions.decide`, and a refused merge is closed (or sent back for changes when
+the base moved under it).  The `search` advisor picks verdicts from the numbers, the LLM advisor
+picks them itself; both apply them here.
+"""
+
+import math
+
+from senpai.agents.context import TurnContext
+from senpai.errors import MergeConflict, MergeRefused
+from senpai.forge.base import PullRequest
+from senpai.ledger import transitions
+from senpai.ledger.baseline import Baseline
+from senpai.ledger.blocks import Decision, Verification
+from senpai.ledger.experiment import Experiment
+
+
+def decision(exp: Experiment, verdict: str, reason: str, **numbers) -> Decision:
+    metric = exp.hypothesis.metric.name if exp.hypothesis else None
+    return Decision(pr=exp.pr, head=exp.head, verdict=verdict, reason=reason, metric=metric, **numbers)
+
+
+def apply(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline: Baseline, d: Decision) -> None:
+    """`transitions.decide` for the current base (the merge gate applies to merges)."""
+    transitions.decide(ctx.forge, pr, exp, d, ctx.target, baseline.commit)
+
+
+def verified_numbers(v: Verification) -> dict[str, float | None]:
+    numbers = dict(candidate=v.candidate_mean, baseline=v.baseline_mean, improvement=v.improvement, noise_floor=v.noise_floor)
+    return {k: x for k, x in numbers.items() if x is None or math.isfinite(x)}
+
+
+def send_to_verifier(ctx: TurnContext, pr: PullRequest, exp: Experiment) -> str:
+    """review → verifying (the wrapper then launches the verifier for this head and base)."""
+    transitions.request_verification(ctx.forge, pr)
+    ev = exp.evidence_for(pr.head_sha)
+    shown = f" ({ev.primary.name} = {ev.primary.value})" if ev else ""
+    return f"#{exp.pr}: verification requested{shown}"
+
+
+def merge_verified(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline: Baseline, v: Verification, reason: str) -> str:
+    """Merge a PR whose verification for (head, base) passed; the gate re-checks everything.
+
+    A refused merge closes the PR with the gate's reason; a conflict asks for changes.
+    """
+    numbers = verified_numbers(v)
+    try:
+        apply(ctx, pr, exp, baseline, decision(exp, "merge", reason, **numbers))
+        return f"#{exp.pr}: merged ({v.improvement:+.4f} > floor {v.noise_floor:.4f})"
+    except MergeRefused as e:
+        apply(ctx, pr, exp, baseline, decision(exp, "close", f"merge gate refused: {e}", **numbers))
+        return f"#{exp.pr}: closed, merge gate refused: {e}"
+    except MergeConflict:
+        why = "the base moved and the merge conflicts; re-apply on the new base"
+        apply(ctx, pr, exp, baseline, decision(exp, "changes", why, **numbers))
+        return f"#{exp.pr}: changes requested (merge conflict)"

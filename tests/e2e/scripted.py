@@ -1,0 +1,105 @@
+"""Scripted agent policies for the test LLM server, and helpers to point a harness config at it.
+
+A policy answers each request from what the request shows (events, tool results), so the script
+does not depend on how many turns the wrapper happens to launch.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import yaml
+from llm_server import call
+
+LLM_KEY_ENV = "SCRIPTED_LLM_API_KEY"
+LLM_KEY = "sk-scripted-test-key-0123456789"
+
+
+def use_openhands(config: Path, base_url: str, budget: dict | None = None, roles=("advisor", "student")) -> None:
+    """Switch `roles` of the harness config at `config` to the openhands runtime on the scripted server."""
+    cfg = yaml.safe_load(config.read_text())
+    runtime = cfg.setdefault("runtime", {})
+    for role in roles:
+        runtime[role] = {
+            "kind": "openhands",
+            "llm": {
+                "model": f"openai/scripted-{role}",
+                "base_url": base_url,
+                "api_key_env": LLM_KEY_ENV,
+                "input_cost_per_token": 1e-6,
+                "output_cost_per_token": 4e-6,
+            },
+            "budget": budget or {"llm_calls": 12, "wall_seconds": 300},
+        }
+    config.write_text(yaml.safe_dump(cfg, sort_keys=False))
+
+
+def user_text(body: dict) -> str:
+    """All user-message text of a request."""
+    out = []
+    for m in body["messages"]:
+        if m["role"] == "user":
+            content = m["content"]
+            out.append(content if isinstance(content, str) else "".join(c.get("text", "") for c in content))
+    return "\n".join(out)
+
+
+def tool_results(body: dict) -> list[str]:
+    out = []
+    for m in body["messages"]:
+        if m["role"] == "tool":
+            content = m["content"]
+            out.append(content if isinstance(content, str) else "".join(c.get("text", "") for c in content))
+    return out
+
+
+def workdir(body: dict) -> str:
+    return re.search(r"Your work copy: (\S+)", user_text(body)).group(1)
+
+
+def advisor_policy(body: dict) -> dict:
+    """Idle student: open a hypothesis. Review: read the runs, then send to the verifier. Verified: merge."""
+    text, done = user_text(body), tool_results(body)
+    review = re.search(r"PR #(\d+) is ready for review", text)
+    verified = re.search(r"PR #(\d+) has a verification", text)
+    idle = re.search(r"student (\S+) has nothing assigned", text)
+    if review and len(done) == 0:
+        return call("query_runs", pr=int(review.group(1)))
+    if review and len(done) == 1:
+        return call("decide", pr=int(review.group(1)), verdict="merge", reason="val_accuracy beats the baseline; verify it")
+    if verified and not done:
+        return call("decide", pr=int(verified.group(1)), verdict="merge", reason="the verifier passed it")
+    if idle and not done:
+        return call(
+            "create_hypothesis",
+            student=idle.group(1),
+            hypothesis="a wider relu network improves val_accuracy",
+            rationale="the baseline has 8 logistic units; capacity is the obvious limit",
+            plan="set the params, train longer, report val_accuracy",
+            params={"hidden_width": 64, "activation": "relu"},
+            change="train for 30 epochs instead of 20",
+        )
+    return call("finish", message=f"done: {json.dumps(done[-1:])[:200]}")
+
+
+# an agent trying to catch the harness's git credentials: a hook and an fsmonitor command that dump
+# their environment into the job's work dir (next to the work copy) if git ever runs them
+PLANT_HOOKS = (
+    "printf '#!/bin/sh\\nenv >> ../hook-env.txt\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit"
+    " && cp .git/hooks/pre-commit .git/hooks/pre-push && git config core.fsmonitor 'env >> ../fsmonitor-env.txt; false'"
+)
+
+
+def student_policy(body: dict) -> dict:
+    """Look at the environment and git config, plant git hooks, edit params.json with the file editor, submit."""
+    done = tool_results(body)
+    wd = workdir(body)
+    steps = [
+        lambda: call("terminal", command=f"env | sort; cat .git/config; git remote -v; {PLANT_HOOKS}"),
+        lambda: call("file_editor", command="view", path=f"{wd}/params.json"),
+        lambda: call(
+            "file_editor", command="str_replace", path=f"{wd}/params.json", old_str='"max_iter": 20', new_str='"max_iter": 30'
+        ),
+        lambda: call("submit_evidence", interpretation="64 relu units trained for 30 epochs; expect higher val_accuracy"),
+    ]
+    return steps[len(done)]() if len(done) < len(steps) else call("finish", message="evidence submitted")

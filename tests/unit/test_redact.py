@@ -1,0 +1,46 @@
+"""Secrets are found by name and masked in text, including git's Basic-auth form of a token."""
+
+import base64
+
+from senpai.ledger.blocks import BudgetReport, TurnUsage, parse_blocks, render
+from senpai.ledger.redact import REDACTED, redact, register_secret, secret_names
+
+
+def test_secret_names_by_pattern_and_explicit():
+    env = {
+        "GITHUB_TOKEN": "ghp_abcdef123",
+        "MY_FORGE": "x-forge-secret",
+        "WANDB_API_KEY": "k" * 40,
+        "HOME": "/root",
+        "GIT_CONFIG_VALUE_0": "Authorization: Basic abc",
+        "TOKENIZERS_PARALLELISM": "false",
+        "EMPTY_TOKEN": "",
+    }
+    assert secret_names(env, ["MY_FORGE"]) == ["GITHUB_TOKEN", "GIT_CONFIG_VALUE_0", "MY_FORGE", "WANDB_API_KEY"]
+
+
+def test_registered_secret_masked_in_plain_and_basic_auth_forms():
+    token = "plainvalue-0123456789"  # no token shape: only the registration can catch it
+    register_secret(token)
+    register_secret("abc")  # too short to mask safely: left alone
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    text = f"push failed: header {basic} with {token}; abc"
+    assert redact(text) == f"push failed: header {REDACTED} with {REDACTED}; abc"
+    assert redact("") == ""
+
+
+def test_budget_report_block_round_trips():
+    u = TurnUsage(llm_calls=2, tokens=100, dollars=0.01, wall_seconds=3.5)
+    b = BudgetReport(
+        role="student",
+        pr=3,
+        revision="a" * 40,
+        exhausted=["llm_calls"],
+        spent=u,
+        limits=u,
+        known="k",
+        missing="m",
+        tried=["terminal({})"],
+        needed=u.model_copy(update={"llm_calls": 4}),
+    )
+    assert parse_blocks(render(b)) == [b]
