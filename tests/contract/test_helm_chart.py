@@ -137,6 +137,7 @@ def helm(tmp_path_factory: pytest.TempPathFactory) -> dict:
         requests[f"default-{kv}"] = {**base, "values": REQUIRED, "kube_version": kv}
         requests[f"big-{kv}"] = {**base, "values": BIG, "kube_version": kv}
     requests |= {name: {**base, "values": values} for name, (values, _) in BAD.items()}
+    requests["long release"] = {**base, "release": "r" * 41, "values": REQUIRED}  # Helm allows 53
     proc = subprocess.run(
         [sys.executable, str(RENDER)],
         input=json.dumps(list(requests.values())),
@@ -316,6 +317,11 @@ def test_bad_values_are_refused_with_a_clear_message(helm: dict, name: str) -> N
     answer = helm[name]
     assert "error" in answer, f"{name}: rendered anyway"
     assert BAD[name][1] in answer["error"], answer["error"]
+
+
+def test_a_release_name_too_long_for_job_names_is_refused(helm: dict) -> None:
+    assert "release name rrrrr" in helm["long release"].get("error", "rendered anyway")
+    assert "is 41 characters: senpai names its Jobs after it, use at most 40" in helm["long release"]["error"]
 
 
 def test_notes_say_what_to_do_next(helm: dict) -> None:

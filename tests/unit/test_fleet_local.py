@@ -259,16 +259,20 @@ def test_supervisor_of_another_launch_quits(fleet: LocalFleet, tmp_path: Path) -
 
 def test_gpus_are_pinned_exclusively_and_jobs_wait_for_free_ones(tmp_path: Path) -> None:
     fleet = LocalFleet(tmp_path / "jobs", gpus=["0", "1"])
-    script = 'echo "[$CUDA_VISIBLE_DEVICES]"; sleep 1'
+    release = tmp_path / "release"  # GPU holders run until the test lets them go: no race with the clock
+    hold = f'echo "[$CUDA_VISIBLE_DEVICES]"; while [ ! -e {release} ]; do sleep 0.05; done'
     for name in ("g1", "g2"):
-        fleet.launch(spec(name, script, gpus=1))
-    fleet.launch(spec("cpu", script))
+        fleet.launch(spec(name, hold, gpus=1))
+    fleet.launch(spec("cpu", hold))
     for name in ("g1", "g2"):
         wait_for(fleet, name, lambda s: s.phase == "running")
-    fleet.launch(spec("g3", script, gpus=1))
-    time.sleep(0.4)
-    assert fleet.get("g3").phase == "pending"  # both GPUs are taken
+    fleet.launch(spec("g3", 'echo "[$CUDA_VISIBLE_DEVICES]"', gpus=1))
+    deadline = time.monotonic() + 15
+    while "waiting for 1 free GPU" not in fleet.logs("g3") and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert "waiting for 1 free GPU" in fleet.logs("g3")
+    assert fleet.get("g3").phase == "pending"  # both GPUs are taken
+    release.touch()
     for name in ("g1", "g2", "g3", "cpu"):
         assert wait_for(fleet, name).phase == "succeeded"
     seen = {n: fleet.logs(n).splitlines()[-1] for n in ("g1", "g2", "g3", "cpu")}
