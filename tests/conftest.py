@@ -7,3 +7,4 @@ os.environ.setdefault("WANDB_SILENT", "true")
 
 from forge_fixtures import forge_repo, local_forge  # noqa: E402,F401  (fixtures)
 from k8s_fixtures import apiserver  # noqa: E402,F401  (fixtures)
+from llm_server import llm_server  # noqa: E402,F401  (fixtures)

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import pytest
+
 Step = dict[str, Any] | Callable[[dict], dict[str, Any]]
 
 
@@ -166,3 +168,13 @@ class ScriptedLLMServer:
     def stop(self) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+@pytest.fixture
+def llm_server():
+    """A started ScriptedLLMServer, stopped after the test."""
+    server = ScriptedLLMServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from llm_server import ScriptedLLMServer
 from research import assert_no_duplicates, make_program, reader, run
 from scripted import LLM_KEY, LLM_KEY_ENV, advisor_policy, student_policy, use_openhands
 
@@ -17,15 +16,6 @@ from senpai.ledger.table import ledger_rows, to_json
 
 pytestmark = pytest.mark.e2e
 FORGE_TOKEN = "senpai:ghp-fake-forge-token-7f3a9c2e51"
-
-
-@pytest.fixture
-def llm_server():
-    server = ScriptedLLMServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def test_cycle_opens_trains_and_merges_through_the_gate(local_forge, llm_server, tmp_path, monkeypatch):

@@ -9,7 +9,7 @@ import re
 from datetime import UTC, datetime
 
 import pytest
-from llm_server import ScriptedLLMServer, call, say
+from llm_server import call, say
 from research import make_program
 from scripted import LLM_KEY, LLM_KEY_ENV, tool_results, use_openhands
 
@@ -37,15 +37,6 @@ def env(monkeypatch):
     yield
     os.environ.clear()
     os.environ.update(saved)
-
-
-@pytest.fixture
-def llm_server():
-    server = ScriptedLLMServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def program(local_forge, llm_server, tmp_path, name, budget=None):
