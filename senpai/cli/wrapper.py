@@ -9,6 +9,7 @@ from senpai.cli.options import config_option
 from senpai.cli.progress import TickPrinter
 from senpai.cli.wiring import make_fleet, make_forge, make_tracker
 from senpai.config.harness import load_harness
+from senpai.errors import TransientError
 from senpai.ledger.table import LedgerReader
 from senpai.wrapper.health import HealthServer
 from senpai.wrapper.loop import Wrapper
@@ -56,10 +57,13 @@ def run(
         click.echo(f"health: {health.url}", err=True)
 
     def until(r) -> bool:
-        return (until_decided is not None and r.decided >= until_decided) or (max_ticks is not None and r.tick >= max_ticks)
+        return until_decided is not None and r.decided >= until_decided
 
     try:
-        w.run(until=until, on_tick=printer)
+        w.run(until=until, on_tick=printer, max_ticks=max_ticks)
+        state = w.health.snapshot()
+        if state["consecutive_failures"]:  # stopped by --max-ticks (or a signal) while the forge was unreachable
+            raise TransientError(f"the last {state['consecutive_failures']} tick(s) failed: {state['last_error']}")
     finally:
         if health:
             health.stop()

@@ -154,9 +154,13 @@ class Wrapper:
         return bool(done)
 
     def run(
-        self, until: Callable[[TickReport], bool] | None = None, on_tick: Callable[[TickReport], None] | None = None
+        self,
+        until: Callable[[TickReport], bool] | None = None,
+        on_tick: Callable[[TickReport], None] | None = None,
+        max_ticks: int | None = None,
     ) -> TickReport | None:
-        """Tick every `tick_seconds` until `until(report)` is true or SIGTERM/SIGINT arrives."""
+        """Tick every `tick_seconds` until `until(report)` is true, `max_ticks` ticks were tried
+        (failed ones included), or SIGTERM/SIGINT arrives. Returns the last successful tick's report."""
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self.stop)
             signal.signal(signal.SIGINT, self.stop)
@@ -168,13 +172,15 @@ class Wrapper:
             except TransientError as e:  # forge down: keep the loop alive, try again next tick
                 log.warning("tick %d: %s", self.ticks, e)
                 self.health.tick_finished(str(e))
+                if max_ticks is not None and self.ticks >= max_ticks:
+                    break
                 self.health.waiting(wait := max(self.cfg.tick_seconds, e.retry_after or 0))
                 self._stop.wait(wait)
                 continue
             self.health.tick_finished(action_errors=len(report.errors))
             if on_tick:
                 on_tick(report)
-            if until and until(report):
+            if (until and until(report)) or (max_ticks is not None and self.ticks >= max_ticks):
                 break
             self._stop.wait(self.cfg.tick_seconds)
         return report
