@@ -18,8 +18,9 @@ from senpai.ledger.experiment import Experiment
 
 
 def decision(exp: Experiment, verdict: str, reason: str, **numbers) -> Decision:
-    metric = exp.hypothesis.metric.name if exp.hypothesis else None
-    return Decision(pr=exp.pr, head=exp.head, verdict=verdict, reason=reason, metric=metric, **numbers)
+    """A decision on `exp`'s head; `numbers` name the metric they are in (default: the hypothesis's)."""
+    numbers.setdefault("metric", exp.hypothesis.metric.name if exp.hypothesis else None)
+    return Decision(pr=exp.pr, head=exp.head, verdict=verdict, reason=reason, **numbers)
 
 
 def apply(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline: Baseline, d: Decision) -> None:
@@ -27,9 +28,10 @@ def apply(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline: Baseline
     transitions.decide(ctx.forge, pr, exp, d, ctx.target, baseline.commit)
 
 
-def verified_numbers(v: Verification) -> dict[str, float | None]:
+def verified_numbers(v: Verification) -> dict[str, float | str | None]:
+    """The verification's holdout numbers for a Decision, named by the holdout metric."""
     numbers = dict(candidate=v.candidate_mean, baseline=v.baseline_mean, improvement=v.improvement, noise_floor=v.noise_floor)
-    return {k: x for k, x in numbers.items() if x is None or math.isfinite(x)}
+    return {"metric": v.metric} | {k: x for k, x in numbers.items() if x is None or math.isfinite(x)}
 
 
 def send_to_verifier(ctx: TurnContext, pr: PullRequest, exp: Experiment) -> str:

@@ -67,6 +67,27 @@ def verify(ctx: TurnContext, number: int) -> Verification:
     return v
 
 
+def verdict(metric: str, cm: float | None, bm: float | None, improvement: float | None, floor: float | None) -> tuple[bool, str]:
+    """(passed, reason): a candidate passes only if its improvement (in the metric's direction) beats the floor."""
+    if (
+        cm is None
+        or bm is None
+        or improvement is None
+        or floor is None
+        or not math.isfinite(floor)
+        or not math.isfinite(improvement)
+    ):
+        return False, "a holdout metric is NaN, infinite or missing (crash?)"
+    if improvement > floor:
+        return True, f"{metric} {cm:.4f} vs {bm:.4f}: {improvement:+.4f} beats the noise floor {floor:.4f}"
+    if improvement >= -floor:
+        return False, f"{metric} {cm:.4f} vs {bm:.4f}: {improvement:+.4f} is within the noise floor {floor:.4f}"
+    return (
+        False,
+        f"{metric} {cm:.4f} vs {bm:.4f}: {improvement:+.4f} is worse than the baseline by more than the noise floor {floor:.4f}",
+    )
+
+
 def _measure_both(ctx: TurnContext, head: str, base: str, hold: Holdout, common: dict) -> Verification:
     ctx.repo.git("fetch", "--quiet", "origin", f"+{head}:refs/senpai/candidate", network=True)
     timeout = float(ctx.target.budget.wall_seconds)
@@ -77,12 +98,7 @@ def _measure_both(ctx: TurnContext, head: str, base: str, hold: Holdout, common:
     cm, bm = _mean(cand), _mean(base_vals)
     floor = max(hold.noise_k * statistics.stdev(base_vals), hold.min_floor) if bm is not None else None
     improvement = ctx.target.metric.better(cm, bm) if cm is not None and bm is not None else None
-    if improvement is None or floor is None or not math.isfinite(floor):
-        passed, reason = False, "a holdout metric is NaN, infinite or missing (crash?)"
-    elif improvement > floor:
-        passed, reason = True, f"{hold.metric} {cm:.4f} vs {bm:.4f}: {improvement:+.4f} beats the noise floor {floor:.4f}"
-    else:
-        passed, reason = False, f"{hold.metric} {cm:.4f} vs {bm:.4f}: {improvement:+.4f} is within the noise floor {floor:.4f}"
+    passed, reason = verdict(hold.metric, cm, bm, improvement, floor)
     return Verification(
         **common,
         candidate_values=cand,

@@ -201,6 +201,15 @@ class HarnessConfig(_Strict):
     verifier_wall_seconds: int = Field(1800, gt=0, description="Wall time of one verifier run, seconds.")
     stale_after_seconds: float = Field(1800.0, gt=0, description="WIP with no live job this long is stale.")
 
+    def advisor_job_seconds(self) -> int:
+        """Deadline of one advisor job, seconds: `advisor_wall_seconds`, raised for an openhands
+        advisor to its turn's wall budget plus 300 s (clone, budget report), so the harness's own
+        budget stop (with its report) comes before the fleet's kill."""
+        rt = self.runtime.advisor
+        return (
+            max(self.advisor_wall_seconds, rt.budget.wall_seconds + 300) if rt.kind == "openhands" else self.advisor_wall_seconds
+        )
+
 
 def load_harness(path: Path | str | None = None) -> HarnessConfig:
     """Load the harness config from `path` or `$SENPAI_CONFIG`. Raises ConfigError (exit 2)."""

@@ -253,7 +253,7 @@ def _advisor(w: World, cfg: HarnessConfig) -> Launch | None:
     if len(tries) >= ADVISOR_RETRIES:
         return None  # the same batch failed every time; a human must look at the job logs
     name = f"senpai-advisor-{digest}-{len(tries) + 1}"
-    return Launch("advisor", name, ["advisor"], cfg.advisor_wall_seconds, events=tuple(events))
+    return Launch("advisor", name, ["advisor"], cfg.advisor_job_seconds(), events=tuple(events))
 
 
 def _handled(ev: Event, w: World) -> bool:
