@@ -23,6 +23,7 @@ from senpai.cli.progress import TickPrinter
 from senpai.cli.wiring import forge_from
 from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import ForgeSettings, load_harness
+from senpai.config.target import load_target
 from senpai.errors import PermanentError
 from senpai.ledger.table import ledger_rows
 
@@ -71,7 +72,7 @@ def demo(students: int, experiments: int, out: str | None, example: str, timeout
         report = run_until(config_path, experiments, start + timeout)
     finally:
         server.stop()
-    show_leaderboard(ledger_rows(report.exps))
+    show_leaderboard(ledger_rows(report.exps), load_target(Path(example)).metric.direction)
     click.echo(f"\nwall_seconds: {time.monotonic() - start:.1f}\ndecided: {report.decided}")
     click.echo(f"merged: {sum(e.state == 'merged' for e in report.exps)}")
     click.echo(
@@ -120,11 +121,17 @@ def seed_target(forge: ForgeSettings, example: Path, seed: Path) -> str:
     return clone_url
 
 
-def show_leaderboard(rows: list[dict]) -> None:
-    table = Table(title="leaderboard (best verified first)")
+def show_leaderboard(rows: list[dict], direction: str) -> None:
+    """Merged experiments first, then the rest; within each, best validation value first.
+
+    The verifier delta is shown but not ranked on: each merge is measured against the base of its
+    time, so deltas of different merges are not comparable.
+    """
+    table = Table(title="leaderboard (merged first, then by validation metric)")
     for col in ("PR", "params", "val metric", "verifier delta", "verdict", "W&B run"):
         table.add_column(col)
-    order = sorted(rows, key=lambda r: (r["verdict"] != "merge", -(r["verifier_delta"] or -1e9), -(r["value"] or -1e9)))
+    sign = -1 if direction == "maximize" else 1
+    order = sorted(rows, key=lambda r: (r["verdict"] != "merge", r["value"] is None, sign * (r["value"] or 0.0)))
     for r in order:
         value = "" if r["value"] is None else f"{r['value']:.4f}"
         delta = "" if r["verifier_delta"] is None else f"{r['verifier_delta']:+.4f}"

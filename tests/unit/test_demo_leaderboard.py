@@ -1,0 +1,35 @@
+"""The demo's leaderboard ranks merged experiments first, then by validation value in the metric's direction."""
+
+import pytest
+
+from senpai.cli.demo import show_leaderboard
+
+
+def row(pr: int, value: float | None, verdict: str | None, delta: float | None = None) -> dict:
+    return {
+        "pr": pr,
+        "params": "{}",
+        "value": value,
+        "verifier_delta": delta,
+        "verdict": verdict,
+        "state": "closed",
+        "run_id": None,
+    }
+
+
+@pytest.mark.parametrize(
+    ("direction", "expected"), [("maximize", ["#5", "#1", "#2", "#3", "#4"]), ("minimize", ["#1", "#5", "#2", "#3", "#4"])]
+)
+def test_order(capsys: pytest.CaptureFixture[str], direction: str, expected: list[str]) -> None:
+    rows = [
+        row(1, 0.90, "merge", delta=0.147),  # a large delta against an older base
+        row(2, 0.50, "close"),
+        row(3, 0.0, "close"),  # zero is a value, not a missing one
+        row(4, None, "close"),
+        row(5, 0.97, "merge", delta=0.026),
+    ]
+    if direction == "minimize":
+        rows[2]["value"] = 0.8
+    show_leaderboard(rows, direction)
+    out = capsys.readouterr().out
+    assert sorted(expected, key=out.index) == expected
