@@ -2,10 +2,10 @@
 protected, and what one experiment may spend."""
 
 import math
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from senpai.config.load import load_yaml_model
 
@@ -69,10 +69,21 @@ class CategoricalParam(_Strict):
 ParamSpec = Annotated[Union[IntParam, FloatParam, CategoricalParam], Field(discriminator="type")]
 
 
+def _inside_repo(path: str) -> str:
+    """A repo-relative path that stays inside the repository (no absolute path, no `..`)."""
+    parts = PurePosixPath(path).parts
+    if not path or PurePosixPath(path).is_absolute() or ".." in parts:
+        raise ValueError(f"expected a path relative to the repository root, inside it (no leading / and no ..), got {path!r}")
+    return path
+
+
+RepoPath = Annotated[str, AfterValidator(_inside_repo)]
+
+
 class Params(_Strict):
     """The params file the program reads, and the space the `search` runtime explores."""
 
-    file: str = Field(description="Path of the JSON params file, relative to the repo root.")
+    file: RepoPath = Field(description="Path of the JSON params file, relative to the repo root.")
     space: dict[str, ParamSpec] = Field(min_length=1, description="Search space, one entry per key.")
 
 
@@ -81,9 +92,19 @@ class Holdout(_Strict):
 
     command: str = Field(description="Shell command; `{seed}` is replaced by the seed.")
     metric: str = Field(description="Key of the `key: value` line the command prints on stdout.")
-    seeds: list[int] = Field(default=[0, 1, 2], min_length=2)
+    seeds: list[int] = Field(
+        default=[0, 1, 2], min_length=2, description="Distinct seeds: the noise floor needs repeats that differ."
+    )
     noise_k: float = Field(2.0, ge=0, description="Noise floor = noise_k x stdev of baseline repeats.")
     min_floor: float = Field(0.0, ge=0, description="Lower bound on the noise floor, in metric units.")
+
+    @model_validator(mode="after")
+    def _repeats_differ(self) -> "Holdout":
+        if "{seed}" not in self.command:
+            raise ValueError("holdout.command must contain {seed}: each repeat runs with its own seed")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"holdout.seeds must be distinct, got {self.seeds}")
+        return self
 
 
 class Budget(_Strict):
@@ -98,12 +119,12 @@ class TargetConfig(_Strict):
 
     schema_version: Literal[1] = 1
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
-    program: str = Field("program.md", description="Research context for agents, relative path.")
+    program: RepoPath = Field("program.md", description="Research context for agents, relative path.")
     train: str = Field(description="Shell command that trains and reports the primary metric.")
     metric: Metric
     params: Params
     holdout: Holdout | None = None
-    protected: list[str] = Field(default_factory=list, description="Paths (files or directories) a merge may never touch.")
+    protected: list[RepoPath] = Field(default_factory=list, description="Paths (files or directories) a merge may never touch.")
     budget: Budget = Budget()
 
     def is_protected(self, path: str) -> bool:

@@ -43,7 +43,21 @@ def test_validate_prints_the_summary():
     "mutate, expected",
     [
         (lambda d: d["metric"].update(direction="up"), r"metric\.direction: Input should be 'maximize' or 'minimize'"),
-        (lambda d: d["params"]["space"].update(bad={"type": "float", "low": 1, "high": 0}), r"params\.space\.bad\.float"),
+        (lambda d: d["params"]["space"].update(bad={"type": "float", "low": 1, "high": 0}), r"params\.space\.bad: Value error"),
+        (
+            lambda d: d["params"]["space"].update(bad={"type": "real"}),
+            r"params\.space\.bad: unknown type 'real'; expected one of",
+        ),
+        (
+            lambda d: d["params"].update(file="../params.json"),
+            r"params\.file: Value error, expected a path relative to the repository",
+        ),
+        (lambda d: d["protected"].append("/etc/passwd"), r"protected\.\d+: Value error, expected a path relative"),
+        (
+            lambda d: d["holdout"].update(command="python holdout_eval.py"),
+            r"holdout: Value error, holdout\.command must contain \{seed\}",
+        ),
+        (lambda d: d["holdout"].update(seeds=[0, 0]), r"holdout: Value error, holdout\.seeds must be distinct"),
         (lambda d: d["budget"].update(wall_seconds=-5), r"budget\.wall_seconds: Input should be greater than 0"),
         (lambda d: d.pop("train"), r"train: Field required"),
         (lambda d: d.update(colour="blue"), r"colour: Extra inputs are not permitted"),
@@ -67,3 +81,17 @@ def test_missing_harness_config_exits_2(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("SENPAI_CONFIG", raising=False)
     code, err = _run_main(["ledger", "--config", str(tmp_path / "nope.yaml")], monkeypatch, capsys)
     assert code == 2 and "cannot read" in err
+
+
+@pytest.mark.parametrize(
+    "fleet, expected",
+    [
+        ({"backend": "lokal"}, r"h\.yaml: fleet: unknown backend 'lokal'; expected one of 'local', 'kubernetes'"),
+        ({"backend": "kubernetes", "namespace": "ns"}, r"h\.yaml: fleet\.images: Field required"),
+    ],
+)
+def test_bad_harness_config_names_the_field_as_written(tmp_path, monkeypatch, capsys, fleet, expected):
+    config = {"forge": {"repo": "o/r"}, "tracker": {"dir": "w"}, "fleet": fleet, "students": [{"name": "ada"}], "state_dir": "s"}
+    (tmp_path / "h.yaml").write_text(yaml.safe_dump(config))
+    code, err = _run_main(["ledger", "--config", str(tmp_path / "h.yaml")], monkeypatch, capsys)
+    assert code == 2 and re.search(expected, err), err
