@@ -7,7 +7,11 @@ its missing-key path is tested.
 """
 
 import json
+import os
+import subprocess
+import sys
 import threading
+from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
@@ -43,7 +47,7 @@ def config(tmp_path, repo: str, base_url: str, **overrides) -> HarnessConfig:
     return HarnessConfig.model_validate(raw)
 
 
-def by_check(results: list[CheckResult]) -> dict[str, CheckResult]:
+def by_check(results: Iterable[CheckResult]) -> dict[str, CheckResult]:
     return {r.check: r for r in results}
 
 
@@ -123,6 +127,27 @@ def test_cli_json_and_exit_statuses(repo_cfg, tmp_path, monkeypatch, capsys):
     assert exit_.value.code == 2
 
 
+def run_senpai(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """`python -m senpai ...` as a user runs it: the console entry point's exit status and streams."""
+    return subprocess.run([sys.executable, "-m", "senpai", *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_the_console_entry_point_exits_1_on_a_failure_and_prints_only_json(repo_cfg, llm_url, tmp_path):
+    path = tmp_path / "harness.yaml"
+    path.write_text(yaml.safe_dump(repo_cfg.model_dump(mode="json")))
+    env = {**os.environ, TOKEN_ENV: TOKEN}
+    ok = run_senpai("preflight", "--config", str(path), "--json", env=env)
+    assert ok.returncode == 0, ok.stderr
+    assert {r["outcome"] for r in json.loads(ok.stdout)} <= {"pass", "skip"}
+    llm = {"model": "openai/senpai-preflight-model", "base_url": llm_url, "api_key_env": "SENPAI_TEST_LLM_KEY"}
+    bad = repo_cfg.model_dump(mode="json") | {"runtime": {"advisor": {"kind": "openhands", "llm": llm}}}
+    path.write_text(yaml.safe_dump(bad))
+    failing = run_senpai("preflight", "--config", str(path), "--json", env=env | {"SENPAI_TEST_LLM_KEY": "bad-key"})
+    assert failing.returncode == 1, failing.stderr
+    advisor = by_check(CheckResult.model_validate(r) for r in json.loads(failing.stdout))["advisor LLM"]  # stdout is JSON only
+    assert advisor.outcome == "fail" and advisor.detail.endswith("invalid api key ***")
+
+
 # --------------------------------------------------------------------------- LLM
 
 
@@ -170,8 +195,10 @@ def test_llm_checks(repo_cfg, llm_url, monkeypatch):
     runtime = {"advisor": {"kind": "openhands", "llm": llm}, "student": {"kind": "openhands", "llm": llm}}
     cfg = HarnessConfig.model_validate({**repo_cfg.model_dump(), "runtime": runtime})
     monkeypatch.delenv("SENPAI_TEST_LLM_KEY", raising=False)
-    missing = preflight(cfg)["advisor LLM"]
+    provider = {"advisor": {"kind": "openhands", "llm": llm | {"base_url": None}}}  # the provider's endpoint needs a key
+    missing = preflight(HarnessConfig.model_validate({**repo_cfg.model_dump(), "runtime": provider}))["advisor LLM"]
     assert (missing.outcome, missing.detail) == ("fail", "$SENPAI_TEST_LLM_KEY is not set")
+    assert not _ChatCompletions.seen
     monkeypatch.setenv("SENPAI_TEST_LLM_KEY", "good-key")
     results = preflight(cfg)
     assert results["advisor LLM"].outcome == results["student LLM"].outcome == "pass"
@@ -180,6 +207,23 @@ def test_llm_checks(repo_cfg, llm_url, monkeypatch):
     monkeypatch.setenv("SENPAI_TEST_LLM_KEY", "bad-key")
     rejected = preflight(cfg)["student LLM"]
     assert rejected.outcome == "fail" and rejected.detail.endswith("invalid api key ***")  # the key is redacted
+
+
+def test_a_keyless_server_is_called_without_a_key_as_the_runtime_does(repo_cfg, llm_server, monkeypatch):
+    monkeypatch.delenv("LLM_API_KEY", raising=False)
+    llm = {"model": "openai/qwen", "base_url": llm_server.base_url}
+    cfg = HarnessConfig.model_validate({**repo_cfg.model_dump(), "runtime": {"student": {"kind": "openhands", "llm": llm}}})
+    student = preflight(cfg)["student LLM"]
+    assert student.outcome == "pass" and student.detail.endswith("without a key ($LLM_API_KEY unset)")
+    (request,) = llm_server.state.requests
+    assert (request["model"], request["max_tokens"]) == ("qwen", 1)
+    down = cfg.runtime.student.llm.model_copy(update={"base_url": "http://127.0.0.1:9/v1"})
+    cfg = cfg.model_copy(
+        update={"runtime": cfg.runtime.model_copy(update={"student": cfg.runtime.student.model_copy(update={"llm": down})})}
+    )
+    unreachable = preflight(cfg)["student LLM"]
+    assert unreachable.outcome == "fail" and unreachable.detail.endswith("Connection error.")
+    assert "if the server needs a key, export LLM_API_KEY" in unreachable.fix
 
 
 # --------------------------------------------------------------------------- cluster
