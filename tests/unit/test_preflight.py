@@ -88,12 +88,30 @@ def test_a_repo_the_token_cannot_push_to_fails_with_a_fix(repo_cfg, monkeypatch)
     assert preflight(repo_cfg)["push access"].outcome == "pass"
 
 
-def test_missing_base_branch_and_token_fail(repo_cfg, monkeypatch):
-    monkeypatch.delenv(TOKEN_ENV)
+def test_missing_base_branch_fails(repo_cfg):
     cfg = repo_cfg.model_copy(update={"forge": repo_cfg.forge.model_copy(update={"base_branch": "research"})})
     results = preflight(cfg)
     assert results["base branch"].outcome == "fail" and "git push origin <main>:research" in results["base branch"].fix
-    assert results["token"].outcome == "fail" and results["token"].fix.startswith(f"export {TOKEN_ENV}=")
+
+
+def test_no_token_is_a_skip_when_the_forge_lets_anonymous_requests_push(repo_cfg, monkeypatch):
+    monkeypatch.delenv(TOKEN_ENV)
+    results = preflight(repo_cfg)
+    assert {r.outcome for r in results.values()} == {"pass", "skip"}, [r for r in results.values() if r.outcome == "fail"]
+    token = results["token"]
+    assert (token.outcome, token.detail) == ("skip", f"no token (${TOKEN_ENV} unset): the forge must accept anonymous requests")
+
+
+def test_no_token_fails_on_github_com_and_when_the_forge_refuses(repo_cfg, monkeypatch):
+    monkeypatch.delenv(TOKEN_ENV)
+    github = repo_cfg.model_copy(update={"forge": repo_cfg.forge.model_copy(update={"base_url": "https://api.github.com"})})
+    token = by_check(token_checks(github, Access(login="senpai", scopes=None, push=True, admin=False)))["token"]
+    assert token.outcome == "fail" and token.fix.startswith(f"export {TOKEN_ENV}=")
+    cant_push = by_check(token_checks(repo_cfg, Access(login="senpai", scopes=None, push=False, admin=False)))["token"]
+    assert cant_push.outcome == "fail"
+    missing = repo_cfg.model_copy(update={"forge": repo_cfg.forge.model_copy(update={"repo": f"{OWNER}/nope"})})
+    results = preflight(missing)
+    assert results["token"].outcome == results["repository"].outcome == "fail"
 
 
 def test_missing_repository_fails(repo_cfg):
