@@ -269,6 +269,7 @@ def test_cluster_checks_pass_on_a_ready_cluster(cluster_cfg, apiserver):
     results = preflight(cluster_cfg, probe_for(apiserver))
     cluster = {k: r for k, r in results.items() if r.area == "cluster"}
     assert {r.outcome for r in cluster.values()} == {"pass"}, [r for r in cluster.values() if r.outcome != "pass"]
+    assert cluster["cluster connection"].detail == f"API server {apiserver.url}"
     assert len([k for k in cluster if k.startswith("RBAC ")]) == 9
     assert cluster["GPU nodes"].detail.startswith("1 of the nodes matching")
     assert cluster["Secret senpai-secrets"].detail == "keys github-token, wandb-api-key present"
@@ -318,6 +319,22 @@ def test_missing_namespace_fails(cluster_cfg):
         server.cluster.namespaces.clear()
         namespace = preflight(cluster_cfg, probe_for(server))["namespace"]
     assert namespace.outcome == "fail" and namespace.fix == f"kubectl create namespace {NAMESPACE}"
+
+
+def test_no_cluster_config_fails_the_cluster_row_and_the_other_areas_still_run(cluster_cfg, tmp_path, monkeypatch):
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
+    path = tmp_path / "harness.yaml"
+    path.write_text(yaml.safe_dump(cluster_cfg.model_dump(mode="json")))
+    run = CliRunner().invoke(cli, ["preflight", "--config", str(path), "--json"])
+    assert run.exit_code == 1, run.output
+    results = by_check(CheckResult.model_validate(r) for r in json.loads(run.output))
+    assert {r.area for r in results.values()} == {"github", "wandb", "llm", "cluster"}
+    assert results["push access"].outcome == "pass" and results["W&B"].outcome == "pass"
+    (cluster,) = [r for r in results.values() if r.area == "cluster"]
+    assert (cluster.check, cluster.outcome) == ("cluster connection", "fail")
+    assert cluster.detail.startswith("fleet.backend kubernetes: cannot load the cluster config: ")
+    assert cluster.fix == "set KUBECONFIG or fleet.kubeconfig_context, or run in the cluster"
 
 
 @pytest.mark.parametrize(
