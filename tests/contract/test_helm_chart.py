@@ -364,6 +364,7 @@ def test_notes_say_what_to_do_next(helm: dict) -> None:
         "port-forward deploy/digits-senpai-wrapper 8080:8080",
         "senpai ledger --json",
         "senpai preflight",
+        "get configmap digits-senpai-config -o jsonpath='{.data.harness\\.yaml}'",  # for preflight from a workstation
     ):
         assert expected in notes
     assert "WARNING" not in notes and "Students: ada (1 GPU)\n" in notes
