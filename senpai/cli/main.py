@@ -50,9 +50,11 @@ _register()
 
 
 def main() -> None:
-    """Console entry point: SenpaiError → its exit status (2 config, 3 transient, 4 permanent)."""
+    """Console entry point: SenpaiError → its exit status (2 config, 3 transient, 4 permanent);
+    a command's `click.exceptions.Exit(n)` / `ctx.exit(n)` → n."""
     try:
-        cli.main(standalone_mode=False)
+        # without standalone mode Click returns an Exit's code instead of raising it
+        status = cli.main(standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
@@ -64,3 +66,5 @@ def main() -> None:
         sys.exit(e.exit_code)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
+    if isinstance(status, int) and status:
+        sys.exit(status)

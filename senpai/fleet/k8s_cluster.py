@@ -6,6 +6,7 @@ never returned. Errors: Forbidden (the caller may not read it), TransientError, 
 """
 
 from collections.abc import Callable
+from functools import cached_property
 from typing import NamedTuple, TypeVar
 
 from kubernetes import client
@@ -45,13 +46,28 @@ class GpuNode(NamedTuple):
 
 
 class ClusterProbe:
-    """Probes of `settings.namespace` through `api` (None: in-cluster config or kubeconfig)."""
+    """Probes of `settings.namespace` through `api` (None: in-cluster config or kubeconfig, loaded
+    at the first probe, so a missing config is that probe's ConfigError, not the constructor's)."""
 
     def __init__(self, settings: KubernetesFleetSettings, api: client.ApiClient | None = None, retry_wait: float = 0.5) -> None:
         self.settings, self.ns, self._retry_wait = settings, settings.namespace, retry_wait
-        api = api or api_client(settings)
-        self.core = client.CoreV1Api(api)
-        self.authz = client.AuthorizationV1Api(api)
+        self._given_api = api
+
+    @cached_property
+    def api(self) -> client.ApiClient:
+        return self._given_api or api_client(self.settings)
+
+    @cached_property
+    def core(self) -> client.CoreV1Api:
+        return client.CoreV1Api(self.api)
+
+    @cached_property
+    def authz(self) -> client.AuthorizationV1Api:
+        return client.AuthorizationV1Api(self.api)
+
+    def host(self) -> str:
+        """The API server's URL; loads the config. Raises ConfigError if no config can be loaded."""
+        return self.api.configuration.host
 
     def _call(self, verb: str, resource: str, fn: Callable[[], T]) -> T:
         return call_api(verb, resource, self.ns, fn, self._retry_wait)

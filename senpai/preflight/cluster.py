@@ -10,7 +10,7 @@ to check the ServiceAccount itself.
 from collections.abc import Callable
 
 from senpai.config.harness import HarnessConfig, KubernetesFleetSettings
-from senpai.errors import Forbidden, SenpaiError
+from senpai.errors import ConfigError, Forbidden, SenpaiError
 from senpai.fleet.k8s_cluster import WRAPPER_PERMISSIONS, ClusterProbe
 from senpai.fleet.k8s_job import CONFIG_KEY
 from senpai.preflight import CheckResult, failed, passed, skipped
@@ -83,10 +83,16 @@ def _gpus(cfg: HarnessConfig, s: KubernetesFleetSettings, probe: ClusterProbe) -
 
 
 def cluster_checks(cfg: HarnessConfig, probe: ClusterProbe) -> list[CheckResult]:
-    """Namespace, PVC, GPU nodes, ConfigMap, Secrets, then one RBAC row per wrapper permission."""
+    """The connection (a failure is the only row), namespace, PVC, GPU nodes, ConfigMap, Secrets,
+    then one RBAC row per wrapper permission."""
     s = cfg.fleet
     assert isinstance(s, KubernetesFleetSettings)
+    try:
+        host = probe.host()
+    except ConfigError as e:  # no kubeconfig and not in a pod: nothing else here can be checked
+        return [failed(K8S, "cluster connection", str(e), "set KUBECONFIG or fleet.kubeconfig_context, or run in the cluster")]
     out = [
+        passed(K8S, "cluster connection", f"API server {host}"),
         _guard("namespace", lambda: _namespace(s, probe)),
         _guard("PVC", lambda: _pvc(s, probe)),
         _guard("GPU nodes", lambda: _gpus(cfg, s, probe)),

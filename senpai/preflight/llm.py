@@ -2,13 +2,21 @@
 
 Roles that share model, endpoint and key env share one completion. The key is read from the
 environment and passed to LiteLLM directly; it never appears in a result (error messages are
-redacted). The search runtime needs no LLM and is skipped.
+redacted). With a custom `base_url` and no key the completion goes out keyless, as the runtime's
+does (senpai/agents/openhands/llm.py), for a vLLM or llama.cpp server that needs none. The
+search runtime needs no LLM and is skipped. LiteLLM's own prints go to stderr, never into the
+report on stdout.
 """
+
+import contextlib
+import sys
 
 from senpai.config.harness import HarnessConfig, LLMSettings
 from senpai.preflight import CheckResult, failed, passed, skipped
 
 TIMEOUT_SECONDS = 30
+# What the runtime sends for a keyless OpenAI-compatible server: LiteLLM's openai client needs some key.
+NO_KEY = "EMPTY"
 
 
 def ping(llm: LLMSettings, key: str) -> str:
@@ -18,15 +26,17 @@ def ping(llm: LLMSettings, key: str) -> str:
     """
     import litellm
 
-    response = litellm.completion(
-        model=llm.model,
-        api_base=llm.base_url,
-        api_key=key,
-        messages=[{"role": "user", "content": "Reply with OK."}],
-        max_tokens=1,
-        timeout=TIMEOUT_SECONDS,
-        num_retries=0,
-    )
+    litellm.suppress_debug_info = True  # its "Give Feedback / Get Help" banner on every error
+    with contextlib.redirect_stdout(sys.stderr):
+        response = litellm.completion(
+            model=llm.model,
+            api_base=llm.base_url,
+            api_key=key,
+            messages=[{"role": "user", "content": "Reply with OK."}],
+            max_tokens=1,
+            timeout=TIMEOUT_SECONDS,
+            num_retries=0,
+        )
     return response.model or llm.model
 
 
@@ -41,7 +51,7 @@ def llm_checks(cfg: HarnessConfig) -> list[CheckResult]:
             continue
         llm = runtime.llm
         key = llm.api_key()
-        if key is None:
+        if key is None and llm.base_url is None:
             out.append(failed("llm", check, f"${llm.api_key_env} is not set", f"export {llm.api_key_env}=<provider key>"))
             continue
         ident = (llm.model, llm.base_url, llm.api_key_env)
@@ -51,14 +61,19 @@ def llm_checks(cfg: HarnessConfig) -> list[CheckResult]:
     return out
 
 
-def _complete(check: str, llm: LLMSettings, key: str) -> CheckResult:
+def _complete(check: str, llm: LLMSettings, key: str | None) -> CheckResult:
+    """One ping; `key` None (only with a base_url): keyless, as the runtime would call."""
     where = llm.base_url or "the provider's default endpoint"
     import openai
 
     try:
-        model = ping(llm, key)
+        model = ping(llm, key or NO_KEY)
     except openai.OpenAIError as e:  # LiteLLM maps every provider's errors onto openai's classes
-        message = str(e).replace(key, "***")[:300]
-        fix = f"check llm.model ({llm.model}), llm.base_url and ${llm.api_key_env}"
+        message = str(e).replace(key, "***")[:300] if key else str(e)[:300]
+        if key:
+            fix = f"check llm.model ({llm.model}), llm.base_url and ${llm.api_key_env}"
+        else:
+            fix = f"check llm.model ({llm.model}) and llm.base_url; if the server needs a key, export {llm.api_key_env}=<key>"
         return failed("llm", check, f"{type(e).__name__}: {message}", fix)
-    return passed("llm", check, f"{model} at {where} answered a 1-token completion")
+    keyless = "" if key else f" without a key (${llm.api_key_env} unset)"
+    return passed("llm", check, f"{model} at {where} answered a 1-token completion{keyless}")

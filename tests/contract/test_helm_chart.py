@@ -45,7 +45,10 @@ BIG = {
     },
     "tracker": {"project": "pretrain", "entity": "acme", "mode": "online"},
     "runtime": {
-        "advisor": {"kind": "openhands", "llm": {"model": "anthropic/claude-sonnet-4-5", "reasoningEffort": "high"}},
+        "advisor": {
+            "kind": "openhands",
+            "llm": {"model": "anthropic/claude-sonnet-4-5", "reasoningEffort": "high", "inputCostPerToken": 3e-06},
+        },
         "student": {"kind": "openhands", "llm": {"model": "anthropic/claude-sonnet-4-5"}, "budget": {"dollars": 20.0}},
     },
     "students": [{"name": n, "gpus": 8} for n in ("ada", "bo", "cy", "dee")],
@@ -113,6 +116,23 @@ BAD = {  # values -> what Helm must say
 }
 
 
+# A self-hosted OpenAI-compatible server (vLLM, llama.cpp): no key, no secrets.llm entry, free tokens.
+KEYLESS = {
+    **REQUIRED,
+    "runtime": {
+        "student": {
+            "kind": "openhands",
+            "llm": {
+                "model": "openai/qwen",
+                "baseUrl": "http://vllm.research.svc:8000/v1",
+                "inputCostPerToken": 0,
+                "outputCostPerToken": 0,
+            },
+        }
+    },
+}
+
+
 def deep_merge(base: dict, over: dict) -> dict:
     out = copy.deepcopy(base)
     for k, v in over.items():
@@ -137,6 +157,7 @@ def helm(tmp_path_factory: pytest.TempPathFactory) -> dict:
         requests[f"default-{kv}"] = {**base, "values": REQUIRED, "kube_version": kv}
         requests[f"big-{kv}"] = {**base, "values": BIG, "kube_version": kv}
     requests |= {name: {**base, "values": values} for name, (values, _) in BAD.items()}
+    requests["keyless"] = {**base, "values": KEYLESS, "kube_version": KUBE_VERSIONS[-1]}
     requests["long release"] = {**base, "release": "r" * 41, "values": REQUIRED}  # Helm allows 53
     proc = subprocess.run(
         [sys.executable, str(RENDER)],
@@ -247,6 +268,7 @@ def test_four_students_with_eight_gpus_land_in_the_harness_config(helm: dict) ->
         "LLM_API_KEY": "llm-keys",
     }
     assert cfg.runtime.advisor.kind == "openhands" and cfg.runtime.advisor.llm.reasoning_effort == "high"
+    assert cfg.runtime.advisor.llm.input_cost_per_token == 3e-06 and cfg.runtime.advisor.llm.output_cost_per_token is None
     assert cfg.runtime.student.budget.dollars == 20.0 and cfg.runtime.student.budget.llm_calls == 60
     assert cfg.forge.base_url == "https://ghe.example.com/api/v3" and cfg.forge.base_branch == "research"
     assert cfg.tracker.entity == "acme" and cfg.tracker.mode == "online"
@@ -254,6 +276,17 @@ def test_four_students_with_eight_gpus_land_in_the_harness_config(helm: dict) ->
     assert not [d for d in docs if d["kind"] == "PersistentVolumeClaim"]  # existingClaim: none created
     job_sa = [d for d in docs if d["kind"] == "ServiceAccount" and d["metadata"]["name"].endswith("-job")][0]
     assert job_sa["imagePullSecrets"] == [{"name": "registry-creds"}] and job_sa["automountServiceAccountToken"] is False
+
+
+def test_a_keyless_base_url_llm_needs_no_secret(helm: dict) -> None:
+    docs = manifests(helm["keyless"])
+    for doc in docs:
+        kubernetes_validate.validate(doc, KUBE_VERSIONS[-1], strict=True)
+    cfg = harness(docs)
+    llm = cfg.runtime.student.llm
+    assert (cfg.runtime.student.kind, llm.model, llm.base_url) == ("openhands", "openai/qwen", "http://vllm.research.svc:8000/v1")
+    assert llm.input_cost_per_token == llm.output_cost_per_token == 0.0
+    assert "LLM_API_KEY" not in {s.env for s in cfg.fleet.secret_env}  # the runtime calls the server keyless
 
 
 def test_wrapper_deployment(helm: dict) -> None:
@@ -331,6 +364,7 @@ def test_notes_say_what_to_do_next(helm: dict) -> None:
         "port-forward deploy/digits-senpai-wrapper 8080:8080",
         "senpai ledger --json",
         "senpai preflight",
+        "get configmap digits-senpai-config -o jsonpath='{.data.harness\\.yaml}'",  # for preflight from a workstation
     ):
         assert expected in notes
     assert "WARNING" not in notes and "Students: ada (1 GPU)\n" in notes

@@ -7,7 +7,11 @@ its missing-key path is tested.
 """
 
 import json
+import os
+import subprocess
+import sys
 import threading
+from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
@@ -43,7 +47,7 @@ def config(tmp_path, repo: str, base_url: str, **overrides) -> HarnessConfig:
     return HarnessConfig.model_validate(raw)
 
 
-def by_check(results: list[CheckResult]) -> dict[str, CheckResult]:
+def by_check(results: Iterable[CheckResult]) -> dict[str, CheckResult]:
     return {r.check: r for r in results}
 
 
@@ -84,12 +88,30 @@ def test_a_repo_the_token_cannot_push_to_fails_with_a_fix(repo_cfg, monkeypatch)
     assert preflight(repo_cfg)["push access"].outcome == "pass"
 
 
-def test_missing_base_branch_and_token_fail(repo_cfg, monkeypatch):
-    monkeypatch.delenv(TOKEN_ENV)
+def test_missing_base_branch_fails(repo_cfg):
     cfg = repo_cfg.model_copy(update={"forge": repo_cfg.forge.model_copy(update={"base_branch": "research"})})
     results = preflight(cfg)
     assert results["base branch"].outcome == "fail" and "git push origin <main>:research" in results["base branch"].fix
-    assert results["token"].outcome == "fail" and results["token"].fix.startswith(f"export {TOKEN_ENV}=")
+
+
+def test_no_token_is_a_skip_when_the_forge_lets_anonymous_requests_push(repo_cfg, monkeypatch):
+    monkeypatch.delenv(TOKEN_ENV)
+    results = preflight(repo_cfg)
+    assert {r.outcome for r in results.values()} == {"pass", "skip"}, [r for r in results.values() if r.outcome == "fail"]
+    token = results["token"]
+    assert (token.outcome, token.detail) == ("skip", f"no token (${TOKEN_ENV} unset): the forge must accept anonymous requests")
+
+
+def test_no_token_fails_on_github_com_and_when_the_forge_refuses(repo_cfg, monkeypatch):
+    monkeypatch.delenv(TOKEN_ENV)
+    github = repo_cfg.model_copy(update={"forge": repo_cfg.forge.model_copy(update={"base_url": "https://api.github.com"})})
+    token = by_check(token_checks(github, Access(login="senpai", scopes=None, push=True, admin=False)))["token"]
+    assert token.outcome == "fail" and token.fix.startswith(f"export {TOKEN_ENV}=")
+    cant_push = by_check(token_checks(repo_cfg, Access(login="senpai", scopes=None, push=False, admin=False)))["token"]
+    assert cant_push.outcome == "fail"
+    missing = repo_cfg.model_copy(update={"forge": repo_cfg.forge.model_copy(update={"repo": f"{OWNER}/nope"})})
+    results = preflight(missing)
+    assert results["token"].outcome == results["repository"].outcome == "fail"
 
 
 def test_missing_repository_fails(repo_cfg):
@@ -121,6 +143,27 @@ def test_cli_json_and_exit_statuses(repo_cfg, tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit) as exit_:
         main()
     assert exit_.value.code == 2
+
+
+def run_senpai(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """`python -m senpai ...` as a user runs it: the console entry point's exit status and streams."""
+    return subprocess.run([sys.executable, "-m", "senpai", *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_the_console_entry_point_exits_1_on_a_failure_and_prints_only_json(repo_cfg, llm_url, tmp_path):
+    path = tmp_path / "harness.yaml"
+    path.write_text(yaml.safe_dump(repo_cfg.model_dump(mode="json")))
+    env = {**os.environ, TOKEN_ENV: TOKEN}
+    ok = run_senpai("preflight", "--config", str(path), "--json", env=env)
+    assert ok.returncode == 0, ok.stderr
+    assert {r["outcome"] for r in json.loads(ok.stdout)} <= {"pass", "skip"}
+    llm = {"model": "openai/senpai-preflight-model", "base_url": llm_url, "api_key_env": "SENPAI_TEST_LLM_KEY"}
+    bad = repo_cfg.model_dump(mode="json") | {"runtime": {"advisor": {"kind": "openhands", "llm": llm}}}
+    path.write_text(yaml.safe_dump(bad))
+    failing = run_senpai("preflight", "--config", str(path), "--json", env=env | {"SENPAI_TEST_LLM_KEY": "bad-key"})
+    assert failing.returncode == 1, failing.stderr
+    advisor = by_check(CheckResult.model_validate(r) for r in json.loads(failing.stdout))["advisor LLM"]  # stdout is JSON only
+    assert advisor.outcome == "fail" and advisor.detail.endswith("invalid api key ***")
 
 
 # --------------------------------------------------------------------------- LLM
@@ -170,8 +213,10 @@ def test_llm_checks(repo_cfg, llm_url, monkeypatch):
     runtime = {"advisor": {"kind": "openhands", "llm": llm}, "student": {"kind": "openhands", "llm": llm}}
     cfg = HarnessConfig.model_validate({**repo_cfg.model_dump(), "runtime": runtime})
     monkeypatch.delenv("SENPAI_TEST_LLM_KEY", raising=False)
-    missing = preflight(cfg)["advisor LLM"]
+    provider = {"advisor": {"kind": "openhands", "llm": llm | {"base_url": None}}}  # the provider's endpoint needs a key
+    missing = preflight(HarnessConfig.model_validate({**repo_cfg.model_dump(), "runtime": provider}))["advisor LLM"]
     assert (missing.outcome, missing.detail) == ("fail", "$SENPAI_TEST_LLM_KEY is not set")
+    assert not _ChatCompletions.seen
     monkeypatch.setenv("SENPAI_TEST_LLM_KEY", "good-key")
     results = preflight(cfg)
     assert results["advisor LLM"].outcome == results["student LLM"].outcome == "pass"
@@ -180,6 +225,23 @@ def test_llm_checks(repo_cfg, llm_url, monkeypatch):
     monkeypatch.setenv("SENPAI_TEST_LLM_KEY", "bad-key")
     rejected = preflight(cfg)["student LLM"]
     assert rejected.outcome == "fail" and rejected.detail.endswith("invalid api key ***")  # the key is redacted
+
+
+def test_a_keyless_server_is_called_without_a_key_as_the_runtime_does(repo_cfg, llm_server, monkeypatch):
+    monkeypatch.delenv("LLM_API_KEY", raising=False)
+    llm = {"model": "openai/qwen", "base_url": llm_server.base_url}
+    cfg = HarnessConfig.model_validate({**repo_cfg.model_dump(), "runtime": {"student": {"kind": "openhands", "llm": llm}}})
+    student = preflight(cfg)["student LLM"]
+    assert student.outcome == "pass" and student.detail.endswith("without a key ($LLM_API_KEY unset)")
+    (request,) = llm_server.state.requests
+    assert (request["model"], request["max_tokens"]) == ("qwen", 1)
+    down = cfg.runtime.student.llm.model_copy(update={"base_url": "http://127.0.0.1:9/v1"})
+    cfg = cfg.model_copy(
+        update={"runtime": cfg.runtime.model_copy(update={"student": cfg.runtime.student.model_copy(update={"llm": down})})}
+    )
+    unreachable = preflight(cfg)["student LLM"]
+    assert unreachable.outcome == "fail" and unreachable.detail.endswith("Connection error.")
+    assert "if the server needs a key, export LLM_API_KEY" in unreachable.fix
 
 
 # --------------------------------------------------------------------------- cluster
@@ -207,6 +269,7 @@ def test_cluster_checks_pass_on_a_ready_cluster(cluster_cfg, apiserver):
     results = preflight(cluster_cfg, probe_for(apiserver))
     cluster = {k: r for k, r in results.items() if r.area == "cluster"}
     assert {r.outcome for r in cluster.values()} == {"pass"}, [r for r in cluster.values() if r.outcome != "pass"]
+    assert cluster["cluster connection"].detail == f"API server {apiserver.url}"
     assert len([k for k in cluster if k.startswith("RBAC ")]) == 9
     assert cluster["GPU nodes"].detail.startswith("1 of the nodes matching")
     assert cluster["Secret senpai-secrets"].detail == "keys github-token, wandb-api-key present"
@@ -256,6 +319,22 @@ def test_missing_namespace_fails(cluster_cfg):
         server.cluster.namespaces.clear()
         namespace = preflight(cluster_cfg, probe_for(server))["namespace"]
     assert namespace.outcome == "fail" and namespace.fix == f"kubectl create namespace {NAMESPACE}"
+
+
+def test_no_cluster_config_fails_the_cluster_row_and_the_other_areas_still_run(cluster_cfg, tmp_path, monkeypatch):
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
+    path = tmp_path / "harness.yaml"
+    path.write_text(yaml.safe_dump(cluster_cfg.model_dump(mode="json")))
+    run = CliRunner().invoke(cli, ["preflight", "--config", str(path), "--json"])
+    assert run.exit_code == 1, run.output
+    results = by_check(CheckResult.model_validate(r) for r in json.loads(run.output))
+    assert {r.area for r in results.values()} == {"github", "wandb", "llm", "cluster"}
+    assert results["push access"].outcome == "pass" and results["W&B"].outcome == "pass"
+    (cluster,) = [r for r in results.values() if r.area == "cluster"]
+    assert (cluster.check, cluster.outcome) == ("cluster connection", "fail")
+    assert cluster.detail.startswith("fleet.backend kubernetes: cannot load the cluster config: ")
+    assert cluster.fix == "set KUBECONFIG or fleet.kubeconfig_context, or run in the cluster"
 
 
 @pytest.mark.parametrize(

@@ -89,7 +89,8 @@ app.kubernetes.io/part-of: senpai
 {{- fail (printf "runtime.%s.kind is openhands: set runtime.%s.llm.model (a LiteLLM model name)" $role $role) -}}
 {{- end -}}
 {{- $keyEnv := default "LLM_API_KEY" $rt.llm.apiKeyEnv -}}
-{{- if not (has $keyEnv $envs) -}}
+{{- /* a baseUrl server (vLLM, llama.cpp) may need no key: the runtime then calls it keyless */ -}}
+{{- if and (not $rt.llm.baseUrl) (not (has $keyEnv $envs)) -}}
 {{- fail (printf "runtime.%s.llm.apiKeyEnv %s is not filled by any secrets.llm entry: add {env: %s, name: <secret>, key: <key>}" $role $keyEnv $keyEnv) -}}
 {{- end -}}
 {{- end -}}
@@ -117,6 +118,8 @@ app.kubernetes.io/part-of: senpai
 {{- $llm := dict "model" .model "api_key_env" (default "LLM_API_KEY" .apiKeyEnv) -}}
 {{- if .baseUrl -}}{{- $_ := set $llm "base_url" .baseUrl -}}{{- end -}}
 {{- if .reasoningEffort -}}{{- $_ := set $llm "reasoning_effort" .reasoningEffort -}}{{- end -}}
+{{- if hasKey . "inputCostPerToken" -}}{{- $_ := set $llm "input_cost_per_token" (float64 .inputCostPerToken) -}}{{- end -}}
+{{- if hasKey . "outputCostPerToken" -}}{{- $_ := set $llm "output_cost_per_token" (float64 .outputCostPerToken) -}}{{- end -}}
 {{- $_ := set $rt "llm" $llm -}}
 {{- end -}}{{- end -}}
 {{- toJson $rt -}}
