@@ -24,11 +24,13 @@ from senpai.ledger.steering import replied
 
 
 def version(body: str, edited_at: datetime | None = None) -> str:
-    """Short hash naming one version of a message: its body and, for a comment, its `updated_at`.
+    """Short hash naming one version of a message: its body and, for an edited comment, its `updated_at`.
 
     Every edit of a comment makes a new version, even one back to an earlier text (pause, resume,
-    pause again must pause again).  An issue body has no edit time in GitHub REST (the issue's
-    `updated_at` moves with every comment), so its version is the body alone (`edited_at` None).
+    pause again must pause again).  An unedited comment (`edited_at` None) is named by its body
+    alone, as acks posted before edits were told apart name it.  An issue body has no edit time in
+    GitHub REST (the issue's `updated_at` moves with every comment), so it is named by its body:
+    an issue body edited back to an earlier text is not read again (post a comment instead).
     """
     stamp = "" if edited_at is None else "\n" + edited_at.astimezone(UTC).isoformat()
     return hashlib.sha256((body + stamp).encode()).hexdigest()[:12]
@@ -65,7 +67,7 @@ def _message(number: int, comment: Comment | None, author: str, association: str
         author=author,
         association=association,
         body=body,
-        version=version(body, comment.updated_at if comment else None),
+        version=version(body, comment.updated_at if comment and comment.updated_at != comment.created_at else None),
         url=url,
     )
 
