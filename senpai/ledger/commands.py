@@ -1,8 +1,11 @@
 """Slash commands: the steering humans can do with no LLM, parsed and checked by code.
 
-A message is a command message if any line, stripped, starts with `/senpai` (as a word); every such
-line is one command and the other lines are ignored.  All commands of a message are checked before
-any is applied: one bad line and nothing is applied (the reply explains the syntax).
+A message is a command message if any line, stripped, starts with `/senpai` (as a word, in any
+case); every such line is one command and the other lines are ignored.  Lines inside a fenced code
+block (``` or ~~~) and quoted lines (`> ...`, and the lines right after one up to a blank line,
+which Markdown renders inside the quote) are never commands: quoting a command must not run it.
+All commands of a message are checked before any is applied: one bad line and nothing is applied
+(the reply explains the syntax, naming every error).
 
     /senpai pause                       stop opening new experiments (running work finishes)
     /senpai resume                      open new experiments again (also after a patience pause)
@@ -19,7 +22,8 @@ from senpai.config.target import CategoricalParam, FloatParam, IntParam, ParamSp
 from senpai.ledger.blocks import Scalar, SteerCommand
 
 PREFIX = "/senpai"
-_LINE = re.compile(r"^/senpai(?:\s|$)")
+_LINE = re.compile(r"^/senpai(?:\s|$)", re.IGNORECASE)
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 SYNTAX = """Slash commands (one per line, from the repository's owner, members or collaborators):
 - `/senpai pause`: stop opening new experiments; running jobs, reviews and verifications go on
 - `/senpai resume`: open new experiments again (also after a patience pause)
@@ -33,8 +37,23 @@ class CommandError(ValueError):
 
 
 def command_lines(body: str) -> list[str]:
-    """The `/senpai ...` lines of a message body, stripped, in order (empty: not a command message)."""
-    return [line.strip() for line in (body or "").splitlines() if _LINE.match(line.strip())]
+    """The `/senpai ...` lines of a message body, stripped, in order (empty: not a command message).
+
+    Skips fenced code blocks (CommonMark: a fence closes with the same character, at least as long;
+    an unclosed fence runs to the end) and block quotes (a `>` line and its lazy continuation lines)."""
+    out, fence, quote = [], "", False
+    for line in (body or "").splitlines():
+        opened, text = _FENCE.match(line), line.strip()
+        if fence:
+            if opened and opened.group(1).startswith(fence) and not text.strip(fence[0]):
+                fence = ""
+            continue
+        quote = text.startswith(">") or (quote and bool(text) and not opened)
+        if opened:
+            fence = opened.group(1)
+        elif not quote and _LINE.match(text):
+            out.append(text)
+    return out
 
 
 def parse_line(line: str) -> tuple[str, list[str]]:
@@ -87,7 +106,15 @@ def to_command(line: str, space: dict[str, ParamSpec] | None, on_pr: int | None)
         raise CommandError(f"`{_quote(line)}`: give at least one key=value")
     if space is None:
         raise CommandError("the target's senpai.yaml could not be read, so the params cannot be checked")
-    return SteerCommand(verb="try", params={k: typed_value(k, v, space) for k, v in args.items()})
+    params, problems = {}, []
+    for k, v in args.items():
+        try:
+            params[k] = typed_value(k, v, space)
+        except CommandError as e:
+            problems.append(str(e))
+    if problems:
+        raise CommandError("; ".join(problems))
+    return SteerCommand(verb="try", params=params)
 
 
 def parse_commands(body: str, space: dict[str, ParamSpec] | None, on_pr: int | None) -> list[SteerCommand]:

@@ -7,24 +7,33 @@ applied).  A PR body is the hypothesis, not a message.
 
 The steering state (paused, experiment cap, queued `/senpai try`s) is the fold, in comment order,
 of the `senpai-steer` blocks in the bot's acknowledgements, so deleting the wrapper's state store
-loses none of it.
+loses none of it.  The wrapper applies command messages in `Inbound.order` (the order they were
+written) and posts one ack each, so the acks' order is the order the commands were written.
 """
 
 import hashlib
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 
 from senpai.errors import LedgerFormatError
 from senpai.forge.base import Comment, Issue, PullRequest
-from senpai.ledger.blocks import Scalar, Steer, parse_blocks
+from senpai.ledger.blocks import Scalar, Steer, SteerCommand, parse_blocks
 from senpai.ledger.events import Message
 from senpai.ledger.labels import student_of
 from senpai.ledger.steering import replied
 
 
-def version(body: str) -> str:
-    """Short hash of a message body: an edit makes a new version."""
-    return hashlib.sha256(body.encode()).hexdigest()[:12]
+def version(body: str, edited_at: datetime | None = None) -> str:
+    """Short hash naming one version of a message: its body and, for an edited comment, its `updated_at`.
+
+    Every edit of a comment makes a new version, even one back to an earlier text (pause, resume,
+    pause again must pause again).  An unedited comment (`edited_at` None) is named by its body
+    alone, as acks posted before edits were told apart name it.  An issue body has no edit time in
+    GitHub REST (the issue's `updated_at` moves with every comment), so it is named by its body:
+    an issue body edited back to an earlier text is not read again (post a comment instead).
+    """
+    stamp = "" if edited_at is None else "\n" + edited_at.astimezone(UTC).isoformat()
+    return hashlib.sha256((body + stamp).encode()).hexdigest()[:12]
 
 
 @dataclass(frozen=True)
@@ -36,6 +45,14 @@ class Inbound:
     labels: list[str]
     at: datetime  # comment updated_at (issue body: issue created_at), UTC
     acked: bool
+    closed: bool = False  # written on a PR that is closed now (only command messages are read there)
+
+    @property
+    def order(self) -> tuple[datetime, bool, int, int]:
+        """Sort key: the order messages were written. `at` has 1-second resolution, so ties go by
+        comment id (GitHub's ids increase across a repository), issue bodies (by number) first."""
+        m = self.message
+        return (self.at, m.comment_id is not None, m.comment_id or m.number, m.number)
 
     @property
     def student(self) -> str | None:
@@ -43,9 +60,15 @@ class Inbound:
         return None if self.on_pr else student_of(self.labels)
 
 
-def _message(number: int, comment_id: int | None, author: str, association: str, body: str, url: str | None) -> Message:
+def _message(number: int, comment: Comment | None, author: str, association: str, body: str, url: str | None) -> Message:
     return Message(
-        number=number, comment_id=comment_id, author=author, association=association, body=body, version=version(body), url=url
+        number=number,
+        comment_id=comment.id if comment else None,
+        author=author,
+        association=association,
+        body=body,
+        version=version(body, comment.updated_at if comment and comment.updated_at != comment.created_at else None),
+        url=url,
     )
 
 
@@ -64,16 +87,16 @@ def issue_inbox(issue: Issue, comments: list[Comment], trusted: list[str], bot: 
 
 
 def pr_inbox(pr: PullRequest, comments: list[Comment], trusted: list[str], bot: str) -> list[Inbound]:
-    """Trusted comments on one senpai PR, oldest first."""
-    return _comments_inbox(pr.number, True, pr.labels, comments, trusted, bot, pr.html_url)
+    """Trusted comments on one senpai PR, oldest first (`closed` set if the PR is closed)."""
+    return _comments_inbox(pr.number, True, pr.labels, comments, trusted, bot, pr.html_url, pr.state == "closed")
 
 
-def _comments_inbox(number, on_pr, labels, comments, trusted, bot, url) -> list[Inbound]:
+def _comments_inbox(number, on_pr, labels, comments, trusted, bot, url, closed=False) -> list[Inbound]:
     out = []
     for c in comments:
         if c.body.strip() and is_trusted(c.user, c.author_association, trusted, bot):
-            m = _message(number, c.id, c.user, c.author_association, c.body, f"{url}#issuecomment-{c.id}" if url else None)
-            out.append(Inbound(m, on_pr, labels, c.updated_at, replied(comments, m, bot, "ack")))
+            m = _message(number, c, c.user, c.author_association, c.body, f"{url}#issuecomment-{c.id}" if url else None)
+            out.append(Inbound(m, on_pr, labels, c.updated_at, replied(comments, m, bot, "ack"), closed))
     return out
 
 
@@ -111,17 +134,24 @@ def steer_blocks(comments: list[Comment], bot: str) -> list[tuple[Comment, Steer
 
 
 def fold(acks: list[tuple[Comment, Steer]]) -> SteerState:
-    """The steering state after every ack, applied in the order they were posted."""
+    """The steering state after every ack, applied in the order they were posted (comment ids break
+    ties of the 1-second `created_at`)."""
     state = SteerState()
     for _, s in sorted(acks, key=lambda a: (a[0].created_at, a[0].id)):
         for i, c in enumerate(s.commands):
-            if c.verb in ("pause", "resume"):
-                decided = frozenset(c.decided) if c.verb == "resume" else state.resumed_after
-                state = replace(state, paused=c.verb == "pause", resumed_after=decided)
-            elif c.verb == "budget":
-                state = replace(state, experiments=c.experiments)
-            elif c.verb == "try":
-                state = replace(state, tries=(*state.tries, Try(f"{s.message}/{i}", s.author, dict(c.params))))
-            elif c.pr is not None:
-                state = replace(state, stops={**state.stops, c.pr: s.author})
+            state = apply_command(state, s, i, c)
+    return state
+
+
+def apply_command(state: SteerState, block: Steer, index: int, c: SteerCommand) -> SteerState:
+    """`state` after command `index` (`c`) of the ack `block`: one step of the fold."""
+    if c.verb in ("pause", "resume"):
+        decided = frozenset(c.decided) if c.verb == "resume" else state.resumed_after
+        return replace(state, paused=c.verb == "pause", resumed_after=decided)
+    if c.verb == "budget":
+        return replace(state, experiments=c.experiments)
+    if c.verb == "try":
+        return replace(state, tries=(*state.tries, Try(f"{block.message}/{index}", block.author, dict(c.params))))
+    if c.pr is not None:
+        return replace(state, stops={**state.stops, c.pr: block.author})
     return state

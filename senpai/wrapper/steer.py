@@ -30,7 +30,7 @@ from senpai.ledger.blocks import Decision, Steer, SteerCommand, render
 from senpai.ledger.commands import SYNTAX, CommandError, command_lines, parse_commands
 from senpai.ledger.events import Message
 from senpai.ledger.experiment import Experiment
-from senpai.ledger.inbox import Inbound, SteerState, fold, issue_inbox, pr_inbox, steer_blocks
+from senpai.ledger.inbox import Inbound, SteerState, apply_command, fold, issue_inbox, pr_inbox, steer_blocks
 from senpai.ledger.labels import ATTENTION, SENPAI, STEER
 from senpai.ledger.steering import message_ref, reply_to_human
 from senpai.ledger.table import SETTLE, LedgerReader
@@ -95,8 +95,9 @@ class Steering:
                 continue
             comments = self.ledger.comments(pr)
             acks += steer_blocks(comments, bot)
-            if pr.state == "open":
-                inbox += pr_inbox(pr, comments, trusted, bot)
+            inbox += pr_inbox(pr, comments, trusted, bot)
+        # on a closed PR only commands are answered ("closed, nothing done"); free text stays unread
+        inbox = [m for m in inbox if not m.closed or command_lines(m.message.body)]
         commands = [m for m in inbox if command_lines(m.message.body)]
         self.view = SteerView(
             commands=[m for m in commands if not m.acked],
@@ -121,10 +122,11 @@ class Steering:
     # ------------------------------------------------------------------ slash commands
 
     def apply_commands(self, exps: list[Experiment], base_sha: str, jobs: list[JobStatus]) -> tuple[list[str], list[str]]:
-        """Apply every unacknowledged command message, oldest first: (one line per message applied or
-        rejected, one line per message that failed and is tried again on the next re-read)."""
+        """Apply every unacknowledged command message in the order they were written (`Inbound.order`),
+        each against the state the earlier ones left: (one line per message applied or rejected, one
+        line per message that failed and is tried again on the next re-read)."""
         done, failed = [], []
-        for m in sorted(self.view.commands, key=lambda m: m.at):
+        for m in sorted(self.view.commands, key=lambda m: m.order):
             try:
                 done.append(self._apply(m, exps, base_sha, jobs))
             except SenpaiError as e:
@@ -133,6 +135,9 @@ class Steering:
 
     def _apply(self, m: Inbound, exps: list[Experiment], base_sha: str, jobs: list[JobStatus]) -> str:
         msg = m.message
+        if m.closed:
+            self._reply(msg, f"PR #{msg.number} is closed: nothing was done. Steer on an open PR or a `{STEER}` issue.")
+            return f"#{msg.number}: command from @{msg.author} on a closed PR, nothing done"
         try:
             lines = command_lines(msg.body)
             target = self.target(base_sha) if any(line.lower().split()[1:2] == ["try"] for line in lines) else None
@@ -141,9 +146,13 @@ class Steering:
         except CommandError as e:
             self._reply(msg, f"Nothing was applied: {e}\n\n{SYNTAX}")
             return f"#{msg.number}: rejected a command from @{msg.author}: {e}"
-        done = [self._describe(c, len(exps), jobs) for c in commands]
         block = Steer(message=message_ref(msg), author=msg.author, commands=commands)
+        done, state = [], self.view.state
+        for i, c in enumerate(commands):  # each reply tells the state its command leaves
+            state = apply_command(state, block, i, c)
+            done.append(self._describe(c, len(exps), jobs, state))
         self._reply(msg, "Applied:\n" + "\n".join(f"- {d}" for d in done) + f"\n\n{render(block)}")
+        self.view.state = state  # the later messages of this tick see it
         stops = {c.pr: msg.author for c in commands if c.verb == "stop" and c.pr is not None}
         self.enforce_stops(exps, base_sha, jobs, stops)
         return f"#{msg.number}: applied from @{msg.author}: " + "; ".join(done)
@@ -158,7 +167,8 @@ class Steering:
                 raise CommandError(f"PR #{c.pr} is not an open senpai experiment")
         return c
 
-    def _describe(self, c: SteerCommand, opened: int, jobs: list[JobStatus]) -> str:
+    def _describe(self, c: SteerCommand, opened: int, jobs: list[JobStatus], state: SteerState) -> str:
+        """The reply line of `c`; `state` is the steering state right after it."""
         if c.verb == "pause":
             return "paused: no new experiments are opened until `/senpai resume`; running jobs, reviews and verifications go on"
         if c.verb == "resume":
@@ -167,7 +177,7 @@ class Steering:
             return f"experiment cap set to {c.experiments} ({opened} opened so far)"
         if c.verb == "try":
             point = ", ".join(f"`{k}={v}`" for k, v in c.params.items())
-            when = " after `/senpai resume`" if self.view.state.paused else ""
+            when = " after `/senpai resume`" if state.paused else ""
             return f"queued {point}: it is opened for the next idle student{when}, before any proposal"
         live = [j.name for j in jobs if j.pr == c.pr and not j.done]
         return f"stopped PR #{c.pr}: " + (f"deleting job {', '.join(live)}, " if live else "") + "closing it with a decision"

@@ -132,3 +132,23 @@ def test_wiring_registers_the_forge_token_and_llm_keys_whatever_their_names(monk
     )
     make_forge(cfg)  # lazy: no request is sent
     assert redact("pat-value-for-the-forge-123 provider-key-value-456789") == f"{REDACTED} {REDACTED}"
+
+
+def test_fenced_code_and_quotes_are_not_commands():
+    body = (
+        "To pause, write:\n```\n/senpai pause\n```\n~~~~ text\n/senpai stop\n~~~\n/senpai stop\n~~~~\n"
+        "> /senpai resume\n> as you said\n/senpai budget experiments=2\n\n/senpai budget experiments=3\n"
+        "```\n/senpai resume"  # an unclosed fence runs to the end
+    )
+    assert command_lines(body) == ["/senpai budget experiments=3"]
+
+
+def test_the_prefix_is_case_insensitive():
+    assert command_lines("/Senpai pause\n/SENPAI resume") == ["/Senpai pause", "/SENPAI resume"]
+    assert [c.verb for c in parse_commands("/Senpai pause", None, None)] == ["pause"]
+
+
+def test_a_try_reports_every_bad_param():
+    with pytest.raises(CommandError) as e:
+        parse_commands("/senpai try width=9999 act=swish lr=0.01", SPACE, None)
+    assert "out of range [8, 128]" in str(e.value) and "one of relu, tanh, got `swish`" in str(e.value)

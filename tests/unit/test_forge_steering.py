@@ -1,6 +1,9 @@
 """The forge pieces steering relies on, against the real local forge: file contents, GitHub's
 author_association rules, and the patience issue opened once for humans."""
 
+import time
+from dataclasses import replace
+
 import httpx
 import pytest
 from forge_fixtures import commit_and_push
@@ -12,7 +15,7 @@ from senpai.forge.github import GitHubForge
 from senpai.ledger.blocks import Decision
 from senpai.ledger.events import Message
 from senpai.ledger.inbox import version
-from senpai.ledger.labels import ATTENTION, STEER
+from senpai.ledger.labels import ATTENTION, SENPAI, STEER
 from senpai.ledger.steering import reply_to_human
 from senpai.ledger.table import LedgerReader
 from senpai.wrapper.steer import Steering
@@ -81,3 +84,82 @@ def test_one_ack_and_one_answer_per_message_version(forge_repo):
     assert reply_to_human(forge, edited, "Delivered to the advisor (job y).", kind="ack") is not None
     bodies = [c.body for c in forge.list_comments(issue)]
     assert len(bodies) == 3 and "cannot act on free text" in bodies[1] and "/senpai try key=value" in bodies[1]
+
+
+TARGET = """name: t
+train: python train.py
+metric: {name: acc, direction: maximize}
+params:
+  file: p.json
+  space:
+    alpha: {type: float, low: 1.0e-5, high: 0.1}
+"""
+
+
+def _steering(forge, base: str) -> tuple[Steering, list[str]]:
+    """A fresh read and apply, as a wrapper tick does, then a re-read: (the steering, the lines it reported)."""
+    steering = Steering(CFG, forge, fleet=None, ledger=LedgerReader(forge))
+    steering.ledger.experiments()
+    steering.read()
+    done, failed = steering.apply_commands([], base, [])
+    assert not failed, failed
+    steering.ledger.experiments()
+    steering.read()  # the state as the acks on the forge record it
+    return steering, done
+
+
+def test_a_comment_edited_back_to_an_earlier_text_is_applied_again(forge_repo, local_forge):
+    forge, settings = forge_repo
+    httpx.put(f"{local_forge.base_url}/repos/{settings.repo}/collaborators/alice").raise_for_status()
+    alice = GitHubForge(settings, "alice:x")
+    issue = forge.create_issue("steer", "", [STEER]).number
+    cid = alice.create_comment(issue, "/senpai pause").id
+    url = f"{local_forge.base_url}/repos/{settings.repo}/issues/comments/{cid}"
+    states = []
+    for body in (None, "/senpai resume", "/senpai pause"):
+        if body is not None:
+            time.sleep(1.1)  # GitHub timestamps have whole seconds: each edit in its own second
+            httpx.patch(url, json={"body": body}, headers={"Authorization": "token alice:x"}).raise_for_status()
+        states.append(_steering(forge, "advisor")[0].view.state.paused)
+    assert states == [True, False, True]
+    acks = [c.body for c in forge.list_comments(issue) if c.user == forge.login]
+    assert len(acks) == 3 and "paused" in acks[2]
+    steering, done = _steering(forge, "advisor")  # a restart (no cache, no store) applies nothing again
+    assert done == [] and steering.view.state.paused
+
+
+def test_commands_of_one_tick_apply_in_written_order_each_reply_telling_the_state_it_leaves(forge_repo, local_forge, tmp_path):
+    forge, settings = forge_repo
+    httpx.put(f"{local_forge.base_url}/repos/{settings.repo}/collaborators/alice").raise_for_status()
+    base = commit_and_push(forge, tmp_path / "seed", "advisor", {"senpai.yaml": TARGET})
+    alice = GitHubForge(settings, "alice:x")
+    numbers = [alice.create_issue("steer", f"/senpai budget experiments={n}", [STEER]).number for n in (17, 18, 19)]
+    issue = alice.create_issue("steer", "/senpai pause", [STEER]).number
+    alice.create_comment(issue, "/senpai try alpha=1e-3")
+    steering = Steering(CFG, forge, fleet=None, ledger=LedgerReader(forge))
+    steering.ledger.experiments()
+    view = steering.read()
+    # the same second for all (GitHub's resolution): comment ids and issue numbers decide
+    first = view.commands[0].at
+    newest_first = sorted(view.commands, key=lambda m: (m.message.comment_id or 0, m.message.number), reverse=True)
+    view.commands = [replace(m, at=first) for m in newest_first]
+    done, failed = steering.apply_commands([], base, [])
+    assert not failed and [line.split(":")[0] for line in done] == [f"#{n}" for n in [*numbers, issue, issue]]
+    assert steering.view.state.experiments == 19 and steering.view.state.paused
+    (try_ack,) = [c.body for c in forge.list_comments(issue) if "alpha" in c.body and c.user == forge.login]
+    assert "after `/senpai resume`" in try_ack
+    assert _steering(forge, base)[0].view.state.experiments == 19  # and so says the fold of the acks
+
+
+def test_a_command_on_a_closed_senpai_pr_is_answered_once(forge_repo, local_forge, tmp_path):
+    forge, settings = forge_repo
+    httpx.put(f"{local_forge.base_url}/repos/{settings.repo}/collaborators/alice").raise_for_status()
+    commit_and_push(forge, tmp_path / "seed", "senpai/ada/x", {"notes.md": "x\n"}, start="advisor")
+    pr = forge.create_pull("x", "", "senpai/ada/x", "advisor", [SENPAI]).number
+    forge.update_pull(pr, state="closed")
+    GitHubForge(settings, "alice:x").create_comment(pr, "/senpai stop")
+    GitHubForge(settings, "mallory:x").create_comment(pr, "/senpai stop")  # untrusted: no answer
+    for _ in range(2):
+        _steering(forge, "advisor")
+    (answer,) = [c.body for c in forge.list_comments(pr) if c.user == forge.login]
+    assert answer.startswith("@alice") and f"PR #{pr} is closed: nothing was done" in answer
