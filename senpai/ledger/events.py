@@ -25,7 +25,9 @@ class Message(BaseModel):
     author: str
     association: str = Field(description="GitHub author_association: OWNER, MEMBER, COLLABORATOR.")
     body: str
-    version: str = Field(description="Short hash of the body: an edited message is a new version.")
+    version: str = Field(
+        description="Short hash of the body (and, for an edited comment, its updated_at): each edit is a new version."
+    )
     url: str | None = None
 
 

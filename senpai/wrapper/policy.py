@@ -101,7 +101,7 @@ def pending_messages(w: World, cfg: HarnessConfig) -> list[Event]:
     """Message events not yet delivered (acked on the forge, or handed to a job that exists), oldest first."""
     names = {j.name for j in w.jobs}
     out = []
-    for m in sorted(w.inbox, key=lambda m: m.at):
+    for m in sorted(w.inbox, key=lambda m: m.order):
         ev = message_event(m, route(m, w, cfg))
         if not m.acked and w.handed.get(ev.id) not in names:
             out.append(ev)
