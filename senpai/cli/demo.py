@@ -108,7 +108,9 @@ def seed_target(forge: ForgeSettings, example: Path, seed: Path) -> str:
     clone_url = create_repository(forge, forge.token(), forge.repo.split("/")[1])
     git_env = forge_from(forge).git_env()
     shutil.copytree(example, seed, ignore=shutil.ignore_patterns("__pycache__", "wandb", "*.pyc"), dirs_exist_ok=True)
-    env = {**os.environ, **IDENTITY, **git_env}
+    # fixed dates make the seed commit a pure function of the files: seeding again pushes the same sha
+    fixed = {"GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z"}
+    env = {**os.environ, **IDENTITY, **fixed, **git_env}
     for args in (
         ["init", "--quiet", "-b", "main"],
         ["add", "-A"],
