@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 from senpai.errors import PermanentError, TransientError
+from senpai.ledger.redact import redact
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "senpai",
@@ -51,8 +52,9 @@ class WorkCopy:
         self.git("checkout", "--quiet", "-B", branch, f"origin/{branch}")
 
     def commit_all(self, message: str, allow_empty: bool = False) -> str:
+        """Commit everything; returns the head sha. The message is redacted: commits reach the forge."""
         self.git("add", "-A")
-        args = ["commit", "--quiet", "-m", message] + (["--allow-empty"] if allow_empty else [])
+        args = ["commit", "--quiet", "-m", redact(message)] + (["--allow-empty"] if allow_empty else [])
         if allow_empty or self.git("status", "--porcelain"):
             self.git(*args)
         return self.head()

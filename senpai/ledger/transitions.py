@@ -174,4 +174,4 @@ def report_budget(forge: Forge, r: BudgetReport) -> int:
     found: list[Issue] = [i for i in forge.list_issues(SENPAI, "all") if marker in i.body]
     if found:
         return found[0].number
-    return forge.create_issue(BUDGET_ISSUE_TITLE, f"{body}\n\n{marker}", [SENPAI]).number
+    return forge.create_issue(BUDGET_ISSUE_TITLE, f"{redact(body)}\n\n{marker}", [SENPAI]).number

@@ -44,3 +44,15 @@ def test_budget_report_block_round_trips():
         needed=u.model_copy(update={"llm_calls": 4}),
     )
     assert parse_blocks(render(b)) == [b]
+
+
+def test_commit_messages_are_redacted_before_they_reach_git(tmp_path):
+    from senpai.agents.workcopy import WorkCopy
+
+    secret = "commit-secret-0123456789"
+    register_secret(secret)
+    repo = WorkCopy(tmp_path, {})
+    repo.git("init", "--quiet")
+    (tmp_path / "f.txt").write_text("x\n")
+    repo.commit_all(f"attempt 1 (token was {secret})")
+    assert repo.git("log", "-1", "--format=%s") == f"attempt 1 (token was {REDACTED})"

@@ -12,7 +12,6 @@ from senpai.ledger.events import Event
 class Session:
     ctx: TurnContext
     role: str
-    redact: Callable[[str | None], str | None]  # senpai.ledger.redact.redact
     usage: Callable[[], TurnUsage]
     events: list[Event] = field(default_factory=list)
     pr: int | None = None  # student: the assigned PR

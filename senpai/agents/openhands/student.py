@@ -84,7 +84,7 @@ def _no_evidence(s: Session, guard, result: TurnResult, head: str) -> Evidence:
         outcome="failed",
         failure=failure,
         primary=PrimaryResult(name=h.metric.name, value=None, baseline=h.baseline.value, delta=None),
-        interpretation=s.redact(result.last_message) or failure,
+        interpretation=result.last_message or failure,
         cost=Cost(wall_seconds=result.usage.wall_seconds, tokens=result.usage.tokens, dollars=result.usage.dollars),
     )
     transitions.submit_evidence(s.ctx.forge, s.ctx.forge.get_pull(s.pr), ev, to_review=s.attempt >= h.budget.attempts)

@@ -9,7 +9,8 @@ write the ledger through the same functions as the `search` runtime.
     submit_evidence    student     commit + push the work copy, `senpai.agents.evidence.measure_and_post`
 
 A refused action (precondition, gate, bad input) comes back as an error observation the agent can
-act on; it never raises out of the conversation.  Text an agent writes into the ledger is redacted.
+act on; it never raises out of the conversation.  Text an agent writes into the ledger or a commit
+is redacted there (`senpai.ledger.redact`, applied by every ledger write and by WorkCopy.commit_all).
 """
 
 import json
@@ -33,6 +34,7 @@ from senpai.errors import PermanentError, SenpaiError, TransitionError
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import Scalar, render
 from senpai.ledger.labels import Status, status_of
+from senpai.ledger.redact import redact
 from senpai.ledger.steering import reply_to_human
 
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
@@ -113,7 +115,7 @@ class _Run(ToolExecutor):
         try:
             return SenpaiObservation.from_text(self.fn(self.session, action))
         except SenpaiError as e:
-            return SenpaiObservation.from_text(f"refused: {self.session.redact(str(e))}", is_error=True)
+            return SenpaiObservation.from_text(f"refused: {redact(str(e))}", is_error=True)
 
 
 class SenpaiTool(ToolDefinition[Action, SenpaiObservation]):
@@ -172,12 +174,12 @@ def _create_hypothesis(s: Session, a: CreateHypothesisAction) -> str:
     pr = open_hypothesis(
         hctx,
         a.student,
-        hypothesis=s.redact(a.hypothesis),
-        rationale=s.redact(a.rationale),
-        plan=s.redact(a.plan),
+        hypothesis=a.hypothesis,
+        rationale=a.rationale,
+        plan=a.plan,
         params={**current, **a.params},
         baseline=baseline,
-        change=s.redact(a.change),
+        change=a.change,
     )
     s.actions.append(f"#{pr.number}: opened {pr.head_ref.rsplit('/', 1)[-1]} for {a.student}")
     return f"opened PR #{pr.number} on branch {pr.head_ref} for {a.student}"
@@ -190,7 +192,7 @@ def _decide(s: Session, a: DecideAction) -> str:
     if pr.state != "open":
         raise TransitionError(f"PR #{a.pr} is already {'merged' if pr.merged else 'closed'}")
     baseline = current_baseline(ctx.ledger.experiments(), ctx.forge.branch_sha(ctx.base))
-    status, reason = status_of(pr.labels), s.redact(a.reason)
+    status, reason = status_of(pr.labels), a.reason
     if a.verdict == "merge":
         line = _merge(s, pr, exp, baseline, status, reason)
     else:
@@ -224,7 +226,7 @@ def _reply(s: Session, a: ReplyToHumanAction) -> str:
     if event is None:
         ids = [e.id for e in s.events if e.message is not None]
         raise PermanentError(f"no message event {a.event_id!r} in this turn (messages: {ids or 'none'})")
-    posted = reply_to_human(s.ctx.forge, event.message, s.redact(a.text) or "")
+    posted = reply_to_human(s.ctx.forge, event.message, a.text)
     s.actions.append(f"#{event.message.number}: replied to @{event.message.author}")
     return "replied" if posted else "this message version was already answered"
 
@@ -245,7 +247,7 @@ def _submit_evidence(s: Session, a: SubmitEvidenceAction) -> str:
         raise PermanentError(
             f"your changes touch protected paths {touched}; revert them (git checkout origin/{ctx.base} -- <path>)"
         )
-    head = repo.commit_all(f"{h.id}: attempt {s.attempt} ({s.redact(a.interpretation)[:60]})")
+    head = repo.commit_all(f"{h.id}: attempt {s.attempt} ({a.interpretation[:60]})")
     repo.push(s.branch)
     params = json.loads((repo.path / ctx.target.params.file).read_text())
     u = s.usage()
@@ -258,7 +260,7 @@ def _submit_evidence(s: Session, a: SubmitEvidenceAction) -> str:
         params,
         tokens=u.tokens,
         dollars=u.dollars,
-        interpretation=s.redact(a.interpretation),
+        interpretation=a.interpretation,
         extra_env=s.train_env,
     )
     ev = s.evidence

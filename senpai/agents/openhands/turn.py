@@ -14,7 +14,6 @@ from senpai.agents.openhands.session import Session
 from senpai.ledger import transitions
 from senpai.ledger.blocks import BudgetReport
 from senpai.ledger.events import Event
-from senpai.ledger.redact import redact
 
 
 def open_session(ctx: TurnContext, role: str, events: list[Event]) -> tuple[Session, LLM, BudgetGuard]:
@@ -27,7 +26,7 @@ def open_session(ctx: TurnContext, role: str, events: list[Event]) -> tuple[Sess
     train_env = scrub_environment(ctx.harness, [runtime.llm.api_key_env])
     guard = BudgetGuard(runtime.budget)
     llm = make_llm(runtime.llm, role, api_key)
-    session = Session(ctx=ctx, role=role, redact=redact, usage=guard.usage, events=events, train_env=train_env)
+    session = Session(ctx=ctx, role=role, usage=guard.usage, events=events, train_env=train_env)
     return session, llm, guard
 
 
@@ -39,7 +38,7 @@ def conversations_dir(ctx: TurnContext, role: str) -> Path:
 def post_budget_report(
     s: Session, guard: BudgetGuard, result: TurnResult, pr: int | None, revision: str, known: str, missing: str
 ) -> int:
-    """Post the structured report of a turn stopped by its budget (redacted); returns the issue/PR number."""
+    """Post the structured report of a turn stopped by its budget (the ledger redacts it); returns the issue/PR number."""
     r = BudgetReport(
         role=s.role,  # type: ignore[arg-type]
         pr=pr,
@@ -47,9 +46,9 @@ def post_budget_report(
         exhausted=result.exhausted,
         spent=result.usage,
         limits=guard.limits(),
-        known=s.redact(known) or "",
-        missing=s.redact(missing) or "",
-        tried=[s.redact(t) or "" for t in result.tried],
+        known=known,
+        missing=missing,
+        tried=result.tried,
         needed=guard.needed(),
     )
     return transitions.report_budget(s.ctx.forge, r)
