@@ -226,7 +226,7 @@ def _parse_one(kind: str, text: str) -> Block:
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        problems = describe_validation_error(f"senpai-{kind} block is invalid", e).replace("\n", "; ")
+        problems = describe_validation_error(f"senpai-{kind} block is invalid", e, data).replace("\n", "; ")
         raise LedgerFormatError(problems) from e
 
 
