@@ -1,20 +1,56 @@
 """Opening a hypothesis PR: the one way every runtime (and `/senpai try`) starts an experiment."""
 
 import hashlib
+import hmac
 import json
+import os
+import secrets
+from pathlib import Path
 
 from senpai.agents.context import TurnContext
+from senpai.config.harness import HarnessConfig
 from senpai.errors import NotFound
 from senpai.forge.base import PullRequest
 from senpai.ledger import transitions
 from senpai.ledger.baseline import Baseline
 from senpai.ledger.blocks import BaselineRef, BudgetRef, Hypothesis, MetricRef
+from senpai.ledger.redact import register_secret
+
+ENV_SALT = "SENPAI_ID_SALT"
+SALT_FILE = "id-salt"
 
 
-def hypothesis_id(params: dict, change: str | None = None) -> str:
-    """Stable id `h-<10 hex>` of a params point (plus a code-change text, if any)."""
+def id_salt(harness: HarnessConfig) -> bytes:
+    """The install's secret salt for hypothesis ids: `$SENPAI_ID_SALT` if set, else the content of
+    `<state_dir>/id-salt`, created once (mode 0600, 32 random bytes as hex) by whichever process
+    asks first.  Every process of one install (wrapper, local jobs, Kubernetes jobs through the
+    shared volume) reads the same salt, so ids stay deterministic; nobody without it predicts them.
+    """
+    value = os.environ.get(ENV_SALT)
+    if not value:
+        path = Path(harness.state_dir) / SALT_FILE
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{SALT_FILE}.{os.getpid()}")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_hex(32) + "\n")
+            try:
+                os.link(tmp, path)  # atomic and never overwrites: a concurrent creator's salt wins
+            except FileExistsError:
+                pass
+            finally:
+                tmp.unlink()
+        value = path.read_text().strip()
+    register_secret(value)
+    return value.encode()
+
+
+def hypothesis_id(params: dict, change: str | None, salt: bytes) -> str:
+    """Id `h-<10 hex>` of a params point (plus a code-change text, if any): HMAC-SHA256 under the
+    install's `salt` (`id_salt`), so it is stable per install and not predictable from the ledger."""
     key = json.dumps(params, sort_keys=True) + (f"\n{change}" if change else "")
-    return "h-" + hashlib.sha256(key.encode()).hexdigest()[:10]
+    return "h-" + hmac.new(salt, key.encode(), hashlib.sha256).hexdigest()[:10]
 
 
 def open_hypothesis(
@@ -38,7 +74,7 @@ def open_hypothesis(
     but cannot be (re)opened.
     """
     t = ctx.target
-    hid = hypothesis_id(params, change if request is None else f"{change or ''}\nrequest:{request}")
+    hid = hypothesis_id(params, change if request is None else f"{change or ''}\nrequest:{request}", id_salt(ctx.harness))
     # an LLM student's job holds its agent turn as well as the training run
     student_rt = ctx.harness.runtime.student
     wall = t.budget.wall_seconds + (student_rt.budget.wall_seconds if student_rt.kind == "openhands" else 0)

@@ -43,6 +43,8 @@ class PullRequest(_Model):
     created_at: datetime
     updated_at: datetime
     merge_commit_sha: str | None = None
+    head_repo: str | None = Field(None, description="`owner/name` holding the head branch (a fork PR: the fork); None: deleted.")
+    base_repo: str | None = Field(None, description="`owner/name` of the repository the PR targets.")
 
 
 class Issue(_Model):

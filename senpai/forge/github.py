@@ -121,6 +121,8 @@ def _pull(pr: GhPull) -> PullRequest:
         updated_at=pr.updated_at,
         # GitHub fills merge_commit_sha with a test merge while a PR is open: only trust it once merged.
         merge_commit_sha=pr.merge_commit_sha if merged else None,
+        head_repo=pr.head.repo.full_name if pr.head.repo else None,
+        base_repo=pr.base.repo.full_name if pr.base.repo else None,
     )
 
 

@@ -1,13 +1,15 @@
-"""The machine-readable records, as fenced YAML blocks in PR bodies and comments.
+"""The machine-readable records' contents, as fenced YAML blocks.
 
     ```senpai-evidence
     schema_version: 1
     ...
     ```
 
-`render(block)` and `parse_blocks(text)` are a strict round trip: parse(render(b)) == b.  A block
-that is not valid YAML, or does not match its schema, raises LedgerFormatError naming the block
-kind and the field.
+`render(block)` and `parse(text)` are a strict round trip: parse(render(b)) == b for every value
+(fuzzed in tests).  Where a block counts as a record (only where senpai's renderer put it) is
+`senpai.ledger.records`.  A block that is not valid YAML, breaks a limit of `safe_yaml`, or does
+not match its schema raises LedgerFormatError naming the block kind and the field, with at most a
+bounded excerpt of the text.
 """
 
 import re
@@ -16,12 +18,12 @@ from typing import Any, ClassVar, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from senpai.config.load import describe_validation_error
 from senpai.errors import LedgerFormatError
+from senpai.ledger import safe_yaml
 from senpai.ledger.redact import redact_data
 
 Scalar = str | int | float | bool | None
-FENCE = re.compile(r"^```senpai-([a-z]+)[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+_FENCE = re.compile(r"\A(`{3,})senpai-([a-z]+)\n(.*)^\1[ \t]*\n?\Z", re.MULTILINE | re.DOTALL)
 
 
 class Block(BaseModel):
@@ -207,39 +209,51 @@ KINDS: dict[str, type[Block]] = {m.KIND: m for m in (Hypothesis, Evidence, Verif
 
 
 def render(block: Block) -> str:
-    """The fenced YAML block for `block` (no surrounding prose)."""
-    data = redact_data(block.model_dump(mode="python"))
-    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False, width=100)
-    return f"```senpai-{block.KIND}\n{text}```"
+    """The fenced YAML block for `block` (no surrounding prose); the fence is longer than any
+    backtick run in the YAML, so no field can close it."""
+    text = safe_yaml.dump(redact_data(block.model_dump(mode="python")))
+    fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", text)), default=0))
+    return f"{fence}senpai-{block.KIND}\n{text}{fence}"
 
 
-def _parse_one(kind: str, text: str) -> Block:
-    model = KINDS.get(kind)
-    if model is None:
-        raise LedgerFormatError(f"unknown block kind senpai-{kind}; expected one of {sorted(KINDS)}")
+def excerpt(text: str, limit: int = 80) -> str:
+    """`text` cut to `limit` characters, one line, for error messages (never the whole value)."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else f"{flat[:limit]}... ({len(flat)} chars)"
+
+
+def _describe(kind: str, err: ValidationError) -> str:
+    problems = []
+    for e in err.errors()[:5]:
+        loc = ".".join(str(p) for p in e["loc"]) or "<root>"
+        got = e.get("input")
+        shown = f" (got {excerpt(got, 40)})" if isinstance(got, (str, int, float, bool)) else ""
+        problems.append(f"{loc}: {e['msg']}{shown}")
+    more = f"; and {err.error_count() - 5} more" if err.error_count() > 5 else ""
+    return f"senpai-{kind} block is invalid: " + "; ".join(problems) + more
+
+
+def parse_block[B: Block](model: type[B], text: str) -> B:
+    """The `model` block whose YAML is `text` (a fence's content). Raises LedgerFormatError."""
+    kind = model.KIND
     try:
-        data: Any = yaml.safe_load(text)
+        data: Any = safe_yaml.load(text)
     except yaml.YAMLError as e:
-        raise LedgerFormatError(f"senpai-{kind} block is not valid YAML: {e}") from e
+        raise LedgerFormatError(f"senpai-{kind} block is not valid YAML: {excerpt(str(e), 300)}") from None
     if not isinstance(data, dict):
         raise LedgerFormatError(f"senpai-{kind} block must be a YAML mapping, got {type(data).__name__}")
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        problems = describe_validation_error(f"senpai-{kind} block is invalid", e, data).replace("\n", "; ")
-        raise LedgerFormatError(problems) from e
+        raise LedgerFormatError(_describe(kind, e)) from None
 
 
-def parse_blocks(text: str) -> list[Block]:
-    """Every senpai block in a markdown text, in order. Raises LedgerFormatError on the first bad one."""
-    return [_parse_one(m.group(1), m.group(2)) for m in FENCE.finditer(text or "")]
-
-
-def find_block[B: Block](text: str, model: type[B]) -> B | None:
-    """The first block of `model`'s kind in `text`, or None. Raises LedgerFormatError if invalid."""
-    for m in FENCE.finditer(text or ""):
-        if m.group(1) == model.KIND:
-            block = _parse_one(m.group(1), m.group(2))
-            assert isinstance(block, model)
-            return block
-    return None
+def parse(text: str) -> Block:
+    """The block of one `render` output `text` (the inverse of `render`). Raises LedgerFormatError."""
+    m = _FENCE.match(text.replace("\r\n", "\n"))
+    if m is None:
+        raise LedgerFormatError(f"not one senpai block: {excerpt(text)}")
+    model = KINDS.get(m.group(2))
+    if model is None:
+        raise LedgerFormatError(f"unknown block kind senpai-{excerpt(m.group(2), 20)}; expected one of {sorted(KINDS)}")
+    return parse_block(model, m.group(3))

@@ -7,8 +7,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from senpai.errors import LedgerFormatError
 from senpai.forge.base import Comment, PullRequest
-from senpai.ledger.blocks import Block, BudgetReport, Decision, Evidence, Hypothesis, Verification, parse_blocks
+from senpai.ledger.blocks import Block, BudgetReport, Decision, Evidence, Hypothesis, Verification
 from senpai.ledger.labels import status_of, student_of
+from senpai.ledger.records import read_record
 
 State = Literal["wip", "review", "verifying", "changes", "blocked", "merged", "closed", "unlabelled"]
 
@@ -80,21 +81,37 @@ def pr_state(pr: PullRequest) -> State:
     return status.value.split(":", 1)[1] if status else "unlabelled"  # type: ignore[return-value]
 
 
+def own_pull(pr: PullRequest, bot: str) -> bool:
+    """True if the bot (login `bot`) opened `pr` from a branch of the repository itself (not a fork)."""
+    return pr.user == bot and pr.head_repo is not None and pr.head_repo == pr.base_repo
+
+
 def read_experiment(pr: PullRequest, comments: list[Comment], bot: str) -> Experiment:
     """Parse `pr` and its `comments` into an Experiment.
 
-    Blocks count only in the PR body and in comments authored by `bot` (the forge identity
-    senpai writes as), so nobody else can forge evidence or decisions.  An invalid block is
-    reported in `error` instead of raising, so one bad PR never stops the ledger.
+    Only records count (`records.read_record`): the hypothesis from the body of a PR the bot
+    opened from this repository (`own_pull`), evidence, verifications, decisions and budget
+    reports from comments the bot (`bot`, the forge identity senpai writes as) wrote, each kind
+    only from the comment that renders it.  A fence anywhere else is text.  An invalid record, or a
+    senpai-labelled PR the bot did not open, is reported in `error` instead of raising, so one bad
+    PR never stops the ledger.
     """
     blocks: list[Block] = []
     errors = []
-    sources = [("PR body", pr.body)] + [(f"comment {c.id}", c.body) for c in comments if c.user == bot]
-    for where, text in sources:
+    if own_pull(pr, bot):
+        sources = [("PR body", pr.body, (Hypothesis,))]
+    else:
+        errors.append(f"PR #{pr.number} was not opened by {bot} from this repository: its body is not a hypothesis")
+        sources = []
+    sources += [(f"comment {c.id}", c.body, _COMMENT_KINDS) for c in comments if c.user == bot]
+    for where, text, kinds in sources:
         try:
-            blocks += parse_blocks(text)
+            block = read_record(text)
         except LedgerFormatError as e:
             errors.append(f"{where}: {e}")
+            continue
+        if isinstance(block, kinds):
+            blocks.append(block)
     hyps = [b for b in blocks if isinstance(b, Hypothesis)]
     return Experiment(
         pr=pr.number,
@@ -113,3 +130,6 @@ def read_experiment(pr: PullRequest, comments: list[Comment], bot: str) -> Exper
         budget_reports=[b for b in blocks if isinstance(b, BudgetReport)],
         error="; ".join(errors) or None,
     )
+
+
+_COMMENT_KINDS = (Evidence, Verification, Decision, BudgetReport)

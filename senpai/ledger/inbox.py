@@ -6,8 +6,10 @@ messages, and never the bot itself; everything else is not read at all (never de
 applied).  A PR body is the hypothesis, not a message.
 
 The steering state (paused, experiment cap, queued `/senpai try`s) is the fold, in comment order,
-of the `senpai-steer` blocks in the bot's acknowledgements, so deleting the wrapper's state store
-loses none of it.  The wrapper applies command messages in `Inbound.order` (the order they were
+of the `senpai-steer` records in the bot's acknowledgements, so deleting the wrapper's state store
+loses none of it.  An ack counts only while the message it quotes is there, trusted, and at the
+version the ack names: editing or deleting a command withdraws it (an edited command is applied
+again as its new version).  The wrapper applies command messages in `Inbound.order` (the order they were
 written) and posts one ack each, so the acks' order is the order the commands were written.
 """
 
@@ -17,10 +19,11 @@ from datetime import UTC, datetime
 
 from senpai.errors import LedgerFormatError
 from senpai.forge.base import Comment, Issue, PullRequest
-from senpai.ledger.blocks import Scalar, Steer, SteerCommand, parse_blocks
+from senpai.ledger.blocks import Scalar, Steer, SteerCommand
 from senpai.ledger.events import Message
 from senpai.ledger.labels import student_of
-from senpai.ledger.steering import replied
+from senpai.ledger.records import read_record
+from senpai.ledger.steering import message_ref, replied
 
 
 def version(body: str, edited_at: datetime | None = None) -> str:
@@ -120,16 +123,21 @@ class SteerState:
     stops: dict[int, str] = field(default_factory=dict)  # PR -> login that sent `/senpai stop`
 
 
-def steer_blocks(comments: list[Comment], bot: str) -> list[tuple[Comment, Steer]]:
-    """The `senpai-steer` acks among `comments` (only the bot's; an unreadable one is skipped)."""
+def steer_blocks(comments: list[Comment], bot: str, current: list[Inbound]) -> list[tuple[Comment, Steer]]:
+    """The `senpai-steer` records among `comments` of one thread: the bot's acks of a message in
+    `current` (the thread's trusted messages, as read now) at its current version.  An ack of a
+    message that is gone, edited or no longer trusted, and an unreadable ack, are skipped."""
+    refs = {message_ref(m.message) for m in current}
     out = []
     for c in comments:
-        if c.user != bot or "```senpai-steer" not in c.body:
+        if c.user != bot:
             continue
         try:
-            out += [(c, b) for b in parse_blocks(c.body) if isinstance(b, Steer)]
+            block = read_record(c.body)
         except LedgerFormatError:
             continue  # a hand-edited ack: ignore it rather than stop steering
+        if isinstance(block, Steer) and block.message in refs:
+            out.append((c, block))
     return out
 
 

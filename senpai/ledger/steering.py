@@ -9,7 +9,9 @@ whoever posts them and however often a crashed step is replayed.
 from typing import Literal
 
 from senpai.forge.base import Comment, Forge
+from senpai.ledger.blocks import Steer, render
 from senpai.ledger.events import Message
+from senpai.ledger.records import marker, marker_of, neutral
 from senpai.ledger.redact import redact
 
 ReplyKind = Literal["reply", "ack"]
@@ -22,21 +24,26 @@ def message_ref(m: Message) -> str:
 
 def reply_marker(m: Message, kind: ReplyKind = "reply") -> str:
     """Hidden marker naming the message version (and the kind of answer) a comment is."""
-    return f"<!-- senpai:{kind}:{message_ref(m)} -->"
+    return marker(kind, message_ref(m))
 
 
 def replied(comments: list[Comment], m: Message, bot: str, kind: ReplyKind = "reply") -> bool:
     """True if the bot (login `bot`) already posted a `kind` answer to this version of `m`."""
-    marker = reply_marker(m, kind)
-    return any(c.user == bot and marker in c.body for c in comments)
+    mark = reply_marker(m, kind)
+    return any(c.user == bot and marker_of(c.body) == mark for c in comments)
 
 
-def reply_to_human(forge: Forge, m: Message, text: str, kind: ReplyKind = "reply") -> Comment | None:
-    """Answer `m` on the issue or PR it came from, quoting who it answers; `text` is redacted.
+def reply_to_human(forge: Forge, m: Message, text: str, kind: ReplyKind = "reply", record: Steer | None = None) -> Comment | None:
+    """Answer `m` on the issue or PR it came from, quoting who it answers.
 
+    `text` (an agent's words, or the wrapper's with a human's quoted) is redacted and neutralised
+    (`records.neutral`): it is never a record.  `record`, the wrapper's `senpai-steer` block for an
+    ack, is rendered after it, so the comment is that block's record (`records.read_record`).
     Idempotent per (message version, kind): returns None (posts nothing) if already answered.
     GitHub REST: GET then POST /repos/{owner}/{repo}/issues/{number}/comments.
     """
     if replied(forge.list_comments(m.number), m, forge.login, kind):
         return None
-    return forge.create_comment(m.number, f"@{m.author} {redact(text.strip())}\n\n{reply_marker(m, kind)}")
+    block = f"\n\n{render(record)}" if record is not None else ""
+    body = f"{neutral(redact(f'@{m.author} {text.strip()}'))}{block}\n\n{reply_marker(m, kind)}"
+    return forge.create_comment(m.number, body)

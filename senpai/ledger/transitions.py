@@ -11,24 +11,23 @@ replaying it after a crash (comment posted, label not yet set) finishes the step
 posting twice.  A precondition that does not hold raises TransitionError.
 """
 
-import hashlib
-
 from senpai.config.target import TargetConfig
 from senpai.errors import TransitionError
 from senpai.forge.base import Forge, Issue, PullRequest
-from senpai.ledger.blocks import BudgetReport, Decision, Evidence, Hypothesis, Verification, render
-from senpai.ledger.experiment import Experiment
+from senpai.ledger.blocks import BudgetReport, Decision, Evidence, Hypothesis, Verification
+from senpai.ledger.experiment import Experiment, own_pull
 from senpai.ledger.gate import check_merge
 from senpai.ledger.labels import SENPAI, Status, status_of, student_label, with_status
+from senpai.ledger.records import hashed, marker, marker_of, neutral, record_marker, record_text
 from senpai.ledger.redact import redact
 
 
-def _require(pr: PullRequest, allowed: set[Status], action: str) -> None:
+def _require(pr: PullRequest, allowed: set[Status | None], action: str) -> None:
     if pr.state != "open":
         raise TransitionError(f"PR #{pr.number} is {'merged' if pr.merged else 'closed'}; cannot {action}")
     status = status_of(pr.labels)
     if status not in allowed:
-        names = ", ".join(sorted(s.value for s in allowed))
+        names = ", ".join(sorted(s.value if s else "no status" for s in allowed))
         raise TransitionError(f"PR #{pr.number} is {status and status.value}; {action} needs one of {names}")
 
 
@@ -39,35 +38,44 @@ def _set_status(forge: Forge, pr: PullRequest, status: Status | None) -> None:
 
 
 def hypothesis_body(h: Hypothesis) -> str:
-    """PR body for a hypothesis: prose for humans, then the block."""
+    """PR body for a hypothesis: prose for humans (neutralised), then the block and its marker."""
     params = ", ".join(f"`{k}={v}`" for k, v in h.params.items()) or h.change or "(code change)"
-    return (
+    prose = (
         f"**Hypothesis** {h.hypothesis}\n\n**Rationale** {h.rationale}\n\n**Plan** {h.plan}\n\n"
-        f"**Change** {params}\n\n**Student** `{h.student}` · **Stop** {h.stop_condition}\n\n{render(h)}\n"
+        f"**Change** {params}\n\n**Student** `{h.student}` · **Stop** {h.stop_condition}"
     )
+    return record_text(h, prose)
 
 
 def open_experiment(forge: Forge, h: Hypothesis, branch: str, base: str, title: str) -> PullRequest:
     """Open the hypothesis PR for `branch` (which must exist on the forge) in state wip.
 
-    Idempotent: if an open PR from `branch` exists, it is returned (labels completed).
+    Idempotent: an open PR from `branch` that the bot opened from this repository is returned
+    (labels completed).  Raises TransitionError if an open PR from `branch` was opened by anyone
+    else or from a fork: it is never adopted.
     """
     labels = [SENPAI, student_label(h.student), Status.WIP.value]
     for pr in forge.list_pulls("open"):
-        if pr.head_ref == branch:
-            if not set(labels) <= set(pr.labels):
-                forge.set_labels(pr.number, sorted(set(pr.labels) | set(labels)))
-            return pr
-    return forge.create_pull(redact(title), redact(hypothesis_body(h)), head=branch, base=base, labels=labels)
+        if pr.head_ref != branch:
+            continue
+        if not own_pull(pr, forge.login):
+            if pr.head_repo == pr.base_repo:  # a fork's branch of the same name does not hold ours
+                raise TransitionError(f"PR #{pr.number} from {branch} was not opened by {forge.login}: not adopted")
+            continue
+        if not set(labels) <= set(pr.labels):
+            forge.set_labels(pr.number, sorted(set(pr.labels) | set(labels)))
+        return pr
+    return forge.create_pull(neutral(redact(title)), hypothesis_body(h), head=branch, base=base, labels=labels)
 
 
-def _post_once(forge: Forge, pr: int, marker: str, body: str, existing: list[str]) -> None:
-    if not any(marker in b for b in existing):
-        forge.create_comment(pr, f"{redact(body)}\n\n{marker}")
+def _post_once(forge: Forge, pr: int, mark: str, body: str, existing: list[str]) -> None:
+    """Post `body` (already ending in `mark`) unless a bot comment already ends in `mark`."""
+    if not any(marker_of(b) == mark for b in existing):
+        forge.create_comment(pr, body)
 
 
 def _marker(kind: str, key: str) -> str:
-    return f"<!-- senpai:{kind}:{hashlib.sha256(key.encode()).hexdigest()[:16]} -->"
+    return marker(kind, hashed(key))
 
 
 def _comment_bodies(forge: Forge, pr: int) -> list[str]:
@@ -81,8 +89,7 @@ def submit_evidence(forge: Forge, pr: PullRequest, ev: Evidence, to_review: bool
         f"**Evidence** attempt {ev.attempt} on `{ev.head[:8]}`: {ev.outcome}"
         f" · {ev.primary.name} = {ev.primary.value} (baseline {ev.primary.baseline})"
     )
-    marker = _marker("evidence", f"{ev.pr}:{ev.attempt}")
-    _post_once(forge, pr.number, marker, f"{summary}\n\n{render(ev)}", _comment_bodies(forge, pr.number))
+    _post_once(forge, pr.number, record_marker(ev), record_text(ev, summary), _comment_bodies(forge, pr.number))
     if to_review:
         _set_status(forge, pr, Status.REVIEW)
 
@@ -104,20 +111,21 @@ def record_verification(forge: Forge, pr: PullRequest, v: Verification) -> None:
     _require(pr, {Status.VERIFYING}, "record a verification")
     verdict = "passed" if v.passed else "failed"
     summary = f"**Verification** `{v.candidate[:8]}` vs baseline `{v.baseline[:8]}`: {verdict} — {v.reason}"
-    marker = _marker("verification", f"{v.candidate}:{v.baseline}")
-    _post_once(forge, pr.number, marker, f"{summary}\n\n{render(v)}", _comment_bodies(forge, pr.number))
+    _post_once(forge, pr.number, record_marker(v), record_text(v, summary), _comment_bodies(forge, pr.number))
 
 
 def block(forge: Forge, pr: PullRequest, reason: str) -> None:
-    """Any open state → blocked, with a comment saying what is wrong (posted once per reason)."""
-    _require(pr, set(Status), "block")
-    body = f"**Blocked**: a human must look. {reason}"
-    _post_once(forge, pr.number, _marker("blocked", reason), body, _comment_bodies(forge, pr.number))
+    """Any open state, or none (a senpai PR whose labels are gone) → blocked, with a comment saying
+    what is wrong (posted once per reason)."""
+    _require(pr, {*Status, None}, "block")
+    mark = _marker("blocked", reason)
+    body = f"{neutral(redact(f'**Blocked**: a human must look. {reason}'))}\n\n{mark}"
+    _post_once(forge, pr.number, mark, body, _comment_bodies(forge, pr.number))
     _set_status(forge, pr, Status.BLOCKED)
 
 
 def _decision_text(d: Decision) -> str:
-    return f"**Decision** `{d.verdict}` on `{d.head[:8]}`: {d.reason}\n\n{render(d)}"
+    return record_text(d, f"**Decision** `{d.verdict}` on `{d.head[:8]}`: {d.reason}")
 
 
 def decide(forge: Forge, pr: PullRequest, exp: Experiment, d: Decision, target: TargetConfig | None, base_sha: str) -> None:
@@ -129,9 +137,9 @@ def decide(forge: Forge, pr: PullRequest, exp: Experiment, d: Decision, target: 
     `target` (its protected paths); close and changes do not read it.
     Replay after a crash finishes the step (a merged PR with no decision gets its comment).
     """
-    marker = _marker("decision", f"{d.pr}:{d.head}:{d.verdict}")
+    mark = record_marker(d)
     if pr.merged and d.verdict == "merge":
-        _post_once(forge, pr.number, marker, _decision_text(d), _comment_bodies(forge, pr.number))
+        _post_once(forge, pr.number, mark, _decision_text(d), _comment_bodies(forge, pr.number))
         return
     allowed = set(Status) if d.verdict == "close" else {Status.REVIEW, Status.VERIFYING}
     _require(pr, allowed, f"decide {d.verdict}")
@@ -143,10 +151,10 @@ def decide(forge: Forge, pr: PullRequest, exp: Experiment, d: Decision, target: 
         verification = exp.verification_for(pr.head_sha, base_sha)
         check_merge(target, pr.head_sha, base_sha, forge.pull_files(pr.number), verification)
         forge.merge_pull(pr.number, f"senpai: merge #{pr.number} ({d.reason})")  # MergeConflict propagates
-        _post_once(forge, pr.number, marker, _decision_text(d), _comment_bodies(forge, pr.number))
+        _post_once(forge, pr.number, mark, _decision_text(d), _comment_bodies(forge, pr.number))
         forge.set_labels(pr.number, with_status(pr.labels, None))
         return
-    _post_once(forge, pr.number, marker, _decision_text(d), _comment_bodies(forge, pr.number))
+    _post_once(forge, pr.number, mark, _decision_text(d), _comment_bodies(forge, pr.number))
     if d.verdict == "close":
         forge.set_labels(pr.number, with_status(pr.labels, None))
         forge.update_pull(pr.number, state="closed")
@@ -164,14 +172,14 @@ def report_budget(forge: Forge, r: BudgetReport) -> int:
     labelled `senpai` (found again by its marker on replay).  GitHub REST: POST .../issues/{n}/comments
     or POST .../issues.
     """
-    marker = _marker("budget", f"{r.role}:{r.pr}:{r.revision}")
+    mark = record_marker(r)
     what = ", ".join(r.exhausted)
     summary = f"**Budget** the {r.role} turn on `{r.revision[:8]}` stopped: {what} exhausted. Missing: {r.missing}"
-    body = f"{summary}\n\n{render(r)}"
+    body = record_text(r, summary)
     if r.pr is not None:
-        _post_once(forge, r.pr, marker, body, _comment_bodies(forge, r.pr))
+        _post_once(forge, r.pr, mark, body, _comment_bodies(forge, r.pr))
         return r.pr
-    found: list[Issue] = [i for i in forge.list_issues(SENPAI, "all") if marker in i.body]
+    found: list[Issue] = [i for i in forge.list_issues(SENPAI, "all") if i.user == forge.login and marker_of(i.body) == mark]
     if found:
         return found[0].number
-    return forge.create_issue(BUDGET_ISSUE_TITLE, f"{redact(body)}\n\n{marker}", [SENPAI]).number
+    return forge.create_issue(BUDGET_ISSUE_TITLE, body, [SENPAI]).number

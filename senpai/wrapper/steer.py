@@ -26,12 +26,13 @@ from senpai.errors import PermanentError, SenpaiError
 from senpai.fleet.base import Fleet, JobStatus
 from senpai.forge.base import Comment, Forge, Issue
 from senpai.ledger import transitions
-from senpai.ledger.blocks import Decision, Steer, SteerCommand, render
+from senpai.ledger.blocks import Decision, Steer, SteerCommand
 from senpai.ledger.commands import SYNTAX, CommandError, command_lines, parse_commands
 from senpai.ledger.events import Message
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.inbox import Inbound, SteerState, apply_command, fold, issue_inbox, pr_inbox, steer_blocks
 from senpai.ledger.labels import ATTENTION, SENPAI, STEER
+from senpai.ledger.records import neutral
 from senpai.ledger.steering import message_ref, reply_to_human
 from senpai.ledger.table import SETTLE, LedgerReader
 from senpai.wrapper.policy import Launch, patience_streak
@@ -69,9 +70,9 @@ class Steering:
             self._comments[issue.number] = cached
         return cached[1]
 
-    def _reply(self, m: Message, text: str) -> None:
+    def _reply(self, m: Message, text: str, record: Steer | None = None) -> None:
         """The ack of `m` (through the one reply function); the thread's cached comments are dropped."""
-        reply_to_human(self.forge, m, text, kind="ack")
+        reply_to_human(self.forge, m, text, kind="ack", record=record)
         self._comments.pop(m.number, None)
         self.ledger.forget(m.number)
 
@@ -87,15 +88,17 @@ class Steering:
         acks = []
         for issue in issues:
             comments = self._issue_comments(issue)
-            acks += steer_blocks(comments, bot)
+            messages = issue_inbox(issue, comments, trusted, bot)
+            acks += steer_blocks(comments, bot, messages)
             if issue.state == "open":
-                inbox += issue_inbox(issue, comments, trusted, bot)
+                inbox += messages
         for pr in self.ledger.pulls:
             if SENPAI not in pr.labels:
                 continue
             comments = self.ledger.comments(pr)
-            acks += steer_blocks(comments, bot)
-            inbox += pr_inbox(pr, comments, trusted, bot)
+            messages = pr_inbox(pr, comments, trusted, bot)
+            acks += steer_blocks(comments, bot, messages)
+            inbox += messages
         # on a closed PR only commands are answered ("closed, nothing done"); free text stays unread
         inbox = [m for m in inbox if not m.closed or command_lines(m.message.body)]
         commands = [m for m in inbox if command_lines(m.message.body)]
@@ -151,7 +154,7 @@ class Steering:
         for i, c in enumerate(commands):  # each reply tells the state its command leaves
             state = apply_command(state, block, i, c)
             done.append(self._describe(c, len(exps), jobs, state))
-        self._reply(msg, "Applied:\n" + "\n".join(f"- {d}" for d in done) + f"\n\n{render(block)}")
+        self._reply(msg, "Applied:\n" + "\n".join(f"- {d}" for d in done), block)
         self.view.state = state  # the later messages of this tick see it
         stops = {c.pr: msg.author for c in commands if c.verb == "stop" and c.pr is not None}
         self.enforce_stops(exps, base_sha, jobs, stops)
@@ -241,7 +244,7 @@ class Steering:
         )
         body = (
             f"senpai stopped opening new experiments: the last {len(streak)} decided experiments did not improve "
-            f"on the baseline (patience {cfg.patience}). Running work finishes.\n\nWhat was tried:\n{tried}\n\n"
+            f"on the baseline (patience {cfg.patience}). Running work finishes.\n\nWhat was tried:\n{neutral(tried)}\n\n"
             "To go on, comment `/senpai resume` here. You can also steer first:\n\n"
             f"{SYNTAX}\n\nFree text here goes to the advisor.\n\n{key}"
         )

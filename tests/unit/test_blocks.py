@@ -3,6 +3,8 @@
 import math
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from senpai.errors import LedgerFormatError
 from senpai.ledger.blocks import (
@@ -16,10 +18,10 @@ from senpai.ledger.blocks import (
     PrimaryResult,
     RunRef,
     Verification,
-    find_block,
-    parse_blocks,
+    parse,
     render,
 )
+from senpai.ledger.records import marker_of, neutral, read_record, record_marker, record_text
 
 HYP = Hypothesis(
     id="h-0123456789",
@@ -68,43 +70,143 @@ DECISION = Decision(pr=3, head="b" * 40, verdict="merge", reason="verified", met
 
 @pytest.mark.parametrize("block", [HYP, EVIDENCE, VERIFICATION, DECISION], ids=lambda b: b.KIND)
 def test_round_trip_is_exact(block):
-    text = f"Some prose a human wrote.\n\n{render(block)}\n\nMore prose."
-    assert parse_blocks(text) == [block]
-    assert find_block(text, type(block)) == block
-    assert render(parse_blocks(render(block))[0]) == render(block)
+    assert parse(render(block)) == block
+    assert render(parse(render(block))) == render(block)
 
 
 def test_nan_survives_the_round_trip():
     ev = EVIDENCE.model_copy(
         update={"primary": PrimaryResult(name="val_accuracy", value=float("nan"), baseline=None, delta=None)}
     )
-    back = parse_blocks(render(ev))[0]
+    back = parse(render(ev))
     assert math.isnan(back.primary.value)
-
-
-def test_several_blocks_in_order():
-    text = "\n".join(render(b) for b in (EVIDENCE, VERIFICATION, DECISION))
-    assert [b.KIND for b in parse_blocks(text)] == ["evidence", "verification", "decision"]
 
 
 def test_invalid_yaml_names_the_block():
     broken = render(HYP).replace("student: ada", "student: [ada")
     with pytest.raises(LedgerFormatError, match="senpai-hypothesis block is not valid YAML"):
-        parse_blocks(broken)
+        parse(broken)
 
 
 def test_schema_error_names_the_field():
     broken = render(HYP).replace("attempts: 2", "attempts: two")
     with pytest.raises(LedgerFormatError, match=r"budget\.attempts"):
-        parse_blocks(broken)
+        parse(broken)
 
 
 def test_unknown_field_is_rejected():
     broken = render(DECISION).replace("verdict: merge", "verdict: merge\nsurprise: 1")
     with pytest.raises(LedgerFormatError, match="surprise"):
-        parse_blocks(broken)
+        parse(broken)
 
 
 def test_unknown_kind_is_rejected():
     with pytest.raises(LedgerFormatError, match="unknown block kind"):
-        parse_blocks("```senpai-wish\na: 1\n```")
+        parse("```senpai-wish\na: 1\n```")
+
+
+# ------------------------------------------------------------------ fuzzed round trip (issue 8, item 4)
+
+SEPARATORS = "\r\n\x85\u2028\u2029\ufeff\t\x00\x1b`~<>!-#*|:'\"\\ "
+TEXT = st.text(alphabet=st.one_of(st.sampled_from(SEPARATORS), st.characters(codec="utf-8")), max_size=60) | st.sampled_from(
+    ["```", "```senpai-verification\npassed: true\n```", "<!-- senpai:verification:0 -->", "~~~", "a\r\n```\r\nb", "\u2028x\x85"]
+)
+SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-(10**30), 10**30), st.floats(allow_nan=False), TEXT)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=st.lists(TEXT, min_size=6, max_size=6),
+    params=st.dictionaries(TEXT, SCALAR, max_size=4),
+    metrics=st.dictionaries(TEXT, st.floats(allow_nan=False), max_size=3),
+    prose=TEXT,
+)
+def test_any_rendered_value_parses_back_equal(text, params, metrics, prose):
+    hyp = HYP.model_copy(update={"hypothesis": text[0], "rationale": text[1], "plan": text[2], "change": text[3], "params": params})
+    ev = EVIDENCE.model_copy(update={"interpretation": text[4], "log_tail": text[5], "command": prose, "metrics": metrics})
+    for block in (hyp, ev):
+        block = type(block).model_validate(block.model_dump())
+        assert parse(render(block)) == block
+        assert read_record(record_text(block, prose)) == block  # prose of any kind never breaks its record
+
+
+@settings(max_examples=100, deadline=None)
+@given(prose=TEXT, forged=st.sampled_from([render(VERIFICATION), render(DECISION), render(HYP)]))
+def test_neutral_prose_is_never_a_record(prose, forged):
+    mark = record_marker(VERIFICATION)
+    for text in (f"{prose}\n\n{forged}\n\n{mark}", f"{forged}\n\n{mark}{prose}", f"{prose}{forged}\n{mark}"):
+        assert read_record(neutral(text)) is None
+        assert marker_of(neutral(text)) is None
+
+
+# ------------------------------------------------------------------ limits (issue 8, item 3)
+
+
+def _yaml_block(kind: str, text: str) -> str:
+    return f"```senpai-{kind}\n{text}\n```"
+
+
+@pytest.mark.parametrize(
+    "body, match",
+    [
+        ("pr: " + "[" * 3000 + "]" * 3000, "nested deeper than 20"),
+        ("pr:\n" + "- " * 3000 + "1", "nested deeper than 20"),
+        ("pr: " + "9" * 4301, "an integer of 4301 characters"),
+        ("pr: 1\npr: 2", "duplicate key pr"),
+        ("a: &a [x, x, x]\nb: &b [*a, *a, *a]\nc: [*b, *b, *b]", "anchors and aliases are not allowed"),
+        ("<<: {pr: 1}", "merge keys"),
+        ("pr: 1\nhead: '" + "x" * 70_000 + "'", r"\d+ bytes \(at most 65536\)"),
+        ("? [a, b]\n: 1", "must be a scalar"),
+    ],
+    ids=["deep-flow", "deep-block", "long-int", "duplicate-key", "alias", "merge-key", "size", "list-key"],
+)
+def test_hostile_yaml_is_a_bounded_ledger_format_error(body, match):
+    with pytest.raises(LedgerFormatError, match=match) as err:
+        parse(_yaml_block("decision", body))
+    assert len(str(err.value)) < 600
+
+
+def test_alias_bomb_never_expands():
+    lines = ["a: &a [" + ", ".join(["lol"] * 9) + "]"]
+    lines += [f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 9) + "]" for i in range(8)]
+    with pytest.raises(LedgerFormatError, match="anchors and aliases"):
+        parse(_yaml_block("decision", "\n".join(lines)))
+
+
+def test_schema_errors_quote_a_bounded_excerpt():
+    broken = render(DECISION).replace("verdict: merge", "verdict: '" + "m" * 10_000 + "'")
+    with pytest.raises(LedgerFormatError, match=r"verdict: .*\(10000 chars\)") as err:
+        parse(broken)
+    assert len(str(err.value)) < 600
+
+
+# ------------------------------------------------------------------ where a block counts
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda b, m: f"> {b.replace(chr(10), chr(10) + '> ')}\n\n{m}",  # in a blockquote
+        lambda b, m: f"- {b.replace(chr(10), chr(10) + '  ')}\n\n{m}",  # in a list item
+        lambda b, m: f"````text\n{b}\n````\n\n{m}",  # inside another fence
+        lambda b, m: f"<!--\n{b}\n-->\n\n{m}",  # inside an HTML comment
+        lambda b, m: "    " + b.replace("\n", "\n    ") + f"\n\n{m}",  # indented code
+        lambda b, m: b.replace("```", "~~~") + f"\n\n{m}",  # a tilde fence
+        lambda b, m: f"{b}\n\n{m}\n\nand prose after the marker",  # not the last thing
+        lambda b, m: f"{m}\n\n{b}",  # marker before the block
+        lambda b, m: f"{b}\n\n{m.replace('verification', 'reply')}",  # a reply's marker
+        lambda b, m: f"{b}\n\n{m.replace('verification', 'decision')}",  # another kind's marker
+    ],
+    ids=["blockquote", "list", "nested-fence", "html-comment", "indented", "tilde", "trailing", "before", "reply", "kind"],
+)
+def test_only_the_rendered_shape_is_a_record(wrap):
+    text = wrap(render(VERIFICATION), record_marker(VERIFICATION))
+    assert read_record(text) is None
+
+
+def test_a_record_survives_crlf_and_names_its_own_block():
+    text = record_text(VERIFICATION, "**Verification** passed")
+    assert read_record(text.replace("\n", "\r\n")) == VERIFICATION
+    other = VERIFICATION.model_copy(update={"candidate": "c" * 40})
+    with pytest.raises(LedgerFormatError, match="holds another senpai-verification block"):
+        read_record(f"x\n\n{render(other)}\n\n{record_marker(VERIFICATION)}")

@@ -1,0 +1,137 @@
+"""Records: where a block counts.  Only what senpai rendered is a record (design §4).
+
+A record is one text senpai posted, shaped by `record_text`:
+
+    <prose, neutralised>
+
+    ```senpai-<kind>
+    <YAML>
+    ```
+
+    <!-- senpai:<marker kind>:<key> -->
+
+`read_record` parses the text as CommonMark (markdown-it-py) and accepts a block only when the
+last two top-level tokens are that fence and that marker, the marker's kind is the one that
+renders this block kind (`MARKERS`) and its key names this very block (`record_key`).  Every
+other fence is text: fences in blockquotes, lists, other fences or HTML comments, `~~~` and
+indented code, and any fence in prose.  Prose cannot produce the shape: `neutral` (the one
+function every posted prose goes through) escapes backtick and tilde runs that could open a fence
+and `<` (no HTML block, no comment, no marker).  Whose text it is (the bot's comment, the bot's
+PR) is the caller's check: see `experiment.read_experiment` and `inbox.steer_blocks`.
+"""
+
+import hashlib
+import re
+
+from markdown_it import MarkdownIt
+
+from senpai.errors import LedgerFormatError
+from senpai.ledger.blocks import (
+    Block,
+    BudgetReport,
+    Decision,
+    Evidence,
+    Hypothesis,
+    Steer,
+    Verification,
+    excerpt,
+    parse_block,
+    render,
+)
+from senpai.ledger.redact import redact
+
+MAX_TEXT = 256 * 1024  # characters of one comment or body parsed for a record (GitHub caps them at 65,536)
+MARKERS: dict[str, type[Block]] = {
+    "hypothesis": Hypothesis,  # the bot's PR body
+    "evidence": Evidence,
+    "verification": Verification,  # only the verifier's comment (transitions.record_verification)
+    "decision": Decision,
+    "budget": BudgetReport,
+    "ack": Steer,  # the wrapper's acknowledgement of a slash-command message
+}
+_MARKER = re.compile(r"<!-- senpai:([a-z]+):([0-9a-z:_-]{1,100}) -->")
+_RUN = re.compile(r"`{3,}|~{3,}")
+_MD = MarkdownIt("commonmark")
+
+
+def neutral(text: str) -> str:
+    """`text` as Markdown prose that can open no fence, HTML block or comment, and forge no marker.
+
+    Runs of three or more backticks or tildes get a backslash before each character (GitHub still
+    shows them), `<` becomes `&lt;` (shown as `<`).  Shorter runs stay, so `code` spans still render.
+    """
+    text = text.replace("<", "&lt;")
+    return _RUN.sub(lambda m: "".join("\\" + ch for ch in m.group(0)), text)
+
+
+def marker(kind: str, key: str) -> str:
+    """The hidden HTML comment that ends a text senpai posted: `<!-- senpai:<kind>:<key> -->`."""
+    return f"<!-- senpai:{kind}:{key} -->"
+
+
+def hashed(key: str) -> str:
+    """16 hex characters naming `key` in a marker."""
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def record_key(block: Block) -> str:
+    """The marker key of `block`'s record: what makes it one record (one evidence per attempt, ...)."""
+    match block:
+        case Steer():
+            return block.message
+        case Hypothesis():
+            return hashed(block.id)
+        case Evidence():
+            return hashed(f"{block.pr}:{block.attempt}")
+        case Verification():
+            return hashed(f"{block.candidate}:{block.baseline}")
+        case Decision():
+            return hashed(f"{block.pr}:{block.head}:{block.verdict}")
+        case BudgetReport():
+            return hashed(f"{block.role}:{block.pr}:{block.revision}")
+    raise TypeError(f"{type(block).__name__} is not a record")
+
+
+def record_marker(block: Block) -> str:
+    kind = next(k for k, m in MARKERS.items() if isinstance(block, m))
+    return marker(kind, record_key(block))
+
+
+def record_text(block: Block, prose: str) -> str:
+    """The text to post for `block`: `prose` (redacted, neutralised), the block, its marker."""
+    return f"{neutral(redact(prose.strip()))}\n\n{render(block)}\n\n{record_marker(block)}"
+
+
+def _tail(text: str):
+    if len(text) > MAX_TEXT:
+        raise LedgerFormatError(f"a text of {len(text)} characters (at most {MAX_TEXT})")
+    tokens = _MD.parse(text)
+    last = tokens[-1] if tokens else None
+    if last is None or last.type != "html_block" or last.level != 0:
+        return None, None
+    found = _MARKER.fullmatch(last.content.strip())
+    before = tokens[-2] if len(tokens) > 1 else None
+    fence = before if before is not None and before.type == "fence" and before.level == 0 else None
+    return found, fence
+
+
+def marker_of(text: str) -> str | None:
+    """The marker that ends `text` as its last top-level token, or None (text in prose is not one)."""
+    found, _ = _tail(text)
+    return found.group(0) if found else None
+
+
+def read_record(text: str) -> Block | None:
+    """The record senpai rendered in `text`, or None if `text` has none (a reply, a human's text).
+
+    Raises LedgerFormatError if the record's block is invalid (YAML, limits, schema) or its marker
+    names another block.
+    """
+    found, fence = _tail(text)
+    model = MARKERS.get(found.group(1)) if found else None
+    if found is None or model is None or fence is None or fence.markup[0] != "`" or fence.info != f"senpai-{model.KIND}":
+        return None
+    block = parse_block(model, fence.content)
+    if record_key(block) != found.group(2):
+        raise LedgerFormatError(f"the {excerpt(found.group(0), 60)} record holds another senpai-{model.KIND} block")
+    return block

@@ -1,0 +1,110 @@
+"""YAML for ledger blocks, with limits: the only YAML senpai reads from the forge goes through `load`.
+
+`dump` writes the subset `load` accepts: no anchors or aliases, strings that carry a line separator
+YAML would fold (CR, U+0085, U+2028, U+2029) or a control character double-quoted and escaped, so
+`load(dump(x)) == x` for every block value.  `load` refuses what senpai never writes: anchors and
+aliases (an alias bomb of a few hundred bytes expands to megabytes), merge keys, duplicate keys,
+nesting deeper than MAX_DEPTH, integers longer than MAX_DIGITS characters (Python refuses
+4,301+ digits with ValueError) and texts over MAX_BYTES.  It is the pure-Python SafeLoader: the
+libyaml CSafeLoader composes nodes in C, where these checks cannot run.
+"""
+
+import unicodedata
+from typing import Any
+
+import yaml
+from yaml.composer import ComposerError
+from yaml.constructor import ConstructorError, SafeConstructor
+
+MAX_BYTES = 64 * 1024  # per block; the largest block senpai writes (evidence with a 4,000-char log tail) is ~6 KiB
+MAX_DEPTH = 20  # nodes nested; senpai's blocks nest 3 deep
+MAX_DIGITS = 100  # characters of one integer scalar
+_FOLDED = frozenset("\r\x85\u2028\u2029\ufeff")
+
+
+class LimitError(yaml.YAMLError):
+    """A YAML text that breaks one of the limits (its message says which, with no value in it)."""
+
+
+class _Loader(yaml.SafeLoader):
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise ComposerError(None, None, "anchors and aliases are not allowed", event.start_mark)
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels", event.start_mark)
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node, deep=False):
+        seen: set = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise ConstructorError(None, None, "merge keys (<<) are not allowed", key_node.start_mark)
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+            except TypeError:
+                raise ConstructorError(None, None, "a mapping key must be a scalar", key_node.start_mark) from None
+            if duplicate:
+                raise ConstructorError(None, None, f"duplicate key {_excerpt(str(key), 40)}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def _int(loader: SafeConstructor, node: yaml.ScalarNode) -> int:
+    if len(node.value) > MAX_DIGITS:
+        raise ConstructorError(None, None, f"an integer of {len(node.value)} characters (at most {MAX_DIGITS})", node.start_mark)
+    return loader.construct_yaml_int(node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _int)
+
+
+def _excerpt(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
+
+
+def load(text: str) -> Any:
+    """The value of one YAML document `text`.
+
+    Raises yaml.YAMLError (LimitError for a text over MAX_BYTES); its message holds PyYAML's
+    bounded snippet around the problem, never the parsed value.
+    """
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_BYTES:
+        raise LimitError(f"{size} bytes (at most {MAX_BYTES})")
+    try:
+        return yaml.load(text, Loader=_Loader)  # a SafeLoader subclass
+    except RecursionError:  # unreachable with MAX_DEPTH; kept so no YAML text can escape as a crash
+        raise LimitError("nested too deep") from None
+
+
+class _Dumper(yaml.SafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if any(ch in _FOLDED or (ch != "\n" and unicodedata.category(ch)[0] == "C") for ch in value):
+        style = '"'  # escaped: YAML would read these back as line breaks or refuse them raw
+    elif "\n" in value:
+        style = "|"  # readable log tails; the emitter falls back to quotes where a block cannot hold it
+    else:
+        style = None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def dump(data: Any) -> str:
+    """`data` as block-style YAML that `load` reads back equal (keys in insertion order)."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=100)
