@@ -19,9 +19,10 @@ from senpai.agents.openhands.secrets import PR_GET_DUMPABLE
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import load_harness
 from senpai.ledger.baseline import current_baseline
-from senpai.ledger.blocks import BudgetReport, find_block
+from senpai.ledger.blocks import BudgetReport
 from senpai.ledger.events import Event, Message
 from senpai.ledger.labels import SENPAI
+from senpai.ledger.records import read_record
 from senpai.ledger.steering import reply_marker
 
 pytestmark = pytest.mark.e2e
@@ -129,7 +130,8 @@ def test_advisor_budget_stop_posts_the_report_once(local_forge, llm_server, tmp_
     forge = make_forge(load_harness(config))
     issues = forge.list_issues(SENPAI, "all")
     assert len(issues) == 1 and any(line.startswith(f"budget report on #{issues[0].number}") for line in lines)
-    r = find_block(issues[0].body, BudgetReport)
+    r = read_record(issues[0].body)
+    assert isinstance(r, BudgetReport)
     assert r.role == "advisor" and r.exhausted == ["llm_calls"] and r.spent.llm_calls == 2 and r.limits.llm_calls == 2
     assert r.needed.llm_calls == 4 and r.spent.tokens > 0 and r.spent.dollars > 0
     assert [t.split("(")[0] for t in r.tried] == ["query_ledger", "query_ledger"]

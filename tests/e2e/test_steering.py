@@ -17,8 +17,9 @@ from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import load_harness
 from senpai.forge.github import GitHubForge
 from senpai.ledger import transitions
-from senpai.ledger.blocks import BaselineRef, BudgetRef, Hypothesis, MetricRef, Steer, parse_blocks
+from senpai.ledger.blocks import BaselineRef, BudgetRef, Hypothesis, MetricRef, Steer
 from senpai.ledger.labels import STEER
+from senpai.ledger.records import read_record
 from senpai.wrapper.loop import Wrapper
 
 pytestmark = pytest.mark.e2e
@@ -98,7 +99,7 @@ def test_slash_commands_trust_and_free_text(local_forge, tmp_path):
         _ticks(w, 4)
         assert bot.list_pulls("all") == []
         (ack,) = _acks(bot, issue)
-        assert "paused" in ack and parse_blocks(ack)[0].commands[0].verb == "pause"
+        assert "paused" in ack and read_record(ack).commands[0].verb == "pause"
         assert w.steering.view.state.paused
 
         # free text, twice inside the batch window: one advisor turn carries both, each answered once
@@ -192,6 +193,6 @@ def test_slash_commands_trust_and_free_text(local_forge, tmp_path):
     mallory_ids = {c.id for n in before for c in bot.list_comments(n) if c.user == "mallory"}
     acked_ids = {int(k.split(":")[2]) for k in refs if k.startswith(("ack:", "reply:"))}
     assert mallory_ids and not mallory_ids & acked_ids
-    steer_blocks = [b for n in before for body in _bot_comments(bot, n) for b in parse_blocks(body) if isinstance(b, Steer)]
+    steer_blocks = [b for n in before for body in _bot_comments(bot, n) if isinstance(b := read_record(body), Steer)]
     assert {b.author for b in steer_blocks} == {"alice"}
     assert_no_duplicates(config)

@@ -122,7 +122,8 @@ SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-(10**30), 10**30), st.
     prose=TEXT,
 )
 def test_any_rendered_value_parses_back_equal(text, params, metrics, prose):
-    hyp = HYP.model_copy(update={"hypothesis": text[0], "rationale": text[1], "plan": text[2], "change": text[3], "params": params})
+    prose_fields = {"hypothesis": text[0], "rationale": text[1], "plan": text[2], "change": text[3]}
+    hyp = HYP.model_copy(update={**prose_fields, "params": params})
     ev = EVIDENCE.model_copy(update={"interpretation": text[4], "log_tail": text[5], "command": prose, "metrics": metrics})
     for block in (hyp, ev):
         block = type(block).model_validate(block.model_dump())

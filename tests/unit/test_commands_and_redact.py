@@ -5,7 +5,7 @@ import base64
 import pytest
 
 from senpai.config.target import TargetConfig
-from senpai.ledger.blocks import Evidence, PrimaryResult, parse_blocks, render
+from senpai.ledger.blocks import Evidence, PrimaryResult, parse, render
 from senpai.ledger.commands import CommandError, command_lines, parse_commands
 from senpai.ledger.redact import REDACTED, redact, register_secret
 
@@ -110,7 +110,7 @@ def test_blocks_are_redacted_before_yaml_folds_a_long_line(monkeypatch):
     )
     text = render(ev)
     assert token not in text.replace("\n", "").replace(" ", "") and "9" * 30 not in text
-    (back,) = parse_blocks(text)
+    back = parse(text)
     assert back.log_tail.count(REDACTED) == 2
 
 

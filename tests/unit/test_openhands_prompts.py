@@ -7,9 +7,11 @@ from senpai.agents.openhands.prompts import digest, event_line, system_suffix, u
 from senpai.config.target import load_target
 from senpai.forge.base import Comment, PullRequest
 from senpai.ledger.baseline import Baseline
-from senpai.ledger.blocks import BaselineRef, BudgetRef, Decision, Hypothesis, MetricRef, render
+from senpai.ledger.blocks import BaselineRef, BudgetRef, Decision, Hypothesis, MetricRef
 from senpai.ledger.events import Event, Message
 from senpai.ledger.experiment import read_experiment
+from senpai.ledger.records import record_text
+from senpai.ledger.transitions import hypothesis_body
 
 DIGITS = Path(__file__).resolve().parents[2] / "examples" / "digits"
 NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
@@ -31,6 +33,8 @@ def _pr(number: int, state: str, labels: list[str], body: str) -> PullRequest:
         html_url=f"http://forge/pr/{number}",
         created_at=NOW,
         updated_at=NOW,
+        head_repo="senpai/target",
+        base_repo="senpai/target",
     )
 
 
@@ -65,10 +69,11 @@ def test_message_events_are_marked_trusted_with_their_author():
 
 def test_digest_shows_baseline_open_and_rejected_with_reasons():
     target = load_target(DIGITS)
-    rejected = _pr(1, "closed", ["senpai", "student:ada"], render(_hypothesis(1, {"activation": "tanh"})))
+    rejected = _pr(1, "closed", ["senpai", "student:ada"], hypothesis_body(_hypothesis(1, {"activation": "tanh"})))
     decision = Decision(pr=1, head="c" * 40, verdict="close", reason="no improvement on validation: 0.91 vs 0.93")
-    comments = [Comment(id=1, body=render(decision), user="senpai", author_association="OWNER", created_at=NOW, updated_at=NOW)]
-    open_ = _pr(2, "open", ["senpai", "student:ada", "status:wip"], render(_hypothesis(2, {"hidden_width": 64})))
+    body = record_text(decision, "Decision")
+    comments = [Comment(id=1, body=body, user="senpai", author_association="OWNER", created_at=NOW, updated_at=NOW)]
+    open_ = _pr(2, "open", ["senpai", "student:ada", "status:wip"], hypothesis_body(_hypothesis(2, {"hidden_width": 64})))
     exps = [read_experiment(rejected, comments, "senpai"), read_experiment(open_, [], "senpai")]
     text = digest(exps, Baseline(commit="d" * 40, pr=None, run_id=None, value=None, params=None), target)
     assert "Baseline: base head dddddddddddd, val_accuracy = n/a (not measured yet)" in text

@@ -2,7 +2,7 @@
 
 import base64
 
-from senpai.ledger.blocks import BudgetReport, TurnUsage, parse_blocks, render
+from senpai.ledger.blocks import BudgetReport, TurnUsage, parse, render
 from senpai.ledger.redact import REDACTED, redact, register_secret, secret_names
 
 
@@ -43,7 +43,7 @@ def test_budget_report_block_round_trips():
         tried=["terminal({})"],
         needed=u.model_copy(update={"llm_calls": 4}),
     )
-    assert parse_blocks(render(b)) == [b]
+    assert parse(render(b)) == b
 
 
 def test_commit_messages_are_redacted_before_they_reach_git(tmp_path):

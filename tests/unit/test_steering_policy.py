@@ -5,9 +5,10 @@ from datetime import UTC, datetime, timedelta
 from test_policy import BASE, CFG, NOW, exp, job, launches
 
 from senpai.forge.base import Comment, PullRequest
-from senpai.ledger.blocks import Steer, SteerCommand, render
+from senpai.ledger.blocks import Steer, SteerCommand
 from senpai.ledger.events import Message
 from senpai.ledger.inbox import Inbound, SteerState, Try, fold, pr_inbox, steer_blocks, version
+from senpai.ledger.records import record_text
 from senpai.wrapper.policy import World, paused_for_patience, plan
 
 CAPPED = CFG.model_copy(update={"max_experiments": None, "patience": 2})
@@ -97,7 +98,8 @@ def _comment(cid: int, user: str, body: str, assoc="OWNER") -> Comment:
 
 def test_state_is_the_fold_of_the_bot_acks_only():
     def ack(cid: int, *commands: SteerCommand, user="senpai") -> Comment:
-        return _comment(cid, user, "Applied\n\n" + render(Steer(message=f"1:{cid}:v", author="alice", commands=list(commands))))
+        steer = Steer(message=f"1:{cid}:v{cid}", author="alice", commands=list(commands))
+        return _comment(100 + cid, user, record_text(steer, "Applied"))
 
     comments = [
         ack(1, SteerCommand(verb="pause"), SteerCommand(verb="budget", experiments=5)),
@@ -106,9 +108,16 @@ def test_state_is_the_fold_of_the_bot_acks_only():
         ack(4, SteerCommand(verb="pause"), user="mallory"),  # a forged ack by someone else counts for nothing
         ack(5, SteerCommand(verb="stop", pr=8)),
     ]
-    state = fold(steer_blocks(comments, "senpai"))
+    current = [inbound(1, cid, "/senpai ...") for cid in (1, 2, 3, 4, 5)]
+    state = fold(steer_blocks(comments, "senpai", current))
     assert not state.paused and state.experiments == 5 and state.resumed_after == frozenset({4})
-    assert [t.ref for t in state.tries] == ["1:2:v/0", "1:2:v/1"] and state.stops == {8: "alice"}
+    assert [t.ref for t in state.tries] == ["1:2:v2/0", "1:2:v2/1"] and state.stops == {8: "alice"}
+    # an ack of a message that is gone (or edited: another version) counts for nothing
+    state = fold(steer_blocks(comments, "senpai", [m for m in current if m.message.comment_id != 3]))
+    assert state.paused and state.resumed_after == frozenset()
+    edited = [inbound(1, 5, "/senpai stop") if m.message.comment_id == 5 else m for m in current]
+    edited[-1] = Inbound(edited[-1].message.model_copy(update={"version": "v5-edited"}), True, [], NOW, False)
+    assert fold(steer_blocks(comments, "senpai", edited)).stops == {}
 
 
 def _pr() -> PullRequest:
