@@ -128,7 +128,7 @@ def read_experiment(pr: PullRequest, comments: list[Comment], bot: str) -> Exper
         verifications=[b for b in blocks if isinstance(b, Verification)],
         decisions=[b for b in blocks if isinstance(b, Decision)],
         budget_reports=[b for b in blocks if isinstance(b, BudgetReport)],
-        error="; ".join(errors) or None,
+        error="; ".join(errors[:3]) + (f"; and {len(errors) - 3} more" if len(errors) > 3 else "") or None,
     )
 
 

@@ -65,7 +65,7 @@ def open_experiment(forge: Forge, h: Hypothesis, branch: str, base: str, title: 
         if not set(labels) <= set(pr.labels):
             forge.set_labels(pr.number, sorted(set(pr.labels) | set(labels)))
         return pr
-    return forge.create_pull(neutral(redact(title)), hypothesis_body(h), head=branch, base=base, labels=labels)
+    return forge.create_pull(redact(title), hypothesis_body(h), head=branch, base=base, labels=labels)
 
 
 def _post_once(forge: Forge, pr: int, mark: str, body: str, existing: list[str]) -> None:
