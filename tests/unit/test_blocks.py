@@ -150,8 +150,9 @@ def _yaml_block(kind: str, text: str) -> str:
 @pytest.mark.parametrize(
     "body, match",
     [
-        ("pr: " + "[" * 3000 + "]" * 3000, "nested deeper than 20"),
+        ("pr: " + "[" * 3000 + "]" * 3000, "nested deeper than 20|exceeded maximum nesting depth"),
         ("pr:\n" + "- " * 3000 + "1", "nested deeper than 20"),
+        ("pr: " + "[" * 21 + "]" * 21, "nested deeper than 20"),
         ("pr: " + "9" * 4301, "an integer of 4301 characters"),
         ("pr: 1\npr: 2", "duplicate key pr"),
         ("a: &a [x, x, x]\nb: &b [*a, *a, *a]\nc: [*b, *b, *b]", "anchors and aliases are not allowed"),
@@ -159,7 +160,7 @@ def _yaml_block(kind: str, text: str) -> str:
         ("pr: 1\nhead: '" + "x" * 70_000 + "'", r"\d+ bytes \(at most 65536\)"),
         ("? [a, b]\n: 1", "must be a scalar"),
     ],
-    ids=["deep-flow", "deep-block", "long-int", "duplicate-key", "alias", "merge-key", "size", "list-key"],
+    ids=["deep-flow", "deep-block", "depth-21", "long-int", "duplicate-key", "alias", "merge-key", "size", "list-key"],
 )
 def test_hostile_yaml_is_a_bounded_ledger_format_error(body, match):
     with pytest.raises(LedgerFormatError, match=match) as err:
