@@ -20,6 +20,7 @@ and `<` (no HTML block, no comment, no marker).  Whose text it is (the bot's com
 PR) is the caller's check: see `experiment.read_experiment` and `inbox.steer_blocks`.
 """
 
+import functools
 import hashlib
 import re
 
@@ -121,6 +122,7 @@ def marker_of(text: str) -> str | None:
     return found.group(0) if found else None
 
 
+@functools.lru_cache(maxsize=2048)  # the wrapper re-reads unchanged comments every refresh; blocks are frozen
 def read_record(text: str) -> Block | None:
     """The record senpai rendered in `text`, or None if `text` has none (a reply, a human's text).
 
