@@ -56,3 +56,32 @@ def test_commit_messages_are_redacted_before_they_reach_git(tmp_path):
     (tmp_path / "f.txt").write_text("x\n")
     repo.commit_all(f"attempt 1 (token was {secret})")
     assert repo.git("log", "-1", "--format=%s") == f"attempt 1 (token was {REDACTED})"
+
+
+def test_secret_names_catch_keys_that_fit_no_suffix():
+    env = {n: "value-0123456789abc" for n in ("AWS_SECRET_ACCESS_KEY", "API_KEY", "PGPASSWORD", "KAGGLE_KEY", "HF_TOKEN")}
+    env |= {"TOKENIZERS_PARALLELISM": "false-but-long", "PATH": "/usr/bin:/bin", "KEYBOARD": "us-international"}
+    assert secret_names(env) == ["API_KEY", "AWS_SECRET_ACCESS_KEY", "HF_TOKEN", "KAGGLE_KEY", "PGPASSWORD"]
+
+
+def test_the_password_of_a_url_in_the_environment_is_masked(monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", "postgres://ada:db-pass-0123456789@db.internal:5432/runs")
+    out = redact("connecting to postgres://ada:db-pass-0123456789@db.internal:5432/runs failed")
+    assert "db-pass" not in out and out == f"connecting to postgres://ada:{REDACTED}@db.internal:5432/runs failed"
+
+
+def test_percent_encoded_hex_and_prefix_forms_are_masked():
+    token = "tok/en+with=odd&chars-0123456789"
+    register_secret(token)
+    quoted = "tok%2Fen%2Bwith%3Dodd%26chars-0123456789"
+    hexed = token.encode().hex()
+    text = f"url ?key={quoted}; hex {hexed} HEX {hexed.upper()}; cut short: {token[:9]}… and {token[:20]}|end"
+    out = redact(text)
+    assert out == f"url ?key={REDACTED}; hex {REDACTED} HEX {REDACTED}; cut short: {REDACTED}… and {REDACTED}|end", out
+    assert redact(f"seven: {token[:7]}") == f"seven: {token[:7]}"  # below MIN_PREFIX: an ordinary word
+
+
+def test_short_secrets_are_masked_whole_only():
+    secret = "short-secret-1"  # 14 characters: a prefix could be an ordinary word
+    register_secret(secret)
+    assert redact(f"{secret} and short-se") == f"{REDACTED} and short-se"
