@@ -85,3 +85,17 @@ def test_the_timeout_kills_the_whole_tree_even_a_daemon_holding_the_pipe(tmp_pat
     out = run_command(f"setsid sleep {marker} & echo 'acc: 2'; sleep {marker}", tmp_path, {}, 1)
     assert out.returncode is None and out.value("acc") == 2.0
     assert _daemons(f"sleep {marker}") == []
+
+
+def test_the_train_timeout_ends_before_the_jobs_deadline(monkeypatch) -> None:
+    from senpai.agents.evidence import train_timeout
+    from senpai.fleet.base import ENV_DEADLINE
+
+    monkeypatch.delenv(ENV_DEADLINE, raising=False)
+    assert train_timeout(100, now=0) == 90  # no fleet deadline: 0.9 x the budget
+    monkeypatch.setenv(ENV_DEADLINE, "1000")
+    assert train_timeout(100, now=500) == 90  # the job has time: the budget rules
+    assert train_timeout(100, now=950) == 40  # clone, checkout, an agent's turn spent 350 s: 10 s left to post
+    assert train_timeout(100, now=995) == 1.0
+    monkeypatch.setenv(ENV_DEADLINE, "soon")
+    assert train_timeout(100, now=995) == 90
