@@ -15,12 +15,26 @@
 Every ledger write that can carry job output goes through it: `render` (block fields, before the
 YAML is dumped, so a token folded over two YAML lines is still caught), `transitions` comments
 and PR bodies, and `steering.reply_to_human`.
+
+A job's own output is redacted by the job, before anyone reads it: the wrapper posts a dead job's
+log tail, and on Kubernetes it cannot know the job's own keys. `redact_own_output` routes the job's
+fd 1 and 2 through a filter process (`python -m senpai.ledger.redact NAME...`) that knows the
+job's environment and writes each line redacted to the original stdout. A filter process, not a
+thread, so it also catches child processes and native code, and still drains the pipe after the
+job is killed (it ignores SIGTERM/SIGINT/SIGHUP, lives in its own session, and ends at EOF).
 """
 
+import atexit
 import base64
+import ctypes
+import ctypes.util
 import os
 import re
+import signal
+import subprocess
+import sys
 from collections.abc import Iterable, Mapping
+from typing import BinaryIO
 from urllib.parse import quote, quote_plus, urlsplit
 
 REDACTED = "[REDACTED]"
@@ -117,3 +131,91 @@ def redact_data[T](data: T) -> T:
     if isinstance(data, list):
         return [redact_data(v) for v in data]  # type: ignore[return-value]
     return data
+
+
+MAX_LINE = 64 * 1024  # the filter redacts at most this many bytes at a time
+FILTER_WAIT_SECONDS = 10.0
+_FILTER_ENV = {"PATH", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONPATH", "VIRTUAL_ENV"}
+PR_SET_DUMPABLE, PR_GET_DUMPABLE = 4, 3
+_filter: subprocess.Popen | None = None
+
+
+def redact_stream(src: BinaryIO, dst: BinaryIO) -> None:
+    """Copy `src` to `dst` line by line (MAX_LINE bytes at most per piece), each redacted, until EOF."""
+    while line := src.readline(MAX_LINE):
+        dst.write(redact(line.decode("utf-8", "replace")).encode())
+        dst.flush()
+
+
+def redact_own_output(names: Iterable[str] = ()) -> None:
+    """Route this process's stdout and stderr (fds 1 and 2, children included) through the redacting
+    filter. It masks every secret this process knows: registered ones, `env_secrets(os.environ)`
+    and the values of the env vars `names` (e.g. a forge token under an odd name; they are
+    registered here too). They reach the
+    filter through a pipe, not its environment or argv, and the filter is non-dumpable, so neither
+    shows in /proc. At exit the fds are restored and the filter drained (up to
+    FILTER_WAIT_SECONDS). Idempotent."""
+    global _filter
+    if _filter is not None:
+        return
+    for name in names:
+        register_secret(os.environ.get(name))  # this process's own posts (evidence log tails) mask them too
+    known = _registered | env_secrets(os.environ)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved = os.dup(1)
+    keys_r, keys_w = os.pipe()
+    env = {k: v for k, v in os.environ.items() if k in _FILTER_ENV or (k.startswith("SENPAI_") and not SECRET_ENV.search(k))}
+    _filter = subprocess.Popen(
+        [sys.executable, "-m", "senpai.ledger.redact", str(keys_r)], env=env, pass_fds=[keys_r],
+        stdin=subprocess.PIPE, stdout=saved, stderr=saved, start_new_session=True,
+    )  # fmt: skip
+    os.close(keys_r)
+    with open(keys_w, "wb") as keys:
+        keys.write(b"\0".join(k.encode() for k in known))
+    os.dup2(_filter.stdin.fileno(), 1)
+    os.dup2(_filter.stdin.fileno(), 2)
+    _filter.stdin.close()
+    atexit.register(_drain, saved)
+
+
+def _drain(saved: int) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os.dup2(saved, 1)  # closes our ends of the pipe: the filter reads EOF once our children let go
+    os.dup2(saved, 2)
+    if _filter is not None:
+        try:
+            _filter.wait(timeout=FILTER_WAIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The filter: stdin to stdout, redacted with the NUL-separated secrets read from fd argv[0]."""
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    set_not_dumpable()
+    (fd,) = sys.argv[1:] if argv is None else argv
+    with open(int(fd), "rb") as keys:
+        for key in keys.read().split(b"\0"):
+            register_secret(key.decode())
+    redact_stream(sys.stdin.buffer, sys.stdout.buffer)
+    return 0
+
+
+def set_not_dumpable() -> bool:
+    """prctl(PR_SET_DUMPABLE, 0) on Linux, so processes of the same user cannot read this one's
+    /proc/<pid>/environ or memory; True if the process is now non-dumpable."""
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    return libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

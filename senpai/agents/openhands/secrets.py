@@ -18,18 +18,15 @@ wrapper): run LLM jobs as a non-root user in their own container (the Kubernetes
 token matters.
 """
 
-import ctypes
-import ctypes.util
 import logging
 import os
-import sys
 
 from senpai.agents.environ import allowed, train_secrets
 from senpai.config.harness import HarnessConfig
-from senpai.ledger.redact import env_secrets, register_secret
+from senpai.ledger.redact import PR_GET_DUMPABLE as PR_GET_DUMPABLE  # the e2e test reads it here
+from senpai.ledger.redact import env_secrets, register_secret, set_not_dumpable
 
 log = logging.getLogger(__name__)
-PR_SET_DUMPABLE, PR_GET_DUMPABLE = 4, 3
 
 
 def scrub_environment(cfg: HarnessConfig, llm_key_envs: list[str]) -> dict[str, str]:
@@ -45,12 +42,3 @@ def scrub_environment(cfg: HarnessConfig, llm_key_envs: list[str]) -> dict[str, 
     if removed and not set_not_dumpable():
         log.warning("could not mark the job non-dumpable; its initial environment stays readable in /proc")
     return keep
-
-
-def set_not_dumpable() -> bool:
-    """prctl(PR_SET_DUMPABLE, 0) on Linux; True if the process is now non-dumpable."""
-    if not sys.platform.startswith("linux"):
-        return False
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    return libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0
