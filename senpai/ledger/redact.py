@@ -6,8 +6,8 @@
    PASSWD, CREDENTIAL, AUTH, COOKIE, DSN or PAT as a word, e.g. `KAGGLE_KEY`, `PGPASSWORD`; and the
    password of any `*_URL`/`*_URI` holding `scheme://user:password@`), values of 8+ characters.
    Each secret is also caught in the forms it takes on the way out: base64 (git's `Authorization:
-   Basic` header), percent-encoded, hex, and any run of MIN_PREFIX+ leading characters of a
-   secret of PREFIX_FROM+ characters (a log line cut short, a truncated header);
+   Basic` header), percent-encoded, hex, and, for a token-like secret of PREFIX_FROM+ characters,
+   any run of MIN_PREFIX+ of its leading characters (a log line cut short, a truncated header);
 2. well-known token shapes: GitHub (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`),
    OpenAI/Anthropic style `sk-...`, Slack `xox?-`, AWS access key ids, and the value of any
    `Authorization:` header.
@@ -81,25 +81,33 @@ def env_secrets(env: Mapping[str, str]) -> set[str]:
     return {v for v in found if len(v) >= MIN_SECRET}
 
 
-def _variants(value: str) -> set[str]:
-    """`value`, the base64 forms it takes in HTTP Basic auth (`x-access-token:<value>`, `<value>`),
-    its percent-encoded forms (URLs, form bodies) and its hex form (lower and upper case)."""
-    basic = [base64.b64encode(f.encode()).decode() for f in (value, f"x-access-token:{value}")]
+def _variants(value: str) -> dict[str, bool]:
+    """Each form `value` takes, mapped to whether a truncated copy of it is masked too: `value`,
+    its percent-encoded forms (URLs, form bodies), its hex (lower and upper case) and base64 forms
+    (truncatable, if `value` is token-like: no whitespace, not a path), and the base64 form git's
+    Basic auth sends, `x-access-token:<value>` (whole only: its first 20 characters are public)."""
+    cut = not re.search(r"\s", value) and not value.startswith(("/", "~"))
     hexed = value.encode().hex()
-    return {value, *basic, quote(value, safe=""), quote(value), quote_plus(value), hexed, hexed.upper()}
+    forms = {f: cut for f in (value, quote(value, safe=""), quote(value), quote_plus(value), hexed, hexed.upper())}
+    forms[base64.b64encode(value.encode()).decode()] = cut
+    forms[base64.b64encode(f"x-access-token:{value}".encode()).decode()] = False
+    return forms
 
 
-def secrets() -> list[str]:
-    """Every secret value known to this process, in every form it is redacted in, longest first
-    (so no partial replacement wins)."""
-    found = _registered | env_secrets(os.environ)
-    return sorted({form for s in found for form in _variants(s)}, key=len, reverse=True)
+def secrets() -> list[tuple[str, bool]]:
+    """Every secret value known to this process, in every form it is redacted in (with whether a
+    truncated copy counts), longest first (so no partial replacement wins)."""
+    forms: dict[str, bool] = {}
+    for secret in _registered | env_secrets(os.environ):
+        for form, cut in _variants(secret).items():
+            forms[form] = forms.get(form, False) or cut
+    return sorted(forms.items(), key=lambda item: len(item[0]), reverse=True)
 
 
-def _mask(text: str, secret: str) -> str:
-    """`text` with `secret` masked; for a secret of PREFIX_FROM+ characters, also every run of its
-    first MIN_PREFIX+ characters (a truncated copy)."""
-    if len(secret) < PREFIX_FROM:
+def _mask(text: str, secret: str, cut: bool) -> str:
+    """`text` with `secret` masked; if `cut` and the secret has PREFIX_FROM+ characters, also every
+    run of its first MIN_PREFIX+ characters (a truncated copy)."""
+    if not cut or len(secret) < PREFIX_FROM:
         return text.replace(secret, REDACTED)
     head, out, pos = secret[:MIN_PREFIX], [], 0
     while (start := text.find(head, pos)) >= 0:
@@ -115,8 +123,8 @@ def redact(text: str) -> str:
     """`text` with every known secret and token-shaped string replaced by `[REDACTED]` (None and "" pass through)."""
     if not text:
         return text
-    for value in secrets():
-        text = _mask(text, value)
+    for value, cut in secrets():
+        text = _mask(text, value, cut)
     for pattern in PATTERNS:
         text = pattern.sub(REDACTED, text)
     return text

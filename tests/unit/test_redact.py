@@ -83,6 +83,15 @@ def test_percent_encoded_hex_and_prefix_forms_are_masked():
     assert redact(f"seven: {token[:7]}") == f"seven: {token[:7]}"  # below MIN_PREFIX: an ordinary word
 
 
+def test_public_parts_of_a_secrets_forms_are_not_masked_as_a_truncated_copy(monkeypatch):
+    register_secret("first-token-0123456789")
+    other = base64.b64encode(b"x-access-token:other-0123456789abcdef").decode()  # shares 20 chars with the first's
+    assert redact(f"header {other}") == f"header {other}"
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/home/ada/.aws/credentials")  # a path: whole only
+    assert redact("at /home/ada/project/train.py") == "at /home/ada/project/train.py"
+    assert redact("read /home/ada/.aws/credentials") == f"read {REDACTED}"
+
+
 def test_short_secrets_are_masked_whole_only():
     secret = "short-secret-1"  # 14 characters: a prefix could be an ordinary word
     register_secret(secret)
