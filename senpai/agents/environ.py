@@ -1,9 +1,10 @@
 """The environment a job hands to code it does not trust: by allow-list, never by name patterns.
 
 The train command, the verifier's holdout commands and the openhands agent's shell run code from
-a PR. They get only the variables below: locale, paths, GPUs, seeds, thread counts, caches,
-proxies and CA bundles, W&B's run identity (`WANDB_*`) and senpai's own `SENPAI_*`. Whatever is
-not listed (a cloud key, `DATABASE_URL`, a registry password...) stays out, whatever its name.
+a PR. They get only the variables below: locale, paths (library and Python paths too), GPUs
+(`CUDA_*`, `NVIDIA_*`, `NCCL_*`), seeds, thread counts, caches, proxies and CA bundles, conda's,
+W&B's run identity (`WANDB_*`) and senpai's own `SENPAI_*`. Whatever is not listed (a cloud key,
+`DATABASE_URL`, a registry password...) stays out, whatever its name.
 Even a listed name is dropped when it looks secret (`senpai.ledger.redact.SECRET_ENV`, e.g.
 `WANDB_API_KEY`, `SENPAI_FORGE_TOKEN`) or its value is a URL with a password (a proxy with
 credentials). The train step alone may get the W&B key back (`TRAIN_SECRETS`), for online runs.
@@ -19,8 +20,9 @@ ALLOWED = frozenset(
     {
         *("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "PWD", "HOSTNAME"),
         *("TMPDIR", "TEMP", "TMP", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR"),
-        *("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "SEED", "MPLBACKEND", "VIRTUAL_ENV"),
+        *("SEED", "MPLBACKEND", "VIRTUAL_ENV", "LD_LIBRARY_PATH", "JAVA_HOME"),
         *("PYTHONHASHSEED", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING", "PYTHONUTF8"),
+        "PYTHONPATH",
         *("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TOKENIZERS_PARALLELISM"),
         *("HF_HOME", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "TORCH_HOME"),
         *("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"),
@@ -28,7 +30,7 @@ ALLOWED = frozenset(
         *("LITELLM_LOCAL_MODEL_COST_MAP", "OPENHANDS_SUPPRESS_BANNER"),
     }
 )
-ALLOWED_PREFIXES = ("LC_", "NVIDIA_", "WANDB_", "SENPAI_")
+ALLOWED_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "NCCL_", "CONDA_", "WANDB_", "SENPAI_")
 TRAIN_SECRETS = ("WANDB_API_KEY",)
 _URL_WITH_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@\s]*:[^/@\s]*@")
 
