@@ -16,6 +16,10 @@ This module is the launcher and the reader:
   owner is gone, it kills what is left of the job's process group (nobody would enforce its
   deadline any more) and records phase failed, reason Lost. A reaper takes the claim itself
   before it declares an unclaimed job Lost, so a late supervisor can never run it.
+- **Containment.** One job's folder never breaks the fleet: a spec/status that cannot be read or
+  parsed makes that job failed/Lost (`_broken`), a Lost record that cannot be written (ENOSPC) is
+  still reported, and a launch that cannot stage or start raises TransientError after freeing the
+  name. Everything a job started, `setsid` daemons too, is killed by its tag (`senpai.fleet.procs`).
 - **GPUs.** The pool is the launcher's CUDA_VISIBLE_DEVICES if set, else `nvidia-smi -L`. Every
   job gets CUDA_VISIBLE_DEVICES: ids no other unfinished job holds, or "" when it asks for none,
   so CPU jobs cannot touch pinned GPUs. A job waits (pending) while the GPUs it needs are busy,
