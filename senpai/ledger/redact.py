@@ -159,10 +159,9 @@ def redact_own_output(names: Iterable[str] = ()) -> None:
     """Route this process's stdout and stderr (fds 1 and 2, children included) through the redacting
     filter. It masks every secret this process knows: registered ones, `env_secrets(os.environ)`
     and the values of the env vars `names` (e.g. a forge token under an odd name; they are
-    registered here too). They reach the
-    filter through a pipe, not its environment or argv, and the filter is non-dumpable, so neither
-    shows in /proc. At exit the fds are restored and the filter drained (up to
-    FILTER_WAIT_SECONDS). Idempotent."""
+    registered here too). They reach the filter through a pipe, not its environment or argv, and
+    the filter is non-dumpable, so neither shows in /proc. At exit the fds are restored and the
+    filter drained (up to FILTER_WAIT_SECONDS). Idempotent."""
     global _filter
     if _filter is not None:
         return

@@ -5,9 +5,9 @@ allow-list of `senpai.agents.environ` is removed from this process's environment
 token, the LLM key, and any other key whatever its name (`AWS_SECRET_ACCESS_KEY`, `PGPASSWORD`,
 `DATABASE_URL`...). The secret-looking values among them stay registered with the redactor.
 The forge adapter and the work copy captured what they need when they were built, so senpai's
-own tools keep working; git credentials live only in the private env of
-senpai's own clones (never in `.git/config` or the remote URL), and senpai's tools never run
-credentialed git in the agent's work copy (see `tools.harness_context`).  The W&B key, if any, is handed only to the train
+own tools keep working; git credentials live only in the private env of senpai's own clones
+(never in `.git/config` or the remote URL), and senpai's tools never run credentialed git in the
+agent's work copy (see `tools.harness_context`). The W&B key, if any, is handed only to the train
 command the harness runs.
 
 The process's *initial* environment stays readable at /proc/<pid>/environ, so on Linux the job
