@@ -8,10 +8,13 @@ evidence through `transitions.submit_evidence` (which moves the PR to review).
 
 import os
 import re
+import time
 
 from senpai.agents.context import TurnContext
+from senpai.agents.environ import train_secrets
 from senpai.agents.measure import finite, run_command
 from senpai.errors import NotFound
+from senpai.fleet.base import job_deadline
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Cost, Evidence, Hypothesis, PrimaryResult, RunRef
 from senpai.tracker.base import RunIdentity, RunRecord
@@ -49,12 +52,15 @@ def measure_and_post(
     `params` go into the run's config; `tokens`/`dollars` are the agent's spend so far (0 for the
     search runtime); `interpretation` replaces the generated one when the run succeeded (an LLM
     student's reading); `extra_env` is added to the train command's environment (secrets the
-    runtime removed from os.environ). Posted text is redacted by the ledger (`senpai.ledger.redact`).
-    Raises TransitionError if the PR is not in wip/changes/review.
+    runtime removed from os.environ; the W&B key still in os.environ is added too, since the train
+    command's environment is allow-listed). The command's time is `train_timeout`. The attempt
+    failed if the command failed, or its W&B run did not end `finished` (a crash after logging),
+    or the metric is missing or not finite. Posted text is redacted by the ledger
+    (`senpai.ledger.redact`). Raises TransitionError if the PR is not in wip/changes/review.
     """
     identity = run_identity(ctx.harness.forge.repo, number, attempt, h.student, head, h.id, params)
-    env = {**(extra_env or {}), **ctx.tracker.env_for(identity), "SEED": "0"}
-    timeout = max(1.0, ctx.target.budget.wall_seconds * 0.9)
+    env = {**train_secrets(os.environ), **(extra_env or {}), **ctx.tracker.env_for(identity), "SEED": "0"}
+    timeout = train_timeout(ctx.target.budget.wall_seconds)
     out = run_command(ctx.target.train, ctx.repo.path, env, timeout, log=ctx.workdir / "train.log")
     record = _read_run(ctx, identity.id)
     metric = ctx.target.metric
@@ -87,6 +93,18 @@ def measure_and_post(
     return ev
 
 
+def train_timeout(budget_seconds: float, now: float | None = None) -> float:
+    """Seconds the train command may run: 0.9 x the target's budget, cut so that it ends 0.1 x the
+    budget before the job's own deadline (`senpai.fleet.base.job_deadline`, counted by the fleet
+    from the job's start, so clone, checkout and an agent's turn are already spent), leaving the
+    job time to read the run and post evidence. At least 1 second."""
+    timeout = 0.9 * budget_seconds
+    if (deadline := job_deadline()) is not None:
+        now = time.time() if now is None else now
+        timeout = min(timeout, deadline - now - 0.1 * budget_seconds)
+    return max(1.0, timeout)
+
+
 def _gpus() -> list[str]:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     return [g for g in visible.split(",") if g.strip()]
@@ -116,9 +134,11 @@ def _numbers(record: RunRecord | None) -> dict[str, float]:
 
 def _failure(returncode, timeout, value, name, record) -> str | None:
     if returncode is None:
-        return f"train command killed after {timeout:.0f} s (budget)"
+        return f"train command killed after {timeout:.0f} s (budget or job deadline)"
     if returncode != 0:
         return f"train command exited with status {returncode}"
+    if record is not None and record.state != "finished":
+        return f"W&B run {record.id} ended {record.state}, not finished: it crashed or was killed before wandb.finish"
     if value is None:
         return f"no {name} reported" + ("" if record else " (no W&B run found)")
     if not finite(value):

@@ -1,61 +1,138 @@
-"""Run a target command and read `key: value` lines from what it prints (autoresearch style)."""
+"""Run a target command and read `key: value` lines from what it prints (autoresearch style).
+
+The output streams to the log file as it comes; memory holds only a bounded tail (TAIL_BYTES) and
+the last value of each key (at most MAX_KEYS keys, lines up to MAX_LINE bytes), so a command that
+prints gigabytes costs the job no more than a few MB. The command gets the allow-listed environment
+(`senpai.agents.environ`) plus what the caller passes, runs in its own session, and every process
+it started (setsid daemons included, found by their `ENV_RUN` tag) is stopped when it ends.
+"""
 
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
 import time
-from dataclasses import dataclass
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
 
-LINE = re.compile(r"^([A-Za-z0-9_./-]+):\s*(\S+)\s*$", re.MULTILINE)
+from senpai.agents.environ import allowed_env
+from senpai.fleet.procs import ENV_RUN, kill_tagged
+
+LINE = re.compile(rb"^([A-Za-z0-9_./-]+):[ \t]*(\S+)\s*$")
+TAIL_BYTES = 256 * 1024
+MAX_LINE = 4096  # a longer line is logged, never parsed
+MAX_KEYS = 10_000  # the least recently printed key is forgotten past this
+GRACE_SECONDS = 3.0  # between SIGTERM and SIGKILL of what the command left behind
+CHUNK = 64 * 1024
 
 
 @dataclass
 class Outcome:
     returncode: int | None  # None: killed at the timeout
     seconds: float
-    output: str  # combined stdout + stderr
+    output: str  # the last TAIL_BYTES of combined stdout + stderr
+    values: dict[str, str] = field(default_factory=dict)  # last raw value of each `key: value` line
 
     def tail(self, lines: int = 30) -> str:
         return "\n".join(self.output.splitlines()[-lines:])
 
     def value(self, key: str) -> float | None:
         """Last `key: value` line printed, as float (nan/inf kept); None if absent or not a number."""
-        found = [v for k, v in LINE.findall(self.output) if k == key]
-        if not found:
+        raw = self.values.get(key)
+        if raw is None:
             return None
         try:
-            return float(found[-1])
+            return float(raw)
         except ValueError:
             return None
 
 
+class _Reader:
+    """Copies a pipe to a log file, keeping a bounded tail and the `key: value` lines."""
+
+    def __init__(self, pipe, log) -> None:
+        self.pipe, self.log = pipe, log
+        self.tail: deque[bytes] = deque()
+        self.tail_size = 0
+        self.partial = b""
+        self.values: dict[str, str] = {}
+
+    def run(self) -> None:
+        while chunk := os.read(self.pipe.fileno(), CHUNK):
+            self._write(chunk)
+            self._keep(chunk)
+            lines = (self.partial + chunk).split(b"\n")
+            self.partial = lines.pop()[: MAX_LINE + 1]
+            for line in lines:
+                self._parse(line)
+        self._parse(self.partial)
+
+    def _write(self, chunk: bytes) -> None:
+        if self.log is None:
+            return
+        try:
+            self.log.write(chunk)
+        except OSError as e:  # a full disk stops the log, never the command (it would block on the pipe)
+            self.log = None
+            self._keep(f"\n[senpai] log file write failed, log truncated: {e}\n".encode())
+
+    def _keep(self, chunk: bytes) -> None:
+        self.tail.append(chunk)
+        self.tail_size += len(chunk)
+        while self.tail_size - len(self.tail[0]) >= TAIL_BYTES:
+            self.tail_size -= len(self.tail.popleft())
+
+    def _parse(self, line: bytes) -> None:
+        if len(line) > MAX_LINE or not (m := LINE.match(line)):
+            return
+        key = m[1].decode()
+        self.values.pop(key, None)
+        self.values[key] = m[2].decode(errors="replace")
+        if len(self.values) > MAX_KEYS:
+            del self.values[next(iter(self.values))]
+
+    def text(self) -> str:
+        return b"".join(self.tail)[-TAIL_BYTES:].decode("utf-8", "replace")
+
+
 def run_command(command: str, cwd: Path, env: dict[str, str], timeout: float, log: Path | None = None) -> Outcome:
-    """Run shell `command` in `cwd` with `env` over os.environ; kill it after `timeout` seconds."""
+    """Run shell `command` in `cwd` with `env` over the allow-listed os.environ; kill it (and all
+    it started) after `timeout` seconds. The whole output goes to `log` if given."""
     start = time.monotonic()
     # `python` in a target command is the interpreter running senpai (it has wandb); PATH wins otherwise
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    tag = uuid.uuid4().hex
+    full_env = {**allowed_env(os.environ), "PATH": path, **env, ENV_RUN: tag}
+    with open(log if log is not None else os.devnull, "wb") as sink:
+        proc = subprocess.Popen(
+            command, shell=True, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        reader = _Reader(proc.stdout, sink)
+        thread = threading.Thread(target=reader.run, daemon=True)
+        thread.start()
+        try:
+            returncode: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            returncode = None
+        kill_tagged(ENV_RUN, tag, GRACE_SECONDS)  # leftovers, and the command itself at the timeout
+        _killpg(proc.pid)  # anything that dropped its tag but stayed in the session's group
+        proc.wait()
+        thread.join(timeout=GRACE_SECONDS)  # a stranger that inherited the pipe must not hold us
+        proc.stdout.close()
+    return Outcome(returncode, time.monotonic() - start, reader.text(), dict(reader.values))
+
+
+def _killpg(pgid: int) -> None:
     try:
-        proc = subprocess.run(
-            command,
-            shell=True,
-            cwd=cwd,
-            env={**os.environ, "PATH": path, **env},
-            timeout=timeout,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-        )
-        out = Outcome(proc.returncode, time.monotonic() - start, proc.stdout)
-    except subprocess.TimeoutExpired as e:
-        text = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-        out = Outcome(None, time.monotonic() - start, text)
-    if log is not None:
-        log.write_text(out.output)
-    return out
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def finite(x: float | None) -> bool:

@@ -11,11 +11,14 @@ from senpai.cli.options import config_option
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import load_harness
 from senpai.ledger.events import EventBatch
+from senpai.ledger.redact import redact_own_output
 from senpai.wrapper.dispatch import ENV_EVENTS
 
 
 def _context(config_path: str):
     cfg = load_harness(config_path)
+    keys = [cfg.forge.token_env, *(r.llm.api_key_env for r in (cfg.runtime.advisor, cfg.runtime.student) if r.llm)]
+    redact_own_output([*keys, *(s.env for s in getattr(cfg.fleet, "secret_env", []))])  # before anything prints
     return prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), Path.cwd())
 
 

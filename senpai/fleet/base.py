@@ -2,8 +2,16 @@
 
 Names look like `senpai-<role>-pr<n>-<attempt>`; launching a name that already exists is success
 and returns the existing job (so a restarted wrapper never duplicates a job).
+
+Every backend tells the job when it will be killed: ENV_DEADLINE holds the fleet's deadline in epoch
+seconds (the local supervisor sets it when it starts the command, the Kubernetes fleet when it
+creates the Job, whose activeDeadlineSeconds counts from then), so a job can stop its own work in
+time to report (`job_deadline`).
 """
 
+import math
+import os
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Literal, Protocol
 
@@ -11,6 +19,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Role = Literal["advisor", "student", "verifier"]
 Phase = Literal["pending", "running", "succeeded", "failed"]
+ENV_DEADLINE = "SENPAI_JOB_DEADLINE"
+
+
+def job_deadline(env: Mapping[str, str] = os.environ) -> float | None:
+    """When the fleet kills this job, in epoch seconds (ENV_DEADLINE); None if unset or not a finite number."""
+    try:
+        value = float(env.get(ENV_DEADLINE, ""))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
 
 
 class JobSpec(BaseModel):

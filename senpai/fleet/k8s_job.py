@@ -1,17 +1,19 @@
 """The batch/v1 Job senpai creates for a JobSpec, and the JobStatus read back from a Job and its pod.
 
-Pure functions over the official client's models (no API calls), so the shape can be validated
-against the Kubernetes OpenAPI schema without a cluster. docs/kubernetes.md describes the shape.
+Functions over the official client's models (no API calls; `build_job` reads the clock once, for
+the job's deadline), so the shape can be validated against the Kubernetes OpenAPI schema without
+a cluster. docs/kubernetes.md describes the shape.
 """
 
 import posixpath
+import time
 from datetime import UTC, datetime
 
 from kubernetes import client
 
 from senpai.config.harness import ENV_CONFIG, KubernetesFleetSettings
 from senpai.errors import PermanentError
-from senpai.fleet.base import JobSpec, JobStatus, Phase
+from senpai.fleet.base import ENV_DEADLINE, JobSpec, JobStatus, Phase
 
 NAME = "app.kubernetes.io/name"
 INSTANCE = "app.kubernetes.io/instance"
@@ -71,8 +73,11 @@ def labels(spec: JobSpec, settings: KubernetesFleetSettings) -> dict[str, str]:
 
 
 def _env(spec: JobSpec, settings: KubernetesFleetSettings) -> list[client.V1EnvVar]:
-    """The spec's env by value, then HOME/TMPDIR, then each secret_env entry by reference."""
-    env = {"HOME": HOME_DIR, "TMPDIR": TMP_DIR, **spec.env}
+    """The spec's env by value, then HOME/TMPDIR and the job's deadline (now + wall_seconds, read
+    from the clock: the Job is created at once and activeDeadlineSeconds counts from its start),
+    then each secret_env entry by reference."""
+    deadline = str(int(time.time()) + spec.wall_seconds)
+    env = {"HOME": HOME_DIR, "TMPDIR": TMP_DIR, **spec.env, ENV_DEADLINE: deadline}
     out = [client.V1EnvVar(name=k, value=v) for k, v in env.items()]
     for s in settings.secret_env:
         ref = client.V1SecretKeySelector(name=s.secret, key=s.key, optional=s.optional)

@@ -16,6 +16,10 @@ This module is the launcher and the reader:
   owner is gone, it kills what is left of the job's process group (nobody would enforce its
   deadline any more) and records phase failed, reason Lost. A reaper takes the claim itself
   before it declares an unclaimed job Lost, so a late supervisor can never run it.
+- **Containment.** One job's folder never breaks the fleet: a spec/status that cannot be read or
+  parsed makes that job failed/Lost (`_broken`), a Lost record that cannot be written (ENOSPC) is
+  still reported, and a launch that cannot stage or start raises TransientError after freeing the
+  name. Everything a job started, `setsid` daemons too, is killed by its tag (`senpai.fleet.procs`).
 - **GPUs.** The pool is the launcher's CUDA_VISIBLE_DEVICES if set, else `nvidia-smi -L`. Every
   job gets CUDA_VISIBLE_DEVICES: ids no other unfinished job holds, or "" when it asks for none,
   so CPU jobs cannot touch pinned GPUs. A job waits (pending) while the GPUs it needs are busy,
@@ -28,6 +32,7 @@ This module is the launcher and the reader:
   as on a deadline), SIGKILLs both if they outlast the grace period, then removes the directory.
 """
 
+import contextlib
 import errno
 import logging
 import os
@@ -43,6 +48,7 @@ from pathlib import Path
 
 from senpai.errors import NotFound, PermanentError, TransientError
 from senpai.fleet.base import JobSpec, JobStatus
+from senpai.fleet.procs import ENV_JOB, kill_tagged
 from senpai.fleet.supervise import (
     GRACE_SECONDS,
     LOG,
@@ -60,6 +66,7 @@ log = logging.getLogger(__name__)
 
 START_TIMEOUT_SECONDS = 15.0
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # JobSpec.name; never hidden
+_PARTS = re.compile(r"^senpai-(?P<role>advisor|student|verifier)(?:-pr(?P<pr>\d{1,9}))?-")  # senpai.wrapper.policy names
 
 
 def detect_gpus() -> list[str]:
@@ -131,8 +138,9 @@ class LocalFleet:
                 return existing
             self._check_gpus(spec)
             launch_id = uuid.uuid4().hex
-            staging = self._stage(spec, launch_id)
+            staging = self.root / f".staging-{spec.name}-{launch_id[:8]}"
             try:
+                self._stage(staging, spec, launch_id)
                 os.rename(staging, self.root / spec.name)
             except OSError as e:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -143,13 +151,19 @@ class LocalFleet:
                 self._start(self.root / spec.name, launch_id)
             except FileNotFoundError:
                 pass  # deleted meanwhile: reported below
+            except OSError as e:  # e.g. ENOSPC: free the name, so a later launch starts afresh
+                with contextlib.suppress(OSError):
+                    self.delete(spec.name)
+                raise TransientError(f"cannot start job {spec.name}: {e}") from e
             if (status := self.get(spec.name)) is None:
                 raise TransientError(f"job {spec.name} was deleted while it was being launched")
             return status
         raise PermanentError(f"{self.root / spec.name} exists but is not a job directory")
 
     def get(self, name: str) -> JobStatus | None:
-        """The job's status from its status.json, with dead supervisors reported as Lost."""
+        """The job's status from its status.json, with dead supervisors reported as Lost, and a job
+        whose folder cannot be read (corrupt or unreadable spec.json/status.json, I/O error) as
+        failed with reason Lost. Never raises for one job's folder."""
         path = self._path(name)
         if path is None:
             return None
@@ -159,6 +173,8 @@ class LocalFleet:
                 record = self._check(jd, jd.status())
         except (FileNotFoundError, NotADirectoryError):
             return None
+        except (OSError, ValueError) as e:
+            return self._broken(name, e)
         return JobStatus(
             name=spec.name,
             role=spec.role,
@@ -172,11 +188,16 @@ class LocalFleet:
         )
 
     def list(self) -> list[JobStatus]:
-        names = sorted(e.name for e in os.scandir(self.root) if e.is_dir() and _NAME.fullmatch(e.name))
+        """Every job, sorted by name (see `get`). Raises TransientError if the root cannot be listed."""
+        try:
+            names = sorted(e.name for e in os.scandir(self.root) if _NAME.fullmatch(e.name))
+        except OSError as e:
+            raise TransientError(f"cannot list the local fleet {self.root}: {e}") from e
         return [status for name in names if (status := self.get(name)) is not None]
 
     def logs(self, name: str, tail_lines: int = 50) -> str:
-        """Last `tail_lines` lines of the job's log. Raises NotFound if there is no such job."""
+        """Last `tail_lines` lines of the job's log. Raises NotFound if there is no such job,
+        TransientError if its log cannot be read."""
         path = self._path(name)
         try:
             if path is None:
@@ -184,6 +205,8 @@ class LocalFleet:
             return _tail(path / LOG, tail_lines)
         except (FileNotFoundError, NotADirectoryError) as e:
             raise NotFound(f"no local job {name!r} under {self.root}") from e
+        except OSError as e:
+            raise TransientError(f"cannot read the log of local job {name!r}: {e}") from e
 
     def delete(self, name: str) -> None:
         """Stop the job (SIGTERM, then SIGKILL after the grace period) and remove its folder."""
@@ -218,8 +241,7 @@ class LocalFleet:
                 f"({','.join(pool)}); lower the student's gpus"
             )
 
-    def _stage(self, spec: JobSpec, launch_id: str) -> Path:
-        staging = self.root / f".staging-{spec.name}-{launch_id[:8]}"
+    def _stage(self, staging: Path, spec: JobSpec, launch_id: str) -> None:
         staging.mkdir()
         (staging / WORK).mkdir()
         (staging / LOG).touch()
@@ -235,7 +257,6 @@ class LocalFleet:
         with JobDir(staging) as jd:
             jd.write(SPEC, spec.model_dump_json(indent=1))
             jd.write_status(record)
-        return staging
 
     def _start(self, path: Path, launch_id: str) -> None:
         """Start the supervisor and wait for its claim; if it never comes, declare the job Lost."""
@@ -278,14 +299,34 @@ class LocalFleet:
         if record.done:
             return record
         kill_group(record.pid, record.pid_start, signal.SIGKILL)
+        kill_tagged(ENV_JOB, record.launch_id, GRACE_SECONDS)
         return self._lost(jd, record, f"supervisor (pid {claim.pid}) died; killed what was left of the job")
 
     def _lost(self, jd: JobDir, record: StatusRecord, message: str) -> StatusRecord:
+        """`record` as failed, reason Lost; persisted if the disk allows (else computed again next read)."""
         lost = record.model_copy(update={"phase": "failed", "reason": "Lost", "message": message, "finished_at": utcnow()})
-        jd.log(f"failed: Lost: {message}")
-        jd.write_status(lost)
+        try:
+            jd.log(f"failed: Lost: {message}")
+            jd.write_status(lost)
+        except OSError as e:
+            message += f" (not recorded: {e})"
         log.warning("local job %s lost: %s", jd.path.name, message)
         return lost
+
+    def _broken(self, name: str, error: Exception) -> JobStatus:
+        """A job whose folder cannot be read: failed, reason Lost, with what its name tells. Its
+        supervisor, if alive, is told to stop (it will never be read right again)."""
+        log.warning("local job %s cannot be read, reported lost: %s", name, str(error)[:300])
+        m = _PARTS.match(name)
+        who = {"role": m["role"] if m else "advisor", "pr": int(m["pr"]) if m and m["pr"] else None, "student": None}
+        claim = None
+        with contextlib.suppress(OSError, ValueError), JobDir(self.root / name) as jd:
+            claim = jd.claimant()
+            spec = jd.spec()
+            who = {"role": spec.role, "pr": spec.pr, "student": spec.student}
+        if claim is not None and claim.pid is not None and alive(claim.pid, claim.start):
+            _signal(claim.pid, signal.SIGTERM)
+        return JobStatus(name=name, **who, phase="failed", reason="Lost")
 
     def _stop(self, jd: JobDir) -> None:
         """Stop whatever runs the job in `jd`; returns once it is gone (at most ~GRACE_SECONDS)."""
@@ -303,3 +344,4 @@ class LocalFleet:
         record = jd.status()
         if not record.done:
             kill_group(record.pid, record.pid_start, signal.SIGKILL)
+        kill_tagged(ENV_JOB, record.launch_id, GRACE_SECONDS)  # a setsid daemon of a supervisor we SIGKILLed

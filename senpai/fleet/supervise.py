@@ -18,10 +18,12 @@ A job directory (`<root>/<name>/`; JSON files are replaced atomically: tmp file,
     log              the job's stdout and stderr, plus `[senpai-fleet]` lines from this module
 
 Lifecycle: claim → wait for free GPUs (phase stays pending) → start the command in its own process
-group with the spec's env over os.environ → poll until it exits; at `wall_seconds` after the start
-(reason DeadlineExceeded), or on SIGTERM/SIGINT/SIGHUP to this process (reason Killed), SIGTERM the
-group and SIGKILL it GRACE_SECONDS later → SIGKILL what is left of the group once the command
-exits (as a pod's end would) → write the final status.
+group with the spec's env over os.environ, plus its deadline (`ENV_DEADLINE`, epoch seconds) and
+its tag (`senpai.fleet.procs.ENV_JOB` = the launch id) → poll until it exits; at `wall_seconds`
+after the start (reason DeadlineExceeded), or on SIGTERM/SIGINT/SIGHUP to this process (reason
+Killed), SIGTERM the group and SIGKILL it GRACE_SECONDS later → SIGKILL what is left of the group
+once the command exits (as a pod's end would), and every process still carrying the job's tag
+(daemons that called setsid) → write the final status.
 """
 
 import fcntl
@@ -36,7 +38,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from senpai.fleet.base import JobSpec, Phase
+from senpai.fleet.base import ENV_DEADLINE, JobSpec, Phase
+from senpai.fleet.procs import ENV_JOB, kill_tagged
 
 GRACE_SECONDS = 3.0
 POLL_SECONDS = 0.1
@@ -314,6 +317,7 @@ class Supervisor:
         os.fchdir(work)
         os.close(work)
         env = {**os.environ, **spec.env, "CUDA_VISIBLE_DEVICES": ",".join(record.gpu_ids or [])}
+        env |= {ENV_DEADLINE: str(int(time.time()) + spec.wall_seconds), ENV_JOB: self.launch_id}
         try:
             return subprocess.Popen(spec.command, env=env, stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as e:
@@ -345,6 +349,7 @@ class Supervisor:
                 kill_group(proc.pid, record.pid_start, signal.SIGKILL)
                 escalate_at = None
         kill_group(proc.pid, record.pid_start, signal.SIGKILL)  # what the command left in its group
+        kill_tagged(ENV_JOB, self.launch_id, GRACE_SECONDS)  # and what left the group (setsid daemons)
         return returncode, reason, message
 
     def _gpus(self, spec: JobSpec, record: StatusRecord) -> list[str] | None:

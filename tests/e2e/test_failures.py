@@ -25,6 +25,15 @@ run.log({"val_accuracy": float("nan")})
 run.finish()
 print("val_accuracy: nan")
 """
+# Logs a good metric, then its run crashes; the train command still exits 0.
+CRASHED_RUN = """import os, signal, sys, wandb
+run = wandb.init()
+run.log({"val_accuracy": 0.99})
+if sys.argv[1] == "finish":
+    run.finish(exit_code=1)
+else:
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
 
 
 @pytest.mark.parametrize(
@@ -32,6 +41,8 @@ print("val_accuracy: nan")
     [
         ("crash", "python -c \"import sys; print('boom: out of memory'); sys.exit(3)\"", {}, "exited with status 3"),
         ("nan", "python nan_train.py", {"nan_train.py": NAN_TRAIN}, "val_accuracy is nan (not finite)"),
+        ("crashed-run", "python crashed.py finish; true", {"crashed.py": CRASHED_RUN}, "ended crashed, not finished"),
+        ("killed-run", "python crashed.py kill; true", {"crashed.py": CRASHED_RUN}, "not finished"),
     ],
 )
 def test_failed_training_is_closed_as_a_useful_failure(local_forge, tmp_path, case, train, files, expected):
@@ -43,6 +54,8 @@ def test_failed_training_is_closed_as_a_useful_failure(local_forge, tmp_path, ca
     assert exp.verifications == []  # a failure never reaches the verifier
     if case == "crash":
         assert "boom: out of memory" in exp.evidence[-1].log_tail
+    elif case.endswith("-run"):
+        assert exp.evidence[-1].outcome == "failed" and exp.evidence[-1].runs[0].state != "finished"
     else:
         assert exp.runs[-1].state == "finished" and math.isnan(exp.runs[-1].metric)  # NaN read back from W&B
 

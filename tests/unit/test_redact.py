@@ -1,6 +1,8 @@
 """Secrets are found by name and masked in text, including git's Basic-auth form of a token."""
 
 import base64
+import sys
+import time
 
 from senpai.ledger.blocks import BudgetReport, TurnUsage, parse, render
 from senpai.ledger.redact import REDACTED, redact, register_secret, secret_names
@@ -56,3 +58,75 @@ def test_commit_messages_are_redacted_before_they_reach_git(tmp_path):
     (tmp_path / "f.txt").write_text("x\n")
     repo.commit_all(f"attempt 1 (token was {secret})")
     assert repo.git("log", "-1", "--format=%s") == f"attempt 1 (token was {REDACTED})"
+
+
+def test_secret_names_catch_keys_that_fit_no_suffix():
+    env = {n: "value-0123456789abc" for n in ("AWS_SECRET_ACCESS_KEY", "API_KEY", "PGPASSWORD", "KAGGLE_KEY", "HF_TOKEN")}
+    env |= {"TOKENIZERS_PARALLELISM": "false-but-long", "PATH": "/usr/bin:/bin", "KEYBOARD": "us-international"}
+    assert secret_names(env) == ["API_KEY", "AWS_SECRET_ACCESS_KEY", "HF_TOKEN", "KAGGLE_KEY", "PGPASSWORD"]
+
+
+def test_the_password_of_a_url_in_the_environment_is_masked(monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", "postgres://ada:db-pass-0123456789@db.internal:5432/runs")
+    out = redact("connecting to postgres://ada:db-pass-0123456789@db.internal:5432/runs failed")
+    assert "db-pass" not in out and out == f"connecting to postgres://ada:{REDACTED}@db.internal:5432/runs failed"
+
+
+def test_percent_encoded_hex_and_prefix_forms_are_masked():
+    token = "tok/en+with=odd&chars-0123456789"
+    register_secret(token)
+    quoted = "tok%2Fen%2Bwith%3Dodd%26chars-0123456789"
+    hexed = token.encode().hex()
+    text = f"url ?key={quoted}; hex {hexed} HEX {hexed.upper()}; cut short: {token[:9]}… and {token[:20]}|end"
+    out = redact(text)
+    assert out == f"url ?key={REDACTED}; hex {REDACTED} HEX {REDACTED}; cut short: {REDACTED}… and {REDACTED}|end", out
+    assert redact(f"seven: {token[:7]}") == f"seven: {token[:7]}"  # below MIN_PREFIX: an ordinary word
+
+
+def test_public_parts_of_a_secrets_forms_are_not_masked_as_a_truncated_copy(monkeypatch):
+    register_secret("first-token-0123456789")
+    other = base64.b64encode(b"x-access-token:other-0123456789abcdef").decode()  # shares 20 chars with the first's
+    assert redact(f"header {other}") == f"header {other}"
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/home/ada/.aws/credentials")  # a path: whole only
+    assert redact("at /home/ada/project/train.py") == "at /home/ada/project/train.py"
+    assert redact("read /home/ada/.aws/credentials") == f"read {REDACTED}"
+
+
+def test_short_secrets_are_masked_whole_only():
+    secret = "short-secret-1"  # 14 characters: a prefix could be an ordinary word
+    register_secret(secret)
+    assert redact(f"{secret} and short-se") == f"{REDACTED} and short-se"
+
+
+JOB = """
+import os, subprocess, sys
+from senpai.ledger.redact import redact_own_output
+redact_own_output(["FORGE_PAT"])
+print("forge", os.environ["FORGE_PAT"], "gemini", os.environ["GEMINI_API_KEY"][:12], flush=True)
+subprocess.run(["sh", "-c", "echo child sees $HF_TOKEN >&2"])  # a child writing to the inherited fd
+os.write(2, ("native write " + os.environ["VLLM_API_KEY"] + chr(10)).encode())
+raise RuntimeError("crashed holding " + os.environ["FORGE_PAT"])
+"""
+
+
+def test_a_jobs_own_output_is_redacted_before_the_fleet_returns_it(tmp_path):
+    """The wrapper posts `fleet.logs()` of a dead job: the job itself must already have masked its keys."""
+    from senpai.fleet.base import JobSpec
+    from senpai.fleet.local import LocalFleet
+
+    keys = {
+        "FORGE_PAT": "forge-pat-value-0123456789",  # an odd name: known to the job by its config only
+        "GEMINI_API_KEY": "AIzaSy-gemini-0123456789",
+        "HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz",
+        "VLLM_API_KEY": "vllm-key-0123456789",
+    }
+    fleet = LocalFleet(tmp_path / "jobs")
+    fleet.launch(JobSpec(name="leaky", role="student", command=[sys.executable, "-c", JOB], env=keys, wall_seconds=60))
+    deadline = time.monotonic() + 60
+    while not (status := fleet.get("leaky")).done and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert status.phase == "failed"
+    logs = fleet.logs("leaky", 100)
+    assert "crashed holding" in logs and "child sees" in logs and "native write" in logs, logs
+    assert not any(v[:8] in logs for v in keys.values()), logs
+    assert logs.count(REDACTED) == 5, logs

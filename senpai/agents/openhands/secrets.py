@@ -1,11 +1,13 @@
 """Keep secrets out of the agent's reach.
 
-The forge token, the LLM key and every `*_TOKEN` / `*_API_KEY` / `*_SECRET` / `*_PASSWORD` variable
-are removed from this process's environment before the agent's terminal starts (its shell
-inherits os.environ).  The forge adapter and the work copy captured what they need when they were
-built, so senpai's own tools keep working; git credentials live only in the private env of
-senpai's own clones (never in `.git/config` or the remote URL), and senpai's tools never run
-credentialed git in the agent's work copy (see `tools.harness_context`).  The W&B key, if any, is handed only to the train
+Before the agent's terminal starts (its shell inherits os.environ), every variable outside the
+allow-list of `senpai.agents.environ` is removed from this process's environment: the forge
+token, the LLM key, and any other key whatever its name (`AWS_SECRET_ACCESS_KEY`, `PGPASSWORD`,
+`DATABASE_URL`...). The secret-looking values among them stay registered with the redactor.
+The forge adapter and the work copy captured what they need when they were built, so senpai's
+own tools keep working; git credentials live only in the private env of senpai's own clones
+(never in `.git/config` or the remote URL), and senpai's tools never run credentialed git in the
+agent's work copy (see `tools.harness_context`). The W&B key, if any, is handed only to the train
 command the harness runs.
 
 The process's *initial* environment stays readable at /proc/<pid>/environ, so on Linux the job
@@ -16,38 +18,27 @@ wrapper): run LLM jobs as a non-root user in their own container (the Kubernetes
 token matters.
 """
 
-import ctypes
-import ctypes.util
 import logging
 import os
-import sys
 
+from senpai.agents.environ import allowed, train_secrets
 from senpai.config.harness import HarnessConfig
-from senpai.ledger.redact import register_secret, secret_names
+from senpai.ledger.redact import PR_GET_DUMPABLE as PR_GET_DUMPABLE  # the e2e test reads it here
+from senpai.ledger.redact import env_secrets, register_secret, set_not_dumpable
 
 log = logging.getLogger(__name__)
-TRAIN_SECRETS = ("WANDB_API_KEY",)
-PR_SET_DUMPABLE, PR_GET_DUMPABLE = 4, 3
 
 
 def scrub_environment(cfg: HarnessConfig, llm_key_envs: list[str]) -> dict[str, str]:
-    """Remove secrets from os.environ, registering their values with `senpai.ledger.redact` (so
-    every post still masks them). Returns the removed variables the train command still needs
-    (the W&B key)."""
-    names = secret_names(os.environ, [cfg.forge.token_env, *llm_key_envs])
-    removed = {n: os.environ.pop(n) for n in names}
-    for value in removed.values():
+    """Remove every variable outside the allow-list from os.environ, registering the forge token,
+    the LLM keys and every secret-looking removed value with `senpai.ledger.redact` (so every post
+    still masks them). Returns the removed variables the train command still needs (the W&B key)."""
+    for name in (cfg.forge.token_env, *llm_key_envs):
+        register_secret(os.environ.get(name))
+    removed = {n: os.environ.pop(n) for n, v in list(os.environ.items()) if not allowed(n, v)}
+    for value in env_secrets(removed):
         register_secret(value)
-    keep = {n: v for n, v in removed.items() if n in TRAIN_SECRETS}
+    keep = train_secrets(removed)
     if removed and not set_not_dumpable():
         log.warning("could not mark the job non-dumpable; its initial environment stays readable in /proc")
     return keep
-
-
-def set_not_dumpable() -> bool:
-    """prctl(PR_SET_DUMPABLE, 0) on Linux; True if the process is now non-dumpable."""
-    if not sys.platform.startswith("linux"):
-        return False
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    return libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0
