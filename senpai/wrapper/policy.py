@@ -114,6 +114,15 @@ def window_open(events: list[Event], w: World, cfg: HarnessConfig) -> bool:
     return bool(seen) and w.now < min(seen) + timedelta(seconds=cfg.steering.batch_seconds)
 
 
+def evidence_version(e: Experiment) -> str:
+    """What a PR's advisor event is about besides its head: `/a<attempts>d<decisions>`.
+
+    A head alone is not enough: after a `changes` decision an attempt can die before it pushes,
+    and the PR is back in review at the same head with new evidence; that is a new event.
+    """
+    return f"/a{e.attempts}d{len(e.decisions)}"
+
+
 def advisor_events(w: World, cfg: HarnessConfig) -> list[Event]:
     """What the advisor should look at: reviews, verifications and stale WIP, then new work."""
     events: list[Event] = []
@@ -122,12 +131,13 @@ def advisor_events(w: World, cfg: HarnessConfig) -> list[Event]:
     for e in w.exps:
         if e.error or e.decided:
             continue
+        at = f"{e.head}{evidence_version(e)}"
         if e.state == "review":
-            events.append(Event(id=f"review:pr-{e.pr}@{e.head}", kind="review", pr=e.pr, head=e.head))
+            events.append(Event(id=f"review:pr-{e.pr}@{at}", kind="review", pr=e.pr, head=e.head))
         elif e.state == "verifying" and e.verification_for(e.head, w.base_sha):
-            events.append(Event(id=f"verified:pr-{e.pr}@{e.head}..{w.base_sha}", kind="verified", pr=e.pr, head=e.head))
+            events.append(Event(id=f"verified:pr-{e.pr}@{at}..{w.base_sha}", kind="verified", pr=e.pr, head=e.head))
         elif e.state == "wip" and e.pr not in busy_prs and w.now - datetime.fromisoformat(e.updated_at) > stale_after:
-            events.append(Event(id=f"stale:pr-{e.pr}@{e.head}", kind="stale", pr=e.pr, head=e.head))
+            events.append(Event(id=f"stale:pr-{e.pr}@{at}", kind="stale", pr=e.pr, head=e.head))
     return events + idle_events(w, cfg)
 
 

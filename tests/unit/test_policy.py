@@ -111,7 +111,7 @@ def test_review_and_verifying_prs():
     (v,) = launches(actions, "verifier")
     assert v.name == "senpai-verifier-pr2-1"
     (adv,) = launches(actions, "advisor")
-    assert [e.id for e in adv.events] == [f"review:pr-1@{'1' * 40}", f"idle:ada@{BASE}:2", f"idle:bo@{BASE}:2"]
+    assert [e.id for e in adv.events] == [f"review:pr-1@{'1' * 40}/a1d0", f"idle:ada@{BASE}:2", f"idle:bo@{BASE}:2"]
 
 
 def test_invalid_block_blocks_only_that_pr():
