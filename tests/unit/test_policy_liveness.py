@@ -136,6 +136,11 @@ class Sim:
         return j.model_copy(update={"phase": "succeeded"})
 
 
+def _with_budget(e: Experiment, attempts: int) -> Experiment:
+    h = e.hypothesis.model_copy(update={"budget": BudgetRef(wall_seconds=60, attempts=attempts)})
+    return e.model_copy(update={"hypothesis": h})
+
+
 @st.composite
 def ledgers(draw) -> dict[int, Experiment]:
     """1-3 open experiments, one per student, each consistent with the state machine."""
@@ -149,7 +154,7 @@ def ledgers(draw) -> dict[int, Experiment]:
         else:
             attempts = draw(st.integers(1, 4))
         e = exp(pr, state, student, attempts=attempts)
-        e = e.model_copy(update={"hypothesis": e.hypothesis.model_copy(update={"budget": BudgetRef(wall_seconds=60, attempts=budget)})})
+        e = _with_budget(e, budget)
         changes = draw(st.integers(0, 2)) + (state == "changes")
         e = e.model_copy(update={"decisions": [Decision(pr=pr, head=e.head, verdict="changes", reason="r")] * changes})
         out[pr] = e
@@ -185,7 +190,7 @@ def test_every_open_experiment_gets_an_action_within_a_bounded_number_of_ticks(e
 
 def test_changes_then_an_attempt_dead_before_pushing_wakes_the_advisor_again():
     e = exp(1, "review", attempts=1)
-    e = e.model_copy(update={"hypothesis": e.hypothesis.model_copy(update={"budget": BudgetRef(wall_seconds=60, attempts=1)})})
+    e = _with_budget(e, 1)
     sim = Sim({1: e})
     (adv,) = [a for a in plan(sim.world(), CFG) if isinstance(a, Launch) and a.role == "advisor"]
     sim.apply(adv)
