@@ -20,6 +20,7 @@ from senpai.fleet.base import JobStatus
 from senpai.ledger.events import Event
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.inbox import Inbound, SteerState
+from senpai.ledger.labels import STUDENT_PREFIX, student_label
 from senpai.ledger.steering import message_ref
 
 ADVISOR_RETRIES = 3
@@ -37,6 +38,7 @@ class World:
     steer: SteerState = SteerState()  # from the acks on the forge
     inbox: tuple[Inbound, ...] = ()  # trusted free-text messages (command messages are the wrapper's)
     first_seen: dict[str, datetime] = field(default_factory=dict)  # message event id -> first seen (state store)
+    labels: dict[int, tuple[str, ...]] = field(default_factory=dict)  # PR number -> its labels (forge)
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,24 @@ class Block:
     reason: str
 
 
-Action = Launch | FailureEvidence | Block
+@dataclass(frozen=True)
+class DeleteJob:
+    """Delete a live job whose PR was decided under it (closed or merged by hand): free its slot now."""
+
+    name: str
+    pr: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class RestoreStudent:
+    """Put back the `student:<name>` label of an open PR (removed or changed by hand)."""
+
+    pr: int
+    student: str
+
+
+Action = Launch | FailureEvidence | Block | DeleteJob | RestoreStudent
 
 
 def job_attempt(job: JobStatus) -> int:
@@ -186,6 +205,7 @@ def plan(w: World, cfg: HarnessConfig) -> list[Action]:
         for e in w.exps
         if e.error and e.state not in ("blocked", "merged", "closed")
     ]
+    actions += _human_changes(w)
     actions += _reap(w)
     actions += _students(w, cfg)
     actions += _verifiers(w, cfg)
@@ -195,6 +215,23 @@ def plan(w: World, cfg: HarnessConfig) -> list[Action]:
 
 def _by_pr(w: World) -> dict[int, Experiment]:
     return {e.pr: e for e in w.exps}
+
+
+def _human_changes(w: World) -> list[Action]:
+    """Undo what a human changed by hand under a running experiment: a live job of a decided PR is
+    deleted (as `/senpai stop` does); a missing or wrong student label is restored."""
+    exps, out = _by_pr(w), []
+    for j in _live(w.jobs):
+        e = exps.get(j.pr) if j.pr is not None else None
+        if e is not None and e.decided:
+            out.append(DeleteJob(j.name, e.pr, f"PR #{e.pr} is {e.state}"))
+    for e in w.exps:
+        labels = w.labels.get(e.pr)
+        if e.decided or e.student is None or labels is None:
+            continue
+        if [x for x in labels if x.startswith(STUDENT_PREFIX)] != [student_label(e.student)]:
+            out.append(RestoreStudent(e.pr, e.student))
+    return out
 
 
 def _reap(w: World) -> list[Action]:
