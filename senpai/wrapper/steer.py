@@ -274,7 +274,7 @@ class Steering:
                     "verified merge. Check the merged code, then revert it or let the next experiments measure it."
                     f"\n\n{key}"
                 )
-                issue = self.forge.create_issue(f"senpai: PR #{e.pr} was merged by hand", body, [SENPAI, ATTENTION])
+                issue = self.forge.create_issue(f"senpai: PR #{e.pr} was merged unverified (by hand?)", body, [SENPAI, ATTENTION])
                 out.append(f"#{issue.number}: opened an issue for humans (PR #{e.pr} merged by hand)")
             self._reported.add(e.pr)
         return out
