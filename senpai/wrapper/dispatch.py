@@ -16,7 +16,7 @@ from senpai.ledger.blocks import Evidence, PrimaryResult
 from senpai.ledger.events import EventBatch
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import with_student
-from senpai.wrapper.policy import Action, Block, DeleteJob, FailureEvidence, Launch, RestoreStudent
+from senpai.wrapper.policy import Action, Block, DeleteJob, FailureEvidence, FinishAttempts, Launch, RestoreStudent
 
 log = logging.getLogger(__name__)
 ENV_EVENTS = "SENPAI_EVENTS"
@@ -69,6 +69,9 @@ class Dispatcher:
             if pr.state == "open" and labels != pr.labels:
                 self.forge.set_labels(pr.number, labels)
             return f"#{action.pr}: restored label student:{action.student}"
+        if isinstance(action, FinishAttempts):
+            transitions.submit_evidence(self.forge, pr, exps[action.pr].evidence[-1], to_review=True)
+            return f"#{action.pr}: out of attempts, moved to review"
         if isinstance(action, Block):
             transitions.block(self.forge, pr, action.reason)
             return f"#{action.pr}: blocked: {action.reason}"

@@ -76,6 +76,14 @@ class DeleteJob:
 
 
 @dataclass(frozen=True)
+class FinishAttempts:
+    """Move a wip PR that has used every attempt to review: its last evidence landed, but the move
+    did not (the job or the wrapper died in between).  Replays that evidence's post, which is idempotent."""
+
+    pr: int
+
+
+@dataclass(frozen=True)
 class RestoreStudent:
     """Put back the `student:<name>` label of an open PR (removed or changed by hand)."""
 
@@ -83,7 +91,7 @@ class RestoreStudent:
     student: str
 
 
-Action = Launch | FailureEvidence | Block | DeleteJob | RestoreStudent
+Action = Launch | FailureEvidence | Block | DeleteJob | RestoreStudent | FinishAttempts
 
 
 def job_attempt(job: JobStatus) -> int:
@@ -251,17 +259,19 @@ def _reap(w: World) -> list[Action]:
 
 def _students(w: World, cfg: HarnessConfig) -> list[Action]:
     live = {j.student for j in _live(w.jobs) if j.role == "student"}
+    busy = {j.pr for j in _live(w.jobs)}
     names = {j.name for j in w.jobs}
     messages = [ev for ev in pending_messages(w, cfg) if ev.pr is not None]
-    out = []
+    out: list[Action] = []
     for e in w.exps:
         if e.state not in ("wip", "changes") or e.error or e.student is None or e.hypothesis is None:
             continue
-        if e.student in live or e.student not in {s.name for s in cfg.students}:
-            continue
         attempt = e.attempts + 1
         if e.state == "wip" and attempt > e.hypothesis.budget.attempts:
-            continue  # out of attempts; the reaper moved it to review
+            out += [FinishAttempts(e.pr)] if e.pr not in busy and e.evidence else []
+            continue  # out of attempts: to review (the reaper or the job's own evidence normally does it)
+        if e.student in live or e.student not in {s.name for s in cfg.students}:
+            continue
         name = f"senpai-student-pr{e.pr}-{attempt}"
         if name in names:
             continue  # launched already; it is live or about to be reaped

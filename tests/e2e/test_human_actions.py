@@ -84,7 +84,7 @@ def test_hand_merge_is_flagged_reported_once_and_never_the_baseline(local_forge,
         pr=merged.number, attempt=1, student="ada", head=head, command="c", outcome="ok", primary=ok, interpretation="i"
     )
     transitions.submit_evidence(bot, merged, ev)
-    assert consistent(config) == 0
+    assert _ledger_check(config).returncode == 0
     bot.merge_pull(merged.number, "merged by hand, no verification")
 
     # a merge decision posted on a PR that is then closed without a merge
@@ -128,10 +128,6 @@ def test_hand_merge_is_flagged_reported_once_and_never_the_baseline(local_forge,
     issues = [i for i in bot.list_issues(SENPAI, "all") if f"senpai:hand-merge:pr-{merged.number}" in i.body]
     assert len(issues) == 1 and "merged with no merge decision" in issues[0].body
     assert not [i for i in bot.list_issues(SENPAI, "all") if f"hand-merge:pr-{closed.number}" in i.body]
-
-
-def consistent(config) -> int:
-    return _ledger_check(config).returncode
 
 
 def _slow(target: dict) -> None:

@@ -84,3 +84,34 @@ def test_changes_then_an_attempt_dead_before_pushing_wakes_the_advisor_again(loc
     exp = reader(config).experiment(bot.get_pull(pr.number))
     assert [d.verdict for d in exp.decisions] == ["changes", "close"] and len(reviews) == 2
     assert exp.head == head and [e.attempt for e in exp.evidence] == [1, 2] and exp.evidence[1].outcome == "failed"
+
+
+def test_a_wip_pr_whose_last_evidence_landed_without_its_move_to_review_goes_on(local_forge, tmp_path):
+    config = make_program(local_forge.base_url, tmp_path, "finish", students=1, experiments=1)
+    bot = make_forge(load_harness(config))
+    work = clone(bot, tmp_path / "work", "advisor")
+    head = commit_and_push(bot, work, "senpai/ada/h-dies", {"notes.md": "x\n"}, start="advisor")
+    pr = transitions.open_experiment(bot, _hypothesis(bot.branch_sha("advisor")), "senpai/ada/h-dies", "advisor", "crash")
+    ev = Evidence(
+        pr=pr.number,
+        attempt=1,
+        student="ada",
+        head=head,
+        command="c",
+        outcome="failed",
+        failure="the job died",
+        primary=PrimaryResult(name="val_accuracy", value=None, baseline=None, delta=None),
+        interpretation="i",
+    )
+    transitions.submit_evidence(bot, pr, ev, to_review=False)  # the wrapper died before the label moved
+    w = build_wrapper(str(config))
+    try:
+        deadline = time.monotonic() + 120
+        while bot.get_pull(pr.number).state == "open":
+            assert time.monotonic() < deadline, bot.get_pull(pr.number).labels
+            assert not w.tick().errors
+            time.sleep(0.3)
+    finally:
+        w.store.close()
+    exp = reader(config).experiment(bot.get_pull(pr.number))
+    assert [e.attempt for e in exp.evidence] == [1] and "useful failure" in exp.decision.reason

@@ -6,7 +6,7 @@ from senpai.config.harness import HarnessConfig, RoleRuntime
 from senpai.fleet.base import JobStatus
 from senpai.ledger.blocks import BaselineRef, BudgetRef, Evidence, Hypothesis, MetricRef, PrimaryResult
 from senpai.ledger.experiment import Experiment
-from senpai.wrapper.policy import Block, DeleteJob, FailureEvidence, Launch, RestoreStudent, World, plan
+from senpai.wrapper.policy import Block, DeleteJob, FailureEvidence, FinishAttempts, Launch, RestoreStudent, World, plan
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 BASE = "b" * 40
@@ -160,3 +160,10 @@ def test_a_live_job_of_a_pr_decided_by_hand_is_deleted_and_a_lost_student_label_
     assert [a for a in actions if isinstance(a, RestoreStudent)] == [RestoreStudent(3, "bo")]  # decided PRs keep theirs
     assert [a.pr for a in launches(actions, "student")] == [3]  # bo still has its experiment: no idle event for bo
     assert "bo" not in [e.student for a in launches(actions, "advisor") for e in a.events]
+
+
+def test_a_wip_pr_out_of_attempts_is_moved_to_review_once_no_job_runs_for_it():
+    out = exp(1, "wip", attempts=2)  # budget 2: the last evidence landed, the move to review did not
+    assert FinishAttempts(1) in plan(World([out], BASE, [], NOW), CFG)
+    running = job("senpai-student-pr1-2", "student", 1, "ada")  # still posting: it moves the PR itself
+    assert not [a for a in plan(World([out], BASE, [running], NOW), CFG) if isinstance(a, FinishAttempts)]

@@ -17,7 +17,7 @@ from senpai.config.harness import HarnessConfig
 from senpai.fleet.base import JobStatus
 from senpai.ledger.blocks import BudgetRef, Decision, Evidence, PrimaryResult, Verification
 from senpai.ledger.experiment import Experiment
-from senpai.wrapper.policy import Block, FailureEvidence, Launch, World, plan
+from senpai.wrapper.policy import Block, FailureEvidence, FinishAttempts, Launch, World, plan
 
 STUDENTS = ["ada", "bo", "cy"]
 CFG = HarnessConfig.model_validate(
@@ -99,6 +99,8 @@ class Sim:
             e = self.exps[a.pr]
             state = "review" if a.to_review else e.state
             self.touch(e, evidence=[*e.evidence, _evidence(e, a.attempt, e.head, "failed")], state=state)
+        elif isinstance(a, FinishAttempts):
+            self.touch(self.exps[a.pr], state="review")
         elif isinstance(a, Block):
             self.touch(self.exps[a.pr], state="blocked")
 
@@ -143,16 +145,14 @@ def _with_budget(e: Experiment, attempts: int) -> Experiment:
 
 @st.composite
 def ledgers(draw) -> dict[int, Experiment]:
-    """1-3 open experiments, one per student, each consistent with the state machine."""
+    """1-3 open experiments, one per student, in any state a crash of the wrapper or a job can leave."""
     n = draw(st.integers(1, 3))
     out = {}
     for pr, student in zip(range(1, n + 1), STUDENTS, strict=False):
         state = draw(st.sampled_from(OPEN))
         budget = draw(st.integers(1, 3))
-        if state == "wip":
-            attempts = draw(st.integers(0, budget - 1))  # out of attempts, the reaper moved it on
-        else:
-            attempts = draw(st.integers(1, 4))
+        # wip with every attempt made: a crash between the last evidence and its move to review
+        attempts = draw(st.integers(0 if state == "wip" else 1, 4))
         e = exp(pr, state, student, attempts=attempts)
         e = _with_budget(e, budget)
         changes = draw(st.integers(0, 2)) + (state == "changes")
