@@ -262,7 +262,8 @@ class Steering:
         todo = [e for e in exps if e.state == "merged" and not verified_merge(e, bases) and e.pr not in self._reported]
         if not todo:
             return []
-        found = "\n".join(i.body for i in self.forge.list_issues(SENPAI, "all"))
+        # only the bot's own issues count: anyone else's body could carry the marker to hide a report
+        found = "\n".join(i.body for i in self.forge.list_issues(SENPAI, "all") if i.user == self.forge.login)
         flags, out = check(exps, base_sha), []
         for e in todo:
             key = f"<!-- senpai:hand-merge:pr-{e.pr} -->"

@@ -7,6 +7,7 @@ import sys
 import time
 from collections.abc import Callable
 
+import httpx
 import pytest
 from forge_fixtures import clone, commit_and_push
 from research import make_program, reader
@@ -14,6 +15,7 @@ from research import make_program, reader
 from senpai.cli.wiring import make_forge
 from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import load_harness
+from senpai.forge.github import GitHubForge
 from senpai.ledger import transitions
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import BaselineRef, BudgetRef, Decision, Evidence, Hypothesis, MetricRef, PrimaryResult, render
@@ -119,13 +121,17 @@ def test_hand_merge_is_flagged_reported_once_and_never_the_baseline(local_forge,
     )
     assert csv.returncode == 0 and "merged with no merge decision" in csv.stdout and ",consistency" in csv.stdout.splitlines()[0]
 
+    # a trusted human's issue that happens to carry the marker does not hide the report
+    cfg = load_harness(config)
+    httpx.put(f"{local_forge.base_url}/repos/{cfg.forge.repo}/collaborators/alice").raise_for_status()
+    GitHubForge(cfg.forge, "alice:secret").create_issue("decoy", f"<!-- senpai:hand-merge:pr-{merged.number} -->", [SENPAI])
     for _ in range(2):  # the wrapper reports the hand merge once, also across a restart
         w = build_wrapper(str(config))
         try:
             _ticks(w, 3)
         finally:
             _stop_jobs(w)
-    issues = [i for i in bot.list_issues(SENPAI, "all") if f"senpai:hand-merge:pr-{merged.number}" in i.body]
+    issues = [i for i in bot.list_issues(SENPAI, "all") if f"hand-merge:pr-{merged.number}" in i.body and i.user == bot.login]
     assert len(issues) == 1 and "merged with no merge decision" in issues[0].body
     assert not [i for i in bot.list_issues(SENPAI, "all") if f"hand-merge:pr-{closed.number}" in i.body]
 
