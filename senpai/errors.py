@@ -3,13 +3,14 @@
     SenpaiError                      (exit 1 only if it escapes uncategorised)
     ├── ConfigError                  exit 2: bad senpai.yaml / harness config / CLI input
     ├── TransientError               exit 3 once retries run out: network, 5xx, rate limit
-    └── PermanentError               exit 4: the request can never succeed as asked
-        ├── LedgerFormatError        a senpai-* block is not valid YAML or fails its schema
-        ├── TransitionError          a label transition's precondition does not hold
-        ├── MergeRefused             the merge gate refused (protected path, NaN, noise floor)
-        ├── MergeConflict            the forge could not merge the head into the base
-        ├── NotFound                 a forge object, run or job does not exist
-        └── Forbidden                the credentials lack a permission (HTTP 401/403)
+    ├── PermanentError               exit 4: the request can never succeed as asked
+    │   ├── LedgerFormatError        a senpai-* block is not valid YAML or fails its schema
+    │   ├── TransitionError          a label transition's precondition does not hold
+    │   ├── MergeRefused             the merge gate refused (protected path, NaN, noise floor)
+    │   ├── MergeConflict            the forge could not merge the head into the base
+    │   ├── NotFound                 a forge object, run or job does not exist
+    │   └── Forbidden                the credentials lack a permission (HTTP 401/403)
+    └── LedgerInconsistent           exit 5: `senpai ledger --check` found hand-made changes
 
 Adapters translate library errors (PyGithub, wandb, subprocess) into these at the boundary.
 """
@@ -65,3 +66,10 @@ class NotFound(PermanentError):
 
 class Forbidden(PermanentError):
     """The credentials (token, ServiceAccount) lack a permission; the message names it (HTTP 401/403)."""
+
+
+class LedgerInconsistent(SenpaiError):
+    """The ledger does not match the forge (a decision, merge or base head made by hand); the message
+    lists each flag.  Raised by `senpai ledger --check`."""
+
+    exit_code = 5

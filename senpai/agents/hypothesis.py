@@ -9,7 +9,7 @@ from pathlib import Path
 
 from senpai.agents.context import TurnContext
 from senpai.config.harness import HarnessConfig
-from senpai.errors import NotFound
+from senpai.errors import NotFound, PermanentError
 from senpai.forge.base import PullRequest
 from senpai.ledger import transitions
 from senpai.ledger.baseline import Baseline
@@ -96,7 +96,17 @@ def open_hypothesis(
     try:
         ctx.forge.branch_sha(branch)
     except NotFound:
+        _fetch_base(ctx, baseline.commit)
         ctx.repo.git("checkout", "--quiet", "-B", branch, baseline.commit)
         ctx.repo.commit_all(f"Start experiment {hid}: {h.hypothesis}", allow_empty=True)
         ctx.repo.push(branch)
     return transitions.open_experiment(ctx.forge, h, branch, ctx.base, f"[{student}] {h.hypothesis}")
+
+
+def _fetch_base(ctx: TurnContext, commit: str) -> None:
+    """Make `commit` (read from the forge after the clone) present in the turn's clone: the base may
+    have moved since.  Raises TransientError if the fetch fails on the network."""
+    try:
+        ctx.repo.git("cat-file", "-e", f"{commit}^{{commit}}")
+    except PermanentError:
+        ctx.repo.git("fetch", "--quiet", "origin", ctx.base, network=True)

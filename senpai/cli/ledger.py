@@ -9,7 +9,11 @@ from rich.table import Table
 from senpai.cli.options import config_option
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import load_harness
+from senpai.errors import LedgerInconsistent
+from senpai.ledger.consistency import check
 from senpai.ledger.table import LedgerReader, ledger_rows, to_csv, to_json
+
+COLUMNS = ("pr", "state", "student", "params", "value", "verifier_delta", "verdict", "run_id", "consistency")
 
 
 @click.command()
@@ -22,8 +26,15 @@ from senpai.ledger.table import LedgerReader, ledger_rows, to_csv, to_json
     default=None,
     help="Serve this local forge data dir on a free port for the duration (e.g. after `senpai demo`).",
 )
-def ledger(config_path: str, as_json: bool, as_csv: bool, local_forge: str | None) -> None:
-    """Print the experiment table (PRs labelled `senpai` + their W&B runs)."""
+@click.option(
+    "--check",
+    "check_only",
+    is_flag=True,
+    help="Print only the inconsistencies (hand-made decisions, merges, base pushes); exit 5 if there are any.",
+)
+def ledger(config_path: str, as_json: bool, as_csv: bool, local_forge: str | None, check_only: bool) -> None:
+    """Print the experiment table (PRs labelled `senpai` + their W&B runs), with a consistency column
+    that flags what the forge shows but senpai did not do (see `senpai.ledger.consistency`)."""
     cfg = load_harness(config_path)
     server = None
     if local_forge:
@@ -32,26 +43,32 @@ def ledger(config_path: str, as_json: bool, as_csv: bool, local_forge: str | Non
         server = LocalForgeServer(Path(local_forge)).start()
         cfg = cfg.model_copy(update={"forge": cfg.forge.model_copy(update={"base_url": server.url})})
     try:
-        exps = LedgerReader(make_forge(cfg), make_tracker(cfg)).experiments()
+        forge = make_forge(cfg)
+        exps = LedgerReader(forge, make_tracker(cfg)).experiments()
+        flags = check(exps, forge.branch_sha(cfg.forge.base_branch))
     finally:
         if server:
             server.stop()
-    if as_json:
+    if check_only:
+        if not flags.ok:
+            raise LedgerInconsistent("the ledger does not match the forge:\n" + "\n".join(flags.lines()))
+        click.echo(f"consistent: {len(exps)} experiment(s)")
+    elif as_json:
         click.echo(to_json(exps))
     elif as_csv:
-        click.echo(to_csv(exps), nl=False)
+        click.echo(to_csv(exps, flags), nl=False)
     else:
-        print_table(ledger_rows(exps))
+        print_table(ledger_rows(exps, flags))
+        for line in flags.base:
+            click.echo(f"base: {line}", err=True)
 
 
 def print_table(rows: list[dict]) -> None:
     table = Table(title="senpai ledger")
-    for col in ("pr", "state", "student", "params", "value", "verifier_delta", "verdict", "run_id"):
+    for col in COLUMNS:
         table.add_column(col)
     for r in rows:
-        table.add_row(
-            *(_cell(r[c]) for c in ("pr", "state", "student", "params", "value", "verifier_delta", "verdict", "run_id"))
-        )
+        table.add_row(*(_cell(r.get(c)) for c in COLUMNS))
     Console().print(table)
 
 

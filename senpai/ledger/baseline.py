@@ -2,6 +2,7 @@
 
 from pydantic import BaseModel, ConfigDict
 
+from senpai.ledger.consistency import seen_bases, verified_merge
 from senpai.ledger.experiment import Experiment
 
 
@@ -15,13 +16,16 @@ class Baseline(BaseModel):
 
 
 def current_baseline(exps: list[Experiment], base_sha: str) -> Baseline:
-    """The merged experiment whose merge commit is the base head, if any.
+    """The verified merge (see `consistency.verified_merge`) whose merge commit is the base head, if any.
 
     Merges are the only way the base moves during research, so the base head is the merge commit
-    of the last merge; a base moved by hand has no measured value (None) until the next merge.
+    of the last merge.  A base moved by hand, or by a merge made by hand (no merge decision or no
+    passing verification), has no measured value (None) until the next verified merge: its code is
+    not what any verification measured.
     """
+    bases = seen_bases(exps)
     for e in exps:
-        if e.state == "merged" and e.merge_commit == base_sha:
+        if e.merge_commit == base_sha and verified_merge(e, bases):
             ok = [ev for ev in e.evidence if ev.outcome == "ok"]
             run = ok[-1].runs[-1].id if ok and ok[-1].runs else None
             params = e.hypothesis.params if e.hypothesis else None

@@ -86,6 +86,15 @@ def own_pull(pr: PullRequest, bot: str) -> bool:
     return pr.user == bot and pr.head_repo is not None and pr.head_repo == pr.base_repo
 
 
+def _student(pr: PullRequest, h: Hypothesis | None) -> str | None:
+    """The hypothesis block's student, else the branch's (`senpai/<student>/...`), else the label's:
+    a label is a view anyone with triage rights can change; the wrapper puts it back."""
+    if h is not None:
+        return h.student
+    parts = pr.head_ref.split("/")
+    return parts[1] if len(parts) == 3 and parts[0] == "senpai" and parts[1] else student_of(pr.labels)
+
+
 def read_experiment(pr: PullRequest, comments: list[Comment], bot: str) -> Experiment:
     """Parse `pr` and its `comments` into an Experiment.
 
@@ -120,7 +129,7 @@ def read_experiment(pr: PullRequest, comments: list[Comment], bot: str) -> Exper
         branch=pr.head_ref,
         head=pr.head_sha,
         merge_commit=pr.merge_commit_sha if pr.merged else None,
-        student=student_of(pr.labels),
+        student=_student(pr, hyps[0] if hyps else None),
         state=pr_state(pr),
         updated_at=pr.updated_at.isoformat(),
         hypothesis=hyps[0] if hyps else None,

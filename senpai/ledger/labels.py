@@ -42,3 +42,9 @@ def with_status(labels: list[str], status: Status | None) -> list[str]:
     """`labels` with every status label replaced by `status` (None: just removed), order kept."""
     kept = [label for label in labels if label not in Status._value2member_map_]
     return kept + ([status.value] if status else [])
+
+
+def with_student(labels: list[str], name: str) -> list[str]:
+    """`labels` with exactly one student label, `student:<name>` (others removed, order kept)."""
+    kept = [label for label in labels if not label.startswith(STUDENT_PREFIX)]
+    return kept + [student_label(name)]

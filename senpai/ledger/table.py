@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 from senpai.errors import NotFound
 from senpai.forge.base import Comment, Forge, PullRequest
+from senpai.ledger.consistency import Consistency
 from senpai.ledger.experiment import Experiment, RunSummary, read_experiment
 from senpai.ledger.labels import SENPAI
 from senpai.tracker.base import Tracker
@@ -73,8 +74,9 @@ def _finite(x: float | None) -> float | None:
     return x if x is not None and math.isfinite(x) else None
 
 
-def ledger_rows(exps: list[Experiment]) -> list[dict]:
-    """Flat, JSON-safe rows (NaN/inf become null): one per experiment."""
+def ledger_rows(exps: list[Experiment], flags: Consistency | None = None) -> list[dict]:
+    """Flat, JSON-safe rows (NaN/inf become null): one per experiment.  With `flags`
+    (`consistency.check`), column `consistency` is "ok" or the PR's flags joined by "; "."""
     rows = []
     for e in exps:
         ev = e.evidence[-1] if e.evidence else None
@@ -104,6 +106,8 @@ def ledger_rows(exps: list[Experiment]) -> list[dict]:
                 "error": e.error,
             }
         )
+        if flags is not None:
+            rows[-1]["consistency"] = "; ".join(flags.prs.get(e.pr, [])) or "ok"
     return rows
 
 
@@ -112,8 +116,8 @@ def to_json(exps: list[Experiment]) -> str:
     return json.dumps([json.loads(e.model_dump_json()) for e in exps], indent=2, sort_keys=True)
 
 
-def to_csv(exps: list[Experiment]) -> str:
-    rows = ledger_rows(exps)
+def to_csv(exps: list[Experiment], flags: Consistency | None = None) -> str:
+    rows = ledger_rows(exps, flags)
     out = io.StringIO()
     if rows:
         writer = csv.DictWriter(out, fieldnames=list(rows[0]))

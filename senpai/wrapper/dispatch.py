@@ -15,7 +15,8 @@ from senpai.ledger import transitions
 from senpai.ledger.blocks import Evidence, PrimaryResult
 from senpai.ledger.events import EventBatch
 from senpai.ledger.experiment import Experiment
-from senpai.wrapper.policy import Action, Block, FailureEvidence, Launch
+from senpai.ledger.labels import with_student
+from senpai.wrapper.policy import Action, Block, DeleteJob, FailureEvidence, FinishAttempts, Launch, RestoreStudent
 
 log = logging.getLogger(__name__)
 ENV_EVENTS = "SENPAI_EVENTS"
@@ -59,7 +60,18 @@ class Dispatcher:
             self.fleet.launch(job_spec(action, self.config_path, self.gpus.get(action.student or "", 0)))
             what = f"#{action.pr}" if action.pr else f"{len(action.events)} event(s)"
             return f"launched {action.name} ({what})"
+        if isinstance(action, DeleteJob):
+            self.fleet.delete(action.name)
+            return f"deleted job {action.name}: {action.reason}"
         pr = self.forge.get_pull(action.pr)
+        if isinstance(action, RestoreStudent):
+            labels = with_student(pr.labels, action.student)
+            if pr.state == "open" and labels != pr.labels:
+                self.forge.set_labels(pr.number, labels)
+            return f"#{action.pr}: restored label student:{action.student}"
+        if isinstance(action, FinishAttempts):
+            transitions.submit_evidence(self.forge, pr, exps[action.pr].evidence[-1], to_review=True)
+            return f"#{action.pr}: out of attempts, moved to review"
         if isinstance(action, Block):
             transitions.block(self.forge, pr, action.reason)
             return f"#{action.pr}: blocked: {action.reason}"

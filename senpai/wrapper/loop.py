@@ -122,7 +122,8 @@ class Wrapper:
 
     def _world(self, exps: list[Experiment], jobs: list[JobStatus]) -> World:
         view, now = self.steering.view, self.clock()
-        w = World(exps, self._base_sha, jobs, now, self.store.handed_jobs(), view.state, tuple(view.free_text))
+        labels = {p.number: tuple(p.labels) for p in self.ledger.pulls}
+        w = World(exps, self._base_sha, jobs, now, self.store.handed_jobs(), view.state, tuple(view.free_text), labels=labels)
         ids = [ev.id for ev in pending_messages(w, self.cfg)]
         if not ids:
             return w
@@ -141,6 +142,7 @@ class Wrapper:
             lambda: (self.steering.enforce_stops(exps, base, jobs), []),
             lambda: (self.steering.ack_deliveries(self.store.handed_jobs(), jobs), []),
             lambda: ([line for line in [self.steering.patience_issue(exps)] if line], []),
+            lambda: (self.steering.hand_merge_issues(exps, base, jobs), []),
         ]
         for step in steps:
             try:

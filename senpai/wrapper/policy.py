@@ -20,6 +20,7 @@ from senpai.fleet.base import JobStatus
 from senpai.ledger.events import Event
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.inbox import Inbound, SteerState
+from senpai.ledger.labels import STUDENT_PREFIX, student_label
 from senpai.ledger.steering import message_ref
 
 ADVISOR_RETRIES = 3
@@ -37,6 +38,7 @@ class World:
     steer: SteerState = SteerState()  # from the acks on the forge
     inbox: tuple[Inbound, ...] = ()  # trusted free-text messages (command messages are the wrapper's)
     first_seen: dict[str, datetime] = field(default_factory=dict)  # message event id -> first seen (state store)
+    labels: dict[int, tuple[str, ...]] = field(default_factory=dict)  # PR number -> its labels (forge)
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,32 @@ class Block:
     reason: str
 
 
-Action = Launch | FailureEvidence | Block
+@dataclass(frozen=True)
+class DeleteJob:
+    """Delete a live job whose PR was decided under it (closed or merged by hand): free its slot now."""
+
+    name: str
+    pr: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class FinishAttempts:
+    """Move a wip PR that has used every attempt to review: its last evidence landed, but the move
+    did not (the job or the wrapper died in between).  Replays that evidence's post, which is idempotent."""
+
+    pr: int
+
+
+@dataclass(frozen=True)
+class RestoreStudent:
+    """Put back the `student:<name>` label of an open PR (removed or changed by hand)."""
+
+    pr: int
+    student: str
+
+
+Action = Launch | FailureEvidence | Block | DeleteJob | RestoreStudent | FinishAttempts
 
 
 def job_attempt(job: JobStatus) -> int:
@@ -114,6 +141,15 @@ def window_open(events: list[Event], w: World, cfg: HarnessConfig) -> bool:
     return bool(seen) and w.now < min(seen) + timedelta(seconds=cfg.steering.batch_seconds)
 
 
+def evidence_version(e: Experiment) -> str:
+    """What a PR's advisor event is about besides its head: `/a<attempts>d<decisions>`.
+
+    A head alone is not enough: after a `changes` decision an attempt can die before it pushes,
+    and the PR is back in review at the same head with new evidence; that is a new event.
+    """
+    return f"/a{e.attempts}d{len(e.decisions)}"
+
+
 def advisor_events(w: World, cfg: HarnessConfig) -> list[Event]:
     """What the advisor should look at: reviews, verifications and stale WIP, then new work."""
     events: list[Event] = []
@@ -122,12 +158,13 @@ def advisor_events(w: World, cfg: HarnessConfig) -> list[Event]:
     for e in w.exps:
         if e.error or e.decided:
             continue
+        at = f"{e.head}{evidence_version(e)}"
         if e.state == "review":
-            events.append(Event(id=f"review:pr-{e.pr}@{e.head}", kind="review", pr=e.pr, head=e.head))
+            events.append(Event(id=f"review:pr-{e.pr}@{at}", kind="review", pr=e.pr, head=e.head))
         elif e.state == "verifying" and e.verification_for(e.head, w.base_sha):
-            events.append(Event(id=f"verified:pr-{e.pr}@{e.head}..{w.base_sha}", kind="verified", pr=e.pr, head=e.head))
+            events.append(Event(id=f"verified:pr-{e.pr}@{at}..{w.base_sha}", kind="verified", pr=e.pr, head=e.head))
         elif e.state == "wip" and e.pr not in busy_prs and w.now - datetime.fromisoformat(e.updated_at) > stale_after:
-            events.append(Event(id=f"stale:pr-{e.pr}@{e.head}", kind="stale", pr=e.pr, head=e.head))
+            events.append(Event(id=f"stale:pr-{e.pr}@{at}", kind="stale", pr=e.pr, head=e.head))
     return events + idle_events(w, cfg)
 
 
@@ -176,6 +213,7 @@ def plan(w: World, cfg: HarnessConfig) -> list[Action]:
         for e in w.exps
         if e.error and e.state not in ("blocked", "merged", "closed")
     ]
+    actions += _human_changes(w)
     actions += _reap(w)
     actions += _students(w, cfg)
     actions += _verifiers(w, cfg)
@@ -185,6 +223,23 @@ def plan(w: World, cfg: HarnessConfig) -> list[Action]:
 
 def _by_pr(w: World) -> dict[int, Experiment]:
     return {e.pr: e for e in w.exps}
+
+
+def _human_changes(w: World) -> list[Action]:
+    """Undo what a human changed by hand under a running experiment: a live job of a decided PR is
+    deleted (as `/senpai stop` does); a missing or wrong student label is restored."""
+    exps, out = _by_pr(w), []
+    for j in _live(w.jobs):
+        e = exps.get(j.pr) if j.pr is not None else None
+        if e is not None and e.decided:
+            out.append(DeleteJob(j.name, e.pr, f"PR #{e.pr} is {e.state}"))
+    for e in w.exps:
+        labels = w.labels.get(e.pr)
+        if e.decided or e.student is None or labels is None:
+            continue
+        if [x for x in labels if x.startswith(STUDENT_PREFIX)] != [student_label(e.student)]:
+            out.append(RestoreStudent(e.pr, e.student))
+    return out
 
 
 def _reap(w: World) -> list[Action]:
@@ -204,17 +259,19 @@ def _reap(w: World) -> list[Action]:
 
 def _students(w: World, cfg: HarnessConfig) -> list[Action]:
     live = {j.student for j in _live(w.jobs) if j.role == "student"}
+    busy = {j.pr for j in _live(w.jobs)}
     names = {j.name for j in w.jobs}
     messages = [ev for ev in pending_messages(w, cfg) if ev.pr is not None]
-    out = []
+    out: list[Action] = []
     for e in w.exps:
         if e.state not in ("wip", "changes") or e.error or e.student is None or e.hypothesis is None:
             continue
-        if e.student in live or e.student not in {s.name for s in cfg.students}:
-            continue
         attempt = e.attempts + 1
         if e.state == "wip" and attempt > e.hypothesis.budget.attempts:
-            continue  # out of attempts; the reaper moved it to review
+            out += [FinishAttempts(e.pr)] if e.pr not in busy and e.evidence else []
+            continue  # out of attempts: to review (the reaper or the job's own evidence normally does it)
+        if e.student in live or e.student not in {s.name for s in cfg.students}:
+            continue
         name = f"senpai-student-pr{e.pr}-{attempt}"
         if name in names:
             continue  # launched already; it is live or about to be reaped

@@ -28,6 +28,7 @@ from senpai.forge.base import Comment, Forge, Issue
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Decision, Steer, SteerCommand
 from senpai.ledger.commands import SYNTAX, CommandError, command_lines, parse_commands
+from senpai.ledger.consistency import check, seen_bases, verified_merge
 from senpai.ledger.events import Message
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.inbox import Inbound, SteerState, apply_command, fold, issue_inbox, pr_inbox, steer_blocks
@@ -57,6 +58,7 @@ class Steering:
         self.cfg, self.forge, self.fleet, self.ledger = cfg, forge, fleet, ledger
         self._comments: dict[int, tuple[datetime | None, list[Comment]]] = {}
         self._target: tuple[str, TargetConfig | None] | None = None
+        self._reported: set[int] = set()  # PRs whose hand merge has its issue (found on the forge)
         self.view = SteerView()
 
     def _issue_comments(self, issue: Issue) -> list[Comment]:
@@ -251,6 +253,35 @@ class Steering:
         issue = self.forge.create_issue(f"senpai paused: {len(streak)} experiments without improvement", body, [STEER, ATTENTION])
         self.view.issues.append(issue)
         return f"#{issue.number}: opened an issue for humans (patience {cfg.patience} reached)"
+
+    def hand_merge_issues(self, exps: list[Experiment], base_sha: str, jobs: list[JobStatus]) -> list[str]:
+        """Open one issue for humans per merge senpai did not verify (a merge by hand), found again by
+        its marker so a restart opens none twice.  Not while an advisor turn runs: it may be between
+        its merge and its decision comment.  GitHub REST: GET .../issues?labels=senpai&state=all (only
+        when such a merge is not reported yet), POST .../issues."""
+        if any(j.role == "advisor" and not j.done for j in jobs):
+            return []
+        bases = seen_bases(exps)
+        todo = [e for e in exps if e.state == "merged" and not verified_merge(e, bases) and e.pr not in self._reported]
+        if not todo:
+            return []
+        # only the bot's own issues count: anyone else's body could carry the marker to hide a report
+        found = "\n".join(i.body for i in self.forge.list_issues(SENPAI, "all") if i.user == self.forge.login)
+        flags, out = check(exps, base_sha), []
+        for e in todo:
+            key = f"<!-- senpai:hand-merge:pr-{e.pr} -->"
+            if key not in found:
+                what = "\n".join(f"- {f}" for f in flags.prs.get(e.pr, []))
+                body = (
+                    f"PR #{e.pr} was merged, but not by a verified senpai merge:\n\n{what}\n\n"
+                    "senpai does not take it as the baseline: the base has no measured value until the next "
+                    "verified merge. Check the merged code, then revert it or let the next experiments measure it."
+                    f"\n\n{key}"
+                )
+                issue = self.forge.create_issue(f"senpai: PR #{e.pr} was merged unverified (by hand?)", body, [SENPAI, ATTENTION])
+                out.append(f"#{issue.number}: opened an issue for humans (PR #{e.pr} merged by hand)")
+            self._reported.add(e.pr)
+        return out
 
 
 def delivered_text(launch: Launch) -> str:

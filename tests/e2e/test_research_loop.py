@@ -18,7 +18,7 @@ pytestmark = pytest.mark.e2e
 
 def test_loop_decides_merges_and_the_ledger_rebuilds(local_forge, tmp_path):
     config = make_program(local_forge.base_url, tmp_path, "loop", students=2, experiments=3)
-    report = run(config, decided=3)
+    report = run(config, decided=3, timeout=600)  # a generous deadline: the machine is shared
     assert sum(e.state == "merged" for e in report.exps) >= 1
 
     led = reader(config)
@@ -40,6 +40,8 @@ def test_loop_decides_merges_and_the_ledger_rebuilds(local_forge, tmp_path):
     cli_json = CliRunner().invoke(cli, ["ledger", "--json", "--config", str(config)])
     assert cli_json.exit_code == 0, cli_json.output
     before = to_json(exps)
+    checked = CliRunner().invoke(cli, ["ledger", "--check", "--config", str(config)])
+    assert checked.exit_code == 0 and "consistent: 3 experiment(s)" in checked.output, checked.output  # nothing by hand
     assert json.loads(cli_json.output) == json.loads(before)
 
     # the state store is only a cache: delete it, tick, and the ledger reads the same

@@ -6,7 +6,7 @@ from senpai.config.harness import HarnessConfig, RoleRuntime
 from senpai.fleet.base import JobStatus
 from senpai.ledger.blocks import BaselineRef, BudgetRef, Evidence, Hypothesis, MetricRef, PrimaryResult
 from senpai.ledger.experiment import Experiment
-from senpai.wrapper.policy import Block, FailureEvidence, Launch, World, plan
+from senpai.wrapper.policy import Block, DeleteJob, FailureEvidence, FinishAttempts, Launch, RestoreStudent, World, plan
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 BASE = "b" * 40
@@ -111,7 +111,7 @@ def test_review_and_verifying_prs():
     (v,) = launches(actions, "verifier")
     assert v.name == "senpai-verifier-pr2-1"
     (adv,) = launches(actions, "advisor")
-    assert [e.id for e in adv.events] == [f"review:pr-1@{'1' * 40}", f"idle:ada@{BASE}:2", f"idle:bo@{BASE}:2"]
+    assert [e.id for e in adv.events] == [f"review:pr-1@{'1' * 40}/a1d0", f"idle:ada@{BASE}:2", f"idle:bo@{BASE}:2"]
 
 
 def test_invalid_block_blocks_only_that_pr():
@@ -146,3 +146,24 @@ def test_an_openhands_advisor_job_outlives_its_turn_budget():
     cfg = CFG.model_copy(update={"runtime": CFG.runtime.model_copy(update={"advisor": RoleRuntime.model_validate(llm)})})
     (adv,) = launches(plan(World([], BASE, [], NOW), cfg), "advisor")
     assert adv.wall_seconds == 2100  # the turn's own budget stop (and its report) comes before the fleet's kill
+
+
+def test_a_live_job_of_a_pr_decided_by_hand_is_deleted_and_a_lost_student_label_restored():
+    running = [job("senpai-student-pr1-1", "student", 1, "ada"), job("senpai-verifier-pr2-1", "verifier", 2)]
+    labels = {1: ("senpai",), 2: ("senpai", "student:bo"), 3: ("senpai", "student:cy", "status:wip")}
+    w = World([exp(1, "closed"), exp(2, "merged", "bo"), exp(3, "wip", "bo")], BASE, running, NOW, labels=labels)
+    actions = plan(w, CFG)
+    assert [a for a in actions if isinstance(a, DeleteJob)] == [
+        DeleteJob("senpai-student-pr1-1", 1, "PR #1 is closed"),
+        DeleteJob("senpai-verifier-pr2-1", 2, "PR #2 is merged"),
+    ]
+    assert [a for a in actions if isinstance(a, RestoreStudent)] == [RestoreStudent(3, "bo")]  # decided PRs keep theirs
+    assert [a.pr for a in launches(actions, "student")] == [3]  # bo still has its experiment: no idle event for bo
+    assert "bo" not in [e.student for a in launches(actions, "advisor") for e in a.events]
+
+
+def test_a_wip_pr_out_of_attempts_is_moved_to_review_once_no_job_runs_for_it():
+    out = exp(1, "wip", attempts=2)  # budget 2: the last evidence landed, the move to review did not
+    assert FinishAttempts(1) in plan(World([out], BASE, [], NOW), CFG)
+    running = job("senpai-student-pr1-2", "student", 1, "ada")  # still posting: it moves the PR itself
+    assert not [a for a in plan(World([out], BASE, [running], NOW), CFG) if isinstance(a, FinishAttempts)]

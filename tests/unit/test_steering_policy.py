@@ -63,7 +63,7 @@ def test_messages_wait_for_the_batch_window_then_go_first_in_one_turn():
     assert launches(plan(w, CFG), "advisor") == []  # 10 s window from the first message still open
     later = World(w.exps, BASE, [], NOW + timedelta(seconds=10), inbox=(m1, m2), first_seen=first)
     (adv,) = launches(plan(later, CFG), "advisor")
-    assert [e.id for e in adv.events][:3] == ["message:7:1:v1", "message:7:2:v2", f"review:pr-1@{'1' * 40}"]
+    assert [e.id for e in adv.events][:3] == ["message:7:1:v1", "message:7:2:v2", f"review:pr-1@{'1' * 40}/a1d0"]
     # delivered: acked on the forge, or handed to a job that exists
     acked = (inbound(7, 1, "look at width", acked=True),)
     handed = {"message:7:2:v2": "senpai-advisor-x-1"}

@@ -1,0 +1,77 @@
+"""Does the ledger match what happened on the forge?  Hand-made changes are flagged, not absorbed.
+
+A senpai merge is *verified*: the PR carries a `merge` decision for its merged head and a passing
+verification of that head against a base senpai saw (a hypothesis's baseline or another senpai
+merge).  Everything else a human did by hand shows up here:
+
+- a decision that does not match the forge (a `merge` decision on a PR closed without a merge,
+  a `close` decision on a merged PR, a merged PR with no `merge` decision, a PR closed with none);
+- a merge without a passing verification of its merged head;
+- a base head that no senpai merge produced (merged code with no merged PR, a commit pushed by hand).
+"""
+
+from dataclasses import dataclass, field
+
+from senpai.ledger.experiment import Experiment
+
+
+@dataclass(frozen=True)
+class Consistency:
+    """Flags per PR number (absent: consistent) and for the base branch head."""
+
+    prs: dict[int, list[str]] = field(default_factory=dict)
+    base: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.prs and not self.base
+
+    def lines(self) -> list[str]:
+        """One line per flag, PR flags first (`#<n>: <flag>`), for humans and `senpai ledger --check`."""
+        return [f"#{pr}: {flag}" for pr, flags in sorted(self.prs.items()) for flag in flags] + [f"base: {b}" for b in self.base]
+
+
+def seen_bases(exps: list[Experiment]) -> set[str]:
+    """Base commits senpai worked from: each hypothesis's baseline and each merge commit."""
+    bases = {e.hypothesis.baseline.commit for e in exps if e.hypothesis}
+    return bases | {e.merge_commit for e in exps if e.state == "merged" and e.merge_commit}
+
+
+def verified_merge(e: Experiment, bases: set[str]) -> bool:
+    """True if `e` is merged with a `merge` decision on its merged head and a passing verification of
+    that head against one of `bases` (see `seen_bases`)."""
+    decided = any(d.verdict == "merge" and d.head == e.head for d in e.decisions)
+    verified = any(v.passed and v.candidate == e.head and v.baseline in bases for v in e.verifications)
+    return e.state == "merged" and decided and verified
+
+
+def _flags(e: Experiment, bases: set[str]) -> list[str]:
+    d = e.decision
+    out = []
+    if e.state == "closed" and d is not None and d.verdict == "merge":
+        out.append("merge decision on a PR closed without a merge")
+    if e.state == "closed" and d is None:
+        out.append("closed with no decision (by hand?)")
+    if e.state == "merged" and d is not None and d.verdict != "merge":
+        out.append(f"{d.verdict} decision on a merged PR")
+    if e.state == "merged" and not any(x.verdict == "merge" for x in e.decisions):
+        out.append("merged with no merge decision (by hand?)")
+    if e.state == "merged" and not any(v.passed and v.candidate == e.head and v.baseline in bases for v in e.verifications):
+        out.append(f"merged head {e.head[:8]} has no passing verification against a senpai base")
+    return out
+
+
+def check(exps: list[Experiment], base_sha: str) -> Consistency:
+    """Every inconsistency between the ledger `exps` and the forge (`base_sha`: the base branch head now).
+
+    The base head must be the merge commit of a senpai merge, or (before any merge) the base the
+    first experiment started from.  With no experiments there is nothing to compare.
+    """
+    bases = seen_bases(exps)
+    prs = {e.pr: flags for e in exps if (flags := _flags(e, bases))}
+    merges = {e.merge_commit for e in exps if e.state == "merged"}
+    first = [e.hypothesis.baseline.commit for e in exps if e.hypothesis][:1]
+    base = []
+    if exps and base_sha not in merges | set(first):
+        base.append(f"base head {base_sha[:8]} was not produced by a senpai merge (pushed or merged by hand?)")
+    return Consistency(prs, base)

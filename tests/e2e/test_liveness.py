@@ -1,0 +1,117 @@
+"""Liveness through the real wrapper and local forge: a PR that is back in review at the same head
+(after `changes`, its next attempt died before pushing) wakes the advisor again."""
+
+import time
+
+import pytest
+from forge_fixtures import clone, commit_and_push
+from llm_server import call
+from research import make_program, reader
+from scripted import LLM_KEY, LLM_KEY_ENV, tool_results, use_openhands, user_text
+
+from senpai.cli.wiring import make_forge
+from senpai.cli.wrapper import build_wrapper
+from senpai.config.harness import load_harness
+from senpai.ledger import transitions
+from senpai.ledger.blocks import BaselineRef, BudgetRef, Evidence, Hypothesis, MetricRef, PrimaryResult
+
+pytestmark = pytest.mark.e2e
+
+
+def _hypothesis(base: str) -> Hypothesis:
+    return Hypothesis(
+        id="h-dies",
+        hypothesis="an attempt that dies before it pushes",
+        rationale="test",
+        plan="train",
+        params={"hidden_width": 32},
+        metric=MetricRef(name="val_accuracy", direction="maximize"),
+        baseline=BaselineRef(commit=base, run_id=None, value=None),
+        budget=BudgetRef(wall_seconds=120, attempts=1),
+        stop_condition="1 attempt",
+        student="ada",
+    )
+
+
+def test_changes_then_an_attempt_dead_before_pushing_wakes_the_advisor_again(local_forge, llm_server, tmp_path, monkeypatch):
+    config = make_program(local_forge.base_url, tmp_path, "liveness", students=1, experiments=1)
+    use_openhands(config, llm_server.base_url, roles=("advisor",))
+    monkeypatch.setenv(LLM_KEY_ENV, LLM_KEY)
+    reviews: list[str] = []
+
+    def advisor(body: dict) -> dict:
+        """First review: ask for changes. Any later review: close."""
+        if tool_results(body):
+            return call("finish", message="done")
+        found = [line for line in user_text(body).splitlines() if "is ready for review" in line]
+        if not found:
+            return call("finish", message="nothing to review")
+        reviews.append(found[0])
+        pr = int(found[0].split("PR #")[1].split()[0])
+        verdict = "changes" if len(reviews) == 1 else "close"
+        return call("decide", pr=pr, verdict=verdict, reason=f"review {len(reviews)}")
+
+    llm_server.state.script("scripted-advisor", [advisor] * 20)
+    bot = make_forge(load_harness(config))
+    work = clone(bot, tmp_path / "work", "advisor")
+    # the branch's params file is broken: the next attempt dies before it can commit or push
+    head = commit_and_push(bot, work, "senpai/ada/h-dies", {"params.json": "not json\n"}, start="advisor")
+    pr = transitions.open_experiment(bot, _hypothesis(bot.branch_sha("advisor")), "senpai/ada/h-dies", "advisor", "dies")
+    ev = Evidence(
+        pr=pr.number,
+        attempt=1,
+        student="ada",
+        head=head,
+        command="hand-made",
+        outcome="ok",
+        primary=PrimaryResult(name="val_accuracy", value=0.9, baseline=None, delta=None),
+        interpretation="attempt 1, made by hand",
+    )
+    transitions.submit_evidence(bot, bot.get_pull(pr.number), ev)
+
+    w = build_wrapper(str(config))
+    try:
+        deadline = time.monotonic() + 200
+        while bot.get_pull(pr.number).state == "open":
+            assert time.monotonic() < deadline, (reviews, reader(config).experiment(bot.get_pull(pr.number)))
+            w.tick()
+            time.sleep(0.3)
+    finally:
+        for job in w.fleet.list():
+            if not job.done:
+                w.fleet.delete(job.name)
+        w.store.close()
+    exp = reader(config).experiment(bot.get_pull(pr.number))
+    assert [d.verdict for d in exp.decisions] == ["changes", "close"] and len(reviews) == 2
+    assert exp.head == head and [e.attempt for e in exp.evidence] == [1, 2] and exp.evidence[1].outcome == "failed"
+
+
+def test_a_wip_pr_whose_last_evidence_landed_without_its_move_to_review_goes_on(local_forge, tmp_path):
+    config = make_program(local_forge.base_url, tmp_path, "finish", students=1, experiments=1)
+    bot = make_forge(load_harness(config))
+    work = clone(bot, tmp_path / "work", "advisor")
+    head = commit_and_push(bot, work, "senpai/ada/h-dies", {"notes.md": "x\n"}, start="advisor")
+    pr = transitions.open_experiment(bot, _hypothesis(bot.branch_sha("advisor")), "senpai/ada/h-dies", "advisor", "crash")
+    ev = Evidence(
+        pr=pr.number,
+        attempt=1,
+        student="ada",
+        head=head,
+        command="c",
+        outcome="failed",
+        failure="the job died",
+        primary=PrimaryResult(name="val_accuracy", value=None, baseline=None, delta=None),
+        interpretation="i",
+    )
+    transitions.submit_evidence(bot, pr, ev, to_review=False)  # the wrapper died before the label moved
+    w = build_wrapper(str(config))
+    try:
+        deadline = time.monotonic() + 120
+        while bot.get_pull(pr.number).state == "open":
+            assert time.monotonic() < deadline, bot.get_pull(pr.number).labels
+            assert not w.tick().errors
+            time.sleep(0.3)
+    finally:
+        w.store.close()
+    exp = reader(config).experiment(bot.get_pull(pr.number))
+    assert [e.attempt for e in exp.evidence] == [1] and "useful failure" in exp.decision.reason
