@@ -11,35 +11,69 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from forge_fixtures import TOKEN, new_repository, wait_healthy
+from forge_fixtures import TOKEN, clone, commit_and_push, new_repository, wait_healthy
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from senpai.config.harness import ForgeSettings
-from senpai.errors import TransientError
+from senpai.errors import Forbidden, TransientError
 from senpai.forge.github import GitHubForge
 from senpai.forge.localforge.app import create_app
 from senpai.forge.localforge.server import LocalForgeServer
 
 
+DROP = (0, {}, "apply, then drop the answer")  # a failure: the forge applies the request, the client sees a reset
+
+
+class AnswerDropped(Exception):
+    """Raised after the response started: uvicorn then closes the connection mid-answer."""
+
+
 class Flaky:
-    """ASGI wrapper: the next requests whose path matches `pattern` get the queued failures."""
+    """ASGI wrapper: the next requests whose method and path match get the queued failures.
+
+    A failure is (status, headers, message), answered without reaching the app, or DROP: the app
+    handles the request (it is applied), then the connection is closed before the answer's body.
+    """
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.pattern = ""
+        self.pattern, self.method = "", None
         self.failures: list[tuple[int, dict[str, str], str]] = []
+        self.seen: list[str] = []  # "METHOD path" of every request that matched while failures were queued
 
-    def fail(self, pattern: str, *failures: tuple[int, dict[str, str], str]) -> None:
-        self.pattern, self.failures = pattern, list(failures)
+    def fail(self, pattern: str, *failures: tuple[int, dict[str, str], str], method: str | None = None) -> None:
+        self.pattern, self.method, self.failures = pattern, method, list(failures)
+
+    def _matches(self, scope: Scope) -> bool:
+        return (
+            scope["type"] == "http"
+            and bool(self.failures)
+            and re.search(self.pattern, scope["path"]) is not None
+            and self.method in (None, scope["method"])
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and self.failures and re.search(self.pattern, scope["path"]):
-            status, headers, message = self.failures.pop(0)
-            raw = [(b"content-type", b"application/json")] + [(k.encode(), v.encode()) for k, v in headers.items()]
-            await send({"type": "http.response.start", "status": status, "headers": raw})
-            await send({"type": "http.response.body", "body": json.dumps({"message": message}).encode()})
+        if not self._matches(scope):
+            await self.app(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        self.seen.append(f"{scope['method']} {scope['path']}")
+        status, headers, message = self.failures.pop(0)
+        if status == 0:
+            await self._apply_then_drop(scope, receive, send)
+            return
+        raw = [(b"content-type", b"application/json")] + [(k.encode(), v.encode()) for k, v in headers.items()]
+        await send({"type": "http.response.start", "status": status, "headers": raw})
+        await send({"type": "http.response.body", "body": json.dumps({"message": message}).encode()})
+
+    async def _apply_then_drop(self, scope: Scope, receive: Receive, send: Send) -> None:
+        answer: list[dict] = []
+
+        async def keep(message: dict) -> None:
+            answer.append(message)
+
+        await self.app(scope, receive, keep)
+        await send(answer[0])  # status and headers (with the real Content-Length), then no body
+        raise AnswerDropped(f"dropped the answer to {scope['method']} {scope['path']}")
 
 
 @pytest.fixture(scope="module")
@@ -115,3 +149,68 @@ def test_connection_errors_are_transient_and_counted():
     with pytest.raises(TransientError, match="ConnectionError"):
         forge.get_pull(1)
     assert (forge.calls, sleeps) == (2, [0.01])
+
+
+def _comment_bodies(forge: GitHubForge, number: int) -> list[str]:
+    return [c.body for c in GitHubForge(forge.settings, TOKEN).list_comments(number)]
+
+
+def test_a_comment_whose_answer_was_lost_is_not_posted_again(flaky):
+    app, settings = flaky
+    forge, sleeps = forge_with_clock(settings)
+    number = forge.create_issue("drops", "an issue to comment on\n\n<!-- senpai:test:drops -->", []).number
+    for i in range(3):
+        app.fail(rf"/issues/{number}/comments$", DROP, method="POST")
+        body = f"evidence {i}\n\n<!-- senpai:evidence:{i} -->"
+        posted = forge.create_comment(number, body)
+        assert posted.body == body and app.failures == []
+    bodies = _comment_bodies(forge, number)
+    assert len(bodies) == 3 and len(set(bodies)) == 3  # one comment per write, no duplicate
+    assert len(sleeps) == 3  # each write was retried once, and the retry found the first one
+
+
+def test_a_pull_whose_answer_was_lost_is_not_opened_again(flaky, tmp_path):
+    app, settings = flaky
+    forge, _ = forge_with_clock(settings)
+    work = clone(forge, tmp_path / "work", "main")
+    commit_and_push(forge, work, "senpai/ada/dropped", {"notes.md": "x\n"}, start="main")
+    app.fail(r"/pulls$", DROP, method="POST")
+    pr = forge.create_pull("t", "body", head="senpai/ada/dropped", base="main", labels=["senpai"])
+    assert pr.head_ref == "senpai/ada/dropped" and "senpai" in pr.labels and app.failures == []
+    assert [p.number for p in forge.list_pulls() if p.head_ref == "senpai/ada/dropped"] == [pr.number]
+
+
+def test_an_issue_whose_answer_was_lost_is_not_opened_again(flaky):
+    app, settings = flaky
+    forge, _ = forge_with_clock(settings)
+    app.fail(r"/issues$", DROP, method="POST")
+    issue = forge.create_issue("help", "a human must look\n\n<!-- senpai:escalate:dropped -->", ["senpai"])
+    assert app.failures == []
+    same = [i for i in forge.list_issues("senpai", "all") if "senpai:escalate:dropped" in i.body]
+    assert [i.number for i in same] == [issue.number]
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        (429, {"Retry-After": "2"}, "Too Many Requests"),
+        (403, {"Retry-After": "2"}, "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."),
+        (403, {"Retry-After": "2"}, "secondary limit with a message PyGithub does not know"),
+    ],
+)
+def test_rate_limited_writes_wait_and_post_once(flaky, failure):
+    app, settings = flaky
+    forge, sleeps = forge_with_clock(settings)
+    number = forge.create_issue("limits", f"rate limits\n\n<!-- senpai:test:{failure[1]}{failure[2][:20]} -->", []).number
+    app.fail(rf"/issues/{number}/comments$", failure, method="POST")
+    forge.create_comment(number, "once\n\n<!-- senpai:evidence:limit -->")
+    assert sleeps == [2.0] and len(_comment_bodies(forge, number)) == 1
+
+
+def test_a_403_without_a_rate_limit_is_forbidden_and_not_retried(flaky):
+    app, settings = flaky
+    app.fail(r"/pulls$", (403, {}, "Resource not accessible by integration"))
+    forge, sleeps = forge_with_clock(settings)
+    with pytest.raises(Forbidden):
+        forge.list_pulls()
+    assert (forge.calls, sleeps) == (1, [])
