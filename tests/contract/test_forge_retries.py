@@ -20,7 +20,6 @@ from senpai.forge.github import GitHubForge
 from senpai.forge.localforge.app import create_app
 from senpai.forge.localforge.server import LocalForgeServer
 
-
 DROP = (0, {}, "apply, then drop the answer")  # a failure: the forge applies the request, the client sees a reset
 
 
