@@ -18,6 +18,7 @@ from senpai.config.harness import HarnessConfig
 from senpai.errors import SenpaiError, TransientError
 from senpai.fleet.base import Fleet, JobStatus
 from senpai.forge.base import Forge
+from senpai.ledger.escalation import escalated
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.table import LedgerReader
 from senpai.wrapper.dispatch import Dispatcher
@@ -123,6 +124,7 @@ class Wrapper:
     def _world(self, exps: list[Experiment], jobs: list[JobStatus]) -> World:
         view, now = self.steering.view, self.clock()
         w = World(exps, self._base_sha, jobs, now, self.store.handed_jobs(), view.state, tuple(view.free_text))
+        w = replace(w, escalated=escalated(view.issues, self.forge.login))
         ids = [ev.id for ev in pending_messages(w, self.cfg)]
         if not ids:
             return w
