@@ -14,8 +14,9 @@ import pytest
 from forge_fixtures import TOKEN, clone, commit_and_push, new_repository, wait_healthy
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from senpai.agents.workcopy import GIT_ATTEMPTS, WorkCopy
 from senpai.config.harness import ForgeSettings
-from senpai.errors import Forbidden, TransientError
+from senpai.errors import Forbidden, PermanentError, TransientError
 from senpai.forge.github import GitHubForge
 from senpai.forge.localforge.app import create_app
 from senpai.forge.localforge.server import LocalForgeServer
@@ -38,10 +39,10 @@ class Flaky:
         self.app = app
         self.pattern, self.method = "", None
         self.failures: list[tuple[int, dict[str, str], str]] = []
-        self.seen: list[str] = []  # "METHOD path" of every request that matched while failures were queued
+        self.seen: list[str] = []  # "METHOD path" of each request that got a failure since `fail`
 
     def fail(self, pattern: str, *failures: tuple[int, dict[str, str], str], method: str | None = None) -> None:
-        self.pattern, self.method, self.failures = pattern, method, list(failures)
+        self.pattern, self.method, self.failures, self.seen = pattern, method, list(failures), []
 
     def _matches(self, scope: Scope) -> bool:
         return (
@@ -213,3 +214,60 @@ def test_a_403_without_a_rate_limit_is_forbidden_and_not_retried(flaky):
     with pytest.raises(Forbidden):
         forge.list_pulls()
     assert (forge.calls, sleeps) == (1, [])
+
+
+# ------------------------------------------------------------------ git over smart HTTP
+
+
+def test_git_clone_is_retried_after_retry_after(flaky, tmp_path):
+    app, settings = flaky
+    forge = GitHubForge(settings, TOKEN)
+    app.fail(r"^/git/.*/info/refs$", *[(503, {"Retry-After": "2"}, "Service Unavailable")] * 2)
+    sleeps: list[float] = []
+    wc = WorkCopy.clone(forge.clone_url, tmp_path / "repo", forge.git_env(), "main", sleep=sleeps.append)
+    assert (wc.path / "README.md").exists() and sleeps == [2.0, 2.0] and app.failures == []
+
+
+def test_git_fetch_and_push_faults_are_retried_and_the_push_lands_once(flaky, tmp_path):
+    app, settings = flaky
+    forge = GitHubForge(settings, TOKEN)
+    sleeps: list[float] = []
+    wc = WorkCopy.clone(forge.clone_url, tmp_path / "repo", forge.git_env(), "main", sleep=sleeps.append)
+    (wc.path / "notes.md").write_text("retried\n")
+    head = wc.commit_all("a change")
+    app.fail(r"/git-receive-pack$", (502, {}, "Bad Gateway"), DROP, method="POST")  # then applied, answer lost
+    wc.push("senpai/ada/retried")
+    assert forge.branch_sha("senpai/ada/retried") == head and app.failures == []
+    app.fail(r"/git-upload-pack$", (429, {"Retry-After": "3"}, "Too Many Requests"), method="POST")
+    wc.checkout_remote_branch("senpai/ada/retried")
+    assert sleeps == [1.0, 2.0, 3.0]  # backoff without Retry-After, then the server's 3 s
+
+
+def test_git_faults_that_outlast_the_retries_are_transient(flaky, tmp_path):
+    app, settings = flaky
+    forge = GitHubForge(settings, TOKEN)
+    app.fail(r"^/git/.*/info/refs$", *[(503, {}, "Service Unavailable")] * 9)
+    sleeps: list[float] = []
+    with pytest.raises(TransientError, match="503"):
+        WorkCopy.clone(forge.clone_url, tmp_path / "repo", forge.git_env(), "main", sleep=sleeps.append)
+    assert len(sleeps) == GIT_ATTEMPTS - 1 and len(app.seen) == GIT_ATTEMPTS
+    app.fail(r"^/git/.*/info/refs$", (503, {"Retry-After": "600"}, "Service Unavailable"))
+    with pytest.raises(TransientError) as caught:  # too long to sleep in a job: exit 3, relaunched later
+        WorkCopy.clone(forge.clone_url, tmp_path / "repo2", forge.git_env(), "main", sleep=sleeps.append)
+    assert caught.value.retry_after == 600 and len(sleeps) == GIT_ATTEMPTS - 1
+
+
+def test_a_rejected_push_is_permanent_and_not_retried(flaky, tmp_path):
+    _, settings = flaky
+    forge = GitHubForge(settings, TOKEN)
+    sleeps: list[float] = []
+    wc = WorkCopy.clone(forge.clone_url, tmp_path / "repo", forge.git_env(), "main", sleep=sleeps.append)
+    (wc.path / "other.md").write_text("diverged\n")
+    wc.commit_all("diverge")
+    other = WorkCopy.clone(forge.clone_url, tmp_path / "other", forge.git_env(), "main", sleep=sleeps.append)
+    (other.path / "x.md").write_text("first\n")
+    other.commit_all("first")
+    other.push("senpai/ada/raced")
+    with pytest.raises(PermanentError, match="rejected"):
+        wc.push("senpai/ada/raced")
+    assert sleeps == []
