@@ -30,6 +30,7 @@ from senpai.ledger.steering import message_ref
 
 ADVISOR_RETRIES = 3  # advisor turns of one event batch, dead ones included, before escalation
 INFRA_RETRIES = 3  # runs of one student/verifier job that may fail on infrastructure before escalation
+INFRA_BACKOFF_SECONDS = 15.0  # a relaunch waits this long after the failed run, doubled per relaunch
 INFRA_EXIT = TransientError.exit_code  # `senpai job` exits 3 when the forge, git or the network failed it
 INFRA_REASONS = frozenset({"Lost", "Killed", "Evicted", "NodeLost", "Preempted"})  # the fleet's doing
 HYPOTHESIS_REASONS = frozenset({"DeadlineExceeded", "OOMKilled"})  # its wall-time and memory budget
@@ -114,18 +115,22 @@ def job_retry(job: JobStatus) -> int:
     return int(m["retry"] or 0) if m else 0
 
 
-def next_run(base: str, jobs: list[JobStatus]) -> str | None:
-    """The job name to launch for the work `base` names, or None if there is nothing to launch.
+def next_run(base: str, jobs: list[JobStatus], now: datetime) -> str | None:
+    """The job name to launch for the work `base` names, or None if there is nothing to launch now.
 
     `base` itself first; after it failed on infrastructure, `base-r1`, ... up to INFRA_RETRIES runs
-    in all.  None while a run is live, once a run ended otherwise (the reaper records it), or when
-    the runs are spent (the reaper escalates).
+    in all, the k-th relaunch no sooner than INFRA_BACKOFF_SECONDS * 2**(k-1) after the failed run
+    finished.  None while a run is live or backing off, once a run ended otherwise (the reaper
+    records it), or when the runs are spent (the reaper escalates).
     """
     runs = sorted((j for j in jobs if j.name == base or j.name.startswith(f"{base}-r")), key=job_retry)
     if not runs:
         return base
     last = runs[-1]
     if not last.done or not infra_failure(last) or len(runs) >= INFRA_RETRIES:
+        return None
+    wait = timedelta(seconds=INFRA_BACKOFF_SECONDS * 2 ** (len(runs) - 1))
+    if last.finished_at is not None and now < last.finished_at + wait:
         return None
     return f"{base}-r{len(runs)}"
 
@@ -291,7 +296,7 @@ def _students(w: World, cfg: HarnessConfig) -> list[Action]:
         attempt = e.attempts + 1
         if e.state == "wip" and attempt > e.hypothesis.budget.attempts:
             continue  # out of attempts; the reaper moved it to review
-        name = next_run(f"senpai-student-pr{e.pr}-{attempt}", w.jobs)
+        name = next_run(f"senpai-student-pr{e.pr}-{attempt}", w.jobs, w.now)
         if name is None:
             continue  # live, or about to be reaped (evidence, or escalation once its retries are spent)
         mine = [ev for ev in messages if ev.pr == e.pr]
@@ -308,7 +313,7 @@ def _verifiers(w: World, cfg: HarnessConfig) -> list[Action]:
     for e in w.exps:
         if e.state != "verifying" or e.error or e.verification_for(e.head, w.base_sha):
             continue
-        name = next_run(f"senpai-verifier-pr{e.pr}-{len(e.verifications) + 1}", w.jobs)
+        name = next_run(f"senpai-verifier-pr{e.pr}-{len(e.verifications) + 1}", w.jobs, w.now)
         if name is not None:
             out.append(Launch("verifier", name, ["verify", "--pr", str(e.pr)], cfg.verifier_wall_seconds, e.pr))
     return out

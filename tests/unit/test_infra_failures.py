@@ -4,11 +4,22 @@ Infrastructure failures of a job (exit 3, lost, killed by the fleet) are relaunc
 distinct, deterministic name and spend no attempt; after INFRA_RETRIES the PR is escalated once.
 """
 
+from datetime import timedelta
+
 from test_policy import BASE, CFG, NOW, exp, launches
 
 from senpai.fleet.base import JobStatus
 from senpai.ledger.escalation import escalation_id
-from senpai.wrapper.policy import INFRA_RETRIES, Block, Escalate, FailureEvidence, World, infra_failure, plan
+from senpai.wrapper.policy import (
+    INFRA_BACKOFF_SECONDS,
+    INFRA_RETRIES,
+    Block,
+    Escalate,
+    FailureEvidence,
+    World,
+    infra_failure,
+    plan,
+)
 
 
 def test_a_duplicated_evidence_counts_as_one_attempt():
@@ -107,3 +118,16 @@ def test_a_dead_advisor_batch_without_prs_is_escalated_once():
     assert esc.prs == ()
     done = World([], BASE, jobs, NOW, escalated=frozenset({escalation_id(esc.key)}))
     assert plan(done, CFG) == []
+
+
+def test_a_relaunch_backs_off_from_the_failed_run():
+    first = dead("senpai-student-pr1-1").model_copy(update={"finished_at": NOW - timedelta(seconds=5)})
+    assert launches(plan(World([exp(1, "wip")], BASE, [first], NOW), CFG), "student") == []  # 15 s not over yet
+    later = NOW + timedelta(seconds=INFRA_BACKOFF_SECONDS)
+    (s,) = launches(plan(World([exp(1, "wip")], BASE, [first], later), CFG), "student")
+    assert s.name == "senpai-student-pr1-1-r1"
+    second = dead("senpai-student-pr1-1-r1").model_copy(update={"finished_at": later})
+    wait2 = timedelta(seconds=2 * INFRA_BACKOFF_SECONDS)
+    assert launches(plan(World([exp(1, "wip")], BASE, [first, second], later + wait2 / 2), CFG), "student") == []
+    (s,) = launches(plan(World([exp(1, "wip")], BASE, [first, second], later + wait2), CFG), "student")
+    assert s.name == "senpai-student-pr1-1-r2"
