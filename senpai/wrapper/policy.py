@@ -332,6 +332,10 @@ def _advisor(w: World, cfg: HarnessConfig) -> Launch | Escalate | None:
     tries = [j for j in w.jobs if j.role == "advisor" and j.name.startswith(f"senpai-advisor-{digest}-")]
     if len(tries) >= ADVISOR_RETRIES:
         return _advisor_spent(events, tries, digest, w)
+    last = max(tries, key=lambda j: int(j.name.rsplit("-", 1)[1]), default=None)
+    if last is not None and last.phase == "failed" and last.finished_at is not None:
+        if w.now < last.finished_at + timedelta(seconds=INFRA_BACKOFF_SECONDS * 2 ** (len(tries) - 1)):
+            return None  # the same batch just died: back off as for any relaunch
     name = f"senpai-advisor-{digest}-{len(tries) + 1}"
     return Launch("advisor", name, ["advisor"], cfg.advisor_job_seconds(), events=tuple(events))
 

@@ -131,3 +131,15 @@ def test_a_relaunch_backs_off_from_the_failed_run():
     assert launches(plan(World([exp(1, "wip")], BASE, [first, second], later + wait2 / 2), CFG), "student") == []
     (s,) = launches(plan(World([exp(1, "wip")], BASE, [first, second], later + wait2), CFG), "student")
     assert s.name == "senpai-student-pr1-1-r2"
+
+
+def test_a_dead_advisor_turn_is_retried_after_a_backoff():
+    w = World([exp(1, "review", attempts=1)], BASE, [], NOW)
+    (adv,) = launches(plan(w, CFG), "advisor")
+    died = JobStatus(
+        name=adv.name, role="advisor", pr=None, student=None, phase="failed", exit_code=3, reason="Error", finished_at=NOW
+    )
+    assert launches(plan(World(w.exps, BASE, [died], NOW + timedelta(seconds=1)), CFG), "advisor") == []
+    later = NOW + timedelta(seconds=INFRA_BACKOFF_SECONDS)
+    (again,) = launches(plan(World(w.exps, BASE, [died], later), CFG), "advisor")
+    assert again.name == adv.name[:-1] + "2"
