@@ -12,6 +12,8 @@
         └── Forbidden                the credentials lack a permission (HTTP 401/403)
 
 Adapters translate library errors (PyGithub, wandb, subprocess) into these at the boundary.
+A job (`senpai job ...`) that exits 3 failed on senpai's infrastructure, not on its hypothesis:
+the wrapper relaunches it and spends no attempt (`senpai.wrapper.policy.infra_failure`).
 """
 
 
