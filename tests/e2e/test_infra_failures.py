@@ -22,7 +22,7 @@ from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import load_harness
 from senpai.ledger import transitions
 from senpai.ledger.labels import ATTENTION, SENPAI, Status
-from senpai.wrapper.policy import INFRA_EXIT, INFRA_RETRIES
+from senpai.wrapper.policy import ADVISOR_RETRIES, INFRA_EXIT, INFRA_RETRIES
 
 pytestmark = pytest.mark.e2e
 CLONE_FAULT = (503, {"Retry-After": "0"}, "Service Unavailable")  # Retry-After 0: the job retries at once
@@ -110,3 +110,27 @@ def test_repeated_infra_failures_block_once_and_open_one_issue_across_restarts(f
     assert len(issues) == 1 and f"#{pr}" in issues[0].body and ATTENTION in issues[0].labels
     exp = reader(config).experiment(forge.get_pull(pr))
     assert exp.evidence == [] and exp.attempts == 0 and exp.state == "blocked"
+
+
+def test_dead_advisor_turns_open_one_issue_and_stop(flaky_url, tmp_path):
+    app, url = flaky_url
+    config = make_program(url, tmp_path, "infra-advisor", students=1, experiments=1)
+    forge = make_forge(load_harness(config))
+
+    def issues() -> list:
+        return [i for i in forge.list_issues(SENPAI, "all") if "repeated infrastructure failures" in i.title]
+
+    app.fail(r"^/git/senpai/infra-advisor\.git/info/refs$", *[CLONE_FAULT] * (GIT_ATTEMPTS * INFRA_RETRIES))
+    try:
+        _tick_until(config, lambda: bool(issues()), "the escalation issue")
+        for _ in range(3):  # restarts and ticks: no fourth turn, no second issue
+            _tick_until(config, lambda: True, "a tick")
+            w = build_wrapper(str(config))
+            w.tick()
+            w.store.close()
+    finally:
+        app.fail("")
+    advisors = [j for j in _jobs(config, stop=True).values() if j.role == "advisor"]
+    assert len(advisors) == ADVISOR_RETRIES and all(j.exit_code == INFRA_EXIT for j in advisors)
+    (issue,) = issues()
+    assert "3 advisor turns" in issue.body and forge.list_pulls("all") == []
