@@ -13,6 +13,8 @@
     └── LedgerInconsistent           exit 5: `senpai ledger --check` found hand-made changes
 
 Adapters translate library errors (PyGithub, wandb, subprocess) into these at the boundary.
+A job (`senpai job ...`) that exits 3 failed on senpai's infrastructure, not on its hypothesis:
+the wrapper relaunches it and spends no attempt (`senpai.wrapper.policy.infra_failure`).
 """
 
 

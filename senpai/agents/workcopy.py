@@ -1,14 +1,49 @@
 """A job's own git working copy of the target repo, cloned from the forge.
 
 Credentials come from `Forge.git_env()` (environment, never argv or the remote URL).
+
+Network commands (clone, fetch, push) are retried with tenacity: exponential backoff from
+GIT_BACKOFF seconds, or the server's `Retry-After` (read from git's own HTTP trace, where git
+redacts the Authorization header), at most GIT_ATTEMPTS tries and GIT_TOTAL_SECONDS in all.  A
+Retry-After longer than GIT_MAX_WAIT is not slept: it raises TransientError(retry_after) at once,
+and the job exits 3 so the wrapper relaunches it later.  Each retry is harmless: a failed clone
+leaves no directory behind, a fetch is read-only, and a push of the same head is a no-op.
 """
 
 import os
+import re
+import shutil
 import subprocess
+import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
+
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, stop_after_delay
 
 from senpai.errors import PermanentError, TransientError
 from senpai.ledger.redact import redact
+
+GIT_ATTEMPTS = 5
+GIT_BACKOFF = 1.0  # seconds, doubled each retry
+GIT_MAX_WAIT = 30.0  # seconds: the longest single wait slept here
+GIT_TOTAL_SECONDS = 120.0  # bound on one network command, retries included
+# Failures no retry can fix: a rejected push, missing credentials or rights, a missing ref or repo.
+_PERMANENT = re.compile(
+    r"\[rejected\]|non-fast-forward|returned error: 40[134]\b|Authentication failed|couldn't find remote ref"
+    r"|Repository not found|not found|already exists and is not an empty directory",
+    re.IGNORECASE,
+)
+_RETRY_AFTER = re.compile(r"<= Recv header: Retry-After: *(\d+)", re.IGNORECASE)
+
+
+class _GitFault(Exception):
+    """A network git command failed in a way a retry may fix."""
+
+    def __init__(self, message: str, retry_after: float | None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "senpai",
@@ -18,17 +53,27 @@ IDENTITY = {
 }
 
 
+def _wait(state: RetryCallState) -> float:
+    """The server's Retry-After if it sent one, else GIT_BACKOFF doubled per try (capped)."""
+    exc = state.outcome.exception() if state.outcome else None
+    after = getattr(exc, "retry_after", None)
+    return after if after is not None else min(GIT_MAX_WAIT, GIT_BACKOFF * 2 ** (state.attempt_number - 1))
+
+
 class WorkCopy:
     """A clone at `path`. Every method runs real `git`; failures raise PermanentError, except
-    network-ish failures of fetch/push/clone, which raise TransientError."""
+    network failures of fetch/push/clone that outlast their retries, which raise TransientError."""
 
-    def __init__(self, path: Path, env: dict[str, str]) -> None:
+    def __init__(self, path: Path, env: dict[str, str], sleep: Callable[[float], None] = time.sleep) -> None:
         self.path = path
         self.env = {**os.environ, **IDENTITY, **env}
+        self._sleep = sleep  # how retries wait (tests inject a fake clock)
 
     @classmethod
-    def clone(cls, url: str, path: Path, env: dict[str, str], branch: str) -> "WorkCopy":
-        wc = cls(path, env)
+    def clone(
+        cls, url: str, path: Path, env: dict[str, str], branch: str, sleep: Callable[[float], None] = time.sleep
+    ) -> "WorkCopy":
+        wc = cls(path, env, sleep)
         path.parent.mkdir(parents=True, exist_ok=True)
         wc._git(["clone", "--quiet", "--branch", branch, url, str(path)], cwd=path.parent, network=True)
         return wc
@@ -38,11 +83,43 @@ class WorkCopy:
         return self._git(list(args), cwd=self.path, network=network)
 
     def _git(self, args: list[str], cwd: Path, network: bool = False) -> str:
-        proc = subprocess.run(["git", *args], cwd=cwd, env=self.env, capture_output=True, text=True)
-        if proc.returncode != 0:
-            err = TransientError if network else PermanentError
-            raise err(f"git {args[0]} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
-        return proc.stdout.strip()
+        if not network:
+            proc = subprocess.run(["git", *args], cwd=cwd, env=self.env, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise PermanentError(f"git {args[0]} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+            return proc.stdout.strip()
+        retrying = Retrying(
+            stop=stop_after_attempt(GIT_ATTEMPTS) | stop_after_delay(GIT_TOTAL_SECONDS),
+            wait=_wait,
+            sleep=self._sleep,
+            retry=retry_if_exception_type(_GitFault),
+            reraise=True,
+        )
+        try:
+            return retrying(lambda: self._network(args, cwd))
+        except _GitFault as e:
+            raise TransientError(str(e), retry_after=e.retry_after) from None
+
+    def _network(self, args: list[str], cwd: Path) -> str:
+        """One try of a network command; raises _GitFault (retry), TransientError (a long
+        Retry-After: not slept here) or PermanentError."""
+        if args[0] == "clone" and self.path.exists():
+            shutil.rmtree(self.path)  # what an interrupted try left; git refuses a non-empty target
+        with tempfile.TemporaryDirectory(prefix="senpai-git-") as tmp:
+            trace = Path(tmp) / "curl.log"
+            env = {**self.env, "GIT_TRACE_CURL": str(trace), "GIT_TRACE_CURL_NO_DATA": "1", "GIT_TRACE_REDACT": "1"}
+            proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True)
+            traced = trace.read_text(errors="replace") if trace.exists() else ""
+        if proc.returncode == 0:
+            return proc.stdout.strip()
+        message = f"git {args[0]} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}"
+        if _PERMANENT.search(proc.stderr):
+            raise PermanentError(message)
+        after = [float(x) for x in _RETRY_AFTER.findall(traced)]
+        retry_after = after[-1] if after else None
+        if retry_after is not None and retry_after > GIT_MAX_WAIT:
+            raise TransientError(message, retry_after=retry_after)
+        raise _GitFault(message, retry_after)
 
     def head(self) -> str:
         return self.git("rev-parse", "HEAD")

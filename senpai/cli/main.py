@@ -6,8 +6,9 @@ import os
 import sys
 
 import click
+import requests
 
-from senpai.errors import SenpaiError
+from senpai.errors import SenpaiError, TransientError
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -51,7 +52,11 @@ _register()
 
 def main() -> None:
     """Console entry point: SenpaiError → its exit status (2 config, 3 transient, 4 permanent);
-    a command's `click.exceptions.Exit(n)` / `ctx.exit(n)` → n."""
+    a command's `click.exceptions.Exit(n)` / `ctx.exit(n)` → n.
+
+    A network error that no adapter translated (ConnectionError, TimeoutError, or a `requests`
+    error) is transient too: exit 3, so the wrapper relaunches a job it killed instead of taking
+    it for the hypothesis's failure (`senpai.wrapper.policy.infra_failure`)."""
     try:
         # without standalone mode Click returns an Exit's code instead of raising it
         status = cli.main(standalone_mode=False)
@@ -64,6 +69,9 @@ def main() -> None:
     except SenpaiError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(e.exit_code)
+    except (ConnectionError, TimeoutError, requests.exceptions.RequestException) as e:
+        click.echo(f"error: network: {type(e).__name__}: {e}", err=True)
+        sys.exit(TransientError.exit_code)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     if isinstance(status, int) and status:

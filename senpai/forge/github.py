@@ -3,21 +3,30 @@
 This is the only module that imports `github`.  It turns PyGithub objects into the port's models
 and PyGithub/requests errors into senpai's error tree:
 
-    HTTP 5xx, 429, rate limit, connection error  -> retried, then TransientError (with retry_after)
+    HTTP 5xx, 429, connection error              -> retried, then TransientError (with retry_after)
+    HTTP 403 of a primary or secondary rate limit -> the same (message, Retry-After or remaining 0)
+    HTTP 401/403 otherwise                       -> Forbidden
     HTTP 404                                     -> NotFound
     HTTP 405/409 on merge                        -> MergeConflict
     any other HTTP error                         -> PermanentError
 
 Retries use tenacity with exponential backoff, honouring `Retry-After` (and the rate-limit reset)
 up to `max_wait` seconds; a longer wait is not slept here but raised as TransientError(retry_after)
-for the caller to schedule.  PyGithub's own retry is off (`retry=0`), so `calls` counts each HTTP
-request actually sent, retries included.  Against a local forge (127.0.0.1/localhost) PyGithub's
+for the caller to schedule.  PyGithub's own retry is off (`retry=0`: it would re-POST blindly), so
+`calls` counts each HTTP request actually sent, retries included.
+
+Writes that are not idempotent (POST a comment, a PR, an issue) may have been applied even when
+their answer was lost (a reset, a 5xx after the commit).  Before such a write is retried, the
+forge is searched for it by its identity: a comment or issue by its `<!-- senpai:... -->` marker
+(or its whole body if it has none) among the bot's own, a PR by its head branch.  If found, that
+object is the answer and nothing is posted again.  Against a local forge (127.0.0.1/localhost) PyGithub's
 request throttling (0.25 s per request, 1 s per write) is off too.
 """
 
 import base64
 import email.utils
 import json
+import re
 import time
 from collections.abc import Callable
 from functools import cached_property
@@ -33,10 +42,11 @@ from github.Requester import Requester
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from senpai.config.harness import ForgeSettings
-from senpai.errors import MergeConflict, NotFound, PermanentError, SenpaiError, TransientError
+from senpai.errors import Forbidden, MergeConflict, NotFound, PermanentError, SenpaiError, TransientError
 from senpai.forge.base import Access, Change, Comment, Issue, PullRequest
 
 T = TypeVar("T")
+MARKER = re.compile(r"<!-- senpai:[^>]{1,200} -->")
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
 State = Literal["open", "closed", "all"]
 
@@ -70,8 +80,17 @@ def _is_transient(exc: BaseException) -> bool:
     if isinstance(exc, requests.exceptions.RequestException):
         return True
     if isinstance(exc, GithubException):
-        return exc.status >= 500 or exc.status == 429 or isinstance(exc, RateLimitExceededException)
+        return exc.status >= 500 or exc.status == 429 or _rate_limited(exc)
     return False
+
+
+def _rate_limited(exc: GithubException) -> bool:
+    """GitHub's primary and secondary rate limits: 403 (or 429) with a rate-limit message, a
+    Retry-After header, or X-RateLimit-Remaining: 0."""
+    if isinstance(exc, RateLimitExceededException):
+        return True
+    headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
+    return exc.status in (403, 429) and ("retry-after" in headers or headers.get("x-ratelimit-remaining") == "0")
 
 
 def _retry_after(exc: BaseException) -> float | None:
@@ -89,11 +108,19 @@ def _retry_after(exc: BaseException) -> float | None:
     return None
 
 
+def _identity(body: str) -> str:
+    """What identifies a comment or issue body on the forge: its last senpai marker, else the body."""
+    markers = MARKER.findall(body)
+    return markers[-1] if markers else body.strip()
+
+
 def _translate(what: str, exc: GithubException, merge: bool = False) -> SenpaiError:
     message = exc.data.get("message") if isinstance(exc.data, dict) else exc.data
     text = f"{what}: HTTP {exc.status} {message or ''}".strip()
     if _is_transient(exc):
         return TransientError(text, retry_after=_retry_after(exc))
+    if exc.status in (401, 403):
+        return Forbidden(text)
     if exc.status == 404:
         return NotFound(text)
     if merge and exc.status in (405, 409):
@@ -228,6 +255,20 @@ class GitHubForge:
         except requests.exceptions.RequestException as exc:
             raise TransientError(f"{what}: {type(exc).__name__}: {exc}") from exc
 
+    def _write(self, what: str, create: Callable[[], T], find: Callable[[], T | None]) -> T:
+        """A non-idempotent write (POST): before each retry, `find` looks for what an earlier try
+        may have applied although its answer was lost; if it finds it, that is the answer."""
+        tried = False
+
+        def once() -> T:
+            nonlocal tried
+            if tried and (found := find()) is not None:
+                return found
+            tried = True
+            return create()
+
+        return self._call(what, once)
+
     # ---------------------------------------------------------------- identity and git
 
     @cached_property
@@ -291,8 +332,18 @@ class GitHubForge:
         return self._call(f"get pull #{number}", lambda: _pull(self._repo.get_pull(number)))
 
     def create_pull(self, title: str, body: str, head: str, base: str, labels: list[str]) -> PullRequest:
-        pr = self._call(
-            f"create pull {head}->{base}", lambda: _pull(self._repo.create_pull(base=base, head=head, title=title, body=body))
+        """GitHub REST: POST /repos/{o}/{r}/pulls, then POST .../issues/{n}/labels.  A retry first looks
+        for an open PR from `head` (GET .../pulls?head=owner:head), so a lost answer opens no second PR."""
+
+        def find() -> PullRequest | None:
+            owner = self.settings.repo.split("/", 1)[0]
+            found = [p for p in self._repo.get_pulls(state="open", head=f"{owner}:{head}", base=base) if p.head.ref == head]
+            return _pull(found[0]) if found else None
+
+        pr = self._write(
+            f"create pull {head}->{base}",
+            lambda: _pull(self._repo.create_pull(base=base, head=head, title=title, body=body)),
+            find,
         )
         if not labels:
             return pr
@@ -343,7 +394,15 @@ class GitHubForge:
         return self._call(f"comments of #{number}", lambda: [_comment(c) for c in self._repo.get_issue(number).get_comments()])
 
     def create_comment(self, number: int, body: str) -> Comment:
-        return self._call(f"comment on #{number}", lambda: _comment(self._repo.get_issue(number).create_comment(body)))
+        """GitHub REST: POST .../issues/{n}/comments.  A retry first looks among the bot's comments on
+        #number (GET .../issues/{n}/comments) for the body's marker, so a lost answer posts no duplicate."""
+        key = _identity(body)
+
+        def find() -> Comment | None:
+            mine = [c for c in self._repo.get_issue(number).get_comments() if c.user.login == self.login and key in c.body]
+            return _comment(mine[-1]) if mine else None
+
+        return self._write(f"comment on #{number}", lambda: _comment(self._repo.get_issue(number).create_comment(body)), find)
 
     def list_issues(self, label: str, state: State = "open") -> list[Issue]:
         return self._call(
@@ -352,7 +411,16 @@ class GitHubForge:
         )
 
     def create_issue(self, title: str, body: str, labels: list[str]) -> Issue:
-        return self._call("create issue", lambda: _issue(self._repo.create_issue(title=title, body=body, labels=labels)))
+        """GitHub REST: POST /repos/{o}/{r}/issues.  A retry first looks among the bot's issues (GET
+        .../issues?state=all&creator=) for the body's marker, so a lost answer opens no second issue."""
+        key = _identity(body)
+
+        def find() -> Issue | None:
+            issues = self._repo.get_issues(state="all", creator=self.login)
+            mine = [i for i in issues if not _is_pull(i) and i.user.login == self.login and key in (i.body or "")]
+            return _issue(mine[0]) if mine else None
+
+        return self._write("create issue", lambda: _issue(self._repo.create_issue(title=title, body=body, labels=labels)), find)
 
     def read_file(self, path: str, ref: str) -> str:
         def run() -> str:

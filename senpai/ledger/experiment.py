@@ -55,7 +55,8 @@ class Experiment(BaseModel):
 
     @property
     def attempts(self) -> int:
-        return len(self.evidence)
+        """Attempts spent: distinct attempt numbers among the evidence (a duplicated post counts once)."""
+        return len({e.attempt for e in self.evidence})
 
     def evidence_for(self, head: str) -> Evidence | None:
         found = [e for e in self.evidence if e.head == head]

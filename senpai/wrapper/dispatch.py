@@ -1,7 +1,8 @@
 """Dispatch and reap: turn the policy's actions into fleet jobs and ledger writes.
 
 Launching is idempotent (deterministic job names; already exists = success) and every ledger
-write goes through `senpai.ledger.transitions`, so a replayed action is harmless.
+write goes through `senpai.ledger.transitions` (or `senpai.ledger.escalation`), so a replayed
+action is harmless.
 """
 
 import logging
@@ -11,12 +12,12 @@ from senpai.config.harness import ENV_CONFIG
 from senpai.errors import SenpaiError
 from senpai.fleet.base import Fleet, JobSpec
 from senpai.forge.base import Forge
-from senpai.ledger import transitions
+from senpai.ledger import escalation, transitions
 from senpai.ledger.blocks import Evidence, PrimaryResult
 from senpai.ledger.events import EventBatch
 from senpai.ledger.experiment import Experiment
-from senpai.ledger.labels import with_student
-from senpai.wrapper.policy import Action, Block, DeleteJob, FailureEvidence, FinishAttempts, Launch, RestoreStudent
+from senpai.ledger.labels import Status, with_student
+from senpai.wrapper.policy import Action, Block, DeleteJob, Escalate, FailureEvidence, FinishAttempts, Launch, RestoreStudent
 
 log = logging.getLogger(__name__)
 ENV_EVENTS = "SENPAI_EVENTS"
@@ -63,6 +64,8 @@ class Dispatcher:
         if isinstance(action, DeleteJob):
             self.fleet.delete(action.name)
             return f"deleted job {action.name}: {action.reason}"
+        if isinstance(action, Escalate):
+            return self._escalate(action)
         pr = self.forge.get_pull(action.pr)
         if isinstance(action, RestoreStudent):
             labels = with_student(pr.labels, action.student)
@@ -84,3 +87,15 @@ class Dispatcher:
         ev = failure_evidence(exps[action.pr], action, logs, reason)  # the ledger redacts it
         transitions.submit_evidence(self.forge, pr, ev, to_review=action.to_review)
         return f"#{action.pr}: failure evidence for attempt {action.attempt} ({reason})"
+
+    def _escalate(self, a: Escalate) -> str:
+        """One issue for humans first (a crash after it still blocks next tick), then block each PR."""
+        prs = ", ".join(f"#{n}" for n in a.prs) or "no PR"
+        body = f"senpai could not finish its own work on {prs}; a human must look.\n\n{a.reason}"
+        number = escalation.open_issue(self.forge, a.key, f"senpai: repeated infrastructure failures ({prs})", body)
+        for n in a.prs:
+            pr = self.forge.get_pull(n)
+            if pr.state == "open" and Status.BLOCKED.value not in pr.labels:
+                transitions.block(self.forge, pr, a.reason)
+        log.warning("escalated %s: %s", prs, a.reason)
+        return f"{prs}: escalated to issue #{number}: {a.reason}"

@@ -18,6 +18,7 @@ from senpai.config.harness import HarnessConfig
 from senpai.errors import SenpaiError, TransientError
 from senpai.fleet.base import Fleet, JobStatus
 from senpai.forge.base import Forge
+from senpai.ledger.escalation import escalated
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.table import LedgerReader
 from senpai.wrapper.dispatch import Dispatcher
@@ -124,6 +125,7 @@ class Wrapper:
         view, now = self.steering.view, self.clock()
         labels = {p.number: tuple(p.labels) for p in self.ledger.pulls}
         w = World(exps, self._base_sha, jobs, now, self.store.handed_jobs(), view.state, tuple(view.free_text), labels=labels)
+        w = replace(w, escalated=escalated(view.issues, self.forge.login))
         ids = [ev.id for ev in pending_messages(w, self.cfg)]
         if not ids:
             return w

@@ -8,22 +8,34 @@ Rules (design §3, §4):
   together in one turn;
 - launch the verifier for a verifying PR whose (head, base) has no verification;
 - at most one advisor turn at a time and one job per student;
-- a job that ended without its record gets one: failure evidence (student) or a block (verifier).
+- a job that ended without its record gets one: failure evidence (student) or a block (verifier),
+  unless it failed on infrastructure (`infra_failure`): then it is relaunched under the next name
+  `<name>-r<k>` and spends no attempt; after INFRA_RETRIES such failures (or ADVISOR_RETRIES dead
+  advisor turns) its PRs are escalated: blocked with one comment each, and one issue for humans.
 """
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from senpai.config.harness import HarnessConfig
+from senpai.errors import TransientError
 from senpai.fleet.base import JobStatus
+from senpai.ledger.escalation import escalation_id
 from senpai.ledger.events import Event
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.inbox import Inbound, SteerState
 from senpai.ledger.labels import STUDENT_PREFIX, student_label
 from senpai.ledger.steering import message_ref
 
-ADVISOR_RETRIES = 3
+ADVISOR_RETRIES = 3  # advisor turns of one event batch, dead ones included, before escalation
+INFRA_RETRIES = 3  # runs of one student/verifier job that may fail on infrastructure before escalation
+INFRA_BACKOFF_SECONDS = 15.0  # a relaunch waits this long after the failed run, doubled per relaunch
+INFRA_EXIT = TransientError.exit_code  # `senpai job` exits 3 when the forge, git or the network failed it
+INFRA_REASONS = frozenset({"Lost", "Killed", "Evicted", "NodeLost", "Preempted"})  # the fleet's doing
+HYPOTHESIS_REASONS = frozenset({"DeadlineExceeded", "OOMKilled"})  # its wall-time and memory budget
+_JOB = re.compile(r"^senpai-(?:student|verifier)-pr\d+-(?P<attempt>\d+)(?:-r(?P<retry>\d+))?$")
 
 
 @dataclass(frozen=True)
@@ -39,6 +51,7 @@ class World:
     inbox: tuple[Inbound, ...] = ()  # trusted free-text messages (command messages are the wrapper's)
     first_seen: dict[str, datetime] = field(default_factory=dict)  # message event id -> first seen (state store)
     labels: dict[int, tuple[str, ...]] = field(default_factory=dict)  # PR number -> its labels (forge)
+    escalated: frozenset[str] = frozenset()  # escalation ids that have their issue (senpai.ledger.escalation)
 
 
 @dataclass(frozen=True)
@@ -91,12 +104,62 @@ class RestoreStudent:
     student: str
 
 
-Action = Launch | FailureEvidence | Block | DeleteJob | RestoreStudent | FinishAttempts
+@dataclass(frozen=True)
+class Escalate:
+    """senpai failed the same work repeatedly: block `prs` (one comment each), open one issue (by `key`)."""
+
+    prs: tuple[int, ...]
+    reason: str
+    key: str
+
+
+Action = Launch | FailureEvidence | Block | Escalate | DeleteJob | RestoreStudent | FinishAttempts
+
+
+def infra_failure(job: JobStatus) -> bool:
+    """True if `job` failed for senpai's or the fleet's reasons, never the hypothesis's.
+
+    Infrastructure: exit status 3 (`senpai job` raised TransientError: forge 5xx, rate limit, git
+    fault, after their retries), reason Lost (its supervisor died), Killed (a signal the deadline did
+    not send), Evicted/NodeLost/Preempted, or a failed job that never reported an exit status (its
+    pod or node is gone).  The hypothesis's: DeadlineExceeded (its wall-time budget), OOMKilled (its
+    memory) and every other exit status (the job ran and failed, e.g. exit 4 on a bad block).
+    """
+    if job.phase != "failed" or job.reason in HYPOTHESIS_REASONS:
+        return False
+    return job.exit_code in (INFRA_EXIT, None) or job.reason in INFRA_REASONS
 
 
 def job_attempt(job: JobStatus) -> int:
-    """The attempt number encoded in a job name `senpai-<role>-pr<n>-<attempt>`."""
-    return int(job.name.rsplit("-", 1)[1])
+    """The attempt number in a job name `senpai-<role>-pr<n>-<attempt>[-r<k>]`."""
+    m = _JOB.match(job.name)
+    return int(m["attempt"]) if m else 0
+
+
+def job_retry(job: JobStatus) -> int:
+    """k of a relaunch `...-r<k>` after infrastructure failures; 0 for the first run."""
+    m = _JOB.match(job.name)
+    return int(m["retry"] or 0) if m else 0
+
+
+def next_run(base: str, jobs: list[JobStatus], now: datetime) -> str | None:
+    """The job name to launch for the work `base` names, or None if there is nothing to launch now.
+
+    `base` itself first; after it failed on infrastructure, `base-r1`, ... up to INFRA_RETRIES runs
+    in all, the k-th relaunch no sooner than INFRA_BACKOFF_SECONDS * 2**(k-1) after the failed run
+    finished.  None while a run is live or backing off, once a run ended otherwise (the reaper
+    records it), or when the runs are spent (the reaper escalates).
+    """
+    runs = sorted((j for j in jobs if j.name == base or j.name.startswith(f"{base}-r")), key=job_retry)
+    if not runs:
+        return base
+    last = runs[-1]
+    if not last.done or not infra_failure(last) or len(runs) >= INFRA_RETRIES:
+        return None
+    wait = timedelta(seconds=INFRA_BACKOFF_SECONDS * 2 ** (len(runs) - 1))
+    if last.finished_at is not None and now < last.finished_at + wait:
+        return None
+    return f"{base}-r{len(runs)}"
 
 
 def _live(jobs: list[JobStatus]) -> list[JobStatus]:
@@ -249,18 +312,36 @@ def _reap(w: World) -> list[Action]:
         if not j.done or e is None or e.decided or e.state == "blocked":
             continue
         if j.role == "student" and e.attempts < job_attempt(j) and e.state in ("wip", "changes"):
+            if infra_failure(j):
+                out += _spent(j, e.pr, w)  # relaunched by _students until the runs are spent
+                continue
             budget = e.hypothesis.budget.attempts if e.hypothesis else 1
             out.append(FailureEvidence(e.pr, job_attempt(j), j.name, to_review=job_attempt(j) >= budget))
         elif j.role == "verifier" and e.state == "verifying" and not e.verification_for(e.head, w.base_sha):
-            if len(e.verifications) < job_attempt(j):
+            if len(e.verifications) >= job_attempt(j):
+                continue
+            if infra_failure(j):
+                out += _spent(j, e.pr, w)
+            else:
                 out.append(Block(e.pr, f"verifier job {j.name} ended without a verification ({j.reason}, exit {j.exit_code})"))
     return out
+
+
+def _spent(j: JobStatus, pr: int, w: World) -> list[Action]:
+    """Escalate if `j` was the last run its infrastructure retries allow; otherwise nothing (yet)."""
+    if job_retry(j) + 1 < INFRA_RETRIES:
+        return []
+    base = j.name.rsplit("-r", 1)[0] if job_retry(j) else j.name
+    reason = (
+        f"job `{base}` failed {INFRA_RETRIES} times on infrastructure, not on the hypothesis "
+        f"(last run `{j.name}`: {j.reason}, exit {j.exit_code}). No attempt was spent; see the job logs."
+    )
+    return [Escalate((pr,), reason, base)]
 
 
 def _students(w: World, cfg: HarnessConfig) -> list[Action]:
     live = {j.student for j in _live(w.jobs) if j.role == "student"}
     busy = {j.pr for j in _live(w.jobs)}
-    names = {j.name for j in w.jobs}
     messages = [ev for ev in pending_messages(w, cfg) if ev.pr is not None]
     out: list[Action] = []
     for e in w.exps:
@@ -272,9 +353,9 @@ def _students(w: World, cfg: HarnessConfig) -> list[Action]:
             continue  # out of attempts: to review (the reaper or the job's own evidence normally does it)
         if e.student in live or e.student not in {s.name for s in cfg.students}:
             continue
-        name = f"senpai-student-pr{e.pr}-{attempt}"
-        if name in names:
-            continue  # launched already; it is live or about to be reaped
+        name = next_run(f"senpai-student-pr{e.pr}-{attempt}", w.jobs, w.now)
+        if name is None:
+            continue  # live, or about to be reaped (evidence, or escalation once its retries are spent)
         mine = [ev for ev in messages if ev.pr == e.pr]
         if window_open(mine, w, cfg):
             continue  # a message for this student is on its way: wait for the batch, then go with it
@@ -285,18 +366,17 @@ def _students(w: World, cfg: HarnessConfig) -> list[Action]:
 
 
 def _verifiers(w: World, cfg: HarnessConfig) -> list[Action]:
-    names = {j.name for j in w.jobs}
     out = []
     for e in w.exps:
         if e.state != "verifying" or e.error or e.verification_for(e.head, w.base_sha):
             continue
-        name = f"senpai-verifier-pr{e.pr}-{len(e.verifications) + 1}"
-        if name not in names:
+        name = next_run(f"senpai-verifier-pr{e.pr}-{len(e.verifications) + 1}", w.jobs, w.now)
+        if name is not None:
             out.append(Launch("verifier", name, ["verify", "--pr", str(e.pr)], cfg.verifier_wall_seconds, e.pr))
     return out
 
 
-def _advisor(w: World, cfg: HarnessConfig) -> Launch | None:
+def _advisor(w: World, cfg: HarnessConfig) -> Launch | Escalate | None:
     if any(j.role == "advisor" for j in _live(w.jobs)):
         return None
     messages = [ev for ev in pending_messages(w, cfg) if ev.pr is None]
@@ -308,9 +388,32 @@ def _advisor(w: World, cfg: HarnessConfig) -> Launch | None:
     digest = hashlib.sha256("\n".join(sorted(ev.id for ev in events)).encode()).hexdigest()[:10]
     tries = [j for j in w.jobs if j.role == "advisor" and j.name.startswith(f"senpai-advisor-{digest}-")]
     if len(tries) >= ADVISOR_RETRIES:
-        return None  # the same batch failed every time; a human must look at the job logs
+        return _advisor_spent(events, tries, digest, w)
+    last = max(tries, key=lambda j: int(j.name.rsplit("-", 1)[1]), default=None)
+    if last is not None and last.phase == "failed" and last.finished_at is not None:
+        if w.now < last.finished_at + timedelta(seconds=INFRA_BACKOFF_SECONDS * 2 ** (len(tries) - 1)):
+            return None  # the same batch just died: back off as for any relaunch
     name = f"senpai-advisor-{digest}-{len(tries) + 1}"
     return Launch("advisor", name, ["advisor"], cfg.advisor_job_seconds(), events=tuple(events))
+
+
+def _advisor_spent(events: list[Event], tries: list[JobStatus], digest: str, w: World) -> Escalate | None:
+    """The same batch died ADVISOR_RETRIES times: block the PRs it carried and open one issue.
+
+    Once the PRs are blocked their events leave the batch, so the rest forms a new batch (a new
+    digest) with retries of its own; a batch without PRs is escalated once (`w.escalated`).
+    """
+    prs = tuple(sorted({ev.pr for ev in events if ev.pr is not None}))
+    key = f"senpai-advisor-{digest}"
+    if not prs and escalation_id(key) in w.escalated:
+        return None
+    last = max(tries, key=lambda j: j.name)
+    kinds = ", ".join(sorted({ev.kind for ev in events}))
+    reason = (
+        f"{len(tries)} advisor turns for the same {len(events)} event(s) ({kinds}) died "
+        f"(last `{last.name}`: {last.reason}, exit {last.exit_code}). No attempt was spent; see the job logs."
+    )
+    return Escalate(prs, reason, key)
 
 
 def _handled(ev: Event, w: World) -> bool:

@@ -100,7 +100,7 @@ def test_dead_job_without_evidence_gets_failure_evidence_then_retry_budget():
     # after the failure evidence is posted, attempt 2 is launched
     (s,) = launches(plan(World([exp(1, "wip", attempts=1)], BASE, [dead], NOW), CFG), "student")
     assert s.name == "senpai-student-pr1-2"
-    dead2 = job("senpai-student-pr1-2", "student", 1, "ada", phase="failed")
+    dead2 = job("senpai-student-pr1-2", "student", 1, "ada", phase="failed").model_copy(update={"exit_code": 1})
     assert FailureEvidence(1, 2, dead2.name, to_review=True) in plan(
         World([exp(1, "wip", attempts=1)], BASE, [dead, dead2], NOW), CFG
     )
