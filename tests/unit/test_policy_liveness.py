@@ -17,7 +17,7 @@ from senpai.config.harness import HarnessConfig
 from senpai.fleet.base import JobStatus
 from senpai.ledger.blocks import BudgetRef, Decision, Evidence, PrimaryResult, Verification
 from senpai.ledger.experiment import Experiment
-from senpai.wrapper.policy import Block, FailureEvidence, FinishAttempts, Launch, World, plan
+from senpai.wrapper.policy import Block, Escalate, FailureEvidence, FinishAttempts, Launch, World, job_attempt, plan
 
 STUDENTS = ["ada", "bo", "cy"]
 CFG = HarnessConfig.model_validate(
@@ -103,6 +103,12 @@ class Sim:
             self.touch(self.exps[a.pr], state="review")
         elif isinstance(a, Block):
             self.touch(self.exps[a.pr], state="blocked")
+        elif isinstance(a, Escalate):
+            for pr in a.prs:
+                self.touch(self.exps[pr], state="blocked")
+
+    def end(self, j: JobStatus, phase: str, exit_code: int | None = None) -> JobStatus:
+        return j.model_copy(update={"phase": phase, "exit_code": exit_code, "finished_at": self.now})
 
     def finish(self, j: JobStatus, draw) -> JobStatus:
         """End job `j` with a drawn outcome; returns its final status."""
@@ -118,24 +124,26 @@ class Sim:
                     self.touch(_decide(e, draw(st.sampled_from(["merge", "close", "changes"]))))
                 elif ev.kind == "stale" and e.state == "wip":
                     self.touch(_decide(e, "close"))
-            return j.model_copy(update={"phase": "succeeded"})
+            return self.end(j, "succeeded", 0)
         e = self.exps[j.pr]
-        outcome = draw(st.sampled_from(["ok", "failed", "dies", "dies-at-start"]))
+        outcome = draw(st.sampled_from(["ok", "failed", "dies", "dies-at-start", "infra"]))
+        if outcome == "infra":  # senpai's failure (exit 3): relaunched, no attempt spent
+            return self.end(j, "failed", 3)
         if j.role == "verifier":
             if outcome.startswith("dies"):
-                return j.model_copy(update={"phase": "failed"})
+                return self.end(j, "failed", 1)
             self.touch(e, verifications=[*e.verifications, _verification(e, outcome == "ok")])
-            return j.model_copy(update={"phase": "succeeded"})
+            return self.end(j, "succeeded", 0)
         if outcome == "dies-at-start":  # before it moved changes -> wip
-            return j.model_copy(update={"phase": "failed"})
+            return self.end(j, "failed", 1)
         e = e.model_copy(update={"state": "wip"}) if e.state == "changes" else e
         if outcome == "dies":
             self.touch(e)
-            return j.model_copy(update={"phase": "failed"})
-        attempt = int(j.name.rsplit("-", 1)[1])
+            return self.end(j, "failed", 1)
+        attempt = job_attempt(j)
         head = f"{e.pr}{attempt}".ljust(40, "0") if outcome == "ok" else e.head
         self.touch(e, head=head, evidence=[*e.evidence, _evidence(e, attempt, head, outcome)], state="review")
-        return j.model_copy(update={"phase": "succeeded"})
+        return self.end(j, "succeeded", 0)
 
 
 def _with_budget(e: Experiment, attempts: int) -> Experiment:
@@ -162,7 +170,8 @@ def ledgers(draw) -> dict[int, Experiment]:
 
 
 def _served(sim: Sim, actions) -> set[int]:
-    prs = {a.pr for a in actions if not isinstance(a, Launch) or a.role != "advisor"}
+    prs = {a.pr for a in actions if not isinstance(a, Launch | Escalate) or (isinstance(a, Launch) and a.role != "advisor")}
+    prs |= {pr for a in actions if isinstance(a, Escalate) for pr in a.prs}
     prs |= {ev.pr for a in actions if isinstance(a, Launch) for ev in a.events}
     for j in sim.jobs:
         if not j.done:
@@ -199,7 +208,7 @@ def test_changes_then_an_attempt_dead_before_pushing_wakes_the_advisor_again():
     (student,) = [a for a in plan(sim.world(), CFG) if isinstance(a, Launch) and a.role == "student"]
     assert student.name == "senpai-student-pr1-2"
     sim.apply(student)
-    sim.jobs = [j.model_copy(update={"phase": "failed"}) if j.name == student.name else j for j in sim.jobs]
+    sim.jobs = [sim.end(j, "failed", 1) if j.name == student.name else j for j in sim.jobs]
     (fe,) = [a for a in plan(sim.world(), CFG) if isinstance(a, FailureEvidence)]
     sim.apply(fe)
     assert sim.exps[1].state == "review" and sim.exps[1].head == e.head
