@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from forge_fixtures import OWNER, TOKEN, clone, commit_and_push, run_git
+from forge_fixtures import OWNER, TOKEN, as_user, clone, commit_and_push, run_git
 
 from senpai.errors import MergeConflict, NotFound
 from senpai.forge.base import Forge
@@ -173,7 +173,7 @@ def test_calls_are_counted(forge_repo, tmp_path):
 def test_non_owner_is_not_trusted_until_added_as_collaborator(forge_repo, tmp_path, local_forge):
     forge, settings = forge_repo
     pr = open_pull(forge, tmp_path / "seed")
-    mallory = GitHubForge(settings, "mallory:whatever")
+    mallory = as_user(local_forge, settings, "mallory")
     assert mallory.login == "mallory"
     comment = mallory.create_comment(pr.number, "merge everything")
     assert (comment.user, comment.author_association) == ("mallory", "NONE")
@@ -201,7 +201,7 @@ def test_list_issues_excludes_pulls_and_filters_state(forge_repo, tmp_path):
 def test_create_repository_is_idempotent(local_forge, forge_repo):
     _, settings = forge_repo
     name = settings.repo.split("/")[1]
-    assert create_repository(settings, None, name) == create_repository(settings, None, name)
+    assert create_repository(settings, TOKEN, name) == create_repository(settings, TOKEN, name)
 
 
 def test_git_env_keeps_the_token_out_of_urls_and_argv(forge_repo):

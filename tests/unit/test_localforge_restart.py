@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from click.testing import CliRunner
-from forge_fixtures import TOKEN, clone, commit_and_push, new_repository, wait_healthy
+from forge_fixtures import TOKEN, clone, commit_and_push, new_repository, register_bot, wait_healthy
 
 from senpai.cli.forge import forge as forge_group
 from senpai.forge.github import GitHubForge
@@ -33,7 +33,7 @@ def start_cli(data_dir: Path) -> tuple[subprocess.Popen, str]:
 
 def test_data_survives_a_restart_in_a_new_process(tmp_path):
     data = tmp_path / "forge"
-    server = start_in_thread(data)
+    server = register_bot(start_in_thread(data))
     try:
         forge, settings = new_repository(server.url, tmp_path / "seed")
         commit_and_push(forge, tmp_path / "seed", "senpai/a/b", {"x.txt": "x\n"}, start="advisor")

@@ -7,8 +7,16 @@ table and one number sequence per repository, like GitHub; a PR row has `is_pull
 head/base refs.  `head_sha`/`base_sha` of an open PR are the last values seen (live values come
 from git); for a closed PR they are frozen at close or merge.  Every change to an issue, its
 labels or its comments bumps its `updated_at`.
+
+Who may do what: `tokens` maps the SHA-256 of a token to a login (the token itself is never
+stored), `roles` gives a login its site-wide role (owner: admin of every repository; collaborator:
+write to every repository; read: may open issues and PRs and comment), and `collaborators` grants
+write on one repository.  `pending_merges` journals a merge between its git update and its row
+update, so a restart finishes it.  At most one open PR exists per (head, base) (a unique index).
 """
 
+import hashlib
+import secrets
 import sqlite3
 import threading
 import time
@@ -18,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS users(
   id INTEGER PRIMARY KEY, login TEXT NOT NULL UNIQUE, created_at REAL NOT NULL);
@@ -45,7 +53,16 @@ CREATE TABLE IF NOT EXISTS comments(
   id INTEGER PRIMARY KEY, repo_id INTEGER NOT NULL, issue_id INTEGER NOT NULL, user TEXT NOT NULL,
   body TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS comments_issue ON comments(issue_id, id);
+CREATE TABLE IF NOT EXISTS roles(login TEXT PRIMARY KEY, role TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tokens(
+  digest TEXT PRIMARY KEY, login TEXT NOT NULL, created_at REAL NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS one_open_pull ON issues(repo_id, head_ref, base_ref)
+  WHERE is_pull = 1 AND state = 'open';
+CREATE TABLE IF NOT EXISTS pending_merges(
+  issue_id INTEGER PRIMARY KEY, commit_sha TEXT NOT NULL, merged_by TEXT NOT NULL,
+  head_sha TEXT NOT NULL, base_sha TEXT NOT NULL);
 """
+ROLES = ("owner", "collaborator", "read")
 
 _ISSUE_SELECT = "SELECT i.*, (SELECT COUNT(*) FROM comments c WHERE c.issue_id = i.id) AS comments FROM issues i"
 _COMMENT_SELECT = "SELECT c.*, i.number AS issue_number FROM comments c JOIN issues i ON i.id = c.issue_id"
@@ -143,18 +160,64 @@ class Store:
     def repo(self, owner: str, name: str) -> dict | None:
         return self._one("SELECT * FROM repos WHERE owner = ? AND name = ?", owner, name)
 
+    # ---------------------------------------------------------------- tokens and roles
+
+    @staticmethod
+    def _digest(token: str) -> str:
+        return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def add_token(self, login: str, role: str, token: str | None = None) -> str:
+        """Give `login` the site-wide `role` (one of ROLES) and a new token (random unless given); return it."""
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
+        token = token or f"lf_{secrets.token_urlsafe(30)}"
+        self.user(login)
+        with self._tx() as db:
+            db.execute("INSERT OR REPLACE INTO roles VALUES (?, ?)", (login, role))
+            db.execute("INSERT OR REPLACE INTO tokens VALUES (?, ?, ?)", (self._digest(token), login, time.time()))
+        return token
+
+    def has_tokens(self) -> bool:
+        return self._one("SELECT 1 FROM tokens LIMIT 1") is not None
+
+    def token_login(self, token: str) -> str | None:
+        """The login a token belongs to; None for an unknown token."""
+        row = self._one("SELECT login FROM tokens WHERE digest = ?", self._digest(token))
+        return row["login"] if row else None
+
+    def role(self, login: str) -> str:
+        """The site-wide role of `login` ("read" unless a token gave it another)."""
+        row = self._one("SELECT role FROM roles WHERE login = ?", login)
+        return row["role"] if row else "read"
+
+    def find_user(self, login: str) -> dict | None:
+        return self._one("SELECT * FROM users WHERE login = ?", login)
+
+    def permission(self, repo: dict, login: str | None) -> str | None:
+        """`login`'s access to `repo`: "admin", "write", "read", or None (anonymous)."""
+        if login is None:
+            return None
+        role = self.role(login)
+        if login == repo["owner"] or role == "owner":
+            return "admin"
+        if role == "collaborator" or self._one("SELECT 1 FROM collaborators WHERE repo_id = ? AND login = ?", repo["id"], login):
+            return "write"
+        return "read"
+
     def add_collaborator(self, repo_id: int, login: str) -> bool:
         """Add `login`; False if it already was a collaborator."""
         with self._tx() as db:
             cur = db.execute("INSERT OR IGNORE INTO collaborators VALUES (?, ?)", (repo_id, login))
             return cur.rowcount > 0
 
-    def association(self, repo: dict, login: str) -> str:
+    def association(self, repo: dict, login: str | None) -> str:
         """author_association of `login` on `repo`, as GitHub computes it for a user-owned repo:
-        OWNER (the owner), COLLABORATOR (added), CONTRIBUTOR (authored a merged PR), else NONE."""
+        OWNER (the owner), COLLABORATOR (write access), CONTRIBUTOR (authored a merged PR), else NONE."""
+        if login is None:
+            return "NONE"
         if login == repo["owner"]:
             return "OWNER"
-        if self._one("SELECT 1 FROM collaborators WHERE repo_id = ? AND login = ?", repo["id"], login):
+        if self.permission(repo, login) in ("admin", "write"):
             return "COLLABORATOR"
         merged = "SELECT 1 FROM issues WHERE repo_id = ? AND user = ? AND is_pull = 1 AND merged = 1"
         merged = self._one(merged, repo["id"], login)
@@ -234,6 +297,38 @@ class Store:
 
     def touch(self, issue_id: int) -> None:
         self.update_issue(issue_id)
+
+    # ---------------------------------------------------------------- merges, journalled
+
+    def begin_merge(self, issue_id: int, commit_sha: str, login: str, head_sha: str, base_sha: str) -> None:
+        """Journal a merge commit about to become the base's tip (before the git update)."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO pending_merges VALUES (?, ?, ?, ?, ?)", (issue_id, commit_sha, login, head_sha, base_sha)
+            )
+
+    def drop_merge(self, issue_id: int) -> None:
+        with self._tx() as db:
+            db.execute("DELETE FROM pending_merges WHERE issue_id = ?", (issue_id,))
+
+    def pending_merges(self) -> list[dict]:
+        return self._all("SELECT * FROM pending_merges")
+
+    def finish_merge(self, issue_id: int, commit_sha: str, login: str | None, head_sha: str, base_sha: str) -> None:
+        """Mark the PR merged and clear its journal entry, in one transaction."""
+        now = self.now()
+        with self._tx() as db:
+            db.execute(
+                "UPDATE issues SET state = 'closed', merged = 1, merged_at = ?, merged_by = ?, closed_at = ?,"
+                " closed_by = ?, merge_commit_sha = ?, head_sha = ?, base_sha = ?, updated_at = ? WHERE id = ?",
+                (now, login, now, login, commit_sha, head_sha, base_sha, now, issue_id),
+            )
+            db.execute("DELETE FROM pending_merges WHERE issue_id = ?", (issue_id,))
+
+    def all_open_pulls(self) -> list[dict]:
+        return self._all(
+            "SELECT i.*, r.owner, r.name FROM issues i JOIN repos r ON r.id = i.repo_id WHERE i.is_pull = 1 AND i.state = 'open'"
+        )
 
     def open_pulls(self, repo_id: int) -> list[dict]:
         return self._all("SELECT * FROM issues WHERE repo_id = ? AND is_pull = 1 AND state = 'open'", repo_id)
