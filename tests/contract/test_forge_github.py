@@ -85,7 +85,7 @@ def test_merge_makes_a_real_merge_commit(forge_repo, tmp_path):
     forge, _ = forge_repo
     pr = open_pull(forge, tmp_path / "seed", files={"params.yaml": "lr: 0.2\nepochs: 3\n", "notes.md": "n\n"})
     base_before = forge.branch_sha("advisor")
-    sha = forge.merge_pull(pr.number, "merge: lr 0.2 beats the baseline")
+    sha = forge.merge_pull(pr.number, "merge: lr 0.2 beats the baseline", pr.head_sha)
 
     merged = forge.get_pull(pr.number)
     assert (merged.state, merged.merged, merged.merge_commit_sha) == ("closed", True, sha)
@@ -96,7 +96,20 @@ def test_merge_makes_a_real_merge_commit(forge_repo, tmp_path):
     assert (fresh / "notes.md").exists()
     assert run_git(fresh, "rev-parse", "HEAD^1", "HEAD^2").split() == [base_before, pr.head_sha]
     assert "merge: lr 0.2 beats the baseline" in run_git(fresh, "log", "-1", "--format=%B")
-    assert forge.merge_pull(pr.number, "again") == sha  # replaying a merge is harmless
+    assert forge.merge_pull(pr.number, "again", pr.head_sha) == sha  # replaying a merge is harmless
+
+
+def test_a_merge_names_the_verified_head_so_a_later_push_does_not_land(forge_repo, tmp_path):
+    """Item 15: a commit pushed between verification and merge makes the merge fail; nothing lands."""
+    forge, _ = forge_repo
+    pr = open_pull(forge, tmp_path / "seed", files={"params.yaml": "lr: 0.2\nepochs: 3\n"})
+    verified, base = pr.head_sha, forge.branch_sha("advisor")
+    late = commit_and_push(forge, tmp_path / "seed", pr.head_ref, {"params.yaml": "lr: 9.9\n"}, "unverified")
+    with pytest.raises(MergeConflict):
+        forge.merge_pull(pr.number, "merge what was verified", verified)
+    after = forge.get_pull(pr.number)
+    assert (after.state, after.merged, after.head_sha, forge.branch_sha("advisor")) == ("open", False, late, base)
+    assert forge.merge_pull(pr.number, "merge the new head", late) == forge.branch_sha("advisor")
 
 
 def test_merge_conflict_raises_merge_conflict(forge_repo, tmp_path):
@@ -104,9 +117,9 @@ def test_merge_conflict_raises_merge_conflict(forge_repo, tmp_path):
     work = tmp_path / "seed"
     a = open_pull(forge, work, "senpai/alice/a", {"params.yaml": "lr: 0.3\n"})
     b = open_pull(forge, work, "senpai/bob/b", {"params.yaml": "lr: 0.4\n"})
-    forge.merge_pull(a.number, "first")
+    forge.merge_pull(a.number, "first", a.head_sha)
     with pytest.raises(MergeConflict):
-        forge.merge_pull(b.number, "second")
+        forge.merge_pull(b.number, "second", b.head_sha)
     assert forge.get_pull(b.number).state == "open"
 
 

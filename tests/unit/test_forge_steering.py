@@ -40,7 +40,7 @@ def test_author_association_follows_github(forge_repo, local_forge, tmp_path):
     pr = carol.create_pull("fix", "", "carol-fix", "advisor", [])
     for login in ("alice", "carol", "mallory"):
         as_user(local_forge, settings, login).create_comment(issue, f"hi from {login}")
-    forge.merge_pull(pr.number, "merge carol's fix")
+    forge.merge_pull(pr.number, "merge carol's fix", pr.head_sha)
     as_user(local_forge, settings, "carol").create_comment(issue, "merged now")
     assoc = [(c.user, c.author_association) for c in forge.list_comments(issue)]
     assert assoc == [("alice", "COLLABORATOR"), ("carol", "CONTRIBUTOR"), ("mallory", "NONE"), ("carol", "CONTRIBUTOR")]

@@ -50,7 +50,7 @@ def test_data_survives_a_restart_in_a_new_process(tmp_path):
         assert (kept.title, kept.labels, kept.head_sha) == ("kept", ["senpai"], pr.head_sha)
         assert [c.body for c in again.list_comments(pr.number)] == ["still here"]
         assert again.create_issue("next", "", []).number == pr.number + 1
-        sha = again.merge_pull(pr.number, "merge after restart")
+        sha = again.merge_pull(pr.number, "merge after restart", pr.head_sha)
         assert (clone(again, tmp_path / "fresh", "advisor") / "x.txt").read_text() == "x\n"
         assert again.branch_sha("advisor") == sha
     finally:
