@@ -61,9 +61,9 @@ def wait_healthy(base_url: str, timeout: float = 10.0) -> None:
         time.sleep(0.05)
 
 
-def register_bot(server: LocalForgeServer) -> LocalForgeServer:
-    """Register TOKEN as the bot `senpai` (role owner) on a server a test started itself."""
-    server.store.add_token(OWNER, "owner", TOKEN)
+def register_bot(server: LocalForgeServer, token: str = TOKEN) -> LocalForgeServer:
+    """Register `token` as a token of the bot `senpai` (role owner); return the server."""
+    server.store.add_token(OWNER, "owner", token)
     return server
 
 

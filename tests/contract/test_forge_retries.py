@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from forge_fixtures import TOKEN, new_repository, wait_healthy
+from forge_fixtures import OWNER, TOKEN, new_repository, wait_healthy
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from senpai.config.harness import ForgeSettings
@@ -45,7 +45,9 @@ class Flaky:
 @pytest.fixture(scope="module")
 def flaky(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Flaky, ForgeSettings]]:
     data_dir = tmp_path_factory.mktemp("flakyforge")
-    app = Flaky(create_app(data_dir))
+    inner = create_app(data_dir)
+    inner.state.store.add_token(OWNER, "owner", TOKEN)
+    app = Flaky(inner)
     server = LocalForgeServer(data_dir, app=app)
     try:
         server.start()
