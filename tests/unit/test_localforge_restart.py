@@ -4,31 +4,88 @@ A server in a thread writes; it stops; a new process started with the CLI on the
 reads it all back, can keep working, and stops cleanly on SIGTERM.
 """
 
+import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
+import pytest
 from click.testing import CliRunner
-from forge_fixtures import TOKEN, clone, commit_and_push, new_repository, register_bot, wait_healthy
+from forge_fixtures import TOKEN, clone, commit_and_push, new_repository, register_bot, run_git, wait_healthy
 
 from senpai.cli.forge import forge as forge_group
 from senpai.forge.github import GitHubForge
+from senpai.forge.localforge.merges import CRASH_ENV
 from senpai.forge.localforge.server import start_in_thread
 
 SERVE = "from senpai.cli.forge import forge; forge()"
 
 
-def start_cli(data_dir: Path) -> tuple[subprocess.Popen, str]:
+def start_cli(data_dir: Path, cwd: Path | None = None, env: dict | None = None) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
         [sys.executable, "-c", SERVE, "serve", "--data", str(data_dir), "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
     )
     line = proc.stdout.readline()
     assert line.startswith("url: "), (line, proc.stderr.read() if proc.poll() is not None else "")
     return proc, line.split(" ", 1)[1].strip()
+
+
+def _tokens(proc: subprocess.Popen) -> dict[str, str]:
+    """The `data:` line, then `bot_token:`/`human_token:` if the folder had no tokens yet."""
+    out = {}
+    while (line := proc.stdout.readline()) and not line.startswith("data: "):
+        pass
+    for _ in range(2):
+        key, _, value = proc.stdout.readline().partition(": ")
+        out[key] = value.strip()
+    return out
+
+
+def test_a_forge_killed_mid_merge_reports_the_merge_after_restart(tmp_path):
+    """SIGKILL between the base's git update and the PR's row update, on a relative --data: after a
+    restart the PR is merged at the commit that reached the base.  A PR whose head an admin pushed
+    into the base by git is marked merged too (as GitHub does)."""
+    crash = {CRASH_ENV: "1"}
+    proc, url = start_cli(Path("forge"), cwd=tmp_path, env=crash)
+    try:
+        tokens = _tokens(proc)
+        assert set(tokens) == {"bot_token", "human_token"} and tokens["bot_token"] != tokens["human_token"]
+        forge, settings = new_repository(url, tmp_path / "seed", token=tokens["bot_token"])
+        pushed = commit_and_push(forge, tmp_path / "seed", "senpai/a/pushed", {"p.txt": "p\n"}, start="advisor")
+        by_push = forge.create_pull("pushed", "", "senpai/a/pushed", "advisor", [])
+        run_git(tmp_path / "seed", "push", "-q", "origin", "senpai/a/pushed:advisor", env=forge.git_env())
+        head = commit_and_push(forge, tmp_path / "seed", "senpai/a/b", {"x.txt": "x\n"}, start="advisor")
+        pr = forge.create_pull("crash", "", "senpai/a/b", "advisor", [])
+        with pytest.raises(httpx.TransportError):
+            auth = {"Authorization": f"token {tokens['bot_token']}"}
+            httpx.put(f"{url}/repos/{settings.repo}/pulls/{pr.number}/merge", json={"sha": head}, headers=auth, timeout=60)
+        assert proc.wait(30) == -signal.SIGKILL
+    finally:
+        proc.kill()
+        proc.communicate(timeout=15)
+    bare = tmp_path / "forge" / "git" / settings.repo.replace("/", os.sep)
+    tip = run_git(Path(f"{bare}.git"), "rev-parse", "refs/heads/advisor")
+    assert run_git(Path(f"{bare}.git"), "rev-parse", f"{tip}^2") == head  # the merge reached git
+
+    proc, url = start_cli(Path("forge"), cwd=tmp_path)
+    try:
+        assert proc.stdout.readline().startswith("data: ")
+        again = GitHubForge(settings.model_copy(update={"base_url": url}), tokens["bot_token"])
+        merged = again.get_pull(pr.number)
+        assert (merged.state, merged.merged, merged.merge_commit_sha, merged.head_sha) == ("closed", True, tip, head)
+        other = again.get_pull(by_push.number)
+        assert (other.merged, other.head_sha) == (True, pushed)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=15)
+    assert "bot_token" not in out  # printed once, on the first start
 
 
 def test_data_survives_a_restart_in_a_new_process(tmp_path):
@@ -63,5 +120,5 @@ def test_data_survives_a_restart_in_a_new_process(tmp_path):
 def test_cli_help_names_the_options():
     result = CliRunner().invoke(forge_group, ["serve", "--help"])
     assert result.exit_code == 0
-    for option in ("--data", "--host", "--port"):
+    for option in ("--data", "--host", "--port", "--protect"):
         assert option in result.output
