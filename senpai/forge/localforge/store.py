@@ -8,15 +8,11 @@ head/base refs.  `head_sha`/`base_sha` of an open PR are the last values seen (l
 from git); for a closed PR they are frozen at close or merge.  Every change to an issue, its
 labels or its comments bumps its `updated_at`.
 
-Who may do what: `tokens` maps the SHA-256 of a token to a login (the token itself is never
-stored), `roles` gives a login its site-wide role (owner: admin of every repository; collaborator:
-write to every repository; read: may open issues and PRs and comment), and `collaborators` grants
-write on one repository.  `pending_merges` journals a merge between its git update and its row
+Tokens, roles and collaborators are read and written by the `AccessStore` part (access.py).
+`pending_merges` journals a merge between its git update and its row
 update, so a restart finishes it.  At most one open PR exists per (head, base) (a unique index).
 """
 
-import hashlib
-import secrets
 import sqlite3
 import threading
 import time
@@ -25,6 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from senpai.forge.localforge.access import AccessStore
 
 SCHEMA_VERSION = 2
 SCHEMA = """
@@ -62,7 +60,6 @@ CREATE TABLE IF NOT EXISTS pending_merges(
   issue_id INTEGER PRIMARY KEY, commit_sha TEXT NOT NULL, merged_by TEXT NOT NULL,
   head_sha TEXT NOT NULL, base_sha TEXT NOT NULL);
 """
-ROLES = ("owner", "collaborator", "read")
 
 _ISSUE_SELECT = "SELECT i.*, (SELECT COUNT(*) FROM comments c WHERE c.issue_id = i.id) AS comments FROM issues i"
 _COMMENT_SELECT = "SELECT c.*, i.number AS issue_number FROM comments c JOIN issues i ON i.id = c.issue_id"
@@ -93,7 +90,7 @@ class IssueQuery:
     offset: int = 0
 
 
-class Store:
+class Store(AccessStore):
     """Thread-safe access to the SQLite file: one connection, one lock, one transaction per call."""
 
     def __init__(self, path: Path) -> None:
@@ -159,69 +156,6 @@ class Store:
 
     def repo(self, owner: str, name: str) -> dict | None:
         return self._one("SELECT * FROM repos WHERE owner = ? AND name = ?", owner, name)
-
-    # ---------------------------------------------------------------- tokens and roles
-
-    @staticmethod
-    def _digest(token: str) -> str:
-        return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
-
-    def add_token(self, login: str, role: str, token: str | None = None) -> str:
-        """Give `login` the site-wide `role` (one of ROLES) and a new token (random unless given); return it."""
-        if role not in ROLES:
-            raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
-        token = token or f"lf_{secrets.token_urlsafe(30)}"
-        self.user(login)
-        with self._tx() as db:
-            db.execute("INSERT OR REPLACE INTO roles VALUES (?, ?)", (login, role))
-            db.execute("INSERT OR REPLACE INTO tokens VALUES (?, ?, ?)", (self._digest(token), login, time.time()))
-        return token
-
-    def has_tokens(self) -> bool:
-        return self._one("SELECT 1 FROM tokens LIMIT 1") is not None
-
-    def token_login(self, token: str) -> str | None:
-        """The login a token belongs to; None for an unknown token."""
-        row = self._one("SELECT login FROM tokens WHERE digest = ?", self._digest(token))
-        return row["login"] if row else None
-
-    def role(self, login: str) -> str:
-        """The site-wide role of `login` ("read" unless a token gave it another)."""
-        row = self._one("SELECT role FROM roles WHERE login = ?", login)
-        return row["role"] if row else "read"
-
-    def find_user(self, login: str) -> dict | None:
-        return self._one("SELECT * FROM users WHERE login = ?", login)
-
-    def permission(self, repo: dict, login: str | None) -> str | None:
-        """`login`'s access to `repo`: "admin", "write", "read", or None (anonymous)."""
-        if login is None:
-            return None
-        role = self.role(login)
-        if login == repo["owner"] or role == "owner":
-            return "admin"
-        if role == "collaborator" or self._one("SELECT 1 FROM collaborators WHERE repo_id = ? AND login = ?", repo["id"], login):
-            return "write"
-        return "read"
-
-    def add_collaborator(self, repo_id: int, login: str) -> bool:
-        """Add `login`; False if it already was a collaborator."""
-        with self._tx() as db:
-            cur = db.execute("INSERT OR IGNORE INTO collaborators VALUES (?, ?)", (repo_id, login))
-            return cur.rowcount > 0
-
-    def association(self, repo: dict, login: str | None) -> str:
-        """author_association of `login` on `repo`, as GitHub computes it for a user-owned repo:
-        OWNER (the owner), COLLABORATOR (write access), CONTRIBUTOR (authored a merged PR), else NONE."""
-        if login is None:
-            return "NONE"
-        if login == repo["owner"]:
-            return "OWNER"
-        if self.permission(repo, login) in ("admin", "write"):
-            return "COLLABORATOR"
-        merged = "SELECT 1 FROM issues WHERE repo_id = ? AND user = ? AND is_pull = 1 AND merged = 1"
-        merged = self._one(merged, repo["id"], login)
-        return "CONTRIBUTOR" if merged else "NONE"
 
     # ---------------------------------------------------------------- issues and pull requests
 
