@@ -122,3 +122,35 @@ def test_cli_help_names_the_options():
     assert result.exit_code == 0
     for option in ("--data", "--host", "--port", "--protect"):
         assert option in result.output
+
+
+def test_forge_token_creates_a_working_token_for_a_user_and_role(tmp_path):
+    data = tmp_path / "forge"
+    result = CliRunner().invoke(forge_group, ["token", "--data", str(data), "--user", "alice", "--role", "collaborator"])
+    assert result.exit_code == 0, result.output
+    token = result.output.strip()
+    assert CliRunner().invoke(forge_group, ["token", "--data", str(data), "--user", "../x"]).exit_code == 2
+    server = start_in_thread(data)
+    try:
+        me = httpx.get(f"{server.url}/user", headers={"Authorization": f"token {token}"})
+        assert me.json()["login"] == "alice"
+        assert server.store.role("alice") == "collaborator" and token not in (data / "forge.sqlite3").read_bytes().decode(
+            "latin-1"
+        )
+    finally:
+        server.stop()
+
+
+def test_the_demo_gives_the_bot_its_token_in_the_env_and_a_human_a_collaborators(tmp_path, monkeypatch):
+    from senpai.cli.demo import forge_tokens
+
+    monkeypatch.delenv("SENPAI_TEST_DEMO_TOKEN", raising=False)
+    server = start_in_thread(tmp_path / "forge")
+    try:
+        human = forge_tokens(server, "SENPAI_TEST_DEMO_TOKEN")
+        bot = os.environ["SENPAI_TEST_DEMO_TOKEN"]
+        for token, login, role in ((bot, "senpai", "owner"), (human, "human", "collaborator")):
+            assert httpx.get(f"{server.url}/user", headers={"Authorization": f"token {token}"}).json()["login"] == login
+            assert server.store.role(login) == role
+    finally:
+        server.stop()
