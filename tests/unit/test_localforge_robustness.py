@@ -110,6 +110,8 @@ BAD = [
     ("GET", "/!/git/{repo}.git/objects/../../../forge.sqlite3", None, 404),
     ("GET", "/!/git/{repo}.git/HEAD", None, 404),
     ("GET", "/!/users/%2e%2e", None, 404),
+    ("GET", "/contents/README.md?ref=--output=/tmp/x", None, 404),
+    ("GET", "/contents/../../forge.sqlite3?ref=advisor", None, 404),
 ]
 
 

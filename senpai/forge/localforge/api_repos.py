@@ -179,6 +179,8 @@ def get_contents(owner: str, name: str, file: str, request: Request, ctx: CtxDep
     """A file's content (GitHub's `content-file` shape, base64); directories are not listed here."""
     repo = ctx.repo(owner, name)
     ref = request.query_params.get("ref") or repo["default_branch"]
+    if ref.startswith("-"):  # git would read it as an option
+        raise not_found()
     found = ctx.git.file_blob(ctx.path(repo), ref, file)
     if found is None:
         raise not_found()
