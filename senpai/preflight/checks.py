@@ -1,6 +1,5 @@
 """GitHub and W&B checks of `senpai preflight`, and the runner over every area."""
 
-
 from senpai.config.harness import HarnessConfig
 from senpai.errors import SenpaiError
 from senpai.fleet.k8s_cluster import ClusterProbe
