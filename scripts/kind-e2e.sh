@@ -5,9 +5,12 @@
 # 2. builds the wrapper and advisor images and `kind load`s them (this CPU-only run uses the advisor
 #    image for student and verifier Jobs too; the CUDA student image is for GPU nodes);
 # 3. runs the local forge inside the cluster (Deployment + Service `forge`, from the wrapper image:
-#    `senpai forge serve`) and seeds senpai/digits from examples/digits through a port-forward
+#    `senpai forge serve`) behind a NetworkPolicy that admits only the release's pods (wrapper and
+#    Jobs), creates the bot's token in it (`senpai forge token`), keeps it in the Secret
+#    senpai-github, and seeds senpai/digits from examples/digits with it through a port-forward
 #    (`senpai forge seed`);
-# 4. installs charts/senpai with the search runtime, ONE CPU-only student (gpus 0), W&B offline;
+# 4. installs charts/senpai with the search runtime, ONE CPU-only student (gpus 0), W&B offline,
+#    and secrets.github = senpai-github (GITHUB_TOKEN in the wrapper and every Job);
 # 5. waits until `senpai ledger --json` (run in the wrapper pod) shows one decided experiment,
 #    prints it, and deletes the cluster (KEEP_CLUSTER=1 keeps it for a look around).
 #
@@ -108,8 +111,26 @@ metadata: {name: forge}
 spec:
   selector: {app: forge}
   ports: [{name: http, port: 8000, targetPort: http}]
+---
+# Only the release's pods (the wrapper and its Jobs) may reach the forge; kubectl port-forward
+# and the kubelet's probes come from the node, which a NetworkPolicy does not block.
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: forge-ingress}
+spec:
+  podSelector: {matchLabels: {app: forge}}
+  policyTypes: [Ingress]
+  ingress:
+    - from: [{podSelector: {matchLabels: {app.kubernetes.io/instance: $RELEASE}}}]
+      ports: [{port: 8000, protocol: TCP}]
 EOF
 kubectl -n "$NS" rollout status deploy/forge --timeout=180s
+
+say "the bot's forge token, in the Secret the chart gives the wrapper and every Job"
+BOT_TOKEN=$(kubectl -n "$NS" exec deploy/forge -- senpai forge token --data /forge --user senpai --role owner)
+[ -n "$BOT_TOKEN" ] || die "senpai forge token printed nothing"
+printf '%s' "$BOT_TOKEN" | kubectl -n "$NS" create secret generic senpai-github --from-file=token=/dev/stdin \
+  --dry-run=client -o yaml | kubectl apply -f - >/dev/null  # through stdin: the token stays out of argv
 
 say "seed senpai/digits through a port-forward"
 kubectl -n "$NS" port-forward svc/forge "$FORGE_PORT:8000" >"$WORK/port-forward.log" 2>&1 &
@@ -119,7 +140,7 @@ for _ in $(seq 60); do
   sleep 1
 done
 curl -fsS "http://127.0.0.1:$FORGE_PORT/health" >/dev/null || die "the forge is not reachable through the port-forward: $(cat "$WORK/port-forward.log")"
-GITHUB_TOKEN="" "$SENPAI" forge seed --url "http://127.0.0.1:$FORGE_PORT" --repo senpai/digits --example examples/digits
+GITHUB_TOKEN="$BOT_TOKEN" "$SENPAI" forge seed --url "http://127.0.0.1:$FORGE_PORT" --repo senpai/digits --example examples/digits
 kill "$PF_PID"; PF_PID=""
 
 say "helm install $RELEASE (search runtime, one CPU-only student)"
@@ -133,6 +154,8 @@ images:
 forge:
   baseUrl: http://forge.$NS.svc:8000
   repo: senpai/digits
+secrets:
+  github: {name: senpai-github, key: token}
 tracker: {project: senpai-e2e, mode: offline}
 students:
   - {name: ada, gpus: 0}

@@ -73,9 +73,11 @@ class Flaky:
 @contextmanager
 def flaky_forge(data_dir: Path) -> Iterator[tuple[Flaky, str]]:
     """A running local forge behind a Flaky wrapper; yields (the wrapper, the base URL)."""
-    from forge_fixtures import wait_healthy
+    from forge_fixtures import OWNER, TOKEN, wait_healthy
 
-    app = Flaky(create_app(data_dir))
+    inner = create_app(data_dir)
+    inner.state.store.add_token(OWNER, "owner", TOKEN)  # the bot; the forge refuses anonymous writes
+    app = Flaky(inner)
     server = LocalForgeServer(data_dir, app=app)
     try:
         server.start()

@@ -1,7 +1,9 @@
 """Pytest fixtures for the local forge: one real server per session, one fresh repository per test.
 
-`local_forge` starts the server on a free 127.0.0.1 port in a thread, polls GET /health with a
-deadline and stops it in `finally`.  `forge_repo` creates a uniquely named repository owned by
+`local_forge` starts the server on a free 127.0.0.1 port in a thread, registers TOKEN (the bot,
+owner of every repository), polls GET /health with a deadline and stops it in `finally`.  The
+forge refuses writes without a token: `add_token` makes a collaborator's or an outsider's.
+`forge_repo` creates a uniquely named repository owned by
 `senpai`, pushes `main` and `advisor` with real git through smart HTTP, and returns
 `(GitHubForge, ForgeSettings)`.  The git helpers below are for tests that push more commits.
 """
@@ -22,7 +24,8 @@ from senpai.forge.github import GitHubForge, create_repository
 from senpai.forge.localforge.server import LocalForgeServer
 
 OWNER = "senpai"
-TOKEN = "senpai:local-test-token"  # acts as the owner; exercises token auth on REST and git
+TOKEN = "senpai:local-test-token"  # the bot's token: user `senpai`, role owner (registered by `local_forge`)
+BOT_AUTH = {"Authorization": f"token {TOKEN}"}
 SEED_FILES = {"README.md": "# target\n", "params.yaml": "lr: 0.1\nepochs: 3\n", "train.py": "print('train')\n"}
 _GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "Test",
@@ -58,10 +61,51 @@ def wait_healthy(base_url: str, timeout: float = 10.0) -> None:
         time.sleep(0.05)
 
 
+def register_bot(server: LocalForgeServer, token: str = TOKEN) -> LocalForgeServer:
+    """Register `token` as a token of the bot `senpai` (role owner); return the server."""
+    server.store.add_token(OWNER, "owner", token)
+    return server
+
+
+def add_token(forge: "LocalForge | LocalForgeServer", login: str, role: str = "read") -> str:
+    """A new real token for `login` with site-wide `role` ("owner", "collaborator" or "read")."""
+    server = forge.server if isinstance(forge, LocalForge) else forge
+    return server.store.add_token(login, role)
+
+
+def collaborator_token(forge: "LocalForge | LocalForgeServer", login: str = "carol") -> str:
+    """A token of a human with write access to every repository (author_association COLLABORATOR)."""
+    return add_token(forge, login, "collaborator")
+
+
+def outsider_token(forge: "LocalForge | LocalForgeServer", login: str = "mallory") -> str:
+    """A token of a user with no rights beyond opening issues and PRs and commenting (NONE)."""
+    return add_token(forge, login, "read")
+
+
+def user_token(forge: "LocalForge | LocalForgeServer", login: str, role: str = "read") -> str:
+    """The fixed token `<login>:local-test-token` of `login`, registered with `role` (TOKEN for the bot)."""
+    if login == OWNER:
+        return TOKEN
+    return (forge.server if isinstance(forge, LocalForge) else forge).store.add_token(login, role, f"{login}:local-test-token")
+
+
+def as_user(forge: "LocalForge | LocalForgeServer", settings: ForgeSettings, login: str, role: str = "read") -> GitHubForge:
+    """The forge as `login` (see `user_token`)."""
+    return GitHubForge(settings, user_token(forge, login, role))
+
+
+def add_collaborator(base_url: str, repo: str, login: str) -> None:
+    """PUT /repos/{repo}/collaborators/{login} as the bot (the owner): `login` gets write on `repo`."""
+    request = urllib.request.Request(f"{base_url}/repos/{repo}/collaborators/{login}", method="PUT", headers=BOT_AUTH)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 204
+
+
 @pytest.fixture(scope="session")
 def local_forge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalForge]:
     data_dir = tmp_path_factory.mktemp("localforge")
-    server = LocalForgeServer(data_dir)
+    server = register_bot(LocalForgeServer(data_dir))
     try:
         server.start()
         wait_healthy(server.url)

@@ -12,6 +12,7 @@ import subprocess
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import yaml
@@ -19,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from senpai.agents.workcopy import IDENTITY
+from senpai.cli.forge import BOT, HUMAN
 from senpai.cli.progress import TickPrinter
 from senpai.cli.wiring import forge_from
 from senpai.cli.wrapper import build_wrapper
@@ -26,6 +28,9 @@ from senpai.config.harness import ForgeSettings, load_harness
 from senpai.config.target import load_target
 from senpai.errors import PermanentError
 from senpai.ledger.table import ledger_rows
+
+if TYPE_CHECKING:
+    from senpai.forge.localforge.server import LocalForgeServer
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
 
@@ -67,8 +72,10 @@ def demo(students: int, experiments: int, out: str | None, example: str, timeout
     try:
         config_path = write_config(root, server.base_url, students, experiments)
         cfg = load_harness(config_path)
+        human = forge_tokens(server, cfg.forge.token_env)
         seed_target(cfg.forge, Path(example), root / "seed")
         click.echo(f"forge: {server.base_url}  repo: {cfg.forge.repo}  students: {students}  target: {experiments} decided")
+        click.echo(f"human token (user {HUMAN}, collaborator; steer with curl or PyGithub): {human}")
         report = run_until(config_path, experiments, start + timeout)
     finally:
         server.stop()
@@ -81,6 +88,16 @@ def demo(students: int, experiments: int, out: str | None, example: str, timeout
     click.echo(f"ledger: senpai ledger --config {config_path} --local-forge {root / 'forge'} --json")
     if report.decided < experiments:
         raise PermanentError(f"only {report.decided} of {experiments} experiments decided before the timeout")
+
+
+def forge_tokens(server: "LocalForgeServer", token_env: str) -> str:
+    """Register the bot's token (user `senpai`, owner) and return a new human's (collaborator).
+
+    The bot's token is `$token_env` when set, else a new one put there: the wrapper and its local
+    jobs read it from the environment.  The forge stores only hashes, so the human token is shown once.
+    """
+    os.environ[token_env] = server.store.add_token(BOT, "owner", os.environ.get(token_env) or None)
+    return server.store.add_token(HUMAN, "collaborator")
 
 
 def run_until(config_path: Path, experiments: int, deadline: float):

@@ -1,10 +1,14 @@
 """`senpai forge`: run the local forge, a GitHub-REST-compatible server for one machine, no keys."""
 
+import re
 import sys
 import tempfile
 from pathlib import Path
 
 import click
+
+BOT, HUMAN = "senpai", "human"  # the users `senpai forge serve` makes tokens for on a new data folder
+LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,38}")
 
 
 @click.group("forge")
@@ -22,17 +26,61 @@ def forge() -> None:
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535), help="TCP port; 0 picks a free one.")
-def serve_cmd(data_dir: Path, host: str, port: int) -> None:
-    """Serve until SIGTERM or Ctrl-C. Prints `url: <base_url>` and `data: <dir>` once listening."""
+@click.option(
+    "--protect",
+    default="main,advisor",
+    show_default=True,
+    help="Comma-separated protected branches (every repository): no delete or force-push; only admins push.",
+)
+def serve_cmd(data_dir: Path, host: str, port: int, protect: str) -> None:
+    """Serve until SIGTERM or Ctrl-C. Prints `url: <base_url>` and `data: <dir>` once listening.
+
+    On a data folder with no tokens yet, creates the bot's token (user `senpai`, role owner) and a
+    human's (user `human`, role collaborator) and prints them once as `bot_token:` and
+    `human_token:` (only their hashes are stored; `senpai forge token` makes more).
+    """
     from senpai.forge.localforge.server import LocalForgeServer, serve
 
     def ready(server: LocalForgeServer) -> None:
         click.echo(f"url: {server.url}")
         click.echo(f"data: {server.data_dir.resolve()}")
+        if not server.store.has_tokens():
+            click.echo(f"bot_token: {server.store.add_token(BOT, 'owner')}")
+            click.echo(f"human_token: {server.store.add_token(HUMAN, 'collaborator')}")
         sys.stdout.flush()
 
-    serve(data_dir, host, port, on_ready=ready)
+    serve(data_dir, host, port, on_ready=ready, protected=tuple(b.strip() for b in protect.split(",") if b.strip()))
     click.echo("stopped", err=True)
+
+
+@forge.command("token")
+@click.option(
+    "--data",
+    "data_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder of the forge (as given to `senpai forge serve`; it may be running).",
+)
+@click.option("--user", "login", default=BOT, show_default=True, help="Login the token acts as.")
+@click.option(
+    "--role",
+    type=click.Choice(["owner", "collaborator", "read"]),
+    default="owner",
+    show_default=True,
+    help="owner: admin of every repository; collaborator: write to every repository; read: issues, comments and PRs.",
+)
+def token_cmd(data_dir: Path, login: str, role: str) -> None:
+    """Create a token for USER with ROLE and print it (the only time it is shown)."""
+    from senpai.forge.localforge.store import Store
+
+    if not LOGIN.fullmatch(login):
+        raise click.BadParameter("letters, digits, '-' and '_' (at most 39)", param_hint="--user")
+    data_dir.mkdir(parents=True, exist_ok=True)
+    store = Store(data_dir / "forge.sqlite3")
+    try:
+        click.echo(store.add_token(login, role))
+    finally:
+        store.close()
 
 
 @forge.command("seed")
@@ -45,9 +93,7 @@ def serve_cmd(data_dir: Path, host: str, port: int) -> None:
     help="Folder pushed as the first commit [the bundled examples/digits].",
 )
 @click.option("--base-branch", default="advisor", show_default=True, help="Research base branch, pushed beside main.")
-@click.option(
-    "--token-env", default="GITHUB_TOKEN", show_default=True, help="Env var holding the token (unset: the local forge's owner)."
-)
+@click.option("--token-env", default="GITHUB_TOKEN", show_default=True, help="Env var holding the token (the forge's bot_token).")
 def seed_cmd(base_url: str, repo: str, example: Path | None, base_branch: str, token_env: str) -> None:
     """Create REPO on a forge and push EXAMPLE as `main` and the research base branch.
 

@@ -1,5 +1,6 @@
 """`senpai ledger`: rebuild the experiment table from the forge and the tracker alone."""
 
+import os
 from pathlib import Path
 
 import click
@@ -42,6 +43,8 @@ def ledger(config_path: str, as_json: bool, as_csv: bool, local_forge: str | Non
 
         server = LocalForgeServer(Path(local_forge)).start()
         cfg = cfg.model_copy(update={"forge": cfg.forge.model_copy(update={"base_url": server.url})})
+        if not cfg.forge.token():  # the data folder is ours: read as the repository's owner, the bot
+            os.environ[cfg.forge.token_env] = server.store.add_token(cfg.forge.repo.split("/")[0], "owner")
     try:
         forge = make_forge(cfg)
         exps = LedgerReader(forge, make_tracker(cfg)).experiments()

@@ -116,10 +116,11 @@ class Forge(Protocol):
         """Replace the labels of issue/PR `number`. GitHub REST: PUT /repos/{o}/{r}/issues/{n}/labels."""
         ...
 
-    def merge_pull(self, number: int, message: str) -> str:
-        """Merge (a real merge commit) and return its sha.
+    def merge_pull(self, number: int, message: str, sha: str) -> str:
+        """Merge (a real merge commit) of head `sha`, the head that was verified, and return its sha.
 
-        GitHub REST: PUT /repos/{o}/{r}/pulls/{n}/merge.  Raises MergeConflict on 405/409.
+        GitHub REST: PUT /repos/{o}/{r}/pulls/{n}/merge with `sha`: a head that moved meanwhile is
+        refused (409).  Raises MergeConflict on 405/409.
         """
         ...
 

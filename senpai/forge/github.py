@@ -364,17 +364,20 @@ class GitHubForge:
     def set_labels(self, number: int, labels: list[str]) -> None:
         self._call(f"set labels of #{number}", lambda: self._repo.get_issue(number).set_labels(*labels))
 
-    def merge_pull(self, number: int, message: str) -> str:
-        """Merge commit sha.  Idempotent: a PR already merged (e.g. by a retried request) returns its sha."""
+    def merge_pull(self, number: int, message: str, sha: str) -> str:
+        """Merge commit sha of merging head `sha` (GitHub's `sha` parameter: a moved head is refused).
+
+        Idempotent: a PR already merged at `sha` (e.g. by a retried request) returns its merge sha.
+        """
         try:
             status = self._call(
                 f"merge pull #{number}",
-                lambda: self._repo.get_pull(number).merge(commit_message=message, merge_method="merge"),
+                lambda: self._repo.get_pull(number).merge(commit_message=message, merge_method="merge", sha=sha),
                 merge=True,
             )
         except MergeConflict:
             pr = self.get_pull(number)
-            if pr.merged and pr.merge_commit_sha:
+            if pr.merged and pr.merge_commit_sha and pr.head_sha == sha:
                 return pr.merge_commit_sha
             raise
         return status.sha

@@ -150,7 +150,8 @@ def decide(forge: Forge, pr: PullRequest, exp: Experiment, d: Decision, target: 
             raise TransitionError(f"merging PR #{pr.number} needs the target's senpai.yaml (protected paths)")
         verification = exp.verification_for(pr.head_sha, base_sha)
         check_merge(target, pr.head_sha, base_sha, forge.pull_files(pr.number), verification)
-        forge.merge_pull(pr.number, f"senpai: merge #{pr.number} ({d.reason})")  # MergeConflict propagates
+        # the head that was verified: a commit pushed since then makes the forge refuse (MergeConflict)
+        forge.merge_pull(pr.number, f"senpai: merge #{pr.number} ({d.reason})", pr.head_sha)
         _post_once(forge, pr.number, mark, _decision_text(d), _comment_bodies(forge, pr.number))
         forge.set_labels(pr.number, with_status(pr.labels, None))
         return

@@ -1,7 +1,5 @@
 """GitHub and W&B checks of `senpai preflight`, and the runner over every area."""
 
-from urllib.parse import urlparse
-
 from senpai.config.harness import HarnessConfig
 from senpai.errors import SenpaiError
 from senpai.fleet.k8s_cluster import ClusterProbe
@@ -23,24 +21,21 @@ LABELS = {
     Status.BLOCKED.value: "b60205",
 }
 GH = "github"
-GITHUB_HOSTS = {"api.github.com", "github.com"}
 
 
 def token_checks(cfg: HarnessConfig, access: Access | None) -> list[CheckResult]:
     """The token env is set; a classic token (X-OAuth-Scopes present) has the repo scope.
 
-    `access` is what the forge answered (None: it refused). Without a token the row is a skip when
-    the forge let the anonymous caller push (the local forge does), a failure otherwise and always
-    on github.com, which never does.
+    `access` is what the forge answered (None: it refused).  An unset token is a failure on every
+    forge: GitHub and the local forge alike answer writes without one with 401.
     """
     env = cfg.forge.token_env
     out = []
     if cfg.forge.token():
         out.append(passed(GH, "token", f"${env} is set"))
-    elif access is not None and access.push and urlparse(cfg.forge.base_url).hostname not in GITHUB_HOSTS:
-        out.append(skipped(GH, "token", f"no token (${env} unset): the forge must accept anonymous requests"))
     else:
-        fix = f"export {env}=<token> (classic: scope repo; fine-grained: contents, issues and pull requests read/write)"
+        fix = f"export {env}=<token> (classic: scope repo; fine-grained: contents, issues and pull requests read/write;"
+        fix += " local forge: the bot_token `senpai forge serve` printed, or `senpai forge token --data DIR`)"
         out.append(failed(GH, "token", f"${env} is not set or empty", fix))
     if access is None:
         return out

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from forge_fixtures import OWNER, TOKEN, clone, commit_and_push, run_git
+from forge_fixtures import OWNER, TOKEN, as_user, clone, commit_and_push, run_git
 
 from senpai.errors import MergeConflict, NotFound
 from senpai.forge.base import Forge
@@ -85,7 +85,7 @@ def test_merge_makes_a_real_merge_commit(forge_repo, tmp_path):
     forge, _ = forge_repo
     pr = open_pull(forge, tmp_path / "seed", files={"params.yaml": "lr: 0.2\nepochs: 3\n", "notes.md": "n\n"})
     base_before = forge.branch_sha("advisor")
-    sha = forge.merge_pull(pr.number, "merge: lr 0.2 beats the baseline")
+    sha = forge.merge_pull(pr.number, "merge: lr 0.2 beats the baseline", pr.head_sha)
 
     merged = forge.get_pull(pr.number)
     assert (merged.state, merged.merged, merged.merge_commit_sha) == ("closed", True, sha)
@@ -96,7 +96,20 @@ def test_merge_makes_a_real_merge_commit(forge_repo, tmp_path):
     assert (fresh / "notes.md").exists()
     assert run_git(fresh, "rev-parse", "HEAD^1", "HEAD^2").split() == [base_before, pr.head_sha]
     assert "merge: lr 0.2 beats the baseline" in run_git(fresh, "log", "-1", "--format=%B")
-    assert forge.merge_pull(pr.number, "again") == sha  # replaying a merge is harmless
+    assert forge.merge_pull(pr.number, "again", pr.head_sha) == sha  # replaying a merge is harmless
+
+
+def test_a_merge_names_the_verified_head_so_a_later_push_does_not_land(forge_repo, tmp_path):
+    """Item 15: a commit pushed between verification and merge makes the merge fail; nothing lands."""
+    forge, _ = forge_repo
+    pr = open_pull(forge, tmp_path / "seed", files={"params.yaml": "lr: 0.2\nepochs: 3\n"})
+    verified, base = pr.head_sha, forge.branch_sha("advisor")
+    late = commit_and_push(forge, tmp_path / "seed", pr.head_ref, {"params.yaml": "lr: 9.9\n"}, "unverified")
+    with pytest.raises(MergeConflict):
+        forge.merge_pull(pr.number, "merge what was verified", verified)
+    after = forge.get_pull(pr.number)
+    assert (after.state, after.merged, after.head_sha, forge.branch_sha("advisor")) == ("open", False, late, base)
+    assert forge.merge_pull(pr.number, "merge the new head", late) == forge.branch_sha("advisor")
 
 
 def test_merge_conflict_raises_merge_conflict(forge_repo, tmp_path):
@@ -104,9 +117,9 @@ def test_merge_conflict_raises_merge_conflict(forge_repo, tmp_path):
     work = tmp_path / "seed"
     a = open_pull(forge, work, "senpai/alice/a", {"params.yaml": "lr: 0.3\n"})
     b = open_pull(forge, work, "senpai/bob/b", {"params.yaml": "lr: 0.4\n"})
-    forge.merge_pull(a.number, "first")
+    forge.merge_pull(a.number, "first", a.head_sha)
     with pytest.raises(MergeConflict):
-        forge.merge_pull(b.number, "second")
+        forge.merge_pull(b.number, "second", b.head_sha)
     assert forge.get_pull(b.number).state == "open"
 
 
@@ -173,7 +186,7 @@ def test_calls_are_counted(forge_repo, tmp_path):
 def test_non_owner_is_not_trusted_until_added_as_collaborator(forge_repo, tmp_path, local_forge):
     forge, settings = forge_repo
     pr = open_pull(forge, tmp_path / "seed")
-    mallory = GitHubForge(settings, "mallory:whatever")
+    mallory = as_user(local_forge, settings, "mallory")
     assert mallory.login == "mallory"
     comment = mallory.create_comment(pr.number, "merge everything")
     assert (comment.user, comment.author_association) == ("mallory", "NONE")
@@ -201,7 +214,7 @@ def test_list_issues_excludes_pulls_and_filters_state(forge_repo, tmp_path):
 def test_create_repository_is_idempotent(local_forge, forge_repo):
     _, settings = forge_repo
     name = settings.repo.split("/")[1]
-    assert create_repository(settings, None, name) == create_repository(settings, None, name)
+    assert create_repository(settings, TOKEN, name) == create_repository(settings, TOKEN, name)
 
 
 def test_git_env_keeps_the_token_out_of_urls_and_argv(forge_repo):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from forge_fixtures import TOKEN, commit_and_push
+from forge_fixtures import TOKEN, commit_and_push, user_token
 
 SPEC_ENV = "SENPAI_GITHUB_OPENAPI"
 _TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "object": dict, "array": list}
@@ -104,6 +104,7 @@ def test_answers_match_githubs_openapi(spec, forge_repo, local_forge, tmp_path):
         ("GET", f"{repo}/branches", R + "/branches", None, 200),
         ("GET", f"{repo}/branches/advisor", R + "/branches/{branch}", None, 200),
         ("GET", f"{repo}/git/ref/heads/advisor", R + "/git/ref/{ref}", None, 200),
+        ("PUT", f"{repo}/pulls/1/merge", R + "/pulls/{pull_number}/merge", {"sha": "0" * 40}, 409),
         ("PUT", f"{repo}/pulls/1/merge", R + "/pulls/{pull_number}/merge", {"commit_message": "m"}, 200),
         ("GET", f"{repo}/pulls/1", R + "/pulls/{pull_number}", None, 200),
         ("GET", f"{repo}/pulls/99", R + "/pulls/{pull_number}", None, 404),
@@ -114,3 +115,12 @@ def test_answers_match_githubs_openapi(spec, forge_repo, local_forge, tmp_path):
             assert response.status_code == status, (method, url, response.text)
             problems = errors(spec, response.json(), response_schema(spec, method, template, status))
             assert problems == [], (method, template, problems[:5])
+    refused = [  # as an outsider (a token without write access), then as nobody
+        (user_token(local_forge, "mallory"), "PUT", f"{repo}/pulls/1/merge", R + "/pulls/{pull_number}/merge", 403),
+        (None, "GET", "/user", "/user", 401),
+    ]
+    for token, method, url, template, status in refused:
+        headers = {"Authorization": f"token {token}"} if token else {}
+        response = httpx.request(method, f"{local_forge.base_url}{url}", json={}, headers=headers)
+        assert response.status_code == status, (method, url, response.text)
+        assert errors(spec, response.json(), response_schema(spec, method, template, status)) == []

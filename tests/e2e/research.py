@@ -1,11 +1,13 @@
 """Helpers for end-to-end tests: a research program on the local forge, and ledger invariants."""
 
+import os
 import shutil
 import time
 from collections import Counter
 from pathlib import Path
 
 import yaml
+from forge_fixtures import TOKEN
 
 from senpai.cli.demo import EXAMPLE, run_until, seed_target, write_config
 from senpai.cli.wiring import make_forge, make_tracker
@@ -27,6 +29,7 @@ def make_program(
     for rel, text in (files or {}).items():
         (example / rel).write_text(text)
     config = write_config(tmp / "run", base_url, students, experiments, repo=f"senpai/{name}")
+    os.environ.setdefault(load_harness(config).forge.token_env, TOKEN)  # the bot's token, unless a test chose one
     seed_target(load_harness(config).forge, example, tmp / "seed")
     return config
 

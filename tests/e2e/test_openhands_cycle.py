@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from forge_fixtures import register_bot
 from research import assert_no_duplicates, make_program, reader, run
 from scripted import LLM_KEY, LLM_KEY_ENV, advisor_policy, student_policy, use_openhands
 
@@ -19,6 +20,7 @@ FORGE_TOKEN = "senpai:ghp-fake-forge-token-7f3a9c2e51"
 
 
 def test_cycle_opens_trains_and_merges_through_the_gate(local_forge, llm_server, tmp_path, monkeypatch):
+    register_bot(local_forge.server, FORGE_TOKEN)
     monkeypatch.setenv("SENPAI_DEMO_TOKEN", FORGE_TOKEN)  # the forge token jobs inherit
     monkeypatch.setenv(LLM_KEY_ENV, LLM_KEY)
     config = make_program(local_forge.base_url, tmp_path, "ohcycle", students=1, experiments=1)

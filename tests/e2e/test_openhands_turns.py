@@ -9,6 +9,7 @@ import re
 from datetime import UTC, datetime
 
 import pytest
+from forge_fixtures import register_bot
 from llm_server import call, say
 from research import make_program
 from scripted import LLM_KEY, LLM_KEY_ENV, tool_results, use_openhands
@@ -30,8 +31,9 @@ FORGE_TOKEN = "senpai:ghp-fake-forge-token-turns-4b1d"
 
 
 @pytest.fixture
-def env(monkeypatch):
+def env(monkeypatch, local_forge):
     """Turns scrub secrets from os.environ; put everything back afterwards."""
+    register_bot(local_forge.server, FORGE_TOKEN)
     saved = dict(os.environ)
     monkeypatch.setenv("SENPAI_DEMO_TOKEN", FORGE_TOKEN)
     monkeypatch.setenv(LLM_KEY_ENV, LLM_KEY)

@@ -7,10 +7,9 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
-from forge_fixtures import clone, commit_and_push
+from forge_fixtures import add_collaborator, as_user, clone, commit_and_push
 from research import assert_no_duplicates, make_program, reader
 
 from senpai.cli.wrapper import build_wrapper
@@ -31,9 +30,9 @@ def _configure(config: Path, **changes) -> None:
     config.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
-def _as(config: Path, login: str) -> GitHubForge:
-    """The forge as `login` (the local forge takes `login:secret` as that user)."""
-    return GitHubForge(load_harness(config).forge, f"{login}:secret")
+def _as(local_forge, config: Path, login: str) -> GitHubForge:
+    """The forge as `login`, with a real token (the bot's own for `senpai`, read-only otherwise)."""
+    return as_user(local_forge, load_harness(config).forge, login)
 
 
 def _step(w: Wrapper, until: Callable[[], bool], what: str, timeout: float = 60) -> None:
@@ -87,8 +86,8 @@ def test_slash_commands_trust_and_free_text(local_forge, tmp_path):
     config = make_program(local_forge.base_url, tmp_path, "steer", students=2, experiments=10)
     _configure(config, steering={"batch_seconds": 2.0}, tick_seconds=0.5)
     cfg = load_harness(config)
-    httpx.put(f"{local_forge.base_url}/repos/{cfg.forge.repo}/collaborators/alice").raise_for_status()
-    alice, mallory, bot = _as(config, "alice"), _as(config, "mallory"), _as(config, "senpai")
+    add_collaborator(local_forge.base_url, cfg.forge.repo, "alice")
+    alice, mallory, bot = (_as(local_forge, config, login) for login in ("alice", "mallory", "senpai"))
 
     # a trusted pause before the first tick: no experiment is ever opened while paused
     issue = alice.create_issue("steering", "/senpai pause", [STEER]).number

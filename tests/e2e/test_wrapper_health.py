@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from forge_fixtures import TOKEN, new_repository, wait_healthy
+from forge_fixtures import TOKEN, new_repository, register_bot, wait_healthy
 
 from senpai.fleet.local import LocalFleet
 from senpai.forge.localforge.server import LocalForgeServer
@@ -58,7 +58,7 @@ def write_config(tmp: Path, base_url: str, repo: str) -> Path:
 
 
 def test_probes_follow_the_forge(tmp_path: Path) -> None:
-    server = LocalForgeServer(tmp_path / "forge").start()
+    server = register_bot(LocalForgeServer(tmp_path / "forge")).start()
     wrapper = None
     try:
         wait_healthy(server.url)

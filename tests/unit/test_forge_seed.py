@@ -4,6 +4,7 @@ from pathlib import Path
 from uuid import uuid4
 
 from click.testing import CliRunner
+from forge_fixtures import TOKEN
 
 from senpai.cli.main import cli
 from senpai.config.harness import ForgeSettings
@@ -28,7 +29,7 @@ def test_seed_pushes_main_and_the_base_branch(local_forge, tmp_path: Path) -> No
         "--base-branch",
         "research",
     ]
-    result = CliRunner().invoke(cli, args, env={"GITHUB_TOKEN": ""})
+    result = CliRunner().invoke(cli, args, env={"GITHUB_TOKEN": TOKEN})
     assert result.exit_code == 0, result.output
     assert f"repo: {repo}\nclone_url: {local_forge.base_url}/git/{repo}.git\n" == result.output
     forge = GitHubForge(ForgeSettings(base_url=local_forge.base_url, repo=repo), None)
@@ -36,11 +37,11 @@ def test_seed_pushes_main_and_the_base_branch(local_forge, tmp_path: Path) -> No
 
     # the seed commit is deterministic (fixed identity and dates), so seeding again changes nothing
     sha = forge.branch_sha("main")
-    assert CliRunner().invoke(cli, args, env={"GITHUB_TOKEN": ""}).exit_code == 0 and forge.branch_sha("main") == sha
+    assert CliRunner().invoke(cli, args, env={"GITHUB_TOKEN": TOKEN}).exit_code == 0 and forge.branch_sha("main") == sha
 
     # other files are unrelated history: git refuses the push, and the command says so
     (example / "train.py").write_text("print('val_accuracy: 0.6')\n")
-    other = CliRunner().invoke(cli, args, env={"GITHUB_TOKEN": ""})
+    other = CliRunner().invoke(cli, args, env={"GITHUB_TOKEN": TOKEN})
     assert isinstance(other.exception, PermanentError) and "git push failed" in str(other.exception)
     assert forge.branch_sha("main") == sha
 

@@ -6,12 +6,11 @@ from dataclasses import replace
 
 import httpx
 import pytest
-from forge_fixtures import commit_and_push
+from forge_fixtures import add_collaborator, as_user, commit_and_push, user_token
 from test_policy import CFG, exp
 
 from senpai.agents.search.advisor import answer_free_text
 from senpai.errors import NotFound
-from senpai.forge.github import GitHubForge
 from senpai.ledger.blocks import Decision
 from senpai.ledger.events import Message
 from senpai.ledger.inbox import version
@@ -35,14 +34,14 @@ def test_read_file_at_a_ref(forge_repo, tmp_path):
 def test_author_association_follows_github(forge_repo, local_forge, tmp_path):
     forge, settings = forge_repo
     issue = forge.create_issue("steer", "hello", [STEER]).number
-    httpx.put(f"{local_forge.base_url}/repos/{settings.repo}/collaborators/alice").raise_for_status()
-    carol = GitHubForge(settings, "carol:x")
+    add_collaborator(local_forge.base_url, settings.repo, "alice")
+    carol = as_user(local_forge, settings, "carol")
     commit_and_push(forge, tmp_path / "seed", "carol-fix", {"README.md": "fix\n"}, start="advisor")
     pr = carol.create_pull("fix", "", "carol-fix", "advisor", [])
     for login in ("alice", "carol", "mallory"):
-        GitHubForge(settings, f"{login}:x").create_comment(issue, f"hi from {login}")
-    forge.merge_pull(pr.number, "merge carol's fix")
-    GitHubForge(settings, "carol:x").create_comment(issue, "merged now")
+        as_user(local_forge, settings, login).create_comment(issue, f"hi from {login}")
+    forge.merge_pull(pr.number, "merge carol's fix", pr.head_sha)
+    as_user(local_forge, settings, "carol").create_comment(issue, "merged now")
     assoc = [(c.user, c.author_association) for c in forge.list_comments(issue)]
     assert assoc == [("alice", "COLLABORATOR"), ("carol", "CONTRIBUTOR"), ("mallory", "NONE"), ("carol", "CONTRIBUTOR")]
     assert forge.list_issues(STEER)[0].author_association == "OWNER"
@@ -70,9 +69,9 @@ def test_patience_opens_one_issue_for_humans(forge_repo, tmp_path):
     assert steering.view.commands == [] and steering.view.free_text == []
 
 
-def test_one_ack_and_one_answer_per_message_version(forge_repo):
+def test_one_ack_and_one_answer_per_message_version(forge_repo, local_forge):
     forge, settings = forge_repo
-    alice = GitHubForge(settings, "alice:x")
+    alice = as_user(local_forge, settings, "alice")
     issue = alice.create_issue("steer", "please try deeper nets", [STEER]).number
     body = "please try deeper nets"
     m = Message(number=issue, comment_id=None, author="alice", association="OWNER", body=body, version=version(body))
@@ -110,8 +109,8 @@ def _steering(forge, base: str) -> tuple[Steering, list[str]]:
 
 def test_a_comment_edited_back_to_an_earlier_text_is_applied_again(forge_repo, local_forge):
     forge, settings = forge_repo
-    httpx.put(f"{local_forge.base_url}/repos/{settings.repo}/collaborators/alice").raise_for_status()
-    alice = GitHubForge(settings, "alice:x")
+    add_collaborator(local_forge.base_url, settings.repo, "alice")
+    alice = as_user(local_forge, settings, "alice")
     issue = forge.create_issue("steer", "", [STEER]).number
     cid = alice.create_comment(issue, "/senpai pause").id
     url = f"{local_forge.base_url}/repos/{settings.repo}/issues/comments/{cid}"
@@ -119,7 +118,9 @@ def test_a_comment_edited_back_to_an_earlier_text_is_applied_again(forge_repo, l
     for body in (None, "/senpai resume", "/senpai pause"):
         if body is not None:
             time.sleep(1.1)  # GitHub timestamps have whole seconds: each edit in its own second
-            httpx.patch(url, json={"body": body}, headers={"Authorization": "token alice:x"}).raise_for_status()
+            httpx.patch(
+                url, json={"body": body}, headers={"Authorization": f"token {user_token(local_forge, 'alice')}"}
+            ).raise_for_status()
         states.append(_steering(forge, "advisor")[0].view.state.paused)
     assert states == [True, False, True]
     acks = [c.body for c in forge.list_comments(issue) if c.user == forge.login]
@@ -130,9 +131,9 @@ def test_a_comment_edited_back_to_an_earlier_text_is_applied_again(forge_repo, l
 
 def test_commands_of_one_tick_apply_in_written_order_each_reply_telling_the_state_it_leaves(forge_repo, local_forge, tmp_path):
     forge, settings = forge_repo
-    httpx.put(f"{local_forge.base_url}/repos/{settings.repo}/collaborators/alice").raise_for_status()
+    add_collaborator(local_forge.base_url, settings.repo, "alice")
     base = commit_and_push(forge, tmp_path / "seed", "advisor", {"senpai.yaml": TARGET})
-    alice = GitHubForge(settings, "alice:x")
+    alice = as_user(local_forge, settings, "alice")
     numbers = [alice.create_issue("steer", f"/senpai budget experiments={n}", [STEER]).number for n in (17, 18, 19)]
     issue = alice.create_issue("steer", "/senpai pause", [STEER]).number
     alice.create_comment(issue, "/senpai try alpha=1e-3")
@@ -153,12 +154,12 @@ def test_commands_of_one_tick_apply_in_written_order_each_reply_telling_the_stat
 
 def test_a_command_on_a_closed_senpai_pr_is_answered_once(forge_repo, local_forge, tmp_path):
     forge, settings = forge_repo
-    httpx.put(f"{local_forge.base_url}/repos/{settings.repo}/collaborators/alice").raise_for_status()
+    add_collaborator(local_forge.base_url, settings.repo, "alice")
     commit_and_push(forge, tmp_path / "seed", "senpai/ada/x", {"notes.md": "x\n"}, start="advisor")
     pr = forge.create_pull("x", "", "senpai/ada/x", "advisor", [SENPAI]).number
     forge.update_pull(pr, state="closed")
-    GitHubForge(settings, "alice:x").create_comment(pr, "/senpai stop")
-    GitHubForge(settings, "mallory:x").create_comment(pr, "/senpai stop")  # untrusted: no answer
+    as_user(local_forge, settings, "alice").create_comment(pr, "/senpai stop")
+    as_user(local_forge, settings, "mallory").create_comment(pr, "/senpai stop")  # untrusted: no answer
     for _ in range(2):
         _steering(forge, "advisor")
     (answer,) = [c.body for c in forge.list_comments(pr) if c.user == forge.login]

@@ -49,3 +49,18 @@ def test_no_docker_daemon_is_said(tmp_path: Path) -> None:
     proc = run_with_tools(tmp_path, tools)
     assert proc.returncode == 2 and "no Docker daemon is reachable" in proc.stderr, proc.stderr
     assert os.listdir(tmp_path) == ["bin"]  # stopped before creating anything
+
+
+def test_only_the_release_reaches_the_forge_and_everything_uses_the_bots_token() -> None:
+    import yaml
+
+    text = SCRIPT.read_text()
+    manifests = text.split('kubectl -n "$NS" apply -f - <<EOF\n', 1)[1].split("\nEOF\n", 1)[0]
+    docs = list(yaml.safe_load_all(manifests.replace("$RELEASE", "senpai").replace("$WRAPPER_IMAGE", "img")))
+    (policy,) = [d for d in docs if d["kind"] == "NetworkPolicy"]
+    assert policy["spec"]["podSelector"] == {"matchLabels": {"app": "forge"}}
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    (rule,) = policy["spec"]["ingress"]
+    assert rule["from"] == [{"podSelector": {"matchLabels": {"app.kubernetes.io/instance": "senpai"}}}]
+    assert 'GITHUB_TOKEN="$BOT_TOKEN" "$SENPAI" forge seed' in text and 'GITHUB_TOKEN=""' not in text
+    assert "github: {name: senpai-github, key: token}" in text

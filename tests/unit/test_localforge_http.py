@@ -5,10 +5,8 @@ Raw HTTP with httpx, and PyGithub itself where its behaviour (pagination) is the
 
 import httpx
 import pytest
-from forge_fixtures import OWNER, TOKEN, commit_and_push, new_repository
+from forge_fixtures import OWNER, TOKEN, add_token, commit_and_push, new_repository
 from github import Auth, Github
-
-from senpai.forge.localforge.web import token_login
 
 BRANCH = "senpai/alice/x"
 
@@ -130,7 +128,7 @@ def test_errors_are_github_shaped(api, pull_number, local_forge, forge_repo):
     ):
         body = response.json()
         assert response.status_code == status and body["message"] and body["documentation_url"], body
-    exists = httpx.post(f"{local_forge.base_url}/user/repos", json={"name": forge_repo[1].repo.split("/")[1]})
+    exists = api.post(f"{local_forge.base_url}/user/repos", json={"name": forge_repo[1].repo.split("/")[1]})
     assert exists.status_code == 422 and exists.json()["message"] == "Repository creation failed."
 
 
@@ -158,22 +156,24 @@ def test_pull_json_has_what_pygithub_needs(shared):
     assert "merged" not in api.get("/pulls").json()[0]  # the list shape, as on GitHub
 
 
-def test_token_login_rules():
-    assert token_login(None) == "senpai"
-    assert token_login("token abc") == "senpai"
-    assert token_login("token alice:xyz") == "alice"
-    assert token_login("Bearer bob:1") == "bob"
+def test_tokens_name_their_user_in_every_header_form(local_forge):
+    """`token X`, `Bearer X` and `Basic base64(user:X)` all act as X's user; an unknown token is 401."""
     import base64
 
-    basic = base64.b64encode(b"x-access-token:carol:secret").decode()
-    assert token_login(f"Basic {basic}") == "carol"
-    assert token_login("token ../evil:1") == "senpai"
+    token = add_token(local_forge, "dora")
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    for header in (f"token {token}", f"Bearer {token}", f"Basic {basic}"):
+        me = httpx.get(f"{local_forge.base_url}/user", headers={"Authorization": header})
+        assert me.status_code == 200 and me.json()["login"] == "dora", header
+    for header in ("token dora:1", "token ../evil:1", "Basic !!!", "Digest x"):
+        answer = httpx.get(f"{local_forge.base_url}/user", headers={"Authorization": header})
+        assert (answer.status_code, answer.json()["message"]) == (401, "Bad credentials"), header
+    anonymous = httpx.get(f"{local_forge.base_url}/user")
+    assert (anonymous.status_code, anonymous.json()["message"]) == (401, "Requires authentication")
 
 
-def test_health_and_user(local_forge):
+def test_health(local_forge):
     assert httpx.get(f"{local_forge.base_url}/health").json() == {"status": "ok"}
-    me = httpx.get(f"{local_forge.base_url}/user", headers={"Authorization": "token dora:1"}).json()
-    assert me["login"] == "dora" and me["type"] == "User"
 
 
 def test_list_filters(shared):

@@ -18,7 +18,7 @@ import httpx
 import pytest
 import yaml
 from click.testing import CliRunner
-from forge_fixtures import OWNER, TOKEN
+from forge_fixtures import OWNER, TOKEN, user_token
 from k8s_apiserver import ApiServer
 from k8s_fixtures import NAMESPACE, k8s_settings
 from kubernetes import client
@@ -78,8 +78,8 @@ def test_local_setup_passes_and_creates_the_labels(repo_cfg):
     assert again["labels"].detail == f"all {len(LABELS)} present"
 
 
-def test_a_repo_the_token_cannot_push_to_fails_with_a_fix(repo_cfg, monkeypatch):
-    monkeypatch.setenv(TOKEN_ENV, "mallory:secret")
+def test_a_repo_the_token_cannot_push_to_fails_with_a_fix(repo_cfg, monkeypatch, local_forge):
+    monkeypatch.setenv(TOKEN_ENV, user_token(local_forge, "mallory"))
     push = preflight(repo_cfg)["push access"]
     assert (push.outcome, push.detail) == ("fail", f"mallory cannot push to {repo_cfg.forge.repo}")
     assert "collaborator" in push.fix
@@ -94,12 +94,13 @@ def test_missing_base_branch_fails(repo_cfg):
     assert results["base branch"].outcome == "fail" and "git push origin <main>:research" in results["base branch"].fix
 
 
-def test_no_token_is_a_skip_when_the_forge_lets_anonymous_requests_push(repo_cfg, monkeypatch):
+def test_no_token_fails_on_the_local_forge_too(repo_cfg, monkeypatch):
+    """The local forge answers writes without a token with 401, as GitHub does: no token is a failure."""
     monkeypatch.delenv(TOKEN_ENV)
     results = preflight(repo_cfg)
-    assert {r.outcome for r in results.values()} == {"pass", "skip"}, [r for r in results.values() if r.outcome == "fail"]
     token = results["token"]
-    assert (token.outcome, token.detail) == ("skip", f"no token (${TOKEN_ENV} unset): the forge must accept anonymous requests")
+    assert (token.outcome, token.detail) == ("fail", f"${TOKEN_ENV} is not set or empty")
+    assert "senpai forge token" in token.fix
 
 
 def test_no_token_fails_on_github_com_and_when_the_forge_refuses(repo_cfg, monkeypatch):

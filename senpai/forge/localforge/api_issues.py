@@ -3,7 +3,8 @@
 GitHub REST: GET|POST /repos/{o}/{r}/issues, GET|PATCH .../issues/{n},
 GET|POST .../issues/{n}/comments, GET|PATCH|DELETE .../issues/comments/{id},
 GET|POST|PUT|DELETE .../issues/{n}/labels, DELETE .../issues/{n}/labels/{name}.
-The issues list includes PRs (with a `pull_request` key), as on GitHub.
+The issues list includes PRs (with a `pull_request` key), as on GitHub.  Anyone with a token may
+open issues and comment; a comment changes only by its author; labels need a collaborator.
 """
 
 from typing import Any
@@ -21,12 +22,13 @@ from senpai.forge.localforge.web import (
     not_found,
     page_args,
     reply,
+    text_field,
 )
 
 router = APIRouter()
 ISSUES = "/repos/{owner}/{name}/issues"
-ISSUE = ISSUES + "/{number:int}"
-COMMENT = ISSUES + "/comments/{comment_id:int}"
+ISSUE = ISSUES + "/{number:num}"
+COMMENT = ISSUES + "/comments/{comment_id:num}"
 
 
 def query_from(request: Request, pulls: bool = False) -> IssueQuery:
@@ -93,12 +95,11 @@ def list_issues(owner: str, name: str, request: Request, ctx: CtxDep) -> Respons
 @router.post(ISSUES)
 def create_issue(owner: str, name: str, request: Request, payload: JsonBody, ctx: CtxDep) -> Response:
     repo = ctx.repo(owner, name)
-    title = payload.get("title")
-    if not isinstance(title, str) or not title.strip():
-        raise invalid("Issue", "title", "missing_field")
+    title = text_field(payload, "title", "Issue", required=True)
+    body = text_field(payload, "body", "Issue")
     labels = label_names(payload.get("labels"))
-    row = ctx.store.create_issue(repo["id"], ctx.login, title, payload.get("body"))
-    if labels:
+    row = ctx.store.create_issue(repo["id"], ctx.user, title, body)
+    if labels and ctx.store.permission(repo, ctx.login) in ("admin", "write"):  # GitHub drops them silently otherwise
         ctx.store.add_labels(row, labels)
     return _issue_reply(request, ctx, repo, row["number"], 201)
 
@@ -110,17 +111,21 @@ def get_issue(owner: str, name: str, number: int, request: Request, ctx: CtxDep)
 
 
 def apply_edit(ctx: Ctx, repo: dict, row: dict, payload: dict[str, Any]) -> None:
-    """PATCH semantics shared by issues and pulls: title, body, state (+state_reason), labels."""
+    """PATCH semantics shared by issues and pulls: title, body, state (+state_reason), labels.
+
+    The author or a collaborator may change title, body and state; labels need a collaborator.
+    Raises ApiError 401/403/422.
+    """
+    ctx.require(repo, "write", author=row["user"])
     fields: dict[str, Any] = {}
     if "title" in payload:
-        if not isinstance(payload["title"], str) or not payload["title"].strip():
-            raise invalid("Issue", "title")
-        fields["title"] = payload["title"]
+        fields["title"] = text_field(payload, "title", "Issue", required=True)
     if "body" in payload:
-        fields["body"] = payload["body"]
+        fields["body"] = text_field(payload, "body", "Issue")
     if payload.get("state") is not None:
-        fields.update(ctx.set_state(repo, row, payload["state"], payload.get("state_reason")))
+        fields.update(ctx.set_state(repo, row, payload["state"], text_field(payload, "state_reason", "Issue")))
     if "labels" in payload:
+        ctx.require(repo, "write")
         ctx.store.add_labels(row, label_names(payload["labels"]), replace=True)
     ctx.store.update_issue(row["id"], **fields)
 
@@ -147,9 +152,8 @@ def list_comments(owner: str, name: str, number: int, request: Request, ctx: Ctx
 def create_comment(owner: str, name: str, number: int, request: Request, payload: JsonBody, ctx: CtxDep) -> Response:
     repo = ctx.repo(owner, name)
     issue = ctx.issue(repo, number)
-    if not isinstance(payload.get("body"), str) or not payload["body"]:
-        raise invalid("IssueComment", "body", "missing_field")
-    row = ctx.store.create_comment(issue, ctx.login, payload["body"])
+    body = text_field(payload, "body", "IssueComment", required=True)
+    row = ctx.store.create_comment(issue, ctx.user, body)  # type: ignore[arg-type]
     return reply(request, ctx.render.comment(repo, row), 201)
 
 
@@ -157,6 +161,14 @@ def _comment(ctx: Ctx, repo: dict, comment_id: int) -> dict:
     row = ctx.store.comment(repo["id"], comment_id)
     if row is None:
         raise not_found()
+    return row
+
+
+def _own_comment(ctx: Ctx, repo: dict, comment_id: int) -> dict:
+    """The comment, when the caller wrote it: only its author may edit or delete it (401/403/404)."""
+    row = _comment(ctx, repo, comment_id)
+    if row["user"] != ctx.user:
+        raise ApiError(403, "Only the author of a comment may change it.")
     return row
 
 
@@ -169,16 +181,15 @@ def get_comment(owner: str, name: str, comment_id: int, request: Request, ctx: C
 @router.patch(COMMENT)
 def edit_comment(owner: str, name: str, comment_id: int, request: Request, payload: JsonBody, ctx: CtxDep) -> Response:
     repo = ctx.repo(owner, name)
-    if not isinstance(payload.get("body"), str) or not payload["body"]:
-        raise invalid("IssueComment", "body", "missing_field")
-    row = ctx.store.update_comment(_comment(ctx, repo, comment_id), payload["body"])
+    row = _own_comment(ctx, repo, comment_id)
+    row = ctx.store.update_comment(row, text_field(payload, "body", "IssueComment", required=True))  # type: ignore[arg-type]
     return reply(request, ctx.render.comment(repo, row))
 
 
 @router.delete(COMMENT)
 def delete_comment(owner: str, name: str, comment_id: int, ctx: CtxDep) -> Response:
     repo = ctx.repo(owner, name)
-    ctx.store.delete_comment(_comment(ctx, repo, comment_id))
+    ctx.store.delete_comment(_own_comment(ctx, repo, comment_id))
     return Response(status_code=204)
 
 
@@ -198,6 +209,7 @@ def add_issue_labels(owner: str, name: str, number: int, request: Request, paylo
     """POST adds labels, PUT replaces them; missing labels are created, as GitHub does."""
     repo = ctx.repo(owner, name)
     issue = ctx.issue(repo, number)
+    ctx.require(repo, "write")
     ctx.store.add_labels(issue, label_names(payload), replace=request.method == "PUT")
     return _labels_reply(request, ctx, repo, issue)
 
@@ -205,6 +217,7 @@ def add_issue_labels(owner: str, name: str, number: int, request: Request, paylo
 @router.delete(ISSUE + "/labels")
 def clear_issue_labels(owner: str, name: str, number: int, ctx: CtxDep) -> Response:
     repo = ctx.repo(owner, name)
+    ctx.require(repo, "write")
     ctx.store.add_labels(ctx.issue(repo, number), [], replace=True)
     return Response(status_code=204)
 
@@ -213,6 +226,7 @@ def clear_issue_labels(owner: str, name: str, number: int, ctx: CtxDep) -> Respo
 def remove_issue_label(owner: str, name: str, number: int, label: str, request: Request, ctx: CtxDep) -> Response:
     repo = ctx.repo(owner, name)
     issue = ctx.issue(repo, number)
+    ctx.require(repo, "write")
     if not ctx.store.remove_label(issue, label):
         raise ApiError(404, "Label does not exist")
     return _labels_reply(request, ctx, repo, issue)

@@ -4,21 +4,21 @@ GitHub REST: GET|POST /repos/{o}/{r}/pulls, GET|PATCH .../pulls/{n}, GET|PUT ...
 GET .../pulls/{n}/files.  A PR's head and base shas are read live from the bare repository while
 it is open.  Merging makes a real merge commit on the base branch; a conflict answers 405
 "Merge conflict", a stale `sha` or a base that moved meanwhile answers 409, as GitHub does.
+Anyone with a token may open a PR; its author or a collaborator may edit it; merging needs a
+collaborator.  One repository lock serialises PR creation and merges (see `merges`).
 """
-
-from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
 from senpai.forge.localforge.api_issues import apply_edit, query_from
 from senpai.forge.localforge.context import Ctx, CtxDep
-from senpai.forge.localforge.git import Conflict, Moved
+from senpai.forge.localforge.merges import merge
 from senpai.forge.localforge.store import IssueQuery
-from senpai.forge.localforge.web import ApiError, JsonBody, invalid, link_header, not_found, page_args, reply
+from senpai.forge.localforge.web import ApiError, JsonBody, invalid, link_header, not_found, page_args, reply, text_field
 
 router = APIRouter()
 PULLS = "/repos/{owner}/{name}/pulls"
-PULL = PULLS + "/{number:int}"
+PULL = PULLS + "/{number:num}"
 
 
 def render_pulls(ctx: Ctx, repo: dict, rows: list[dict]) -> list[dict]:
@@ -73,13 +73,13 @@ def _check_new_pull(ctx: Ctx, repo: dict, head: str, base: str) -> tuple[str, st
 @router.post(PULLS)
 def create_pull(owner: str, name: str, request: Request, payload: JsonBody, ctx: CtxDep) -> Response:
     repo = ctx.repo(owner, name)
-    for key in ("title", "head", "base"):
-        if not isinstance(payload.get(key), str) or not payload[key].strip():
-            raise invalid("PullRequest", key, "missing_field")
-    head, base = payload["head"].split(":", 1)[-1], payload["base"]
-    head_sha, base_sha = _check_new_pull(ctx, repo, head, base)
-    pull = {"head_ref": head, "base_ref": base, "head_sha": head_sha, "base_sha": base_sha}
-    row = ctx.store.create_issue(repo["id"], ctx.login, payload["title"], payload.get("body"), pull)
+    title, head, base = (text_field(payload, key, "PullRequest", required=True) for key in ("title", "head", "base"))
+    body = text_field(payload, "body", "PullRequest")
+    head = head.split(":", 1)[-1]  # type: ignore[union-attr]
+    with ctx.git.lock(ctx.path(repo)):  # the duplicate check and the insert are one step
+        head_sha, base_sha = _check_new_pull(ctx, repo, head, base)  # type: ignore[arg-type]
+        pull = {"head_ref": head, "base_ref": base, "head_sha": head_sha, "base_sha": base_sha}
+        row = ctx.store.create_issue(repo["id"], ctx.user, title, body, pull)  # type: ignore[arg-type]
     return _full_reply(request, ctx, repo, row["number"], 201)
 
 
@@ -92,7 +92,9 @@ def get_pull(owner: str, name: str, number: int, request: Request, ctx: CtxDep) 
 def edit_pull(owner: str, name: str, number: int, request: Request, payload: JsonBody, ctx: CtxDep) -> Response:
     repo = ctx.repo(owner, name)
     row = ctx.pull(repo, number)
-    base = payload.pop("base", None)
+    ctx.require(repo, "write", author=row["user"])
+    base = text_field(payload, "base", "PullRequest")
+    payload.pop("base", None)
     if base is not None:
         if ctx.git.branch_sha(ctx.path(repo), base) is None:
             raise invalid("PullRequest", "base")
@@ -109,60 +111,13 @@ def is_merged(owner: str, name: str, number: int, ctx: CtxDep) -> Response:
     return Response(status_code=204)
 
 
-def _merge_message(repo: dict, row: dict, payload: dict[str, Any], squash: bool) -> str:
-    default_title = (
-        f"{row['title']} (#{row['number']})"
-        if squash
-        else f"Merge pull request #{row['number']} from {repo['owner']}/{row['head_ref']}"
-    )
-    title = payload.get("commit_title") or default_title
-    body = payload.get("commit_message")
-    if body is None and not squash:
-        body = row["title"]
-    return f"{title}\n\n{body}\n" if body else f"{title}\n"
-
-
 @router.put(PULL + "/merge")
 def merge_pull(owner: str, name: str, number: int, request: Request, payload: JsonBody, ctx: CtxDep) -> Response:
+    """Needs a collaborator. `sha` (optional) must be the head that was reviewed, else 409."""
     repo = ctx.repo(owner, name)
-    row, path = ctx.pull(repo, number), ctx.path(repo)
-    method = payload.get("merge_method", "merge")
-    if method not in ("merge", "squash"):
-        raise ApiError(405, f"{method.title()} merges are not allowed on this repository.")
-    head_sha = ctx.git.branch_sha(path, row["head_ref"])
-    if row["state"] != "open" or head_sha is None:
-        raise ApiError(405, "Pull Request is not mergeable")
-    if payload.get("sha") and payload["sha"] != head_sha:
-        raise ApiError(409, "Head branch was modified. Review and try the merge again.")
-    author = (ctx.login, f"{ctx.login}@users.noreply.localhost")
-    with ctx.git.lock(path):
-        base_sha = ctx.git.branch_sha(path, row["base_ref"])
-        try:
-            sha = ctx.git.merge(
-                path,
-                row["base_ref"],
-                head_sha,
-                _merge_message(repo, row, payload, method == "squash"),
-                author,
-                squash=method == "squash",
-            )
-        except Conflict as exc:
-            raise ApiError(405, "Merge conflict") from exc
-        except Moved as exc:
-            raise ApiError(409, "Base branch was modified. Review and try the merge again.") from exc
-    now = ctx.store.now()
-    ctx.store.update_issue(
-        row["id"],
-        state="closed",
-        merged=1,
-        merged_at=now,
-        merged_by=ctx.login,
-        closed_at=now,
-        closed_by=ctx.login,
-        merge_commit_sha=sha,
-        head_sha=head_sha,
-        base_sha=base_sha,
-    )
+    ctx.pull(repo, number)
+    ctx.require(repo, "write")
+    sha = merge(ctx, repo, number, payload)
     return reply(request, {"sha": sha, "merged": True, "message": "Pull Request successfully merged"})
 
 

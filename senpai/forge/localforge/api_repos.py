@@ -3,7 +3,8 @@
 GitHub REST: GET /user, GET /users/{u}, POST /user/repos, POST /orgs/{o}/repos, GET /repos/{o}/{r},
 PUT|GET /repos/{o}/{r}/collaborators/{u}, GET .../branches[/{b}], GET .../git/ref(s)/heads/{b},
 GET|POST .../labels, GET .../labels/{name}, GET .../contents/{path}?ref= (files only); and git
-smart HTTP at /git/{o}/{r}.git.
+smart HTTP at /git/{o}/{r}.git.  Reading needs no token; creating a repository needs one, adding
+collaborators an admin, labels and pushes a collaborator.
 """
 
 import base64
@@ -19,12 +20,13 @@ from senpai.forge.localforge.store import DEFAULT_LABEL_COLOR
 from senpai.forge.localforge.web import (
     ApiError,
     JsonBody,
+    forbidden,
     invalid,
     link_header,
     not_found,
     page_args,
     reply,
-    token_login,
+    text_field,
 )
 
 router = APIRouter()
@@ -39,18 +41,28 @@ def health(request: Request) -> Response:
 
 @router.get("/user")
 def current_user(request: Request, ctx: CtxDep) -> Response:
-    return reply(request, ctx.render.user(ctx.login, profile=True))
+    return reply(request, ctx.render.user(ctx.user, profile=True))
 
 
 @router.get("/users/{login}")
 def get_user(login: str, request: Request, ctx: CtxDep) -> Response:
+    if not _valid_name(login) or ctx.store.find_user(login) is None:
+        raise not_found()
     return reply(request, ctx.render.user(login, profile=True))
 
 
+def _valid_name(name: object) -> bool:
+    return isinstance(name, str) and bool(_NAME.fullmatch(name)) and name not in (".", "..")
+
+
 def _create_repo(request: Request, ctx: Ctx, owner: str, payload: dict[str, Any]) -> Response:
+    """Any user may create repositories of their own; under another owner (an org) only a site owner."""
+    if owner != ctx.user and ctx.store.role(ctx.user) != "owner":
+        raise forbidden(f"You need admin access to the organization {owner} to create a repository.")
     name = payload.get("name")
-    if not isinstance(name, str) or not _NAME.match(name) or name in (".", ".."):
+    if not _valid_name(name) or not _valid_name(owner):
         raise invalid("Repository", "name", "missing_field" if not name else "invalid")
+    text_field(payload, "description", "Repository")
     ctx.git.init(owner, name, readme=f"# {name}\n" if payload.get("auto_init") else None)
     repo = ctx.store.create_repo(owner, name, bool(payload.get("private")), payload.get("description"))
     if repo is None:
@@ -75,12 +87,16 @@ def create_org_repo(org: str, request: Request, payload: JsonBody, ctx: CtxDep) 
 @router.get(REPO)
 def get_repo(owner: str, name: str, request: Request, ctx: CtxDep) -> Response:
     repo = ctx.repo(owner, name)
-    return reply(request, ctx.render.repo(repo, ctx.store.association(repo, ctx.login)))
+    access = {"admin": "OWNER", "write": "COLLABORATOR"}.get(ctx.store.permission(repo, ctx.login) or "", "NONE")
+    return reply(request, ctx.render.repo(repo, access))
 
 
 @router.put(REPO + "/collaborators/{login}")
 def add_collaborator(owner: str, name: str, login: str, ctx: CtxDep) -> Response:
     repo = ctx.repo(owner, name)
+    ctx.require(repo, "admin")
+    if not _valid_name(login):
+        raise not_found()
     if login != repo["owner"]:
         ctx.store.user(login)
         ctx.store.add_collaborator(repo["id"], login)
@@ -137,9 +153,9 @@ def list_labels(owner: str, name: str, request: Request, ctx: CtxDep) -> Respons
 @router.post(REPO + "/labels")
 def create_label(owner: str, name: str, request: Request, payload: JsonBody, ctx: CtxDep) -> Response:
     repo = ctx.repo(owner, name)
-    label_name = payload.get("name")
-    if not isinstance(label_name, str) or not label_name.strip():
-        raise invalid("Label", "name", "missing_field")
+    ctx.require(repo, "write")
+    label_name = text_field(payload, "name", "Label", required=True)
+    text_field(payload, "description", "Label")
     color = str(payload.get("color") or DEFAULT_LABEL_COLOR).lstrip("#")
     if not re.fullmatch(r"[0-9A-Fa-f]{6}", color):
         raise invalid("Label", "color")
@@ -163,6 +179,8 @@ def get_contents(owner: str, name: str, file: str, request: Request, ctx: CtxDep
     """A file's content (GitHub's `content-file` shape, base64); directories are not listed here."""
     repo = ctx.repo(owner, name)
     ref = request.query_params.get("ref") or repo["default_branch"]
+    if ref.startswith("-"):  # git would read it as an option
+        raise not_found()
     found = ctx.git.file_blob(ctx.path(repo), ref, file)
     if found is None:
         raise not_found()
@@ -187,10 +205,24 @@ def get_contents(owner: str, name: str, file: str, request: Request, ctx: CtxDep
     return reply(request, body)
 
 
+_GIT_SERVICES = ("info/refs", "git-upload-pack", "git-receive-pack")
+
+
 @router.api_route("/git/{owner}/{name}.git/{rest:path}", methods=["GET", "POST"])
 async def git_smart_http(owner: str, name: str, rest: str, request: Request, ctx: CtxDep) -> Response:
-    """Clone, fetch and push through `git http-backend`; a push refreshes the PRs whose head moved."""
+    """Clone, fetch and push through `git http-backend`; a push refreshes the PRs whose head moved.
+
+    Smart HTTP only (404 for any other path).  Anyone may clone and fetch; a push needs a token
+    (401 with a Basic challenge, so git can ask for one) of a collaborator (403).
+    """
+    if rest not in _GIT_SERVICES:
+        raise not_found()
     repo = ctx.repo(owner, name)
+    push = rest == "git-receive-pack" or request.query_params.get("service") == "git-receive-pack"
+    if push and ctx.login is None:
+        return Response("Requires authentication\n", 401, {"WWW-Authenticate": 'Basic realm="senpai local forge"'})
+    if push:
+        ctx.require(repo, "write")
     body = await request.body()
     status, headers, payload = await run_in_threadpool(
         ctx.git.http_backend,
@@ -199,7 +231,8 @@ async def git_smart_http(owner: str, name: str, rest: str, request: Request, ctx
         request.url.query,
         dict(request.headers),
         body,
-        token_login(request.headers.get("authorization")),
+        ctx.login or "",
+        push and ctx.store.permission(repo, ctx.login) == "admin",
     )
     if rest == "git-receive-pack" and status == 200:
         await run_in_threadpool(ctx.sync_heads, repo)

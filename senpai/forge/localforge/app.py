@@ -6,6 +6,7 @@ turns every error into GitHub's JSON envelope `{"message", "documentation_url"[,
 REST paths sit at the server root, as on api.github.com; git smart HTTP is under `/git/`.
 """
 
+import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,7 +17,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from senpai.forge.localforge import api_issues, api_pulls, api_repos
-from senpai.forge.localforge.git import GitError, GitRepos
+from senpai.forge.localforge.git import BadName, GitError, GitRepos
+from senpai.forge.localforge.merges import recover
 from senpai.forge.localforge.store import Store
 from senpai.forge.localforge.web import DOCS, ApiError
 
@@ -45,14 +47,29 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(GitError)
     async def git_error(_: Request, exc: GitError) -> JSONResponse:
-        return _error(500, f"git: {exc}")
+        return _error(404, "Not Found") if isinstance(exc, BadName) else _error(500, f"git: {exc}")
+
+    @app.exception_handler(sqlite3.IntegrityError)
+    async def duplicate(_: Request, exc: sqlite3.IntegrityError) -> JSONResponse:
+        # the unique index on open PRs caught a second PR for one head and base (a lost race or a reopen)
+        errors = [{"resource": "PullRequest", "code": "custom", "message": "A pull request already exists for this head."}]
+        return _error(422, "Validation Failed", errors)
 
 
-def create_app(data_dir: Path) -> FastAPI:
-    """The local forge serving the data under `data_dir` (created if missing)."""
-    data_dir = Path(data_dir)
+DEFAULT_PROTECTED = ("main", "advisor")
+
+
+def create_app(data_dir: Path, protected: tuple[str, ...] = DEFAULT_PROTECTED) -> FastAPI:
+    """The local forge serving the data under `data_dir` (created if missing; relative is fine).
+
+    `protected` names the branches of every repository that cannot be deleted or force-pushed and
+    that only an admin may push to (others merge PRs).  Merges a crash interrupted are finished first.
+    """
+    data_dir = Path(data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     store = Store(data_dir / "forge.sqlite3")
+    git = GitRepos(data_dir / "git", tuple(protected))
+    recover(store, git)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -62,7 +79,7 @@ def create_app(data_dir: Path) -> FastAPI:
     app = FastAPI(title="senpai local forge", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.data_dir = data_dir
     app.state.store = store
-    app.state.git = GitRepos(data_dir / "git")
+    app.state.git = git
     _install_error_handlers(app)
     for module in (api_repos, api_issues, api_pulls):
         app.include_router(module.router)

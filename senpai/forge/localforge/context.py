@@ -15,17 +15,43 @@ from fastapi import Depends, Request
 from senpai.forge.localforge.git import GitRepos
 from senpai.forge.localforge.render import Renderer
 from senpai.forge.localforge.store import Store
-from senpai.forge.localforge.web import ApiError, invalid, not_found, root_url, token_login
+from senpai.forge.localforge.web import (
+    ApiError,
+    forbidden,
+    invalid,
+    not_found,
+    presented_token,
+    root_url,
+    unauthenticated,
+)
+
+_LEVELS = {"read": 1, "write": 2, "admin": 3}
 
 
 @dataclass
 class Ctx:
-    """What a route needs: storage, git, rendering and who is asking."""
+    """What a route needs: storage, git, rendering and who is asking (`login` None: anonymous)."""
 
     store: Store
     git: GitRepos
     render: Renderer
-    login: str
+    login: str | None
+
+    @property
+    def user(self) -> str:
+        """The acting login of a write; ApiError 401 when anonymous."""
+        if self.login is None:
+            raise unauthenticated()
+        return self.login
+
+    def require(self, repo: dict, level: str, author: str | None = None) -> None:
+        """ApiError 401 (anonymous) or 403 unless the caller has `level` ("read", "write", "admin")
+        on `repo`, or is `author` (the author of what is being changed)."""
+        login = self.user
+        if author is not None and login == author:
+            return
+        if _LEVELS.get(self.store.permission(repo, login) or "", 0) < _LEVELS[level]:
+            raise forbidden("Must have admin rights to Repository.") if level == "admin" else forbidden()
 
     def repo(self, owner: str, name: str) -> dict:
         """The repository row, or ApiError 404."""
@@ -66,7 +92,7 @@ class Ctx:
             fields = {
                 "state": "closed",
                 "closed_at": self.store.now(),
-                "closed_by": self.login,
+                "closed_by": self.user,
                 "state_reason": None if row["is_pull"] else (reason or "completed"),
             }
             if row["is_pull"]:
@@ -89,10 +115,18 @@ class Ctx:
 
 
 def get_ctx(request: Request) -> Ctx:
-    """FastAPI dependency: the context of this request (acting user from the Authorization header)."""
+    """FastAPI dependency: the context of this request, acting as the token's user.
+
+    An unknown token answers 401 "Bad credentials"; a REST write without a token answers 401
+    "Requires authentication" (git smart HTTP decides per service in its own route).
+    """
     state = request.app.state
-    login = token_login(request.headers.get("authorization"))
-    state.store.user(login)
+    token = presented_token(request.headers.get("authorization"))
+    login = None if token is None else state.store.token_login(token)
+    if token is not None and login is None:
+        raise unauthenticated("Bad credentials")
+    if login is None and request.method not in ("GET", "HEAD") and not request.url.path.startswith("/git/"):
+        raise unauthenticated()
     return Ctx(state.store, state.git, Renderer(root_url(request), state.store), login)
 
 

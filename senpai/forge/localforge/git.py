@@ -7,6 +7,7 @@ Clone, fetch and push go through git's own CGI, `git http-backend`.
 """
 
 import os
+import re
 import subprocess
 import threading
 from dataclasses import dataclass
@@ -25,6 +26,10 @@ class Conflict(GitError):
     """The head cannot be merged into the base without conflicts."""
 
 
+class BadName(GitError):
+    """A repository name that would leave the forge's folder."""
+
+
 class Moved(GitError):
     """A branch moved while we were updating it (lost a compare-and-swap)."""
 
@@ -41,20 +46,53 @@ class ChangedFile:
     deletions: int
 
 
+_SAFE = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+
+# Branch protection, run by `git receive-pack` before it updates any ref (objects are quarantined but
+# readable).  A protected branch may be created, never deleted or rewound (old not an ancestor of
+# new = a force-push); only an admin may move it at all: others merge through the API.
+PRE_RECEIVE = """#!/bin/sh
+zero=0000000000000000000000000000000000000000
+status=0
+while read -r old new ref; do
+  branch=${ref#refs/heads/}
+  case ",$SENPAI_FORGE_PROTECTED," in *",$branch,"*) ;; *) continue ;; esac
+  [ "$old" = "$zero" ] && continue
+  if [ "$new" = "$zero" ]; then
+    echo "protected branch $branch cannot be deleted"; status=1
+  elif ! git merge-base --is-ancestor "$old" "$new"; then
+    echo "protected branch $branch cannot be force-pushed"; status=1
+  elif [ -z "$SENPAI_FORGE_ADMIN" ]; then
+    echo "protected branch $branch changes only by merging a pull request"; status=1
+  fi
+done
+exit $status
+"""
+
 _STATUS = {"A": "added", "D": "removed", "M": "modified", "R": "renamed", "C": "copied", "T": "changed"}
 
 
 class GitRepos:
     """All bare repositories under one root folder."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
+    def __init__(self, root: Path, protected: tuple[str, ...] = ()) -> None:
+        self.root = Path(root).resolve()  # absolute: git -C and http-backend must agree on it
         self.root.mkdir(parents=True, exist_ok=True)
+        self.protected = protected
+        self.hooks = self.root.parent / "hooks"
+        self.hooks.mkdir(exist_ok=True)
+        hook = self.hooks / "pre-receive"
+        hook.write_text(PRE_RECEIVE)
+        hook.chmod(0o755)
         self._locks: dict[Path, threading.Lock] = {}
         self._guard = threading.Lock()
 
     def path(self, owner: str, name: str) -> Path:
-        return self.root / owner / f"{name}.git"
+        """`<root>/<owner>/<name>.git`; raises GitError for a name that would leave the root."""
+        path = self.root / owner / f"{name}.git"
+        if path.resolve().parent.parent != self.root or not _SAFE.fullmatch(owner) or not _SAFE.fullmatch(name):
+            raise BadName(f"invalid repository name {owner}/{name}")
+        return path
 
     def lock(self, path: Path) -> threading.Lock:
         """A per-repository lock that serialises merges."""
@@ -150,21 +188,29 @@ class GitRepos:
             return False
         return True
 
-    def merge(self, path: Path, base: str, head_sha: str, message: str, author: tuple[str, str], squash: bool = False) -> str:
-        """Merge `head_sha` into branch `base` with a real merge commit; return its sha.
+    def merge_commit(
+        self, path: Path, base: str, head_sha: str, message: str, author: tuple[str, str], squash: bool = False
+    ) -> str:
+        """Build (not publish) the commit merging `head_sha` into branch `base`; return its sha.
 
-        Raises Conflict when the trees conflict, Moved when `base` moved meanwhile.
+        Raises Conflict when the trees conflict, GitError when `base` does not exist.
         """
         base_sha = self.branch_sha(path, base)
         if base_sha is None:
             raise GitError(f"no branch {base}")
         tree = self._merge_tree(path, base_sha, head_sha)
         parents = ["-p", base_sha] if squash else ["-p", base_sha, "-p", head_sha]
-        commit = self._out(path, "commit-tree", tree, *parents, "-F", "-", input=message.encode(), env=_people(author))
-        proc = self._git(path, "update-ref", f"refs/heads/{base}", commit, base_sha, check=False)
-        if proc.returncode != 0:
-            raise Moved(f"{base} moved during the merge")
-        return commit
+        return self._out(path, "commit-tree", tree, *parents, "-F", "-", input=message.encode(), env=_people(author))
+
+    def move_branch(self, path: Path, branch: str, new: str, old: str) -> None:
+        """Compare-and-swap `branch` from `old` to `new`. Raises Moved if it is not at `old`."""
+        if self._git(path, "update-ref", f"refs/heads/{branch}", new, old, check=False).returncode != 0:
+            raise Moved(f"{branch} moved during the merge")
+
+    def first_descendant(self, path: Path, ancestor: str, tip: str) -> str | None:
+        """The oldest commit between `ancestor` and `tip` that descends from `ancestor` (its merge)."""
+        out = self._out(path, "rev-list", "--ancestry-path", "--reverse", f"{ancestor}..{tip}")
+        return out.split("\n", 1)[0] or None
 
     def changed_files(self, path: Path, base_sha: str, head_sha: str) -> list[ChangedFile]:
         """Files changed by `head_sha` since its merge base with `base_sha` (GitHub's PR diff)."""
@@ -197,10 +243,18 @@ class GitRepos:
         return counts
 
     def http_backend(
-        self, path_info: str, method: str, query: str, headers: dict[str, str], body: bytes, user: str
+        self, path_info: str, method: str, query: str, headers: dict[str, str], body: bytes, user: str, admin: bool
     ) -> tuple[int, list[tuple[str, str]], bytes]:
-        """Run `git http-backend` as CGI for one smart-HTTP request; return (status, headers, body)."""
+        """Run `git http-backend` as CGI for one smart-HTTP request; return (status, headers, body).
+
+        Pushes run the forge's pre-receive hook (branch protection) with the pusher's rights.
+        """
         env = {
+            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": "core.hooksPath",
+            "GIT_CONFIG_VALUE_0": str(self.hooks),
+            "SENPAI_FORGE_PROTECTED": ",".join(self.protected),
+            "SENPAI_FORGE_ADMIN": "1" if admin else "",
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "GIT_PROJECT_ROOT": str(self.root),
             "GIT_HTTP_EXPORT_ALL": "1",

@@ -14,15 +14,23 @@ from pathlib import Path
 import uvicorn
 from starlette.types import ASGIApp
 
-from senpai.forge.localforge.app import create_app
+from senpai.forge.localforge.app import DEFAULT_PROTECTED, create_app
+from senpai.forge.localforge.store import Store
 
 
 class LocalForgeServer:
     """One local forge server on `host:port` (port 0: a free one, known once constructed)."""
 
-    def __init__(self, data_dir: Path, host: str = "127.0.0.1", port: int = 0, app: ASGIApp | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        app: ASGIApp | None = None,
+        protected: tuple[str, ...] = DEFAULT_PROTECTED,
+    ) -> None:
         self.data_dir = Path(data_dir)
-        self.app = app or create_app(self.data_dir)
+        self.app = app or create_app(self.data_dir, protected)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         # IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on sockets that say so (else +40 ms per reply)
         self._socket = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -33,6 +41,11 @@ class LocalForgeServer:
         config = uvicorn.Config(self.app, log_level="warning", access_log=False, timeout_keep_alive=30)
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
+
+    @property
+    def store(self) -> Store:
+        """The forge's SQLite store (tokens: `store.add_token(login, role)`)."""
+        return self.app.state.store  # type: ignore[attr-defined]
 
     @property
     def url(self) -> str:
@@ -75,6 +88,7 @@ def serve(
     *,
     background: bool = False,
     on_ready: Callable[[LocalForgeServer], None] | None = None,
+    protected: tuple[str, ...] = DEFAULT_PROTECTED,
 ) -> LocalForgeServer:
     """Serve the forge for `data_dir`.
 
@@ -82,7 +96,7 @@ def serve(
     (`on_ready` is called first, once the port is bound);
     background=True returns the started server; call `.stop()` when done.
     """
-    server = LocalForgeServer(data_dir, host, port)
+    server = LocalForgeServer(data_dir, host, port, protected=protected)
     if background:
         server.start()
         if on_ready:

@@ -7,6 +7,10 @@ table and one number sequence per repository, like GitHub; a PR row has `is_pull
 head/base refs.  `head_sha`/`base_sha` of an open PR are the last values seen (live values come
 from git); for a closed PR they are frozen at close or merge.  Every change to an issue, its
 labels or its comments bumps its `updated_at`.
+
+Tokens, roles and collaborators are read and written by the `AccessStore` part (access.py).
+`pending_merges` journals a merge between its git update and its row
+update, so a restart finishes it.  At most one open PR exists per (head, base) (a unique index).
 """
 
 import sqlite3
@@ -18,7 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+from senpai.forge.localforge.access import AccessStore
+
+SCHEMA_VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS users(
   id INTEGER PRIMARY KEY, login TEXT NOT NULL UNIQUE, created_at REAL NOT NULL);
@@ -45,6 +51,14 @@ CREATE TABLE IF NOT EXISTS comments(
   id INTEGER PRIMARY KEY, repo_id INTEGER NOT NULL, issue_id INTEGER NOT NULL, user TEXT NOT NULL,
   body TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS comments_issue ON comments(issue_id, id);
+CREATE TABLE IF NOT EXISTS roles(login TEXT PRIMARY KEY, role TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tokens(
+  digest TEXT PRIMARY KEY, login TEXT NOT NULL, created_at REAL NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS one_open_pull ON issues(repo_id, head_ref, base_ref)
+  WHERE is_pull = 1 AND state = 'open';
+CREATE TABLE IF NOT EXISTS pending_merges(
+  issue_id INTEGER PRIMARY KEY, commit_sha TEXT NOT NULL, merged_by TEXT NOT NULL,
+  head_sha TEXT NOT NULL, base_sha TEXT NOT NULL);
 """
 
 _ISSUE_SELECT = "SELECT i.*, (SELECT COUNT(*) FROM comments c WHERE c.issue_id = i.id) AS comments FROM issues i"
@@ -76,7 +90,7 @@ class IssueQuery:
     offset: int = 0
 
 
-class Store:
+class Store(AccessStore):
     """Thread-safe access to the SQLite file: one connection, one lock, one transaction per call."""
 
     def __init__(self, path: Path) -> None:
@@ -142,23 +156,6 @@ class Store:
 
     def repo(self, owner: str, name: str) -> dict | None:
         return self._one("SELECT * FROM repos WHERE owner = ? AND name = ?", owner, name)
-
-    def add_collaborator(self, repo_id: int, login: str) -> bool:
-        """Add `login`; False if it already was a collaborator."""
-        with self._tx() as db:
-            cur = db.execute("INSERT OR IGNORE INTO collaborators VALUES (?, ?)", (repo_id, login))
-            return cur.rowcount > 0
-
-    def association(self, repo: dict, login: str) -> str:
-        """author_association of `login` on `repo`, as GitHub computes it for a user-owned repo:
-        OWNER (the owner), COLLABORATOR (added), CONTRIBUTOR (authored a merged PR), else NONE."""
-        if login == repo["owner"]:
-            return "OWNER"
-        if self._one("SELECT 1 FROM collaborators WHERE repo_id = ? AND login = ?", repo["id"], login):
-            return "COLLABORATOR"
-        merged = "SELECT 1 FROM issues WHERE repo_id = ? AND user = ? AND is_pull = 1 AND merged = 1"
-        merged = self._one(merged, repo["id"], login)
-        return "CONTRIBUTOR" if merged else "NONE"
 
     # ---------------------------------------------------------------- issues and pull requests
 
@@ -234,6 +231,38 @@ class Store:
 
     def touch(self, issue_id: int) -> None:
         self.update_issue(issue_id)
+
+    # ---------------------------------------------------------------- merges, journalled
+
+    def begin_merge(self, issue_id: int, commit_sha: str, login: str, head_sha: str, base_sha: str) -> None:
+        """Journal a merge commit about to become the base's tip (before the git update)."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO pending_merges VALUES (?, ?, ?, ?, ?)", (issue_id, commit_sha, login, head_sha, base_sha)
+            )
+
+    def drop_merge(self, issue_id: int) -> None:
+        with self._tx() as db:
+            db.execute("DELETE FROM pending_merges WHERE issue_id = ?", (issue_id,))
+
+    def pending_merges(self) -> list[dict]:
+        return self._all("SELECT * FROM pending_merges")
+
+    def finish_merge(self, issue_id: int, commit_sha: str, login: str | None, head_sha: str, base_sha: str) -> None:
+        """Mark the PR merged and clear its journal entry, in one transaction."""
+        now = self.now()
+        with self._tx() as db:
+            db.execute(
+                "UPDATE issues SET state = 'closed', merged = 1, merged_at = ?, merged_by = ?, closed_at = ?,"
+                " closed_by = ?, merge_commit_sha = ?, head_sha = ?, base_sha = ?, updated_at = ? WHERE id = ?",
+                (now, login, now, login, commit_sha, head_sha, base_sha, now, issue_id),
+            )
+            db.execute("DELETE FROM pending_merges WHERE issue_id = ?", (issue_id,))
+
+    def all_open_pulls(self) -> list[dict]:
+        return self._all(
+            "SELECT i.*, r.owner, r.name FROM issues i JOIN repos r ON r.id = i.repo_id WHERE i.is_pull = 1 AND i.state = 'open'"
+        )
 
     def open_pulls(self, repo_id: int) -> list[dict]:
         return self._all("SELECT * FROM issues WHERE repo_id = ? AND is_pull = 1 AND state = 'open'", repo_id)

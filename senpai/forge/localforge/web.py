@@ -11,9 +11,21 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import Depends, Request, Response
+from starlette.convertors import IntegerConvertor, register_url_convertor
 
 DOCS = "https://docs.github.com/rest"
-DEFAULT_USER = "senpai"
+MAX_BODY = 1 << 20  # bytes of a REST request body (GitHub refuses far smaller issue bodies)
+MAX_PAGE = 100_000
+
+
+class NumberConvertor(IntegerConvertor):
+    """`{x:num}`: an issue, PR or comment number of at most 15 digits (SQLite's integers are 64-bit);
+    a longer one matches no route and answers 404, as GitHub does for ids that do not exist."""
+
+    regex = "[0-9]{1,15}"
+
+
+register_url_convertor("num", NumberConvertor())
 
 
 class ApiError(Exception):
@@ -36,6 +48,16 @@ def not_found() -> ApiError:
     return ApiError(404, "Not Found")
 
 
+def text_field(payload: dict[str, Any], key: str, resource: str, required: bool = False) -> str | None:
+    """payload[key] when it is a string (or absent/null and not `required`); else 422 as GitHub answers."""
+    value = payload.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise invalid(resource, key, "missing_field" if value is None else "invalid")
+    return value
+
+
 def invalid(resource: str, field: str, code: str = "invalid", message: str | None = None) -> ApiError:
     error = {"resource": resource, "field": field, "code": code}
     if message:
@@ -43,31 +65,31 @@ def invalid(resource: str, field: str, code: str = "invalid", message: str | Non
     return ApiError(422, "Validation Failed", [error])
 
 
-def token_login(authorization: str | None) -> str:
-    """The login a request acts as.
+def presented_token(authorization: str | None) -> str | None:
+    """The token of an Authorization header (`token X`, `Bearer X`, `Basic base64(user:X)`); None if absent.
 
-    No token: the owner user `senpai`.  A token of the form `login:anything` acts as `login`; any
-    other token acts as `senpai`.  Accepts `token X`, `Bearer X` and `Basic base64(user:X)`.
+    A header that is present but unreadable yields "" (an unknown token, answered 401).
     """
-    if not authorization or " " not in authorization:
-        return DEFAULT_USER
+    if not authorization:
+        return None
     scheme, _, value = authorization.strip().partition(" ")
     token = value.strip()
     if scheme.lower() == "basic":
         try:
-            decoded = base64.b64decode(token).decode()
+            user, _, token = base64.b64decode(token, validate=True).decode().partition(":")
         except (ValueError, UnicodeDecodeError):
-            return DEFAULT_USER
-        user, _, token = decoded.partition(":")
+            return ""
         token = token or user
-    login, sep, _ = token.partition(":")
-    if sep and login and _valid_login(login):
-        return login
-    return DEFAULT_USER
+    return token if scheme.lower() in ("token", "bearer", "basic") else ""
 
 
-def _valid_login(login: str) -> bool:
-    return login.replace("-", "").replace("_", "").isalnum() and len(login) <= 39
+def unauthenticated(message: str = "Requires authentication") -> ApiError:
+    """401 as GitHub answers it: "Requires authentication" (no token) or "Bad credentials" (unknown)."""
+    return ApiError(401, message)
+
+
+def forbidden(message: str = "Must have write access to this repository.") -> ApiError:
+    return ApiError(403, message)
 
 
 def etag_of(body: bytes, salt: str = "") -> str:
@@ -107,6 +129,8 @@ def page_args(request: Request) -> tuple[int, int]:
         per_page = min(100, max(1, int(request.query_params.get("per_page", 30))))
     except ValueError as exc:
         raise ApiError(400, "Invalid pagination parameter") from exc
+    if page > MAX_PAGE:
+        raise ApiError(422, "In order to keep the API fast for everyone, pagination is limited for this resource.")
     return page, per_page
 
 
@@ -137,12 +161,16 @@ def root_url(request: Request) -> str:
 async def any_json(request: Request) -> Any:
     """The request's JSON body (any type); None when there is none. Raises ApiError 400."""
     raw = await request.body()
+    if len(raw) > MAX_BODY:
+        raise ApiError(413, "Request body too large")
     if not raw.strip():
         return None
     try:
-        return json.loads(raw)
-    except ValueError as exc:
+        data = json.loads(raw)
+        json.dumps(data, ensure_ascii=False).encode()  # lone surrogates cannot be stored: refuse them here
+    except (ValueError, RecursionError) as exc:  # UnicodeError is a ValueError
         raise ApiError(400, "Problems parsing JSON") from exc
+    return data
 
 
 async def json_body(request: Request) -> dict[str, Any]:

@@ -1,0 +1,152 @@
+"""The local forge under races and hostile input: one merge and one PR however many ask at once, and
+4xx (never 5xx) for bad ids, pages, JSON, types and paths."""
+
+import http.client
+import threading
+from collections import Counter
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+from forge_fixtures import BOT_AUTH, commit_and_push, run_git
+
+BRANCH = "senpai/ada/race"
+THREADS = 16
+
+
+def _at_once(n: int, request) -> list[httpx.Response]:
+    """`request()` from `n` threads released together; their answers."""
+    barrier, answers = threading.Barrier(n), []
+
+    def go() -> None:
+        barrier.wait()
+        answers.append(request())
+
+    threads = [threading.Thread(target=go) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    return answers
+
+
+def test_concurrent_merges_of_one_pr_make_one_merge_commit(forge_repo, tmp_path):
+    forge, settings = forge_repo
+    commit_and_push(forge, tmp_path / "seed", BRANCH, {"params.yaml": "lr: 0.2\n"}, start="advisor")
+    pr = forge.create_pull("race", "", BRANCH, "advisor", [])
+    base = forge.branch_sha("advisor")
+    url = f"{settings.base_url}/repos/{settings.repo}/pulls/{pr.number}/merge"
+    answers = _at_once(THREADS, lambda: httpx.put(url, json={"sha": pr.head_sha}, headers=BOT_AUTH, timeout=120))
+    assert Counter(a.status_code for a in answers) == {200: 1, 405: THREADS - 1}
+    run_git(tmp_path / "seed", "fetch", "-q", "origin", env=forge.git_env())
+    merges = run_git(tmp_path / "seed", "rev-list", "--merges", f"{base}..origin/advisor").split()
+    assert merges == [forge.get_pull(pr.number).merge_commit_sha]
+
+
+def test_concurrent_pr_creation_for_one_branch_makes_one_pr(forge_repo, tmp_path):
+    forge, settings = forge_repo
+    commit_and_push(forge, tmp_path / "seed", BRANCH, {"params.yaml": "lr: 0.3\n"}, start="advisor")
+    url = f"{settings.base_url}/repos/{settings.repo}/pulls"
+    body = {"title": "race", "head": BRANCH, "base": "advisor"}
+    answers = _at_once(THREADS, lambda: httpx.post(url, json=body, headers=BOT_AUTH, timeout=120))
+    assert Counter(a.status_code for a in answers) == {201: 1, 422: THREADS - 1}
+    assert [p.head_ref for p in forge.list_pulls("all")] == [BRANCH]
+
+
+def test_reopening_a_second_pr_for_an_open_head_is_refused(forge_repo, tmp_path):
+    forge, _ = forge_repo
+    commit_and_push(forge, tmp_path / "seed", BRANCH, {"params.yaml": "lr: 0.4\n"}, start="advisor")
+    first = forge.create_pull("one", "", BRANCH, "advisor", [])
+    forge.update_pull(first.number, state="closed")
+    forge.create_pull("two", "", BRANCH, "advisor", [])
+    with httpx.Client(base_url=forge.settings.base_url, headers=BOT_AUTH) as api:
+        again = api.patch(f"/repos/{forge.settings.repo}/pulls/{first.number}", json={"state": "open"})
+    assert again.status_code == 422 and [p.title for p in forge.list_pulls("open")] == ["two"]
+
+
+def _deep(n: int) -> bytes:
+    return b'{"title": ' + b"[" * n + b"]" * n + b"}"
+
+
+# (method, path under the repository or "/!" for the root, raw body or JSON, expected status)
+BAD = [
+    ("GET", "/issues/99999999999999999999999", None, 404),
+    ("GET", f"/issues/{2**63}", None, 404),
+    ("GET", "/pulls/123456789012345678901234567890/files", None, 404),
+    ("PUT", "/pulls/99999999999999999999999/merge", {}, 404),
+    ("GET", "/issues/comments/99999999999999999999999", None, 404),
+    ("GET", "/issues?page=99999999999", None, 422),
+    ("GET", f"/issues?page={10**40}", None, 422),
+    ("GET", "/issues?per_page=lots", None, 400),
+    ("GET", "/issues?page=" + "9" * 5000, None, 400),
+    ("GET", "/issues?since=yesterday", None, 422),
+    ("POST", "/issues", _deep(100_000), 400),
+    ("POST", "/issues", b'{"title": "\\ud800"}', 400),
+    ("POST", "/issues", b'{"title": "ok", "body": "\\udfff"}', 400),
+    ("POST", "/issues", b"{not json", 400),
+    ("POST", "/issues", b'{"title": "' + b"x" * (2 << 20) + b'"}', 413),
+    ("POST", "/issues", {"title": 5}, 422),
+    ("POST", "/issues", {"title": "t", "body": ["x"]}, 422),
+    ("POST", "/issues", {"title": "t", "labels": "senpai"}, 422),
+    ("POST", "/issues", ["not", "an", "object"], 400),
+    ("PATCH", "/issues/1", {"state": 5}, 422),
+    ("PATCH", "/issues/1", {"state": "closed", "state_reason": {"x": 1}}, 422),
+    ("PATCH", "/issues/1", {"title": None}, 422),
+    ("POST", "/issues/1/comments", {"body": {"x": 1}}, 422),
+    ("POST", "/issues/1/labels", {"labels": [1, 2]}, 422),
+    ("POST", "/labels", {"name": 5}, 422),
+    ("POST", "/labels", {"name": "x", "color": "zzzzzz"}, 422),
+    ("POST", "/pulls", {"title": "t", "head": 5, "base": "advisor"}, 422),
+    ("PATCH", "/pulls/1", {"base": 7}, 422),
+    ("PUT", "/pulls/1/merge", {"merge_method": 5}, 422),
+    ("PUT", "/pulls/1/merge", {"sha": 5}, 422),
+    ("PUT", "/pulls/1/merge", {"commit_title": ["x"]}, 422),
+    ("PUT", "/pulls/1/merge", {"merge_method": "rebase"}, 405),
+    ("POST", "/!/orgs/%2e%2e/repos", {"name": "escape"}, 422),
+    ("POST", "/!/user/repos", {"name": ".."}, 422),
+    ("POST", "/!/user/repos", {"name": "a/b"}, 422),
+    ("GET", "/!/git/senpai/%2e%2e.git/info/refs?service=git-upload-pack", None, 404),
+    ("GET", "/!/git/{repo}.git/%2e%2e/%2e%2e/forge.sqlite3", None, 404),
+    ("GET", "/!/git/{repo}.git/objects/../../../forge.sqlite3", None, 404),
+    ("GET", "/!/git/{repo}.git/HEAD", None, 404),
+    ("GET", "/!/users/%2e%2e", None, 404),
+    ("GET", "/contents/README.md?ref=--output=/tmp/x", None, 404),
+    ("GET", "/contents/../../forge.sqlite3?ref=advisor", None, 404),
+]
+
+
+@pytest.fixture
+def target(forge_repo, tmp_path):
+    forge, settings = forge_repo
+    commit_and_push(forge, tmp_path / "seed", BRANCH, {"params.yaml": "lr: 0.5\n"}, start="advisor")
+    forge.create_pull("bad input target", "", BRANCH, "advisor", [])
+    return settings
+
+
+def _send(base_url: str, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
+    """One raw request (no client-side normalisation of the path) with the bot's token."""
+    parts = urlsplit(base_url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=120)
+    try:
+        headers = {**BOT_AUTH, "Content-Type": "application/json"}
+        conn.request(method, path, body=body, headers=headers)
+        answer = conn.getresponse()
+        return answer.status, answer.read()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(("method", "path", "body", "status"), BAD, ids=[f"{m} {p[:60]}" for m, p, _, s in BAD])
+def test_bad_input_answers_4xx(target, method, path, body, status):
+    raw = body if isinstance(body, bytes) or body is None else httpx.Request("POST", "http://x", json=body).content
+    path = path[2:].format(repo=target.repo) if path.startswith("/!") else f"/repos/{target.repo}{path}"
+    code, reply = _send(target.base_url, method, path, raw)
+    assert code == status, reply[:300]
+
+
+def test_an_org_named_dot_dot_creates_nothing_outside_the_data_folder(local_forge):
+    payload = httpx.Request("POST", "http://x", json={"name": "escape"}).content
+    for org in ("%2e%2e", "..", "%2E%2E%2F%2E%2E", ".", "a%2F..%2F.."):
+        code, _ = _send(local_forge.base_url, "POST", f"/orgs/{org}/repos", payload)
+        assert 400 <= code < 500, org
+    assert not list(local_forge.data_dir.parent.rglob("escape.git"))
