@@ -17,7 +17,7 @@ import httpx
 import pytest
 import yaml
 from click.testing import CliRunner
-from forge_fixtures import clone, commit_and_push
+from forge_fixtures import add_collaborator, as_user, clone, commit_and_push
 from research import make_program
 
 from senpai.agents.hypothesis import SALT_FILE, hypothesis_id, id_salt
@@ -68,9 +68,9 @@ class Program:
     repo: str
 
 
-def _as(config: Path, login: str) -> GitHubForge:
-    """The forge as `login` (the local forge takes `login:secret` as that user)."""
-    return GitHubForge(load_harness(config).forge, f"{login}:secret")
+def _as(local_forge, config: Path, login: str, role: str = "read") -> GitHubForge:
+    """The forge as `login`, with a real token of `role` on the local forge."""
+    return as_user(local_forge, load_harness(config).forge, login, role)
 
 
 @pytest.fixture(scope="module")
@@ -78,14 +78,15 @@ def program(local_forge, tmp_path_factory) -> Program:
     tmp = tmp_path_factory.mktemp("corpus")
     config = make_program(local_forge.base_url, tmp, f"corpus-{tmp.name[-6:]}", students=1, experiments=1)
     cfg = load_harness(config)
-    httpx.put(f"{local_forge.base_url}/repos/{cfg.forge.repo}/collaborators/alice").raise_for_status()
-    bot = _as(config, "senpai")
+    alice = _as(local_forge, config, "alice", "collaborator")
+    add_collaborator(local_forge.base_url, cfg.forge.repo, "alice")
+    bot = _as(local_forge, config, "senpai")
     work = clone(bot, tmp / "work", "advisor")
     return Program(
         config,
         bot,
-        _as(config, "alice"),
-        _as(config, "mallory"),
+        alice,
+        _as(local_forge, config, "mallory"),
         work,
         bot.branch_sha("advisor"),
         local_forge.base_url,
@@ -383,7 +384,7 @@ def _ack(p: Program, issue: int, comment_id: int, author: str):
 
 def _edit(p: Program, login: str, comment_id: int, body: str) -> None:
     url = f"{p.base_url}/repos/{p.repo}/issues/comments/{comment_id}"
-    httpx.patch(url, json={"body": body}, headers={"Authorization": f"token {login}:secret"}).raise_for_status()
+    httpx.patch(url, json={"body": body}, headers={"Authorization": f"token {login}:local-test-token"}).raise_for_status()
 
 
 def test_steering_acks_count_only_for_the_current_trusted_version(program):
@@ -400,12 +401,13 @@ def test_steering_ack_of_a_deleted_message_counts_for_nothing(program):
     c = program.alice.create_comment(issue, "/senpai pause")
     _ack(program, issue, c.id, "alice")
     url = f"{program.base_url}/repos/{program.repo}/issues/comments/{c.id}"
-    httpx.delete(url, headers={"Authorization": "token alice:secret"}).raise_for_status()
+    httpx.delete(url, headers={"Authorization": "token alice:local-test-token"}).raise_for_status()  # user_token's fixed token
     assert not _steer_state(program, issue).paused
 
 
 def test_steering_by_untrusted_authors_counts_for_nothing(program):
     issue = program.mallory.create_issue("steering", "/senpai pause", [STEER]).number
+    program.bot.set_labels(issue, [STEER])  # the forge drops an outsider's labels; a collaborator triaged it
     c = program.mallory.create_comment(issue, "/senpai pause")
     steer = Steer(message=f"{issue}:{c.id}:abc", author="alice", commands=[SteerCommand(verb="pause")])
     program.mallory.create_comment(issue, record_text(steer, "Applied"))  # an ack-shaped comment by mallory
@@ -445,7 +447,7 @@ def _hostile_body(yaml_text: str) -> str:
 
 def test_hostile_blocks_block_only_their_pr_and_never_the_loop(local_forge, tmp_path):
     config = make_program(local_forge.base_url, tmp_path, f"hostile-{tmp_path.name[-6:]}", students=1, experiments=1)
-    bot = _as(config, "senpai")
+    bot = _as(local_forge, config, "senpai")
     work = clone(bot, tmp_path / "work", "advisor")
     numbers = []
     for name, text in (("deep", DEEP), ("bigint", BIG_INT), ("bomb", ALIAS_BOMB)):
