@@ -7,15 +7,13 @@ import sys
 import time
 from collections.abc import Callable
 
-import httpx
 import pytest
-from forge_fixtures import clone, commit_and_push
+from forge_fixtures import add_collaborator, as_user, clone, commit_and_push
 from research import make_program, reader
 
 from senpai.cli.wiring import make_forge
 from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import load_harness
-from senpai.forge.github import GitHubForge
 from senpai.ledger import transitions
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import BaselineRef, BudgetRef, Decision, Evidence, Hypothesis, MetricRef, PrimaryResult, render
@@ -123,8 +121,9 @@ def test_hand_merge_is_flagged_reported_once_and_never_the_baseline(local_forge,
 
     # a trusted human's issue that happens to carry the marker does not hide the report
     cfg = load_harness(config)
-    httpx.put(f"{local_forge.base_url}/repos/{cfg.forge.repo}/collaborators/alice").raise_for_status()
-    GitHubForge(cfg.forge, "alice:secret").create_issue("decoy", f"<!-- senpai:hand-merge:pr-{merged.number} -->", [SENPAI])
+    alice = as_user(local_forge, cfg.forge, "alice", "collaborator")
+    add_collaborator(local_forge.base_url, cfg.forge.repo, "alice")
+    alice.create_issue("decoy", f"<!-- senpai:hand-merge:pr-{merged.number} -->", [SENPAI])
     for _ in range(2):  # the wrapper reports the hand merge once, also across a restart
         w = build_wrapper(str(config))
         try:
