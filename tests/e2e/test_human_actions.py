@@ -85,7 +85,7 @@ def test_hand_merge_is_flagged_reported_once_and_never_the_baseline(local_forge,
     )
     transitions.submit_evidence(bot, merged, ev)
     assert _ledger_check(config).returncode == 0
-    bot.merge_pull(merged.number, "merged by hand, no verification")
+    bot.merge_pull(merged.number, "merged by hand, no verification", head)
 
     # a merge decision posted on a PR that is then closed without a merge
     commit_and_push(bot, work, "senpai/ada/h-closed", {"other.md": "x\n"}, start="advisor")
