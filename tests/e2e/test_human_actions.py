@@ -16,8 +16,9 @@ from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import load_harness
 from senpai.ledger import transitions
 from senpai.ledger.baseline import current_baseline
-from senpai.ledger.blocks import BaselineRef, BudgetRef, Decision, Evidence, Hypothesis, MetricRef, PrimaryResult, render
+from senpai.ledger.blocks import BaselineRef, BudgetRef, Decision, Evidence, Hypothesis, MetricRef, PrimaryResult
 from senpai.ledger.labels import SENPAI, Status, student_label
+from senpai.ledger.records import record_text
 from senpai.wrapper.loop import Wrapper
 
 pytestmark = pytest.mark.e2e
@@ -91,7 +92,7 @@ def test_hand_merge_is_flagged_reported_once_and_never_the_baseline(local_forge,
     commit_and_push(bot, work, "senpai/ada/h-closed", {"other.md": "x\n"}, start="advisor")
     closed = transitions.open_experiment(bot, _hypothesis("h-closed", base), "senpai/ada/h-closed", "advisor", "closed")
     d = Decision(pr=closed.number, head=closed.head_sha, verdict="merge", reason="looked good")
-    bot.create_comment(closed.number, render(d))
+    bot.create_comment(closed.number, record_text(d, "**Decision** merge"))  # a record, as decide renders it
     bot.update_pull(closed.number, state="closed")
 
     exps = reader(config).experiments()
