@@ -25,8 +25,8 @@ for key, value in {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "LITELLM_LOC
 from audit import DUPLICATES  # noqa: E402
 from chaos import fault_run, kill_run  # noqa: E402
 
-QUICK = {"kills": 20, "decided": 2, "fault_decided": 2, "timeout": 300.0}
-FULL = {"kills": 200, "decided": 8, "fault_decided": 6, "timeout": 3600.0}
+QUICK = {"kills": 20, "decided": 2, "fault_decided": 2, "timeout": 300.0, "max_gap": 4.0}
+FULL = {"kills": 200, "decided": 12, "fault_decided": 6, "timeout": 3600.0, "max_gap": 4.0}
 
 
 def clean(r: dict, decided: int) -> bool:
@@ -47,7 +47,8 @@ def table(results: list[dict], decided: dict[str, int]) -> str:
         total = sum(injected.values())
         kinds = ", ".join(f"{k} {n}" for k, n in injected.items() if n) or "-"
         dupes = ", ".join(f"{k.removeprefix('duplicate_')} {a[k]}" for k in DUPLICATES if a[k]) or "0"
-        kills = ", ".join(f"{k} {n}" for k, n in r.get("kills", {}).items()) or "-"
+        kills = ", ".join(f"{k} {n}" for k, n in r.get("kills", {}).items() if n) or "-"
+        kills += f" (of {r['kills_requested']} asked)" if "kills_requested" in r else ""
         cells = [r["figure"], f"{total} ({kinds})" if total else "-", str(total if ok else 0), kills, dupes,
                  str(a["lost_events"]), str(a["closed_for_infra"]), str(a["infra_attempts"]), str(a["not_terminal"]),
                  f"{a['decided']}/{decided[r['figure']]}", "yes" if ok else "no", str(r["wall_seconds"])]  # fmt: skip
@@ -76,7 +77,9 @@ def main(quick, kills, decided, fault_decided, fault_rate, seed, timeout, only, 
         "faults": lambda: fault_run(
             scratch / "faults", decided=p["fault_decided"], rate=fault_rate, seed=seed, timeout=p["timeout"]
         ),
-        "kills": lambda: kill_run(scratch / "kills", kills=p["kills"], decided=p["decided"], seed=seed, timeout=p["timeout"]),
+        "kills": lambda: kill_run(
+            scratch / "kills", kills=p["kills"], decided=p["decided"], seed=seed, timeout=p["timeout"], max_gap=p["max_gap"]
+        ),
     }
     chosen = [only] if only else list(jobs)
     start = time.monotonic()

@@ -196,8 +196,8 @@ def kill_run(
         procs.kill(procs.wrapper)
         _stop_jobs(tmp / "run" / "jobs")
         procs.kill(procs.forge)
-    return {"figure": "kills", "seed": seed, "kills": dict(counts), "wrapper_finished": finished, "audit": found,
-            "wall_seconds": round(time.monotonic() - start, 1)}  # fmt: skip
+    return {"figure": "kills", "seed": seed, "kills_requested": kills, "kills": dict(counts),
+            "wrapper_finished": finished, "audit": found, "wall_seconds": round(time.monotonic() - start, 1)}  # fmt: skip
 
 
 def _wait(proc: subprocess.Popen, deadline: float) -> bool:
