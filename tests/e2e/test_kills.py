@@ -13,7 +13,7 @@ CHECKED = (*DUPLICATES, "closed_for_infra", "not_terminal", "lost_events", "unre
 
 def test_wrapper_jobs_and_forge_killed_at_random_points(tmp_path):
     # 3 experiments outlast 10 kills (each lands at most 4 s after the wrapper's first tick)
-    result = kill_run(tmp_path, kills=KILLS, decided=3, students=2, seed=11, job_rate=0.3, forge_rate=0.1, max_gap=4, timeout=600)
+    result = kill_run(tmp_path, kills=KILLS, decided=3, students=2, seed=11, job_rate=0.5, forge_rate=0.1, max_gap=4, timeout=600)
     found = result["audit"]
     assert result["kills"]["wrapper"] == KILLS, result["kills"]
     outcome = {"finished": result["wrapper_finished"], "decided": found["decided"] >= 3, **{k: found[k] for k in CHECKED}}
