@@ -13,7 +13,7 @@ export WANDB_SILENT := true
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export OPENHANDS_SUPPRESS_BANNER := 1
 
-.PHONY: demo test lint clean constraints images kind-e2e
+.PHONY: demo test lint clean constraints images kind-e2e bench bench-quick
 
 # Images: $(IMAGE_REPO)/<role>:$(IMAGE_TAG), the names the chart uses by default.
 IMAGE_REPO ?= senpai
@@ -34,6 +34,14 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	WANDB_MODE=offline $(VENV)/bin/pytest -q
+
+# The fault and kill figures side by side; results in bench/results/ (see bench/README.md).
+BENCH_ARGS ?=
+bench: $(VENV)/.installed
+	WANDB_MODE=offline $(VENV)/bin/python bench/run.py $(BENCH_ARGS)
+
+bench-quick: $(VENV)/.installed
+	WANDB_MODE=offline $(VENV)/bin/python bench/run.py --quick $(BENCH_ARGS)
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check senpai tests examples
