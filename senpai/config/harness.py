@@ -29,7 +29,9 @@ class StudentSpec(_Strict):
 class ForgeSettings(_Strict):
     base_url: str = Field("https://api.github.com", description="REST root: github.com, GHES or local.")
     repo: str = Field(pattern=r"^[\w.-]+/[\w.-]+$", description="owner/name of the target repository.")
-    token_env: str = Field("GITHUB_TOKEN", description="Env var holding the bot's token (required: the local forge refuses anonymous writes too).")
+    token_env: str = Field(
+        "GITHUB_TOKEN", description="Env var holding the bot's token (required: the local forge refuses anonymous writes too)."
+    )
     base_branch: str = Field("advisor", description="Research base branch; merges land here.")
     trusted: list[str] = Field(default=["OWNER", "MEMBER", "COLLABORATOR"], description="author_association values that steer.")
 

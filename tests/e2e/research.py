@@ -12,6 +12,7 @@ from forge_fixtures import TOKEN
 from senpai.cli.demo import EXAMPLE, run_until, seed_target, write_config
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import load_harness
+from senpai.ledger.blocks import BaselineRef, BudgetRef, Hypothesis, MetricRef
 from senpai.ledger.table import LedgerReader
 
 
@@ -59,3 +60,19 @@ def assert_no_duplicates(config: Path) -> None:
         assert len(attempts) == len(set(attempts)), f"PR #{p.number}: evidence attempts {attempts}"
         heads = [(d.head, d.verdict) for d in exp.decisions]
         assert len(heads) == len(set(heads)), f"PR #{p.number}: decisions {heads}"
+
+
+def hand_hypothesis(hid: str, base: str, text: str = "a human-made experiment") -> Hypothesis:
+    """A one-attempt digits hypothesis `hid` for student ada, cut from `base` (tests open it by hand)."""
+    return Hypothesis(
+        id=hid,
+        hypothesis=text,
+        rationale="test",
+        plan="train",
+        params={"hidden_width": 32},
+        metric=MetricRef(name="val_accuracy", direction="maximize"),
+        baseline=BaselineRef(commit=base, run_id=None, value=None),
+        budget=BudgetRef(wall_seconds=120, attempts=1),
+        stop_condition="1 attempt",
+        student="ada",
+    )

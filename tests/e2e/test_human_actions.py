@@ -9,34 +9,20 @@ from collections.abc import Callable
 
 import pytest
 from forge_fixtures import add_collaborator, as_user, clone, commit_and_push
-from research import make_program, reader
+from research import hand_hypothesis, make_program, reader
 
 from senpai.cli.wiring import make_forge
 from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import load_harness
 from senpai.ledger import transitions
 from senpai.ledger.baseline import current_baseline
-from senpai.ledger.blocks import BaselineRef, BudgetRef, Decision, Evidence, Hypothesis, MetricRef, PrimaryResult
+from senpai.ledger.blocks import Decision, Evidence, PrimaryResult
 from senpai.ledger.labels import SENPAI, Status, student_label
 from senpai.ledger.records import record_text
 from senpai.wrapper.loop import Wrapper
 
 pytestmark = pytest.mark.e2e
 
-
-def _hypothesis(hid: str, base: str) -> Hypothesis:
-    return Hypothesis(
-        id=hid,
-        hypothesis="hand-made",
-        rationale="test",
-        plan="train",
-        params={"hidden_width": 32},
-        metric=MetricRef(name="val_accuracy", direction="maximize"),
-        baseline=BaselineRef(commit=base, run_id=None, value=None),
-        budget=BudgetRef(wall_seconds=120, attempts=1),
-        stop_condition="1 attempt",
-        student="ada",
-    )
 
 
 def _ticks(w: Wrapper, n: int) -> list[str]:
@@ -79,7 +65,7 @@ def test_hand_merge_is_flagged_reported_once_and_never_the_baseline(local_forge,
     base = bot.branch_sha("advisor")
     work = clone(bot, tmp_path / "work", "advisor")
     head = commit_and_push(bot, work, "senpai/ada/h-hand", {"notes.md": "by hand\n"}, start="advisor")
-    merged = transitions.open_experiment(bot, _hypothesis("h-hand", base), "senpai/ada/h-hand", "advisor", "hand")
+    merged = transitions.open_experiment(bot, hand_hypothesis("h-hand", base), "senpai/ada/h-hand", "advisor", "hand")
     ok = PrimaryResult(name="val_accuracy", value=0.99, baseline=None, delta=None)
     ev = Evidence(
         pr=merged.number, attempt=1, student="ada", head=head, command="c", outcome="ok", primary=ok, interpretation="i"
@@ -90,7 +76,7 @@ def test_hand_merge_is_flagged_reported_once_and_never_the_baseline(local_forge,
 
     # a merge decision posted on a PR that is then closed without a merge
     commit_and_push(bot, work, "senpai/ada/h-closed", {"other.md": "x\n"}, start="advisor")
-    closed = transitions.open_experiment(bot, _hypothesis("h-closed", base), "senpai/ada/h-closed", "advisor", "closed")
+    closed = transitions.open_experiment(bot, hand_hypothesis("h-closed", base), "senpai/ada/h-closed", "advisor", "closed")
     d = Decision(pr=closed.number, head=closed.head_sha, verdict="merge", reason="looked good")
     bot.create_comment(closed.number, record_text(d, "**Decision** merge"))  # a record, as decide renders it
     bot.update_pull(closed.number, state="closed")

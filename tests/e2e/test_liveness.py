@@ -6,31 +6,17 @@ import time
 import pytest
 from forge_fixtures import clone, commit_and_push
 from llm_server import call
-from research import make_program, reader
+from research import hand_hypothesis, make_program, reader
 from scripted import LLM_KEY, LLM_KEY_ENV, tool_results, use_openhands, user_text
 
 from senpai.cli.wiring import make_forge
 from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import load_harness
 from senpai.ledger import transitions
-from senpai.ledger.blocks import BaselineRef, BudgetRef, Evidence, Hypothesis, MetricRef, PrimaryResult
+from senpai.ledger.blocks import Evidence, PrimaryResult
 
 pytestmark = pytest.mark.e2e
 
-
-def _hypothesis(base: str) -> Hypothesis:
-    return Hypothesis(
-        id="h-dies",
-        hypothesis="an attempt that dies before it pushes",
-        rationale="test",
-        plan="train",
-        params={"hidden_width": 32},
-        metric=MetricRef(name="val_accuracy", direction="maximize"),
-        baseline=BaselineRef(commit=base, run_id=None, value=None),
-        budget=BudgetRef(wall_seconds=120, attempts=1),
-        stop_condition="1 attempt",
-        student="ada",
-    )
 
 
 def test_changes_then_an_attempt_dead_before_pushing_wakes_the_advisor_again(local_forge, llm_server, tmp_path, monkeypatch):
@@ -56,7 +42,8 @@ def test_changes_then_an_attempt_dead_before_pushing_wakes_the_advisor_again(loc
     work = clone(bot, tmp_path / "work", "advisor")
     # the branch's params file is broken: the next attempt dies before it can commit or push
     head = commit_and_push(bot, work, "senpai/ada/h-dies", {"params.json": "not json\n"}, start="advisor")
-    pr = transitions.open_experiment(bot, _hypothesis(bot.branch_sha("advisor")), "senpai/ada/h-dies", "advisor", "dies")
+    dies = hand_hypothesis("h-dies", bot.branch_sha("advisor"), "an attempt that dies before it pushes")
+    pr = transitions.open_experiment(bot, dies, "senpai/ada/h-dies", "advisor", "dies")
     ev = Evidence(
         pr=pr.number,
         attempt=1,
@@ -91,7 +78,8 @@ def test_a_wip_pr_whose_last_evidence_landed_without_its_move_to_review_goes_on(
     bot = make_forge(load_harness(config))
     work = clone(bot, tmp_path / "work", "advisor")
     head = commit_and_push(bot, work, "senpai/ada/h-dies", {"notes.md": "x\n"}, start="advisor")
-    pr = transitions.open_experiment(bot, _hypothesis(bot.branch_sha("advisor")), "senpai/ada/h-dies", "advisor", "crash")
+    dies = hand_hypothesis("h-dies", bot.branch_sha("advisor"), "an attempt that dies before it pushes")
+    pr = transitions.open_experiment(bot, dies, "senpai/ada/h-dies", "advisor", "crash")
     ev = Evidence(
         pr=pr.number,
         attempt=1,

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 from forge_fixtures import add_collaborator, as_user, clone, commit_and_push
-from research import assert_no_duplicates, make_program, reader
+from research import assert_no_duplicates, hand_hypothesis, make_program, reader
 
 from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import load_harness
 from senpai.forge.github import GitHubForge
 from senpai.ledger import transitions
-from senpai.ledger.blocks import BaselineRef, BudgetRef, Hypothesis, MetricRef, Steer
+from senpai.ledger.blocks import Steer
 from senpai.ledger.labels import STEER
 from senpai.ledger.records import read_record
 from senpai.wrapper.loop import Wrapper
@@ -67,20 +67,6 @@ def _acks(bot: GitHubForge, number: int) -> list[str]:
     return [b for b in _bot_comments(bot, number) if "<!-- senpai:ack:" in b]
 
 
-def _hypothesis(base: str) -> Hypothesis:
-    return Hypothesis(
-        id="h-human",
-        hypothesis="a human-made experiment",
-        rationale="test",
-        plan="train",
-        params={"hidden_width": 32},
-        metric=MetricRef(name="val_accuracy", direction="maximize"),
-        baseline=BaselineRef(commit=base, run_id=None, value=None),
-        budget=BudgetRef(wall_seconds=120, attempts=1),
-        stop_condition="1 attempt",
-        student="ada",
-    )
-
 
 def test_slash_commands_trust_and_free_text(local_forge, tmp_path):
     config = make_program(local_forge.base_url, tmp_path, "steer", students=2, experiments=10)
@@ -127,7 +113,7 @@ def test_slash_commands_trust_and_free_text(local_forge, tmp_path):
         work = clone(bot, tmp_path / "work", "advisor")
         commit_and_push(bot, work, "senpai/ada/h-human", {"notes.md": "plan\n"}, start="advisor")
         pr = transitions.open_experiment(
-            bot, _hypothesis(bot.branch_sha("advisor")), "senpai/ada/h-human", "advisor", "human"
+            bot, hand_hypothesis("h-human", bot.branch_sha("advisor")), "senpai/ada/h-human", "advisor", "human"
         ).number
         alice.create_comment(pr, "Please log the loss curve too.")
         _step(w, lambda: len(_acks(bot, pr)) == 1, "the delivery to the student")
