@@ -24,7 +24,7 @@ from pathlib import Path
 
 from audit import audit
 from fault_proxy import FaultProxy
-from forge_fixtures import wait_healthy
+from forge_fixtures import OWNER, TOKEN, wait_healthy
 from research import make_program
 
 from senpai.cli.demo import run_until
@@ -32,6 +32,7 @@ from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import load_harness
 from senpai.errors import SenpaiError
 from senpai.forge.localforge.server import LocalForgeServer
+from senpai.forge.localforge.store import Store
 
 ENV = {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONUNBUFFERED": "1"}
 
@@ -74,7 +75,6 @@ class _Procs:
 
     def __init__(self, root: Path) -> None:
         self.root, self.port = root, _free_port()
-        self.env = {**os.environ, **ENV}
         self.forge: subprocess.Popen | None = None
         self.wrapper: subprocess.Popen | None = None
 
@@ -85,9 +85,19 @@ class _Procs:
     def _spawn(self, name: str, *args: str) -> subprocess.Popen:
         log = open(self.root / f"{name}.log", "ab")  # noqa: SIM115 (the child owns it)
         with log:
-            return subprocess.Popen([sys.executable, "-m", "senpai", *args], stdout=log, stderr=log, env=self.env)
+            # the env at spawn time: it carries the bot's token once `make_program` set it
+            env = {**os.environ, **ENV}
+            return subprocess.Popen([sys.executable, "-m", "senpai", *args], stdout=log, stderr=log, env=env)
 
     def start_forge(self) -> None:
+        data = self.root / "forge"
+        if not data.exists():  # the bot's token (TOKEN, as the tests' forge has it) before the first start
+            data.mkdir(parents=True)
+            store = Store(data / "forge.sqlite3")
+            try:
+                store.add_token(OWNER, "owner", TOKEN)
+            finally:
+                store.close()
         self.forge = self._spawn("forge", "forge", "serve", "--data", str(self.root / "forge"), "--port", str(self.port))
         wait_healthy(self.url, timeout=60)
 
