@@ -75,6 +75,8 @@ def token_cmd(data_dir: Path, login: str, role: str) -> None:
 
     if not LOGIN.fullmatch(login):
         raise click.BadParameter("letters, digits, '-' and '_' (at most 39)", param_hint="--user")
+    if not (data_dir / "forge.sqlite3").is_file():  # a typo must not pass silently for the real forge
+        click.echo(f"note: {data_dir} held no forge: a new one starts there with this token", err=True)
     data_dir.mkdir(parents=True, exist_ok=True)
     store = Store(data_dir / "forge.sqlite3")
     try:

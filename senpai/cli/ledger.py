@@ -1,6 +1,8 @@
 """`senpai ledger`: rebuild the experiment table from the forge and the tracker alone."""
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -9,8 +11,8 @@ from rich.table import Table
 
 from senpai.cli.options import config_option
 from senpai.cli.wiring import make_forge, make_tracker
-from senpai.config.harness import load_harness
-from senpai.errors import LedgerInconsistent
+from senpai.config.harness import HarnessConfig, load_harness
+from senpai.errors import ConfigError, LedgerInconsistent
 from senpai.ledger.consistency import check
 from senpai.ledger.table import LedgerReader, ledger_rows, to_csv, to_json
 
@@ -35,35 +37,58 @@ COLUMNS = ("pr", "state", "student", "params", "value", "verifier_delta", "verdi
 )
 def ledger(config_path: str, as_json: bool, as_csv: bool, local_forge: str | None, check_only: bool) -> None:
     """Print the experiment table (PRs labelled `senpai` + their W&B runs), with a consistency column
-    that flags what the forge shows but senpai did not do (see `senpai.ledger.consistency`)."""
+    that flags what the forge shows but senpai did not do (see `senpai.ledger.consistency`).
+    Every inconsistency is also printed on stderr, whatever the format."""
+    if as_json + as_csv + check_only > 1:
+        raise click.UsageError("--json, --csv and --check are alternatives: give one")
     cfg = load_harness(config_path)
-    server = None
-    if local_forge:
-        from senpai.forge.localforge.server import LocalForgeServer
-
-        server = LocalForgeServer(Path(local_forge)).start()
-        cfg = cfg.model_copy(update={"forge": cfg.forge.model_copy(update={"base_url": server.url})})
-        if not cfg.forge.token():  # the data folder is ours: read as the repository's owner, the bot
-            os.environ[cfg.forge.token_env] = server.store.add_token(cfg.forge.repo.split("/")[0], "owner")
-    try:
+    with _served(cfg, local_forge) as cfg:
         forge = make_forge(cfg)
         exps = LedgerReader(forge, make_tracker(cfg)).experiments()
         flags = check(exps, forge.branch_sha(cfg.forge.base_branch))
-    finally:
-        if server:
-            server.stop()
     if check_only:
         if not flags.ok:
             raise LedgerInconsistent("the ledger does not match the forge:\n" + "\n".join(flags.lines()))
         click.echo(f"consistent: {len(exps)} experiment(s)")
-    elif as_json:
+        return
+    if as_json:
         click.echo(to_json(exps))
     elif as_csv:
         click.echo(to_csv(exps, flags), nl=False)
     else:
         print_table(ledger_rows(exps, flags))
-        for line in flags.base:
-            click.echo(f"base: {line}", err=True)
+    for line in flags.lines():
+        click.echo(f"inconsistent: {line}", err=True)
+
+
+@contextmanager
+def _served(cfg: HarnessConfig, local_forge: str | None) -> Iterator[HarnessConfig]:
+    """`cfg`, or with `local_forge` (a forge data folder) served on a free port for the duration.
+
+    With no token set, the ledger reads as the repository's owner (the bot) with a token made for
+    this command and revoked after it.  Raises ConfigError if the folder holds no forge.
+    """
+    if not local_forge:
+        yield cfg
+        return
+    from senpai.forge.localforge.server import LocalForgeServer
+
+    data = Path(local_forge)
+    if not (data / "forge.sqlite3").is_file():
+        hint = f" (did you mean {data / 'forge'}?)" if (data / "forge" / "forge.sqlite3").is_file() else ""
+        raise ConfigError(f"--local-forge {data}: no local forge data there (forge.sqlite3){hint}")
+    server = LocalForgeServer(data).start()
+    token = None
+    if not cfg.forge.token():
+        token = server.store.add_token(cfg.forge.repo.split("/")[0], "owner")
+        os.environ[cfg.forge.token_env] = token
+    try:
+        yield cfg.model_copy(update={"forge": cfg.forge.model_copy(update={"base_url": server.url})})
+    finally:
+        if token:
+            server.store.revoke_token(token)
+            os.environ.pop(cfg.forge.token_env, None)
+        server.stop()
 
 
 def print_table(rows: list[dict]) -> None:
@@ -71,11 +96,11 @@ def print_table(rows: list[dict]) -> None:
     for col in COLUMNS:
         table.add_column(col)
     for r in rows:
-        table.add_row(*(_cell(r.get(c)) for c in COLUMNS))
+        table.add_row(*(_cell(c, r.get(c)) for c in COLUMNS))
     Console().print(table)
 
 
-def _cell(v) -> str:
+def _cell(column: str, v) -> str:
     if isinstance(v, float):
-        return f"{v:+.4f}" if abs(v) < 0.5 else f"{v:.4f}"
+        return f"{v:+.4f}" if column.endswith("delta") else f"{v:.4f}"
     return "" if v is None else str(v)

@@ -5,7 +5,8 @@ verification of that head against a base senpai saw (a hypothesis's baseline or 
 merge).  Everything else a human did by hand shows up here:
 
 - a decision that does not match the forge (a `merge` decision on a PR closed without a merge,
-  a `close` decision on a merged PR, a merged PR with no `merge` decision, a PR closed with none);
+  a `close` decision on a merged PR, a merged PR with no `merge` decision, a PR closed with none,
+  an open PR whose last decision is `merge` or `close`: reopened by hand);
 - a merge without a passing verification of its merged head;
 - a base head that no senpai merge produced (merged code with no merged PR, a commit pushed by hand).
 """
@@ -52,6 +53,8 @@ def _flags(e: Experiment, bases: set[str]) -> list[str]:
         out.append("merge decision on a PR closed without a merge")
     if e.state == "closed" and d is None:
         out.append("closed with no decision (by hand?)")
+    if not e.decided and d is not None and d.verdict in ("merge", "close"):
+        out.append(f"open after a {d.verdict} decision (reopened by hand?)")
     if e.state == "merged" and d is not None and d.verdict != "merge":
         out.append(f"{d.verdict} decision on a merged PR")
     if e.state == "merged" and not any(x.verdict == "merge" for x in e.decisions):

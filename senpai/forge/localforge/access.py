@@ -31,6 +31,11 @@ class AccessStore:
             db.execute("INSERT OR REPLACE INTO tokens VALUES (?, ?, ?)", (self._digest(token), login, time.time()))
         return token
 
+    def revoke_token(self, token: str) -> None:
+        """Forget `token` (its login and role stay); a no-op for an unknown token."""
+        with self._tx() as db:
+            db.execute("DELETE FROM tokens WHERE digest = ?", (self._digest(token),))
+
     def has_tokens(self) -> bool:
         return self._one("SELECT 1 FROM tokens LIMIT 1") is not None
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import uvicorn
 from starlette.types import ASGIApp
 
+from senpai.errors import ConfigError
 from senpai.forge.localforge.app import DEFAULT_PROTECTED, create_app
 from senpai.forge.localforge.store import Store
 
@@ -35,7 +36,11 @@ class LocalForgeServer:
         # IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on sockets that say so (else +40 ms per reply)
         self._socket = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._socket.bind((host, port))
+        try:
+            self._socket.bind((host, port))
+        except OSError as e:
+            self._socket.close()
+            raise ConfigError(f"the local forge cannot listen on {host}:{port}: {e.strerror}") from e
         self._socket.listen(128)  # connections wait in the backlog until uvicorn accepts them
         self.host, self.port = host, self._socket.getsockname()[1]
         config = uvicorn.Config(self.app, log_level="warning", access_log=False, timeout_keep_alive=30)
