@@ -2,13 +2,15 @@
 4xx (never 5xx) for bad ids, pages, JSON, types and paths."""
 
 import http.client
+import os
 import threading
+import uuid
 from collections import Counter
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from forge_fixtures import BOT_AUTH, commit_and_push, run_git
+from forge_fixtures import BOT_AUTH, clone, commit_and_push, outsider_token, run_git
 
 BRANCH = "senpai/ada/race"
 THREADS = 16
@@ -150,3 +152,26 @@ def test_an_org_named_dot_dot_creates_nothing_outside_the_data_folder(local_forg
         code, _ = _send(local_forge.base_url, "POST", f"/orgs/{org}/repos", payload)
         assert 400 <= code < 500, org
     assert not list(local_forge.data_dir.parent.rglob("escape.git"))
+
+
+def test_concurrent_creation_of_one_repository_is_one_201_and_422s(local_forge):
+    body = {"name": f"c-{uuid.uuid4().hex[:8]}", "auto_init": True}
+    url = f"{local_forge.base_url}/user/repos"
+    answers = _at_once(8, lambda: httpx.post(url, json=body, headers=BOT_AUTH, timeout=120))
+    assert Counter(a.status_code for a in answers) == {201: 1, 422: 7}
+
+
+def test_a_pull_with_a_non_utf8_file_name_reads(forge_repo, tmp_path):
+    forge, settings = forge_repo
+    work = clone(forge, tmp_path / "w")
+    run_git(work, "checkout", "-q", "-b", BRANCH, "origin/advisor")
+    with open(os.path.join(bytes(work), b"out-\xe9t\xe9.txt"), "w") as f:  # a latin-1 name, as `git add -A` takes it
+        f.write("x")
+    run_git(work, "add", "-A")
+    run_git(work, "commit", "-q", "-m", "outputs")
+    run_git(work, "push", "-q", "origin", BRANCH, env=forge.git_env())
+    with httpx.Client(base_url=f"{settings.base_url}/repos/{settings.repo}", headers=BOT_AUTH, timeout=120) as api:
+        created = api.post("/pulls", json={"title": "t", "head": BRANCH, "base": "advisor"})
+        files = api.get("/pulls/1/files")
+        assert (created.status_code, api.get("/pulls/1").status_code, files.status_code) == (201, 200, 200)
+    assert [f["filename"] for f in files.json()] == ["out-\ufffdt\ufffd.txt"]

@@ -63,15 +63,23 @@ def _create_repo(request: Request, ctx: Ctx, owner: str, payload: dict[str, Any]
     if not _valid_name(name) or not _valid_name(owner):
         raise invalid("Repository", "name", "missing_field" if not name else "invalid")
     text_field(payload, "description", "Repository")
-    ctx.git.init(owner, name, readme=f"# {name}\n" if payload.get("auto_init") else None)
-    repo = ctx.store.create_repo(owner, name, bool(payload.get("private")), payload.get("description"))
+    with ctx.git.lock(ctx.git.path(owner, name)):  # concurrent creations of one name: the first wins, the rest 422
+        if ctx.store.repo(owner, name) is not None:
+            raise _name_taken()
+        ctx.git.init(owner, name, readme=f"# {name}\n" if payload.get("auto_init") else None)
+        repo = ctx.store.create_repo(owner, name, bool(payload.get("private")), payload.get("description"))
     if repo is None:
-        raise ApiError(
-            422,
-            "Repository creation failed.",
-            [{"resource": "Repository", "code": "custom", "field": "name", "message": "name already exists on this account"}],
-        )
+        raise _name_taken()
     return reply(request, ctx.render.repo(repo), 201)
+
+
+def _name_taken() -> ApiError:
+    """422 as GitHub answers a repository name that already exists on the account."""
+    return ApiError(
+        422,
+        "Repository creation failed.",
+        [{"resource": "Repository", "code": "custom", "field": "name", "message": "name already exists on this account"}],
+    )
 
 
 @router.post("/user/repos")
