@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from forge_fixtures import BOT_AUTH, clone, commit_and_push, outsider_token, run_git
+from forge_fixtures import BOT_AUTH, clone, commit_and_push, run_git
 
 BRANCH = "senpai/ada/race"
 THREADS = 16
@@ -114,6 +114,21 @@ BAD = [
     ("GET", "/!/users/%2e%2e", None, 404),
     ("GET", "/contents/README.md?ref=--output=/tmp/x", None, 404),
     ("GET", "/contents/../../forge.sqlite3?ref=advisor", None, 404),
+    # control characters (git refuses NUL in any argument) in a path, a query or a JSON string
+    ("GET", "/contents/README.md?ref=%00", None, 400),
+    ("GET", "/contents/READ%00ME.md", None, 400),
+    ("GET", "/contents/README.md?ref=ma%01in", None, 400),
+    ("GET", "/branches/ma%00in", None, 400),
+    ("GET", "/git/ref/heads/ma%00in", None, 400),
+    ("GET", "/issues?labels=a%00b", None, 400),
+    ("GET", "/!/git/{repo}.git/info/refs?service=git-upload%00pack", None, 400),
+    ("POST", "/pulls", {"title": "t", "head": "a\u0000b", "base": "advisor"}, 400),
+    ("POST", "/issues", {"title": "t", "body": "x\u0000y"}, 400),
+    ("POST", "/issues", {"title": "t", "labels": ["a\u0000"]}, 400),
+    ("PATCH", "/pulls/1", {"base": "ad\u0000visor"}, 400),
+    ("PUT", "/pulls/1/merge", {"commit_title": "a\u0000b"}, 400),
+    ("PUT", "/pulls/1/merge", {"commit_message": "a\u0000b"}, 400),
+    ("POST", "/labels", {"name": "x", "nested": {"k\u0000": 1}}, 400),
 ]
 
 
@@ -144,6 +159,7 @@ def test_bad_input_answers_4xx(target, method, path, body, status):
     path = path[2:].format(repo=target.repo) if path.startswith("/!") else f"/repos/{target.repo}{path}"
     code, reply = _send(target.base_url, method, path, raw)
     assert code == status, reply[:300]
+    assert b"fatal" not in reply and b"git" not in reply.lower().split(b'"documentation_url"')[0], reply[:300]
 
 
 def test_an_org_named_dot_dot_creates_nothing_outside_the_data_folder(local_forge):
