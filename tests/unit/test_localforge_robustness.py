@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from forge_fixtures import BOT_AUTH, clone, commit_and_push, run_git
+from forge_fixtures import BOT_AUTH, clone, commit_and_push, outsider_token, run_git
 
 BRANCH = "senpai/ada/race"
 THREADS = 16
@@ -191,3 +191,26 @@ def test_a_pull_with_a_non_utf8_file_name_reads(forge_repo, tmp_path):
         files = api.get("/pulls/1/files")
         assert (created.status_code, api.get("/pulls/1").status_code, files.status_code) == (201, 200, 200)
     assert [f["filename"] for f in files.json()] == ["out-\ufffdt\ufffd.txt"]
+
+
+@pytest.mark.parametrize(
+    ("case", "patch"),
+    [("merged", {"base": "other"}), ("closed", {"base": "other"}), ("open", {"base": "other", "title": None})],
+)
+def test_a_refused_pr_edit_changes_nothing(local_forge, forge_repo, tmp_path, case, patch):
+    """GitHub answers 422 to retargeting a merged or closed PR, even to its author; a request with
+    any bad field writes no field."""
+    forge, settings = forge_repo
+    commit_and_push(forge, tmp_path / "seed", BRANCH, {"params.yaml": "lr: 0.6\n"}, start="advisor")
+    commit_and_push(forge, tmp_path / "seed", "other", {"other.txt": "x\n"}, start="advisor")
+    author = {"Authorization": f"token {outsider_token(local_forge)}"}  # read role: may edit only its own PR
+    with httpx.Client(base_url=f"{settings.base_url}/repos/{settings.repo}", timeout=120) as api:
+        pr = api.post("/pulls", json={"title": "retarget", "head": BRANCH, "base": "advisor"}, headers=author).json()
+        if case == "merged":
+            assert api.put(f"/pulls/{pr['number']}/merge", json={}, headers=BOT_AUTH).status_code == 200
+        elif case == "closed":
+            assert api.patch(f"/pulls/{pr['number']}", json={"state": "closed"}, headers=author).status_code == 200
+        answer = api.patch(f"/pulls/{pr['number']}", json=patch, headers=author)
+        after = api.get(f"/pulls/{pr['number']}", headers=BOT_AUTH).json()
+    assert answer.status_code == 422, answer.text
+    assert (after["base"]["ref"], after["title"]) == ("advisor", "retarget")
