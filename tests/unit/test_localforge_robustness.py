@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from forge_fixtures import BOT_AUTH, clone, commit_and_push, outsider_token, run_git
+from forge_fixtures import BOT_AUTH, clone, collaborator_token, commit_and_push, outsider_token, run_git
 
 BRANCH = "senpai/ada/race"
 THREADS = 16
@@ -214,3 +214,31 @@ def test_a_refused_pr_edit_changes_nothing(local_forge, forge_repo, tmp_path, ca
         after = api.get(f"/pulls/{pr['number']}", headers=BOT_AUTH).json()
     assert answer.status_code == 422, answer.text
     assert (after["base"]["ref"], after["title"]) == ("advisor", "retarget")
+
+
+@pytest.mark.parametrize(
+    ("who", "rest", "status"),
+    [
+        (None, "", 404),
+        ("outsider", "", 404),
+        ("outsider", "/issues", 404),
+        ("outsider", "/contents/README.md", 404),
+        (None, ".git/info/refs?service=git-upload-pack", 401),
+        ("outsider", ".git/info/refs?service=git-upload-pack", 404),
+        ("collaborator", "", 200),
+        ("collaborator", ".git/info/refs?service=git-upload-pack", 200),
+        ("bot", "/contents/README.md", 200),
+    ],
+)
+def test_a_private_repository_is_hidden_from_all_but_its_writers(local_forge, who, rest, status):
+    name = f"p-{uuid.uuid4().hex[:8]}"
+    created = httpx.post(
+        f"{local_forge.base_url}/user/repos", json={"name": name, "auto_init": True, "private": True}, headers=BOT_AUTH
+    )
+    assert created.status_code == 201
+    tokens = {None: None, "bot": BOT_AUTH["Authorization"].split()[1]}
+    tokens["outsider"] = outsider_token(local_forge) if who == "outsider" else None
+    tokens["collaborator"] = collaborator_token(local_forge) if who == "collaborator" else None
+    headers = {"Authorization": f"token {tokens[who]}"} if tokens[who] else {}
+    where = f"/git/senpai/{name}{rest}" if rest.startswith(".git") else f"/repos/senpai/{name}{rest}"
+    assert httpx.get(f"{local_forge.base_url}{where}", headers=headers, timeout=120).status_code == status

@@ -220,15 +220,17 @@ _GIT_SERVICES = ("info/refs", "git-upload-pack", "git-receive-pack")
 async def git_smart_http(owner: str, name: str, rest: str, request: Request, ctx: CtxDep) -> Response:
     """Clone, fetch and push through `git http-backend`; a push refreshes the PRs whose head moved.
 
-    Smart HTTP only (404 for any other path).  Anyone may clone and fetch; a push needs a token
-    (401 with a Basic challenge, so git can ask for one) of a collaborator (403).
+    Smart HTTP only (404 for any other path).  Anyone may clone and fetch a public repository; a push,
+    or a clone of a private one, needs a token (401 with a Basic challenge, so git can ask for one)
+    of a collaborator (else 403 for a push, 404 for a private repository).
     """
     if rest not in _GIT_SERVICES:
         raise not_found()
-    repo = ctx.repo(owner, name)
     push = rest == "git-receive-pack" or request.query_params.get("service") == "git-receive-pack"
-    if push and ctx.login is None:
+    row = ctx.store.repo(owner, name)
+    if row is not None and (push or row["private"]) and ctx.login is None:  # git sends a token only when challenged
         return Response("Requires authentication\n", 401, {"WWW-Authenticate": 'Basic realm="senpai local forge"'})
+    repo = ctx.repo(owner, name)
     if push:
         ctx.require(repo, "write")
     body = await request.body()
