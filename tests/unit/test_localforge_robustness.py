@@ -3,6 +3,7 @@
 
 import http.client
 import os
+import shutil
 import threading
 import uuid
 from collections import Counter
@@ -242,3 +243,12 @@ def test_a_private_repository_is_hidden_from_all_but_its_writers(local_forge, wh
     headers = {"Authorization": f"token {tokens[who]}"} if tokens[who] else {}
     where = f"/git/senpai/{name}{rest}" if rest.startswith(".git") else f"/repos/senpai/{name}{rest}"
     assert httpx.get(f"{local_forge.base_url}{where}", headers=headers, timeout=120).status_code == status
+
+
+def test_a_git_failure_never_shows_git_stderr(local_forge):
+    """A repository lost on disk is the forge's fault (500), and its answer names no server path."""
+    name = f"gone-{uuid.uuid4().hex[:8]}"
+    assert httpx.post(f"{local_forge.base_url}/user/repos", json={"name": name}, headers=BOT_AUTH).status_code == 201
+    shutil.rmtree(local_forge.data_dir / "git" / "senpai" / f"{name}.git")
+    answer = httpx.get(f"{local_forge.base_url}/repos/senpai/{name}/branches", headers=BOT_AUTH, timeout=120)
+    assert (answer.status_code, answer.json()["message"]) == (500, "Internal Server Error")
