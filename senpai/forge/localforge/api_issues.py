@@ -110,11 +110,10 @@ def get_issue(owner: str, name: str, number: int, request: Request, ctx: CtxDep)
     return _issue_reply(request, ctx, repo, number)
 
 
-def apply_edit(ctx: Ctx, repo: dict, row: dict, payload: dict[str, Any]) -> None:
-    """PATCH semantics shared by issues and pulls: title, body, state (+state_reason), labels.
+def edit_fields(ctx: Ctx, repo: dict, row: dict, payload: dict[str, Any]) -> dict[str, Any]:
+    """The columns a PATCH of title, body and state would write, validated and not yet written.
 
-    The author or a collaborator may change title, body and state; labels need a collaborator.
-    Raises ApiError 401/403/422.
+    The author or a collaborator may make them. Raises ApiError 401/403/422.
     """
     ctx.require(repo, "write", author=row["user"])
     fields: dict[str, Any] = {}
@@ -124,6 +123,16 @@ def apply_edit(ctx: Ctx, repo: dict, row: dict, payload: dict[str, Any]) -> None
         fields["body"] = text_field(payload, "body", "Issue")
     if payload.get("state") is not None:
         fields.update(ctx.set_state(repo, row, payload["state"], text_field(payload, "state_reason", "Issue")))
+    return fields
+
+
+def apply_edit(ctx: Ctx, repo: dict, row: dict, payload: dict[str, Any]) -> None:
+    """PATCH semantics shared by issues and pulls: title, body, state (+state_reason), labels.
+
+    The author or a collaborator may change title, body and state; labels need a collaborator.
+    Raises ApiError 401/403/422.
+    """
+    fields = edit_fields(ctx, repo, row, payload)
     if "labels" in payload:
         ctx.require(repo, "write")
         ctx.store.add_labels(row, label_names(payload["labels"]), replace=True)

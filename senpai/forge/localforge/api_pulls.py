@@ -4,13 +4,14 @@ GitHub REST: GET|POST /repos/{o}/{r}/pulls, GET|PATCH .../pulls/{n}, GET|PUT ...
 GET .../pulls/{n}/files.  A PR's head and base shas are read live from the bare repository while
 it is open.  Merging makes a real merge commit on the base branch; a conflict answers 405
 "Merge conflict", a stale `sha` or a base that moved meanwhile answers 409, as GitHub does.
-Anyone with a token may open a PR; its author or a collaborator may edit it; merging needs a
-collaborator.  One repository lock serialises PR creation and merges (see `merges`).
+Anyone with a token may open a PR; its author or a collaborator may edit it (a PATCH is validated
+whole before anything is written; only an open PR may change its base); merging needs a collaborator.
+One repository lock serialises PR creation and merges (see `merges`).
 """
 
 from fastapi import APIRouter, Request, Response
 
-from senpai.forge.localforge.api_issues import apply_edit, query_from
+from senpai.forge.localforge.api_issues import edit_fields, query_from
 from senpai.forge.localforge.context import Ctx, CtxDep
 from senpai.forge.localforge.merges import merge
 from senpai.forge.localforge.store import IssueQuery
@@ -92,15 +93,22 @@ def get_pull(owner: str, name: str, number: int, request: Request, ctx: CtxDep) 
 def edit_pull(owner: str, name: str, number: int, request: Request, payload: JsonBody, ctx: CtxDep) -> Response:
     repo = ctx.repo(owner, name)
     row = ctx.pull(repo, number)
-    ctx.require(repo, "write", author=row["user"])
+    fields = edit_fields(ctx, repo, row, {k: v for k, v in payload.items() if k not in ("base", "labels")})
     base = text_field(payload, "base", "PullRequest")
-    payload.pop("base", None)
     if base is not None:
-        if ctx.git.branch_sha(ctx.path(repo), base) is None:
-            raise invalid("PullRequest", "base")
-        ctx.store.update_issue(row["id"], base_ref=base)
-    apply_edit(ctx, repo, ctx.pull(repo, number), {k: v for k, v in payload.items() if k != "labels"})
+        _check_new_base(ctx, repo, row, base)
+        fields["base_ref"] = base
+    ctx.store.update_issue(row["id"], **fields)  # one write, after the whole request was validated
     return _full_reply(request, ctx, repo, number)
+
+
+def _check_new_base(ctx: Ctx, repo: dict, row: dict, base: str) -> None:
+    """Raises ApiError 422 unless PR `row` is open and branch `base` exists (GitHub refuses to
+    retarget a closed or merged PR)."""
+    if row["state"] != "open":
+        raise _custom("Cannot change the base branch of a closed pull request.")
+    if ctx.git.branch_sha(ctx.path(repo), base) is None:
+        raise invalid("PullRequest", "base")
 
 
 @router.get(PULL + "/merge")

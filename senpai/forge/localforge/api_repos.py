@@ -63,15 +63,23 @@ def _create_repo(request: Request, ctx: Ctx, owner: str, payload: dict[str, Any]
     if not _valid_name(name) or not _valid_name(owner):
         raise invalid("Repository", "name", "missing_field" if not name else "invalid")
     text_field(payload, "description", "Repository")
-    ctx.git.init(owner, name, readme=f"# {name}\n" if payload.get("auto_init") else None)
-    repo = ctx.store.create_repo(owner, name, bool(payload.get("private")), payload.get("description"))
+    with ctx.git.lock(ctx.git.path(owner, name)):  # concurrent creations of one name: the first wins, the rest 422
+        if ctx.store.repo(owner, name) is not None:
+            raise _name_taken()
+        ctx.git.init(owner, name, readme=f"# {name}\n" if payload.get("auto_init") else None)
+        repo = ctx.store.create_repo(owner, name, bool(payload.get("private")), payload.get("description"))
     if repo is None:
-        raise ApiError(
-            422,
-            "Repository creation failed.",
-            [{"resource": "Repository", "code": "custom", "field": "name", "message": "name already exists on this account"}],
-        )
+        raise _name_taken()
     return reply(request, ctx.render.repo(repo), 201)
+
+
+def _name_taken() -> ApiError:
+    """422 as GitHub answers a repository name that already exists on the account."""
+    return ApiError(
+        422,
+        "Repository creation failed.",
+        [{"resource": "Repository", "code": "custom", "field": "name", "message": "name already exists on this account"}],
+    )
 
 
 @router.post("/user/repos")
@@ -212,15 +220,17 @@ _GIT_SERVICES = ("info/refs", "git-upload-pack", "git-receive-pack")
 async def git_smart_http(owner: str, name: str, rest: str, request: Request, ctx: CtxDep) -> Response:
     """Clone, fetch and push through `git http-backend`; a push refreshes the PRs whose head moved.
 
-    Smart HTTP only (404 for any other path).  Anyone may clone and fetch; a push needs a token
-    (401 with a Basic challenge, so git can ask for one) of a collaborator (403).
+    Smart HTTP only (404 for any other path).  Anyone may clone and fetch a public repository; a push,
+    or a clone of a private one, needs a token (401 with a Basic challenge, so git can ask for one)
+    of a collaborator (else 403 for a push, 404 for a private repository).
     """
     if rest not in _GIT_SERVICES:
         raise not_found()
-    repo = ctx.repo(owner, name)
     push = rest == "git-receive-pack" or request.query_params.get("service") == "git-receive-pack"
-    if push and ctx.login is None:
+    row = ctx.store.repo(owner, name)
+    if row is not None and (push or row["private"]) and ctx.login is None:  # git sends a token only when challenged
         return Response("Requires authentication\n", 401, {"WWW-Authenticate": 'Basic realm="senpai local forge"'})
+    repo = ctx.repo(owner, name)
     if push:
         ctx.require(repo, "write")
     body = await request.body()

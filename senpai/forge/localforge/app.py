@@ -6,6 +6,7 @@ turns every error into GitHub's JSON envelope `{"message", "documentation_url"[,
 REST paths sit at the server root, as on api.github.com; git smart HTTP is under `/git/`.
 """
 
+import logging
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,12 +16,15 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from senpai.forge.localforge import api_issues, api_pulls, api_repos
 from senpai.forge.localforge.git import BadName, GitError, GitRepos
 from senpai.forge.localforge.merges import recover
 from senpai.forge.localforge.store import Store
-from senpai.forge.localforge.web import DOCS, ApiError
+from senpai.forge.localforge.web import DOCS, ApiError, control_in_target
+
+_log = logging.getLogger(__name__)
 
 
 def _error(status: int, message: str, errors: list | None = None) -> JSONResponse:
@@ -47,13 +51,30 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(GitError)
     async def git_error(_: Request, exc: GitError) -> JSONResponse:
-        return _error(404, "Not Found") if isinstance(exc, BadName) else _error(500, f"git: {exc}")
+        if isinstance(exc, BadName):
+            return _error(404, "Not Found")
+        _log.error("git failed: %s", exc)  # git's stderr names server paths: it goes to the log, never to a client
+        return _error(500, "Internal Server Error")
 
     @app.exception_handler(sqlite3.IntegrityError)
     async def duplicate(_: Request, exc: sqlite3.IntegrityError) -> JSONResponse:
         # the unique index on open PRs caught a second PR for one head and base (a lost race or a reopen)
         errors = [{"resource": "PullRequest", "code": "custom", "message": "A pull request already exists for this head."}]
         return _error(422, "Validation Failed", errors)
+
+
+class RefuseControlChars:
+    """ASGI middleware: a request whose path or query holds a control character answers 400 before
+    any route runs (one check for every route, so no NUL ever reaches a git argument)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and control_in_target(scope):
+            await _error(400, "Bad Request: control character in the path or query")(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 DEFAULT_PROTECTED = ("main", "advisor")
@@ -81,6 +102,7 @@ def create_app(data_dir: Path, protected: tuple[str, ...] = DEFAULT_PROTECTED) -
     app.state.store = store
     app.state.git = git
     _install_error_handlers(app)
+    app.add_middleware(RefuseControlChars)
     for module in (api_repos, api_issues, api_pulls):
         app.include_router(module.router)
     return app

@@ -50,15 +50,20 @@ class Ctx:
         login = self.user
         if author is not None and login == author:
             return
-        if _LEVELS.get(self.store.permission(repo, login) or "", 0) < _LEVELS[level]:
+        if not self.can(repo, level):
             raise forbidden("Must have admin rights to Repository.") if level == "admin" else forbidden()
 
     def repo(self, owner: str, name: str) -> dict:
-        """The repository row, or ApiError 404."""
+        """The repository row, or ApiError 404 (also for a private one the caller cannot write to,
+        as GitHub hides a private repository from those without access)."""
         repo = self.store.repo(owner, name)
-        if repo is None:
+        if repo is None or (repo["private"] and not self.can(repo, "write")):
             raise not_found()
         return repo
+
+    def can(self, repo: dict, level: str) -> bool:
+        """Whether the caller (maybe anonymous) has `level` ("read", "write", "admin") on `repo`."""
+        return _LEVELS.get(self.store.permission(repo, self.login) or "", 0) >= _LEVELS[level]
 
     def path(self, repo: dict) -> Path:
         return self.git.path(repo["owner"], repo["name"])

@@ -105,11 +105,11 @@ class GitRepos:
         full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})}
         proc = subprocess.run(["git", "-C", str(path), *args], input=input, capture_output=True, env=full_env)
         if check and proc.returncode != 0:
-            raise GitError(proc.stderr.decode(errors="replace").strip() or f"git {args[0]} failed")
+            raise GitError(text(proc.stderr).strip() or f"git {args[0]} failed")
         return proc
 
     def _out(self, path: Path, *args: str, input: bytes | None = None, env: dict[str, str] | None = None) -> str:
-        return self._git(path, *args, input=input, env=env).stdout.decode().strip()
+        return text(self._git(path, *args, input=input, env=env).stdout).strip()
 
     def init(self, owner: str, name: str, readme: str | None = None) -> Path:
         """Create the bare repository (idempotent); with `readme`, an initial commit on main."""
@@ -133,13 +133,13 @@ class GitRepos:
 
     def branch_sha(self, path: Path, branch: str) -> str | None:
         proc = self._git(path, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}", check=False)
-        return proc.stdout.decode().strip() or None
+        return text(proc.stdout).strip() or None
 
     def file_blob(self, path: Path, ref: str, file: str) -> tuple[str, bytes] | None:
         """(blob sha, content) of `file` at branch or commit `ref`; None if either does not exist or it is not a file."""
         spec = f"{ref}:{file}"
         kind = self._git(path, "cat-file", "-t", spec, check=False)
-        if kind.returncode != 0 or kind.stdout.decode().strip() != "blob":
+        if kind.returncode != 0 or text(kind.stdout).strip() != "blob":
             return None
         return self._out(path, "rev-parse", spec), self._git(path, "cat-file", "blob", spec).stdout
 
@@ -171,15 +171,15 @@ class GitRepos:
 
     def merge_base(self, path: Path, a: str, b: str) -> str | None:
         proc = self._git(path, "merge-base", a, b, check=False)
-        return proc.stdout.decode().strip() or None
+        return text(proc.stdout).strip() or None
 
     def _merge_tree(self, path: Path, base_sha: str, head_sha: str) -> str:
         proc = self._git(path, "merge-tree", "--write-tree", "--no-messages", base_sha, head_sha, check=False)
         if proc.returncode == 1:
             raise Conflict("Merge conflict")
         if proc.returncode != 0:
-            raise GitError(proc.stderr.decode(errors="replace").strip())
-        return proc.stdout.decode().split("\n", 1)[0].strip()
+            raise GitError(text(proc.stderr).strip())
+        return text(proc.stdout).split("\n", 1)[0].strip()
 
     def mergeable(self, path: Path, base_sha: str, head_sha: str) -> bool:
         try:
@@ -215,7 +215,7 @@ class GitRepos:
     def changed_files(self, path: Path, base_sha: str, head_sha: str) -> list[ChangedFile]:
         """Files changed by `head_sha` since its merge base with `base_sha` (GitHub's PR diff)."""
         start = self.merge_base(path, base_sha, head_sha) or EMPTY_TREE
-        raw = self._git(path, "diff", "--raw", "-z", "-M", "--no-abbrev", start, head_sha).stdout.decode()
+        raw = text(self._git(path, "diff", "--raw", "-z", "-M", "--no-abbrev", start, head_sha).stdout)
         counts = self._numstat(path, start, head_sha)
         fields = raw.split("\0")
         files, i = [], 0
@@ -231,7 +231,7 @@ class GitRepos:
         return files
 
     def _numstat(self, path: Path, start: str, head_sha: str) -> dict[str, tuple[int, int]]:
-        out = self._git(path, "diff", "--numstat", "-z", "-M", start, head_sha).stdout.decode()
+        out = text(self._git(path, "diff", "--numstat", "-z", "-M", start, head_sha).stdout)
         fields, counts, i = out.split("\0"), {}, 0
         while i < len(fields) - 1:
             adds, dels, name = fields[i].split("\t", 2)
@@ -275,13 +275,21 @@ class GitRepos:
         if not sep:
             head, _, payload = proc.stdout.partition(b"\n\n")
         status, out_headers = 200, []
-        for line in head.decode(errors="replace").splitlines():
+        for line in text(head).splitlines():
             key, _, value = line.partition(":")
             if key.lower() == "status":
                 status = int(value.strip().split()[0])
             elif key:
                 out_headers.append((key.strip(), value.strip()))
         return status, out_headers, payload
+
+
+def text(raw: bytes) -> str:
+    """git output as text: undecodable bytes (a latin-1 file name) become U+FFFD, never an error.
+
+    Every byte string the forge reads from git goes through here, so no name can make a route raise.
+    """
+    return raw.decode("utf-8", errors="replace")
 
 
 def _people(author: tuple[str, str]) -> dict[str, str]:

@@ -8,7 +8,7 @@ import base64
 import hashlib
 import json
 from typing import Annotated, Any
-from urllib.parse import urlencode
+from urllib.parse import unquote_to_bytes, urlencode
 
 from fastapi import Depends, Request, Response
 from starlette.convertors import IntegerConvertor, register_url_convertor
@@ -170,7 +170,32 @@ async def any_json(request: Request) -> Any:
         json.dumps(data, ensure_ascii=False).encode()  # lone surrogates cannot be stored: refuse them here
     except (ValueError, RecursionError) as exc:  # UnicodeError is a ValueError
         raise ApiError(400, "Problems parsing JSON") from exc
+    if _has_nul(data):
+        raise ApiError(400, "Problems parsing JSON: a string holds a NUL character")
     return data
+
+
+def _has_nul(data: Any) -> bool:
+    """Whether any string of parsed JSON (key or value, at any depth) holds NUL, which no git
+    argument, ref or commit message may carry. Iterative: depth is bounded by the parser, not here."""
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str) and "\0" in item:
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def control_in_target(scope: dict) -> bool:
+    """Whether an ASGI request's decoded path or query holds a control character (U+0000-U+001F,
+    U+007F): no ref, file path or search term of the forge carries one, and git refuses NUL outright."""
+    target = scope.get("path", "").encode("utf-8", "surrogatepass") + unquote_to_bytes(scope.get("query_string", b""))
+    return any(byte < 0x20 or byte == 0x7F for byte in target)
 
 
 async def json_body(request: Request) -> dict[str, Any]:
