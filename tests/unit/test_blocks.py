@@ -168,6 +168,20 @@ def test_hostile_yaml_is_a_bounded_ledger_format_error(body, match):
     assert len(str(err.value)) < 600
 
 
+@pytest.mark.parametrize(
+    "value",
+    ["2001-02-30", "2001-13-01", "2001-01-01 25:00:00", "!!timestamp x", "!!float x", "!!int x", "!!bool x", "!!str 1", "!foo x"],
+)
+def test_every_yaml_refusal_is_a_bounded_ledger_format_error(value):
+    """Date-shaped scalars and explicit tags once raised ValueError/KeyError/AttributeError out of parse."""
+    try:
+        block = parse(_yaml_block("decision", f"pr: 1\nhead: h\nverdict: close\nreason: {value}"))
+    except LedgerFormatError as err:
+        assert value.startswith("!") and len(str(err)) < 600  # explicit tags are refused
+    else:
+        assert block.reason == value  # no timestamp is resolved: a date-shaped scalar stays a string
+
+
 def test_alias_bomb_never_expands():
     lines = ["a: &a [" + ", ".join(["lol"] * 9) + "]"]
     lines += [f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 9) + "]" for i in range(8)]
