@@ -21,7 +21,7 @@ from senpai.ledger.blocks import (
     parse,
     render,
 )
-from senpai.ledger.records import marker_of, neutral, read_record, record_marker, record_text
+from senpai.ledger.records import MAX_PROSE, MAX_TEXT, marker, marker_of, neutral, read_record, record_marker, record_text
 
 HYP = Hypothesis(
     id="h-0123456789",
@@ -226,3 +226,22 @@ def test_a_record_survives_crlf_and_names_its_own_block():
     other = VERIFICATION.model_copy(update={"candidate": "c" * 40})
     with pytest.raises(LedgerFormatError, match="holds another senpai-verification block"):
         read_record(f"x\n\n{render(other)}\n\n{record_marker(VERIFICATION)}")
+
+
+def test_prose_is_bounded_after_neutralisation_and_stays_inert():
+    """`<` becomes `&lt;`: 70,000 of them were a 280,000-character comment GitHub refuses (cap 65,536)."""
+    for text in ("<" * 70_000, "`" * 70_000, "a" * (MAX_PROSE - 1) + "```" * 10):
+        out = neutral(text)
+        assert len(out) < MAX_PROSE + 50 and "```" not in out.replace("\\`", "")
+        assert read_record(f"{out}\n\n{render(VERIFICATION)}\n\n{record_marker(VERIFICATION)}") == VERIFICATION
+
+
+def test_an_oversize_text_is_no_record_unless_it_ends_in_a_records_marker():
+    """marker_of never raises; read_record refuses only an oversize text shaped as a record."""
+    reply = "x" * (MAX_TEXT + 1) + "\n\n" + marker("reply", "1:0:abc")
+    assert marker_of(reply) is None and read_record(reply) is None
+    assert read_record("y" * (MAX_TEXT + 1)) is None
+    too_big = "z" * MAX_TEXT + f"\n\n{render(VERIFICATION)}\n\n{record_marker(VERIFICATION)}"
+    assert marker_of(too_big) is None
+    with pytest.raises(LedgerFormatError, match="ends in a record's marker"):
+        read_record(too_big)

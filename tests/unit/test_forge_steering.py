@@ -6,16 +6,18 @@ from dataclasses import replace
 
 import httpx
 import pytest
-from forge_fixtures import add_collaborator, as_user, commit_and_push, user_token
+from forge_fixtures import add_collaborator, as_user, clone, commit_and_push, user_token
 from test_policy import CFG, exp
 
 from senpai.agents.search.advisor import answer_free_text
 from senpai.errors import NotFound
+from senpai.ledger import transitions
 from senpai.ledger.blocks import Decision
 from senpai.ledger.events import Message
 from senpai.ledger.inbox import version
 from senpai.ledger.labels import ATTENTION, SENPAI, STEER
-from senpai.ledger.steering import reply_to_human
+from senpai.ledger.records import MAX_TEXT
+from senpai.ledger.steering import reply_marker, reply_to_human
 from senpai.ledger.table import LedgerReader
 from senpai.wrapper.steer import Steering
 
@@ -164,3 +166,25 @@ def test_a_command_on_a_closed_senpai_pr_is_answered_once(forge_repo, local_forg
         _steering(forge, "advisor")
     (answer,) = [c.body for c in forge.list_comments(pr) if c.user == forge.login]
     assert answer.startswith("@alice") and f"PR #{pr} is closed: nothing was done" in answer
+
+
+def test_a_long_reply_is_bounded_and_an_oversize_bot_comment_stops_nothing(forge_repo, local_forge, tmp_path):
+    """A 280,000-character bot reply once made Steering.read raise on every tick and wedged its PR."""
+    forge, settings = forge_repo
+    carol = as_user(local_forge, settings, "carol", "collaborator")
+    body = "what did the runs show? quote the <html> parts"
+    issue = carol.create_issue("steer", body, [STEER]).number
+    m = Message(number=issue, comment_id=None, author="carol", association="COLLABORATOR", body=body, version=version(body))
+    assert len(reply_to_human(forge, m, "<" * 70_000).body) < 65_536  # GitHub's cap on a comment
+    forge.create_comment(issue, "&lt;" * (MAX_TEXT // 4 + 1) + "\n\n" + reply_marker(m, "ack"))  # as posted before the bound
+    steering = Steering(CFG, forge, fleet=None, ledger=LedgerReader(forge))
+    steering.read()  # raised LedgerFormatError out of inbox.replied -> marker_of
+    work = clone(forge, tmp_path / "w")
+    branch = "senpai/ada/h-7"
+    commit_and_push(forge, work, branch, {"params.yaml": "a: 7\n"}, start="main")
+    pr = transitions.open_experiment(forge, exp(7, "wip").hypothesis, branch, "main", "[ada] x")
+    forge.create_comment(pr.number, "&lt;" * (MAX_TEXT // 4 + 1) + "\n\n" + reply_marker(m))
+    (e,) = LedgerReader(forge).experiments()
+    assert e.error is None  # a bot comment that is no record is not an error
+    transitions.block(forge, forge.get_pull(pr.number), "a human must look")  # raised in _post_once -> marker_of
+    assert "status:blocked" in forge.get_pull(pr.number).labels
