@@ -245,3 +245,12 @@ def test_an_oversize_text_is_no_record_unless_it_ends_in_a_records_marker():
     assert marker_of(too_big) is None
     with pytest.raises(LedgerFormatError, match="ends in a record's marker"):
         read_record(too_big)
+
+
+def test_marker_lookup_parses_each_text_once():
+    """replied() asks marker_of about every bot comment on every read: a second ask is a cache hit."""
+    text = "![" * 2000 + f"\n\n{marker('reply', '1:0:abc')}"  # slow for markdown-it, as neutral leaves it
+    before = marker_of.cache_info()
+    assert marker_of(text) == marker_of(text) == marker("reply", "1:0:abc")
+    after = marker_of.cache_info()
+    assert (after.misses - before.misses, after.hits - before.hits) == (1, 1)
