@@ -71,6 +71,25 @@ def test_patience_opens_one_issue_for_humans(forge_repo, tmp_path):
     assert steering.view.commands == [] and steering.view.free_text == []
 
 
+def test_an_outsiders_issue_cannot_hide_the_patience_issue(forge_repo, local_forge):
+    """Only the bot's own issues hold its markers: an outsider's body carrying the key hid the issue."""
+    forge, settings = forge_repo
+    n = as_user(local_forge, settings, "mallory", "read").create_issue("idea: bigger batches", "batch=512?", []).number
+    as_user(local_forge, settings, "carol", "collaborator").set_labels(n, [STEER])  # routed to steering; text untrusted
+    url = f"{local_forge.base_url}/repos/{settings.repo}/issues/{n}"
+    token = user_token(local_forge, "mallory", "read")
+    body = "batch=512?\n\n<!-- senpai:attention:1-2 -->"
+    edited = httpx.patch(url, json={"body": body}, headers={"Authorization": f"token {token}"})
+    assert edited.status_code == 200  # the author may edit its own issue, as on GitHub
+    closed = []
+    for pr in (1, 2):
+        e = exp(pr, "closed")
+        closed.append(e.model_copy(update={"decisions": [Decision(pr=pr, head=e.head, verdict="close", reason="no")]}))
+    steering = Steering(CFG.model_copy(update={"patience": 2}), forge, fleet=None, ledger=LedgerReader(forge))
+    steering.read()
+    assert steering.patience_issue(closed) is not None
+
+
 def test_one_ack_and_one_answer_per_message_version(forge_repo, local_forge):
     forge, settings = forge_repo
     alice = as_user(local_forge, settings, "alice")
