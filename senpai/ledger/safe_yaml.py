@@ -23,7 +23,7 @@ import yaml
 from yaml.composer import ComposerError
 from yaml.constructor import ConstructorError
 
-MAX_BYTES = 64 * 1024  # per block; the largest block senpai writes (evidence with a 4,000-char log tail) is ~6 KiB
+MAX_BYTES = 64 * 1024  # per block; an evidence is bounded under it (blocks.Evidence keeps MAX_METRICS numbers)
 MAX_DEPTH = 20  # collections nested; senpai's blocks nest 3 deep
 MAX_DIGITS = 100  # characters of one integer scalar
 _FOLDED = frozenset("\r\x85\u2028\u2029\ufeff")

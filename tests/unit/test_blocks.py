@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from senpai.errors import LedgerFormatError
 from senpai.ledger.blocks import (
+    MAX_METRICS,
     BaselineRef,
     BudgetRef,
     Cost,
@@ -22,6 +23,7 @@ from senpai.ledger.blocks import (
     render,
 )
 from senpai.ledger.records import MAX_PROSE, MAX_TEXT, marker, marker_of, neutral, read_record, record_marker, record_text
+from senpai.ledger.safe_yaml import MAX_BYTES
 
 HYP = Hypothesis(
     id="h-0123456789",
@@ -254,3 +256,26 @@ def test_marker_lookup_parses_each_text_once():
     assert marker_of(text) == marker_of(text) == marker("reply", "1:0:abc")
     after = marker_of.cache_info()
     assert (after.misses - before.misses, after.hits - before.hits) == (1, 1)
+
+
+def test_evidence_of_a_run_with_many_summary_metrics_reads_back():
+    """1,000 classes x 2 metrics once rendered a 93 KB block that read_record refused (MAX_BYTES 64 KiB)."""
+    metrics = {f"val/class_{i:04d}/{k}": 0.123456789 for i in range(1000) for k in ("precision", "recall")}
+    ev = EVIDENCE.model_validate({**EVIDENCE.model_dump(), "metrics": {**metrics, EVIDENCE.primary.name: 0.5}})
+    assert len(ev.metrics) == MAX_METRICS and EVIDENCE.primary.name in ev.metrics  # the primary is always kept
+    assert sorted(ev.metrics)[:2] == ["val/class_0000/precision", "val/class_0000/recall"]  # chosen by name
+    assert read_record(record_text(ev, "**Evidence** attempt 1")) == ev
+
+
+UNITS = ["<", "\x00", "é", "`", "\u2028", "ab\n"]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(0, 3000), key=TEXT, unit=st.sampled_from(UNITS), length=st.integers(0, 40_000))
+def test_render_never_writes_an_evidence_the_parser_refuses(n, key, unit, length):
+    """Whatever a run's summary or an agent's texts hold, the evidence block stays under MAX_BYTES."""
+    big = unit * length
+    data = {**EVIDENCE.model_dump(), "command": big, "failure": big, "interpretation": big, "log_tail": big}
+    ev = Evidence.model_validate({**data, "metrics": {f"{key}{i}": 0.5 for i in range(n)}})
+    assert len(render(ev).encode("utf-8", "surrogatepass")) < MAX_BYTES
+    assert read_record(record_text(ev, big)) == ev
