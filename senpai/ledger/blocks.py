@@ -16,13 +16,16 @@ import re
 from typing import Any, ClassVar, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from senpai.errors import LedgerFormatError
 from senpai.ledger import safe_yaml
 from senpai.ledger.redact import redact_data
 
 Scalar = str | int | float | bool | None
+MAX_METRICS = 64  # numbers one evidence keeps (a W&B summary may hold thousands: per-class metrics)
+_KEY_BYTES = 300  # YAML bytes of one kept metric name
+_TEXT_BYTES = 8 * 1024  # YAML bytes of one free text of an evidence (command, failure, interpretation, log tail)
 _FENCE = re.compile(r"\A(`{3,})senpai-([a-z]+)\n(.*)^\1[ \t]*\n?\Z", re.MULTILINE | re.DOTALL)
 
 
@@ -112,6 +115,44 @@ class Evidence(Block):
     interpretation: str
     cost: Cost = Cost()
     log_tail: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bounded(cls, data: Any) -> Any:
+        """Keep the block readable: at most MAX_METRICS numbers and _TEXT_BYTES per free text, so
+        `render` stays under `safe_yaml.MAX_BYTES` whatever a run's summary or an agent wrote."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if isinstance(data.get("metrics"), dict):
+            data["metrics"] = _kept_metrics(data["metrics"], data.get("primary"))
+        for field in ("command", "failure", "interpretation", "log_tail"):
+            if isinstance(data.get(field), str):
+                data[field] = _fit(data[field], _TEXT_BYTES)
+        return data
+
+
+def _yaml_bytes(text: str) -> int:
+    return len(safe_yaml.dump(text).encode("utf-8", "surrogatepass"))
+
+
+def _fit(text: str, limit: int) -> str:
+    """`text`, or its head with a note of its length, whose YAML is at most `limit` bytes.
+    A text that fits comes back unchanged, so fitting again changes nothing (the round trip holds)."""
+    cut, out = len(text), text
+    while _yaml_bytes(out) > limit:
+        cut //= 2
+        out = f"{text[:cut]} ... (cut: {len(text)} chars)"
+    return out
+
+
+def _kept_metrics(metrics: dict, primary: Any) -> dict:
+    """At most MAX_METRICS of `metrics`: the primary's, then the first names in sorted order whose
+    YAML fits _KEY_BYTES; in their original order."""
+    name = primary.get("name") if isinstance(primary, dict) else getattr(primary, "name", None)
+    fitting = sorted(k for k in metrics if k != name and isinstance(k, str) and _yaml_bytes(k) <= _KEY_BYTES)
+    keep = set(fitting[: MAX_METRICS - (name in metrics)]) | ({name} if name in metrics else set())
+    return {k: v for k, v in metrics.items() if k in keep}
 
 
 class Verification(Block):

@@ -42,6 +42,7 @@ from senpai.ledger.blocks import (
 from senpai.ledger.redact import redact
 
 MAX_TEXT = 256 * 1024  # characters of one comment or body parsed for a record (GitHub caps them at 65,536)
+MAX_PROSE = 16_000  # characters of neutralised prose in one posted text, so it stays under GitHub's cap
 MARKERS: dict[str, type[Block]] = {
     "hypothesis": Hypothesis,  # the bot's PR body
     "evidence": Evidence,
@@ -51,6 +52,7 @@ MARKERS: dict[str, type[Block]] = {
     "ack": Steer,  # the wrapper's acknowledgement of a slash-command message
 }
 _MARKER = re.compile(r"<!-- senpai:([a-z]+):([0-9a-z:_-]{1,100}) -->")
+_MARKER_AT_END = re.compile(_MARKER.pattern + r"\s*\Z")
 _RUN = re.compile(r"`{3,}|~{3,}")
 _MD = MarkdownIt("commonmark")
 
@@ -60,9 +62,13 @@ def neutral(text: str) -> str:
 
     Runs of three or more backticks or tildes get a backslash before each character (GitHub still
     shows them), `<` becomes `&lt;` (shown as `<`).  Shorter runs stay, so `code` spans still render.
+    The result is at most MAX_PROSE characters plus a short note saying how long it was.
     """
-    text = text.replace("<", "&lt;")
-    return _RUN.sub(lambda m: "".join("\\" + ch for ch in m.group(0)), text)
+    text = _RUN.sub(lambda m: "".join("\\" + ch for ch in m.group(0)), text.replace("<", "&lt;"))
+    if len(text) <= MAX_PROSE:
+        return text
+    # a cut inside an escape leaves `&l` (shown as text) or a lone backslash (dropped): still inert
+    return text[:MAX_PROSE].rstrip("\\") + f"\n\n(cut: {len(text)} characters)"
 
 
 def marker(kind: str, key: str) -> str:
@@ -104,8 +110,16 @@ def record_text(block: Block, prose: str) -> str:
 
 
 def _tail(text: str):
+    """The marker match and the fence before it that end `text`, each None when absent.
+
+    Raises LedgerFormatError for a text over MAX_TEXT that ends in a record's marker (a record too
+    big to read); any other oversize text (a reply, a human's text) is no record.
+    """
     if len(text) > MAX_TEXT:
-        raise LedgerFormatError(f"a text of {len(text)} characters (at most {MAX_TEXT})")
+        end = _MARKER_AT_END.search(text[-300:])
+        if end and end.group(1) in MARKERS:
+            raise LedgerFormatError(f"a text of {len(text)} characters (at most {MAX_TEXT}) ends in a record's marker")
+        return None, None
     tokens = _MD.parse(text)
     last = tokens[-1] if tokens else None
     if last is None or last.type != "html_block" or last.level != 0:
@@ -116,8 +130,12 @@ def _tail(text: str):
     return found, fence
 
 
+@functools.lru_cache(maxsize=2048)  # replied() asks for every bot comment on every read
 def marker_of(text: str) -> str | None:
-    """The marker that ends `text` as its last top-level token, or None (text in prose is not one)."""
+    """The marker that ends `text` as its last top-level token, or None (text in prose is not one,
+    nor is any text over MAX_TEXT, which senpai never posts).  Never raises."""
+    if len(text) > MAX_TEXT:
+        return None
     found, _ = _tail(text)
     return found.group(0) if found else None
 

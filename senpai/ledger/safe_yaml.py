@@ -3,9 +3,12 @@
 `dump` writes the subset `load` accepts: no anchors or aliases, strings that carry a line separator
 YAML would fold (CR, U+0085, U+2028, U+2029) or a control character double-quoted and escaped, so
 `load(dump(x)) == x` for every block value.  `load` refuses what senpai never writes: anchors and
-aliases (an alias bomb of a few hundred bytes expands to megabytes), merge keys, duplicate keys,
+aliases (an alias bomb of a few hundred bytes expands to megabytes), explicit tags (`!!float x`,
+`!!timestamp x`: their constructors raise ValueError and the like, not YAMLError), merge keys, duplicate keys,
 nesting deeper than MAX_DEPTH, integers longer than MAX_DIGITS characters (Python refuses
-4,301+ digits with ValueError) and texts over MAX_BYTES.
+4,301+ digits with ValueError) and texts over MAX_BYTES.  It resolves no timestamps (senpai writes
+none, and `2001-02-30` would raise ValueError): a date-shaped plain scalar stays a string.  Any
+other exception a constructor raises becomes ConstructError, so `load` raises only yaml.YAMLError.
 
 It uses libyaml (CSafeLoader) when PyYAML has it, ~20x faster than the pure-Python loader, and
 keeps every limit: depth and anchors are checked on the event stream (libyaml's parser keeps its
@@ -20,7 +23,7 @@ import yaml
 from yaml.composer import ComposerError
 from yaml.constructor import ConstructorError
 
-MAX_BYTES = 64 * 1024  # per block; the largest block senpai writes (evidence with a 4,000-char log tail) is ~6 KiB
+MAX_BYTES = 64 * 1024  # per block; an evidence is bounded under it (blocks.Evidence keeps MAX_METRICS numbers)
 MAX_DEPTH = 20  # collections nested; senpai's blocks nest 3 deep
 MAX_DIGITS = 100  # characters of one integer scalar
 _FOLDED = frozenset("\r\x85\u2028\u2029\ufeff")
@@ -31,7 +34,17 @@ class LimitError(yaml.YAMLError):
     """A YAML text that breaks one of the limits (its message says which, with no value in it)."""
 
 
+class ConstructError(yaml.YAMLError):
+    """A YAML text whose value could not be built (a constructor raised; the message is bounded)."""
+
+
 class _Loader(_BASE):
+    # no timestamp resolver: a date-shaped plain scalar is a string (see the module docstring)
+    yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in _BASE.yaml_implicit_resolvers.items()
+    }
+
     def construct_mapping(self, node, deep=False):
         seen: set = set()
         for key_node, _ in node.value:
@@ -58,11 +71,13 @@ _Loader.add_constructor("tag:yaml.org,2002:int", _int)
 
 
 def _check_events(text: str) -> None:
-    """Refuse anchors, aliases and deep nesting before anything is composed."""
+    """Refuse anchors, aliases, explicit tags and deep nesting before anything is composed."""
     depth = 0
     for event in yaml.parse(text, Loader=_BASE):
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
             raise ComposerError(None, None, "anchors and aliases are not allowed", event.start_mark)
+        if getattr(event, "tag", None) is not None:
+            raise ComposerError(None, None, "explicit tags are not allowed", event.start_mark)
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > MAX_DEPTH:
@@ -78,14 +93,20 @@ def _excerpt(text: str, limit: int) -> str:
 def load(text: str) -> Any:
     """The value of one YAML document `text`.
 
-    Raises yaml.YAMLError (LimitError for a text over MAX_BYTES); its message holds PyYAML's
-    bounded snippet around the problem, never the parsed value.
+    Raises yaml.YAMLError and nothing else (LimitError for a text over MAX_BYTES, ConstructError
+    when a constructor raised); its message holds PyYAML's bounded snippet around the problem or
+    a bounded excerpt of the constructor's error, never the parsed value.
     """
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_BYTES:
         raise LimitError(f"{size} bytes (at most {MAX_BYTES})")
-    _check_events(text)
-    return yaml.load(text, Loader=_Loader)  # a SafeLoader subclass
+    try:
+        _check_events(text)
+        return yaml.load(text, Loader=_Loader)  # a SafeLoader subclass
+    except yaml.YAMLError:
+        raise
+    except (ValueError, LookupError, AttributeError, TypeError, OverflowError, RecursionError) as e:
+        raise ConstructError(f"{type(e).__name__}: {_excerpt(str(e), 200)}") from None
 
 
 class _Dumper(yaml.SafeDumper):

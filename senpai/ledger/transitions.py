@@ -51,21 +51,28 @@ def open_experiment(forge: Forge, h: Hypothesis, branch: str, base: str, title: 
     """Open the hypothesis PR for `branch` (which must exist on the forge) in state wip.
 
     Idempotent: an open PR from `branch` that the bot opened from this repository is returned
-    (labels completed).  Raises TransitionError if an open PR from `branch` was opened by anyone
-    else or from a fork: it is never adopted.
+    (labels completed).  An open PR from `branch` that anyone else opened is never adopted: it is
+    closed with one short comment (a collaborator may close any PR), then the bot opens its own.
+    A fork's branch of the same name is ignored.  GitHub REST: GET/POST .../pulls, PATCH
+    .../pulls/{n} (state closed), POST .../issues/{n}/comments.
     """
     labels = [SENPAI, student_label(h.student), Status.WIP.value]
     for pr in forge.list_pulls("open"):
-        if pr.head_ref != branch:
+        if pr.head_ref != branch or pr.head_repo != pr.base_repo:  # a fork's branch of the same name does not hold ours
             continue
         if not own_pull(pr, forge.login):
-            if pr.head_repo == pr.base_repo:  # a fork's branch of the same name does not hold ours
-                raise TransitionError(f"PR #{pr.number} from {branch} was not opened by {forge.login}: not adopted")
+            _close_foreign(forge, pr.number, branch)
             continue
         if not set(labels) <= set(pr.labels):
             forge.set_labels(pr.number, sorted(set(pr.labels) | set(labels)))
         return pr
     return forge.create_pull(redact(title), hypothesis_body(h), head=branch, base=base, labels=labels)
+
+
+def _close_foreign(forge: Forge, number: int, branch: str) -> None:
+    """Close PR `number`, opened by someone else from senpai's own `branch`, saying why."""
+    forge.create_comment(number, f"Closed by senpai: `{branch}` is senpai's experiment branch; it opens its own PR from it.")
+    forge.update_pull(number, state="closed")
 
 
 def _post_once(forge: Forge, pr: int, mark: str, body: str, existing: list[str]) -> None:

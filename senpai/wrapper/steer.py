@@ -229,6 +229,11 @@ class Steering:
                 out.append(f"#{m.message.number}: acknowledged delivery to {job.name}")
         return out
 
+    def _own_bodies(self, issues: list[Issue]) -> str:
+        """The bodies of the bot's own `issues`, joined: where its issue markers are looked for.
+        Only the bot's own count: anyone else's body could carry a marker to hide an issue."""
+        return "\n".join(i.body for i in issues if i.user == self.forge.login)
+
     def patience_issue(self, exps: list[Experiment]) -> str | None:
         """Open one issue for humans when patience paused new work (idempotent per streak)."""
         cfg, state = self.cfg, self.view.state
@@ -236,7 +241,7 @@ class Steering:
         if cfg.patience is None or len(streak) < cfg.patience or state.paused:
             return None
         key = f"<!-- senpai:attention:{'-'.join(str(e.pr) for e in streak)} -->"
-        if any(key in i.body for i in self.view.issues):
+        if key in self._own_bodies(self.view.issues):
             return None
         tried = "\n".join(
             f"- #{e.pr} `{e.hypothesis.id if e.hypothesis else '?'}` "
@@ -265,8 +270,7 @@ class Steering:
         todo = [e for e in exps if e.state == "merged" and not verified_merge(e, bases) and e.pr not in self._reported]
         if not todo:
             return []
-        # only the bot's own issues count: anyone else's body could carry the marker to hide a report
-        found = "\n".join(i.body for i in self.forge.list_issues(SENPAI, "all") if i.user == self.forge.login)
+        found = self._own_bodies(self.forge.list_issues(SENPAI, "all"))
         flags, out = check(exps, base_sha), []
         for e in todo:
             key = f"<!-- senpai:hand-merge:pr-{e.pr} -->"

@@ -25,7 +25,7 @@ from senpai.cli.main import cli
 from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import load_harness
 from senpai.config.target import CONFIG_FILE, TargetConfig
-from senpai.errors import MergeRefused, TransitionError
+from senpai.errors import MergeRefused
 from senpai.forge.base import PullRequest
 from senpai.forge.github import GitHubForge
 from senpai.ledger import transitions
@@ -330,13 +330,20 @@ def test_a_bot_text_counts_only_in_the_rendered_shape(program, shape):
 # ------------------------------------------------------------------ adoption
 
 
-def test_a_foreign_pr_on_the_predicted_branch_is_not_adopted(program):
+def test_a_foreign_pr_on_the_predicted_branch_is_closed_not_adopted(program):
     branch = _branch(program, "h-predicted")
     h = _hypothesis(program, "h-predicted")
     theirs = program.alice.create_pull("first!", transitions.hypothesis_body(h), head=branch, base="advisor", labels=[])
-    with pytest.raises(TransitionError, match="not adopted"):
-        transitions.open_experiment(program.bot, h, branch, "advisor", "mine")
-    assert program.bot.get_pull(theirs.number).labels == []
+    mine = transitions.open_experiment(program.bot, h, branch, "advisor", "mine")
+    assert mine.number != theirs.number and mine.user == program.bot.login
+    closed = program.bot.get_pull(theirs.number)
+    assert closed.state == "closed" and closed.labels == []
+    assert len(program.bot.list_comments(theirs.number)) == 1
+    assert transitions.open_experiment(program.bot, h, branch, "advisor", "mine").number == mine.number
+    outsider = _branch(program, "h-outsider")  # a read-role outsider, on a base the bot also uses
+    program.mallory.create_pull("hijack", "mine", head=outsider, base="advisor", labels=[])
+    ours = transitions.open_experiment(program.bot, _hypothesis(program, "h-outsider"), outsider, "advisor", "mine")
+    assert ours.user == program.bot.login and ours.state == "open"
 
 
 def test_a_fork_pr_is_not_adopted_and_its_body_is_not_read(program):

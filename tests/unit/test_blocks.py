@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from senpai.errors import LedgerFormatError
 from senpai.ledger.blocks import (
+    MAX_METRICS,
     BaselineRef,
     BudgetRef,
     Cost,
@@ -21,7 +22,8 @@ from senpai.ledger.blocks import (
     parse,
     render,
 )
-from senpai.ledger.records import marker_of, neutral, read_record, record_marker, record_text
+from senpai.ledger.records import MAX_PROSE, MAX_TEXT, marker, marker_of, neutral, read_record, record_marker, record_text
+from senpai.ledger.safe_yaml import MAX_BYTES
 
 HYP = Hypothesis(
     id="h-0123456789",
@@ -168,6 +170,20 @@ def test_hostile_yaml_is_a_bounded_ledger_format_error(body, match):
     assert len(str(err.value)) < 600
 
 
+@pytest.mark.parametrize(
+    "value",
+    ["2001-02-30", "2001-13-01", "2001-01-01 25:00:00", "!!timestamp x", "!!float x", "!!int x", "!!bool x", "!!str 1", "!foo x"],
+)
+def test_every_yaml_refusal_is_a_bounded_ledger_format_error(value):
+    """Date-shaped scalars and explicit tags once raised ValueError/KeyError/AttributeError out of parse."""
+    try:
+        block = parse(_yaml_block("decision", f"pr: 1\nhead: h\nverdict: close\nreason: {value}"))
+    except LedgerFormatError as err:
+        assert value.startswith("!") and len(str(err)) < 600  # explicit tags are refused
+    else:
+        assert block.reason == value  # no timestamp is resolved: a date-shaped scalar stays a string
+
+
 def test_alias_bomb_never_expands():
     lines = ["a: &a [" + ", ".join(["lol"] * 9) + "]"]
     lines += [f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 9) + "]" for i in range(8)]
@@ -212,3 +228,54 @@ def test_a_record_survives_crlf_and_names_its_own_block():
     other = VERIFICATION.model_copy(update={"candidate": "c" * 40})
     with pytest.raises(LedgerFormatError, match="holds another senpai-verification block"):
         read_record(f"x\n\n{render(other)}\n\n{record_marker(VERIFICATION)}")
+
+
+def test_prose_is_bounded_after_neutralisation_and_stays_inert():
+    """`<` becomes `&lt;`: 70,000 of them were a 280,000-character comment GitHub refuses (cap 65,536)."""
+    for text in ("<" * 70_000, "`" * 70_000, "a" * (MAX_PROSE - 1) + "```" * 10):
+        out = neutral(text)
+        assert len(out) < MAX_PROSE + 50 and "```" not in out.replace("\\`", "")
+        assert read_record(f"{out}\n\n{render(VERIFICATION)}\n\n{record_marker(VERIFICATION)}") == VERIFICATION
+
+
+def test_an_oversize_text_is_no_record_unless_it_ends_in_a_records_marker():
+    """marker_of never raises; read_record refuses only an oversize text shaped as a record."""
+    reply = "x" * (MAX_TEXT + 1) + "\n\n" + marker("reply", "1:0:abc")
+    assert marker_of(reply) is None and read_record(reply) is None
+    assert read_record("y" * (MAX_TEXT + 1)) is None
+    too_big = "z" * MAX_TEXT + f"\n\n{render(VERIFICATION)}\n\n{record_marker(VERIFICATION)}"
+    assert marker_of(too_big) is None
+    with pytest.raises(LedgerFormatError, match="ends in a record's marker"):
+        read_record(too_big)
+
+
+def test_marker_lookup_parses_each_text_once():
+    """replied() asks marker_of about every bot comment on every read: a second ask is a cache hit."""
+    text = "![" * 2000 + f"\n\n{marker('reply', '1:0:abc')}"  # slow for markdown-it, as neutral leaves it
+    before = marker_of.cache_info()
+    assert marker_of(text) == marker_of(text) == marker("reply", "1:0:abc")
+    after = marker_of.cache_info()
+    assert (after.misses - before.misses, after.hits - before.hits) == (1, 1)
+
+
+def test_evidence_of_a_run_with_many_summary_metrics_reads_back():
+    """1,000 classes x 2 metrics once rendered a 93 KB block that read_record refused (MAX_BYTES 64 KiB)."""
+    metrics = {f"val/class_{i:04d}/{k}": 0.123456789 for i in range(1000) for k in ("precision", "recall")}
+    ev = EVIDENCE.model_validate({**EVIDENCE.model_dump(), "metrics": {**metrics, EVIDENCE.primary.name: 0.5}})
+    assert len(ev.metrics) == MAX_METRICS and EVIDENCE.primary.name in ev.metrics  # the primary is always kept
+    assert sorted(ev.metrics)[:2] == ["val/class_0000/precision", "val/class_0000/recall"]  # chosen by name
+    assert read_record(record_text(ev, "**Evidence** attempt 1")) == ev
+
+
+UNITS = ["<", "\x00", "é", "`", "\u2028", "ab\n"]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(0, 3000), key=TEXT, unit=st.sampled_from(UNITS), length=st.integers(0, 40_000))
+def test_render_never_writes_an_evidence_the_parser_refuses(n, key, unit, length):
+    """Whatever a run's summary or an agent's texts hold, the evidence block stays under MAX_BYTES."""
+    big = unit * length
+    data = {**EVIDENCE.model_dump(), "command": big, "failure": big, "interpretation": big, "log_tail": big}
+    ev = Evidence.model_validate({**data, "metrics": {f"{key}{i}": 0.5 for i in range(n)}})
+    assert len(render(ev).encode("utf-8", "surrogatepass")) < MAX_BYTES
+    assert read_record(record_text(ev, big)) == ev

@@ -6,16 +6,18 @@ from dataclasses import replace
 
 import httpx
 import pytest
-from forge_fixtures import add_collaborator, as_user, commit_and_push, user_token
+from forge_fixtures import add_collaborator, as_user, clone, commit_and_push, user_token
 from test_policy import CFG, exp
 
 from senpai.agents.search.advisor import answer_free_text
 from senpai.errors import NotFound
+from senpai.ledger import transitions
 from senpai.ledger.blocks import Decision
 from senpai.ledger.events import Message
 from senpai.ledger.inbox import version
 from senpai.ledger.labels import ATTENTION, SENPAI, STEER
-from senpai.ledger.steering import reply_to_human
+from senpai.ledger.records import MAX_TEXT
+from senpai.ledger.steering import reply_marker, reply_to_human
 from senpai.ledger.table import LedgerReader
 from senpai.wrapper.steer import Steering
 
@@ -67,6 +69,25 @@ def test_patience_opens_one_issue_for_humans(forge_repo, tmp_path):
     assert issue.user == forge.login  # the bot's own issue body is never read as a message
     steering.read()
     assert steering.view.commands == [] and steering.view.free_text == []
+
+
+def test_an_outsiders_issue_cannot_hide_the_patience_issue(forge_repo, local_forge):
+    """Only the bot's own issues hold its markers: an outsider's body carrying the key hid the issue."""
+    forge, settings = forge_repo
+    n = as_user(local_forge, settings, "mallory", "read").create_issue("idea: bigger batches", "batch=512?", []).number
+    as_user(local_forge, settings, "carol", "collaborator").set_labels(n, [STEER])  # routed to steering; text untrusted
+    url = f"{local_forge.base_url}/repos/{settings.repo}/issues/{n}"
+    token = user_token(local_forge, "mallory", "read")
+    body = "batch=512?\n\n<!-- senpai:attention:1-2 -->"
+    edited = httpx.patch(url, json={"body": body}, headers={"Authorization": f"token {token}"})
+    assert edited.status_code == 200  # the author may edit its own issue, as on GitHub
+    closed = []
+    for pr in (1, 2):
+        e = exp(pr, "closed")
+        closed.append(e.model_copy(update={"decisions": [Decision(pr=pr, head=e.head, verdict="close", reason="no")]}))
+    steering = Steering(CFG.model_copy(update={"patience": 2}), forge, fleet=None, ledger=LedgerReader(forge))
+    steering.read()
+    assert steering.patience_issue(closed) is not None
 
 
 def test_one_ack_and_one_answer_per_message_version(forge_repo, local_forge):
@@ -164,3 +185,25 @@ def test_a_command_on_a_closed_senpai_pr_is_answered_once(forge_repo, local_forg
         _steering(forge, "advisor")
     (answer,) = [c.body for c in forge.list_comments(pr) if c.user == forge.login]
     assert answer.startswith("@alice") and f"PR #{pr} is closed: nothing was done" in answer
+
+
+def test_a_long_reply_is_bounded_and_an_oversize_bot_comment_stops_nothing(forge_repo, local_forge, tmp_path):
+    """A 280,000-character bot reply once made Steering.read raise on every tick and wedged its PR."""
+    forge, settings = forge_repo
+    carol = as_user(local_forge, settings, "carol", "collaborator")
+    body = "what did the runs show? quote the <html> parts"
+    issue = carol.create_issue("steer", body, [STEER]).number
+    m = Message(number=issue, comment_id=None, author="carol", association="COLLABORATOR", body=body, version=version(body))
+    assert len(reply_to_human(forge, m, "<" * 70_000).body) < 65_536  # GitHub's cap on a comment
+    forge.create_comment(issue, "&lt;" * (MAX_TEXT // 4 + 1) + "\n\n" + reply_marker(m, "ack"))  # as posted before the bound
+    steering = Steering(CFG, forge, fleet=None, ledger=LedgerReader(forge))
+    steering.read()  # raised LedgerFormatError out of inbox.replied -> marker_of
+    work = clone(forge, tmp_path / "w")
+    branch = "senpai/ada/h-7"
+    commit_and_push(forge, work, branch, {"params.yaml": "a: 7\n"}, start="main")
+    pr = transitions.open_experiment(forge, exp(7, "wip").hypothesis, branch, "main", "[ada] x")
+    forge.create_comment(pr.number, "&lt;" * (MAX_TEXT // 4 + 1) + "\n\n" + reply_marker(m))
+    (e,) = LedgerReader(forge).experiments()
+    assert e.error is None  # a bot comment that is no record is not an error
+    transitions.block(forge, forge.get_pull(pr.number), "a human must look")  # raised in _post_once -> marker_of
+    assert "status:blocked" in forge.get_pull(pr.number).labels
