@@ -68,13 +68,14 @@ def check(exps: list[Experiment], base_sha: str) -> Consistency:
     """Every inconsistency between the ledger `exps` and the forge (`base_sha`: the base branch head now).
 
     The base head must be the merge commit of a senpai merge, or (before any merge) the base the
-    first experiment started from.  With no experiments there is nothing to compare.
+    first experiment started from.  With no experiment whose hypothesis reads there is nothing to compare.
     """
     bases = seen_bases(exps)
     prs = {e.pr: flags for e in exps if (flags := _flags(e, bases))}
     merges = {e.merge_commit for e in exps if e.state == "merged"}
     first = [e.hypothesis.baseline.commit for e in exps if e.hypothesis][:1]
     base = []
-    if exps and base_sha not in merges | set(first):
+    known = merges | set(first)  # empty while no experiment has a readable hypothesis: nothing to compare
+    if known and base_sha not in known:
         base.append(f"base head {base_sha[:8]} was not produced by a senpai merge (pushed or merged by hand?)")
     return Consistency(prs, base)

@@ -484,7 +484,7 @@ def test_hostile_blocks_block_only_their_pr_and_never_the_loop(local_forge, tmp_
         restarted.store.close()
     out = CliRunner().invoke(cli, ["ledger", "--config", str(config), "--json"])
     assert out.exit_code == 0, out.output
-    rows = json.loads(out.output)
+    rows = json.loads(out.stdout)
     errors = {r["pr"]: r["error"] for r in rows}
     assert "nested deeper than 20" in errors[numbers[0]] and "integer of 4301 characters" in errors[numbers[1]]
     assert "anchors and aliases are not allowed" in errors[numbers[2]] and all(len(e) < 1000 for e in errors.values())

@@ -53,7 +53,7 @@ def test_cycle_opens_trains_and_merges_through_the_gate(local_forge, llm_server,
     )
     assert rec.config["senpai_pr"] == e.pr and rec.config["senpai_hypothesis"] == e.hypothesis.id
     cli_json = CliRunner().invoke(cli, ["ledger", "--json", "--config", str(config)])
-    assert cli_json.exit_code == 0 and json.loads(cli_json.output) == json.loads(to_json(exps))
+    assert cli_json.exit_code == 0 and json.loads(cli_json.stdout) == json.loads(to_json(exps))
     row = ledger_rows(exps)[0]
     assert (row["verdict"], row["verified"], row["outcome"], row["run_state"]) == ("merge", True, "ok", "finished")
     assert_no_duplicates(config)

@@ -42,7 +42,7 @@ def test_loop_decides_merges_and_the_ledger_rebuilds(local_forge, tmp_path):
     before = to_json(exps)
     checked = CliRunner().invoke(cli, ["ledger", "--check", "--config", str(config)])
     assert checked.exit_code == 0 and "consistent: 3 experiment(s)" in checked.output, checked.output  # nothing by hand
-    assert json.loads(cli_json.output) == json.loads(before)
+    assert json.loads(cli_json.stdout) == json.loads(before)
 
     # the state store is only a cache: delete it, tick, and the ledger reads the same
     state = Path(load_harness(config).state_dir) / "wrapper.sqlite"
