@@ -128,7 +128,8 @@ def test_forge_token_creates_a_working_token_for_a_user_and_role(tmp_path):
     data = tmp_path / "forge"
     result = CliRunner().invoke(forge_group, ["token", "--data", str(data), "--user", "alice", "--role", "collaborator"])
     assert result.exit_code == 0, result.output
-    token = result.output.strip()
+    token = result.stdout.strip()
+    assert "held no forge" in result.stderr  # a typo'd --data must not pass silently
     assert CliRunner().invoke(forge_group, ["token", "--data", str(data), "--user", "../x"]).exit_code == 2
     server = start_in_thread(data)
     try:
