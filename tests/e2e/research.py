@@ -76,3 +76,14 @@ def hand_hypothesis(hid: str, base: str, text: str = "a human-made experiment") 
         stop_condition="1 attempt",
         student="ada",
     )
+
+
+def ticks(w, n: int) -> list[str]:
+    """Run `n` ticks of wrapper `w` (0.3 s apart), asserting none reported an error; their actions."""
+    actions = []
+    for _ in range(n):
+        report = w.tick()
+        assert not report.errors, report.errors
+        actions += report.actions
+        time.sleep(0.3)
+    return actions

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 from forge_fixtures import add_collaborator, as_user, clone, commit_and_push
-from research import hand_hypothesis, make_program, reader
+from research import hand_hypothesis, make_program, reader, ticks
 
 from senpai.cli.wiring import make_forge
 from senpai.cli.wrapper import build_wrapper
@@ -23,16 +23,6 @@ from senpai.wrapper.loop import Wrapper
 
 pytestmark = pytest.mark.e2e
 
-
-
-def _ticks(w: Wrapper, n: int) -> list[str]:
-    actions = []
-    for _ in range(n):
-        report = w.tick()
-        assert not report.errors, report.errors
-        actions += report.actions
-        time.sleep(0.3)
-    return actions
 
 
 def _step(
@@ -114,7 +104,7 @@ def test_hand_merge_is_flagged_reported_once_and_never_the_baseline(local_forge,
     for _ in range(2):  # the wrapper reports the hand merge once, also across a restart
         w = build_wrapper(str(config))
         try:
-            _ticks(w, 3)
+            ticks(w, 3)
         finally:
             _stop_jobs(w)
     issues = [i for i in bot.list_issues(SENPAI, "all") if f"hand-merge:pr-{merged.number}" in i.body and i.user == bot.login]
@@ -137,7 +127,7 @@ def test_a_pr_closed_by_hand_loses_its_job_at_once(local_forge, tmp_path):
         (first,) = live()
         time.sleep(2)  # it is training now
         bot.update_pull(first.pr, state="closed")
-        _ticks(w, 4)
+        ticks(w, 4)
         assert w.fleet.get(first.name) is None or w.fleet.get(first.name).done
         # the student is free at once: its next experiment starts without waiting for the dead job
         _step(w, lambda: any(j.pr != first.pr for j in live()), "the next student job", timeout=120)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from forge_fixtures import add_collaborator, as_user, clone, commit_and_push
-from research import assert_no_duplicates, hand_hypothesis, make_program, reader
+from research import assert_no_duplicates, hand_hypothesis, make_program, reader, ticks
 
 from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import load_harness
@@ -44,16 +44,6 @@ def _step(w: Wrapper, until: Callable[[], bool], what: str, timeout: float = 60)
         time.sleep(0.3)
 
 
-def _ticks(w: Wrapper, n: int) -> list[str]:
-    actions = []
-    for _ in range(n):
-        report = w.tick()
-        assert not report.errors, report.errors
-        actions += report.actions
-        time.sleep(0.3)
-    return actions
-
-
 def _bot_comments(bot: GitHubForge, number: int) -> list[str]:
     return [c.body for c in bot.list_comments(number) if c.user == bot.login]
 
@@ -81,7 +71,7 @@ def test_slash_commands_trust_and_free_text(local_forge, tmp_path):
     mallory.create_comment(issue, injection)
     w = build_wrapper(str(config))
     try:
-        _ticks(w, 4)
+        ticks(w, 4)
         assert bot.list_pulls("all") == []
         (ack,) = _acks(bot, issue)
         assert "paused" in ack and read_record(ack).commands[0].verb == "pause"
@@ -103,7 +93,7 @@ def test_slash_commands_trust_and_free_text(local_forge, tmp_path):
         bad = ["/senpai frobnicate", "/senpai try no_such_param=1", "/senpai try hidden_width=100000\n/senpai resume"]
         for body in bad:
             alice.create_comment(issue, body)
-        _ticks(w, 3)
+        ticks(w, 3)
         rejected = [a for a in _acks(bot, issue) if "Nothing was applied" in a]
         assert len(rejected) == 3 and all("/senpai budget experiments=N" in a for a in rejected)
         assert "unknown param `no_such_param`" in rejected[1] and "out of range [8, 128]" in rejected[2]
@@ -125,7 +115,7 @@ def test_slash_commands_trust_and_free_text(local_forge, tmp_path):
 
         # a try and a budget, then resume: the try opens first, exactly as asked
         alice.create_comment(issue, "/senpai try hidden_width=128 activation=relu\n/senpai budget experiments=3")
-        _ticks(w, 3)
+        ticks(w, 3)
         assert [p.number for p in bot.list_pulls("all")] == [pr]  # still paused
         w.store.close()
         w = build_wrapper(str(config))  # a restart in between re-applies nothing
@@ -147,20 +137,20 @@ def test_slash_commands_trust_and_free_text(local_forge, tmp_path):
         assert len(_acks(bot, tried[0].pr)) == 1  # mallory's identical command got nothing
 
         # the cap of 3 holds: the freed student gets nothing until the budget grows
-        _ticks(w, 4)
+        ticks(w, 4)
         assert len(bot.list_pulls("all")) == 3
         alice.create_comment(issue, "/senpai budget experiments=4")
         _step(w, lambda: len(bot.list_pulls("all")) == 4, "a fourth PR")
 
         # the state lives on the forge: delete the store, restart, and nothing is applied or acked again
         alice.create_comment(issue, "/senpai pause")
-        _ticks(w, 2)
+        ticks(w, 2)
         before = {n: _answers(bot, n) for n in [issue, *(p.number for p in bot.list_pulls("all"))]}
         w.store.close()
         for f in Path(cfg.state_dir).glob("wrapper.sqlite*"):
             f.unlink()
         w = build_wrapper(str(config))
-        _ticks(w, 3)
+        ticks(w, 3)
         state = w.steering.view.state
         assert state.paused and state.experiments == 4 and len(state.tries) == 1
         for n, bodies in before.items():
