@@ -54,6 +54,11 @@ class TrackerSettings(_Strict):
 class LocalFleetSettings(_Strict):
     backend: Literal["local"] = "local"
     dir: str = Field(description="Local backend: one folder per job (work copy, log, status).")
+    holdout_dir: str | None = Field(
+        None,
+        description="The sealed holdout: a directory outside every work copy, given only to the verifier's score step "
+        "(as `{holdout}`). None: the score command gets an empty directory.",
+    )
 
 
 class Resources(_Strict):
@@ -84,6 +89,27 @@ class Toleration(_Strict):
     toleration_seconds: int | None = Field(
         None, ge=0, alias="tolerationSeconds", description="NoExecute only: seconds the pod stays bound after a taint."
     )
+
+
+class SealedHoldout(_Strict):
+    """Where verifier Jobs find the sealed holdout on Kubernetes: a Secret, or a PVC (sub)path.
+
+    Mounted read-only into the scoring container of verifier Jobs only; student and advisor pods and
+    the verifier's train container never mount it.
+    """
+
+    secret: str | None = Field(None, description="Secret whose keys are the holdout's files.")
+    claim: str | None = Field(None, description="PersistentVolumeClaim holding the holdout.")
+    sub_path: str | None = Field(None, description="Sub-path of the claim to mount (claim only).")
+    mount_path: str = Field("/holdout", pattern=r"^/")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "SealedHoldout":
+        if (self.secret is None) == (self.claim is None):
+            raise ValueError("holdout: give exactly one of secret or claim")
+        if self.sub_path is not None and self.claim is None:
+            raise ValueError("holdout.sub_path needs a claim")
+        return self
 
 
 class KubernetesFleetSettings(_Strict):
@@ -120,6 +146,7 @@ class KubernetesFleetSettings(_Strict):
         3600, ge=300, description="Finished Jobs are garbage-collected after this, seconds; the wrapper reaps them first."
     )
     kubeconfig_context: str | None = Field(None, description="Outside a cluster: kubeconfig context (None: current).")
+    holdout: SealedHoldout | None = Field(None, description="The sealed holdout, mounted only into verifier scoring.")
 
     def resources_for(self, role: str) -> Resources:
         return self.resources.get(role, Resources())  # type: ignore[call-overload]

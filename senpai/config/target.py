@@ -1,6 +1,7 @@
 """The target repository's `senpai.yaml`: what to train, what to measure, what to search, what is
 protected, and what one experiment may spend."""
 
+import fnmatch
 import math
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Literal, Union
@@ -87,24 +88,77 @@ class Params(_Strict):
     space: dict[str, ParamSpec] = Field(min_length=1, description="Search space, one entry per key.")
 
 
-class Holdout(_Strict):
-    """The verifier's evaluation: run for each seed on the candidate head and on the baseline."""
+class Compute(_Strict):
+    """How the verifier compares the compute each side spent training."""
 
-    command: str = Field(description="Shell command; `{seed}` is replaced by the seed.")
-    metric: str = Field(description="Key of the `key: value` line the command prints on stdout.")
+    key: str | None = Field(
+        None, description="A `key: value` line the train step prints (steps, tokens, FLOPs); compared as well as seconds."
+    )
+    tolerance: float = Field(
+        0.25, ge=0, description="Fraction 0..: a candidate may spend at most (1 + tolerance) x the baseline's compute."
+    )
+    seconds: bool = Field(True, description="Compare training seconds too (noisy on a shared machine: set false there).")
+
+
+class Guard(_Strict):
+    """A secondary metric the evaluator prints that a merge may not regress by more than `tolerance`."""
+
+    direction: Literal["maximize", "minimize"]
+    tolerance: float = Field(0.0, ge=0, description="Largest allowed regression, in the metric's units.")
+
+
+class Holdout(_Strict):
+    """The verifier's trusted evaluation, two steps per seed, for the candidate head and the base head.
+
+    Train step: the target's `train` command, in a checkout of the side's commit, with `SEED` set and
+    `SENPAI_ARTIFACT_DIR` naming an empty directory the model artifact must be written to.
+    Score step: `command`, run in a directory holding only `files` as they are at the **base**
+    revision (`python -I -P`, no secret), with `{artifact}`, `{holdout}` and `{seed}` replaced; it
+    prints `metric: value` (and any guard metric) on stdout.
+    """
+
+    command: str = Field(description="Score command; `{artifact}`, `{holdout}` and `{seed}` are replaced.")
+    files: list[RepoPath] = Field(
+        min_length=1, description="The evaluator's files (or directories), taken from the base revision; all protected."
+    )
+    metric: str = Field(description="Key of the `key: value` line the score command prints on stdout.")
     seeds: list[int] = Field(
         default=[0, 1, 2], min_length=2, description="Distinct seeds: the noise floor needs repeats that differ."
     )
-    noise_k: float = Field(2.0, ge=0, description="Noise floor = noise_k x stdev of baseline repeats.")
-    min_floor: float = Field(0.0, ge=0, description="Lower bound on the noise floor, in metric units.")
+    max_seeds: int | None = Field(
+        None, ge=2, description="Inconclusive results get more seeds, up to this many (sequential test); None: no more."
+    )
+    rule: Literal["noise_floor", "welch", "paired", "bootstrap"] = Field(
+        "noise_floor", description="Acceptance rule: see docs/target-contract.md."
+    )
+    noise_k: float = Field(2.0, ge=0, description="noise_floor rule: floor = noise_k x stdev of baseline repeats.")
+    min_floor: float | None = Field(
+        None, ge=0, description="noise_floor rule (required there): lower bound on the floor, in metric units."
+    )
+    alpha: float = Field(0.05, gt=0, lt=0.5, description="Test rules: one-sided false-accept rate, fraction.")
+    min_delta: float = Field(0.0, ge=0, description="Test rules: the improvement must exceed this, in metric units.")
+    compute: Compute = Compute()
+    guards: dict[str, Guard] = Field(default_factory=dict, description="Secondary metrics the score command prints.")
 
     @model_validator(mode="after")
-    def _repeats_differ(self) -> "Holdout":
-        if "{seed}" not in self.command:
-            raise ValueError("holdout.command must contain {seed}: each repeat runs with its own seed")
+    def _coherent(self) -> "Holdout":
+        if "{artifact}" not in self.command:
+            raise ValueError("holdout.command must contain {artifact}: it scores the artifact the train step wrote")
         if len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"holdout.seeds must be distinct, got {self.seeds}")
+        if self.max_seeds is not None and self.max_seeds < len(self.seeds):
+            raise ValueError(f"holdout.max_seeds ({self.max_seeds}) is below the {len(self.seeds)} declared seeds")
+        if self.rule == "noise_floor" and self.min_floor is None:
+            raise ValueError("holdout.min_floor is required with rule noise_floor (a floor of 0 merges noise)")
+        if self.metric in self.guards:
+            raise ValueError(f"holdout.guards must not name the primary metric {self.metric!r}")
         return self
+
+    def all_seeds(self) -> list[int]:
+        """The declared seeds, then further ones up to `max_seeds` (sequential test)."""
+        extra = (self.max_seeds or len(self.seeds)) - len(self.seeds)
+        more = [s for s in range(max(self.seeds) + 1, max(self.seeds) + 1 + extra)]
+        return [*self.seeds, *more]
 
 
 class Budget(_Strict):
@@ -123,9 +177,18 @@ class TargetConfig(_Strict):
     train: str = Field(description="Shell command that trains and reports the primary metric.")
     metric: Metric
     params: Params
-    holdout: Holdout | None = None
+    holdout: Holdout
     protected: list[RepoPath] = Field(default_factory=list, description="Paths (files or directories) a merge may never touch.")
+    scope: list[str] = Field(
+        default_factory=list,
+        description="Globs (fnmatch, repo-relative) of the paths an experiment may add or change; empty: the params file only.",
+    )
+    test: str | None = Field(None, description="Optional shell command that must pass on the candidate before a merge.")
     budget: Budget = Budget()
+
+    def in_scope(self, path: str) -> bool:
+        """True if repo-relative `path` may be changed by an experiment (`scope`, else the params file)."""
+        return any(fnmatch.fnmatchcase(path, g) for g in self.scope or [self.params.file])
 
     def is_protected(self, path: str) -> bool:
         """True if repo-relative `path` is a protected file or lies under a protected directory."""

@@ -172,6 +172,19 @@ class Verification(Block):
     improvement: float | None = Field(description="Candidate over baseline in the metric's direction.")
     noise_floor: float | None = Field(description="noise_k x stdev of baseline repeats, at least min_floor.")
     protected_touched: list[str] = Field(default_factory=list)
+    out_of_scope: list[str] = Field(default_factory=list, description="Changed paths outside the target's scope.")
+    rule: Literal["noise_floor", "welch", "paired", "bootstrap"] = "noise_floor"
+    statistic: float | None = Field(None, description="The rule's statistic: t, or the bootstrap interval's lower bound.")
+    p_value: float | None = Field(None, description="One-sided p-value of the test rules, before correction.")
+    candidate_seconds: list[float] = Field(default_factory=list, description="Train-step seconds per candidate seed.")
+    baseline_seconds: list[float] = Field(default_factory=list, description="Train-step seconds per baseline seed.")
+    candidate_compute: list[float] = Field(default_factory=list, description="The target's compute figure per seed.")
+    baseline_compute: list[float] = Field(default_factory=list)
+    compute_ratio: float | None = Field(None, description="Candidate over baseline compute (mean); None: not measured.")
+    guards: dict[str, list[float]] = Field(
+        default_factory=dict, description="Guard metric -> [candidate mean, baseline mean]."
+    )
+    test_passed: bool | None = Field(None, description="The target's test command on the candidate; None: none declared.")
     passed: bool
     reason: str
 
