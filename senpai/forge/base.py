@@ -153,6 +153,11 @@ class Forge(Protocol):
         """Head commit of `branch`. GitHub REST: GET /repos/{o}/{r}/branches/{branch}. Raises NotFound."""
         ...
 
+    def commit_parents(self, sha: str) -> list[str]:
+        """Parent shas of commit `sha`, first parent first. GitHub REST: GET /repos/{o}/{r}/commits/{sha}.
+        Raises NotFound if there is no such commit."""
+        ...
+
     def access(self) -> Access:
         """The token's login, scopes and repository permissions. Raises NotFound if the repo is not visible."""
         ...

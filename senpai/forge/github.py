@@ -120,8 +120,10 @@ def _translate(what: str, exc: GithubException, merge: bool = False) -> SenpaiEr
     if _is_transient(exc):
         return TransientError(text, retry_after=_retry_after(exc))
     if exc.status == 401:  # the usual cause is a missing or wrong token: say where it comes from
-        return Forbidden(f"{text} (the bot's token is read from the env var named by forge.token_env; "
-                         "on the local forge `senpai forge token --data DIR` makes one)")
+        return Forbidden(
+            f"{text} (the bot's token is read from the env var named by forge.token_env; "
+            "on the local forge `senpai forge token --data DIR` makes one)"
+        )
     if exc.status == 403:
         return Forbidden(text)
     if exc.status == 404:
@@ -439,6 +441,9 @@ class GitHubForge:
 
     def branch_sha(self, branch: str) -> str:
         return self._call(f"get branch {branch}", lambda: self._repo.get_branch(branch).commit.sha)
+
+    def commit_parents(self, sha: str) -> list[str]:
+        return self._call(f"get commit {sha[:8]}", lambda: [c.sha for c in self._repo.get_commit(sha).parents])
 
     # ---------------------------------------------------------------- beyond the port
 

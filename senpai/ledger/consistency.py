@@ -8,6 +8,8 @@ merge).  Everything else a human did by hand shows up here:
   a `close` decision on a merged PR, a merged PR with no `merge` decision, a PR closed with none,
   an open PR whose last decision is `merge` or `close`: reopened by hand);
 - a merge without a passing verification of its merged head;
+- a merge that landed on a base that moved after its verification, until the merge commit passes a
+  verification against that base;
 - a base head that no senpai merge produced (merged code with no merged PR, a commit pushed by hand).
 """
 
@@ -40,10 +42,34 @@ def seen_bases(exps: list[Experiment]) -> set[str]:
 
 def verified_merge(e: Experiment, bases: set[str]) -> bool:
     """True if `e` is merged with a `merge` decision on its merged head and a passing verification of
-    that head against one of `bases` (see `seen_bases`)."""
+    that head against one of `bases` (see `seen_bases`), and the merge landed on the verified base
+    (or, if the base moved before it landed, the merge commit passed a verification against the base
+    it landed on: see `reverify`)."""
     decided = any(d.verdict == "merge" and d.head == e.head for d in e.decisions)
     verified = any(v.passed and v.candidate == e.head and v.baseline in bases for v in e.verifications)
-    return e.state == "merged" and decided and verified
+    return e.state == "merged" and decided and verified and (moved_base(e) is None or _reverified(e))
+
+
+def moved_base(e: Experiment) -> str | None:
+    """The base `e`'s merge landed on when that is not the base its verification measured, else None."""
+    d = next((d for d in reversed(e.decisions) if d.verdict == "merge" and d.head == e.head), None)
+    if d is None or d.base is None or d.merged_onto is None or d.merged_onto == d.base:
+        return None
+    return d.merged_onto
+
+
+def reverify(e: Experiment) -> tuple[str, str] | None:
+    """(candidate, baseline) the verifier must measure again for a merge that landed on a moved base:
+    the merge commit against the base it landed on; None if nothing is owed (or it is recorded)."""
+    onto = moved_base(e)
+    if onto is None or not e.merge_commit or any(v.candidate == e.merge_commit and v.baseline == onto for v in e.verifications):
+        return None
+    return e.merge_commit, onto
+
+
+def _reverified(e: Experiment) -> bool:
+    onto = moved_base(e)
+    return any(v.passed and v.candidate == e.merge_commit and v.baseline == onto for v in e.verifications)
 
 
 def _flags(e: Experiment, bases: set[str]) -> list[str]:
@@ -61,6 +87,9 @@ def _flags(e: Experiment, bases: set[str]) -> list[str]:
         out.append("merged with no merge decision (by hand?)")
     if e.state == "merged" and not any(v.passed and v.candidate == e.head and v.baseline in bases for v in e.verifications):
         out.append(f"merged head {e.head[:8]} has no passing verification against a senpai base")
+    if e.state == "merged" and (onto := moved_base(e)) and not _reverified(e):
+        state = "pending" if reverify(e) else "failed"
+        out.append(f"merged onto {onto[:8]}, a base that moved after verification (re-verification {state})")
     return out
 
 

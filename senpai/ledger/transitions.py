@@ -114,8 +114,10 @@ def request_verification(forge: Forge, pr: PullRequest) -> None:
 
 
 def record_verification(forge: Forge, pr: PullRequest, v: Verification) -> None:
-    """Post the verifier's block for (candidate, baseline), once."""
-    _require(pr, {Status.VERIFYING}, "record a verification")
+    """Post the verifier's block for (candidate, baseline), once: on a PR in verifying, or on a merged
+    PR whose merge landed on a moved base (`consistency.reverify`: its merge commit measured again)."""
+    if not (pr.merged and v.candidate == pr.merge_commit_sha):
+        _require(pr, {Status.VERIFYING}, "record a verification")
     verdict = "passed" if v.passed else "failed"
     summary = f"**Verification** `{v.candidate[:8]}` vs baseline `{v.baseline[:8]}`: {verdict} — {v.reason}"
     _post_once(forge, pr.number, record_marker(v), record_text(v, summary), _comment_bodies(forge, pr.number))
@@ -132,7 +134,25 @@ def block(forge: Forge, pr: PullRequest, reason: str) -> None:
 
 
 def _decision_text(d: Decision) -> str:
-    return record_text(d, f"**Decision** `{d.verdict}` on `{d.head[:8]}`: {d.reason}")
+    moved = ""
+    if d.merged_onto and d.base and d.merged_onto != d.base:
+        moved = (
+            f"\n\n**The base moved** before the merge landed: it was merged onto `{d.merged_onto[:8]}`, not the "
+            f"verified `{d.base[:8]}`. senpai verifies the merge commit against `{d.merged_onto[:8]}` again."
+        )
+    return record_text(d, f"**Decision** `{d.verdict}` on `{d.head[:8]}`: {d.reason}{moved}")
+
+
+def _pinned(forge: Forge, d: Decision, base_sha: str, merge_commit: str | None) -> Decision:
+    """`d` with the verified base and the base the merge landed on (the merge commit's first parent).
+
+    GitHub's merge API pins the head (`sha`) but not the base: a commit that reaches the base
+    between the gate and the merge makes a merge onto code no verification measured, so the
+    decision records both and `consistency.verified_merge` tells them apart.  GitHub REST: GET
+    /repos/{o}/{r}/commits/{sha}.
+    """
+    parents = forge.commit_parents(merge_commit) if merge_commit else []
+    return d.model_copy(update={"base": base_sha, "merged_onto": parents[0] if parents else None})
 
 
 def decide(forge: Forge, pr: PullRequest, exp: Experiment, d: Decision, target: TargetConfig | None, base_sha: str) -> None:
@@ -146,6 +166,7 @@ def decide(forge: Forge, pr: PullRequest, exp: Experiment, d: Decision, target: 
     """
     mark = record_marker(d)
     if pr.merged and d.verdict == "merge":
+        d = _pinned(forge, d, base_sha, pr.merge_commit_sha)
         _post_once(forge, pr.number, mark, _decision_text(d), _comment_bodies(forge, pr.number))
         return
     allowed = set(Status) if d.verdict == "close" else {Status.REVIEW, Status.VERIFYING}
@@ -158,7 +179,8 @@ def decide(forge: Forge, pr: PullRequest, exp: Experiment, d: Decision, target: 
         verification = exp.verification_for(pr.head_sha, base_sha)
         check_merge(target, pr.head_sha, base_sha, forge.pull_files(pr.number), verification)
         # the head that was verified: a commit pushed since then makes the forge refuse (MergeConflict)
-        forge.merge_pull(pr.number, f"senpai: merge #{pr.number} ({d.reason})", pr.head_sha)
+        merged = forge.merge_pull(pr.number, f"senpai: merge #{pr.number} ({d.reason})", pr.head_sha)
+        d = _pinned(forge, d, base_sha, merged)
         _post_once(forge, pr.number, mark, _decision_text(d), _comment_bodies(forge, pr.number))
         forge.set_labels(pr.number, with_status(pr.labels, None))
         return

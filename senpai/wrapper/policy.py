@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from senpai.config.harness import HarnessConfig
 from senpai.errors import TransientError
 from senpai.fleet.base import JobStatus
+from senpai.ledger.consistency import reverify
 from senpai.ledger.escalation import escalation_id
 from senpai.ledger.events import Event
 from senpai.ledger.experiment import Experiment
@@ -368,6 +369,10 @@ def _students(w: World, cfg: HarnessConfig) -> list[Action]:
 def _verifiers(w: World, cfg: HarnessConfig) -> list[Action]:
     out = []
     for e in w.exps:
+        if e.state == "merged" and reverify(e):  # merged onto a base that moved after its verification
+            name = next_run(f"senpai-verifier-pr{e.pr}-{len(e.verifications) + 1}", w.jobs, w.now)
+            out += [Launch("verifier", name, ["verify", "--pr", str(e.pr)], cfg.verifier_wall_seconds, e.pr)] if name else []
+            continue
         if e.state != "verifying" or e.error or e.verification_for(e.head, w.base_sha):
             continue
         name = next_run(f"senpai-verifier-pr{e.pr}-{len(e.verifications) + 1}", w.jobs, w.now)

@@ -29,6 +29,8 @@ from senpai.forge.localforge.web import (
     text_field,
 )
 
+FULL_SHA = re.compile(r"[0-9a-f]{40}")
+
 router = APIRouter()
 REPO = "/repos/{owner}/{name}"
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
@@ -136,6 +138,16 @@ def get_branch(owner: str, name: str, branch: str, request: Request, ctx: CtxDep
     if sha is None:
         raise ApiError(404, "Branch not found")
     return reply(request, ctx.render.branch(repo, branch, ctx.git.commit_info(ctx.path(repo), sha)))
+
+
+@router.get(REPO + "/commits/{sha}")
+def get_commit(owner: str, name: str, sha: str, request: Request, ctx: CtxDep) -> Response:
+    """A commit by full sha or branch name (GitHub also takes short shas; senpai never sends one)."""
+    repo = ctx.repo(owner, name)
+    full = sha if FULL_SHA.fullmatch(sha) else ctx.git.branch_sha(ctx.path(repo), sha)
+    if full is None or not ctx.git.has_commit(ctx.path(repo), full):
+        raise ApiError(422, f"No commit found for SHA: {sha[:64]}")
+    return reply(request, ctx.render.commit(repo, ctx.git.commit_info(ctx.path(repo), full)))
 
 
 @router.get(REPO + "/git/ref/{ref:path}")

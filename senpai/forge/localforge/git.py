@@ -135,6 +135,10 @@ class GitRepos:
         proc = self._git(path, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}", check=False)
         return text(proc.stdout).strip() or None
 
+    def has_commit(self, path: Path, sha: str) -> bool:
+        """True if full sha `sha` names a commit of the repository."""
+        return self._git(path, "cat-file", "-e", f"{sha}^{{commit}}", check=False).returncode == 0
+
     def file_blob(self, path: Path, ref: str, file: str) -> tuple[str, bytes] | None:
         """(blob sha, content) of `file` at branch or commit `ref`; None if either does not exist or it is not a file."""
         spec = f"{ref}:{file}"

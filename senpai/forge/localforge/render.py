@@ -346,33 +346,40 @@ class Renderer:
 
     def branch(self, repo: dict, name: str, commit: dict) -> dict[str, Any]:
         """`branch-with-protection`; `commit` is `GitRepos.commit_info` output."""
-        api, sha = self.api(repo), commit["sha"]
-        person = {"name": commit["author_name"], "email": commit["author_email"], "date": iso(commit["author_time"])}
-        committer = {"name": commit["committer_name"], "email": commit["committer_email"], "date": iso(commit["committer_time"])}
+        api = self.api(repo)
         return {
             "name": name,
-            "commit": {
-                "sha": sha,
-                "node_id": node_id("C", sha),
-                "url": f"{api}/commits/{sha}",
-                "html_url": f"{self.web(repo)}/commit/{sha}",
-                "comments_url": f"{api}/commits/{sha}/comments",
-                "commit": {
-                    "url": f"{api}/git/commits/{sha}",
-                    "author": person,
-                    "committer": committer,
-                    "message": commit["message"],
-                    "comment_count": 0,
-                    "tree": {"sha": commit["tree"], "url": f"{api}/git/trees/{commit['tree']}"},
-                },
-                "author": None,
-                "committer": None,
-                "parents": [{"sha": p, "url": f"{api}/commits/{p}"} for p in commit["parents"]],
-            },
+            "commit": self.commit(repo, commit),
             "_links": {"self": f"{api}/branches/{name}", "html": f"{self.web(repo)}/tree/{name}"},
             "protected": False,
             "protection": {"enabled": False},
             "protection_url": f"{api}/branches/{name}/protection",
+        }
+
+    def commit(self, repo: dict, commit: dict) -> dict[str, Any]:
+        """`commit` (no stats or files); `commit` is `GitRepos.commit_info` output."""
+        api, sha = self.api(repo), commit["sha"]
+        person = {"name": commit["author_name"], "email": commit["author_email"], "date": iso(commit["author_time"])}
+        committer = {"name": commit["committer_name"], "email": commit["committer_email"], "date": iso(commit["committer_time"])}
+        return {
+            "sha": sha,
+            "node_id": node_id("C", sha),
+            "url": f"{api}/commits/{sha}",
+            "html_url": f"{self.web(repo)}/commit/{sha}",
+            "comments_url": f"{api}/commits/{sha}/comments",
+            "commit": {
+                "url": f"{api}/git/commits/{sha}",
+                "author": person,
+                "committer": committer,
+                "message": commit["message"],
+                "comment_count": 0,
+                "tree": {"sha": commit["tree"], "url": f"{api}/git/trees/{commit['tree']}"},
+            },
+            "author": None,
+            "committer": None,
+            "parents": [
+                {"sha": p, "url": f"{api}/commits/{p}", "html_url": f"{self.web(repo)}/commit/{p}"} for p in commit["parents"]
+            ],
         }
 
     def ref(self, repo: dict, name: str, sha: str) -> dict[str, Any]:
