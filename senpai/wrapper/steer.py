@@ -58,7 +58,7 @@ class Steering:
         self.cfg, self.forge, self.fleet, self.ledger = cfg, forge, fleet, ledger
         self._comments: dict[int, tuple[datetime | None, list[Comment]]] = {}
         self._target: tuple[str, TargetConfig | None] | None = None
-        self._reported: set[int] = set()  # PRs whose hand merge has its issue (found on the forge)
+        self._reported: set[int | str] = set()  # PRs and base heads whose issue is open (found on the forge)
         self.view = SteerView()
 
     def _issue_comments(self, issue: Issue) -> list[Comment]:
@@ -260,32 +260,47 @@ class Steering:
         return f"#{issue.number}: opened an issue for humans (patience {cfg.patience} reached)"
 
     def hand_merge_issues(self, exps: list[Experiment], base_sha: str, jobs: list[JobStatus]) -> list[str]:
-        """Open one issue for humans per merge senpai did not verify (a merge by hand), found again by
-        its marker so a restart opens none twice.  Not while an advisor turn runs: it may be between
-        its merge and its decision comment.  GitHub REST: GET .../issues?labels=senpai&state=all (only
-        when such a merge is not reported yet), POST .../issues."""
+        """Open one issue for humans per merge senpai did not verify (a merge by hand, or onto a base
+        that moved), and one per base head no senpai merge produced (a push by hand), each found again
+        by its marker so a restart opens none twice.  Not while an advisor turn runs: it may be
+        between its merge and its decision comment.  GitHub REST: GET .../issues?labels=senpai&state=all
+        (only when something is not reported yet), POST .../issues."""
         if any(j.role == "advisor" and not j.done for j in jobs):
             return []
         bases = seen_bases(exps)
         todo = [e for e in exps if e.state == "merged" and not verified_merge(e, bases) and e.pr not in self._reported]
-        if not todo:
+        flags = check(exps, base_sha)
+        pushed = f"base-{base_sha}" if flags.base and f"base-{base_sha}" not in self._reported else None
+        if not todo and not pushed:
             return []
-        found = self._own_bodies(self.forge.list_issues(SENPAI, "all"))
-        flags, out = check(exps, base_sha), []
+        found, out = self._own_bodies(self.forge.list_issues(SENPAI, "all")), []
         for e in todo:
-            key = f"<!-- senpai:hand-merge:pr-{e.pr} -->"
-            if key not in found:
-                what = "\n".join(f"- {f}" for f in flags.prs.get(e.pr, []))
-                body = (
-                    f"PR #{e.pr} was merged, but not by a verified senpai merge:\n\n{what}\n\n"
-                    "senpai does not take it as the baseline: the base has no measured value until the next "
-                    "verified merge. Check the merged code, then revert it or let the next experiments measure it."
-                    f"\n\n{key}"
-                )
-                issue = self.forge.create_issue(f"senpai: PR #{e.pr} was merged unverified (by hand?)", body, [SENPAI, ATTENTION])
-                out.append(f"#{issue.number}: opened an issue for humans (PR #{e.pr} merged by hand)")
+            what = "\n".join(f"- {f}" for f in flags.prs.get(e.pr, []))
+            body = (
+                f"PR #{e.pr} was merged, but not by a verified senpai merge:\n\n{what}\n\n"
+                "senpai does not take it as the baseline: the base has no measured value until the next "
+                "verified merge. Check the merged code, then revert it or let the next experiments measure it."
+            )
+            out += self._issue_once(found, f"hand-merge:pr-{e.pr}", f"senpai: PR #{e.pr} was merged unverified (by hand?)", body)
             self._reported.add(e.pr)
+        if pushed:
+            body = (
+                f"The base branch head `{base_sha[:12]}` was not produced by a senpai merge (a push by hand?):\n\n"
+                + "\n".join(f"- {f}" for f in flags.base)
+                + "\n\nsenpai does not take it as a measured baseline: its code is not what any verification "
+                "measured. Check the commit, then revert it or let the next experiments measure it."
+            )
+            out += self._issue_once(found, f"hand-push:{base_sha}", f"senpai: the base moved by hand to {base_sha[:8]}", body)
+            self._reported.add(pushed)
         return out
+
+    def _issue_once(self, found: str, key: str, title: str, body: str) -> list[str]:
+        """Open the issue `title` unless the bot's issues (`found`) carry the marker of `key`."""
+        mark = f"<!-- senpai:{key} -->"
+        if mark in found:
+            return []
+        issue = self.forge.create_issue(title, f"{body}\n\n{mark}", [SENPAI, ATTENTION])
+        return [f"#{issue.number}: opened an issue for humans ({title.removeprefix('senpai: ')})"]
 
 
 def delivered_text(launch: Launch) -> str:

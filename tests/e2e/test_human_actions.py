@@ -110,6 +110,8 @@ def test_hand_merge_is_flagged_reported_once_and_never_the_baseline(local_forge,
     issues = [i for i in bot.list_issues(SENPAI, "all") if f"hand-merge:pr-{merged.number}" in i.body and i.user == bot.login]
     assert len(issues) == 1 and "merged with no merge decision" in issues[0].body
     assert not [i for i in bot.list_issues(SENPAI, "all") if f"hand-merge:pr-{closed.number}" in i.body]
+    pushed = [i for i in bot.list_issues(SENPAI, "all") if f"hand-push:{bot.branch_sha('advisor')}" in i.body]
+    assert len(pushed) == 1 and "was not produced by a senpai merge" in pushed[0].body  # the push by hand, once
 
 
 def _slow(target: dict) -> None:
