@@ -45,6 +45,7 @@ def _audit(config: Path) -> dict:
 def fault_run(tmp: Path, *, decided: int = 3, students: int = 2, rate: float = 0.2, seed: int = 8, timeout: float = 420) -> dict:
     """The loop behind the fault proxy until `decided` experiments are decided or `timeout` seconds pass."""
     start = time.monotonic()
+    _seed_token(tmp / "forge")
     server = LocalForgeServer(tmp / "forge").start()
     crash = None
     try:
@@ -62,6 +63,18 @@ def fault_run(tmp: Path, *, decided: int = 3, students: int = 2, rate: float = 0
         server.stop()
     return {"figure": "faults", "rate": rate, "seed": seed, "crash": crash, "faults": faults, "audit": found,
             "wall_seconds": round(time.monotonic() - start, 1)}  # fmt: skip
+
+
+def _seed_token(data: Path) -> None:
+    """Before a forge's first start on `data`: the bot's token (TOKEN, as the tests' forge has it)."""
+    if data.exists():
+        return
+    data.mkdir(parents=True)
+    store = Store(data / "forge.sqlite3")
+    try:
+        store.add_token(OWNER, "owner", TOKEN)
+    finally:
+        store.close()
 
 
 def _free_port() -> int:
@@ -90,14 +103,7 @@ class _Procs:
             return subprocess.Popen([sys.executable, "-m", "senpai", *args], stdout=log, stderr=log, env=env)
 
     def start_forge(self) -> None:
-        data = self.root / "forge"
-        if not data.exists():  # the bot's token (TOKEN, as the tests' forge has it) before the first start
-            data.mkdir(parents=True)
-            store = Store(data / "forge.sqlite3")
-            try:
-                store.add_token(OWNER, "owner", TOKEN)
-            finally:
-                store.close()
+        _seed_token(self.root / "forge")
         self.forge = self._spawn("forge", "forge", "serve", "--data", str(self.root / "forge"), "--port", str(self.port))
         wait_healthy(self.url, timeout=60)
 
