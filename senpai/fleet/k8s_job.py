@@ -125,20 +125,17 @@ def _volumes(spec: JobSpec, settings: KubernetesFleetSettings) -> tuple[list[cli
     return volumes, mounts
 
 
-def _nested(a: str, b: str) -> bool:
-    a, b = a.rstrip("/") + "/", b.rstrip("/") + "/"
-    return a.startswith(b) or b.startswith(a)
-
-
 def _holdout(
     settings: KubernetesFleetSettings, mounts: list[client.V1VolumeMount]
 ) -> tuple[client.V1Volume, client.V1VolumeMount]:
     """The sealed holdout's volume (a Secret, files mode 0440, or a read-only PVC) and its read-only
-    mount. Raises PermanentError if its mount_path is, holds or lies under another mount."""
+    mount. Raises PermanentError if its mount_path is another mount's, or is, holds or lies under
+    /work (which the train step writes)."""
     hold = settings.holdout
     assert hold is not None
-    if clash := [m.mount_path for m in mounts if _nested(hold.mount_path, m.mount_path)]:
-        raise PermanentError(f"fleet.holdout.mount_path {hold.mount_path} overlaps the job's mount {clash[0]}")
+    path, work = hold.mount_path.rstrip("/") + "/", WORK_DIR + "/"
+    if path.startswith(work) or work.startswith(path) or path in {m.mount_path.rstrip("/") + "/" for m in mounts}:
+        raise PermanentError(f"fleet.holdout.mount_path {hold.mount_path} collides with a job mount or with {WORK_DIR}")
     if hold.secret is not None:
         source = {"secret": client.V1SecretVolumeSource(secret_name=hold.secret, default_mode=0o440)}
     else:
