@@ -151,7 +151,8 @@ class KubernetesFleetSettings(_Strict):
     @model_validator(mode="after")
     def _holdout_not_shared(self) -> "KubernetesFleetSettings":
         if self.holdout is not None and self.holdout.claim == self.pvc:
-            raise ValueError(f"fleet.holdout.claim is the shared claim {self.pvc!r} that every job mounts: students would read it")
+            who = "students would read the holdout"
+            raise ValueError(f"fleet.holdout.claim is the shared claim {self.pvc!r} that every job mounts: {who}")
         return self
 
     def resources_for(self, role: str) -> Resources:
