@@ -14,12 +14,17 @@ official client:
 
 Pods either run, or, with `run_pods=False`, stay Pending until a test scripts their end with
 `finish()` (e.g. OOMKilled, DeadlineExceeded). A running pod is a "kubelet" thread that runs the
-container command as a local subprocess:
+init containers in order, then the main container, each command as a local subprocess with its
+own log (pods/log takes `container`; without it, the main container's):
 - its env is the container env, with secretKeyRef values resolved from `secrets` (a missing one
   leaves the pod waiting with CreateContainerConfigError, as a kubelet does);
-- each emptyDir mount is a fresh local dir, and workingDir and env values under a mountPath
-  (HOME=/home/senpai, TMPDIR=/tmp) are mapped onto it, the innermost mount winning; the PVC and
-  ConfigMap mounts use the host's own paths (tests point mount_path at a host dir);
+- each emptyDir mount is a local dir shared by the pod's containers, and workingDir, command
+  arguments and env values under a mountPath (/work, HOME=/home/senpai, TMPDIR=/tmp) are mapped
+  onto it, the innermost mount winning; the PVC, ConfigMap and Secret mounts use the host's own
+  paths (tests point mount paths at a host dir), a Secret volume's keys written there as files
+  when a container that mounts it starts. readOnly and subPath are not enforced: what a container
+  may see is checked on the Job specs, not here;
+- an init container that exits non-zero fails the pod and the Job, as with restartPolicy Never;
 - activeDeadlineSeconds is enforced by killing it (Job condition Failed/DeadlineExceeded).
 """
 
@@ -31,6 +36,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -74,6 +80,18 @@ def validate(obj: dict, versions: tuple[str, ...] = VERSIONS) -> None:
             raise jsonschema.ValidationError(f"k8s {version}: {'.'.join(map(str, error.absolute_path))}: {error.message}")
 
 
+def _containers(pod: dict) -> list[str]:
+    """The pod's container names in the order they run: init containers, then the main container."""
+    spec = pod["spec"]
+    return [c["name"] for c in [*spec.get("initContainers", []), spec["containers"][0]]]
+
+
+def _status(pod: dict, container: str) -> dict:
+    """The (init) container status of `container` in `pod`."""
+    every = [*pod["status"].get("initContainerStatuses", []), *pod["status"]["containerStatuses"]]
+    return next(s for s in every if s["name"] == container)
+
+
 def _kill(proc: subprocess.Popen) -> None:
     """SIGKILL the pod's process group; it may have exited (and been reaped) already."""
     try:
@@ -114,7 +132,7 @@ class Cluster:
     namespaces: set[str] = field(default_factory=lambda: {"senpai"})
     jobs: dict[tuple[str, str], dict] = field(default_factory=dict)
     pods: dict[tuple[str, str], dict] = field(default_factory=dict)
-    logs: dict[tuple[str, str], Path] = field(default_factory=dict)
+    logs: dict[tuple[str, str, str], Path] = field(default_factory=dict, metadata={"doc": "(ns, pod, container) -> log"})
     pvcs: dict[tuple[str, str], dict] = field(default_factory=dict)
     configmaps: dict[tuple[str, str], dict] = field(default_factory=dict)
     secrets: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
@@ -128,40 +146,64 @@ class Cluster:
 
     # ---------------------------------------------------------------- scripted pod ends
 
-    def finish(self, ns: str, job: str, exit_code: int, reason: str | None = None, log: str = "", deadline: bool = False) -> None:
-        """End job `job`'s pod: the container terminates with `exit_code` and `reason` (e.g.
+    def finish(
+        self,
+        ns: str,
+        job: str,
+        exit_code: int,
+        reason: str | None = None,
+        log: str = "",
+        deadline: bool = False,
+        container: str | None = None,
+    ) -> None:
+        """End job `job`'s pod in container `container` (default: the main one; the init containers
+        before it complete with exit 0): it terminates with `exit_code` and `reason` (e.g.
         "OOMKilled"; default Completed/Error) after writing `log`; `deadline` fails the Job with
         condition reason DeadlineExceeded as the Job controller does at activeDeadlineSeconds."""
         with self.lock:
             pod = self._pod_of(ns, job)
-            self.logs[(ns, pod["metadata"]["name"])].write_text(log)
-            self._start(ns, job, pod)
-            self._terminate(ns, job, pod, exit_code, reason, deadline)
+            order = _containers(pod)
+            container = container or order[-1]
+            for name in order[: order.index(container)]:
+                self._start(ns, job, pod, name)
+                self._terminate(ns, job, pod, name, 0, None, False)
+            self.logs[(ns, pod["metadata"]["name"], container)].write_text(log)
+            self._start(ns, job, pod, container)
+            self._terminate(ns, job, pod, container, exit_code, reason, deadline)
 
     def _pod_of(self, ns: str, job: str) -> dict:
         uid = self.jobs[(ns, job)]["metadata"]["uid"]
         return next(p for p in self.pods.values() if p["metadata"]["labels"].get(CONTROLLER_UID) == uid)
 
-    def _start(self, ns: str, job: str, pod: dict) -> None:
-        if pod["status"]["phase"] != "Pending":
+    def _start(self, ns: str, job: str, pod: dict, container: str) -> None:
+        cs = _status(pod, container)
+        if "waiting" not in cs["state"] or pod["status"]["phase"] != "Pending":
             return
         t = now()
-        pod["status"].update(phase="Running", startTime=t)
-        pod["status"]["containerStatuses"][0].update(state={"running": {"startedAt": t}}, ready=True, started=True)
-        self.jobs[(ns, job)]["status"].update(startTime=t, active=1)
+        cs.update(state={"running": {"startedAt": t}}, ready=True, started=True)
+        if container == _containers(pod)[-1]:  # the pod runs once its init containers are done
+            pod["status"]["phase"] = "Running"
+        pod["status"].setdefault("startTime", t)
+        self.jobs[(ns, job)]["status"].setdefault("startTime", t)
+        self.jobs[(ns, job)]["status"]["active"] = 1
 
-    def _terminate(self, ns: str, job: str, pod: dict, exit_code: int, reason: str | None, deadline: bool) -> None:
+    def _terminate(  # noqa: PLR0913
+        self, ns: str, job: str, pod: dict, container: str, exit_code: int, reason: str | None, deadline: bool
+    ) -> None:
+        """`container` exits; the pod and Job end unless an init container completed with exit 0."""
         jobobj = self.jobs.get((ns, job))
         if jobobj is None or pod["status"]["phase"] in ("Succeeded", "Failed"):
             return
         t = now()
-        cs = pod["status"]["containerStatuses"][0]
+        cs = _status(pod, container)
         started = cs["state"].get("running", {}).get("startedAt", t)
         reason = reason or ("Completed" if exit_code == 0 else "Error")
         cs.update(
             state={"terminated": {"exitCode": exit_code, "reason": reason, "startedAt": started, "finishedAt": t}}, ready=False
         )
         cs["started"] = False
+        if exit_code == 0 and not deadline and container != _containers(pod)[-1]:
+            return  # an init container completed: the next one starts
         pod["status"]["phase"] = "Succeeded" if exit_code == 0 and not deadline else "Failed"
         status = jobobj["status"]
         status.pop("active", None)
@@ -182,7 +224,27 @@ class Cluster:
     def create_pod(self, ns: str, job: dict) -> None:
         name = f"{job['metadata']['name']}-{uuid.uuid4().hex[:5]}"
         template = job["spec"]["template"]
-        container = template["spec"]["containers"][0]
+        init = template["spec"].get("initContainers", [])
+
+        def waiting(c: dict, reason: str) -> dict:
+            state = {"waiting": {"reason": reason}}
+            return {
+                "name": c["name"],
+                "image": c["image"],
+                "imageID": "",
+                "ready": False,
+                "restartCount": 0,
+                "started": False,
+                "state": state,
+            }
+
+        main = template["spec"]["containers"][0]
+        status: dict = {
+            "phase": "Pending",
+            "containerStatuses": [waiting(main, "PodInitializing" if init else "ContainerCreating")],
+        }
+        if init:
+            status["initContainerStatuses"] = [waiting(c, "PodInitializing") for c in init]
         pod = {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -204,35 +266,33 @@ class Cluster:
                 ],
             },
             "spec": template["spec"],
-            "status": {
-                "phase": "Pending",
-                "containerStatuses": [
-                    {
-                        "name": container["name"],
-                        "image": container["image"],
-                        "imageID": "",
-                        "ready": False,
-                        "restartCount": 0,
-                        "started": False,
-                        "state": {"waiting": {"reason": "ContainerCreating"}},
-                    }
-                ],
-            },
+            "status": status,
         }
         self.pods[(ns, name)] = pod
-        self.logs[(ns, name)] = self.workdir / f"{ns}-{name}.log"
-        self.logs[(ns, name)].write_text("")
+        for container in _containers(pod):
+            self.logs[(ns, name, container)] = self.workdir / f"{ns}-{name}-{container}.log"
+            self.logs[(ns, name, container)].write_text("")
         if self.run_pods:
             threading.Thread(target=self._run, args=(ns, job["metadata"]["name"], pod), daemon=True).start()
 
-    def _mounts(self, pod: dict, root: Path) -> dict[str, Path]:
-        """mountPath -> local dir for each mount: a fresh dir for an emptyDir; the host's own path
-        for the other volumes (the PVC, the ConfigMap), which are not materialised."""
-        empty = {v["name"] for v in pod["spec"].get("volumes", []) if "emptyDir" in v}
+    def _mounts(self, ns: str, pod: dict, container: dict, root: Path) -> dict[str, Path] | str:
+        """mountPath -> local dir for each mount of `container`: a dir under `root` shared by the pod's
+        containers for an emptyDir; the host's own path for the other volumes (the PVC, the ConfigMap,
+        a Secret, whose keys are written there as files). A message if a Secret volume's Secret is missing."""
+        volumes = {v["name"]: v for v in pod["spec"].get("volumes", [])}
         out = {}
-        for m in pod["spec"]["containers"][0].get("volumeMounts", []):
-            out[m["mountPath"]] = root / m["name"] if m["name"] in empty else Path(m["mountPath"])
+        for m in container.get("volumeMounts", []):
+            volume = volumes[m["name"]]
+            out[m["mountPath"]] = root / m["name"] if "emptyDir" in volume else Path(m["mountPath"])
             out[m["mountPath"]].mkdir(parents=True, exist_ok=True)
+            if "secret" in volume:
+                data = self.secrets.get((ns, volume["secret"]["secretName"]))
+                if data is None:
+                    return (
+                        f'MountVolume.SetUp failed for volume "{m["name"]}": secret "{volume["secret"]["secretName"]}" not found'
+                    )
+                for key, value in data.items():
+                    (out[m["mountPath"]] / key).write_text(value)
         return out
 
     @staticmethod
@@ -258,37 +318,55 @@ class Cluster:
         return env
 
     def _run(self, ns: str, job: str, pod: dict) -> None:
-        container = pod["spec"]["containers"][0]
+        """Run the init containers in order, then the main container, within activeDeadlineSeconds."""
         deadline = self.jobs[(ns, job)]["spec"].get("activeDeadlineSeconds")
-        with self.lock:
-            mounts = self._mounts(pod, self.workdir / pod["metadata"]["name"])
-            env = self._env(ns, container, mounts)
-            if isinstance(env, str):
-                waiting = {"reason": "CreateContainerConfigError", "message": env}
-                pod["status"]["containerStatuses"][0]["state"] = {"waiting": waiting}
+        end = time.monotonic() + deadline if deadline else None
+        for container in [*pod["spec"].get("initContainers", []), pod["spec"]["containers"][0]]:
+            proc = self._exec(ns, job, pod, container)
+            if proc is None:
                 return
+            try:
+                code, late = proc.wait(timeout=None if end is None else max(0.0, end - time.monotonic())), False
+            except subprocess.TimeoutExpired:
+                _kill(proc)
+                code, late = proc.wait(), True
+            with self.lock:
+                self.procs.pop((ns, pod["metadata"]["name"]), None)
+                if (ns, pod["metadata"]["name"]) not in self.pods:
+                    return
+                self._terminate(ns, job, pod, container["name"], 137 if late else code, None, late)
+                if pod["status"]["phase"] != "Pending":
+                    return
+
+    def _exec(self, ns: str, job: str, pod: dict, container: dict) -> subprocess.Popen | None:
+        """Start `container` as a local process (args, env values and workingDir under a mountPath
+        mapped onto the host); None if it cannot start (the pod then waits or fails, as with a kubelet)."""
+        name = container["name"]
+        with self.lock:
+            if (ns, pod["metadata"]["name"]) not in self.pods:
+                return None
+            mounts = self._mounts(ns, pod, container, self.workdir / pod["metadata"]["name"])
+            env = mounts if isinstance(mounts, str) else self._env(ns, container, mounts)
+            if isinstance(env, str):
+                reason = "ContainerCreating" if isinstance(mounts, str) else "CreateContainerConfigError"
+                _status(pod, name)["state"] = {"waiting": {"reason": reason, "message": env}}
+                return None
             work = Path(self._host(container.get("workingDir", "/"), mounts))
-            log = self.logs[(ns, pod["metadata"]["name"])]
+            command = [self._host(arg, mounts) for arg in container["command"]]
+            log = self.logs[(ns, pod["metadata"]["name"], name)]
             try:
                 with open(log, "ab") as out:
                     proc = subprocess.Popen(
-                        container["command"], env=env, cwd=work, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                        command, env=env, cwd=work, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
                     )
             except OSError as e:  # as containerd reports an exec failure
                 log.write_text(f"exec {container['command'][0]}: {e.strerror}\n")
-                self._start(ns, job, pod)
-                return self._terminate(ns, job, pod, 128, "StartError", False)
+                self._start(ns, job, pod, name)
+                self._terminate(ns, job, pod, name, 128, "StartError", False)
+                return None
             self.procs[(ns, pod["metadata"]["name"])] = proc
-            self._start(ns, job, pod)
-        try:
-            code, late = proc.wait(timeout=deadline), False
-        except subprocess.TimeoutExpired:
-            _kill(proc)
-            code, late = proc.wait(), True
-        with self.lock:
-            self.procs.pop((ns, pod["metadata"]["name"]), None)
-            if (ns, pod["metadata"]["name"]) in self.pods:
-                self._terminate(ns, job, pod, 137 if late else code, None, late)
+            self._start(ns, job, pod, name)
+            return proc
 
     def stop(self) -> None:
         with self.lock:
@@ -392,9 +470,13 @@ def route(cluster: Cluster, method: str, path: str, query: dict, body: dict | No
             pod = cluster.pods.get((m[1], m[2]))
             if pod is None:
                 raise not_found("pods", m[2])
-            if pod["status"]["phase"] == "Pending":
-                raise ApiError(400, "BadRequest", f'container "job" in pod "{m[2]}" is waiting to start: ContainerCreating')
-            text = cluster.logs[(m[1], m[2])].read_text()
+            container = query.get("container") or pod["spec"]["containers"][0]["name"]  # one main container
+            if container not in _containers(pod):
+                raise ApiError(400, "BadRequest", f"container {container} is not valid for pod {m[2]}")
+            if waiting := _status(pod, container)["state"].get("waiting"):
+                message = f'container "{container}" in pod "{m[2]}" is waiting to start: {waiting["reason"]}'
+                raise ApiError(400, "BadRequest", message)
+            text = cluster.logs[(m[1], m[2], container)].read_text()
         tail = int(query.get("tailLines", 0))
         return "".join(text.splitlines(keepends=True)[-tail:]) if tail else text
     if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)", path):

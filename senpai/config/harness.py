@@ -148,6 +148,13 @@ class KubernetesFleetSettings(_Strict):
     kubeconfig_context: str | None = Field(None, description="Outside a cluster: kubeconfig context (None: current).")
     holdout: SealedHoldout | None = Field(None, description="The sealed holdout, mounted only into verifier scoring.")
 
+    @model_validator(mode="after")
+    def _holdout_not_shared(self) -> "KubernetesFleetSettings":
+        if self.holdout is not None and self.holdout.claim == self.pvc:
+            who = "students would read the holdout"
+            raise ValueError(f"fleet.holdout.claim is the shared claim {self.pvc!r} that every job mounts: {who}")
+        return self
+
     def resources_for(self, role: str) -> Resources:
         return self.resources.get(role, Resources())  # type: ignore[call-overload]
 

@@ -3,6 +3,11 @@
 Functions over the official client's models (no API calls; `build_job` reads the clock once, for
 the job's deadline), so the shape can be validated against the Kubernetes OpenAPI schema without
 a cluster. docs/kubernetes.md describes the shape.
+
+Advisor and student Jobs run one container, `job`. A verifier Job runs `senpai job verify` in three
+steps sharing the emptyDir `/work` (`--step <step> --work /work` appended to the spec's command):
+init container `checkout` (forge token), init container `train` (the candidate's code: no secret
+of any kind), then container `score`, the only one that mounts the sealed holdout (read-only).
 """
 
 import posixpath
@@ -26,7 +31,9 @@ JOB = "senpai.dev/job"  # the JobSpec name, when the Job's own name carries the 
 CONTROLLER_UID = "batch.kubernetes.io/controller-uid"  # set on pods by the Job controller (1.27+)
 MANAGER = "senpai-wrapper"
 
-CONTAINER = "job"
+CONTAINER = "job"  # the one container of advisor and student Jobs
+VERIFY_STEPS = ("checkout", "train", "score")  # verifier Jobs: two init containers, then the main one
+HOLDOUT_VOLUME = "holdout"
 RUN_AS = 10001
 WORK_DIR = "/work"
 HOME_DIR = "/home/senpai"
@@ -72,14 +79,12 @@ def labels(spec: JobSpec, settings: KubernetesFleetSettings) -> dict[str, str]:
     return out
 
 
-def _env(spec: JobSpec, settings: KubernetesFleetSettings) -> list[client.V1EnvVar]:
-    """The spec's env by value, then HOME/TMPDIR and the job's deadline (now + wall_seconds, read
-    from the clock: the Job is created at once and activeDeadlineSeconds counts from its start),
-    then each secret_env entry by reference."""
-    deadline = str(int(time.time()) + spec.wall_seconds)
-    env = {"HOME": HOME_DIR, "TMPDIR": TMP_DIR, **spec.env, ENV_DEADLINE: deadline}
+def _env(spec: JobSpec, settings: KubernetesFleetSettings, deadline: int, secrets: bool) -> list[client.V1EnvVar]:
+    """The spec's env by value, then HOME/TMPDIR and the job's deadline (epoch seconds), then, if
+    `secrets`, each secret_env entry by reference (the verifier's train step gets none)."""
+    env = {"HOME": HOME_DIR, "TMPDIR": TMP_DIR, **spec.env, ENV_DEADLINE: str(deadline)}
     out = [client.V1EnvVar(name=k, value=v) for k, v in env.items()]
-    for s in settings.secret_env:
+    for s in settings.secret_env if secrets else ():
         ref = client.V1SecretKeySelector(name=s.secret, key=s.key, optional=s.optional)
         out.append(client.V1EnvVar(name=s.env, value_from=client.V1EnvVarSource(secret_key_ref=ref)))
     return out
@@ -94,6 +99,7 @@ def _resources(spec: JobSpec, settings: KubernetesFleetSettings) -> client.V1Res
 
 
 def _volumes(spec: JobSpec, settings: KubernetesFleetSettings) -> tuple[list[client.V1Volume], list[client.V1VolumeMount]]:
+    """The volumes of every Job and the mounts of each of its containers (the holdout is separate)."""
     config_path = spec.env.get(ENV_CONFIG, DEFAULT_CONFIG_PATH)
     config_dir, config_file = posixpath.split(config_path)
     empty = client.V1EmptyDirVolumeSource()
@@ -119,6 +125,26 @@ def _volumes(spec: JobSpec, settings: KubernetesFleetSettings) -> tuple[list[cli
     return volumes, mounts
 
 
+def _holdout(
+    settings: KubernetesFleetSettings, mounts: list[client.V1VolumeMount]
+) -> tuple[client.V1Volume, client.V1VolumeMount]:
+    """The sealed holdout's volume (a Secret, files mode 0440, or a read-only PVC) and its read-only
+    mount. Raises PermanentError if its mount_path is another mount's, or is, holds or lies under
+    /work (which the train step writes)."""
+    hold = settings.holdout
+    assert hold is not None
+    path, work = hold.mount_path.rstrip("/") + "/", WORK_DIR + "/"
+    if path.startswith(work) or work.startswith(path) or path in {m.mount_path.rstrip("/") + "/" for m in mounts}:
+        raise PermanentError(f"fleet.holdout.mount_path {hold.mount_path} collides with a job mount or with {WORK_DIR}")
+    if hold.secret is not None:
+        source = {"secret": client.V1SecretVolumeSource(secret_name=hold.secret, default_mode=0o440)}
+    else:
+        claim = client.V1PersistentVolumeClaimVolumeSource(claim_name=hold.claim, read_only=True)
+        source = {"persistent_volume_claim": claim}
+    mount = client.V1VolumeMount(name=HOLDOUT_VOLUME, mount_path=hold.mount_path, read_only=True, sub_path=hold.sub_path)
+    return client.V1Volume(name=HOLDOUT_VOLUME, **source), mount
+
+
 def _scheduling(spec: JobSpec, settings: KubernetesFleetSettings) -> dict:
     """nodeSelector and tolerations: only for students that ask for GPUs."""
     if spec.role != "student" or spec.gpus == 0:
@@ -132,15 +158,20 @@ def _scheduling(spec: JobSpec, settings: KubernetesFleetSettings) -> dict:
     return {"node_selector": dict(settings.node_selector) or None, "tolerations": tolerations or None}
 
 
-def build_job(spec: JobSpec, settings: KubernetesFleetSettings) -> client.V1Job:
-    """The batch/v1 Job that runs `spec` (see the module docstring of senpai.fleet.kubernetes)."""
-    volumes, mounts = _volumes(spec, settings)
-    container = client.V1Container(
-        name=CONTAINER,
+def _container(
+    name: str,
+    command: list[str],
+    env: list[client.V1EnvVar],
+    mounts: list[client.V1VolumeMount],
+    spec: JobSpec,
+    settings: KubernetesFleetSettings,
+) -> client.V1Container:
+    return client.V1Container(
+        name=name,
         image=settings.images[spec.role],
         image_pull_policy=settings.image_pull_policy,
-        command=list(spec.command),
-        env=_env(spec, settings),
+        command=command,
+        env=env,
         working_dir=WORK_DIR,
         resources=_resources(spec, settings),
         volume_mounts=mounts,
@@ -154,12 +185,40 @@ def build_job(spec: JobSpec, settings: KubernetesFleetSettings) -> client.V1Job:
             seccomp_profile=client.V1SeccompProfile(type="RuntimeDefault"),
         ),
     )
+
+
+def _containers(spec: JobSpec, settings: KubernetesFleetSettings) -> tuple[list, list, list]:
+    """(init containers, containers, volumes). A verifier runs its spec's command once per step of
+    VERIFY_STEPS with `--step <step> --work /work`; only `score` mounts the holdout, `train` gets no secret."""
+    volumes, mounts = _volumes(spec, settings)
+    deadline = int(time.time()) + spec.wall_seconds  # activeDeadlineSeconds counts from now: the Job is created at once
+    with_secrets, bare = _env(spec, settings, deadline, True), _env(spec, settings, deadline, False)
+    if spec.role != "verifier":
+        return [], [_container(CONTAINER, list(spec.command), with_secrets, mounts, spec, settings)], volumes
+    steps = {step: [*spec.command, "--step", step, "--work", WORK_DIR] for step in VERIFY_STEPS}
+    score_mounts = list(mounts)
+    if settings.holdout is not None:
+        volume, mount = _holdout(settings, mounts)
+        volumes.append(volume)
+        score_mounts.append(mount)
+    init = [
+        _container("checkout", steps["checkout"], with_secrets, mounts, spec, settings),
+        _container("train", steps["train"], bare, mounts, spec, settings),
+    ]
+    return init, [_container("score", steps["score"], with_secrets, score_mounts, spec, settings)], volumes
+
+
+def build_job(spec: JobSpec, settings: KubernetesFleetSettings) -> client.V1Job:
+    """The batch/v1 Job that runs `spec` (see the module docstring). Raises PermanentError if its
+    name is too long or the holdout's mount_path overlaps another mount."""
+    init, containers, volumes = _containers(spec, settings)
     pod = client.V1PodSpec(
         restart_policy="Never",
         service_account_name=settings.service_account,
         automount_service_account_token=False,  # jobs talk to the forge and W&B, never to the API server
         security_context=client.V1PodSecurityContext(run_as_non_root=True, run_as_user=RUN_AS, fs_group=RUN_AS),
-        containers=[container],
+        init_containers=init or None,
+        containers=containers,
         volumes=volumes,
         **_scheduling(spec, settings),
     )
@@ -193,9 +252,35 @@ def _condition(job: client.V1Job, *types: str) -> client.V1JobCondition | None:
     return None
 
 
-def _container_state(pod: client.V1Pod | None) -> client.V1ContainerState | None:
-    statuses = (pod and pod.status and pod.status.container_statuses) or []
-    return next((s.state for s in statuses if s.name == CONTAINER), None)
+def _states(pod: client.V1Pod | None) -> list[client.V1ContainerState]:
+    """The states of the pod's init containers in order, then of its main container (the first in spec)."""
+    if pod is None or pod.status is None:
+        return []
+    main = pod.spec.containers[0].name if pod.spec and pod.spec.containers else CONTAINER
+    init = [s.state for s in pod.status.init_container_statuses or [] if s.state is not None]
+    return init + [s.state for s in pod.status.container_statuses or [] if s.name == main and s.state is not None]
+
+
+def _container_state(states: list[client.V1ContainerState]) -> client.V1ContainerState | None:
+    """The state that tells where the pod is: the first container that has not completed with exit
+    0 (an init container waiting, running or failed), else the last (the main container)."""
+    for state in states:
+        if state.terminated is None or state.terminated.exit_code != 0:
+            return state
+    return states[-1] if states else None
+
+
+def _first_start(states: list[client.V1ContainerState]) -> datetime | None:
+    """When the pod's first container started (a verifier's `checkout`; else the one container)."""
+    first = states[0] if states else None
+    return first and ((first.terminated and first.terminated.started_at) or (first.running and first.running.started_at))
+
+
+def started_containers(pod: client.V1Pod) -> list[str]:
+    """Names of the pod's containers that have started (running or terminated), init containers first."""
+    status = pod.status
+    every = [*((status and status.init_container_statuses) or []), *((status and status.container_statuses) or [])]
+    return [s.name for s in every if s.state and (s.state.running or s.state.terminated)]
 
 
 def _unschedulable(pod: client.V1Pod | None) -> str | None:
@@ -215,14 +300,17 @@ def job_status(job: client.V1Job, pod: client.V1Pod | None) -> JobStatus:
     the container's terminated reason (Error, ...); the Job condition's reason
     (BackoffLimitExceeded, ...); while pending, the container's waiting reason (ImagePullBackOff,
     CreateContainerConfigError, ...) or the pod's PodScheduled reason (Unschedulable).
-    Times are UTC: the container's start/finish, else the Job's startTime/completionTime or the
-    failure condition's transition time.
+    "The container" is the pod's one container or, in a verifier, the first step that has not
+    completed with exit 0 (a failed `train` gives its own exit code and reason). Times are UTC:
+    the first container's start and that container's finish, else the Job's
+    startTime/completionTime or the failure condition's transition time.
     """
     meta = job.metadata
     lab = meta.labels or {}
     done_ok = _condition(job, "Complete", "SuccessCriteriaMet")
     done_bad = _condition(job, "Failed", "FailureTarget")
-    state = _container_state(pod)
+    states = _states(pod)
+    state = _container_state(states)
     term = state.terminated if state else None
     running = state.running if state else None
     waiting = state.waiting if state else None
@@ -246,7 +334,7 @@ def job_status(job: client.V1Job, pod: client.V1Pod | None) -> JobStatus:
         reason = waiting.reason
     elif phase == "pending":
         reason = _unschedulable(pod)
-    started = (term and term.started_at) or (running and running.started_at) or (job.status and job.status.start_time)
+    started = _first_start(states) or (job.status and job.status.start_time)
     finished = None
     if phase in ("succeeded", "failed"):
         finished = (term and term.finished_at) or (job.status and job.status.completion_time)

@@ -9,7 +9,7 @@ described in docs/kubernetes.md. This module talks to the API server:
 - **get** reads the Job and its newest pod (label `batch.kubernetes.io/controller-uid=<job uid>`,
   so pods of an older, deleted Job of the same name are never mixed in) and maps them to a
   JobStatus (`k8s_job.job_status`).
-- **logs** reads pods/log of that pod with `tailLines`.
+- **logs** reads pods/log of that pod with `tailLines` (every started step of a verifier pod).
 - **delete** uses propagationPolicy Background, so the Job's pods are garbage-collected too.
 - **list** selects `app.kubernetes.io/instance=<instance>,app.kubernetes.io/managed-by=senpai-wrapper`.
 
@@ -33,7 +33,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_expo
 from senpai.config.harness import KubernetesFleetSettings
 from senpai.errors import ConfigError, Forbidden, NotFound, PermanentError, SenpaiError, TransientError
 from senpai.fleet.base import JobSpec, JobStatus
-from senpai.fleet.k8s_job import CONTROLLER_UID, build_job, instance_selector, job_name, job_status
+from senpai.fleet.k8s_job import CONTROLLER_UID, build_job, instance_selector, job_name, job_status, started_containers
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -182,10 +182,12 @@ class KubernetesFleet:
         return sorted(statuses, key=lambda s: s.name)
 
     def logs(self, name: str, tail_lines: int = 50) -> str:
-        """The last `tail_lines` lines of the job's pod log; "" while its container has not started.
+        """The last `tail_lines` lines of the job's pod log; "" while no container has started.
 
-        Kubernetes: GET /api/v1/namespaces/{ns}/pods/{pod}/log?tailLines=N. Raises NotFound if there
-        is no Job `name` or it has no pod (not created yet, or garbage-collected).
+        A verifier pod's log is each started step's log (`checkout`, `train`, `score`, each under a
+        `--- <step> ---` line), so a failed step's output is the tail. Kubernetes:
+        GET /api/v1/namespaces/{ns}/pods/{pod}/log?tailLines=N[&container=<step>]. Raises NotFound if
+        there is no Job `name` or it has no pod (not created yet, or garbage-collected).
         """
         if tail_lines <= 0:
             return ""
@@ -193,11 +195,22 @@ class KubernetesFleet:
         pod = self._pod(job)
         if pod is None:
             raise NotFound(f"kubernetes: job {name} in namespace {self.ns} has no pod")
+        if not (pod.spec and pod.spec.init_containers):
+            return self._log(pod, None, tail_lines)
+        text = ""
+        for container in started_containers(pod):
+            out = self._log(pod, container, tail_lines)
+            text += f"--- {container} ---\n{out}" + ("" if out.endswith("\n") or not out else "\n")
+        return "".join(text.splitlines(keepends=True)[-tail_lines:])
+
+    def _log(self, pod: client.V1Pod, container: str | None, tail_lines: int) -> str:
+        """The tail of one container's log (None: the pod's only container); "" if it is waiting to start."""
+        extra = {"container": container} if container else {}
         try:
             return self._call(
                 "get",
                 "pods/log",
-                lambda: self.core.read_namespaced_pod_log(pod.metadata.name, self.ns, tail_lines=tail_lines),
+                lambda: self.core.read_namespaced_pod_log(pod.metadata.name, self.ns, tail_lines=tail_lines, **extra),
             )
         except PermanentError as e:
             waiting = isinstance(e.__cause__, ApiException) and e.__cause__.status == 400

@@ -69,6 +69,25 @@ def _secret(s: KubernetesFleetSettings, probe: ClusterProbe, name: str) -> Check
     return passed(K8S, f"Secret {name}", f"keys {', '.join(sorted({e.key for e in entries} & set(keys)))} present")
 
 
+def _holdout(s: KubernetesFleetSettings, probe: ClusterProbe) -> CheckResult:
+    """The sealed holdout's Secret has at least one key, or its claim is Bound (its files are not read)."""
+    hold = s.holdout
+    assert hold is not None
+    if hold.secret is not None:
+        keys = probe.secret_keys(hold.secret)
+        if not keys:
+            fix = f"kubectl -n {s.namespace} create secret generic {hold.secret} --from-file=<holdout file> ..."
+            return failed(
+                K8S, "sealed holdout", f"Secret {hold.secret} " + ("has no keys" if keys == [] else "does not exist"), fix
+            )
+        return passed(K8S, "sealed holdout", f"Secret {hold.secret} holds {', '.join(keys)}")
+    phase = probe.pvc_phase(hold.claim or "")
+    if phase == "Bound":
+        return passed(K8S, "sealed holdout", f"claim {hold.claim} is Bound")
+    fix = "create the claim and copy the holdout onto it (docs/kubernetes.md#the-sealed-holdout)"
+    return failed(K8S, "sealed holdout", f"claim {hold.claim} " + (f"is {phase}" if phase else "does not exist"), fix)
+
+
 def _gpus(cfg: HarnessConfig, s: KubernetesFleetSettings, probe: ClusterProbe) -> CheckResult:
     need = max(st.gpus for st in cfg.students)
     if need == 0:
@@ -84,7 +103,7 @@ def _gpus(cfg: HarnessConfig, s: KubernetesFleetSettings, probe: ClusterProbe) -
 
 def cluster_checks(cfg: HarnessConfig, probe: ClusterProbe) -> list[CheckResult]:
     """The connection (a failure is the only row), namespace, PVC, GPU nodes, ConfigMap, Secrets,
-    then one RBAC row per wrapper permission."""
+    the sealed holdout (if set), then one RBAC row per wrapper permission."""
     s = cfg.fleet
     assert isinstance(s, KubernetesFleetSettings)
     try:
@@ -100,6 +119,8 @@ def cluster_checks(cfg: HarnessConfig, probe: ClusterProbe) -> list[CheckResult]
     ]
     for name in sorted({e.secret for e in s.secret_env}):
         out.append(_guard(f"Secret {name}", lambda n=name: _secret(s, probe, n)))
+    if s.holdout is not None:
+        out.append(_guard("sealed holdout", lambda: _holdout(s, probe)))
     for p in WRAPPER_PERMISSIONS:
         out.append(_guard(f"RBAC {p}", lambda p=p: _rbac(s, probe, p)))
     return out

@@ -18,8 +18,11 @@ from pathlib import Path
 import kubernetes_validate
 import pytest
 import yaml
+from kubernetes import client
 
 from senpai.config.harness import HarnessConfig
+from senpai.fleet.base import JobSpec
+from senpai.fleet.k8s_job import build_job
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "senpai"
@@ -69,6 +72,8 @@ def with_required(**changes: object) -> dict:
     return {**copy.deepcopy(REQUIRED), **changes}
 
 
+HOLDOUT_SECRET = with_required(holdout={"secret": "digits-holdout"})
+HOLDOUT_CLAIM = with_required(holdout={"claim": "sealed", "subPath": "digits/v1", "mountPath": "/sealed"})
 BAD = {  # values -> what Helm must say
     "negative gpus": (with_required(students=[{"name": "ada", "gpus": -1}]), "at '/students/0/gpus': minimum: got -1, want 0"),
     "fractional gpus": (
@@ -112,6 +117,30 @@ BAD = {  # values -> what Helm must say
     "a student twice": (
         with_required(students=[{"name": "ada", "gpus": 1}, {"name": "ada", "gpus": 2}]),
         "students: the name ada is used twice",
+    ),
+    "holdout in a Secret and a claim": (
+        with_required(holdout={"secret": "h", "claim": "c"}),
+        "holdout: set secret or claim, not both",
+    ),
+    "holdout subPath without a claim": (
+        with_required(holdout={"secret": "h", "subPath": "x"}),
+        "holdout.subPath needs holdout.claim",
+    ),
+    "holdout on the shared claim": (
+        with_required(holdout={"claim": "digits-senpai-data"}),
+        "holdout.claim digits-senpai-data is the shared data claim that every Job mounts",
+    ),
+    "holdout mounted in the work dir": (
+        with_required(holdout={"secret": "h", "mountPath": "/work/holdout"}),
+        "holdout.mountPath /work/holdout collides with a Job mount",
+    ),
+    "holdout subPath climbing out": (
+        with_required(holdout={"claim": "c", "subPath": "a/../../b"}),
+        "at '/holdout/subPath'",
+    ),
+    "holdout data as a value": (
+        with_required(holdout={"secret": "h", "labels": "3,1,4"}),
+        "at '/holdout': additional properties 'labels' not allowed",
     ),
 }
 
@@ -158,6 +187,9 @@ def helm(tmp_path_factory: pytest.TempPathFactory) -> dict:
         requests[f"big-{kv}"] = {**base, "values": BIG, "kube_version": kv}
     requests |= {name: {**base, "values": values} for name, (values, _) in BAD.items()}
     requests["keyless"] = {**base, "values": KEYLESS, "kube_version": KUBE_VERSIONS[-1]}
+    for kv in KUBE_VERSIONS:
+        requests[f"holdout-secret-{kv}"] = {**base, "values": HOLDOUT_SECRET, "kube_version": kv}
+        requests[f"holdout-claim-{kv}"] = {**base, "values": HOLDOUT_CLAIM, "kube_version": kv}
     requests["long release"] = {**base, "release": "r" * 41, "values": REQUIRED}  # Helm allows 53
     proc = subprocess.run(
         [sys.executable, str(RENDER)],
@@ -193,7 +225,7 @@ def test_lint_passes_with_the_required_values_and_fails_without(helm: dict) -> N
     assert {m["Path"] for m in missing["Messages"] if m["Severity"] == 3} >= {"values.yaml"}, missing
 
 
-@pytest.mark.parametrize("case", ["default", "big"])
+@pytest.mark.parametrize("case", ["default", "big", "holdout-secret", "holdout-claim"])
 @pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
 def test_every_manifest_is_valid_kubernetes(helm: dict, case: str, kube_version: str) -> None:
     docs = manifests(helm[f"{case}-{kube_version}"])
@@ -246,6 +278,37 @@ def test_default_harness_config(helm: dict) -> None:
     pvc = one(docs, "PersistentVolumeClaim")
     assert pvc["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}  # helm uninstall keeps the data
     assert pvc["spec"]["resources"]["requests"]["storage"] == "50Gi" and "storageClassName" not in pvc["spec"]
+
+
+@pytest.mark.parametrize(
+    "case, expected",
+    [
+        ("default", None),
+        ("holdout-secret", {"secret": "digits-holdout", "claim": None, "sub_path": None, "mount_path": "/holdout"}),
+        ("holdout-claim", {"secret": None, "claim": "sealed", "sub_path": "digits/v1", "mount_path": "/sealed"}),
+    ],
+)
+def test_the_sealed_holdout_reaches_only_verifier_scoring(helm: dict, case: str, expected: dict | None) -> None:
+    """The rendered fleet settings, built into Jobs: only a verifier's `score` container mounts the holdout."""
+    answer = helm[f"{case}-1.37"]
+    fleet = harness(manifests(answer)).fleet
+    assert (fleet.holdout and fleet.holdout.model_dump()) == expected
+    if expected is None:
+        assert "Sealed holdout: none" in answer["notes"]
+        return
+    assert f"read-only at {expected['mount_path']} in the score container of verifier Jobs only" in answer["notes"]
+    for role in ("advisor", "student", "verifier"):
+        spec = JobSpec(name=f"senpai-{role}-pr3-1", role=role, command=["senpai", "job", role], wall_seconds=60, gpus=1)
+        job = client.ApiClient().sanitize_for_serialization(build_job(spec, fleet))
+        kubernetes_validate.validate(job, "1.37", strict=True)
+        pod = job["spec"]["template"]["spec"]
+        holders = {
+            c["name"]
+            for c in [*pod.get("initContainers", []), *pod["containers"]]
+            for m in c["volumeMounts"]
+            if m["mountPath"] == expected["mount_path"] or m["name"] == "holdout"
+        }
+        assert holders == ({"score"} if role == "verifier" else set()), role
 
 
 def test_four_students_with_eight_gpus_land_in_the_harness_config(helm: dict) -> None:

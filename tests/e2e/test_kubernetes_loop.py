@@ -49,7 +49,7 @@ def test_research_loop_on_the_kubernetes_fleet(local_forge, tmp_path, monkeypatc
         try:
             run(config, decided=1, timeout=240)
         except AssertionError as e:
-            logs = {pod: path.read_text()[-2000:] for (_, pod), path in server.cluster.logs.items()}
+            logs = {f"{pod}/{c}": path.read_text()[-2000:] for (_, pod, c), path in server.cluster.logs.items()}
             raise AssertionError(f"{e}\njob logs: {logs}") from None
         posted = [body for method, path, body in server.cluster.requests if method == "POST" and path.endswith("/jobs")]
     roles = {body["metadata"]["labels"]["senpai.dev/role"] for body in posted}

@@ -303,6 +303,28 @@ def test_cluster_failures_name_their_fix(cluster_cfg):
     assert results["GPU nodes"].outcome == "skip" and "may not list nodes" in results["GPU nodes"].detail
 
 
+@pytest.mark.parametrize(
+    "holdout, outcome, detail",
+    [
+        ({"secret": "digits-holdout"}, "pass", "Secret digits-holdout holds labels.csv"),
+        ({"secret": "nowhere"}, "fail", "Secret nowhere does not exist"),
+        ({"secret": "empty"}, "fail", "Secret empty has no keys"),
+        ({"claim": "sealed", "sub_path": "v1"}, "pass", "claim sealed is Bound"),
+        ({"claim": "nowhere"}, "fail", "claim nowhere does not exist"),
+    ],
+)
+def test_the_sealed_holdout_is_checked(cluster_cfg, apiserver, holdout, outcome, detail):
+    c = apiserver.cluster
+    c.secrets[(NAMESPACE, "digits-holdout")] = {"labels.csv": "3,1,4\n"}
+    c.secrets[(NAMESPACE, "empty")] = {}
+    c.pvcs[(NAMESPACE, "sealed")] = {**c.pvcs[(NAMESPACE, "senpai-data")], "metadata": {"name": "sealed", "namespace": NAMESPACE}}
+    cfg = cluster_cfg.model_copy(update={"fleet": k8s_settings(holdout=holdout)})
+    row = preflight(cfg, probe_for(apiserver))["sealed holdout"]
+    assert (row.outcome, row.detail) == (outcome, detail)
+    assert "3,1,4" not in str(row)  # key names only, never the data
+    assert "sealed holdout" not in preflight(cluster_cfg, probe_for(apiserver))  # none set: no row
+
+
 def test_no_gpu_node_big_enough_fails(cluster_cfg, apiserver):
     apiserver.cluster.nodes = [gpu_node("gpu-1", "1", {"nvidia.com/gpu.present": "true"})]
     cfg = cluster_cfg.model_copy(

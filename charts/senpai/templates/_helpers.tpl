@@ -103,6 +103,21 @@ app.kubernetes.io/part-of: senpai
 {{- if gt (len .Release.Name) 40 -}}
 {{- fail (printf "release name %s is %d characters: senpai names its Jobs after it, use at most 40" .Release.Name (len .Release.Name)) -}}
 {{- end -}}
+{{- with .Values.holdout -}}
+{{- if and .secret .claim -}}
+{{- fail "holdout: set secret or claim, not both" -}}
+{{- end -}}
+{{- if and .subPath (not .claim) -}}
+{{- fail "holdout.subPath needs holdout.claim" -}}
+{{- end -}}
+{{- if and .claim (eq .claim (include "senpai.claimName" $)) -}}
+{{- fail (printf "holdout.claim %s is the shared data claim that every Job mounts: students would read the holdout" .claim) -}}
+{{- end -}}
+{{- $mp := trimSuffix "/" .mountPath -}}
+{{- if or (eq $mp "/work") (hasPrefix "/work/" $mp) (has $mp (list "/data" "/home/senpai" "/tmp" "/etc/senpai")) -}}
+{{- fail (printf "holdout.mountPath %s collides with a Job mount (/work, /data, /home/senpai, /tmp, /etc/senpai)" .mountPath) -}}
+{{- end -}}
+{{- end -}}
 {{- $names := list -}}
 {{- range .Values.students -}}
 {{- if has .name $names -}}{{- fail (printf "students: the name %s is used twice" .name) -}}{{- end -}}

@@ -1,0 +1,213 @@
+"""Verifier Jobs on Kubernetes: checkout, train, score, and the sealed holdout only in `score`.
+
+The Job specs are the ones KubernetesFleet builds, validated strictly against the Kubernetes 1.30
+and 1.37 schemas, then run by the API-server stand-in (tests/k8s_apiserver.py), whose "kubelet"
+runs the init containers in order and the main container last. docs/kubernetes.md describes the shape.
+"""
+
+import json
+import time
+
+import kubernetes_validate
+import pytest
+from k8s_apiserver import ApiServer, Cluster
+from k8s_fixtures import NAMESPACE, SECRET_VALUE, k8s_fleet, k8s_settings, seed
+from kubernetes import client
+
+from senpai.errors import PermanentError
+from senpai.fleet.base import JobSpec
+from senpai.fleet.k8s_job import build_job
+
+COMMAND = ["/opt/senpai/bin/python", "-m", "senpai", "job", "verify", "--pr", "7"]
+SECRET_HOLDOUT = {"secret": "digits-holdout", "mount_path": "/holdout"}
+CLAIM_HOLDOUT = {"claim": "sealed", "sub_path": "digits/v1", "mount_path": "/sealed"}
+
+
+def spec(role: str = "verifier", gpus: int = 0, command: list[str] = COMMAND, name: str = "") -> JobSpec:
+    return JobSpec(
+        name=name or f"senpai-{role}-pr7-1",
+        role=role,
+        pr=None if role == "advisor" else 7,
+        student="ada" if role == "student" else None,
+        command=command,
+        env={"SENPAI_CONFIG": "/etc/senpai/harness.yaml"},
+        wall_seconds=900,
+        gpus=gpus,
+    )
+
+
+def pod_of(role: str, holdout: dict | None, gpus: int = 0) -> dict:
+    job = build_job(spec(role, gpus), k8s_settings(holdout=holdout))
+    return client.ApiClient().sanitize_for_serialization(job)["spec"]["template"]["spec"]
+
+
+def every_container(pod: dict) -> list[dict]:
+    return [*pod.get("initContainers", []), *pod["containers"]]
+
+
+def reads_holdout(pod: dict, container: dict, holdout: dict) -> bool:
+    """Whether `container` mounts any volume whose source is the holdout's Secret or claim."""
+    wanted = {("secret", holdout.get("secret")), ("claim", holdout.get("claim"))} - {("secret", None), ("claim", None)}
+    sources = {
+        v["name"]
+        for v in pod["volumes"]
+        if {("secret", v.get("secret", {}).get("secretName")), ("claim", v.get("persistentVolumeClaim", {}).get("claimName"))}
+        & wanted
+    }
+    return any(m["name"] in sources for m in container.get("volumeMounts", []))
+
+
+@pytest.mark.parametrize("holdout", [None, SECRET_HOLDOUT, CLAIM_HOLDOUT], ids=["none", "secret", "claim"])
+@pytest.mark.parametrize("version", ["1.30", "1.37"])
+def test_verifier_job_is_checkout_then_train_then_score(holdout, version):
+    job = client.ApiClient().sanitize_for_serialization(build_job(spec(), k8s_settings(holdout=holdout)))
+    assert kubernetes_validate.validate(job, version, strict=True) == version
+    pod = job["spec"]["template"]["spec"]
+    assert [c["name"] for c in pod["initContainers"]] == ["checkout", "train"]
+    assert [c["name"] for c in pod["containers"]] == ["score"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["work"] == {"name": "work", "emptyDir": {}}
+    for c, step in zip(every_container(pod), ("checkout", "train", "score"), strict=True):
+        assert c["command"] == [*COMMAND, "--step", step, "--work", "/work"]
+        assert {"name": "work", "mountPath": "/work"} in c["volumeMounts"] and c["workingDir"] == "/work"
+        assert c["resources"] == {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "4Gi"}}
+        assert c["securityContext"]["runAsNonRoot"] is True and c["securityContext"]["readOnlyRootFilesystem"] is True
+        assert c["securityContext"]["allowPrivilegeEscalation"] is False
+        assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+
+@pytest.mark.parametrize("holdout", [SECRET_HOLDOUT, CLAIM_HOLDOUT], ids=["secret", "claim"])
+def test_the_train_step_gets_no_secret_and_no_holdout(holdout):
+    pod = pod_of("verifier", holdout)
+    checkout, train = pod["initContainers"]
+    assert "envFrom" not in train
+    assert [e for e in train["env"] if "valueFrom" in e] == []  # no secretKeyRef, not even the optional W&B key
+    assert {e["name"] for e in train["env"]} == {"HOME", "TMPDIR", "SENPAI_CONFIG", "SENPAI_JOB_DEADLINE"}
+    secret_volumes = {v["name"] for v in pod["volumes"] if "secret" in v}
+    assert not [m for m in train["volumeMounts"] if m["name"] in secret_volumes or m["mountPath"] == holdout["mount_path"]]
+    assert not reads_holdout(pod, train, holdout) and not reads_holdout(pod, checkout, holdout)
+    # the steps that talk to the forge keep their token, by reference
+    for c in (checkout, pod["containers"][0]):
+        refs = {e["name"]: e["valueFrom"]["secretKeyRef"]["key"] for e in c["env"] if "valueFrom" in e}
+        assert refs == {"GITHUB_TOKEN": "github-token", "WANDB_API_KEY": "wandb-api-key"}
+
+
+def test_only_score_mounts_the_secret_holdout_read_only():
+    pod = pod_of("verifier", SECRET_HOLDOUT)
+    holdout = [v for v in pod["volumes"] if v["name"] == "holdout"]
+    assert holdout == [{"name": "holdout", "secret": {"secretName": "digits-holdout", "defaultMode": 0o440}}]
+    readers = [c["name"] for c in every_container(pod) if reads_holdout(pod, c, SECRET_HOLDOUT)]
+    assert readers == ["score"]
+    (mount,) = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "holdout"]
+    assert mount == {"name": "holdout", "mountPath": "/holdout", "readOnly": True}
+
+
+def test_only_score_mounts_the_claim_holdout_read_only_at_its_sub_path():
+    pod = pod_of("verifier", CLAIM_HOLDOUT)
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "holdout"]
+    assert volume["persistentVolumeClaim"] == {"claimName": "sealed", "readOnly": True}
+    assert [c["name"] for c in every_container(pod) if reads_holdout(pod, c, CLAIM_HOLDOUT)] == ["score"]
+    (mount,) = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "holdout"]
+    assert mount == {"name": "holdout", "mountPath": "/sealed", "readOnly": True, "subPath": "digits/v1"}
+
+
+@pytest.mark.parametrize("holdout", [SECRET_HOLDOUT, CLAIM_HOLDOUT], ids=["secret", "claim"])
+@pytest.mark.parametrize("role, gpus", [("advisor", 0), ("student", 0), ("student", 4)])
+def test_student_and_advisor_pods_never_mount_the_holdout(holdout, role, gpus):
+    pod = pod_of(role, holdout, gpus)
+    assert [c["name"] for c in every_container(pod)] == ["job"]
+    assert "holdout" not in {v["name"] for v in pod["volumes"]}
+    assert not reads_holdout(pod, pod["containers"][0], holdout)
+    assert holdout["mount_path"] not in {m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
+
+
+def test_a_holdout_on_the_shared_claim_or_beside_the_work_dir_is_refused():
+    with pytest.raises(ValueError, match="shared claim 'senpai-data' that every job mounts"):
+        k8s_settings(holdout={"claim": "senpai-data"})
+    for path in ("/work/holdout", "/work", "/", "/data"):
+        with pytest.raises(PermanentError, match="collides"):
+            build_job(spec(), k8s_settings(holdout={"secret": "h", "mount_path": path}))
+    with pytest.raises(ValueError, match="exactly one of secret or claim"):
+        k8s_settings(holdout={"secret": "h", "claim": "c"})
+
+
+# --------------------------------------------------------------------------- through the stand-in
+
+
+@pytest.fixture
+def scripted() -> ApiServer:
+    with ApiServer(Cluster(run_pods=False)) as server:
+        yield seed(server)
+
+
+@pytest.mark.parametrize("reason, expected", [(None, "Error"), ("OOMKilled", "OOMKilled")])
+def test_a_failed_train_step_is_the_verifier_job_failure(scripted, reason, expected):
+    fleet = k8s_fleet(scripted, holdout=SECRET_HOLDOUT)
+    name = fleet.launch(spec()).name
+    assert fleet.logs(name) == "" and fleet.get(name).phase == "pending"
+    scripted.cluster.finish(NAMESPACE, name, 3, reason, log="seed 0\nTraceback: boom\n", container="train")
+    status = fleet.get(name)
+    assert (status.phase, status.exit_code, status.reason) == ("failed", 3, expected)
+    assert status.started_at is not None and status.finished_at is not None
+    assert fleet.logs(name) == "--- checkout ---\n--- train ---\nseed 0\nTraceback: boom\n"  # score never started
+    assert fleet.logs(name, tail_lines=1) == "Traceback: boom\n"
+
+
+def test_a_verifier_succeeds_when_score_does(scripted):
+    fleet = k8s_fleet(scripted)
+    name = fleet.launch(spec()).name
+    scripted.cluster.finish(NAMESPACE, name, 0, log="accuracy: 0.97\n")
+    status = fleet.get(name)
+    assert (status.phase, status.exit_code, status.reason) == ("succeeded", 0, None)
+    assert fleet.logs(name).endswith("--- score ---\naccuracy: 0.97\n")
+
+
+def wait_done(fleet, name: str) -> None:
+    deadline = time.monotonic() + 60
+    while not fleet.get(name).done and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_the_stand_in_runs_the_steps_in_order_and_only_score_reads_the_holdout(apiserver, tmp_path):
+    """Each step prints its token and what it finds at the holdout path; /work is shared."""
+    apiserver.cluster.secrets[(NAMESPACE, "digits-holdout")] = {"labels.csv": "3,1,4\n"}
+    mount = str(tmp_path / "holdout")
+    script = (
+        'echo "$2 token=${GITHUB_TOKEN:-none} holdout=$(cat "$HOLD/labels.csv" 2>/dev/null || echo none)";'
+        ' echo "$2" >> "$4/steps"; [ "$2" != score ] || cat "$4/steps"'
+    )
+    command = ["sh", "-c", f"HOLD={mount}; {script}", "sh"]
+    fleet = k8s_fleet(apiserver, holdout={"secret": "digits-holdout", "mount_path": mount})
+    name = fleet.launch(spec(command=command)).name
+    wait_done(fleet, name)
+    assert fleet.get(name).phase == "succeeded", fleet.logs(name)
+    assert fleet.logs(name).splitlines() == [
+        "--- checkout ---",
+        f"checkout token={SECRET_VALUE} holdout=none",
+        "--- train ---",
+        "train token=none holdout=none",
+        "--- score ---",
+        f"score token={SECRET_VALUE} holdout=3,1,4",
+        "checkout",
+        "train",
+        "score",
+    ]
+    (body,) = [b for m, p, b in apiserver.cluster.requests if m == "POST" and p.endswith("/jobs")]
+    assert SECRET_VALUE not in json.dumps(body) and "3,1,4" not in json.dumps(body)
+
+
+def test_a_missing_holdout_secret_leaves_score_waiting(apiserver, tmp_path):
+    fleet = k8s_fleet(apiserver, holdout={"secret": "nowhere", "mount_path": str(tmp_path / "holdout")})
+    name = fleet.launch(spec(command=["sh", "-c", 'echo "$2"', "sh"])).name
+
+    def score_waiting() -> dict:
+        with apiserver.cluster.lock:
+            return apiserver.cluster._pod_of(NAMESPACE, name)["status"]["containerStatuses"][0]["state"].get("waiting", {})
+
+    deadline = time.monotonic() + 60
+    while "message" not in score_waiting() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert 'secret "nowhere" not found' in score_waiting()["message"]
+    status = fleet.get(name)
+    assert (status.phase, status.exit_code) == ("pending", None)
+    assert fleet.logs(name) == "--- checkout ---\ncheckout\n--- train ---\ntrain\n"
