@@ -102,7 +102,9 @@ def train_step(repo: Path, seed: int, artifact: Path) -> subprocess.Popen:
     artifact.mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WANDB_", "SENPAI_"))}
     env.update(SEED=str(seed), SENPAI_ARTIFACT_DIR=str(artifact), WANDB_MODE="disabled")
-    return subprocess.Popen([sys.executable, "train.py"], cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "train.py"], cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def score_step(artifact: Path, holdout: Path, work: Path) -> subprocess.CompletedProcess:
@@ -112,7 +114,9 @@ def score_step(artifact: Path, holdout: Path, work: Path) -> subprocess.Complete
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "SENPAI_", "WANDB_"))}
     command = load_target(EXAMPLE).holdout.command.format(artifact=artifact, holdout=holdout, seed=0).split()
     assert command[0] == "python"
-    return subprocess.run([sys.executable, "-I", "-P", *command[1:]], cwd=work, env=env, capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [sys.executable, "-I", "-P", *command[1:]], cwd=work, env=env, capture_output=True, text=True, timeout=180
+    )
 
 
 class Payload:
@@ -273,7 +277,9 @@ def test_a_code_only_change_moves_the_holdout(target, repo, holdout, tmp_path):
     (changed / "train.py").write_text(text.replace(ADAM, LBFGS))
     h = target.holdout
     sides = {"base": repo, "code": changed}
-    procs = {(side, seed): train_step(path, seed, tmp_path / side / str(seed)) for side, path in sides.items() for seed in h.seeds}
+    procs = {
+        (side, seed): train_step(path, seed, tmp_path / side / str(seed)) for side, path in sides.items() for seed in h.seeds
+    }
     accuracy: dict[str, list[float]] = {"base": [], "code": []}
     for (side, seed), proc in procs.items():
         assert proc.wait(timeout=300) == 0, proc.stderr.read()
