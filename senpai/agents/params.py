@@ -74,15 +74,16 @@ def write_params(path: Path, params: dict[str, Any]) -> None:
 
 
 def apply_params(path: Path, updates: dict[str, Any]) -> dict[str, Any]:
-    """The file's params overlaid with `updates`, written back only if `updates` is not empty.
+    """The file's params overlaid with `updates`, written back only if that changes a value (a
+    code-only hypothesis leaves the file, and its formatting, alone).
 
     Raises ConfigError as `read_params` and `write_params` do.
     """
     params = read_params(path)
-    if updates:
-        params = {**params, **updates}
-        write_params(path, params)
-    return params
+    merged = {**params, **updates}
+    if merged != params:
+        write_params(path, merged)
+    return merged
 
 
 def _first_line(e: BaseException) -> str:

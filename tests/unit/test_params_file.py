@@ -45,6 +45,7 @@ def test_toml_is_read_but_never_written(tmp_path):
     path = tmp_path / "params.toml"
     path.write_text(TEXTS["params.toml"])
     assert apply_params(path, {}) == PARAMS  # a code-only hypothesis writes nothing
+    assert apply_params(path, {"hidden_width": 8}) == PARAMS  # nor does one that repeats the current values
     with pytest.raises(ConfigError, match=r"params\.toml: senpai can read a TOML params file but not write one"):
         apply_params(path, {"hidden_width": 64})
     assert path.read_text() == TEXTS["params.toml"]
