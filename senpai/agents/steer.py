@@ -6,10 +6,10 @@ proposal.  The hypothesis records the request (`Hypothesis.request`); the wrappe
 the event once a PR carries it, and a replayed event finds the PR and does nothing.
 """
 
-import json
 
 from senpai.agents.context import TurnContext
 from senpai.agents.hypothesis import open_hypothesis
+from senpai.agents.params import read_params
 from senpai.errors import TransitionError
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.events import Event
@@ -30,7 +30,7 @@ def _open(ctx: TurnContext, ev: Event) -> str:
     if any(e.student == student and e.state in ("wip", "changes") for e in exps):
         return f"{student}: busy; /senpai try {ref} waits for the next idle student"
     baseline = current_baseline(exps, ctx.forge.branch_sha(ctx.base))
-    current = baseline.params or json.loads((ctx.repo.path / ctx.target.params.file).read_text())
+    current = baseline.params or read_params(ctx.repo.path / ctx.target.params.file)
     asked = ev.params or {}
     point = ", ".join(f"{k}={v}" for k, v in asked.items())
     t = ctx.target

@@ -1,8 +1,9 @@
 """`senpai demo`: the whole research loop on one machine with no keys (what `make demo` runs).
 
 Starts the local forge on a free loopback port, creates the target repo from `examples/digits`
-with its research base branch, runs the wrapper with the `search` runtime and the `local` fleet
-until N experiments are decided, then prints a leaderboard and where everything lives.
+with its research base branch, writes the sealed holdout next to (never inside) the work copies,
+runs the wrapper with the `search` runtime and the `local` fleet until N experiments are decided,
+then prints a leaderboard and where everything lives.
 """
 
 import json
@@ -20,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from senpai.agents.workcopy import IDENTITY
+from senpai.cli.digits_split import seal_holdout
 from senpai.cli.forge import BOT, HUMAN
 from senpai.cli.progress import TickPrinter
 from senpai.cli.wiring import forge_from
@@ -36,12 +38,14 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
 
 
 def write_config(out: Path, base_url: str, students: int, experiments: int, repo: str = "senpai/digits") -> Path:
-    """The harness config of the demo: local forge, offline W&B, local fleet, search runtime."""
+    """Write `out/harness.yaml` (local forge, offline W&B, local fleet, search runtime) and the sealed
+    digits holdout in `out/holdout` (`fleet.holdout_dir`, outside every work copy); return the config's path."""
+    out.mkdir(parents=True, exist_ok=True)
     cfg = {
         "schema_version": 1,
         "forge": {"base_url": base_url, "repo": repo, "token_env": "SENPAI_DEMO_TOKEN", "base_branch": "advisor"},
         "tracker": {"project": "senpai-demo", "dir": str(out / "wandb"), "mode": "offline"},
-        "fleet": {"backend": "local", "dir": str(out / "jobs")},
+        "fleet": {"backend": "local", "dir": str(out / "jobs"), "holdout_dir": str(seal_holdout(out / "holdout"))},
         "students": [{"name": n} for n in ["ada", "bo", "cy", "dee", "eli", "fay", "gus", "hal"][:students]],
         "state_dir": str(out / "state"),
         "tick_seconds": 1.0,
@@ -49,7 +53,6 @@ def write_config(out: Path, base_url: str, students: int, experiments: int, repo
         "max_experiments": experiments,
         "stale_after_seconds": 600.0,
     }
-    out.mkdir(parents=True, exist_ok=True)
     path = out / "harness.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return path
@@ -83,7 +86,8 @@ def demo(students: int, experiments: int, out: str | None, example: str, timeout
     click.echo(f"\nwall_seconds: {time.monotonic() - start:.1f}\ndecided: {report.decided}")
     click.echo(f"merged: {sum(e.state == 'merged' for e in report.exps)}")
     click.echo(
-        f"forge_data: {root / 'forge'}\nwandb_offline_runs: {root / 'wandb'}\njobs: {root / 'jobs'}\nconfig: {config_path}"
+        f"forge_data: {root / 'forge'}\nwandb_offline_runs: {root / 'wandb'}\njobs: {root / 'jobs'}\n"
+        f"sealed_holdout: {root / 'holdout'}\nconfig: {config_path}"
     )
     click.echo(f"ledger: senpai ledger --config {config_path} --local-forge {root / 'forge'} --json")
     if report.decided < experiments:

@@ -4,13 +4,30 @@ from pathlib import Path
 
 import click
 
+from senpai.agents.params import params_format, read_params
+from senpai.config.evaluator import evaluator_problems
 from senpai.config.target import load_target
+from senpai.errors import ConfigError
 
 
 @click.command()
 @click.argument("repo", type=click.Path(exists=True, file_okay=False), default=".")
 def validate(repo: str) -> None:
-    """Validate REPO/senpai.yaml; exit 2 with the file, field and expectation if it is bad."""
-    t = load_target(Path(repo))
+    """Validate REPO/senpai.yaml, its params file and its evaluator (holdout.files).
+
+    Exits 2 naming the file, field and expectation if senpai.yaml or the params file is bad, if an
+    evaluator file is not protected, or if the evaluator imports a repository file that is not
+    protected and listed in holdout.files.
+    """
+    root = Path(repo)
+    t = load_target(root)
+    params = read_params(root / t.params.file)
+    problems = evaluator_problems(root, t)
+    if problems:
+        raise ConfigError("\n".join(f"{root / 'senpai.yaml'}: {p}" for p in problems))
     click.echo(f"name: {t.name}\nmetric: {t.metric.name} ({t.metric.direction})\nparams: {', '.join(t.params.space)}")
-    click.echo(f"protected: {', '.join(t.protected) or '(none)'}\nholdout: {t.holdout.command if t.holdout else '(none)'}")
+    click.echo(f"params file: {t.params.file} ({params_format(t.params.file)}, {len(params)} keys)")
+    if params_format(t.params.file) == "toml":
+        click.echo("note: senpai reads TOML params but cannot write them: hypotheses that set params will fail", err=True)
+    click.echo(f"protected: {', '.join(t.protected) or '(none)'}\nscope: {', '.join(t.scope) or t.params.file}")
+    click.echo(f"holdout: {t.holdout.command}\nevaluator: {', '.join(t.holdout.files)} (imports checked)")

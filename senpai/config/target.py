@@ -84,7 +84,7 @@ RepoPath = Annotated[str, AfterValidator(_inside_repo)]
 class Params(_Strict):
     """The params file the program reads, and the space the `search` runtime explores."""
 
-    file: RepoPath = Field(description="Path of the JSON params file, relative to the repo root.")
+    file: RepoPath = Field(description="Path of the params file (.json, .yaml/.yml or .toml), relative to the repo root.")
     space: dict[str, ParamSpec] = Field(min_length=1, description="Search space, one entry per key.")
 
 

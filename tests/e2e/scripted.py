@@ -13,6 +13,10 @@ from llm_server import call
 
 LLM_KEY_ENV = "SCRIPTED_LLM_API_KEY"
 LLM_KEY = "sk-scripted-test-key-0123456789"
+# The scripted student's code change: train.py's MLP switches from Adam (the default) to L-BFGS.
+CODE_CHANGE = "train.py: MLPClassifier(solver='lbfgs') instead of the default Adam"
+ADAM = "        random_state=seed,\n"
+LBFGS = '        random_state=seed,\n        solver="lbfgs",\n'
 
 
 def use_openhands(config: Path, base_url: str, budget: dict | None = None, roles=("advisor", "student")) -> None:
@@ -73,11 +77,10 @@ def advisor_policy(body: dict) -> dict:
         return call(
             "create_hypothesis",
             student=idle.group(1),
-            hypothesis="a wider relu network improves val_accuracy",
-            rationale="the baseline has 8 logistic units; capacity is the obvious limit",
-            plan="set the params, train longer, report val_accuracy",
-            params={"hidden_width": 64, "activation": "relu"},
-            change="train for 30 epochs instead of 20",
+            hypothesis="full-batch L-BFGS fits the small MLP better than Adam in the same 20 epochs",
+            rationale="the baseline underfits: 20 Adam epochs leave its loss high, and 1,077 images fit one batch",
+            plan="set solver='lbfgs' in train.py's build_model, keep params.json, report val_accuracy",
+            change=CODE_CHANGE,
         )
     return call("finish", message=f"done: {json.dumps(done[-1:])[:200]}")
 
@@ -91,15 +94,14 @@ PLANT_HOOKS = (
 
 
 def student_policy(body: dict) -> dict:
-    """Look at the environment and git config, plant git hooks, edit params.json with the file editor, submit."""
+    """Look at the environment and git config, plant git hooks, switch train.py's solver (a code-only
+    change) with the file editor, submit."""
     done = tool_results(body)
     wd = workdir(body)
     steps = [
         lambda: call("terminal", command=f"env | sort; cat .git/config; git remote -v; {PLANT_HOOKS}"),
-        lambda: call("file_editor", command="view", path=f"{wd}/params.json"),
-        lambda: call(
-            "file_editor", command="str_replace", path=f"{wd}/params.json", old_str='"max_iter": 20', new_str='"max_iter": 30'
-        ),
-        lambda: call("submit_evidence", interpretation="64 relu units trained for 30 epochs; expect higher val_accuracy"),
+        lambda: call("file_editor", command="view", path=f"{wd}/train.py"),
+        lambda: call("file_editor", command="str_replace", path=f"{wd}/train.py", old_str=ADAM, new_str=LBFGS),
+        lambda: call("submit_evidence", interpretation="L-BFGS instead of Adam, same params; expect higher val_accuracy"),
     ]
     return steps[len(done)]() if len(done) < len(steps) else call("finish", message="evidence submitted")

@@ -92,8 +92,8 @@ def test_protected_diff_is_refused_and_a_corrupted_block_blocks_only_its_pr(loca
     base = forge.branch_sha("advisor")
     work = clone(forge, tmp_path / "student-work", "advisor")
     # a "student" who also edits the evaluator, plus a real improvement
-    tampered = (work / "holdout_eval.py").read_text() + "\n# tuned the evaluator\n"
-    commit_and_push(forge, work, "senpai/ada/h-tamper", {"holdout_eval.py": tampered}, start="advisor")
+    tampered = (work / "eval" / "evaluate.py").read_text() + "\n# tuned the evaluator\n"
+    commit_and_push(forge, work, "senpai/ada/h-tamper", {"eval/evaluate.py": tampered}, start="advisor")
     commit_and_push(forge, work, "senpai/bo/h-victim", {"notes.md": "plan\n"}, start="advisor")
     pr_a = transitions.open_experiment(
         forge, _hypothesis("ada", "h-tamper", GOOD, base), "senpai/ada/h-tamper", "advisor", "tamper"
@@ -108,7 +108,7 @@ def test_protected_diff_is_refused_and_a_corrupted_block_blocks_only_its_pr(loca
     led = reader(config)
     a = led.experiment(forge.get_pull(pr_a.number))
     assert a.state == "closed" and "protected" in a.decision.reason
-    assert a.verifications[-1].protected_touched == ["holdout_eval.py"] and not a.verifications[-1].passed
+    assert a.verifications[-1].protected_touched == ["eval/evaluate.py"] and not a.verifications[-1].passed
     assert a.evidence[-1].outcome == "ok"  # the training itself was fine; the gate refused it
 
     b_pr = forge.get_pull(pr_b.number)

@@ -9,8 +9,9 @@ import pytest
 from click.testing import CliRunner
 from forge_fixtures import register_bot
 from research import assert_no_duplicates, make_program, reader, run
-from scripted import LLM_KEY, LLM_KEY_ENV, advisor_policy, student_policy, use_openhands
+from scripted import CODE_CHANGE, LBFGS, LLM_KEY, LLM_KEY_ENV, advisor_policy, student_policy, use_openhands
 
+from senpai.cli.demo import EXAMPLE
 from senpai.cli.main import cli
 from senpai.config.harness import load_harness
 from senpai.ledger.table import ledger_rows, to_json
@@ -35,15 +36,20 @@ def test_cycle_opens_trains_and_merges_through_the_gate(local_forge, llm_server,
     e = exps[0]
     assert e.state == "merged", (e.state, e.decision)
     assert e.hypothesis.budget.wall_seconds == 120 + 300  # the student job holds training and its agent turn
-    assert e.hypothesis.params["hidden_width"] == 64 and e.hypothesis.change == "train for 30 epochs instead of 20"
+    base_params = json.loads((EXAMPLE / "params.json").read_text())
+    assert e.hypothesis.params == base_params and e.hypothesis.change == CODE_CHANGE  # a code-only hypothesis
     ev = e.evidence[-1]
     assert ev.outcome == "ok" and ev.runs[0].state == "finished"
     assert ev.cost.tokens > 0 and ev.cost.dollars > 0  # the student's LLM spend is in the evidence
     rec = reader(config).tracker.get_run(ev.runs[0].id)
-    assert rec.config["max_iter"] == 30 and rec.config["hidden_width"] == 64  # the file-editor edit was trained
-    assert rec.summary["epochs"] == 30 and e.runs[0].metric == ev.primary.value
+    assert rec.config["max_iter"] == 20 and rec.config["hidden_width"] == 8  # params untouched
+    assert 0 < rec.summary["epochs"] <= 20 and e.runs[0].metric == ev.primary.value
     v = e.verifications[-1]
     assert v.passed and e.decision.verdict == "merge" and e.decision.reason == "the verifier passed it"
+    # the merged change is code: the verifier re-trained train.py with L-BFGS and confirmed it
+    forge = reader(config).forge
+    assert forge.pull_files(e.pr) == ["train.py"]
+    assert LBFGS in forge.read_file("train.py", "advisor")
     assert report.decided == 1
 
     # the ledger reads as with the search runtime: same blocks, same run identity, same CLI output

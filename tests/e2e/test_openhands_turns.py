@@ -181,7 +181,7 @@ def test_student_cannot_submit_a_protected_change_and_still_leaves_evidence(loca
 
     config = program(local_forge, llm_server, tmp_path, "ohprotected")
     pr = _hypothesis_pr(config, tmp_path / "advisor")
-    holdout = tmp_path / "student" / "repo" / "holdout_eval.py"
+    holdout = tmp_path / "student" / "repo" / "eval" / "evaluate.py"
     llm_server.state.script(
         "scripted-student",
         [
@@ -193,12 +193,12 @@ def test_student_cannot_submit_a_protected_change_and_still_leaves_evidence(loca
     ev = student_turn(context(config, tmp_path / "student"), pr.number, 1)
 
     refused = tool_results(llm_server.state.requests[-1])[-1]
-    assert "refused: your changes touch protected paths ['holdout_eval.py']" in refused
+    assert "refused: your changes touch protected paths ['eval/evaluate.py']" in refused
     assert ev.outcome == "failed" and ev.failure == "the agent ended its turn (finished) without submitting evidence"
     assert ev.interpretation == "the harness refused my change to the evaluator"
     forge = make_forge(load_harness(config))
     assert forge.get_pull(pr.number).head_sha == pr.head_sha  # nothing was pushed
-    assert "holdout_eval.py" not in forge.pull_files(pr.number)
+    assert "eval/evaluate.py" not in forge.pull_files(pr.number)
 
 
 def test_advisor_decide_respects_preconditions_and_closes(local_forge, llm_server, tmp_path, env):

@@ -30,7 +30,7 @@ def _run_main(args, monkeypatch, capsys) -> tuple[int, str]:
 def test_example_config_is_valid():
     t = load_target(EXAMPLE)
     assert t.metric.name == "val_accuracy" and t.metric.direction == "maximize"
-    assert t.is_protected("holdout_eval.py") and t.is_protected("senpai.yaml") and not t.is_protected("params.json")
+    assert t.is_protected("eval/evaluate.py") and t.is_protected("senpai.yaml") and not t.is_protected("params.json")
 
 
 def test_validate_prints_the_summary():
@@ -54,8 +54,8 @@ def test_validate_prints_the_summary():
         ),
         (lambda d: d["protected"].append("/etc/passwd"), r"protected\.\d+: Value error, expected a path relative"),
         (
-            lambda d: d["holdout"].update(command="python holdout_eval.py"),
-            r"holdout: Value error, holdout\.command must contain \{seed\}",
+            lambda d: d["holdout"].update(command="python eval/evaluate.py --seed {seed}"),
+            r"holdout: Value error, holdout\.command must contain \{artifact\}",
         ),
         (lambda d: d["holdout"].update(seeds=[0, 0]), r"holdout: Value error, holdout\.seeds must be distinct"),
         (lambda d: d["budget"].update(wall_seconds=-5), r"budget\.wall_seconds: Input should be greater than 0"),

@@ -6,7 +6,6 @@ A turn that ends without evidence still leaves a record: a budget stop posts the
 report and a failed evidence; any other end posts a failed evidence with the agent's last words.
 """
 
-import json
 from datetime import UTC, datetime
 
 from senpai.agents.attempt import checkout_for_attempt
@@ -16,6 +15,7 @@ from senpai.agents.openhands.prompts import event_line, read_program, system_suf
 from senpai.agents.openhands.session import Session
 from senpai.agents.openhands.tools import senpai_tools
 from senpai.agents.openhands.turn import conversations_dir, open_session, post_budget_report
+from senpai.agents.params import apply_params
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Cost, Evidence, PrimaryResult, render
 from senpai.ledger.events import Event
@@ -25,8 +25,7 @@ def student_turn(ctx: TurnContext, number: int, attempt: int, events: list[Event
     """Attempt `attempt` on PR `number`. Raises PermanentError if the PR has no hypothesis."""
     session, llm, guard = open_session(ctx, "student", list(events))
     h, branch = checkout_for_attempt(ctx, number)
-    params_file = ctx.repo.path / ctx.target.params.file
-    params_file.write_text(json.dumps({**json.loads(params_file.read_text()), **h.params}, indent=2, sort_keys=True) + "\n")
+    apply_params(ctx.repo.path / ctx.target.params.file, h.params)
     head = ctx.repo.head()
     session.pr, session.attempt, session.hypothesis, session.branch = number, attempt, h, branch
     exp = ctx.ledger.experiment(ctx.forge.get_pull(number))

@@ -29,6 +29,7 @@ from senpai.agents.evidence import measure_and_post
 from senpai.agents.hypothesis import open_hypothesis
 from senpai.agents.openhands.prompts import digest, untrusted
 from senpai.agents.openhands.session import Session
+from senpai.agents.params import read_params
 from senpai.agents.workcopy import WorkCopy
 from senpai.errors import PermanentError, SenpaiError, TransitionError
 from senpai.ledger.baseline import current_baseline
@@ -170,7 +171,7 @@ def _create_hypothesis(s: Session, a: CreateHypothesisAction) -> str:
         raise TransitionError(f"student {a.student} already has an open assignment")
     baseline = current_baseline(exps, ctx.forge.branch_sha(ctx.base))
     hctx = harness_context(s, "hypothesis", ctx.base)
-    current = baseline.params or json.loads((hctx.repo.path / ctx.target.params.file).read_text())
+    current = baseline.params or read_params(hctx.repo.path / ctx.target.params.file)
     pr = open_hypothesis(
         hctx,
         a.student,
@@ -249,7 +250,7 @@ def _submit_evidence(s: Session, a: SubmitEvidenceAction) -> str:
         )
     head = repo.commit_all(f"{h.id}: attempt {s.attempt} ({a.interpretation[:60]})")
     repo.push(s.branch)
-    params = json.loads((repo.path / ctx.target.params.file).read_text())
+    params = read_params(repo.path / ctx.target.params.file)
     u = s.usage()
     s.evidence = measure_and_post(
         hctx,

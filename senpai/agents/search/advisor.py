@@ -4,12 +4,12 @@ Every effect goes through `senpai.ledger.transitions`; each event is re-checked 
 ledger first, so a stale or replayed event does nothing.
 """
 
-import json
 import logging
 
 from senpai.agents import review
 from senpai.agents.context import TurnContext
 from senpai.agents.hypothesis import open_hypothesis
+from senpai.agents.params import read_params
 from senpai.agents.search.propose import propose
 from senpai.errors import TransitionError
 from senpai.forge.base import Forge
@@ -103,8 +103,7 @@ def _assign(ctx: TurnContext, students: list[str], exps: list[Experiment], basel
     students = [s for s in students if s not in busy]
     if not students:
         return []
-    params_file = ctx.repo.path / ctx.target.params.file
-    current = baseline.params or json.loads(params_file.read_text())
+    current = baseline.params or read_params(ctx.repo.path / ctx.target.params.file)
     history = _history(exps) + [(current, baseline.value)]
     points = propose(ctx.target.params.space, ctx.target.metric, history, len(students), ctx.harness.runtime.seed)
     return [_open(ctx, s, {**current, **p}, p, baseline, len(exps)) for s, p in zip(students, points, strict=True)]

@@ -3,13 +3,13 @@
 The measuring and posting is `senpai.agents.evidence.measure_and_post`, shared with the LLM runtime.
 """
 
-import json
 import logging
 from collections.abc import Sequence
 
 from senpai.agents.attempt import checkout_for_attempt
 from senpai.agents.context import TurnContext
 from senpai.agents.evidence import measure_and_post
+from senpai.agents.params import apply_params
 from senpai.agents.search.advisor import answer_free_text
 from senpai.ledger.blocks import Evidence
 from senpai.ledger.events import Event
@@ -24,9 +24,7 @@ def student_turn(ctx: TurnContext, number: int, attempt: int, events: Sequence[E
         if ev.kind == "message" and ev.message:
             log.info(answer_free_text(ctx.forge, ev.message))
     h, branch = checkout_for_attempt(ctx, number)
-    params_file = ctx.repo.path / ctx.target.params.file
-    params = {**json.loads(params_file.read_text()), **h.params}
-    params_file.write_text(json.dumps(params, indent=2, sort_keys=True) + "\n")
+    apply_params(ctx.repo.path / ctx.target.params.file, h.params)
     head = ctx.repo.commit_all(f"{h.id}: apply params (attempt {attempt})")
     ctx.repo.push(branch)
     return measure_and_post(ctx, number, attempt, h, head, h.params)

@@ -1,0 +1,116 @@
+"""What `senpai validate` checks about the evaluator (`holdout.files`): it must be protected, and it
+may import no repository file that is not itself protected and listed in `holdout.files`.
+
+The verifier runs the evaluator from the base revision with `python -I -P` in a directory holding
+only `holdout.files`, so a repository module it imports would be missing there or, worse, be a
+file a candidate can edit. A repository module is a top-level `name.py` or directory `name/` of
+the repository, or a sibling `name.py` / `name/` of an evaluator file; imports are read with `ast`
+(`import x`, `from x import y`, relative imports, and `importlib.import_module("x")` or
+`__import__("x")` with a literal name). Imports built at run time cannot be read; the score step's
+isolation is what stops those.
+"""
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+
+from senpai.config.target import TargetConfig
+
+MAX_FILE_BYTES = 1024 * 1024  # an evaluator source file larger than this is refused, not parsed
+MAX_FILES = 200  # Python files under holdout.files that are read
+_DYNAMIC = {"import_module", "__import__"}
+
+
+def evaluator_problems(repo: Path, target: TargetConfig) -> list[str]:
+    """Problems with `target.holdout.files` in checkout `repo`, one sentence each (empty: fine).
+
+    Each names the file and, for an import, the imported name and the repository path it resolves to.
+    """
+    files = target.holdout.files
+    problems = [
+        f"holdout.files: {f} is not protected; add it (or a directory holding it) to `protected`"
+        for f in files
+        if not target.is_protected(f)
+    ]
+    problems += [f"holdout.files: {f} does not exist in the repository" for f in files if not (repo / f).exists()]
+    sources = list(_python_files(repo, files))
+    if len(sources) > MAX_FILES:
+        return [*problems, f"holdout.files: more than {MAX_FILES} Python files; list the evaluator's own files only"]
+    for rel in sources:
+        problems += _file_problems(repo, rel, target)
+    return problems
+
+
+def _python_files(repo: Path, files: list[str]) -> Iterator[str]:
+    """Repo-relative paths of the `.py` files that `files` names (directories are walked)."""
+    for f in files:
+        path = repo / f
+        if path.is_file() and path.suffix == ".py":
+            yield f
+        elif path.is_dir():
+            yield from sorted(p.relative_to(repo).as_posix() for p in path.rglob("*.py") if p.is_file())
+
+
+def _file_problems(repo: Path, rel: str, target: TargetConfig) -> list[str]:
+    path = repo / rel
+    if path.stat().st_size > MAX_FILE_BYTES:
+        return [f"{rel}: larger than {MAX_FILE_BYTES} bytes, not read; an evaluator is a small script"]
+    try:
+        tree = ast.parse(path.read_bytes(), filename=rel)
+    except (SyntaxError, ValueError, RecursionError) as e:
+        return [f"{rel}: cannot be parsed as Python ({type(e).__name__}: {str(e)[:200]})"]
+    problems = []
+    for name, level in _imports(tree):
+        for module in _repo_modules(repo, rel, name, level):
+            if not _allowed(module, target):
+                shown = "." * level + name
+                problems.append(
+                    f"{rel}: imports {shown!r} ({module}), a repository file that is not protected and listed in "
+                    "holdout.files; the verifier runs the evaluator alone, with the candidate's tree off its path"
+                )
+    return problems
+
+
+def _imports(tree: ast.AST) -> Iterator[tuple[str, int]]:
+    """(dotted module name, relative level) of every import statement and literal dynamic import."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from ((alias.name, 0) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.module:
+                yield node.module, node.level
+            elif node.level:  # `from . import x`: x is a sibling module
+                yield from ((alias.name, node.level) for alias in node.names)
+        elif isinstance(node, ast.Call) and _dynamic_name(node.func) in _DYNAMIC and node.args:
+            arg = node.args[0]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                yield arg.value.lstrip("."), len(arg.value) - len(arg.value.lstrip("."))
+
+
+def _dynamic_name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else None
+
+
+def _repo_modules(repo: Path, rel: str, name: str, level: int) -> list[str]:
+    """Repo-relative paths (`x.py` or `x/`) that module `name` (relative `level`) would load from `rel`."""
+    top = name.split(".")[0]
+    if level:
+        base = PurePosixPath(rel).parents[level - 1] if level <= len(PurePosixPath(rel).parents) else PurePosixPath(".")
+        roots = [base]
+    else:
+        roots = [PurePosixPath("."), PurePosixPath(rel).parent]
+    found = []
+    for root in dict.fromkeys(roots):
+        for candidate in (root / f"{top}.py", root / top):
+            if top and (repo / candidate).exists():
+                found.append(candidate.as_posix() + ("/" if (repo / candidate).is_dir() else ""))
+    return found
+
+
+def _allowed(module: str, target: TargetConfig) -> bool:
+    """True if repo path `module` is protected and lies within an entry of holdout.files."""
+    path = module.rstrip("/")
+    listed = any(path == f.rstrip("/") or path.startswith(f.rstrip("/") + "/") for f in target.holdout.files)
+    return listed and target.is_protected(path)

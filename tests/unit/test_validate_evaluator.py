@@ -1,0 +1,107 @@
+"""`senpai validate` refuses an evaluator (holdout.files) that is not protected, or that imports a
+repository file which is not itself protected and listed in holdout.files; it accepts the digits
+example. The message names the evaluator file, the import and the repository file."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from senpai.cli.main import cli, main
+from senpai.config.evaluator import evaluator_problems
+from senpai.config.target import load_target
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
+EVALUATOR = "eval/evaluate.py"
+
+
+@pytest.fixture
+def repo(tmp_path):
+    dest = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("__pycache__", "wandb"))
+    return dest
+
+
+def prepend(repo: Path, line: str) -> None:
+    path = repo / EVALUATOR
+    path.write_text(line + "\n" + path.read_text())
+
+
+def configure(repo: Path, files: list[str] | None = None, protected: list[str] | None = None) -> None:
+    """Rewrite holdout.files and/or protected in the repo's senpai.yaml."""
+    cfg = yaml.safe_load((repo / "senpai.yaml").read_text())
+    if files is not None:
+        cfg["holdout"]["files"] = files
+    if protected is not None:
+        cfg["protected"] = protected
+    (repo / "senpai.yaml").write_text(yaml.safe_dump(cfg))
+
+
+def validate(repo: Path, monkeypatch, capsys) -> tuple[int, str]:
+    monkeypatch.setattr("sys.argv", ["senpai", "validate", str(repo)])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    return exc.value.code, capsys.readouterr().err
+
+
+def test_the_digits_evaluator_is_accepted():
+    assert evaluator_problems(EXAMPLE, load_target(EXAMPLE)) == []
+    result = CliRunner().invoke(cli, ["validate", str(EXAMPLE)])
+    assert result.exit_code == 0, result.output
+    assert "evaluator: eval/evaluate.py (imports checked)" in result.output
+
+
+@pytest.mark.parametrize(
+    "files, line, expected",
+    [
+        # a top-level module anyone may edit, imported outright or by name at run time
+        ({"helpers.py": "X = 1\n"}, "import helpers", "imports 'helpers' (helpers.py)"),
+        ({"helpers.py": "X = 1\n"}, "from helpers import X", "imports 'helpers' (helpers.py)"),
+        ({"helpers.py": "X = 1\n"}, "import importlib; importlib.import_module('helpers')", "imports 'helpers' (helpers.py)"),
+        ({"tools/__init__.py": "", "tools/x.py": ""}, "from tools.x import y", "imports 'tools.x' (tools/)"),
+        # a repository file shadowing an installed module the evaluator imports
+        ({"threadpoolctl.py": "def threadpool_limits(limits): ...\n"}, "", "imports 'threadpoolctl' (threadpoolctl.py)"),
+        # a sibling that is protected (under eval/) but not listed in holdout.files
+        ({"eval/util.py": "X = 1\n"}, "from util import X", "imports 'util' (eval/util.py)"),
+        ({"eval/util.py": "X = 1\n"}, "from .util import X", "imports '.util' (eval/util.py)"),
+    ],
+)
+def test_an_import_of_an_unlisted_or_unprotected_repository_file_is_refused(repo, monkeypatch, capsys, files, line, expected):
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    if line:
+        prepend(repo, line)
+    code, err = validate(repo, monkeypatch, capsys)
+    assert code == 2, err
+    assert f"{EVALUATOR}: {expected}, a repository file that is not protected and listed in holdout.files" in err
+
+
+def test_a_protected_listed_sibling_may_be_imported(repo):
+    (repo / "eval" / "util.py").write_text("X = 1\n")
+    prepend(repo, "from util import X")
+    configure(repo, files=[EVALUATOR, "eval/util.py"])
+    assert evaluator_problems(repo, load_target(repo)) == []
+    configure(repo, files=["eval/"])  # or the whole protected directory
+    assert evaluator_problems(repo, load_target(repo)) == []
+
+
+def test_a_listed_file_that_is_not_protected_is_refused(repo, monkeypatch, capsys):
+    (repo / "score.py").write_text("print('holdout_accuracy: 1.0')\n")
+    configure(repo, files=[EVALUATOR, "score.py"])
+    code, err = validate(repo, monkeypatch, capsys)
+    assert code == 2
+    assert "holdout.files: score.py is not protected; add it (or a directory holding it) to `protected`" in err
+    configure(repo, files=[EVALUATOR], protected=["data/"])  # the evaluator itself no longer protected
+    problems = evaluator_problems(repo, load_target(repo))
+    assert problems == ["holdout.files: eval/evaluate.py is not protected; add it (or a directory holding it) to `protected`"]
+
+
+def test_an_unparseable_or_missing_evaluator_is_refused(repo):
+    configure(repo, files=[EVALUATOR, "eval/gone.py"])
+    (repo / EVALUATOR).write_text("def broken(:\n")
+    problems = evaluator_problems(repo, load_target(repo))
+    assert "holdout.files: eval/gone.py does not exist in the repository" in problems
+    assert any(p.startswith(f"{EVALUATOR}: cannot be parsed as Python (SyntaxError") for p in problems)
