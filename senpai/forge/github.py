@@ -120,10 +120,8 @@ def _translate(what: str, exc: GithubException, merge: bool = False) -> SenpaiEr
     if _is_transient(exc):
         return TransientError(text, retry_after=_retry_after(exc))
     if exc.status == 401:  # the usual cause is a missing or wrong token: say where it comes from
-        return Forbidden(
-            f"{text} (the bot's token is read from the env var named by forge.token_env; "
-            "on the local forge `senpai forge token --data DIR` makes one)"
-        )
+        return Forbidden(f"{text} (the bot's token is read from the env var named by forge.token_env; "
+                         "on the local forge `senpai forge token --data DIR` makes one)")
     if exc.status == 403:
         return Forbidden(text)
     if exc.status == 404:
