@@ -20,13 +20,14 @@ import sys
 import tarfile
 import tempfile
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from senpai.agents.artifacts import digest, refusal, set_read_only
 from senpai.agents.measure import Outcome, run_command
 from senpai.config.target import Holdout
-from senpai.errors import ConfigError
+from senpai.errors import ConfigError, PermanentError
 
 MAX_EVALUATOR_BYTES = 256 * 1024**2  # the tar of holdout.files at the base, held in memory
 SHIM = '#!/bin/sh\nexec {python} -I -P "$@"\n'
@@ -36,7 +37,7 @@ class Trained(BaseModel):
     """One train step's record (a line of `train.json` on Kubernetes)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    side: str  # "candidate" or "baseline"
+    side: Literal["candidate", "baseline"]
     seed: int
     returncode: int | None  # None: killed at the timeout
     seconds: float
@@ -87,9 +88,12 @@ def _fresh_home(root: Path) -> str:
 
 
 def reset_checkout(checkout: Path, sha: str) -> None:
-    """Put `checkout` back to exactly `sha`: tracked files restored, everything untracked removed."""
+    """Put `checkout` back to exactly `sha`: tracked files restored, everything untracked removed.
+    Raises PermanentError with git's message if it cannot (an earlier step broke the checkout)."""
     for args in (["reset", "-q", "--hard", sha], ["clean", "-q", "-ffdx"]):
-        subprocess.run(["git", "-C", str(checkout), *args], check=True, capture_output=True)
+        proc = subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise PermanentError(f"git {args[0]} of the {checkout.name} checkout failed: {proc.stderr.strip()[-300:]}")
 
 
 def train_step(

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from senpai.agents.context import TurnContext
 from senpai.agents.evaluate import EvaluatorFiles, Trained, score_step
+from senpai.agents.measure import Outcome
 from senpai.config.target import Holdout, TargetConfig
 from senpai.errors import TransientError
 from senpai.ledger import stats, transitions
@@ -109,9 +110,10 @@ class Measurement:
 
 
 Train = Callable[[str, int], Trained]  # (side, seed) -> its train step, run now or read from train.json
+Score = Callable[[Trained], tuple[Outcome | None, str | None]]  # -> (score step's outcome, or why refused)
 
 
-def sample(hold: Holdout, trained: Trained, score: Callable[[Trained], tuple]) -> Sample:
+def sample(hold: Holdout, trained: Trained, score: Score) -> Sample:
     """Train then score one (side, seed); raises BaselineFailed or CandidateFailed naming the step."""
     fail = BaselineFailed if trained.side == "baseline" else CandidateFailed
     where = f"{trained.side} seed {trained.seed}"
@@ -134,7 +136,7 @@ def sample(hold: Holdout, trained: Trained, score: Callable[[Trained], tuple]) -
     return Sample(value, trained.seconds, trained.compute, guards)
 
 
-def measure(target: TargetConfig, plan: Plan, train: Train, score, test_passed: bool | None) -> Verification:
+def measure(target: TargetConfig, plan: Plan, train: Train, score: Score, test_passed: bool | None) -> Verification:
     """Train and score both sides over the seeds, adding seeds while `judge` is inconclusive."""
     hold = target.holdout
     if test_passed is False:
@@ -216,6 +218,6 @@ def record(ctx: TurnContext, v: Verification) -> None:
     transitions.record_verification(ctx.forge, ctx.forge.get_pull(v.pr), v)
 
 
-def scorer(hold: Holdout, evaluator: EvaluatorFiles, holdout_dir: Path, root: Path, timeout: float):
+def scorer(hold: Holdout, evaluator: EvaluatorFiles, holdout_dir: Path, root: Path, timeout: float) -> Score:
     """The score step as `measure` calls it: Trained -> (Outcome | None, refusal | None)."""
     return lambda trained: score_step(hold, evaluator, trained, holdout_dir, root, timeout)

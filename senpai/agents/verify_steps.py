@@ -70,10 +70,15 @@ class LocalTrainer:
         return out.returncode == 0
 
 
-def checkout(ctx: TurnContext, plan: Plan, work: Path) -> None:
-    """Worktrees of the candidate and base heads at `work/candidate` and `work/baseline`."""
+def fetch(ctx: TurnContext, plan: Plan) -> None:
+    """Both heads into the turn's clone (the base may have moved since it was cloned)."""
     refs = [f"+{plan.candidate}:refs/senpai/candidate", f"+{plan.baseline}:refs/senpai/baseline"]
     ctx.repo.git("fetch", "--quiet", "origin", *refs, network=True)
+
+
+def checkout(ctx: TurnContext, plan: Plan, work: Path) -> None:
+    """Worktrees of the candidate and base heads at `work/candidate` and `work/baseline`."""
+    fetch(ctx, plan)
     for side in SIDES:
         ctx.repo.worktree(plan.candidate if side == "candidate" else plan.baseline, work / side)
 
@@ -85,8 +90,8 @@ def verify_all(ctx: TurnContext, number: int, holdout_dir: Path) -> Verification
     v = refusal(ctx.target, plan)
     if v is None:
         hold = ctx.target.holdout
+        checkout(ctx, plan, ctx.workdir)  # fetches the base too: it may have moved since the clone
         evaluator = EvaluatorFiles(ctx.repo.path, plan.baseline, hold.files)  # before any train step runs
-        checkout(ctx, plan, ctx.workdir)
         trainer = LocalTrainer(ctx.target, plan, ctx.workdir)
         score = scorer(hold, evaluator, holdout_dir, ctx.workdir / "score", float(ctx.target.budget.wall_seconds))
         v = measure(ctx.target, plan, trainer, score, trainer.test())
@@ -155,7 +160,8 @@ def score_from_work(ctx: TurnContext, number: int, work: Path, holdout_dir: Path
 
 def _score_recorded(ctx: TurnContext, plan: Plan, work: Path, holdout_dir: Path) -> Verification:
     hold = ctx.target.holdout
-    evaluator = EvaluatorFiles(ctx.repo.path, plan.baseline, hold.files)
+    fetch(ctx, plan)
+    evaluator = EvaluatorFiles(ctx.repo.path, plan.baseline, hold.files)  # from the score step's own clone
     score = scorer(hold, evaluator, holdout_dir, ctx.workdir / "score", float(ctx.target.budget.wall_seconds))
     try:
         train, test_passed = _recorded(work)

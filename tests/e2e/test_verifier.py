@@ -208,3 +208,14 @@ def test_the_score_step_records_a_stale_verification_when_the_head_moved(tiny, t
     ctx = prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), tmp_path / "check")
     [v] = ctx.ledger.experiment(ctx.forge.get_pull(pr)).verifications
     assert v.candidate == planned["candidate"] != moved and not v.passed and v.reason.startswith("stale")
+
+
+def test_a_base_that_moved_after_the_clone_is_the_one_measured(tiny, tmp_path):
+    make, _ = tiny
+    forge, config = make()
+    pr = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n'})
+    cfg = load_harness(config)
+    ctx = prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), tmp_path / "job")
+    moved = commit_and_push(forge, tmp_path / "seed", "advisor", {"README.md": "moved\n"}, start="advisor")
+    v = verify_all(ctx, pr, Path(cfg.fleet.holdout_dir))
+    assert v.baseline == moved and v.passed, v.reason
