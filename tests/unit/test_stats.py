@@ -1,0 +1,177 @@
+"""The verifier's statistics (`senpai.ledger.stats`): each rule's verdicts, direction symmetry, NaN,
+Benjamini–Hochberg, the sequential test, and each rule's false-accept rate over simulated null edits."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as sp
+
+from senpai.config.target import Holdout
+from senpai.ledger.stats import bh_adjust, judge, looks, schedule
+
+RULES = ["noise_floor", "welch", "paired", "bootstrap"]
+NULL_EXPERIMENTS = 2000
+TOLERANCE = 4 * math.sqrt(0.05 * 0.95 / NULL_EXPERIMENTS)  # 4 binomial standard errors at alpha 0.05: about 0.019
+
+
+def hold(rule: str = "welch", **kw) -> Holdout:
+    base = dict(command="python eval.py {artifact}", files=["eval.py"], metric="acc", rule=rule, min_floor=0.0)
+    return Holdout(**{**base, **kw})
+
+
+def test_welch_reason_reads_like_a_reviewer_and_matches_scipy():
+    c, b = [0.95, 0.952, 0.951], [0.80, 0.81, 0.799]
+    j = judge(hold("welch"), "maximize", c, b)
+    expected = sp.ttest_ind(c, b, equal_var=False, alternative="greater")
+    assert j.passed and not j.inconclusive and j.noise_floor is None
+    assert j.p_value == pytest.approx(expected.pvalue) and j.statistic == pytest.approx(expected.statistic)
+    assert j.improvement == pytest.approx(0.148, abs=1e-3)
+    assert j.reason.startswith("acc 0.951 vs 0.803: +0.148, Welch t=") and "< alpha 0.05" in j.reason
+
+
+def test_paired_uses_same_seed_pairs():
+    """A shift smaller than the spread between seeds but the same on every seed: paired sees it, Welch does not."""
+    b = [0.70, 0.80, 0.90, 0.75]
+    c = [x + 0.01 + d for x, d in zip(b, [0.001, -0.001, 0.002, 0.0], strict=True)]
+    assert judge(hold("paired"), "maximize", c, b).passed
+    assert not judge(hold("welch"), "maximize", c, b).passed
+    short = judge(hold("paired"), "maximize", c, b[:3])
+    assert not short.passed and "one candidate and one baseline value per seed" in short.reason
+
+
+def test_bootstrap_bound_and_its_floor_with_three_seeds():
+    c, b = [0.95, 0.96, 0.955, 0.951], [0.80, 0.81, 0.799, 0.805]
+    j = judge(hold("bootstrap"), "maximize", c, b)
+    assert j.passed and 0 < j.statistic < j.improvement and "bootstrap 95% lower bound" in j.reason
+    assert judge(hold("bootstrap"), "maximize", c, b) == j  # fixed seed: the gate re-derives the same verdict
+    # 3 seeds a side: null values separate completely 1 time in 20, so p can never go below 0.05
+    three = judge(hold("bootstrap"), "maximize", c[:3], b[:3])
+    assert not three.passed and three.p_value == pytest.approx(1 / 20)
+
+
+def test_min_delta_and_the_exact_case():
+    j = judge(hold("welch", min_delta=0.2), "maximize", [0.95, 0.952, 0.951], [0.80, 0.81, 0.799])
+    assert not j.passed and "not above min_delta 0.2" in j.reason
+    exact = judge(hold("welch"), "minimize", [0.1, 0.1, 0.1], [0.2, 0.2, 0.2])  # no spread at all: the difference is exact
+    assert exact.passed and exact.p_value == 0.0
+    assert not judge(hold("welch"), "maximize", [0.1, 0.1], [0.1, 0.1]).passed
+
+
+def test_noise_floor_rule():
+    h = hold("noise_floor", noise_k=2.0, min_floor=0.005)
+    j = judge(h, "maximize", [0.95, 0.96, 0.955], [0.90, 0.91, 0.905])
+    assert j.passed and j.noise_floor == pytest.approx(0.01) and j.p_value is None
+    assert "> noise floor 0.01 (2 x stdev 0.005, at least 0.005)" in j.reason
+    small = judge(h, "maximize", [0.906, 0.915, 0.91], [0.90, 0.91, 0.905])
+    assert not small.passed and not small.inconclusive
+    assert judge(h, "maximize", [0.906, 0.915, 0.91], [0.90, 0.91, 0.905], look=1, looks=3).inconclusive
+
+
+def test_sequential_looks_spend_alpha_and_stop_for_futility():
+    h = hold("welch", seeds=[0, 1, 2], max_seeds=9)
+    assert schedule(h) == [3, 6, 9] and looks(h) == 3
+    assert schedule(hold(seeds=[0, 1, 2], max_seeds=10)) == [3, 6, 9, 10] and schedule(hold()) == [3]
+    c, b = [0.91, 0.93, 0.90], [0.89, 0.91, 0.90]  # better, not yet significant
+    first = judge(h, "maximize", c, b, look=1, looks=3)
+    assert not first.passed and first.inconclusive and "inconclusive at look 1 of 3" in first.reason
+    assert "alpha 0.05/3 looks = 0.0167" in first.reason
+    assert not judge(h, "maximize", c, b, look=3, looks=3).inconclusive  # no look left
+    assert not judge(h, "maximize", b, c, look=1, looks=3).inconclusive  # worse: more seeds will not help
+    c, b = [0.92, 0.95, 0.94], [0.90, 0.92, 0.91]
+    assert 0.05 / 3 < judge(h, "maximize", c, b).p_value < 0.05  # passes with one look, not with three
+    assert judge(h, "maximize", c, b).passed and not judge(h, "maximize", c, b, look=1, looks=3).passed
+
+
+values = st.lists(st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False), min_size=2, max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(RULES), values, values, st.integers(1, 3))
+def test_direction_symmetry(rule, c, b, look):
+    """Maximizing x is minimizing -x: the same verdict, improvement, statistic and p-value."""
+    b = b[: len(c)] if rule == "paired" else b
+    c = c[: len(b)] if rule == "paired" else c
+    h = hold(rule)
+    up = judge(h, "maximize", c, b, look, 3)
+    down = judge(h, "minimize", [-x for x in c], [-x for x in b], look, 3)
+    assert (up.passed, up.inconclusive, up.p_value, up.statistic) == (
+        down.passed,
+        down.inconclusive,
+        down.p_value,
+        down.statistic,
+    )
+    assert up.improvement == pytest.approx(down.improvement) and up.noise_floor == pytest.approx(down.noise_floor)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(RULES), values, values, st.sampled_from([math.nan, math.inf, -math.inf]), st.booleans(), st.data())
+def test_a_nan_or_infinite_value_anywhere_fails(rule, c, b, bad, on_candidate, data):
+    side = c if on_candidate else b
+    side.insert(data.draw(st.integers(0, len(side))), bad)
+    j = judge(hold(rule), "maximize", c, b, 1, 3)
+    assert not j.passed and not j.inconclusive and j.improvement is None and "is not a finite number" in j.reason
+
+
+def test_bh_matches_a_hand_computed_example():
+    # sorted 0.005, 0.01, 0.03, 0.04 -> x4/1, x4/2, x4/3, x4/4 = 0.02, 0.02, 0.04, 0.04 (already monotone)
+    assert bh_adjust([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.02, 0.04, 0.04, 0.02])
+    # step-up: 0.04 x 3/2 = 0.06 is lowered to the next rank's 0.045 x 3/3
+    assert bh_adjust([0.04, 0.045, 0.001]) == pytest.approx([0.045, 0.045, 0.003])
+    assert bh_adjust([]) == [] and bh_adjust([0.2]) == [0.2]
+    assert bh_adjust([math.nan, 0.01]) == pytest.approx([1.0, 0.02])  # a NaN counts as a comparison, never significant
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=30))
+def test_bh_is_monotone_and_never_below_the_raw_p(ps):
+    adjusted = bh_adjust(ps)
+    assert all(p <= a <= 1 for p, a in zip(ps, adjusted, strict=True))
+    for i in range(len(ps)):
+        for k in range(len(ps)):
+            if ps[i] <= ps[k]:
+                assert adjusted[i] <= adjusted[k]
+
+
+def _accept_rate(h: Holdout, effect: float, experiments: int, seed: int = 2026) -> float:
+    """Share of simulated experiments the verifier accepts: normal holdout values (sd 1), the candidate
+    `effect` sd better, looking at `schedule(h)` seeds until a verdict is not inconclusive."""
+    rng, plan, accepted = np.random.default_rng(seed), schedule(h), 0
+    for _ in range(experiments):
+        c, b = rng.normal(effect, 1, plan[-1]), rng.normal(0, 1, plan[-1])
+        for look, n in enumerate(plan, 1):
+            j = judge(h, "maximize", list(c[:n]), list(b[:n]), look, len(plan))
+            if not j.inconclusive:
+                break
+        accepted += j.passed
+    return accepted / experiments
+
+
+@pytest.mark.parametrize(
+    "rule, seeds, max_seeds, experiments",
+    [
+        ("welch", 3, None, NULL_EXPERIMENTS),
+        ("paired", 3, None, NULL_EXPERIMENTS),
+        ("bootstrap", 4, None, NULL_EXPERIMENTS),
+        ("welch", 3, 9, NULL_EXPERIMENTS),
+        ("paired", 3, 9, NULL_EXPERIMENTS),
+        ("bootstrap", 3, 9, NULL_EXPERIMENTS // 2),  # up to 3 bootstraps of 9999 resamples per experiment
+    ],
+)
+def test_false_accept_rate_on_null_edits_is_at_most_alpha(rule, seeds, max_seeds, experiments):
+    """A behaviour count over simulated null edits (fixed seed); and the rule does accept a real effect."""
+    h = hold(rule, seeds=list(range(seeds)), max_seeds=max_seeds)
+    rate = _accept_rate(h, 0.0, experiments)
+    tolerance = 4 * math.sqrt(h.alpha * (1 - h.alpha) / experiments)
+    assert rate <= h.alpha + tolerance, f"{rule}: {rate:.4f} of null edits accepted"
+    assert _accept_rate(h, 4.0, 100) >= 0.8  # 4 sd better: a rule that never accepts would pass the line above
+
+
+def test_noise_floor_accepts_null_edits_as_often_as_its_t_bound_says():
+    """No alpha is claimed: with min_floor 0, a null edit passes when t(n-1) > noise_k sqrt(n/2)
+    (6.7% for 3 seeds, k 2); min_floor lowers it."""
+    h = hold("noise_floor", seeds=[0, 1, 2], noise_k=2.0, min_floor=0.0)
+    expected = float(sp.t.sf(2.0 * math.sqrt(3 / 2), df=2))
+    assert _accept_rate(h, 0.0, NULL_EXPERIMENTS) == pytest.approx(expected, abs=TOLERANCE)
+    assert _accept_rate(hold("noise_floor", seeds=[0, 1, 2], min_floor=2.0), 0.0, NULL_EXPERIMENTS) < expected / 2
