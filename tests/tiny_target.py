@@ -65,7 +65,7 @@ def train_py(shift: float = 0.0) -> str:
     return TRAIN.replace("SHIFT", repr(shift))
 
 
-def files(**holdout) -> dict[str, str]:
+def files(test: str | None = None, **holdout) -> dict[str, str]:
     config = {
         "name": "tiny",
         "train": "python train.py",
@@ -75,6 +75,7 @@ def files(**holdout) -> dict[str, str]:
         "protected": ["score.py"],
         "scope": ["params.json", "*.py"],
         "budget": {"wall_seconds": 60, "attempts": 1},
+        **({"test": test} if test else {}),
     }
     return {
         "senpai.yaml": yaml.safe_dump(config),
@@ -91,13 +92,13 @@ def sealed_holdout(root: Path, target: float = 0.8) -> Path:
     return root
 
 
-def tiny_repo(base_url: str, seed: Path, **holdout) -> tuple[GitHubForge, ForgeSettings]:
+def tiny_repo(base_url: str, seed: Path, test: str | None = None, **holdout) -> tuple[GitHubForge, ForgeSettings]:
     """A new repository `senpai/tiny-<hex>` on the local forge whose `main` and `advisor` hold the tiny target."""
     name = f"tiny-{uuid.uuid4().hex[:10]}"
     settings = ForgeSettings(base_url=base_url, repo=f"senpai/{name}", token_env="SENPAI_DEMO_TOKEN", base_branch="advisor")
     create_repository(settings, TOKEN, name)
     forge = GitHubForge(settings, TOKEN)
-    seed_repository(forge, seed, files(**holdout))
+    seed_repository(forge, seed, files(test, **holdout))
     return forge, settings
 
 

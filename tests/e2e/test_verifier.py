@@ -54,8 +54,8 @@ def tiny(local_forge, tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     holdout = sealed_holdout(tmp_path / "sealed")
 
-    def make(**hold):
-        forge, settings = tiny_repo(local_forge.base_url, tmp_path / "seed", **hold)
+    def make(test: str | None = None, **hold):
+        forge, settings = tiny_repo(local_forge.base_url, tmp_path / "seed", test, **hold)
         config = write_config(tmp_path / "run", local_forge.base_url, 1, 1, repo=settings.repo)
         data = yaml.safe_load(config.read_text())
         data["fleet"]["holdout_dir"] = str(holdout)
@@ -219,3 +219,17 @@ def test_a_base_that_moved_after_the_clone_is_the_one_measured(tiny, tmp_path):
     moved = commit_and_push(forge, tmp_path / "seed", "advisor", {"README.md": "moved\n"}, start="advisor")
     v = verify_all(ctx, pr, Path(cfg.fleet.holdout_dir))
     assert v.baseline == moved and v.passed, v.reason
+
+
+CHECK = """python -c 'import ast; assert ast.literal_eval(open("params.json").read())["w"] <= 0.6'"""
+
+
+@pytest.mark.parametrize("w, test_passed", [(0.7, False), (0.6, True)])
+def test_the_targets_test_command_must_pass_on_the_candidate(tiny, tmp_path, w, test_passed):
+    make, _ = tiny
+    forge, config = make(test=CHECK)
+    pr = open_candidate(forge, tmp_path / "seed", {"params.json": f'{{"w": {w}}}\n'})
+    v = _verify(config, pr, tmp_path / "job")
+    assert v.test_passed is test_passed and v.passed is test_passed, v.reason
+    if not test_passed:
+        assert v.seeds == [] and "test command failed" in v.reason
