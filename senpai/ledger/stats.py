@@ -159,10 +159,19 @@ def _mean_difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray
     return np.mean(x, axis=axis) - np.mean(y, axis=axis)
 
 
+def _welch_df(c: np.ndarray, b: np.ndarray) -> float:
+    """Welch–Satterthwaite degrees of freedom (n_c + n_b - 2 when neither side varies)."""
+    vc, vb = np.var(c, ddof=1) / len(c), np.var(b, ddof=1) / len(b)
+    if vc + vb == 0:
+        return float(len(c) + len(b) - 2)
+    return float((vc + vb) ** 2 / (vc**2 / (len(c) - 1) + vb**2 / (len(b) - 1)))
+
+
 def _bootstrap(c: np.ndarray, b: np.ndarray, alpha: float) -> tuple[float, float, str]:
     """(lower bound, p, text).  Expanded percentile: the level alpha' = Phi(sqrt(n/(n-1)) t_alpha,df)
-    makes the percentile bound as wide as a t-bound (n the smaller side, df = n_c + n_b - 2)."""
-    n, df = min(len(c), len(b)), len(c) + len(b) - 2
+    makes the percentile bound as wide as a t-bound (n the smaller side, df Welch–Satterthwaite's:
+    with n_c + n_b - 2 it accepted 5.8% of null edits with 4 seeds a side, with n - 1 only 3.6%)."""
+    n, df = min(len(c), len(b)), _welch_df(c, b)
     widen = math.sqrt(n / (n - 1))
     level = float(stats.norm.cdf(widen * stats.t.ppf(alpha, df)))
     with warnings.catch_warnings():

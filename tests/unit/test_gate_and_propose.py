@@ -7,7 +7,8 @@ from senpai.agents.search.propose import point_key, propose
 from senpai.config.target import Metric, ParamSpec, TargetConfig
 from senpai.errors import MergeRefused, PermanentError
 from senpai.ledger.blocks import Verification
-from senpai.ledger.gate import check_merge
+from senpai.ledger.experiment import Experiment
+from senpai.ledger.gate import check_merge, rival_p_values
 from senpai.ledger.stats import judge
 
 TARGET = TargetConfig.model_validate(
@@ -130,6 +131,29 @@ def test_competing_verifications_are_corrected_with_benjamini_hochberg():
     refused = r"Benjamini-Hochberg over 6 verifications against base bbbbbbbb \(with #2, #3, #4, #5, #6\): p=0.011 becomes 0.064"
     with pytest.raises(MergeRefused, match=refused + " >= alpha 0.05"):
         check_merge(TARGET, H, B, ["params.json"], v, rivals={n: 0.9 for n in range(2, 7)})
+
+
+def test_rivals_are_the_latest_verification_of_each_other_pr_against_the_same_base():
+    def exp(pr: int, *vs: Verification) -> Experiment:
+        return Experiment(
+            pr=pr, title="t", url="u", branch="b", head=H, student="ada", state="closed", updated_at="2026-01-01T00:00:00+00:00",
+            hypothesis=None, evidence=[], verifications=list(vs), decisions=[],
+        )  # fmt: skip
+
+    null = dict(candidate_values=[0.80, 0.81, 0.80], baseline_values=[0.80, 0.81, 0.799])
+    exps = [
+        exp(1, _v()),  # the PR being merged: not its own rival
+        exp(2, _v(pr=2), _v(pr=2, **null)),  # the latest counts, re-judged from its numbers
+        exp(3, _v(pr=3, baseline="y" * 40)),  # another base: not competing
+        exp(4, _v(pr=4, candidate_values=[float("nan"), 0.9, 0.9])),  # a NaN still counts, as p = 1
+        exp(5),
+    ]
+    rivals = rival_p_values(TARGET, exps, 1, B)
+    assert sorted(rivals) == [2, 4] and rivals[4] == 1.0
+    expected = judge(TARGET.holdout, "maximize", null["candidate_values"], null["baseline_values"]).p_value
+    assert rivals[2] == pytest.approx(expected) and expected > 0.3
+    floor = TARGET.model_copy(update={"holdout": TARGET.holdout.model_copy(update={"rule": "noise_floor", "min_floor": 0.01})})
+    assert rival_p_values(floor, exps, 1, B) == {}
 
 
 def test_noise_floor_target_is_judged_by_its_floor():
