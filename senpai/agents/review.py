@@ -15,6 +15,7 @@ from senpai.ledger import transitions
 from senpai.ledger.baseline import Baseline
 from senpai.ledger.blocks import Decision, Verification
 from senpai.ledger.experiment import Experiment
+from senpai.ledger.gate import rival_p_values
 
 
 def decision(exp: Experiment, verdict: str, reason: str, **numbers) -> Decision:
@@ -24,8 +25,14 @@ def decision(exp: Experiment, verdict: str, reason: str, **numbers) -> Decision:
 
 
 def apply(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline: Baseline, d: Decision) -> None:
-    """`transitions.decide` for the current base (the merge gate applies to merges)."""
-    transitions.decide(ctx.forge, pr, exp, d, ctx.target, baseline.commit)
+    """`transitions.decide` for the current base (the merge gate applies to merges, with the trusted
+    associations whose `/senpai allow compute` counts and the p-values of competing verifications)."""
+    if d.verdict != "merge":
+        transitions.decide(ctx.forge, pr, exp, d, ctx.target, baseline.commit)
+        return
+    rivals = rival_p_values(ctx.target, ctx.ledger.experiments(), exp.pr, baseline.commit)
+    trusted = ctx.harness.forge.trusted
+    transitions.decide(ctx.forge, pr, exp, d, ctx.target, baseline.commit, trusted=trusted, rivals=rivals)
 
 
 def verified_numbers(v: Verification) -> dict[str, float | str | None]:
@@ -50,7 +57,7 @@ def merge_verified(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline:
     numbers = verified_numbers(v)
     try:
         apply(ctx, pr, exp, baseline, decision(exp, "merge", reason, **numbers))
-        return f"#{exp.pr}: merged ({v.improvement:+.4f} > floor {v.noise_floor:.4f})"
+        return f"#{exp.pr}: merged ({v.reason})"
     except MergeRefused as e:
         apply(ctx, pr, exp, baseline, decision(exp, "close", f"merge gate refused: {e}", **numbers))
         return f"#{exp.pr}: closed, merge gate refused: {e}"

@@ -210,10 +210,10 @@ class SteerCommand(BaseModel):
     """One slash command as the wrapper applied it (the fields its verb uses; the rest stay empty)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    verb: Literal["pause", "resume", "budget", "try", "stop"]
+    verb: Literal["pause", "resume", "budget", "try", "stop", "allow"]
     experiments: int | None = Field(None, description="budget: the new experiment cap.")
     params: dict[str, Scalar] = Field(default_factory=dict, description="try: the human's params, typed by the space.")
-    pr: int | None = Field(None, description="stop: the PR stopped.")
+    pr: int | None = Field(None, description="stop: the PR stopped; allow: the PR allowed more compute than the tolerance.")
     decided: list[int] = Field(default_factory=list, description="resume: PRs decided before it (patience restarts).")
 
 

@@ -12,6 +12,7 @@ All commands of a message are checked before any is applied: one bad line and no
     /senpai budget experiments=N        cap experiments in all at N (overrides max_experiments)
     /senpai try key=value ...           open this params point next, before any proposal
     /senpai stop                        on a PR: stop its job and close it with a decision
+    /senpai allow compute               on a PR: the merge gate accepts its compute over the tolerance
 """
 
 import math
@@ -29,7 +30,8 @@ SYNTAX = """Slash commands (one per line, from the repository's owner, members o
 - `/senpai resume`: open new experiments again (also after a patience pause)
 - `/senpai budget experiments=N`: allow N experiments in all (N >= 1)
 - `/senpai try key=value ...`: open this hypothesis for the next idle student, before any proposal
-- `/senpai stop`: on an experiment PR: stop its job and close the PR"""
+- `/senpai stop`: on an experiment PR: stop its job and close the PR
+- `/senpai allow compute`: on an experiment PR: let it merge although it trains with more compute than senpai.yaml's tolerance"""
 
 
 class CommandError(ValueError):
@@ -89,6 +91,12 @@ def to_command(line: str, space: dict[str, ParamSpec] | None, on_pr: int | None)
         if verb == "stop" and on_pr is None:
             raise CommandError("`/senpai stop` works in a comment on the experiment PR to stop")
         return SteerCommand(verb=verb, pr=on_pr if verb == "stop" else None)
+    if verb == "allow":
+        if [w.lower() for w in words] != ["compute"]:
+            raise CommandError(f"`{_quote(line)}`: expected `/senpai allow compute`")
+        if on_pr is None:
+            raise CommandError("`/senpai allow compute` works in a comment on the experiment PR it allows")
+        return SteerCommand(verb="allow", pr=on_pr)
     if verb not in ("budget", "try"):
         raise CommandError(f"`{_quote(line)}`: unknown command `{_quote(verb)}`")
     args = _pairs(line, words)

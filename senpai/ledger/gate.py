@@ -1,13 +1,19 @@
 """The merge gate: pure checks the harness applies before any merge, whoever asked for it.
 
-The verdict of an advisor (LLM or search) never bypasses this; `transitions.decide` calls it.
+The verdict of an advisor (LLM or search) never bypasses this; `transitions.decide` calls it.  The
+gate re-derives the verdict from the numbers in the verification block with `stats.judge` and the
+target's senpai.yaml at the base; the block's `passed` can only make it stricter.
 """
 
 import math
 
-from senpai.config.target import TargetConfig
+from senpai.config.target import Holdout, Metric, TargetConfig
 from senpai.errors import MergeRefused
+from senpai.ledger import stats
 from senpai.ledger.blocks import Verification
+from senpai.ledger.experiment import Experiment
+
+ALLOW_COMPUTE = "/senpai allow compute"
 
 
 def protected_touched(target: TargetConfig, files: list[str]) -> list[str]:
@@ -15,28 +21,153 @@ def protected_touched(target: TargetConfig, files: list[str]) -> list[str]:
     return sorted(f for f in files if target.is_protected(f))
 
 
-def check_merge(target: TargetConfig, head: str, base: str, files: list[str], verification: Verification | None) -> None:
-    """Raise MergeRefused unless a merge of `head` into `base` is allowed.
+def out_of_scope(target: TargetConfig, files: list[str]) -> list[str]:
+    """The subset of repo-relative `files` outside `target.scope` (and not protected: reported apart)."""
+    return sorted(f for f in files if not target.is_protected(f) and not target.in_scope(f))
+
+
+def check_merge(
+    target: TargetConfig,
+    head: str,
+    base: str,
+    files: list[str],
+    verification: Verification | None,
+    *,
+    rivals: dict[int, float] | None = None,
+    compute_allowed_by: str | None = None,
+) -> None:
+    """Raise MergeRefused (reason names the files or metrics) unless a merge of `head` into `base` is allowed.
 
     `files` is what the PR changes, as read from the forge now (not from any block).  The
-    verification must measure exactly (`head`, `base`), have finite numbers, and an improvement
-    above its noise floor; the numbers are re-checked here rather than trusting `passed`.
+    verification must measure exactly (`head`, `base`) with the holdout metric, have finite
+    numbers, and pass `target.holdout.rule` when re-judged here at the sequential test's last look
+    (alpha / `stats.looks`).  Then: compute within `1 + holdout.compute.tolerance` of the
+    baseline's unless `compute_allowed_by` (the trusted login that posted `/senpai allow compute`
+    on the PR) is set, no guard regressing beyond its tolerance, the target's test passed if it
+    declares one, and the p-value still below alpha after Benjamini–Hochberg over `rivals` (PR ->
+    one-sided p-value of the latest verification of each other PR against the same `base`).
     """
     touched = protected_touched(target, files)
     if touched:
         raise MergeRefused(f"the diff touches protected paths: {', '.join(touched)}")
+    outside = out_of_scope(target, files)
+    if outside:
+        allowed = ", ".join(target.scope or [target.params.file])
+        raise MergeRefused(f"the diff changes files outside the experiment's scope ({allowed}): {', '.join(outside)}")
     if verification is None:
         raise MergeRefused("no verification of this head against the current baseline")
-    if verification.candidate != head or verification.baseline != base:
+    v, hold = verification, target.holdout
+    if v.candidate != head or v.baseline != base:
         raise MergeRefused(
-            f"verification is stale: it measured {verification.candidate[:8]} vs {verification.baseline[:8]}, "
-            f"the PR is {head[:8]} vs {base[:8]}"
+            f"verification is stale: it measured {v.candidate[:8]} vs {v.baseline[:8]}, the PR is {head[:8]} vs {base[:8]}"
         )
-    numbers = [*verification.candidate_values, *verification.baseline_values]
-    numbers += [verification.improvement, verification.noise_floor]
-    if not numbers or any(n is None or not math.isfinite(n) for n in numbers):
-        raise MergeRefused("a verification metric is NaN, infinite or missing")
-    if not verification.passed or verification.improvement <= verification.noise_floor:
+    judgement = _verdict(hold, target.metric, v)
+    problems = [_compute(hold, v, compute_allowed_by), *_guards(hold, v), _test(target, v)]
+    problems = [p for p in problems if p]
+    if problems:
+        raise MergeRefused("; ".join(problems))
+    _multiple(hold, judgement, rivals or {}, base)
+
+
+def _verdict(hold: Holdout, metric: Metric, v: Verification) -> stats.Judgement:
+    """The rule's verdict, re-derived from the block's values. Raises MergeRefused."""
+    if v.metric != hold.metric:
+        raise MergeRefused(f"verification measured {v.metric!r}, but senpai.yaml's holdout metric is {hold.metric!r}")
+    numbers = [*v.candidate_values, *v.baseline_values, *(x for x in (v.improvement, v.noise_floor) if x is not None)]
+    if not v.candidate_values or not v.baseline_values or not all(math.isfinite(n) for n in numbers):
+        raise MergeRefused(f"a verification metric is NaN, infinite or missing ({hold.metric})")
+    fewest = min(len(v.candidate_values), len(v.baseline_values))
+    if fewest < len(hold.seeds):
+        raise MergeRefused(f"verification has {fewest} seed(s) a side; senpai.yaml declares {len(hold.seeds)}")
+    looks = stats.looks(hold)
+    judgement = stats.judge(hold, metric.direction, v.candidate_values, v.baseline_values, look=looks, looks=looks)
+    if not judgement.passed:
+        raise MergeRefused(f"the holdout shows no improvement by rule {hold.rule}: {judgement.reason}")
+    if not v.passed:
+        raise MergeRefused(f"the verifier did not pass it: {v.reason}")
+    return judgement
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs)
+
+
+def _ratio(candidate: float, baseline: float) -> float:
+    if baseline <= 0:
+        return 1.0 if candidate <= 0 else math.inf
+    return candidate / baseline
+
+
+def _compute(hold: Holdout, v: Verification, allowed_by: str | None) -> str | None:
+    """Why the candidate's training compute is refused (None if within tolerance or allowed)."""
+    if allowed_by is not None:
+        return None
+    c, figures = hold.compute, []
+    if c.seconds:
+        figures.append(("training seconds", v.candidate_seconds, v.baseline_seconds))
+    if c.key:
+        figures.append((f"compute figure {c.key!r}", v.candidate_compute, v.baseline_compute))
+    over = []
+    for name, cand, base in figures:
+        if not cand or not base or not all(math.isfinite(x) for x in [*cand, *base]):
+            over.append(f"{name} not measured (or not finite) for both sides")
+            continue
+        ratio = _ratio(_mean(cand), _mean(base))
+        if ratio > 1 + c.tolerance:
+            over.append(f"{name} {_mean(cand):.4g} vs {_mean(base):.4g} is x{ratio:.2f}, over 1 + tolerance {c.tolerance:g}")
+    if not over:
+        return None
+    return f"compute is not matched: {'; '.join(over)} (a trusted human may allow this PR with `{ALLOW_COMPUTE}`)"
+
+
+def _guards(hold: Holdout, v: Verification) -> list[str]:
+    """One reason per guard metric that is missing or regresses beyond its tolerance."""
+    out = []
+    for name, g in sorted(hold.guards.items()):
+        pair = v.guards.get(name)
+        if pair is None or len(pair) != 2 or not all(math.isfinite(x) for x in pair):
+            out.append(f"guard {name} was not measured (or not finite)")
+            continue
+        regression = -Metric(name=name, direction=g.direction).better(pair[0], pair[1])
+        if regression > g.tolerance:
+            out.append(f"guard {name} regressed: {pair[0]:.4g} vs baseline {pair[1]:.4g} (tolerance {g.tolerance:g})")
+    return out
+
+
+def _test(target: TargetConfig, v: Verification) -> str | None:
+    if target.test is None or v.test_passed is True:
+        return None
+    what = "failed on the candidate" if v.test_passed is False else "was not run"
+    return f"the target's test command {what}"
+
+
+def _multiple(hold: Holdout, judgement: stats.Judgement, rivals: dict[int, float], base: str) -> None:
+    """Benjamini–Hochberg over this PR's p-value and its rivals'. Raises MergeRefused."""
+    if judgement.p_value is None or not rivals:
+        return
+    alpha = hold.alpha / stats.looks(hold)
+    adjusted = stats.bh_adjust([judgement.p_value, *rivals.values()])[0]
+    if adjusted >= alpha:
+        others = ", ".join(f"#{n}" for n in sorted(rivals))
         raise MergeRefused(
-            f"improvement {verification.improvement:+.4f} does not beat the noise floor {verification.noise_floor:.4f}"
+            f"not significant after Benjamini-Hochberg over {len(rivals) + 1} verifications against base {base[:8]} "
+            f"(with {others}): p={judgement.p_value:.2g} becomes {adjusted:.2g} >= alpha {alpha:.3g}"
         )
+
+
+def rival_p_values(target: TargetConfig, exps: list[Experiment], pr: int, base: str) -> dict[int, float]:
+    """PR -> one-sided p-value, re-judged from the numbers, of the latest verification of every other
+    PR (open or decided) against `base`: the candidates competing for that baseline (its lifetime is
+    the window).  Empty for the noise_floor rule (it has no p-value)."""
+    looks, out = stats.looks(target.holdout), {}
+    for e in exps:
+        found = [v for v in e.verifications if v.baseline == base and v.metric == target.holdout.metric]
+        if e.pr == pr or not found:
+            continue
+        v = found[-1]
+        j = stats.judge(target.holdout, target.metric.direction, v.candidate_values, v.baseline_values, looks, looks)
+        if j.p_value is not None:
+            out[e.pr] = j.p_value
+        elif j.improvement is None and target.holdout.rule != "noise_floor":
+            out[e.pr] = 1.0  # a NaN verification still counts as a comparison made
+    return out

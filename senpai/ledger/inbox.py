@@ -121,6 +121,7 @@ class SteerState:
     resumed_after: frozenset[int] = frozenset()  # PRs decided before the last resume (patience restarts)
     tries: tuple[Try, ...] = ()
     stops: dict[int, str] = field(default_factory=dict)  # PR -> login that sent `/senpai stop`
+    compute_allowed: dict[int, str] = field(default_factory=dict)  # PR -> login that sent `/senpai allow compute`
 
 
 def steer_blocks(comments: list[Comment], bot: str, current: list[Inbound]) -> list[tuple[Comment, Steer]]:
@@ -160,6 +161,15 @@ def apply_command(state: SteerState, block: Steer, index: int, c: SteerCommand) 
         return replace(state, experiments=c.experiments)
     if c.verb == "try":
         return replace(state, tries=(*state.tries, Try(f"{block.message}/{index}", block.author, dict(c.params))))
-    if c.pr is not None:
+    if c.verb == "allow" and c.pr is not None:
+        return replace(state, compute_allowed={**state.compute_allowed, c.pr: block.author})
+    if c.verb == "stop" and c.pr is not None:
         return replace(state, stops={**state.stops, c.pr: block.author})
     return state
+
+
+def compute_allowance(pr: PullRequest, comments: list[Comment], trusted: list[str], bot: str) -> str | None:
+    """The login of the trusted human whose `/senpai allow compute` on `pr` the bot acknowledged and
+    that still stands (not edited or deleted since), else None.  `comments` are the PR's."""
+    state = fold(steer_blocks(comments, bot, pr_inbox(pr, comments, trusted, bot)))
+    return state.compute_allowed.get(pr.number)

@@ -136,7 +136,9 @@ def _welch(c: np.ndarray, b: np.ndarray, alpha: float) -> tuple[float, float, st
     if np.ptp(c) == 0 and np.ptp(b) == 0:  # np.var of equal floats can be 1e-35, not 0
         t, p = _exact(float(c.mean() - b.mean()))
     else:
-        r = stats.ttest_ind(c, b, equal_var=False, alternative="greater")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # nearly equal values warn of precision loss; the p-value is still usable
+            r = stats.ttest_ind(c, b, equal_var=False, alternative="greater")
         t, p = float(r.statistic), float(r.pvalue)
     return t, p, f"Welch t={t:.2g}"
 
@@ -146,7 +148,9 @@ def _paired(c: np.ndarray, b: np.ndarray, alpha: float) -> tuple[float, float, s
     if np.ptp(d) == 0:
         t, p = _exact(float(d.mean()))
     else:
-        r = stats.ttest_rel(c, b, alternative="greater")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # as in _welch
+            r = stats.ttest_rel(c, b, alternative="greater")
         t, p = float(r.statistic), float(r.pvalue)
     return t, p, f"paired t={t:.2g}"
 
@@ -155,10 +159,19 @@ def _mean_difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray
     return np.mean(x, axis=axis) - np.mean(y, axis=axis)
 
 
+def _welch_df(c: np.ndarray, b: np.ndarray) -> float:
+    """Welch–Satterthwaite degrees of freedom (n_c + n_b - 2 when neither side varies)."""
+    vc, vb = np.var(c, ddof=1) / len(c), np.var(b, ddof=1) / len(b)
+    if vc + vb == 0:
+        return float(len(c) + len(b) - 2)
+    return float((vc + vb) ** 2 / (vc**2 / (len(c) - 1) + vb**2 / (len(b) - 1)))
+
+
 def _bootstrap(c: np.ndarray, b: np.ndarray, alpha: float) -> tuple[float, float, str]:
     """(lower bound, p, text).  Expanded percentile: the level alpha' = Phi(sqrt(n/(n-1)) t_alpha,df)
-    makes the percentile bound as wide as a t-bound (n the smaller side, df = n_c + n_b - 2)."""
-    n, df = min(len(c), len(b)), len(c) + len(b) - 2
+    makes the percentile bound as wide as a t-bound (n the smaller side, df Welch–Satterthwaite's:
+    with n_c + n_b - 2 it accepted 5.8% of null edits with 4 seeds a side, with n - 1 only 3.6%)."""
+    n, df = min(len(c), len(b)), _welch_df(c, b)
     widen = math.sqrt(n / (n - 1))
     level = float(stats.norm.cdf(widen * stats.t.ppf(alpha, df)))
     with warnings.catch_warnings():

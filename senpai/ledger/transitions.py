@@ -17,6 +17,7 @@ from senpai.forge.base import Forge, Issue, PullRequest
 from senpai.ledger.blocks import BudgetReport, Decision, Evidence, Hypothesis, Verification
 from senpai.ledger.experiment import Experiment, own_pull
 from senpai.ledger.gate import check_merge
+from senpai.ledger.inbox import compute_allowance
 from senpai.ledger.labels import SENPAI, Status, status_of, student_label, with_status
 from senpai.ledger.records import hashed, marker, marker_of, neutral, record_marker, record_text
 from senpai.ledger.redact import redact
@@ -155,13 +156,25 @@ def _pinned(forge: Forge, d: Decision, base_sha: str, merge_commit: str | None) 
     return d.model_copy(update={"base": base_sha, "merged_onto": parents[0] if parents else None})
 
 
-def decide(forge: Forge, pr: PullRequest, exp: Experiment, d: Decision, target: TargetConfig | None, base_sha: str) -> None:
+def decide(
+    forge: Forge,
+    pr: PullRequest,
+    exp: Experiment,
+    d: Decision,
+    target: TargetConfig | None,
+    base_sha: str,
+    *,
+    trusted: list[str] | None = None,
+    rivals: dict[int, float] | None = None,
+) -> None:
     """Apply the advisor's verdict on `pr` at head `d.head`.
 
     merge: passes the merge gate (raises MergeRefused), then a real merge (raises MergeConflict),
     then the decision comment.  close: comment, then close.  changes: comment, then → changes.
     Preconditions: PR open in review or verifying and `d.head` is its current head; a merge needs
-    `target` (its protected paths); close and changes do not read it.
+    `target` (its protected paths); close and changes do not read it.  For a merge, `trusted`
+    (author associations, `forge.trusted`) says whose `/senpai allow compute` on the PR counts (None:
+    nobody's), and `rivals` are the p-values of competing verifications (`gate.rival_p_values`).
     Replay after a crash finishes the step (a merged PR with no decision gets its comment).
     """
     mark = record_marker(d)
@@ -177,7 +190,9 @@ def decide(forge: Forge, pr: PullRequest, exp: Experiment, d: Decision, target: 
         if target is None:
             raise TransitionError(f"merging PR #{pr.number} needs the target's senpai.yaml (protected paths)")
         verification = exp.verification_for(pr.head_sha, base_sha)
-        check_merge(target, pr.head_sha, base_sha, forge.pull_files(pr.number), verification)
+        allowed_by = compute_allowance(pr, forge.list_comments(pr.number), trusted, forge.login) if trusted else None
+        files = forge.pull_files(pr.number)
+        check_merge(target, pr.head_sha, base_sha, files, verification, rivals=rivals, compute_allowed_by=allowed_by)
         # the head that was verified: a commit pushed since then makes the forge refuse (MergeConflict)
         merged = forge.merge_pull(pr.number, f"senpai: merge #{pr.number} ({d.reason})", pr.head_sha)
         d = _pinned(forge, d, base_sha, merged)

@@ -7,7 +7,8 @@ steering state (paused, experiment cap, queued tries) is folded from these block
 tick, restarting the wrapper or deleting its state store applies nothing twice and loses nothing.
 `/senpai stop` has effects outside the ack (job deleted, PR closed): they follow the ack, and
 `enforce_stops` makes every acknowledged stop true on each refresh, so a crash in between is
-finished by the next tick.
+finished by the next tick.  `/senpai allow compute` is only its ack: the merge gate reads it from
+the PR's comments (`inbox.compute_allowance`).
 
 Free-text messages become events (see `policy.pending_messages`); once one is handed to a job the
 wrapper acknowledges "delivered to ...", and `ack_deliveries` repairs a missing ack after a crash.
@@ -166,7 +167,7 @@ class Steering:
         """Completes `c` with what the ledger says, or raises CommandError before anything is applied."""
         if c.verb == "resume":
             return c.model_copy(update={"decided": sorted(e.pr for e in exps if e.decided)})
-        if c.verb == "stop":
+        if c.verb in ("stop", "allow"):
             exp = next((e for e in exps if e.pr == c.pr), None)
             if exp is None or exp.decided:
                 raise CommandError(f"PR #{c.pr} is not an open senpai experiment")
@@ -184,6 +185,8 @@ class Steering:
             point = ", ".join(f"`{k}={v}`" for k, v in c.params.items())
             when = " after `/senpai resume`" if state.paused else ""
             return f"queued {point}: it is opened for the next idle student{when}, before any proposal"
+        if c.verb == "allow":
+            return f"allowed PR #{c.pr} more compute than senpai.yaml's tolerance: the merge gate accepts its compute"
         live = [j.name for j in jobs if j.pr == c.pr and not j.done]
         return f"stopped PR #{c.pr}: " + (f"deleting job {', '.join(live)}, " if live else "") + "closing it with a decision"
 

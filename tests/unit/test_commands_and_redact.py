@@ -4,28 +4,23 @@ import base64
 
 import pytest
 
-from senpai.config.target import TargetConfig
-from senpai.ledger.blocks import Evidence, PrimaryResult, parse, render
+from senpai.config.target import Params
+from senpai.ledger.blocks import Evidence, PrimaryResult, SteerCommand, parse, render
 from senpai.ledger.commands import CommandError, command_lines, parse_commands
 from senpai.ledger.redact import REDACTED, redact, register_secret
 
-SPACE = TargetConfig.model_validate(
+SPACE = Params.model_validate(
     {
-        "name": "t",
-        "train": "python train.py",
-        "metric": {"name": "acc", "direction": "maximize"},
-        "params": {
-            "file": "p.json",
-            "space": {
-                "width": {"type": "int", "low": 8, "high": 128},
-                "lr": {"type": "float", "low": 1e-4, "high": 0.1, "log": True},
-                "act": {"type": "categorical", "choices": ["relu", "tanh"]},
-                "batch": {"type": "categorical", "choices": [32, 64]},
-                "bn": {"type": "categorical", "choices": [True, False]},
-            },
+        "file": "p.json",
+        "space": {
+            "width": {"type": "int", "low": 8, "high": 128},
+            "lr": {"type": "float", "low": 1e-4, "high": 0.1, "log": True},
+            "act": {"type": "categorical", "choices": ["relu", "tanh"]},
+            "batch": {"type": "categorical", "choices": [32, 64]},
+            "bn": {"type": "categorical", "choices": [True, False]},
         },
     }
-).params.space
+).space
 
 
 def test_command_lines_are_lines_starting_with_the_word():
@@ -39,6 +34,7 @@ def test_commands_are_checked_and_typed():
     assert [c.verb for c in cmds] == ["budget", "try"] and cmds[0].experiments == 4
     assert cmds[1].params == {"width": 32, "lr": 0.01, "act": "tanh", "batch": 64, "bn": True}
     assert parse_commands("/senpai stop", SPACE, 12)[0].pr == 12
+    assert parse_commands("/senpai allow Compute", None, 12) == [SteerCommand(verb="allow", pr=12)]
     assert parse_commands("/senpai PAUSE", None, None)[0].verb == "pause"
 
 
@@ -49,6 +45,9 @@ def test_commands_are_checked_and_typed():
         ("/senpai dance", None, "unknown command `dance`"),
         ("/senpai pause now", None, "`pause` takes no arguments"),
         ("/senpai stop", None, "works in a comment on the experiment PR"),
+        ("/senpai allow compute", None, "works in a comment on the experiment PR it allows"),
+        ("/senpai allow", 12, "expected `/senpai allow compute`"),
+        ("/senpai allow gpus", 12, "expected `/senpai allow compute`"),
         ("/senpai budget experiments=0", None, "whole number >= 1"),
         ("/senpai budget gpus=3", None, "expected `/senpai budget experiments=N`"),
         ("/senpai try", None, "at least one key=value"),

@@ -107,11 +107,13 @@ def test_state_is_the_fold_of_the_bot_acks_only():
         ack(3, SteerCommand(verb="resume", decided=[4])),
         ack(4, SteerCommand(verb="pause"), user="mallory"),  # a forged ack by someone else counts for nothing
         ack(5, SteerCommand(verb="stop", pr=8)),
+        ack(6, SteerCommand(verb="allow", pr=9)),
     ]
-    current = [inbound(1, cid, "/senpai ...") for cid in (1, 2, 3, 4, 5)]
+    current = [inbound(1, cid, "/senpai ...") for cid in (1, 2, 3, 4, 6, 5)]  # 5 last: edited below
     state = fold(steer_blocks(comments, "senpai", current))
     assert not state.paused and state.experiments == 5 and state.resumed_after == frozenset({4})
     assert [t.ref for t in state.tries] == ["1:2:v2/0", "1:2:v2/1"] and state.stops == {8: "alice"}
+    assert state.compute_allowed == {9: "alice"}  # an allowance is not a stop
     # an ack of a message that is gone (or edited: another version) counts for nothing
     state = fold(steer_blocks(comments, "senpai", [m for m in current if m.message.comment_id != 3]))
     assert state.paused and state.resumed_after == frozenset()
