@@ -100,14 +100,18 @@ class _Reader:
         return b"".join(self.tail)[-TAIL_BYTES:].decode("utf-8", "replace")
 
 
-def run_command(command: str, cwd: Path, env: dict[str, str], timeout: float, log: Path | None = None) -> Outcome:
+def run_command(
+    command: str, cwd: Path, env: dict[str, str], timeout: float, log: Path | None = None, no_python_env: bool = False
+) -> Outcome:
     """Run shell `command` in `cwd` with `env` over the allow-listed os.environ; kill it (and all
-    it started) after `timeout` seconds. The whole output goes to `log` if given."""
+    it started) after `timeout` seconds. The whole output goes to `log` if given. `no_python_env`
+    drops every inherited `PYTHON*` variable (PYTHONPATH, PYTHONSTARTUP...: the verifier's steps)."""
     start = time.monotonic()
     # `python` in a target command is the interpreter running senpai (it has wandb); PATH wins otherwise
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     tag = uuid.uuid4().hex
-    full_env = {**allowed_env(os.environ), "PATH": path, **env, ENV_RUN: tag}
+    inherited = {k: v for k, v in allowed_env(os.environ).items() if not (no_python_env and k.startswith("PYTHON"))}
+    full_env = {**inherited, "PATH": path, **env, ENV_RUN: tag}
     with open(log if log is not None else os.devnull, "wb") as sink:
         proc = subprocess.Popen(
             command, shell=True, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,

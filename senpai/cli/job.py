@@ -2,6 +2,7 @@
 
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import click
@@ -9,17 +10,18 @@ import click
 from senpai.agents.context import prepare_turn
 from senpai.cli.options import config_option
 from senpai.cli.wiring import make_forge, make_tracker
-from senpai.config.harness import load_harness
+from senpai.config.harness import HarnessConfig, LocalFleetSettings, load_harness
+from senpai.config.target import load_target
 from senpai.ledger.events import EventBatch
 from senpai.ledger.redact import redact_own_output
 from senpai.wrapper.dispatch import ENV_EVENTS
 
 
-def _context(config_path: str):
+def _context(config_path: str, workdir: Path | None = None):
     cfg = load_harness(config_path)
     keys = [cfg.forge.token_env, *(r.llm.api_key_env for r in (cfg.runtime.advisor, cfg.runtime.student) if r.llm)]
     redact_own_output([*keys, *(s.env for s in getattr(cfg.fleet, "secret_env", []))])  # before anything prints
-    return prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), Path.cwd())
+    return prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), workdir or Path.cwd())
 
 
 def _events() -> EventBatch:
@@ -68,9 +70,45 @@ def student(config_path: str, pr: int, attempt: int) -> None:
 @job.command()
 @config_option
 @click.option("--pr", type=int, required=True)
-def verify(config_path: str, pr: int) -> None:
-    """Verifier run: holdout for the PR head and the baseline; records the numbers."""
-    from senpai.agents.verifier import verify as run_verify
+@click.option(
+    "--step",
+    type=click.Choice(["all", "checkout", "train", "score"]),
+    default="all",
+    show_default=True,
+    help="all: everything in one process (local fleet); checkout/train/score: one container each (Kubernetes).",
+)
+@click.option("--work", type=click.Path(file_okay=False), default=None, help="Work dir the steps share [cwd].")
+def verify(config_path: str, pr: int, step: str, work: str | None) -> None:
+    """Verifier run: train then score the PR head and the base head per seed; records the numbers.
 
-    v = run_verify(_context(config_path), pr)
-    click.echo(json.dumps({"passed": v.passed, "improvement": v.improvement, "noise_floor": v.noise_floor}))
+    checkout writes WORK/plan.json and the two worktrees; train (no secret, no forge) writes
+    WORK/train.json and WORK/artifacts; score re-reads the PR from the forge, scores the artifacts
+    on the sealed holdout and records the verification.
+    """
+    from senpai.agents import verify_steps as steps
+
+    root = Path(work or Path.cwd()).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    if step == "train":
+        log = steps.train_all(load_target(root / "baseline"), root)
+        click.echo(json.dumps({"trained": len(log.runs), "test_passed": log.test_passed}))
+        return
+    if step == "checkout":
+        plan = steps.checkout_step(_context(config_path, root), pr, root)
+        click.echo(plan.model_dump_json())
+        return
+    ctx = _context(config_path, Path(tempfile.mkdtemp(prefix="score-", dir=root)) if step == "score" else root)
+    holdout = _holdout_dir(ctx.harness) or steps.empty_dir(ctx.workdir / "holdout")
+    if step == "score":
+        v = steps.score_from_work(ctx, pr, root, holdout)
+    else:
+        v = steps.verify_all(ctx, pr, holdout)
+    click.echo(json.dumps({"passed": v.passed, "improvement": v.improvement, "noise_floor": v.noise_floor, "seeds": v.seeds}))
+
+
+def _holdout_dir(cfg: HarnessConfig) -> Path | None:
+    """The sealed holdout: the local fleet's `holdout_dir`, or the verifier Job's mount path."""
+    if isinstance(cfg.fleet, LocalFleetSettings):
+        return Path(cfg.fleet.holdout_dir) if cfg.fleet.holdout_dir else None
+    holdout = getattr(cfg.fleet, "holdout", None)
+    return Path(holdout.mount_path) if holdout else None

@@ -97,17 +97,3 @@ def test_exhausted_space_is_a_permanent_error():
     history = [({"a": 1}, 0.1), ({"a": 2}, 0.2)]
     with pytest.raises(PermanentError, match="exhausted"):
         propose(tiny, METRIC, history, 1, seed=0, tries=10)
-
-
-def test_verifier_verdict_words_match_the_numbers() -> None:
-    from senpai.agents.verifier import verdict
-
-    assert verdict("acc", 0.9, 0.8, 0.1, 0.01) == (True, "acc 0.9000 vs 0.8000: +0.1000 beats the noise floor 0.0100")
-    assert verdict("acc", 0.805, 0.8, 0.005, 0.01)[1].endswith("+0.0050 is within the noise floor 0.0100")
-    assert verdict("acc", 0.6676, 0.95, -0.2824, 0.0111)[1].endswith(
-        "-0.2824 is worse than the baseline by more than the noise floor 0.0111"
-    )
-    assert verdict("acc", float("nan"), 0.8, float("nan"), 0.01) == (
-        False,
-        "a holdout metric is NaN, infinite or missing (crash?)",
-    )

@@ -1,0 +1,149 @@
+"""The verifier's two steps per seed: train (the side's own code) and score (the trusted evaluator).
+
+Train step: the target's `train` command in a checkout of the side's commit, reset and cleaned
+first (`git reset --hard; git clean -ffdx`, so no seed inherits what an earlier one left), with the
+allow-listed environment minus every `PYTHON*` variable, plus `SEED`, `SENPAI_ARTIFACT_DIR` (an
+empty directory it must write its model into), `WANDB_MODE=disabled` and a fresh empty `HOME`.
+Score step: `holdout.command` in a directory created fresh (random name) right before it runs,
+holding only `holdout.files` as they were at the base commit, extracted from a snapshot taken
+before any train step ran (`EvaluatorFiles`). `python`/`python3` on its PATH is a shim that execs
+this interpreter with `-I -P` (no script dir or cwd on sys.path, no `PYTHON*` variable read), and
+the environment is the same scrubbed one: no secret reaches either step.
+"""
+
+import io
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from senpai.agents.artifacts import digest, refusal, set_read_only
+from senpai.agents.measure import Outcome, run_command
+from senpai.config.target import Holdout
+from senpai.errors import ConfigError, PermanentError
+
+MAX_EVALUATOR_BYTES = 256 * 1024**2  # the tar of holdout.files at the base, held in memory
+SHIM = '#!/bin/sh\nexec {python} -I -P "$@"\n'
+
+
+class Trained(BaseModel):
+    """One train step's record (a line of `train.json` on Kubernetes)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    side: Literal["candidate", "baseline"]
+    seed: int
+    returncode: int | None  # None: killed at the timeout
+    seconds: float
+    compute: float | None  # the `holdout.compute.key` value it printed last; None if none
+    artifact: str  # the artifact directory
+    digest: str  # of the artifact directory right after the step
+    tail: str  # last lines of its output
+
+
+class EvaluatorFiles:
+    """`holdout.files` at commit `sha` of the git repository at `repo`, read once into memory.
+
+    Raises ConfigError if a file is not in the commit or the tar exceeds MAX_EVALUATOR_BYTES.
+    `GIT_NO_REPLACE_OBJECTS` keeps `refs/replace` (which a checkout could add) out of the read.
+    """
+
+    def __init__(self, repo: Path, sha: str, files: list[str]) -> None:
+        env = {**os.environ, "GIT_NO_REPLACE_OBJECTS": "1"}
+        proc = subprocess.run(
+            ["git", "-C", str(repo), "archive", "--format=tar", sha, "--", *files], env=env, capture_output=True
+        )
+        if proc.returncode != 0:
+            raise ConfigError(f"holdout.files {files} at {sha[:8]}: {proc.stderr.decode(errors='replace').strip()[-300:]}")
+        if len(proc.stdout) > MAX_EVALUATOR_BYTES:
+            raise ConfigError(f"holdout.files at {sha[:8]} are over {MAX_EVALUATOR_BYTES} bytes")
+        self.sha, self.tar = sha, proc.stdout
+
+    def extract(self, root: Path) -> Path:
+        """A new directory (random name) under `root` holding exactly the evaluator's files."""
+        dest = Path(tempfile.mkdtemp(prefix="evaluator-", dir=root))
+        with tarfile.open(fileobj=io.BytesIO(self.tar)) as tar:
+            tar.extractall(dest, filter="data")
+        return dest
+
+
+def python_shim(directory: Path) -> Path:
+    """`directory` with `python` and `python3` scripts that exec this interpreter with `-I -P`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in ("python", "python3"):
+        shim = directory / name
+        shim.write_text(SHIM.format(python=shlex.quote(sys.executable)))
+        shim.chmod(0o755)
+    return directory
+
+
+def _fresh_home(root: Path) -> str:
+    return tempfile.mkdtemp(prefix="home-", dir=root)
+
+
+def reset_checkout(checkout: Path, sha: str) -> None:
+    """Put `checkout` back to exactly `sha`: tracked files restored, everything untracked removed.
+    Raises PermanentError with git's message if it cannot (an earlier step broke the checkout)."""
+    for args in (["reset", "-q", "--hard", sha], ["clean", "-q", "-ffdx"]):
+        proc = subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise PermanentError(f"git {args[0]} of the {checkout.name} checkout failed: {proc.stderr.strip()[-300:]}")
+
+
+def train_step(
+    command: str, checkout: Path, sha: str, side: str, seed: int, artifacts: Path, timeout: float, compute_key: str | None
+) -> Trained:
+    """Run the side's train command for `seed` in `checkout` (reset to `sha` first); its artifact
+    directory is `artifacts/<side>-<seed>` (created empty). Seconds are wall seconds of the command."""
+    reset_checkout(checkout, sha)
+    artifact = artifacts / f"{side}-{seed}"
+    if artifact.is_dir() and not artifact.is_symlink():  # left there by an earlier step: never trusted
+        shutil.rmtree(artifact)
+    elif artifact.exists() or artifact.is_symlink():
+        artifact.unlink()
+    artifact.mkdir(parents=True)
+    env = {"SEED": str(seed), "SENPAI_ARTIFACT_DIR": str(artifact), "WANDB_MODE": "disabled", "HOME": _fresh_home(artifacts)}
+    log = artifacts / f"{side}-{seed}-train.log"
+    out = run_command(command.replace("{seed}", str(seed)), checkout, env, timeout, log, no_python_env=True)
+    compute = out.value(compute_key) if compute_key else None
+    return Trained(
+        side=side, seed=seed, returncode=out.returncode, seconds=out.seconds, compute=compute,
+        artifact=str(artifact), digest=digest(artifact), tail=out.tail(),
+    )  # fmt: skip
+
+
+def score_step(
+    hold: Holdout, evaluator: EvaluatorFiles, trained: Trained, holdout_dir: Path, root: Path, timeout: float
+) -> tuple[Outcome | None, str | None]:
+    """Score `trained`'s artifact: (outcome, None), or (None, why it was refused without scoring).
+
+    Refused: an unsafe artifact (`artifacts.refusal`), or one changed since its train step. The
+    artifact directory is read-only while the evaluator runs. The evaluator directory is created
+    under `root` now, after the train step, so nothing a train step wrote can be in it.
+    """
+    artifact = Path(trained.artifact)
+    if digest(artifact) != trained.digest:
+        return None, f"the artifact of {trained.side} seed {trained.seed} changed after its train step"
+    if reason := refusal(artifact):
+        return None, reason
+    root.mkdir(parents=True, exist_ok=True)
+    cwd = evaluator.extract(root)
+    shims = python_shim(Path(tempfile.mkdtemp(prefix="shim-", dir=root)))
+    path = os.pathsep.join([str(shims), os.environ.get("PATH", "")])
+    subs = {"{artifact}": shlex.quote(str(artifact)), "{holdout}": shlex.quote(str(holdout_dir)), "{seed}": str(trained.seed)}
+    command = hold.command
+    for key, value in subs.items():
+        command = command.replace(key, value)
+    env = {"PATH": path, "SEED": str(trained.seed), "WANDB_MODE": "disabled", "HOME": _fresh_home(root)}
+    set_read_only(artifact)
+    try:
+        log = root / f"{trained.side}-{trained.seed}-score.log"
+        return run_command(command, cwd, env, timeout, log, no_python_env=True), None
+    finally:
+        set_read_only(artifact, False)

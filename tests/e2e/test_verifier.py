@@ -1,0 +1,221 @@
+"""The verifier against the real local forge, on a tiny target (tests/tiny_target.py): train then
+score both sides per seed, with the evaluator from the base revision and the sealed holdout."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from forge_fixtures import TOKEN, commit_and_push
+from tiny_target import SNOOPED, open_candidate, sealed_holdout, tiny_repo, train_py
+
+from senpai.agents.context import prepare_turn
+from senpai.agents.verifier import BaselineFailed
+from senpai.agents.verify_steps import verify_all
+from senpai.cli.demo import write_config
+from senpai.cli.wiring import make_forge, make_tracker
+from senpai.config.harness import load_harness
+from senpai.ledger.blocks import Verification, render
+
+pytestmark = pytest.mark.e2e
+
+# Overwrites every score.py it can find around its checkout, and plants one where an evaluator dir could be.
+INTO_EVALUATOR = """
+import os
+root = os.path.dirname(os.getcwd())
+for d, _, names in os.walk(root):
+    if "score.py" in names:
+        open(os.path.join(d, "score.py"), "w").write("print('acc: 1.0')\\nprint('leak: 0')\\n")
+os.makedirs(os.path.join(root, "score"), exist_ok=True)
+open(os.path.join(root, "score", "score.py"), "w").write("print('acc: 1.0')\\n")
+"""
+SHADOW_JSON = "import sys\nprint('acc: 1.0')\nsys.exit(0)\n"  # a perfect score, if the evaluator ever imports it
+PICKLE_TRAIN = """import os, pickle
+class Boom:
+    def __reduce__(self):
+        return (os.system, ("echo pwned > /tmp/senpai-pwned",))
+open(os.path.join(os.environ["SENPAI_ARTIFACT_DIR"], "model.pkl"), "wb").write(pickle.dumps(Boom()))
+"""
+NAN_TRAIN = """import os
+open(os.path.join(os.environ["SENPAI_ARTIFACT_DIR"], "model.json"), "w").write('{"w": NaN, "noise": 0}')
+"""
+
+
+@pytest.fixture
+def tiny(local_forge, tmp_path, monkeypatch):
+    """(make(**holdout) -> (forge, harness config path), holdout dir); secrets set in senpai's env."""
+    monkeypatch.setenv("SENPAI_DEMO_TOKEN", TOKEN)
+    for name in SNOOPED[:-1]:
+        monkeypatch.setenv(name, "fake-secret-value-42")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    holdout = sealed_holdout(tmp_path / "sealed")
+
+    def make(**hold):
+        forge, settings = tiny_repo(local_forge.base_url, tmp_path / "seed", **hold)
+        config = write_config(tmp_path / "run", local_forge.base_url, 1, 1, repo=settings.repo)
+        data = yaml.safe_load(config.read_text())
+        data["fleet"]["holdout_dir"] = str(holdout)
+        config.write_text(yaml.safe_dump(data))
+        return forge, config
+
+    return make, holdout
+
+
+def _verify(config: Path, pr: int, work: Path) -> Verification:
+    cfg = load_harness(config)
+    ctx = prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), work)
+    v = verify_all(ctx, pr, Path(cfg.fleet.holdout_dir))
+    recorded = ctx.ledger.experiment(ctx.forge.get_pull(pr)).verifications
+    assert [render(r) for r in recorded] == [render(v)]  # the block on the forge is the one returned (NaN too)
+    return v
+
+
+def test_a_code_change_is_trained_and_scored_and_beats_the_baseline(tiny, tmp_path):
+    make, _ = tiny
+    forge, config = make()
+    pr = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2)})
+    v = _verify(config, pr, tmp_path / "job")
+    assert v.passed, v.reason
+    assert v.seeds == [0, 1] and v.baseline_values == pytest.approx([0.7, 0.702])
+    assert v.candidate_values == pytest.approx([0.9, 0.902]) and v.improvement == pytest.approx(0.2)
+    assert v.candidate_compute == [100.0, 100.0] and v.compute_ratio == pytest.approx(1.0)
+    assert len(v.candidate_seconds) == 2 and all(s > 0 for s in v.candidate_seconds + v.baseline_seconds)
+    assert v.guards == {"leak": [0.0, 0.0]}  # the evaluator saw no secret, no PYTHON*, no candidate tree
+    assert not Path("/tmp/senpai-pwned").exists()
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        ({"score.py": "print('acc: 1.0')\n"}, ["protected paths score.py"]),
+        ({"notes/scratch.txt": "tried\n", "params.json": '{"w": 0.9}\n'}, ["outside the experiment's scope notes/scratch.txt"]),
+    ],
+)
+def test_protected_and_out_of_scope_diffs_are_refused_without_running(tiny, tmp_path, change, words):
+    make, _ = tiny
+    forge, config = make()
+    pr = open_candidate(forge, tmp_path / "seed", change)
+    v = _verify(config, pr, tmp_path / "job")
+    assert not v.passed and v.reason.startswith("refused without running") and v.seeds == []
+    assert all(w in v.reason for w in words)
+    assert not (tmp_path / "job" / "artifacts").exists()  # nothing was trained
+
+
+@pytest.mark.parametrize(
+    "name, change, words",
+    [
+        ("pickle", {"train.py": PICKLE_TRAIN}, ["model.pkl", "not a safe format"]),
+        ("nan", {"train.py": NAN_TRAIN}, ["acc is nan", "NaN"]),
+        ("crash", {"train.py": "raise SystemExit(7)\n"}, ["train step of candidate seed 0 exited 7"]),
+    ],
+)
+def test_a_bad_candidate_is_a_failed_verification_with_its_reason(tiny, tmp_path, name, change, words):
+    make, _ = tiny
+    forge, config = make()
+    pr = open_candidate(forge, tmp_path / "seed", change)
+    v = _verify(config, pr, tmp_path / "job")
+    assert not v.passed and v.reason.startswith("failed:"), v.reason
+    assert all(w in v.reason for w in words), v.reason
+    assert math.isnan(v.candidate_values[-1]) and v.candidate_mean is None
+    assert not Path("/tmp/senpai-pwned").exists()
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"json.py": SHADOW_JSON, "numpy.py": SHADOW_JSON},  # modules the evaluator imports (or might)
+        {"prepare.py": INTO_EVALUATOR, "train.py": "import prepare\n" + train_py()},  # writes into evaluator dirs
+    ],
+    ids=["shadow-module", "writes-into-evaluator"],
+)
+def test_the_evaluator_scores_honestly_whatever_the_candidate_tree_holds(tiny, tmp_path, extra):
+    make, _ = tiny
+    forge, config = make()
+    pr = open_candidate(forge, tmp_path / "seed", extra)
+    v = _verify(config, pr, tmp_path / "job")
+    assert v.candidate_values == v.baseline_values == pytest.approx([0.7, 0.702])  # not the planted 1.0
+    assert not v.passed and v.guards == {"leak": [0.0, 0.0]}
+
+
+def test_inconclusive_results_get_more_seeds_up_to_the_cap(tiny, tmp_path):
+    make, _ = tiny
+    forge, config = make(max_seeds=4)
+    pr = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.505}\n'})  # inside the 0.01 floor
+    v = _verify(config, pr, tmp_path / "job")
+    assert v.seeds == [0, 1, 2, 3] and len(v.candidate_values) == len(v.baseline_values) == 4
+    assert not v.passed and v.improvement == pytest.approx(0.005)
+
+
+def test_a_decisive_result_stops_at_the_declared_seeds(tiny, tmp_path):
+    make, _ = tiny
+    forge, config = make(max_seeds=4)
+    pr = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n'})
+    v = _verify(config, pr, tmp_path / "job")
+    assert v.passed and v.seeds == [0, 1]
+
+
+def test_a_failing_baseline_fails_the_job_without_a_verdict(tiny, tmp_path):
+    make, _ = tiny
+    forge, config = make(command="python score.py {artifact} {holdout}/absent")  # the base cannot score
+    pr = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n'})
+    cfg = load_harness(config)
+    ctx = prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), tmp_path / "job")
+    with pytest.raises(BaselineFailed, match="baseline seed 0"):
+        verify_all(ctx, pr, Path(cfg.fleet.holdout_dir))
+    assert ctx.ledger.experiment(ctx.forge.get_pull(pr)).verifications == []
+    assert BaselineFailed.exit_code == 3  # the wrapper's infrastructure retry (policy.infra_failure)
+
+
+def _job(config: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    cwd.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "senpai", "job", "verify", "--config", str(config), *args]
+    return subprocess.run(cmd, cwd=cwd, env=dict(os.environ), capture_output=True, text=True, timeout=300)
+
+
+def test_the_cli_verifies_in_one_step_and_in_three(tiny, tmp_path):
+    make, _ = tiny
+    forge, config = make()
+    pr = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2)})
+    one = _job(config, tmp_path / "all", "--pr", str(pr))
+    assert one.returncode == 0, one.stderr
+    assert json.loads(one.stdout.splitlines()[-1])["passed"] is True
+
+    work = tmp_path / "work"
+    for step in ("checkout", "train", "score"):
+        env_job = _job(config, tmp_path / step, "--pr", str(pr), "--step", step, "--work", str(work))
+        assert env_job.returncode == 0, (step, env_job.stderr)
+    trained = json.loads((work / "train.json").read_text())
+    assert len(trained["runs"]) == 4 and {r["side"] for r in trained["runs"]} == {"candidate", "baseline"}
+    assert json.loads(env_job.stdout.splitlines()[-1])["passed"] is True
+
+
+def test_the_score_step_records_a_stale_verification_when_the_head_moved(tiny, tmp_path):
+    make, _ = tiny
+    forge, config = make()
+    pr = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2)})
+    work = tmp_path / "work"
+    for step in ("checkout", "train"):
+        assert _job(config, tmp_path / step, "--pr", str(pr), "--step", step, "--work", str(work)).returncode == 0
+    planned = json.loads((work / "plan.json").read_text())
+    moved = commit_and_push(forge, tmp_path / "seed", forge.get_pull(pr).head_ref, {"params.json": '{"w": 0.6}\n'})
+    score = _job(config, tmp_path / "score", "--pr", str(pr), "--step", "score", "--work", str(work))
+    assert score.returncode == 0, score.stderr
+    cfg = load_harness(config)
+    ctx = prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), tmp_path / "check")
+    [v] = ctx.ledger.experiment(ctx.forge.get_pull(pr)).verifications
+    assert v.candidate == planned["candidate"] != moved and not v.passed and v.reason.startswith("stale")
+
+
+def test_a_base_that_moved_after_the_clone_is_the_one_measured(tiny, tmp_path):
+    make, _ = tiny
+    forge, config = make()
+    pr = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n'})
+    cfg = load_harness(config)
+    ctx = prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), tmp_path / "job")
+    moved = commit_and_push(forge, tmp_path / "seed", "advisor", {"README.md": "moved\n"}, start="advisor")
+    v = verify_all(ctx, pr, Path(cfg.fleet.holdout_dir))
+    assert v.baseline == moved and v.passed, v.reason

@@ -1,0 +1,109 @@
+"""A tiny target for verifier tests: train.py writes a JSON artifact, score.py (the evaluator,
+protected) scores it against the sealed holdout's `target.txt`, on a real local-forge repository.
+
+Both programs print how many secret or `PYTHON*` variables they can see (`train_leak`, and the
+guard `leak`, which also counts the candidate's tree on the evaluator's path or in its cwd).
+acc = 1 - |w - target| + a small fixed per-seed noise, so equal params give equal values.
+"""
+
+import uuid
+from pathlib import Path
+
+import yaml
+from forge_fixtures import TOKEN, commit_and_push, seed_repository
+
+from senpai.config.harness import ForgeSettings
+from senpai.forge.github import GitHubForge, create_repository
+
+SNOOPED = ("GITHUB_TOKEN", "LLM_API_KEY", "AWS_SECRET_ACCESS_KEY", "SENPAI_DEMO_TOKEN")
+_LEAKS = f"""
+import os, sys
+secret = [k for k in {SNOOPED!r} if k in os.environ]
+python_env = [k for k in os.environ if k.startswith("PYTHON")]
+"""
+TRAIN = (
+    "import ast\n"
+    + _LEAKS
+    + """
+p = ast.literal_eval(open("params.json").read())
+seed = int(os.environ["SEED"])
+noise = (seed * 7919 % 13) / 1000
+w = p["w"] + SHIFT
+with open(os.path.join(os.environ["SENPAI_ARTIFACT_DIR"], "model.json"), "w") as f:
+    f.write('{"w": %r, "noise": %r}' % (w, noise))
+print("train_leak:", len(secret) + len(python_env))
+print("steps:", p.get("steps", 100))
+print("val:", w)
+"""
+)
+SCORE = (
+    "import json\n"
+    + _LEAKS
+    + """
+art, hold = sys.argv[1], sys.argv[2]
+with open(os.path.join(art, "model.json")) as f:
+    m = json.load(f)
+t = float(open(os.path.join(hold, "target.txt")).read())
+print("acc:", 1 - abs(m["w"] - t) + m["noise"])
+tree = os.path.exists("train.py") or any(os.path.exists(os.path.join(p or ".", "train.py")) for p in sys.path)
+print("leak:", len(secret) + len(python_env) + int(tree))
+"""
+)
+HOLDOUT = {
+    "command": "python score.py {artifact} {holdout}",
+    "files": ["score.py"],
+    "metric": "acc",
+    "seeds": [0, 1],
+    "min_floor": 0.01,
+    "compute": {"key": "steps", "tolerance": 0.25, "seconds": False},
+    "guards": {"leak": {"direction": "minimize", "tolerance": 0.0}},
+}
+
+
+def train_py(shift: float = 0.0) -> str:
+    """train.py whose model is the params' w moved by `shift` (a code change)."""
+    return TRAIN.replace("SHIFT", repr(shift))
+
+
+def files(**holdout) -> dict[str, str]:
+    config = {
+        "name": "tiny",
+        "train": "python train.py",
+        "metric": {"name": "val", "direction": "maximize", "source": "stdout"},
+        "params": {"file": "params.json", "space": {"w": {"type": "float", "low": 0.0, "high": 1.0}}},
+        "holdout": {**HOLDOUT, **holdout},
+        "protected": ["score.py"],
+        "scope": ["params.json", "*.py"],
+        "budget": {"wall_seconds": 60, "attempts": 1},
+    }
+    return {
+        "senpai.yaml": yaml.safe_dump(config),
+        "program.md": "# tiny\n",
+        "params.json": '{"w": 0.5}\n',
+        "train.py": train_py(),
+        "score.py": SCORE,
+    }
+
+
+def sealed_holdout(root: Path, target: float = 0.8) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "target.txt").write_text(f"{target}\n")
+    return root
+
+
+def tiny_repo(base_url: str, seed: Path, **holdout) -> tuple[GitHubForge, ForgeSettings]:
+    """A new repository `senpai/tiny-<hex>` on the local forge whose `main` and `advisor` hold the tiny target."""
+    name = f"tiny-{uuid.uuid4().hex[:10]}"
+    settings = ForgeSettings(base_url=base_url, repo=f"senpai/{name}", token_env="SENPAI_DEMO_TOKEN", base_branch="advisor")
+    create_repository(settings, TOKEN, name)
+    forge = GitHubForge(settings, TOKEN)
+    seed_repository(forge, seed, files(**holdout))
+    return forge, settings
+
+
+def open_candidate(forge: GitHubForge, seed: Path, change: dict[str, str | None]) -> int:
+    """Push `change` on a new branch off advisor and open its PR in status:verifying; returns its number."""
+    branch = f"senpai/ada/{uuid.uuid4().hex[:8]}"
+    commit_and_push(forge, seed, branch, change, start="advisor")
+    labels = ["senpai", "student:ada", "status:verifying"]
+    return forge.create_pull("candidate", "a candidate", head=branch, base="advisor", labels=labels).number

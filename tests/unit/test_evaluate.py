@@ -1,0 +1,112 @@
+"""The two steps of the verifier on a real git repository: what each step can see and run."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from forge_fixtures import run_git
+from tiny_target import SNOOPED, files, sealed_holdout
+
+from senpai.agents.evaluate import EvaluatorFiles, python_shim, score_step, train_step
+from senpai.config.target import Holdout
+from senpai.errors import ConfigError
+
+HOLD = Holdout.model_validate(
+    {"command": "python score.py {artifact} {holdout}", "files": ["score.py"], "metric": "acc", "min_floor": 0.01}
+)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> tuple[Path, str]:
+    """A git repo holding the tiny target; (path, head sha)."""
+    path = tmp_path / "repo"
+    path.mkdir()
+    run_git(path, "init", "-q", "-b", "main")
+    for name, text in files().items():
+        (path / name).write_text(text)
+    run_git(path, "add", ".")
+    run_git(path, "commit", "-q", "-m", "seed")
+    return path, run_git(path, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def hostile_env(monkeypatch, tmp_path):
+    """Secrets and Python variables in senpai's own environment, as a real job has them."""
+    for name in SNOOPED:
+        monkeypatch.setenv(name, "secret-value-123456")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "repo"))
+    monkeypatch.setenv("PYTHONSTARTUP", str(tmp_path / "repo" / "train.py"))
+
+
+def _train(repo: Path, sha: str, tmp_path: Path, seed: int = 0):
+    return train_step("python train.py", repo, sha, "candidate", seed, tmp_path / "artifacts", 60, "steps")
+
+
+def test_train_then_score_sees_no_secret_no_python_variable_and_no_candidate_tree(repo, tmp_path, hostile_env):
+    path, sha = repo
+    trained = _train(path, sha, tmp_path)
+    assert trained.returncode == 0 and trained.compute == 100.0
+    assert "train_leak: 0" in (tmp_path / "artifacts" / "candidate-0-train.log").read_text()
+    evaluator = EvaluatorFiles(path, sha, ["score.py"])
+    out, refused = score_step(HOLD, evaluator, trained, sealed_holdout(tmp_path / "holdout"), tmp_path / "score", 60)
+    assert refused is None and out.returncode == 0, out.output
+    assert out.value("acc") == pytest.approx(0.7) and out.value("leak") == 0.0
+
+
+def test_the_evaluator_directory_holds_only_its_files_from_the_commit(repo, tmp_path):
+    path, sha = repo
+    evaluator = EvaluatorFiles(path, sha, ["score.py"])
+    (path / "score.py").write_text("print('acc: 1.0')\n")  # the working tree changed after the snapshot
+    run_git(path, "commit", "-qam", "later")
+    a, b = evaluator.extract(tmp_path), evaluator.extract(tmp_path)
+    assert a != b and sorted(p.name for p in a.iterdir()) == ["score.py"]
+    assert (a / "score.py").read_text() == files()["score.py"]
+    with pytest.raises(ConfigError, match="missing.py"):
+        EvaluatorFiles(path, sha, ["missing.py"])
+
+
+def test_the_python_shim_keeps_cwd_and_pythonpath_off_the_import_path(tmp_path, monkeypatch):
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "json.py").write_text("print('shadow imported')\n")
+    probe = ["-c", "import json; print('real' if hasattr(json, 'dumps') else 'shadow')"]
+    env = {**os.environ, "PYTHONPATH": str(shadow)}
+    plain = subprocess.run([sys.executable, *probe], cwd=shadow, env=env, capture_output=True, text=True)
+    assert "shadow" in plain.stdout  # what the evaluator would get without the shim
+    shim = python_shim(tmp_path / "bin") / "python"
+    shimmed = subprocess.run([str(shim), *probe], cwd=shadow, env=env, capture_output=True, text=True)
+    assert shimmed.stdout.strip() == "real", shimmed.stderr
+
+
+def test_a_pickle_artifact_is_refused_before_the_evaluator_runs(repo, tmp_path):
+    path, sha = repo
+    (path / "train.py").write_text(
+        "import os, pickle\n"
+        "open(os.path.join(os.environ['SENPAI_ARTIFACT_DIR'], 'model.json'), 'wb').write(pickle.dumps({'w': 1}))\n"
+    )
+    run_git(path, "commit", "-qam", "pickle")
+    trained = _train(path, run_git(path, "rev-parse", "HEAD"), tmp_path)
+    evaluator = EvaluatorFiles(path, sha, ["score.py"])
+    out, refused = score_step(HOLD, evaluator, trained, sealed_holdout(tmp_path / "holdout"), tmp_path / "score", 60)
+    assert out is None and "model.json is a pickle" in refused
+    assert not (tmp_path / "score").exists() or not list((tmp_path / "score").glob("evaluator-*"))
+
+
+def test_an_artifact_changed_after_its_train_step_is_refused(repo, tmp_path):
+    path, sha = repo
+    trained = _train(path, sha, tmp_path)
+    (Path(trained.artifact) / "model.json").write_text('{"w": 0.8, "noise": 0}')
+    evaluator = EvaluatorFiles(path, sha, ["score.py"])
+    out, refused = score_step(HOLD, evaluator, trained, sealed_holdout(tmp_path / "holdout"), tmp_path / "score", 60)
+    assert out is None and "changed after its train step" in refused
+
+
+def test_each_train_step_starts_from_a_clean_checkout(repo, tmp_path):
+    path, sha = repo
+    (path / "params.json").write_text('{"w": 0.9}')  # what an earlier step could have left
+    (path / "stray.py").write_text("")
+    trained = _train(path, sha, tmp_path)
+    assert '"w": 0.5' in (Path(trained.artifact) / "model.json").read_text()
+    assert not (path / "stray.py").exists()
