@@ -95,12 +95,10 @@ def _dynamic_name(func: ast.expr) -> str | None:
 
 def _repo_modules(repo: Path, rel: str, name: str, level: int) -> list[str]:
     """Repo-relative paths (`x.py` or `x/`) that module `name` (relative `level`) would load from `rel`."""
-    top = name.split(".")[0]
-    if level:
-        base = PurePosixPath(rel).parents[level - 1] if level <= len(PurePosixPath(rel).parents) else PurePosixPath(".")
-        roots = [base]
-    else:
-        roots = [PurePosixPath("."), PurePosixPath(rel).parent]
+    top, parents = name.split(".")[0], PurePosixPath(rel).parents
+    if level > len(parents):
+        return []  # above the repository root: no file of the repository
+    roots = [parents[level - 1]] if level else [PurePosixPath("."), parents[0]]
     found = []
     for root in dict.fromkeys(roots):
         for candidate in (root / f"{top}.py", root / top):
