@@ -10,7 +10,8 @@
 #    senpai-github, and seeds senpai/digits from examples/digits with it through a port-forward
 #    (`senpai forge seed`);
 # 4. installs charts/senpai with the search runtime, ONE CPU-only student (gpus 0), W&B offline,
-#    and secrets.github = senpai-github (GITHUB_TOKEN in the wrapper and every Job);
+#    secrets.github = senpai-github (GITHUB_TOKEN in the wrapper and every Job), and the digits
+#    holdout (`seal_holdout`) in the Secret senpai-holdout as holdout.secret;
 # 5. waits until `senpai ledger --json` (run in the wrapper pod) shows one decided experiment,
 #    prints it, and deletes the cluster (KEEP_CLUSTER=1 keeps it for a look around).
 #
@@ -143,6 +144,11 @@ curl -fsS "http://127.0.0.1:$FORGE_PORT/health" >/dev/null || die "the forge is 
 GITHUB_TOKEN="$BOT_TOKEN" "$SENPAI" forge seed --url "http://127.0.0.1:$FORGE_PORT" --repo senpai/digits --example examples/digits
 kill "$PF_PID"; PF_PID=""
 
+say "the sealed holdout in Secret senpai-holdout (mounted only by the verifier's score container)"
+"$PYTHON" -c 'import pathlib, sys; from senpai.cli.digits_split import seal_holdout; seal_holdout(pathlib.Path(sys.argv[1]))' "$WORK/holdout"
+kubectl -n "$NS" create secret generic senpai-holdout --from-file=holdout.csv="$WORK/holdout/holdout.csv" \
+  --dry-run=client -o yaml | kubectl apply -f -
+
 say "helm install $RELEASE (search runtime, one CPU-only student)"
 cat >"$WORK/values.yaml" <<EOF
 images:
@@ -156,6 +162,7 @@ forge:
   repo: senpai/digits
 secrets:
   github: {name: senpai-github, key: token}
+holdout: {secret: senpai-holdout}
 tracker: {project: senpai-e2e, mode: offline}
 students:
   - {name: ada, gpus: 0}

@@ -18,9 +18,9 @@ init containers in order, then the main container, each command as a local subpr
 own log (pods/log takes `container`; without it, the main container's):
 - its env is the container env, with secretKeyRef values resolved from `secrets` (a missing one
   leaves the pod waiting with CreateContainerConfigError, as a kubelet does);
-- each emptyDir mount is a local dir shared by the pod's containers, and workingDir, command
-  arguments and env values under a mountPath (/work, HOME=/home/senpai, TMPDIR=/tmp) are mapped
-  onto it, the innermost mount winning; the PVC, ConfigMap and Secret mounts use the host's own
+- each emptyDir mount is a local dir shared by the pod's containers, and workingDir and env
+  values under a mountPath (HOME=/home/senpai, TMPDIR=/tmp) and command arguments equal to one
+  (`--work /work`) are mapped onto it, the innermost mount winning; the PVC, ConfigMap and Secret mounts use the host's own
   paths (tests point mount paths at a host dir), a Secret volume's keys written there as files
   when a container that mounts it starts. readOnly and subPath are not enforced: what a container
   may see is checked on the Job specs, not here;
@@ -352,7 +352,8 @@ class Cluster:
                 _status(pod, name)["state"] = {"waiting": {"reason": reason, "message": env}}
                 return None
             work = Path(self._host(container.get("workingDir", "/"), mounts))
-            command = [self._host(arg, mounts) for arg in container["command"]]
+            # an argument that names a mount (`--work /work`) is mapped; others may be host paths
+            command = [str(mounts[arg]) if arg in mounts else arg for arg in container["command"]]
             log = self.logs[(ns, pod["metadata"]["name"], name)]
             try:
                 with open(log, "ab") as out:

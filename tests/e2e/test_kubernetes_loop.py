@@ -4,7 +4,8 @@ There is no cluster here (the live-cluster test is `make kind-e2e`). The wrapper
 KubernetesFleet the way it does outside a pod: from a kubeconfig, here one whose context points at
 the API-server stand-in (tests/k8s_apiserver.py). Every Job the wrapper creates is schema-checked
 for Kubernetes 1.30 and 1.37, and the stand-in's "kubelet" runs it as a local process. The jobs
-reach the local forge with a token they get only from a Secret, by reference.
+reach the local forge with a token they get only from a Secret, by reference; the verifier's
+score step reads the sealed holdout from a Secret volume that only it mounts.
 """
 
 import pytest
@@ -33,15 +34,20 @@ def kubeconfig(url: str) -> str:
 
 
 def test_research_loop_on_the_kubernetes_fleet(local_forge, tmp_path, monkeypatch):
+    from senpai.cli.digits_split import HOLDOUT_FILE, digits_split, to_csv
+
     config = make_program(local_forge.base_url, tmp_path, "k8s-loop")
     secret_env = [{"env": TOKEN_ENV, "secret": "senpai-secrets", "key": "forge-token"}]
-    # the PVC holds tracker.dir and state_dir, as in the chart; the stand-in mounts host paths as they are
-    fleet = k8s_settings(kubeconfig_context="standin", secret_env=secret_env, mount_path=str(config.parent))
+    # the PVC holds tracker.dir and state_dir, as in the chart; the stand-in mounts host paths as they are,
+    # and writes the holdout Secret's files at its mount path when the score container starts
+    holdout = {"secret": "senpai-holdout", "mount_path": str(tmp_path / "sealed")}
+    fleet = k8s_settings(kubeconfig_context="standin", secret_env=secret_env, mount_path=str(config.parent), holdout=holdout)
     raw = yaml.safe_load(config.read_text())
     raw["fleet"] = fleet.model_dump(mode="json", by_alias=True, exclude_none=True)
     config.write_text(yaml.safe_dump(raw))
     with ApiServer() as server:
         seed(server).cluster.secrets[(NAMESPACE, "senpai-secrets")] = {"forge-token": TOKEN}
+        server.cluster.secrets[(NAMESPACE, "senpai-holdout")] = {HOLDOUT_FILE: to_csv(*digits_split()["holdout"])}
         (tmp_path / "kubeconfig").write_text(kubeconfig(server.url))
         monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
         monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
@@ -54,6 +60,19 @@ def test_research_loop_on_the_kubernetes_fleet(local_forge, tmp_path, monkeypatc
         posted = [body for method, path, body in server.cluster.requests if method == "POST" and path.endswith("/jobs")]
     roles = {body["metadata"]["labels"]["senpai.dev/role"] for body in posted}
     assert roles == {"advisor", "student", "verifier"}
+    for body in posted:  # only a verifier's score container mounts the holdout; its train step has no secret
+        pod = body["spec"]["template"]["spec"]
+        steps = [c["name"] for c in [*pod.get("initContainers", []), *pod["containers"]]]
+        holders = [
+            c["name"]
+            for c in [*pod.get("initContainers", []), *pod["containers"]]
+            if any(m["name"] == "holdout" for m in c["volumeMounts"])
+        ]
+        if body["metadata"]["labels"]["senpai.dev/role"] == "verifier":
+            assert (steps, holders) == (["checkout", "train", "score"], ["score"])
+            assert not [e for e in pod["initContainers"][1]["env"] if "valueFrom" in e]
+        else:
+            assert (steps, holders) == (["job"], [])
     assert all(TOKEN not in yaml.safe_dump(body) and SECRET_VALUE not in yaml.safe_dump(body) for body in posted)
     (exp,) = reader(config).experiments()
     assert exp.decided and exp.evidence and exp.evidence[0].outcome == "ok"

@@ -64,3 +64,10 @@ def test_only_the_release_reaches_the_forge_and_everything_uses_the_bots_token()
     assert rule["from"] == [{"podSelector": {"matchLabels": {"app.kubernetes.io/instance": "senpai"}}}]
     assert 'GITHUB_TOKEN="$BOT_TOKEN" "$SENPAI" forge seed' in text and 'GITHUB_TOKEN=""' not in text
     assert "github: {name: senpai-github, key: token}" in text
+
+
+def test_the_holdout_reaches_the_cluster_only_as_a_secret() -> None:
+    text = SCRIPT.read_text()
+    assert "holdout: {secret: senpai-holdout}" in text
+    assert 'create secret generic senpai-holdout --from-file=holdout.csv="$WORK/holdout/holdout.csv"' in text
+    assert "forge seed" in text.split("senpai-holdout", 1)[0]  # sealed after the repository is seeded, never into it
