@@ -32,8 +32,7 @@ sys.path[:0] = [str(ROOT / "tests")]
 for key, value in {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "SENPAI_DEMO_TOKEN": "", "PYTHONUNBUFFERED": "1"}.items():
     os.environ.setdefault(key, value)
 
-from chaos import _seed_token  # noqa: E402
-from forge_fixtures import TOKEN, commit_and_push, seed_repository  # noqa: E402
+from forge_fixtures import TOKEN, commit_and_push, seed_repository, seed_token  # noqa: E402
 
 from senpai.agents.context import prepare_turn  # noqa: E402
 from senpai.agents.verify_steps import verify_all  # noqa: E402
@@ -66,7 +65,8 @@ RULES = {
 
 def _files(rule: dict, seeds: int, max_seeds: int) -> dict[str, str]:
     hold = {"command": "python score.py {artifact} {holdout}", "files": ["score.py"], "metric": "acc",
-            "seeds": list(range(seeds)), "max_seeds": max_seeds, "compute": {"key": "steps", "seconds": False}, **rule}  # fmt: skip
+            "seeds": list(range(seeds)), "max_seeds": max_seeds,
+            "compute": {"key": "steps", "seconds": False}, **rule}  # fmt: skip
     config = {
         "name": "verdicts", "train": "python train.py",
         "metric": {"name": "val", "direction": "maximize", "source": "stdout"},
@@ -122,7 +122,8 @@ def _cases(nulls: int, reps: int) -> list[tuple[str, float, dict[str, str]]]:
 
 def table(rows: dict[str, list[dict]]) -> str:
     """One Markdown row per (rule, kind): accepted / verifications, mean seeds, mean seconds."""
-    head = "| rule | edit | true improvement | accepted | rate | mean seeds | mean s per verification |\n|---|---|---|---|---|---|---|\n"
+    head = "| rule | edit | true improvement | accepted | rate | mean seeds | mean s per verification |\n"
+    head += "|---|---|---|---|---|---|---|\n"
     out = []
     for rule, results in rows.items():
         kinds = dict.fromkeys(r["kind"] for r in results)
@@ -131,7 +132,8 @@ def table(rows: dict[str, list[dict]]) -> str:
             ok = sum(r["passed"] for r in rs)
             seeds = sum(r["seeds"] for r in rs) / len(rs)
             secs = sum(r["seconds"] for r in rs) / len(rs)
-            out.append(f"| {rule} | {kind} | {rs[0]['truth']:+.3f} | {ok}/{len(rs)} | {ok / len(rs):.0%} | {seeds:.1f} | {secs:.1f} |")
+            rate = f"{ok}/{len(rs)} | {ok / len(rs):.0%}"
+            out.append(f"| {rule} | {kind} | {rs[0]['truth']:+.3f} | {rate} | {seeds:.1f} | {secs:.1f} |")
     return head + "\n".join(out) + "\n"
 
 
@@ -145,7 +147,7 @@ def main(nulls: int, reps: int, rules: str, seeds: int, max_seeds: int) -> None:
     """Run the verifications and write bench/results/verdicts-<timestamp>.{json,md}."""
     scratch = Path(tempfile.mkdtemp(prefix="senpai-verdicts-"))
     os.environ["SENPAI_DEMO_TOKEN"] = TOKEN
-    _seed_token(scratch / "forge")
+    seed_token(scratch / "forge")
     server = LocalForgeServer(scratch / "forge").start()
     rows: dict[str, list[dict]] = {}
     try:
@@ -155,7 +157,8 @@ def main(nulls: int, reps: int, rules: str, seeds: int, max_seeds: int) -> None:
             for i, (kind, truth, change) in enumerate(_cases(nulls, reps)):
                 r = {"kind": kind, "truth": truth, **_verify(forge, work, config, change, scratch)}
                 rows[rule].append(r)
-                click.echo(f"{rule} {i + 1}: {kind} -> {'accepted' if r['passed'] else 'refused'} ({r['seeds']} seeds) {r['reason'][:100]}")
+                verdict = "accepted" if r["passed"] else "refused"
+                click.echo(f"{rule} {i + 1}: {kind} -> {verdict} ({r['seeds']} seeds) {r['reason'][:100]}")
     finally:
         server.stop()
         shutil.rmtree(scratch, ignore_errors=True)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from audit import audit
 from fault_proxy import FaultProxy
-from forge_fixtures import OWNER, TOKEN, wait_healthy
+from forge_fixtures import seed_token, wait_healthy
 from research import make_program
 
 from senpai.cli.demo import run_until
@@ -32,7 +32,6 @@ from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import load_harness
 from senpai.errors import SenpaiError
 from senpai.forge.localforge.server import LocalForgeServer
-from senpai.forge.localforge.store import Store
 
 ENV = {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONUNBUFFERED": "1"}
 
@@ -45,7 +44,7 @@ def _audit(config: Path) -> dict:
 def fault_run(tmp: Path, *, decided: int = 3, students: int = 2, rate: float = 0.2, seed: int = 8, timeout: float = 420) -> dict:
     """The loop behind the fault proxy until `decided` experiments are decided or `timeout` seconds pass."""
     start = time.monotonic()
-    _seed_token(tmp / "forge")
+    seed_token(tmp / "forge")
     server = LocalForgeServer(tmp / "forge").start()
     crash = None
     try:
@@ -63,18 +62,6 @@ def fault_run(tmp: Path, *, decided: int = 3, students: int = 2, rate: float = 0
         server.stop()
     return {"figure": "faults", "rate": rate, "seed": seed, "crash": crash, "faults": faults, "audit": found,
             "wall_seconds": round(time.monotonic() - start, 1)}  # fmt: skip
-
-
-def _seed_token(data: Path) -> None:
-    """Before a forge's first start on `data`: the bot's token (TOKEN, as the tests' forge has it)."""
-    if data.exists():
-        return
-    data.mkdir(parents=True)
-    store = Store(data / "forge.sqlite3")
-    try:
-        store.add_token(OWNER, "owner", TOKEN)
-    finally:
-        store.close()
 
 
 def _free_port() -> int:
@@ -103,7 +90,7 @@ class _Procs:
             return subprocess.Popen([sys.executable, "-m", "senpai", *args], stdout=log, stderr=log, env=env)
 
     def start_forge(self) -> None:
-        _seed_token(self.root / "forge")
+        seed_token(self.root / "forge")
         self.forge = self._spawn("forge", "forge", "serve", "--data", str(self.root / "forge"), "--port", str(self.port))
         wait_healthy(self.url, timeout=60)
 

@@ -22,6 +22,7 @@ import pytest
 from senpai.config.harness import ForgeSettings
 from senpai.forge.github import GitHubForge, create_repository
 from senpai.forge.localforge.server import LocalForgeServer
+from senpai.forge.localforge.store import Store
 
 OWNER = "senpai"
 TOKEN = "senpai:local-test-token"  # the bot's token: user `senpai`, role owner (registered by `local_forge`)
@@ -35,6 +36,18 @@ _GIT_IDENTITY = {
     "GIT_CONFIG_GLOBAL": os.devnull,
     "GIT_CONFIG_NOSYSTEM": "1",
 }
+
+
+def seed_token(data: Path) -> None:
+    """Before a forge's first start on folder `data`: register the bot's TOKEN (as `local_forge` has it)."""
+    if data.exists():
+        return
+    data.mkdir(parents=True)
+    store = Store(data / "forge.sqlite3")
+    try:
+        store.add_token(OWNER, "owner", TOKEN)
+    finally:
+        store.close()
 
 
 @dataclass
