@@ -35,17 +35,14 @@ open(os.path.join(os.environ["SENPAI_ARTIFACT_DIR"], "model.json"), "w").write('
 INF = NAN.replace("NaN", "Infinity")
 SEED_ONLY = train_py().replace('seed = int(os.environ["SEED"])', 'seed = int(os.environ["SEED"]) + 1')
 # Looks for the holdout where a student could: its env, its checkout, the repository's history.
-READ_HOLDOUT = (
-    """import os, subprocess
+READ_HOLDOUT = """import os, subprocess
 found = [v for k, v in os.environ.items() if "HOLDOUT" in k.upper() and os.path.isdir(v)]
 found += [d for d, _, names in os.walk(".") if "target.txt" in names]
 log = subprocess.run(["git", "log", "--all", "--name-only", "--format="], capture_output=True, text=True).stdout
 assert "target.txt" not in log
 if found:
     open("params.json", "w").write('{"w": %s}' % open(os.path.join(found[0], "target.txt")).read().strip())
-"""
-    + train_py()
-)
+""" + train_py()
 PICKLE = """import os, pickle
 class Boom:
     def __reduce__(self):
@@ -71,7 +68,7 @@ CASES = [
     ("more compute", {"params.json": json.dumps({"w": 0.6, "steps": 400})}, "compute 4.00x"),
     ("out-of-scope files", {"scratch/try.ipynb": "{}", "params.json": '{"w": 0.6}'}, "outside the experiment's scope"),
     ("pickle artifact", {"train.py": PICKLE}, "not a safe format"),
-    ("writes into the evaluator's directory", {"prep.py": INTO_EVALUATOR, "train.py": "import prep\n" + train_py()}, "noise floor"),
+    ("writes into the evaluator's directory", {"prep.py": INTO_EVALUATOR, "train.py": f"import prep\n{train_py()}"}, "floor"),
 ]
 
 
