@@ -7,7 +7,8 @@ a cluster. docs/kubernetes.md describes the shape.
 Advisor and student Jobs run one container, `job`. A verifier Job runs `senpai job verify` in three
 steps sharing the emptyDir `/work` (`--step <step> --work /work` appended to the spec's command):
 init container `checkout` (forge token), init container `train` (the candidate's code: no secret
-of any kind), then container `score`, the only one that mounts the sealed holdout (read-only).
+of any kind, its own HOME and /tmp, the shared PVC read-only), then container `score`, the only
+one that mounts the sealed holdout (read-only).
 """
 
 import posixpath
@@ -145,6 +146,24 @@ def _holdout(
     return client.V1Volume(name=HOLDOUT_VOLUME, **source), mount
 
 
+TRAIN_OWN = {"home": "train-home", "tmp": "train-tmp"}  # emptyDirs of the verifier's train step alone
+
+
+def _train_mounts(mounts: list[client.V1VolumeMount]) -> list[client.V1VolumeMount]:
+    """The verifier's train step shares only /work with the other steps: its HOME and /tmp are its
+    own emptyDirs (TRAIN_OWN: the candidate's code cannot leave a ~/.gitconfig or a temp file for
+    the steps that hold the token), and the shared PVC is read-only (datasets; no writes into W&B
+    or state)."""
+    out = []
+    for m in mounts:
+        if m.name in TRAIN_OWN:
+            m = client.V1VolumeMount(name=TRAIN_OWN[m.name], mount_path=m.mount_path)
+        elif m.name == "data":
+            m = client.V1VolumeMount(name="data", mount_path=m.mount_path, read_only=True)
+        out.append(m)
+    return out
+
+
 def _scheduling(spec: JobSpec, settings: KubernetesFleetSettings) -> dict:
     """nodeSelector and tolerations: only for students that ask for GPUs."""
     if spec.role != "student" or spec.gpus == 0:
@@ -203,8 +222,9 @@ def _containers(spec: JobSpec, settings: KubernetesFleetSettings) -> tuple[list,
         score_mounts.append(mount)
     init = [
         _container("checkout", steps["checkout"], with_secrets, mounts, spec, settings),
-        _container("train", steps["train"], bare, mounts, spec, settings),
+        _container("train", steps["train"], bare, _train_mounts(mounts), spec, settings),
     ]
+    volumes += [client.V1Volume(name=name, empty_dir=client.V1EmptyDirVolumeSource()) for name in TRAIN_OWN.values()]
     return init, [_container("score", steps["score"], with_secrets, score_mounts, spec, settings)], volumes
 
 

@@ -92,6 +92,18 @@ def test_the_train_step_gets_no_secret_and_no_holdout(holdout):
         assert refs == {"GITHUB_TOKEN": "github-token", "WANDB_API_KEY": "wandb-api-key"}
 
 
+def test_the_train_step_shares_only_work_with_the_steps_that_hold_the_token():
+    pod = pod_of("verifier", SECRET_HOLDOUT)
+    (checkout, train), (score,) = pod["initContainers"], pod["containers"]
+    writable = {c["name"]: {m["name"] for m in c["volumeMounts"] if not m.get("readOnly")} for c in (checkout, train, score)}
+    assert writable["train"] & (writable["checkout"] | writable["score"]) == {"work"}
+    mounts = {m["mountPath"]: m for m in train["volumeMounts"]}
+    assert mounts["/home/senpai"]["name"] == "train-home" and mounts["/tmp"]["name"] == "train-tmp"
+    assert mounts["/data"] == {"name": "data", "mountPath": "/data", "readOnly": True}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["train-home"] == {"name": "train-home", "emptyDir": {}} == {**volumes["train-tmp"], "name": "train-home"}
+
+
 def test_only_score_mounts_the_secret_holdout_read_only():
     pod = pod_of("verifier", SECRET_HOLDOUT)
     holdout = [v for v in pod["volumes"] if v["name"] == "holdout"]
@@ -174,7 +186,8 @@ def test_the_stand_in_runs_the_steps_in_order_and_only_score_reads_the_holdout(a
     mount = str(tmp_path / "holdout")
     script = (
         'echo "$2 token=${GITHUB_TOKEN:-none} holdout=$(cat "$HOLD/labels.csv" 2>/dev/null || echo none)";'
-        ' echo "$2" >> "$4/steps"; [ "$2" != score ] || cat "$4/steps"'
+        ' echo "$2" >> "$4/steps"; [ "$2" != train ] || touch "$HOME/.gitconfig";'
+        ' [ "$2" != score ] || { cat "$4/steps"; ls -a "$HOME"; }'
     )
     command = ["sh", "-c", f"HOLD={mount}; {script}", "sh"]
     fleet = k8s_fleet(apiserver, holdout={"secret": "digits-holdout", "mount_path": mount})
@@ -191,6 +204,8 @@ def test_the_stand_in_runs_the_steps_in_order_and_only_score_reads_the_holdout(a
         "checkout",
         "train",
         "score",
+        ".",
+        "..",  # no .gitconfig: the train step's HOME is its own
     ]
     (body,) = [b for m, p, b in apiserver.cluster.requests if m == "POST" and p.endswith("/jobs")]
     assert SECRET_VALUE not in json.dumps(body) and "3,1,4" not in json.dumps(body)
