@@ -15,7 +15,7 @@ from forge_fixtures import TOKEN, commit_and_push, seed_repository
 from senpai.config.harness import ForgeSettings
 from senpai.forge.github import GitHubForge, create_repository
 
-SNOOPED = ("GITHUB_TOKEN", "LLM_API_KEY", "AWS_SECRET_ACCESS_KEY", "SENPAI_DEMO_TOKEN")
+SNOOPED = ("GITHUB_TOKEN", "LLM_API_KEY", "AWS_SECRET_ACCESS_KEY", "SENPAI_CONFIG", "SENPAI_DEMO_TOKEN")
 _LEAKS = f"""
 import os, sys
 secret = [k for k in {SNOOPED!r} if k in os.environ]

@@ -2,8 +2,9 @@
 
 Train step: the target's `train` command in a checkout of the side's commit, reset and cleaned
 first (`git reset --hard; git clean -ffdx`, so no seed inherits what an earlier one left), with the
-allow-listed environment minus every `PYTHON*` variable, plus `SEED`, `SENPAI_ARTIFACT_DIR` (an
-empty directory it must write its model into), `WANDB_MODE=disabled` and a fresh empty `HOME`.
+allow-listed environment minus every `PYTHON*` and `SENPAI_*` variable (SCRUBBED), plus `SEED`,
+`SENPAI_ARTIFACT_DIR` (an empty directory it must write its model into), `WANDB_MODE=disabled`
+and a fresh empty `HOME`.
 Score step: `holdout.command` in a directory created fresh (random name) right before it runs,
 holding only `holdout.files` as they were at the base commit, extracted from a snapshot taken
 before any train step ran (`EvaluatorFiles`). `python`/`python3` on its PATH is a shim that execs
@@ -31,6 +32,9 @@ from senpai.errors import ConfigError, PermanentError
 
 MAX_EVALUATOR_BYTES = 256 * 1024**2  # the tar of holdout.files at the base, held in memory
 SHIM = '#!/bin/sh\nexec {python} -I -P "$@"\n'
+# Inherited variables neither step gets: Python's own (PYTHONPATH, PYTHONSTARTUP...) and senpai's
+# (SENPAI_CONFIG names the harness config, which names the sealed holdout).
+SCRUBBED = ("PYTHON", "SENPAI_")
 
 
 class Trained(BaseModel):
@@ -110,7 +114,7 @@ def train_step(
     artifact.mkdir(parents=True)
     env = {"SEED": str(seed), "SENPAI_ARTIFACT_DIR": str(artifact), "WANDB_MODE": "disabled", "HOME": _fresh_home(artifacts)}
     log = artifacts / f"{side}-{seed}-train.log"
-    out = run_command(command.replace("{seed}", str(seed)), checkout, env, timeout, log, no_python_env=True)
+    out = run_command(command.replace("{seed}", str(seed)), checkout, env, timeout, log, drop=SCRUBBED)
     compute = out.value(compute_key) if compute_key else None
     return Trained(
         side=side, seed=seed, returncode=out.returncode, seconds=out.seconds, compute=compute,
@@ -144,6 +148,6 @@ def score_step(
     set_read_only(artifact)
     try:
         log = root / f"{trained.side}-{trained.seed}-score.log"
-        return run_command(command, cwd, env, timeout, log, no_python_env=True), None
+        return run_command(command, cwd, env, timeout, log, drop=SCRUBBED), None
     finally:
         set_read_only(artifact, False)

@@ -101,16 +101,17 @@ class _Reader:
 
 
 def run_command(
-    command: str, cwd: Path, env: dict[str, str], timeout: float, log: Path | None = None, no_python_env: bool = False
+    command: str, cwd: Path, env: dict[str, str], timeout: float, log: Path | None = None, drop: tuple[str, ...] = ()
 ) -> Outcome:
     """Run shell `command` in `cwd` with `env` over the allow-listed os.environ; kill it (and all
-    it started) after `timeout` seconds. The whole output goes to `log` if given. `no_python_env`
-    drops every inherited `PYTHON*` variable (PYTHONPATH, PYTHONSTARTUP...: the verifier's steps)."""
+    it started) after `timeout` seconds. The whole output goes to `log` if given. Inherited
+    variables whose names start with a prefix in `drop` are left out (the verifier drops
+    `PYTHON*` and `SENPAI_*`: PYTHONPATH, the harness config's path...)."""
     start = time.monotonic()
     # `python` in a target command is the interpreter running senpai (it has wandb); PATH wins otherwise
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     tag = uuid.uuid4().hex
-    inherited = {k: v for k, v in allowed_env(os.environ).items() if not (no_python_env and k.startswith("PYTHON"))}
+    inherited = {k: v for k, v in allowed_env(os.environ).items() if not (drop and k.startswith(drop))}
     full_env = {**inherited, "PATH": path, **env, ENV_RUN: tag}
     with open(log if log is not None else os.devnull, "wb") as sink:
         proc = subprocess.Popen(

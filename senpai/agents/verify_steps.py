@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from senpai.agents.context import TurnContext
-from senpai.agents.evaluate import EvaluatorFiles, Trained, reset_checkout, train_step
+from senpai.agents.evaluate import SCRUBBED, EvaluatorFiles, Trained, reset_checkout, train_step
 from senpai.agents.measure import run_command
 from senpai.agents.verifier import (
     SIDES,
@@ -66,7 +66,7 @@ class LocalTrainer:
         reset_checkout(checkout, self.shas["candidate"])
         home = tempfile.mkdtemp(prefix="home-", dir=self.work)
         env, timeout = {"WANDB_MODE": "disabled", "HOME": home}, float(self.target.budget.wall_seconds)
-        out = run_command(self.target.test, checkout, env, timeout, self.work / "test.log", no_python_env=True)
+        out = run_command(self.target.test, checkout, env, timeout, self.work / "test.log", drop=SCRUBBED)
         return out.returncode == 0
 
 

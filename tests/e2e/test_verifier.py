@@ -85,7 +85,8 @@ def test_a_code_change_is_trained_and_scored_and_beats_the_baseline(tiny, tmp_pa
     assert v.candidate_compute == [100.0, 100.0] and v.compute_ratio == pytest.approx(1.0)
     assert len(v.candidate_seconds) == 2 and all(s > 0 for s in v.candidate_seconds + v.baseline_seconds)
     assert v.guards == {"leak": [0.0, 0.0]}  # the evaluator saw no secret, no PYTHON*, no candidate tree
-    assert not Path("/tmp/senpai-pwned").exists()
+    logs = sorted((tmp_path / "job" / "artifacts").glob("*-train.log"))
+    assert len(logs) == 4 and all("train_leak: 0" in log.read_text() for log in logs)  # nor did the train steps
 
 
 @pytest.mark.parametrize(
