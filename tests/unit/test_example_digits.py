@@ -150,6 +150,8 @@ def test_senpai_yaml_matches_the_repo(target):
         else:
             assert params[key] in spec.choices, key
     assert "holdout" not in (EXAMPLE / target.program).read_text().lower()
+    # every point of the space trains within the compute tolerance of the baseline (epochs = max_iter)
+    assert target.params.space["max_iter"].high <= params["max_iter"] * (1 + h.compute.tolerance)
 
 
 def test_repo_holds_train_and_val_but_never_the_holdout():
