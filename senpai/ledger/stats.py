@@ -188,8 +188,11 @@ def _bootstrap(c: np.ndarray, b: np.ndarray, alpha: float) -> tuple[float, float
     p = float(stats.t.cdf(stats.norm.ppf(tail) / widen, df))  # maps onto the same bound: p < alpha iff low > 0
     # a resample never leaves the data's range: null values that separate completely (chance
     # 1/C(n_c+n_b, n_c)) always pass, so no p below that is honest (3 seeds a side: 0.05)
-    p = max(p, 1 / math.comb(len(c) + len(b), len(c)))
-    return low, p, f"bootstrap {100 * (1 - alpha):.3g}% lower bound {low:+.4g}"
+    least = 1 / math.comb(len(c) + len(b), len(c))
+    shown = f"bootstrap {100 * (1 - alpha):.3g}% lower bound {low:+.4g}"
+    if least >= p:
+        shown += f" (with {len(c)} and {len(b)} seeds no p below 1/{math.comb(len(c) + len(b), len(c))})"
+    return low, max(p, least), shown
 
 
 _TESTS = {"welch": _welch, "paired": _paired, "bootstrap": _bootstrap}

@@ -50,6 +50,7 @@ def test_bootstrap_bound_and_its_floor_with_three_seeds():
     # 3 seeds a side: null values separate completely 1 time in 20, so p can never go below 0.05
     three = judge(hold("bootstrap"), "maximize", c[:3], b[:3])
     assert not three.passed and three.p_value == pytest.approx(1 / 20)
+    assert "(with 3 and 3 seeds no p below 1/20), p=0.05 >= alpha 0.05: not significant" in three.reason
 
 
 def test_min_delta_and_the_exact_case():
