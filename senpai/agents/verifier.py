@@ -143,9 +143,10 @@ def measure(target: TargetConfig, plan: Plan, train: Train, score: Score, test_p
         reason = "the target's test command failed on the candidate"
         return verification_block(target, plan, [], test_passed=False, passed=False, reason=reason)
     seeds, m = hold.all_seeds(), Measurement()
-    looks = len(seeds) - len(hold.seeds) + 1
-    for look in range(1, looks + 1):
-        for seed in seeds[len(m.seeds) : len(hold.seeds) + look - 1]:
+    plan_of_looks = stats.schedule(hold)  # seeds per side at each look, as the gate re-judges them
+    looks = len(plan_of_looks)
+    for look, upto in enumerate(plan_of_looks, 1):
+        for seed in seeds[len(m.seeds) : upto]:
             try:
                 for side in SIDES:
                     m.samples[side].append(sample(hold, train(side, seed), score))
