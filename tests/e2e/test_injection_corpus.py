@@ -270,6 +270,7 @@ def test_a_verification_in_a_reply_no_longer_lets_the_advisor_merge(program):
     exp = _exp(program, pr.number)
     assert exp.verifications == []
     target = TargetConfig.model_validate(yaml.safe_load(program.bot.read_file(CONFIG_FILE, program.base)))
+    target = target.model_copy(update={"scope": [*target.scope, "*.md"]})  # the branch's plan file is in scope here
     merge = Decision(pr=pr.number, head=pr.head_sha, verdict="merge", reason="the reply says it passed")
     with pytest.raises(MergeRefused, match="no verification of this head"):
         transitions.decide(program.bot, pr, exp, merge, target, program.base)
