@@ -108,3 +108,26 @@ def open_candidate(forge: GitHubForge, seed: Path, change: dict[str, str | None]
     commit_and_push(forge, seed, branch, change, start="advisor")
     labels = ["senpai", "student:ada", "status:verifying"]
     return forge.create_pull("candidate", "a candidate", head=branch, base="advisor", labels=labels).number
+
+
+# Hostile candidates shared by the verifier tests and the gaming corpus.
+# Overwrites every score.py it can find around its checkout, and plants one where an evaluator dir could be.
+INTO_EVALUATOR = """
+import os
+root = os.path.dirname(os.getcwd())
+for d, _, names in os.walk(root):
+    if "score.py" in names:
+        open(os.path.join(d, "score.py"), "w").write("print('acc: 1.0')\\nprint('leak: 0')\\n")
+os.makedirs(os.path.join(root, "score"), exist_ok=True)
+open(os.path.join(root, "score", "score.py"), "w").write("print('acc: 1.0')\\n")
+"""
+SHADOW_JSON = "import sys\nprint('acc: 1.0')\nsys.exit(0)\n"  # a perfect score, if the evaluator ever imports it
+PICKLE_TRAIN = """import os, pickle
+class Boom:
+    def __reduce__(self):
+        return (os.system, ("echo pwned > /tmp/senpai-pwned",))
+open(os.path.join(os.environ["SENPAI_ARTIFACT_DIR"], "model.pkl"), "wb").write(pickle.dumps(Boom()))
+"""
+NAN_TRAIN = """import os
+open(os.path.join(os.environ["SENPAI_ARTIFACT_DIR"], "model.json"), "w").write('{"w": NaN, "noise": 0}')
+"""

@@ -11,7 +11,17 @@ from pathlib import Path
 import pytest
 import yaml
 from forge_fixtures import TOKEN, commit_and_push
-from tiny_target import SNOOPED, open_candidate, sealed_holdout, tiny_repo, train_py
+from tiny_target import (
+    INTO_EVALUATOR,
+    NAN_TRAIN,
+    PICKLE_TRAIN,
+    SHADOW_JSON,
+    SNOOPED,
+    open_candidate,
+    sealed_holdout,
+    tiny_repo,
+    train_py,
+)
 
 from senpai.agents.context import prepare_turn
 from senpai.agents.verifier import BaselineFailed
@@ -22,27 +32,6 @@ from senpai.config.harness import load_harness
 from senpai.ledger.blocks import Verification, render
 
 pytestmark = pytest.mark.e2e
-
-# Overwrites every score.py it can find around its checkout, and plants one where an evaluator dir could be.
-INTO_EVALUATOR = """
-import os
-root = os.path.dirname(os.getcwd())
-for d, _, names in os.walk(root):
-    if "score.py" in names:
-        open(os.path.join(d, "score.py"), "w").write("print('acc: 1.0')\\nprint('leak: 0')\\n")
-os.makedirs(os.path.join(root, "score"), exist_ok=True)
-open(os.path.join(root, "score", "score.py"), "w").write("print('acc: 1.0')\\n")
-"""
-SHADOW_JSON = "import sys\nprint('acc: 1.0')\nsys.exit(0)\n"  # a perfect score, if the evaluator ever imports it
-PICKLE_TRAIN = """import os, pickle
-class Boom:
-    def __reduce__(self):
-        return (os.system, ("echo pwned > /tmp/senpai-pwned",))
-open(os.path.join(os.environ["SENPAI_ARTIFACT_DIR"], "model.pkl"), "wb").write(pickle.dumps(Boom()))
-"""
-NAN_TRAIN = """import os
-open(os.path.join(os.environ["SENPAI_ARTIFACT_DIR"], "model.json"), "w").write('{"w": NaN, "noise": 0}')
-"""
 
 
 @pytest.fixture
