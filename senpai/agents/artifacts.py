@@ -72,6 +72,8 @@ def _file_refusal(path: Path, name: str) -> str | None:
 
 def refusal(directory: Path, max_bytes: int = MAX_BYTES) -> str | None:
     """Why the artifact directory must not be scored (naming the file), or None if it may be."""
+    if directory.is_symlink() or not directory.is_dir():  # the train step replaced its own directory
+        return f"the artifact directory {directory.name} is a symlink or not a directory (refused: it may point anywhere)"
     try:
         files = _files(directory)
     except ValueError as e:
