@@ -2,9 +2,10 @@
 
 The score step loads what the candidate's code wrote, so a format that runs code on load (pickle,
 and archives holding one: joblib, `torch.save`) would run the candidate's code inside the trusted
-evaluation. `refusal(dir)` checks the directory before scoring: regular files only (no symlink,
-device or FIFO), each named `.skops`, `.safetensors`, `.onnx` or `.json`, none that is a pickle by
-content (protocol 2+ magic, or a zip holding a `.pkl`), a `.json` that parses, and at most
+evaluation. `refusal(dir)` checks the directory before scoring: a real directory (not a symlink)
+holding regular files only (no symlink, device or FIFO), each named `.skops`, `.safetensors`,
+`.onnx` or `.json`, none that is a pickle by content (protocol 2+ magic, or a zip holding a
+`.pkl`), a `.json` that parses, and at most
 MAX_BYTES in all. skops files are still loaded with trusted types only: that is the evaluator's job.
 `digest(dir)` fingerprints the directory, so an artifact changed after its train step (by a later
 train step of the other side) is caught before scoring.
