@@ -2,9 +2,10 @@
 
 The score step loads what the candidate's code wrote, so a format that runs code on load (pickle,
 and archives holding one: joblib, `torch.save`) would run the candidate's code inside the trusted
-evaluation. `refusal(dir)` checks the directory before scoring: regular files only (no symlink,
-device or FIFO), each named `.skops`, `.safetensors`, `.onnx` or `.json`, none that is a pickle by
-content (protocol 2+ magic, or a zip holding a `.pkl`), a `.json` that parses, and at most
+evaluation. `refusal(dir)` checks the directory before scoring: a real directory (not a symlink)
+holding regular files only (no symlink, device or FIFO), each named `.skops`, `.safetensors`,
+`.onnx` or `.json`, none that is a pickle by content (protocol 2+ magic, or a zip holding a
+`.pkl`), a `.json` that parses, and at most
 MAX_BYTES in all. skops files are still loaded with trusted types only: that is the evaluator's job.
 `digest(dir)` fingerprints the directory, so an artifact changed after its train step (by a later
 train step of the other side) is caught before scoring.
@@ -72,6 +73,8 @@ def _file_refusal(path: Path, name: str) -> str | None:
 
 def refusal(directory: Path, max_bytes: int = MAX_BYTES) -> str | None:
     """Why the artifact directory must not be scored (naming the file), or None if it may be."""
+    if directory.is_symlink() or not directory.is_dir():  # the train step replaced its own directory
+        return f"the artifact directory {directory.name} is a symlink or not a directory (refused: it may point anywhere)"
     try:
         files = _files(directory)
     except ValueError as e:

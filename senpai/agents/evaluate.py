@@ -26,9 +26,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from senpai.agents.artifacts import digest, refusal, set_read_only
-from senpai.agents.measure import Outcome, run_command
+from senpai.agents.measure import GRACE_SECONDS, Outcome, run_command
 from senpai.config.target import Holdout
 from senpai.errors import ConfigError, PermanentError
+from senpai.fleet.procs import become_subreaper, descendants, kill_new_descendants
 
 MAX_EVALUATOR_BYTES = 256 * 1024**2  # the tar of holdout.files at the base, held in memory
 SHIM = '#!/bin/sh\nexec {python} -I -P "$@"\n'
@@ -93,9 +94,14 @@ def _fresh_home(root: Path) -> str:
 
 def reset_checkout(checkout: Path, sha: str) -> None:
     """Put `checkout` back to exactly `sha`: tracked files restored, everything untracked removed.
-    Raises PermanentError with git's message if it cannot (an earlier step broke the checkout)."""
+    Raises PermanentError with git's message if it cannot (an earlier step broke the checkout).
+    A train step can set a command git runs here (core.fsmonitor, a filter in .git/config): what
+    it leaves running is killed, as `run_command` kills what a train step leaves."""
+    become_subreaper()
+    before = descendants()
     for args in (["reset", "-q", "--hard", sha], ["clean", "-q", "-ffdx"]):
         proc = subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True)
+        kill_new_descendants(before, GRACE_SECONDS)
         if proc.returncode != 0:
             raise PermanentError(f"git {args[0]} of the {checkout.name} checkout failed: {proc.stderr.strip()[-300:]}")
 

@@ -4,7 +4,8 @@ The output streams to the log file as it comes; memory holds only a bounded tail
 the last value of each key (at most MAX_KEYS keys, lines up to MAX_LINE bytes), so a command that
 prints gigabytes costs the job no more than a few MB. The command gets the allow-listed environment
 (`senpai.agents.environ`) plus what the caller passes, runs in its own session, and every process
-it started (setsid daemons included, found by their `ENV_RUN` tag) is stopped when it ends.
+it started (setsid daemons included, found by their `ENV_RUN` tag, or as descendants of this
+process, their orphans' reaper, if they also cleared their environment) is stopped when it ends.
 """
 
 import math
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from senpai.agents.environ import allowed_env
-from senpai.fleet.procs import ENV_RUN, kill_tagged
+from senpai.fleet.procs import ENV_RUN, become_subreaper, descendants, kill_new_descendants, kill_tagged
 
 LINE = re.compile(rb"^([A-Za-z0-9_./-]+):[ \t]*(\S+)\s*$")
 TAIL_BYTES = 256 * 1024
@@ -113,6 +114,8 @@ def run_command(
     tag = uuid.uuid4().hex
     inherited = {k: v for k, v in allowed_env(os.environ).items() if not (drop and k.startswith(drop))}
     full_env = {**inherited, "PATH": path, **env, ENV_RUN: tag}
+    become_subreaper()
+    before = descendants()
     with open(log if log is not None else os.devnull, "wb") as sink:
         proc = subprocess.Popen(
             command, shell=True, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
@@ -128,6 +131,8 @@ def run_command(
         kill_tagged(ENV_RUN, tag, GRACE_SECONDS)  # leftovers, and the command itself at the timeout
         _killpg(proc.pid)  # anything that dropped its tag but stayed in the session's group
         proc.wait()
+        # one that also cleared its environment and left the group: reparented to us, as our reaper
+        kill_new_descendants(before, GRACE_SECONDS)
         thread.join(timeout=GRACE_SECONDS)  # a stranger that inherited the pipe must not hold us
         proc.stdout.close()
     return Outcome(returncode, time.monotonic() - start, reader.text(), dict(reader.values))

@@ -109,8 +109,11 @@ def _compute(hold: Holdout, v: Verification, allowed_by: str | None) -> str | No
         figures.append((f"compute figure {c.key!r}", v.candidate_compute, v.baseline_compute))
     over = []
     for name, cand, base in figures:
-        if not cand or not base or not all(math.isfinite(x) for x in [*cand, *base]):
-            over.append(f"{name} not measured (or not finite) for both sides")
+        # the figure is printed by the side's own code: one per seed, and a count (never negative),
+        # or a candidate could report -1, or stay silent on its costly seeds, to pass the ratio
+        counts = len(cand) == len(v.candidate_values) and len(base) == len(v.baseline_values)
+        if not cand or not base or not counts or not all(math.isfinite(x) and x >= 0 for x in [*cand, *base]):
+            over.append(f"{name} not measured (as a finite, non-negative number on every seed) for both sides")
             continue
         ratio = _ratio(_mean(cand), _mean(base))
         if ratio > 1 + c.tolerance:

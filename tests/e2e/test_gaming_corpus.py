@@ -41,6 +41,34 @@ assert "target.txt" not in log
 if found:
     open("params.json", "w").write('{"w": %s}' % open(os.path.join(found[0], "target.txt")).read().strip())
 """ + train_py()
+# A daemon that clears its environment (no run tag) and leaves the session (no process group) outlives
+# the train step, then writes `acc: 1.0` into the candidate's score step's stdout through /proc.
+ESCAPED_WRITER = '''import os, subprocess, sys
+D = r"""
+import os, time
+end = time.time() + 120
+while time.time() < end:
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            cmd = open("/proc/%s/cmdline" % pid, "rb").read()
+        except OSError:
+            continue
+        if b"score.py\\0" in cmd and b"candidate-" in cmd:
+            try:
+                with open("/proc/%s/fd/1" % pid, "w") as f:
+                    while os.path.exists("/proc/%s" % pid):
+                        f.write("acc: 1.0\\n")
+                        f.flush()
+                        time.sleep(0.001)
+            except OSError:
+                pass
+    time.sleep(0.002)
+"""
+subprocess.Popen(["env", "-i", "setsid", sys.executable, "-c", D], stdin=subprocess.DEVNULL,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+''' + train_py()
 
 # (case, change, words the refusal must carry)
 CASES = [
@@ -54,6 +82,7 @@ CASES = [
     ("more compute", {"params.json": json.dumps({"w": 0.6, "steps": 400})}, "compute 4.00x"),
     ("out-of-scope files", {"scratch/try.ipynb": "{}", "params.json": '{"w": 0.6}'}, "outside the experiment's scope"),
     ("pickle artifact", {"train.py": PICKLE_TRAIN}, "not a safe format"),
+    ("escaped daemon writes the score", {"train.py": ESCAPED_WRITER}, "floor"),
     ("writes into the evaluator's directory", {"prep.py": INTO_EVALUATOR, "train.py": f"import prep\n{train_py()}"}, "floor"),
 ]
 

@@ -70,6 +70,16 @@ def test_symlinks_are_refused(tmp_path):
     assert reason is not None and "link.json" in reason and "symlink" in reason
 
 
+def test_an_artifact_directory_that_is_a_symlink_is_refused(tmp_path):
+    # the train step may replace its own $SENPAI_ARTIFACT_DIR: the evaluator would then read (and
+    # set_read_only would chmod) whatever directory it points at
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "model.json").write_text("{}")
+    (tmp_path / "candidate-0").symlink_to(elsewhere)
+    assert "the artifact directory candidate-0 is a symlink" in refusal(tmp_path / "candidate-0")
+
+
 def test_total_size_is_capped(tmp_path):
     d = _dir(tmp_path, {"a.json": b"[" + b"1," * 100 + b"1]", "b.json": b"[" + b"2," * 100 + b"2]"})
     assert refusal(d, max_bytes=10_000) is None

@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 from forge_fixtures import run_git
 from tiny_target import SNOOPED, files, sealed_holdout
@@ -110,3 +111,14 @@ def test_each_train_step_starts_from_a_clean_checkout(repo, tmp_path):
     trained = _train(path, sha, tmp_path)
     assert '"w": 0.5' in (Path(trained.artifact) / "model.json").read_text()
     assert not (path / "stray.py").exists()
+
+
+def test_a_command_a_train_step_set_for_git_leaves_nothing_running(repo, tmp_path):
+    # a train step can write .git/config; the next reset runs core.fsmonitor, which starts a daemon
+    # with no run tag and its own session (it would outlive every later step and tamper with them)
+    path, sha = repo
+    marker = f"{4000 + os.getpid() % 1000}.{os.getpid() % 997}"
+    run_git(path, "config", "core.fsmonitor", f"env -i setsid sleep {marker} >/dev/null 2>&1 </dev/null & true")
+    _train(path, sha, tmp_path)
+    alive = [p for p in psutil.process_iter(["cmdline"]) if f"sleep {marker}" in " ".join(p.info["cmdline"] or [])]
+    assert [p for p in alive if p.status() != psutil.STATUS_ZOMBIE] == []

@@ -97,6 +97,9 @@ def test_gate_allows_a_verified_improvement():
         ),
         (["params.json"], _v(candidate_compute=[2000.0, 2000.0, 2000.0]), "compute figure 'steps' 2000 vs 1000 is x2.00"),
         (["params.json"], _v(candidate_compute=[]), "compute figure 'steps' not measured"),
+        # the candidate's own code prints its figure: a negative one, or one on its cheap seed only, is no measurement
+        (["params.json"], _v(candidate_compute=[-1.0, -1.0, -1.0]), "compute figure 'steps' not measured"),
+        (["params.json"], _v(candidate_compute=[10.0]), "compute figure 'steps' not measured .* on every seed"),
         (["params.json"], _v(baseline_seconds=[0.0, 0.0, 0.0]), "training seconds 10.5 vs 0 is xinf"),
         (
             ["params.json"],

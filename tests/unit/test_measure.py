@@ -84,6 +84,15 @@ def test_setsid_daemons_of_the_command_die_with_it(tmp_path: Path) -> None:
     assert _daemons(f"sleep {marker}") == []
 
 
+def test_a_daemon_that_clears_its_environment_and_leaves_the_group_dies_with_it(tmp_path: Path) -> None:
+    # no tag in its environment, its own session: only being our descendant (we reap orphans) finds it
+    marker = f"{3000 + os.getpid() % 1000}.{time.monotonic_ns() % 1000}"
+    cmd = f"env -i setsid sleep {marker} > /dev/null 2>&1 < /dev/null & sleep 0.3; echo 'acc: 3'"
+    out = run_command(cmd, tmp_path, {}, 60)
+    assert out.returncode == 0 and out.value("acc") == 3.0
+    assert _daemons(f"sleep {marker}") == []
+
+
 def test_the_timeout_kills_the_whole_tree_even_a_daemon_holding_the_pipe(tmp_path: Path) -> None:
     marker = f"{2000 + os.getpid() % 1000}.{time.monotonic_ns() % 1000}"
     out = run_command(f"setsid sleep {marker} & echo 'acc: 2'; sleep {marker}", tmp_path, {}, 1)
