@@ -33,6 +33,8 @@ def _verification(pr: int, candidate: str, baseline: str) -> Verification:
         pr=pr, candidate=candidate, baseline=baseline, metric="holdout_accuracy", direction="maximize", seeds=[0, 1],
         candidate_values=cand, baseline_values=base, candidate_mean=0.915, baseline_mean=0.805,
         improvement=0.11, noise_floor=0.02, passed=True, reason="beats the floor",
+        candidate_compute=[20.0, 20.0], baseline_compute=[20.0, 20.0], compute_ratio=1.0,
+        guards={"holdout_log_loss": [0.4, 0.6]},
     )  # fmt: skip
 
 
