@@ -6,7 +6,6 @@ proposal.  The hypothesis records the request (`Hypothesis.request`); the wrappe
 the event once a PR carries it, and a replayed event finds the PR and does nothing.
 """
 
-
 from senpai.agents.context import TurnContext
 from senpai.agents.hypothesis import open_hypothesis
 from senpai.agents.params import read_params

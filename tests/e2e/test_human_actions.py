@@ -24,7 +24,6 @@ from senpai.wrapper.loop import Wrapper
 pytestmark = pytest.mark.e2e
 
 
-
 def _step(
     w: Wrapper, until: Callable[[], bool], what: str, timeout: float = 120, each: Callable[[], None] = lambda: None
 ) -> None:

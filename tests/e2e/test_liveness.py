@@ -18,7 +18,6 @@ from senpai.ledger.blocks import Evidence, PrimaryResult
 pytestmark = pytest.mark.e2e
 
 
-
 def test_changes_then_an_attempt_dead_before_pushing_wakes_the_advisor_again(local_forge, llm_server, tmp_path, monkeypatch):
     config = make_program(local_forge.base_url, tmp_path, "liveness", students=1, experiments=1)
     use_openhands(config, llm_server.base_url, roles=("advisor",))

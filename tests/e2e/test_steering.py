@@ -57,7 +57,6 @@ def _acks(bot: GitHubForge, number: int) -> list[str]:
     return [b for b in _bot_comments(bot, number) if "<!-- senpai:ack:" in b]
 
 
-
 def test_slash_commands_trust_and_free_text(local_forge, tmp_path):
     config = make_program(local_forge.base_url, tmp_path, "steer", students=2, experiments=10)
     _configure(config, steering={"batch_seconds": 2.0}, tick_seconds=0.5)
