@@ -42,7 +42,10 @@ class TickReport:
 
     @property
     def decided(self) -> int:
-        return sum(e.decided for e in self.exps)
+        """Experiments decided with their record complete: a merged PR counts once its `merge` decision
+        is posted (the advisor merges first, then records where the merge landed), so a run that stops
+        at N decided never stops between the two."""
+        return sum(e.decided and (e.state == "closed" or any(d.verdict == "merge" for d in e.decisions)) for e in self.exps)
 
 
 class Wrapper:
