@@ -9,6 +9,7 @@
     │   ├── MergeRefused             the merge gate refused (protected path, NaN, noise floor)
     │   ├── MergeConflict            the forge could not merge the head into the base
     │   ├── NotFound                 a forge object, run or job does not exist
+    │   ├── FileListTruncated        the forge lists only part of a PR's files (GitHub: 3,000)
     │   └── Forbidden                the credentials lack a permission (HTTP 401/403)
     └── LedgerInconsistent           exit 5: `senpai ledger --check` found hand-made changes
 
@@ -64,6 +65,11 @@ class MergeConflict(PermanentError):
 
 class NotFound(PermanentError):
     """A forge object, tracker run or fleet job does not exist."""
+
+
+class FileListTruncated(PermanentError):
+    """The forge lists fewer files than the PR changes (GitHub lists at most 3,000), so no scope or
+    protected-path check can be made from its list; the message gives both counts."""
 
 
 class Forbidden(PermanentError):

@@ -26,10 +26,10 @@ from senpai.agents.context import TurnContext
 from senpai.agents.evaluate import EvaluatorFiles, Trained, score_step
 from senpai.agents.measure import Outcome
 from senpai.config.target import Holdout, TargetConfig
-from senpai.errors import TransientError
+from senpai.errors import FileListTruncated, TransientError
 from senpai.ledger import stats, transitions
 from senpai.ledger.blocks import Verification
-from senpai.ledger.gate import protected_touched
+from senpai.ledger.gate import out_of_scope, protected_touched
 
 SIDES = ("baseline", "candidate")
 
@@ -48,19 +48,25 @@ class Plan(BaseModel):
     files: list[str]
     protected_touched: list[str]
     out_of_scope: list[str]
+    unlisted: str | None = None  # the forge truncated the PR's file list (FileListTruncated): refused
 
 
 def make_plan(ctx: TurnContext, number: int) -> Plan:
-    """The PR's head, the base head and the changed files, as the forge says now."""
-    files = ctx.forge.pull_files(number)
+    """The PR's head and the base head as the forge says now, both fetched into the turn's clone,
+    and the changed files: the forge's list joined with git's for exactly this pair, so a head
+    pushed between the two reads cannot hide a file. Raises TransientError if the fetch fails."""
+    candidate, baseline = ctx.forge.get_pull(number).head_sha, ctx.forge.branch_sha(ctx.base)
+    try:
+        listed, unlisted = ctx.forge.pull_files(number), None
+    except FileListTruncated as e:
+        listed, unlisted = [], str(e)
+    refs = [f"+{candidate}:refs/senpai/candidate", f"+{baseline}:refs/senpai/baseline"]
+    ctx.repo.git("fetch", "--quiet", "origin", *refs, network=True)
+    files = sorted({*listed, *ctx.repo.changed_paths(baseline, candidate)})
     return Plan(
-        pr=number,
-        candidate=ctx.forge.get_pull(number).head_sha,
-        baseline=ctx.forge.branch_sha(ctx.base),
-        files=files,
-        protected_touched=protected_touched(ctx.target, files),
-        out_of_scope=sorted(f for f in files if not ctx.target.in_scope(f) and not ctx.target.is_protected(f)),
-    )
+        pr=number, candidate=candidate, baseline=baseline, files=files, unlisted=unlisted,
+        protected_touched=protected_touched(ctx.target, files), out_of_scope=out_of_scope(ctx.target, files),
+    )  # fmt: skip
 
 
 def verification_block(target: TargetConfig, plan: Plan, seeds: list[int], **fields) -> Verification:
@@ -68,8 +74,8 @@ def verification_block(target: TargetConfig, plan: Plan, seeds: list[int], **fie
     common = dict(
         pr=plan.pr, candidate=plan.candidate, baseline=plan.baseline, metric=target.holdout.metric,
         direction=target.metric.direction, rule=target.holdout.rule, protected_touched=plan.protected_touched,
-        out_of_scope=plan.out_of_scope, seeds=seeds, candidate_values=[], baseline_values=[], candidate_mean=None,
-        baseline_mean=None, improvement=None, noise_floor=None,
+        out_of_scope=plan.out_of_scope, files=plan.files, seeds=seeds, candidate_values=[], baseline_values=[],
+        candidate_mean=None, baseline_mean=None, improvement=None, noise_floor=None,
     )  # fmt: skip
     return Verification(**{**common, **fields})
 
@@ -81,6 +87,8 @@ def refusal(target: TargetConfig, plan: Plan) -> Verification | None:
         why.append(f"the diff touches protected paths {', '.join(plan.protected_touched)}")
     if plan.out_of_scope:
         why.append(f"the diff changes paths outside the experiment's scope {', '.join(plan.out_of_scope)}")
+    if plan.unlisted:
+        why.append(f"{plan.unlisted}, so its scope cannot be checked: split it")
     if not why:
         return None
     return verification_block(target, plan, [], passed=False, reason="refused without running: " + "; ".join(why))

@@ -124,6 +124,17 @@ class WorkCopy:
     def head(self) -> str:
         return self.git("rev-parse", "HEAD")
 
+    def changed_paths(self, base: str, head: str) -> list[str]:
+        """Paths `head` changes since its merge base with `base`, as GitHub's PR file list counts
+        them but never truncated: `git diff --name-only --no-renames -z base...head` (a rename
+        gives both paths; a name that is not UTF-8 is decoded with U+FFFD). Both commits must be
+        in this clone; raises PermanentError with git's message otherwise."""
+        args = ["diff", "--name-only", "--no-renames", "--no-ext-diff", "-z", f"{base}...{head}"]
+        proc = subprocess.run(["git", *args], cwd=self.path, env=self.env, capture_output=True)
+        if proc.returncode != 0:
+            raise PermanentError(f"git diff failed ({proc.returncode}): {proc.stderr.decode(errors='replace').strip()[-500:]}")
+        return [p.decode(errors="replace") for p in proc.stdout.split(b"\0") if p]
+
     def checkout_remote_branch(self, branch: str) -> None:
         self.git("fetch", "--quiet", "origin", branch, network=True)
         self.git("checkout", "--quiet", "-B", branch, f"origin/{branch}")

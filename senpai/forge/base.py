@@ -125,7 +125,11 @@ class Forge(Protocol):
         ...
 
     def pull_files(self, number: int) -> list[str]:
-        """Paths the PR changes (both sides of renames). GitHub REST: GET .../pulls/{n}/files."""
+        """Paths the PR changes (both sides of renames). GitHub REST: GET .../pulls/{n}/files.
+
+        Raises FileListTruncated if the forge lists fewer files than the PR's `changed_files`
+        (GitHub lists 3,000 at most).
+        """
         ...
 
     def list_comments(self, number: int) -> list[Comment]:

@@ -42,7 +42,7 @@ from github.Requester import Requester
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from senpai.config.harness import ForgeSettings
-from senpai.errors import Forbidden, MergeConflict, NotFound, PermanentError, SenpaiError, TransientError
+from senpai.errors import FileListTruncated, Forbidden, MergeConflict, NotFound, PermanentError, SenpaiError, TransientError
 from senpai.forge.base import Access, Change, Comment, Issue, PullRequest
 
 T = TypeVar("T")
@@ -389,9 +389,12 @@ class GitHubForge:
 
     def pull_files(self, number: int) -> list[str]:
         def run() -> list[str]:
-            paths: list[str] = []
-            for f in self._repo.get_pull(number).get_files():
+            pull, paths, listed = self._repo.get_pull(number), [], 0
+            for f in pull.get_files():
+                listed += 1
                 paths += [f.filename] + ([f.previous_filename] if f.previous_filename else [])
+            if listed < pull.changed_files:  # GitHub stops listing at 3,000 files, silently
+                raise FileListTruncated(f"PR #{number} changes {pull.changed_files} files; the forge lists only {listed}")
             return list(dict.fromkeys(paths))
 
         return self._call(f"files of pull #{number}", run)

@@ -173,6 +173,9 @@ class Verification(Block):
     noise_floor: float | None = Field(description="noise_k x stdev of baseline repeats, at least min_floor.")
     protected_touched: list[str] = Field(default_factory=list)
     out_of_scope: list[str] = Field(default_factory=list, description="Changed paths outside the target's scope.")
+    files: list[str] = Field(
+        default_factory=list, description="Paths the measured pair changes: git's list for exactly it, joined with the forge's."
+    )
     rule: Literal["noise_floor", "welch", "paired", "bootstrap"] = "noise_floor"
     statistic: float | None = Field(None, description="The rule's statistic: t, or the bootstrap interval's lower bound.")
     p_value: float | None = Field(None, description="One-sided p-value of the test rules, before correction.")

@@ -38,7 +38,9 @@ def check_merge(
 ) -> None:
     """Raise MergeRefused (reason names the files or metrics) unless a merge of `head` into `base` is allowed.
 
-    `files` is what the PR changes, as read from the forge now (not from any block).  The
+    `files` is what the PR changes, as read from the forge now; the verification's own `files`
+    (git's list for exactly the pair it measured) are checked with them, so a file list raced by
+    a push between the verifier's reads cannot hide a path.  The
     verification must measure exactly (`head`, `base`) with the holdout metric, have finite
     numbers, and pass `target.holdout.rule` when re-judged here at the sequential test's last look
     (alpha / `stats.looks`).  Then: compute within `1 + holdout.compute.tolerance` of the
@@ -47,6 +49,7 @@ def check_merge(
     declares one, and the p-value still below alpha after Benjamini–Hochberg over `rivals` (PR ->
     one-sided p-value of the latest verification of each other PR against the same `base`).
     """
+    files = sorted({*files, *(verification.files if verification else [])})
     touched = protected_touched(target, files)
     if touched:
         raise MergeRefused(f"the diff touches protected paths: {', '.join(touched)}")

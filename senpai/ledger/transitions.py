@@ -12,7 +12,7 @@ posting twice.  A precondition that does not hold raises TransitionError.
 """
 
 from senpai.config.target import TargetConfig
-from senpai.errors import TransitionError
+from senpai.errors import FileListTruncated, MergeRefused, TransitionError
 from senpai.forge.base import Forge, Issue, PullRequest
 from senpai.ledger.blocks import BudgetReport, Decision, Evidence, Hypothesis, Verification
 from senpai.ledger.experiment import Experiment, own_pull
@@ -191,7 +191,10 @@ def decide(
             raise TransitionError(f"merging PR #{pr.number} needs the target's senpai.yaml (protected paths)")
         verification = exp.verification_for(pr.head_sha, base_sha)
         allowed_by = compute_allowance(pr, forge.list_comments(pr.number), trusted, forge.login) if trusted else None
-        files = forge.pull_files(pr.number)
+        try:
+            files = forge.pull_files(pr.number)
+        except FileListTruncated as e:
+            raise MergeRefused(f"{e}, so its scope cannot be checked") from None
         check_merge(target, pr.head_sha, base_sha, files, verification, rivals=rivals, compute_allowed_by=allowed_by)
         # the head that was verified: a commit pushed since then makes the forge refuse (MergeConflict)
         merged = forge.merge_pull(pr.number, f"senpai: merge #{pr.number} ({d.reason})", pr.head_sha)

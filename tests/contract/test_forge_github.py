@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from forge_fixtures import OWNER, TOKEN, as_user, clone, commit_and_push, run_git
 
-from senpai.errors import MergeConflict, NotFound
+from senpai.errors import FileListTruncated, MergeConflict, NotFound
 from senpai.forge.base import Forge
 from senpai.forge.github import GitHubForge, create_repository
 
@@ -134,6 +134,19 @@ def test_pull_files_lists_both_sides_of_renames(forge_repo, tmp_path):
     run_git(work, "push", "-q", "origin", BRANCH, env=forge.git_env())
     pr = forge.create_pull("files", "", BRANCH, "advisor", [])
     assert sorted(forge.pull_files(pr.number)) == ["README.md", "new.py", "params.yaml", "train.py", "train2.py"]
+
+
+def test_pull_files_refuses_a_list_the_forge_truncates(forge_repo, tmp_path):
+    """GitHub lists at most 3,000 files of a PR and says nothing; `changed_files` counts them all."""
+    forge, _ = forge_repo
+    work = tmp_path / "seed"
+    commit_and_push(forge, work, BRANCH, {f"scratch/{i:04}.txt": f"{i}\n" for i in range(2999)}, start="advisor")
+    pr = forge.create_pull("many files", "", BRANCH, "advisor", [])
+    commit_and_push(forge, work, BRANCH, {"params.yaml": "lr: 0.5\n"})
+    assert len(forge.pull_files(pr.number)) == 3000  # the most the forge lists: still whole
+    commit_and_push(forge, work, BRANCH, {"protected.py": "x = 1\n"})
+    with pytest.raises(FileListTruncated, match="changes 3001 files; the forge lists only 3000"):
+        forge.pull_files(pr.number)
 
 
 def test_poll_answers_304_until_something_changes(forge_repo, tmp_path):

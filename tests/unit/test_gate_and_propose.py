@@ -4,6 +4,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from senpai.agents.search.propose import point_key, propose
+from senpai.agents.verifier import Plan, refusal
 from senpai.config.target import Metric, ParamSpec, TargetConfig
 from senpai.errors import MergeRefused, PermanentError
 from senpai.ledger.blocks import Verification
@@ -109,6 +110,9 @@ def test_gate_allows_a_verified_improvement():
         (["params.json"], _v(guards={}), "guard latency_ms was not measured"),
         (["params.json"], _v(test_passed=False), "test command failed on the candidate"),
         (["params.json"], _v(test_passed=None), "test command was not run"),
+        # the forge's list was read after a push; the verification's own list is of the measured pair
+        (["params.json"], _v(files=["params.json", "scratch.py"]), "outside the experiment's scope .*: scratch.py"),
+        ([], _v(files=["senpai.yaml"]), "touches protected paths: senpai.yaml"),
     ],
 )
 def test_gate_refuses(files, v, match):
@@ -199,3 +203,12 @@ def test_exhausted_space_is_a_permanent_error():
     history = [({"a": 1}, 0.1), ({"a": 2}, 0.2)]
     with pytest.raises(PermanentError, match="exhausted"):
         propose(tiny, METRIC, history, 1, seed=0, tries=10)
+
+
+def test_a_file_list_the_forge_truncated_is_refused_before_any_run():
+    unlisted = "PR #1 changes 3001 files; the forge lists only 3000"
+    plan = Plan(pr=1, candidate="c" * 40, baseline="b" * 40, files=["params.json"], protected_touched=[], out_of_scope=[])
+    assert refusal(TARGET, plan) is None
+    v = refusal(TARGET, plan.model_copy(update={"unlisted": unlisted}))
+    assert v is not None and not v.passed and v.seeds == []
+    assert v.reason == f"refused without running: {unlisted}, so its scope cannot be checked: split it"

@@ -1,9 +1,10 @@
 """Routes of the local forge for pull requests: create, list, get, edit, merge, files.
 
 GitHub REST: GET|POST /repos/{o}/{r}/pulls, GET|PATCH .../pulls/{n}, GET|PUT .../pulls/{n}/merge,
-GET .../pulls/{n}/files.  A PR's head and base shas are read live from the bare repository while
-it is open.  Merging makes a real merge commit on the base branch; a conflict answers 405
-"Merge conflict", a stale `sha` or a base that moved meanwhile answers 409, as GitHub does.
+GET .../pulls/{n}/files (only the first MAX_PULL_FILES, as GitHub).  A PR's head and base shas are
+read live from the bare repository while it is open.  Merging makes a real merge commit on the base
+branch; a conflict answers 405 "Merge conflict", a stale `sha` or a base that moved meanwhile
+answers 409, as GitHub does.
 Anyone with a token may open a PR; its author or a collaborator may edit it (a PATCH is validated
 whole before anything is written; only an open PR may change its base); merging needs a collaborator.
 One repository lock serialises PR creation and merges (see `merges`).
@@ -20,6 +21,7 @@ from senpai.forge.localforge.web import ApiError, JsonBody, invalid, link_header
 router = APIRouter()
 PULLS = "/repos/{owner}/{name}/pulls"
 PULL = PULLS + "/{number:num}"
+MAX_PULL_FILES = 3000  # GitHub: "Responses include a maximum of 3000 files"; `changed_files` counts all
 
 
 def render_pulls(ctx: Ctx, repo: dict, rows: list[dict]) -> list[dict]:
@@ -134,7 +136,7 @@ def pull_files(owner: str, name: str, number: int, request: Request, ctx: CtxDep
     repo = ctx.repo(owner, name)
     row, path = ctx.pull(repo, number), ctx.path(repo)
     head, base = ctx.shas(row, ctx.git.branches(path))
-    files = ctx.git.changed_files(path, base, head) if head and base else []
+    files = ctx.git.changed_files(path, base, head)[:MAX_PULL_FILES] if head and base else []
     page, per_page = page_args(request)
     chunk = files[(page - 1) * per_page : page * per_page]
     body = [ctx.render.file(repo, head, f) for f in chunk]
