@@ -26,9 +26,10 @@ from senpai.agents.context import TurnContext
 from senpai.agents.evaluate import EvaluatorFiles, Trained, score_step
 from senpai.agents.measure import Outcome
 from senpai.config.target import Holdout, TargetConfig
-from senpai.errors import FileListTruncated, TransientError
+from senpai.errors import FileListTruncated, PermanentError, TransientError
 from senpai.ledger import stats, transitions
 from senpai.ledger.blocks import Verification
+from senpai.ledger.consistency import reverify
 from senpai.ledger.gate import out_of_scope, protected_touched
 
 SIDES = ("baseline", "candidate")
@@ -51,11 +52,25 @@ class Plan(BaseModel):
     unlisted: str | None = None  # the forge truncated the PR's file list (FileListTruncated): refused
 
 
+def pair(ctx: TurnContext, number: int) -> tuple[str, str]:
+    """(candidate, baseline) to measure: an open PR's head against the base head, as the forge says
+    now; a merged PR's merge commit against the base it landed on, when the merge landed on a base
+    that moved after its verification (`consistency.reverify`). Raises PermanentError for a merged
+    PR that owes no verification."""
+    pr = ctx.forge.get_pull(number)
+    if not pr.merged:
+        return pr.head_sha, ctx.forge.branch_sha(ctx.base)
+    owed = reverify(ctx.ledger.experiment(pr))
+    if owed is None:
+        raise PermanentError(f"PR #{number} is merged and owes no verification")
+    return owed
+
+
 def make_plan(ctx: TurnContext, number: int) -> Plan:
-    """The PR's head and the base head as the forge says now, both fetched into the turn's clone,
-    and the changed files: the forge's list joined with git's for exactly this pair, so a head
-    pushed between the two reads cannot hide a file. Raises TransientError if the fetch fails."""
-    candidate, baseline = ctx.forge.get_pull(number).head_sha, ctx.forge.branch_sha(ctx.base)
+    """The pair to measure (`pair`), both fetched into the turn's clone, and the changed files: the
+    forge's list joined with git's for exactly this pair, so a head pushed between the two reads
+    cannot hide a file. Raises TransientError if the fetch fails."""
+    candidate, baseline = pair(ctx, number)
     try:
         listed, unlisted = ctx.forge.pull_files(number), None
     except FileListTruncated as e:

@@ -8,15 +8,19 @@ commit against the base it landed on; once that passes, the merge counts.
 """
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
 from forge_fixtures import as_user, clone, commit_and_push
 from research import make_program
 
-from senpai.cli.wiring import make_forge
+from senpai.agents.context import prepare_turn
+from senpai.agents.verify_steps import verify_all
+from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import load_harness
 from senpai.config.target import CONFIG_FILE, TargetConfig
+from senpai.errors import PermanentError
 from senpai.ledger import transitions
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import BaselineRef, BudgetRef, Decision, Hypothesis, MetricRef, Verification
@@ -54,8 +58,9 @@ def _verified_pr(bot, work, base: str, name: str):
     return bot.get_pull(pr.number)
 
 
-def test_a_merge_onto_a_base_that_moved_is_recorded_and_verified_again(local_forge, tmp_path):
-    config = make_program(local_forge.base_url, tmp_path, "pinned-merge")
+def _merged_onto_a_moved_base(local_forge, tmp_path, name: str):
+    """A verified PR merged after an admin pushed to the base: (harness config, bot, PR, verified base, moved base)."""
+    config = make_program(local_forge.base_url, tmp_path, name)
     cfg = load_harness(config)
     bot = as_user(local_forge, cfg.forge, "senpai")
     owner = make_forge(cfg)  # an admin: the only one the protected base takes a push from
@@ -67,8 +72,11 @@ def test_a_merge_onto_a_base_that_moved_is_recorded_and_verified_again(local_for
     exp = LedgerReader(bot).experiment(pr)
     merge = Decision(pr=pr.number, head=pr.head_sha, verdict="merge", reason="beats the floor")
     transitions.decide(bot, pr, exp, merge, target, verified_base)  # the base the wrapper read before the push
+    return cfg, bot, bot.get_pull(pr.number), verified_base, moved
 
-    pr = bot.get_pull(pr.number)
+
+def test_a_merge_onto_a_base_that_moved_is_recorded_and_verified_again(local_forge, tmp_path):
+    _, bot, pr, verified_base, moved = _merged_onto_a_moved_base(local_forge, tmp_path, "pinned-merge")
     assert pr.merged and bot.commit_parents(pr.merge_commit_sha)[0] == moved
     exps = LedgerReader(bot).experiments()
     exp = next(e for e in exps if e.pr == pr.number)
@@ -104,3 +112,17 @@ def test_a_merge_onto_the_verified_base_records_it_and_counts(local_forge, tmp_p
     assert (exp.decision.base, exp.decision.merged_onto) == (base, base)
     assert verified_merge(exp, {base}) and reverify(exp) is None
     assert check(exps, exp.merge_commit).ok
+
+
+def test_the_verifier_measures_the_merge_commit_against_the_base_it_landed_on(local_forge, tmp_path):
+    cfg, bot, pr, _, moved = _merged_onto_a_moved_base(local_forge, tmp_path, "pinned-reverify")
+    ctx = prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), tmp_path / "job")
+    v = verify_all(ctx, pr.number, Path(cfg.fleet.holdout_dir))  # the job the policy launches (`reverify`)
+    assert (v.candidate, v.baseline) == (pr.merge_commit_sha, moved) and v.seeds == [0, 1], v.reason
+    assert v.files == ["params.json"]  # what the merge brought onto the moved base
+    exp = LedgerReader(bot).experiment(bot.get_pull(pr.number))
+    assert v in exp.verifications and reverify(exp) is None  # recorded: nothing is owed any more
+    with pytest.raises(PermanentError, match="owes no verification"):
+        verify_all(
+            prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), tmp_path / "again"), pr.number, Path(cfg.fleet.holdout_dir)
+        )
