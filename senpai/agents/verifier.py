@@ -27,7 +27,7 @@ from senpai.agents.evaluate import EvaluatorFiles, Trained, score_step
 from senpai.agents.measure import Outcome
 from senpai.config.target import Holdout, TargetConfig
 from senpai.errors import FileListTruncated, PermanentError, TransientError
-from senpai.ledger import stats, transitions
+from senpai.ledger import gate, stats, transitions
 from senpai.ledger.blocks import Verification
 from senpai.ledger.consistency import reverify
 from senpai.ledger.gate import out_of_scope, protected_touched
@@ -191,41 +191,12 @@ def _failed(target: TargetConfig, plan: Plan, m: Measurement, test_passed: bool 
     )  # fmt: skip
 
 
-def _mean(xs: list[float | None]) -> float | None:
-    return statistics.fmean(xs) if xs and all(x is not None for x in xs) else None  # type: ignore[arg-type]
-
-
-def compute_ratio(hold: Holdout, m: Measurement) -> float | None:
-    """Candidate over baseline mean compute: the target's figure if declared, else seconds if compared."""
-    if hold.compute.key:
-        c, b = (_mean([s.compute for s in m.samples[x]]) for x in ("candidate", "baseline"))
-    elif hold.compute.seconds:
-        c, b = (_mean([s.seconds for s in m.samples[x]]) for x in ("candidate", "baseline"))
-    else:
-        return None
-    return c / b if c is not None and b else None
-
-
-def _guards(hold: Holdout, m: Measurement) -> tuple[dict[str, list[float]], list[str]]:
-    means, regressed = {}, []
-    for name, g in hold.guards.items():
-        c, b = (statistics.fmean(s.guards[name] for s in m.samples[x]) for x in ("candidate", "baseline"))
-        means[name] = [c, b]
-        if (b - c if g.direction == "maximize" else c - b) > g.tolerance:
-            regressed.append(f"guard {name} regressed {b:.4f} -> {c:.4f} (tolerance {g.tolerance})")
-    return means, regressed
-
-
 def _judged(target: TargetConfig, plan: Plan, m: Measurement, j, test_passed: bool | None) -> Verification:
-    hold = target.holdout
-    guards, regressed = _guards(hold, m)
-    ratio = compute_ratio(hold, m)
-    notes = list(regressed)
-    if ratio is not None and ratio > 1 + hold.compute.tolerance:
-        tol = hold.compute.tolerance
-        notes.append(f"compute {ratio:.2f}x the baseline's is over the tolerance {tol} (a trusted human may allow it)")
-    cand, base = m.values("candidate"), m.values("baseline")
-    return verification_block(
+    """The block of a measurement `judge` decided; the gate's own compute and guard checks give
+    the notes, so the verifier and the gate cannot disagree on them."""
+    hold, cand, base = target.holdout, m.values("candidate"), m.values("baseline")
+    means = {x: {name: statistics.fmean(s.guards[name] for s in m.samples[x]) for name in hold.guards} for x in SIDES}
+    v = verification_block(
         target, plan, m.seeds, candidate_values=cand, baseline_values=base, candidate_mean=statistics.fmean(cand),
         baseline_mean=statistics.fmean(base), improvement=j.improvement, noise_floor=j.noise_floor,
         statistic=j.statistic, p_value=j.p_value,
@@ -233,9 +204,13 @@ def _judged(target: TargetConfig, plan: Plan, m: Measurement, j, test_passed: bo
         baseline_seconds=[s.seconds for s in m.samples["baseline"]],
         candidate_compute=[s.compute for s in m.samples["candidate"] if s.compute is not None],
         baseline_compute=[s.compute for s in m.samples["baseline"] if s.compute is not None],
-        compute_ratio=ratio, guards=guards, test_passed=test_passed,
-        passed=j.passed and not regressed, reason="; ".join([j.reason, *notes]),
+        guards={name: [means["candidate"][name], means["baseline"][name]] for name in hold.guards},
+        test_passed=test_passed, passed=j.passed, reason=j.reason,
     )  # fmt: skip
+    regressed, compute = gate.guard_problems(hold, v), gate.compute_problem(hold, v, None)
+    notes = [j.reason, *regressed, *([compute] if compute else [])]
+    update = {"compute_ratio": gate.compute_ratio(hold, v), "passed": j.passed and not regressed, "reason": "; ".join(notes)}
+    return v.model_copy(update=update)
 
 
 def record(ctx: TurnContext, v: Verification) -> None:

@@ -183,7 +183,9 @@ class Verification(Block):
     baseline_seconds: list[float] = Field(default_factory=list, description="Train-step seconds per baseline seed.")
     candidate_compute: list[float] = Field(default_factory=list, description="The target's compute figure per seed.")
     baseline_compute: list[float] = Field(default_factory=list)
-    compute_ratio: float | None = Field(None, description="Candidate over baseline compute (mean); None: not measured.")
+    compute_ratio: float | None = Field(
+        None, description="Largest candidate/baseline ratio of mean compute over the compared figures; None: not measured."
+    )
     guards: dict[str, list[float]] = Field(default_factory=dict, description="Guard metric -> [candidate mean, baseline mean].")
     test_passed: bool | None = Field(None, description="The target's test command on the candidate; None: none declared.")
     passed: bool

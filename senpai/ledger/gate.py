@@ -65,7 +65,7 @@ def check_merge(
             f"verification is stale: it measured {v.candidate[:8]} vs {v.baseline[:8]}, the PR is {head[:8]} vs {base[:8]}"
         )
     judgement = _verdict(hold, target.metric, v)
-    problems = [_compute(hold, v, compute_allowed_by), *_guards(hold, v), _test(target, v)]
+    problems = [compute_problem(hold, v, compute_allowed_by), *guard_problems(hold, v), _test(target, v)]
     problems = [p for p in problems if p]
     if problems:
         raise MergeRefused("; ".join(problems))
@@ -101,32 +101,45 @@ def _ratio(candidate: float, baseline: float) -> float:
     return candidate / baseline
 
 
-def _compute(hold: Holdout, v: Verification, allowed_by: str | None) -> str | None:
-    """Why the candidate's training compute is refused (None if within tolerance or allowed)."""
-    if allowed_by is not None:
-        return None
-    c, figures = hold.compute, []
-    if c.seconds:
-        figures.append(("training seconds", v.candidate_seconds, v.baseline_seconds))
-    if c.key:
-        figures.append((f"compute figure {c.key!r}", v.candidate_compute, v.baseline_compute))
-    over = []
-    for name, cand, base in figures:
+def _figures(hold: Holdout, v: Verification) -> list[tuple[str, list[float] | None]]:
+    """(name, [candidate mean, baseline mean] or None if not measured) per figure `holdout.compute` compares."""
+    c, out = hold.compute, []
+    named = [("training seconds", v.candidate_seconds, v.baseline_seconds)] if c.seconds else []
+    named += [(f"compute figure {c.key!r}", v.candidate_compute, v.baseline_compute)] if c.key else []
+    for name, cand, base in named:
         # the figure is printed by the side's own code: one per seed, and a count (never negative),
         # or a candidate could report -1, or stay silent on its costly seeds, to pass the ratio
         counts = len(cand) == len(v.candidate_values) and len(base) == len(v.baseline_values)
-        if not cand or not base or not counts or not all(math.isfinite(x) and x >= 0 for x in [*cand, *base]):
+        measured = cand and base and counts and all(math.isfinite(x) and x >= 0 for x in [*cand, *base])
+        out.append((name, [_mean(cand), _mean(base)] if measured else None))
+    return out
+
+
+def compute_ratio(hold: Holdout, v: Verification) -> float | None:
+    """The largest candidate/baseline ratio of mean compute over the figures `holdout.compute`
+    compares (training seconds, the target's figure); None if none is compared or measured."""
+    ratios = [_ratio(*means) for _, means in _figures(hold, v) if means is not None]
+    return max(ratios) if ratios else None
+
+
+def compute_problem(hold: Holdout, v: Verification, allowed_by: str | None) -> str | None:
+    """Why the candidate's training compute is refused (None if within tolerance or allowed): a
+    figure not measured on every seed of both sides, or over 1 + `holdout.compute.tolerance`."""
+    if allowed_by is not None:
+        return None
+    over = []
+    for name, means in _figures(hold, v):
+        if means is None:
             over.append(f"{name} not measured (as a finite, non-negative number on every seed) for both sides")
-            continue
-        ratio = _ratio(_mean(cand), _mean(base))
-        if ratio > 1 + c.tolerance:
-            over.append(f"{name} {_mean(cand):.4g} vs {_mean(base):.4g} is x{ratio:.2f}, over 1 + tolerance {c.tolerance:g}")
+        elif (ratio := _ratio(*means)) > 1 + hold.compute.tolerance:
+            tol = hold.compute.tolerance
+            over.append(f"{name} {means[0]:.4g} vs {means[1]:.4g} is x{ratio:.2f}, over 1 + tolerance {tol:g}")
     if not over:
         return None
     return f"compute is not matched: {'; '.join(over)} (a trusted human may allow this PR with `{ALLOW_COMPUTE}`)"
 
 
-def _guards(hold: Holdout, v: Verification) -> list[str]:
+def guard_problems(hold: Holdout, v: Verification) -> list[str]:
     """One reason per guard metric that is missing or regresses beyond its tolerance."""
     out = []
     for name, g in sorted(hold.guards.items()):

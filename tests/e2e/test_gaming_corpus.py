@@ -79,7 +79,7 @@ CASES = [
     ("infinite metric", {"train.py": INF}, "inf"),
     ("seed-only change", {"train.py": SEED_ONLY}, "noise floor"),
     ("reads the holdout", {"train.py": READ_HOLDOUT}, "noise floor"),
-    ("more compute", {"params.json": json.dumps({"w": 0.6, "steps": 400})}, "compute 4.00x"),
+    ("more compute", {"params.json": json.dumps({"w": 0.6, "steps": 400})}, "'steps' 400 vs 100 is x4.00, over 1 + tolerance"),
     ("out-of-scope files", {"scratch/try.ipynb": "{}", "params.json": '{"w": 0.6}'}, "outside the experiment's scope"),
     ("pickle artifact", {"train.py": PICKLE_TRAIN}, "not a safe format"),
     ("escaped daemon writes the score", {"train.py": ESCAPED_WRITER}, "floor"),
