@@ -33,6 +33,10 @@ from senpai.ledger.consistency import reverify
 from senpai.ledger.gate import out_of_scope, protected_touched
 
 SIDES = ("baseline", "candidate")
+# A verification block names every changed path and must fit one GitHub comment (65,536 characters).
+MAX_FILES = 300
+MAX_PATH_CHARS = 10_000  # all paths together
+NAMED_CHARS = 1_000  # of the paths a reason names
 
 
 class BaselineFailed(TransientError):
@@ -49,7 +53,7 @@ class Plan(BaseModel):
     files: list[str]
     protected_touched: list[str]
     out_of_scope: list[str]
-    unlisted: str | None = None  # the forge truncated the PR's file list (FileListTruncated): refused
+    unlisted: str | None = None  # why the files are not listed (too many, or the forge truncated them): refused
 
 
 def pair(ctx: TurnContext, number: int) -> tuple[str, str]:
@@ -78,6 +82,13 @@ def make_plan(ctx: TurnContext, number: int) -> Plan:
     refs = [f"+{candidate}:refs/senpai/candidate", f"+{baseline}:refs/senpai/baseline"]
     ctx.repo.git("fetch", "--quiet", "origin", *refs, network=True)
     files = sorted({*listed, *ctx.repo.changed_paths(baseline, candidate)})
+    chars = sum(len(f) for f in files)
+    if unlisted is None and (len(files) > MAX_FILES or chars > MAX_PATH_CHARS):
+        unlisted = f"PR #{number} changes {len(files)} files ({chars} characters of paths)"
+        unlisted += f", over the {MAX_FILES} files and {MAX_PATH_CHARS} characters a verification records"
+    elif unlisted is not None:
+        unlisted += ", so its scope cannot be checked"
+    files = [] if unlisted else files
     return Plan(
         pr=number, candidate=candidate, baseline=baseline, files=files, unlisted=unlisted,
         protected_touched=protected_touched(ctx.target, files), out_of_scope=out_of_scope(ctx.target, files),
@@ -95,15 +106,26 @@ def verification_block(target: TargetConfig, plan: Plan, seeds: list[int], **fie
     return Verification(**{**common, **fields})
 
 
+def named(paths: list[str]) -> str:
+    """`paths` joined with ", ", cut after NAMED_CHARS characters with "and N more"."""
+    out, size = [], 0
+    for i, path in enumerate(paths):
+        if out and size + len(path) > NAMED_CHARS:
+            return f"{', '.join(out)} and {len(paths) - i} more"
+        out.append(path[:NAMED_CHARS])
+        size += len(path) + 2
+    return ", ".join(out)
+
+
 def refusal(target: TargetConfig, plan: Plan) -> Verification | None:
     """A failed verification if the diff may not merge whatever it measures; None otherwise."""
     why = []
     if plan.protected_touched:
-        why.append(f"the diff touches protected paths {', '.join(plan.protected_touched)}")
+        why.append(f"the diff touches protected paths {named(plan.protected_touched)}")
     if plan.out_of_scope:
-        why.append(f"the diff changes paths outside the experiment's scope {', '.join(plan.out_of_scope)}")
+        why.append(f"the diff changes paths outside the experiment's scope {named(plan.out_of_scope)}")
     if plan.unlisted:
-        why.append(f"{plan.unlisted}, so its scope cannot be checked: split it")
+        why.append(f"{plan.unlisted}: split it")
     if not why:
         return None
     return verification_block(target, plan, [], passed=False, reason="refused without running: " + "; ".join(why))

@@ -83,6 +83,8 @@ def test_a_code_change_is_trained_and_scored_and_beats_the_baseline(tiny, tmp_pa
     [
         ({"score.py": "print('acc: 1.0')\n"}, ["protected paths score.py"]),
         ({"notes/scratch.txt": "tried\n", "params.json": '{"w": 0.9}\n'}, ["outside the experiment's scope notes/scratch.txt"]),
+        # its block would not fit a comment: not listed, not run
+        ({f"notes/{i:03}.txt": "x\n" for i in range(301)}, ["changes 301 files (3913 characters of paths), over the 300 files"]),
     ],
 )
 def test_protected_and_out_of_scope_diffs_are_refused_without_running(tiny, tmp_path, change, words):
@@ -91,7 +93,7 @@ def test_protected_and_out_of_scope_diffs_are_refused_without_running(tiny, tmp_
     pr = open_candidate(forge, tmp_path / "seed", change)
     v = _verify(config, pr, tmp_path / "job")
     assert not v.passed and v.reason.startswith("refused without running") and v.seeds == []
-    assert all(w in v.reason for w in words)
+    assert all(w in v.reason for w in words), v.reason
     assert not (tmp_path / "job" / "artifacts").exists()  # nothing was trained
 
 

@@ -4,7 +4,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from senpai.agents.search.propose import point_key, propose
-from senpai.agents.verifier import Plan, refusal
+from senpai.agents.verifier import NAMED_CHARS, Plan, named, refusal
 from senpai.config.target import Metric, ParamSpec, TargetConfig
 from senpai.errors import MergeRefused, PermanentError
 from senpai.ledger.blocks import Verification
@@ -206,9 +206,17 @@ def test_exhausted_space_is_a_permanent_error():
 
 
 def test_a_file_list_the_forge_truncated_is_refused_before_any_run():
-    unlisted = "PR #1 changes 3001 files; the forge lists only 3000"
+    unlisted = "PR #1 changes 3001 files; the forge lists only 3000, so its scope cannot be checked"
     plan = Plan(pr=1, candidate="c" * 40, baseline="b" * 40, files=["params.json"], protected_touched=[], out_of_scope=[])
     assert refusal(TARGET, plan) is None
     v = refusal(TARGET, plan.model_copy(update={"unlisted": unlisted}))
     assert v is not None and not v.passed and v.seeds == []
-    assert v.reason == f"refused without running: {unlisted}, so its scope cannot be checked: split it"
+    assert v.reason == f"refused without running: {unlisted}: split it"
+
+
+def test_a_refusal_names_a_bounded_number_of_paths():
+    paths = [f"scratch/{'x' * 90}{i:03}.py" for i in range(300)]
+    plan = Plan(pr=1, candidate="c" * 40, baseline="b" * 40, files=paths, protected_touched=[], out_of_scope=paths)
+    v = refusal(TARGET, plan)
+    assert v is not None and len(v.reason) < 2 * NAMED_CHARS and v.reason.endswith("008.py and 291 more")
+    assert named(["a" * 5000]) == "a" * NAMED_CHARS and named(["a", "b"]) == "a, b"
