@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from senpai.config.load import read_bounded
 from senpai.errors import ConfigError
 from senpai.ledger import safe_yaml
 
@@ -52,13 +53,10 @@ def parse_params(text: str, fmt: str, source: str) -> dict[str, Any]:
 
 
 def read_params(path: Path) -> dict[str, Any]:
-    """The params in the file at `path`. Raises ConfigError if it is missing, too big, or not a mapping."""
+    """The params in the file at `path`. Raises ConfigError if it cannot be read (`read_bounded`:
+    missing, a symlink, not a regular file, over MAX_BYTES) or holds no mapping."""
     fmt = params_format(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: cannot read the params file: {_first_line(e)}") from None
-    return parse_params(text, fmt, str(path))
+    return parse_params(read_bounded(path, MAX_BYTES), fmt, str(path))
 
 
 def write_params(path: Path, params: dict[str, Any]) -> None:

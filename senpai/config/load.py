@@ -1,6 +1,8 @@
 """Load a YAML file into a pydantic model, turning every failure into a ConfigError that names
 the file, the field and what was expected."""
 
+import os
+import stat
 from pathlib import Path
 from typing import TypeVar
 
@@ -10,6 +12,37 @@ from pydantic import BaseModel, ValidationError
 from senpai.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
+MAX_CONFIG_BYTES = 1024**2  # senpai.yaml and the harness config
+
+
+def read_bounded(path: Path, limit: int, follow: bool = False) -> str:
+    """The UTF-8 text of the regular file at `path`, never more than `limit` bytes, and unless
+    `follow`, without following a symlink at its last component (a checkout may hold a FIFO, a
+    device, a huge file or a link to anything where a config is expected; an operator's config
+    mounted from a ConfigMap is a symlink). Raises ConfigError naming the file if it is missing, a
+    symlink (unless `follow`), not a regular file, over `limit` bytes or not UTF-8."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        what = "a symlink (not followed)" if e.errno == 40 else e.strerror  # ELOOP: O_NOFOLLOW met a symlink
+        raise ConfigError(f"{path}: cannot read: {what}") from None
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        data = b""
+        if regular:
+            with os.fdopen(os.dup(fd), "rb") as f:
+                data = f.read(limit + 1)
+    finally:
+        os.close(fd)
+    if not regular:
+        raise ConfigError(f"{path}: not a regular file")
+    if len(data) > limit:
+        raise ConfigError(f"{path}: over {limit} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 ({e.reason} at byte {e.start})") from None
 
 
 def describe_validation_error(source: str, err: ValidationError, data: object = None) -> str:
@@ -50,17 +83,16 @@ def _user_path(loc: tuple, data: object) -> list:
     return path
 
 
-def load_yaml_model(path: Path | str, model: type[M]) -> M:
+def load_yaml_model(path: Path | str, model: type[M], follow: bool = True) -> M:
     """Parse the YAML file at `path` into `model`.
 
-    Raises ConfigError (exit 2) if the file is missing, is not YAML, is not a mapping, or fails
-    the model's validation; the message names the file and each bad field.
+    Raises ConfigError (exit 2) if the file cannot be read (`read_bounded`, MAX_CONFIG_BYTES;
+    a symlink is followed only if `follow`: the target's senpai.yaml lives in a checkout), is
+    not YAML, is not a mapping, or fails the model's validation; the message names the file and
+    each bad field.
     """
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read: {e.strerror}") from e
+    text = read_bounded(path, MAX_CONFIG_BYTES, follow)
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:

@@ -200,5 +200,6 @@ class TargetConfig(_Strict):
 
 
 def load_target(repo_dir: Path | str) -> TargetConfig:
-    """Load `<repo_dir>/senpai.yaml`. Raises ConfigError (exit 2) naming the field on bad input."""
-    return load_yaml_model(Path(repo_dir) / CONFIG_FILE, TargetConfig)
+    """Load `<repo_dir>/senpai.yaml` (a regular file: it lives in a checkout, so a symlink is refused).
+    Raises ConfigError (exit 2) naming the file and the field on bad input."""
+    return load_yaml_model(Path(repo_dir) / CONFIG_FILE, TargetConfig, follow=False)

@@ -7,7 +7,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from senpai.cli.demo import write_config
 from senpai.cli.main import cli, main
+from senpai.config.harness import load_harness
 from senpai.config.target import load_target
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
@@ -75,6 +77,18 @@ def test_not_yaml_exits_2(tmp_path, monkeypatch, capsys):
     (tmp_path / "senpai.yaml").write_text("name: [unclosed\n")
     code, err = _run_main(["validate", str(tmp_path)], monkeypatch, capsys)
     assert code == 2 and "not valid YAML" in err
+
+
+def test_a_target_config_that_is_a_symlink_is_refused_and_a_harness_config_may_be_one(tmp_path, monkeypatch, capsys):
+    (tmp_path / "real").mkdir()
+    real = _write(tmp_path / "real", lambda d: None) / "senpai.yaml"
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "senpai.yaml").symlink_to(real)  # a checkout's link could point anywhere
+    code, err = _run_main(["validate", str(tmp_path / "repo")], monkeypatch, capsys)
+    assert code == 2 and "senpai.yaml: cannot read: a symlink (not followed)" in err
+    harness = write_config(tmp_path / "..data", "http://127.0.0.1:9", 1, 1, repo="o/r")  # a ConfigMap volume's layout
+    (tmp_path / "harness.yaml").symlink_to(harness)
+    assert load_harness(tmp_path / "harness.yaml").forge.repo == "o/r"
 
 
 def test_missing_harness_config_exits_2(tmp_path, monkeypatch, capsys):

@@ -2,6 +2,7 @@
 file is a ConfigError naming the file (never a raw JSONDecodeError), in `senpai validate` too."""
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -59,7 +60,7 @@ def test_toml_is_read_but_never_written(tmp_path):
         (
             "params.json",
             "[" * 100_000 + "]" * 100_000,
-            rf"params\.json: 200000 bytes, a params file may hold at most {MAX_BYTES}",
+            rf"params\.json: over {MAX_BYTES} bytes",
         ),
         ("params.json", "[" * 30_000 + "]" * 30_000, r"params\.json: (not valid JSON|expected a mapping)"),
         ("params.yaml", "a: &x [1]\nb: *x\n", r"params\.yaml: not valid YAML: anchors and aliases are not allowed"),
@@ -67,11 +68,12 @@ def test_toml_is_read_but_never_written(tmp_path):
         ("params.yaml", "{1: 2}", r"params\.yaml: every param name must be a string"),
         ("params.toml", "a = ", r"params\.toml: not valid TOML"),
         ("params.txt", "{}", r"params\.txt: a params file must end in \.json, \.yaml, \.yml, \.toml"),
+        ("params.json", "\udcff{}", r"params\.json: not UTF-8"),
     ],
 )
 def test_a_bad_params_file_is_a_config_error_naming_it(tmp_path, name, text, message):
     path = tmp_path / name
-    path.write_text(text)
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
     with pytest.raises(ConfigError, match=message):
         read_params(path)
     with pytest.raises(ConfigError, match=r"params\.txt: a params file must end"):
@@ -99,3 +101,23 @@ def test_validate_reads_a_yaml_params_file_and_refuses_a_broken_one(tmp_path, mo
     err = capsys.readouterr().err
     assert exc.value.code == 2
     assert f"{repo / 'params.yaml'}: not valid YAML" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda p: os.mkfifo(p), "not a regular file"),  # a plain read would block for ever
+        (lambda p: p.symlink_to("/dev/zero"), "cannot read: a symlink"),  # or never end
+        (
+            lambda p: p.symlink_to(p.with_name("real.json")),
+            "cannot read: a symlink",
+        ),  # anything the job can read, shown in evidence
+        (lambda p: p.mkdir(), "not a regular file"),
+    ],
+)
+def test_a_params_file_that_is_not_a_regular_file_is_refused_without_reading(tmp_path, make, message):
+    (tmp_path / "real.json").write_text('{"a": 1}')
+    path = tmp_path / "params.json"
+    make(path)
+    with pytest.raises(ConfigError, match=rf"params\.json: ({message})"):
+        read_params(path)
