@@ -7,8 +7,8 @@ holding regular files only (no symlink, device or FIFO), each named `.skops`, `.
 `.onnx` or `.json`, none that is a pickle by content (protocol 2+ magic, or a zip holding a
 `.pkl`), a `.json` that parses, and at most
 MAX_BYTES in all. skops files are still loaded with trusted types only: that is the evaluator's job.
-`digest(dir)` fingerprints the directory, so an artifact changed after its train step (by a later
-train step of the other side) is caught before scoring.
+`digest(dir)` fingerprints an accepted directory, so an artifact changed after its train step (by a
+later train step, or a forged `train.json`) is caught before scoring.
 """
 
 import hashlib
@@ -25,9 +25,13 @@ _ZIP_MAGIC = b"PK\x03\x04"
 
 
 def _files(directory: Path) -> list[Path]:
-    """Every entry under `directory` (sorted, relative order stable); raises ValueError on a symlink."""
-    out = []
+    """Every file under `directory` (sorted); raises ValueError on a symlink, or once the walk has
+    met more than MAX_FILES entries (files and directories: it stops there, however many remain)."""
+    out, seen = [], 0
     for root, dirs, names in os.walk(directory, followlinks=False):
+        seen += len(dirs) + len(names)
+        if seen > MAX_FILES:
+            raise ValueError(f"the artifact directory holds more than {MAX_FILES} files and directories")
         for name in sorted(dirs + names):
             path = Path(root) / name
             if path.is_symlink():
@@ -81,8 +85,6 @@ def refusal(directory: Path, max_bytes: int = MAX_BYTES) -> str | None:
         return str(e)
     if not files:
         return "the train step wrote no artifact (expected a model file in $SENPAI_ARTIFACT_DIR)"
-    if len(files) > MAX_FILES:
-        return f"the artifact directory holds {len(files)} files (at most {MAX_FILES})"
     total = 0
     for path in files:
         name = path.relative_to(directory).as_posix()
@@ -95,7 +97,8 @@ def refusal(directory: Path, max_bytes: int = MAX_BYTES) -> str | None:
 
 
 def digest(directory: Path) -> str:
-    """sha256 over the relative names and contents of every file under `directory` (hex)."""
+    """sha256 over the relative names and contents of every file under `directory` (hex). Reads
+    every byte: call it on a directory `refusal` accepted (at most MAX_FILES, MAX_BYTES)."""
     h = hashlib.sha256()
     for root, dirs, names in os.walk(directory, followlinks=False):
         dirs.sort()

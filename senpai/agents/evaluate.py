@@ -48,7 +48,7 @@ class Trained(BaseModel):
     seconds: float
     compute: float | None  # the `holdout.compute.key` value it printed last; None if none
     artifact: str  # the artifact directory
-    digest: str  # of the artifact directory right after the step
+    digest: str  # of the artifact directory right after the step; "" if `artifacts.refusal` refused it
     tail: str  # last lines of its output
 
 
@@ -124,7 +124,7 @@ def train_step(
     compute = out.value(compute_key) if compute_key else None
     return Trained(
         side=side, seed=seed, returncode=out.returncode, seconds=out.seconds, compute=compute,
-        artifact=str(artifact), digest=digest(artifact), tail=out.tail(),
+        artifact=str(artifact), digest="" if refusal(artifact) else digest(artifact), tail=out.tail(),
     )  # fmt: skip
 
 
@@ -138,10 +138,10 @@ def score_step(
     under `root` now, after the train step, so nothing a train step wrote can be in it.
     """
     artifact = Path(trained.artifact)
+    if reason := refusal(artifact):  # first: it bounds what `digest` reads
+        return None, reason
     if digest(artifact) != trained.digest:
         return None, f"the artifact of {trained.side} seed {trained.seed} changed after its train step"
-    if reason := refusal(artifact):
-        return None, reason
     root.mkdir(parents=True, exist_ok=True)
     cwd = evaluator.extract(root)
     shims = python_shim(Path(tempfile.mkdtemp(prefix="shim-", dir=root)))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from senpai.agents.artifacts import digest, refusal, set_read_only
+from senpai.agents.artifacts import MAX_FILES, digest, refusal, set_read_only
 
 
 def _dir(tmp_path: Path, files: dict[str, bytes]) -> Path:
@@ -99,3 +99,10 @@ def test_digest_changes_with_content_and_read_only_clears_every_write_bit(tmp_pa
     assert [p.stat().st_mode & 0o222 for p in paths] == [0, 0, 0, 0]
     set_read_only(d, False)
     assert all(p.stat().st_mode & 0o200 for p in paths)
+
+
+def test_a_directory_of_many_entries_is_refused_without_walking_it_all(tmp_path):
+    artifact = _dir(tmp_path, {"model.json": b"{}"})
+    for i in range(MAX_FILES):  # empty directories count: a walk of millions would never end
+        (artifact / f"d{i}").mkdir()
+    assert refusal(artifact) == f"the artifact directory holds more than {MAX_FILES} files and directories"

@@ -89,6 +89,7 @@ def test_a_pickle_artifact_is_refused_before_the_evaluator_runs(repo, tmp_path):
     )
     run_git(path, "commit", "-qam", "pickle")
     trained = _train(path, run_git(path, "rev-parse", "HEAD"), tmp_path)
+    assert trained.digest == ""  # a refused directory is never read whole
     evaluator = EvaluatorFiles(path, sha, ["score.py"])
     out, refused = score_step(HOLD, evaluator, trained, sealed_holdout(tmp_path / "holdout"), tmp_path / "score", 60)
     assert out is None and "model.json is a pickle" in refused
