@@ -2,7 +2,8 @@
 
 1,797 8x8 images (pixels 0..16, 10 classes; no download), split once, stratified, with
 SPLIT_SEED: 60% train (1,077 rows), 20% validation (360), 20% holdout (360). Train and validation
-are checked into `examples/digits/data/` (protected); the holdout is never in the repository:
+are checked into `examples/digits/data/` (protected; `to_csv` of their split, as
+test_example_digits checks); the holdout is never in the repository:
 `senpai demo` writes it with `seal_holdout` into a directory outside every work copy and names
 that directory in the harness config (`fleet.holdout_dir`). Every file is a CSV with a header
 `p0,...,p63,label` and one image per row. (The digits are public data: anyone who loads them
@@ -36,14 +37,6 @@ def to_csv(x: np.ndarray, y: np.ndarray) -> str:
     """Rows `p0,...,p63,label` under HEADER, integers, newline-terminated."""
     rows = np.column_stack([x, y]).astype(np.int64)
     return "\n".join([HEADER, *(",".join(map(str, r)) for r in rows.tolist())]) + "\n"
-
-
-def write_repo_data(repo: Path) -> None:
-    """(Re)write the train and validation CSVs under `repo` (how examples/digits/data was made)."""
-    split = digits_split()
-    for name, rel in REPO_FILES.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(to_csv(*split[name]))
 
 
 def seal_holdout(dest: Path) -> Path:
