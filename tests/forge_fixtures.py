@@ -23,6 +23,7 @@ from senpai.config.harness import ForgeSettings
 from senpai.forge.github import GitHubForge, create_repository
 from senpai.forge.localforge.server import LocalForgeServer
 from senpai.forge.localforge.store import Store
+from senpai.ledger.blocks import BaselineRef, BudgetRef, Hypothesis, MetricRef
 
 OWNER = "senpai"
 TOKEN = "senpai:local-test-token"  # the bot's token: user `senpai`, role owner (registered by `local_forge`)
@@ -196,3 +197,12 @@ def new_repository(base_url: str, workdir: Path, token: str = TOKEN) -> tuple[Gi
 def forge_repo(local_forge: LocalForge, tmp_path: Path) -> tuple[GitHubForge, ForgeSettings]:
     """A fresh repository with `main` and `advisor` (same seed commit); the seed clone is tmp_path/'seed'."""
     return new_repository(local_forge.base_url, tmp_path / "seed")
+
+
+def hypothesis(base: str, id: str = "h-test", params: dict | None = None, metric: str = "acc", attempts: int = 1) -> Hypothesis:
+    """A hypothesis block for student ada against baseline commit `base`."""
+    return Hypothesis(
+        id=id, hypothesis="a wider layer learns more", rationale="test", plan="train", params=params or {"lr": 0.1},
+        metric=MetricRef(name=metric, direction="maximize"), baseline=BaselineRef(commit=base, run_id=None, value=None),
+        budget=BudgetRef(wall_seconds=60, attempts=attempts), stop_condition=f"{attempts} attempt(s)", student="ada",
+    )  # fmt: skip

@@ -5,13 +5,13 @@ wrapper acknowledges the command like any other, and the gate reads the allowanc
 import httpx
 import pytest
 import yaml
-from forge_fixtures import add_collaborator, as_user, commit_and_push, user_token
+from forge_fixtures import add_collaborator, as_user, commit_and_push, hypothesis, user_token
 from test_policy import CFG
 
 from senpai.config.target import TargetConfig
 from senpai.errors import MergeRefused
 from senpai.ledger import transitions
-from senpai.ledger.blocks import BaselineRef, BudgetRef, Decision, Hypothesis, MetricRef, Verification
+from senpai.ledger.blocks import Decision, Hypothesis, Verification
 from senpai.ledger.inbox import compute_allowance
 from senpai.ledger.labels import Status, with_status
 from senpai.ledger.records import read_record
@@ -37,18 +37,7 @@ protected: [eval.py]
 
 
 def _hypothesis(base: str) -> Hypothesis:
-    return Hypothesis(
-        id="h-wide",
-        hypothesis="a wider layer learns more",
-        rationale="test",
-        plan="train",
-        params={"width": 128},
-        metric=MetricRef(name="acc", direction="maximize"),
-        baseline=BaselineRef(commit=base, run_id=None, value=None),
-        budget=BudgetRef(wall_seconds=60, attempts=1),
-        stop_condition="1 attempt",
-        student="ada",
-    )
+    return hypothesis(base, "h-wide", {"width": 128})
 
 
 def _slow_win(pr: int, head: str, base: str) -> Verification:

@@ -3,25 +3,14 @@
 from pathlib import Path
 
 from audit import audit
-from forge_fixtures import commit_and_push
+from forge_fixtures import commit_and_push, hypothesis
 
 from senpai.ledger import transitions
-from senpai.ledger.blocks import BaselineRef, BudgetRef, Evidence, Hypothesis, MetricRef, PrimaryResult
+from senpai.ledger.blocks import Evidence, Hypothesis, PrimaryResult
 
 
 def _hypothesis(base: str) -> Hypothesis:
-    return Hypothesis(
-        id="h-audit-1",
-        hypothesis="wider layers help",
-        rationale="TPE",
-        plan="edit params.yaml",
-        params={"lr": 0.2},
-        metric=MetricRef(name="val_accuracy", direction="maximize"),
-        baseline=BaselineRef(commit=base, run_id=None, value=None),
-        budget=BudgetRef(wall_seconds=60, attempts=2),
-        stop_condition="2 attempts",
-        student="ada",
-    )
+    return hypothesis(base, "h-audit-1", {"lr": 0.2}, "val_accuracy", attempts=2)
 
 
 def test_audit_counts_a_reposted_record_and_an_infra_closure(forge_repo, tmp_path: Path):

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from forge_fixtures import clone, commit_and_push, new_repository, register_bot
+from forge_fixtures import clone, commit_and_push, hypothesis, new_repository, register_bot
 
 from senpai.cli.ledger import _cell
 from senpai.cli.main import cli
 from senpai.errors import ConfigError
 from senpai.forge.localforge.server import LocalForgeServer
 from senpai.ledger import transitions
-from senpai.ledger.blocks import BaselineRef, BudgetRef, Decision, Hypothesis, MetricRef
+from senpai.ledger.blocks import Decision, Hypothesis
 from senpai.ledger.records import record_text
 
 
@@ -34,18 +34,7 @@ def _config(tmp: Path, base_url: str, repo: str) -> Path:
 
 
 def _hypothesis(base: str) -> Hypothesis:
-    return Hypothesis(
-        id="h-reopen",
-        hypothesis="x",
-        rationale="r",
-        plan="p",
-        params={"lr": 0.1},
-        metric=MetricRef(name="acc", direction="maximize"),
-        baseline=BaselineRef(commit=base, run_id=None, value=None),
-        budget=BudgetRef(wall_seconds=60, attempts=1),
-        stop_condition="1 attempt",
-        student="ada",
-    )
+    return hypothesis(base, "h-reopen")
 
 
 @pytest.fixture
