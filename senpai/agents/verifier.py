@@ -7,7 +7,9 @@ a score step runs the trusted evaluator from the base revision on the sealed hol
 numbers, seconds, compute figure, guard metrics and the target's test result go into one
 `senpai-verification` block.
 
-Refused without running: a diff touching protected paths or paths outside `target.scope`.
+Refused without running: a diff touching protected paths or paths outside `target.scope`, or one
+whose file list cannot be checked whole (the forge truncated it, or it is over MAX_FILES paths).
+The files checked are the forge's list joined with git's for exactly the measured pair.
 A failed verification (the hypothesis's fault): the candidate's test, train or score step failed,
 an artifact was refused, or a metric is NaN, infinite or missing. The baseline failing is not the
 hypothesis's fault: `BaselineFailed` (a TransientError, exit 3) makes the wrapper relaunch the job

@@ -169,8 +169,12 @@ class Verification(Block):
     baseline_values: list[float]
     candidate_mean: float | None
     baseline_mean: float | None
-    improvement: float | None = Field(description="Candidate over baseline in the metric's direction.")
-    noise_floor: float | None = Field(description="noise_k x stdev of baseline repeats, at least min_floor.")
+    improvement: float | None = Field(
+        description="Candidate mean minus baseline mean, signed so that positive is better in the metric's direction."
+    )
+    noise_floor: float | None = Field(
+        description="Rule noise_floor: noise_k x stdev of baseline repeats, at least min_floor; None for the test rules."
+    )
     protected_touched: list[str] = Field(default_factory=list)
     out_of_scope: list[str] = Field(default_factory=list, description="Changed paths outside the target's scope.")
     files: list[str] = Field(
