@@ -28,7 +28,7 @@ def restored_environ():
 def test_agent_shell_gets_no_secret_whatever_its_name(restored_environ) -> None:
     from openhands.tools.terminal.env import build_terminal_env  # what the SDK's terminal spawns bash with
 
-    from senpai.agents.openhands.secrets import scrub_environment
+    from senpai.agents.secrets import scrub_environment
 
     os.environ.update(LEAKY | {"FORGE_PAT": "forge-pat-0123456789", "LLM_KEY": "llm-key-0123456789"})
     os.environ.update({"WANDB_API_KEY": "w" * 40, "WANDB_PROJECT": "digits", "SENPAI_CONFIG": "/etc/h.yaml"})

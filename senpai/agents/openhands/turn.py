@@ -9,7 +9,7 @@ from senpai.agents.context import TurnContext
 from senpai.agents.openhands.budget import BudgetGuard
 from senpai.agents.openhands.conversation import TurnResult
 from senpai.agents.openhands.llm import make_llm
-from senpai.agents.openhands.secrets import scrub_environment
+from senpai.agents.secrets import scrub_environment
 from senpai.agents.openhands.session import Session
 from senpai.ledger import transitions
 from senpai.ledger.blocks import BudgetReport

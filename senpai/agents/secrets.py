@@ -1,6 +1,8 @@
-"""Keep secrets out of the agent's reach.
+"""Keep secrets out of the reach of code from a PR: an openhands agent's shell, and the verifier's
+train steps (which run the candidate's code as children of the verifier job).
 
-Before the agent's terminal starts (its shell inherits os.environ), every variable outside the
+Before the agent's terminal starts (its shell inherits os.environ), or before the verifier runs a
+step, every variable outside the
 allow-list of `senpai.agents.environ` is removed from this process's environment: the forge
 token, the LLM key, and any other key whatever its name (`AWS_SECRET_ACCESS_KEY`, `PGPASSWORD`,
 `DATABASE_URL`...). The secret-looking values among them stay registered with the redactor.
