@@ -9,8 +9,8 @@ from senpai.agents.context import TurnContext
 from senpai.agents.openhands.budget import BudgetGuard
 from senpai.agents.openhands.conversation import TurnResult
 from senpai.agents.openhands.llm import make_llm
-from senpai.agents.secrets import scrub_environment
 from senpai.agents.openhands.session import Session
+from senpai.agents.secrets import scrub_environment
 from senpai.ledger import transitions
 from senpai.ledger.blocks import BudgetReport
 from senpai.ledger.events import Event
