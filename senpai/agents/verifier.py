@@ -90,6 +90,7 @@ def refusal(target: TargetConfig, plan: Plan) -> Verification | None:
 class Sample:
     value: float
     seconds: float
+    gpu_seconds: float
     compute: float | None
     guards: dict[str, float]
 
@@ -133,7 +134,7 @@ def sample(hold: Holdout, trained: Trained, score: Score) -> Sample:
         if g is None or not math.isfinite(g):
             raise fail(f"{where}: guard metric {name} is {g if g is not None else 'missing'}")
         guards[name] = g
-    return Sample(value, trained.seconds, trained.compute, guards)
+    return Sample(value, trained.seconds, trained.gpu_seconds, trained.compute, guards)
 
 
 def measure(target: TargetConfig, plan: Plan, train: Train, score: Score, test_passed: bool | None) -> Verification:
@@ -208,6 +209,8 @@ def _judged(target: TargetConfig, plan: Plan, m: Measurement, j, test_passed: bo
         statistic=j.statistic, p_value=j.p_value,
         candidate_seconds=[s.seconds for s in m.samples["candidate"]],
         baseline_seconds=[s.seconds for s in m.samples["baseline"]],
+        candidate_gpu_seconds=[s.gpu_seconds for s in m.samples["candidate"]],
+        baseline_gpu_seconds=[s.gpu_seconds for s in m.samples["baseline"]],
         candidate_compute=[s.compute for s in m.samples["candidate"] if s.compute is not None],
         baseline_compute=[s.compute for s in m.samples["baseline"] if s.compute is not None],
         compute_ratio=ratio, guards=guards, test_passed=test_passed,

@@ -74,7 +74,7 @@ def test_a_code_change_is_trained_and_scored_and_beats_the_baseline(tiny, tmp_pa
     assert v.candidate_compute == [100.0, 100.0] and v.compute_ratio == pytest.approx(1.0)
     assert len(v.candidate_seconds) == 2 and all(s > 0 for s in v.candidate_seconds + v.baseline_seconds)
     assert v.guards == {"leak": [0.0, 0.0]}  # the evaluator saw no secret, no PYTHON*, no candidate tree
-    logs = sorted((tmp_path / "job" / "artifacts").glob("*-train.log"))
+    logs = sorted((tmp_path / "job").glob("*/artifacts/*-train.log"))
     assert len(logs) == 4 and all("train_leak: 0" in log.read_text() for log in logs)  # nor did the train steps
 
 
@@ -92,7 +92,7 @@ def test_protected_and_out_of_scope_diffs_are_refused_without_running(tiny, tmp_
     v = _verify(config, pr, tmp_path / "job")
     assert not v.passed and v.reason.startswith("refused without running") and v.seeds == []
     assert all(w in v.reason for w in words)
-    assert not (tmp_path / "job" / "artifacts").exists()  # nothing was trained
+    assert not list((tmp_path / "job").glob("*/artifacts"))  # nothing was trained
 
 
 @pytest.mark.parametrize(
@@ -166,7 +166,10 @@ def _job(config: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=cwd, env=dict(os.environ), capture_output=True, text=True, timeout=300)
 
 
-def test_the_cli_verifies_in_one_step_and_in_three(tiny, tmp_path):
+STEPS = [("checkout",), ("train", "--side", "baseline"), ("train", "--side", "candidate"), ("score",)]
+
+
+def test_the_cli_verifies_in_one_step_and_in_four(tiny, tmp_path):
     make, _ = tiny
     forge, config = make()
     pr = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2)})
@@ -175,11 +178,12 @@ def test_the_cli_verifies_in_one_step_and_in_three(tiny, tmp_path):
     assert json.loads(one.stdout.splitlines()[-1])["passed"] is True
 
     work = tmp_path / "work"
-    for step in ("checkout", "train", "score"):
-        env_job = _job(config, tmp_path / step, "--pr", str(pr), "--step", step, "--work", str(work))
+    for step in STEPS:
+        env_job = _job(config, tmp_path / step[-1], "--pr", str(pr), "--step", *step, "--work", str(work))
         assert env_job.returncode == 0, (step, env_job.stderr)
-    trained = json.loads((work / "train.json").read_text())
-    assert len(trained["runs"]) == 4 and {r["side"] for r in trained["runs"]} == {"candidate", "baseline"}
+    for side in ("baseline", "candidate"):
+        trained = json.loads((work / side / "train.json").read_text())
+        assert len(trained["runs"]) == 2 and {r["side"] for r in trained["runs"]} == {side} == {trained["side"]}
     assert json.loads(env_job.stdout.splitlines()[-1])["passed"] is True
 
 
@@ -188,8 +192,8 @@ def test_the_score_step_records_a_stale_verification_when_the_head_moved(tiny, t
     forge, config = make()
     pr = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2)})
     work = tmp_path / "work"
-    for step in ("checkout", "train"):
-        assert _job(config, tmp_path / step, "--pr", str(pr), "--step", step, "--work", str(work)).returncode == 0
+    for step in STEPS[:3]:
+        assert _job(config, tmp_path / step[-1], "--pr", str(pr), "--step", *step, "--work", str(work)).returncode == 0
     planned = json.loads((work / "plan.json").read_text())
     moved = commit_and_push(forge, tmp_path / "seed", forge.get_pull(pr).head_ref, {"params.json": '{"w": 0.6}\n'})
     score = _job(config, tmp_path / "score", "--pr", str(pr), "--step", "score", "--work", str(work))
