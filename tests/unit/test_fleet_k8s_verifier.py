@@ -77,7 +77,8 @@ def test_verifier_job_is_checkout_then_one_train_per_side_then_score(holdout, ve
     assert [c["name"] for c in pod["containers"]] == ["score"]
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["work"] == {"name": "work", "emptyDir": {}}
-    assert volumes["side-baseline"] == {"name": "side-baseline", "emptyDir": {}} == {**volumes["side-candidate"], "name": "side-baseline"}
+    for side in ("baseline", "candidate"):
+        assert volumes[f"side-{side}"] == {"name": f"side-{side}", "emptyDir": {}}
     for c in every_container(pod):
         assert c["command"] == [*COMMAND, *STEPS[c["name"]], "--work", "/work"]
         mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
