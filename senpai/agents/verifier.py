@@ -4,7 +4,7 @@ Per seed and side (base head first, then the PR head), a train step runs that si
 a score step runs the trusted evaluator from the base revision on the sealed holdout
 (`senpai.agents.evaluate`). `senpai.ledger.stats.judge` decides; while it says inconclusive and
 `holdout.max_seeds` allows, both sides get the next seed (a sequential test: look k of n). The
-numbers, seconds, compute figure, guard metrics and the target's test result go into one
+numbers, seconds, GPU seconds, compute figure, guard metrics and the target's test result go into one
 `senpai-verification` block.
 
 Refused without running: a diff touching protected paths or paths outside `target.scope`.
