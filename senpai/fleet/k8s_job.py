@@ -239,10 +239,11 @@ def _containers(spec: JobSpec, settings: KubernetesFleetSettings) -> tuple[list,
     checkout = [*spec.command, "--step", "checkout", "--work", WORK_DIR]
     init = [_container("checkout", checkout, with_secrets, mounts, spec, settings)]
     bare = _env(spec, settings, deadline, False, spec.gpus)
-    for side in SIDES:
+    for step in VERIFY_STEPS[1:-1]:  # train-baseline, train-candidate
+        side = step.removeprefix("train-")
         command = [*spec.command, "--step", "train", "--side", side, "--work", WORK_DIR]
         train_mounts, cwd = _train_mounts(mounts, side), f"{WORK_DIR}/{side}"
-        init.append(_container(f"train-{side}", command, bare, train_mounts, spec, settings, spec.gpus, cwd))
+        init.append(_container(step, command, bare, train_mounts, spec, settings, spec.gpus, cwd))
     volumes += [client.V1Volume(name=name, empty_dir=client.V1EmptyDirVolumeSource()) for name in TRAIN_OWN.values()]
     score = [*spec.command, "--step", "score", "--work", WORK_DIR]
     return init, [_container("score", score, with_secrets, score_mounts, spec, settings)], volumes

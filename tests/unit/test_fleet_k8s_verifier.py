@@ -17,7 +17,7 @@ from kubernetes import client
 
 from senpai.errors import PermanentError
 from senpai.fleet.base import JobSpec
-from senpai.fleet.k8s_job import build_job
+from senpai.fleet.k8s_job import VERIFY_STEPS, build_job
 
 COMMAND = ["/opt/senpai/bin/python", "-m", "senpai", "job", "verify", "--pr", "7"]
 SECRET_HOLDOUT = {"secret": "digits-holdout", "mount_path": "/holdout"}
@@ -75,6 +75,7 @@ def test_verifier_job_is_checkout_then_one_train_per_side_then_score(holdout, ve
     pod = job["spec"]["template"]["spec"]
     assert [c["name"] for c in pod["initContainers"]] == ["checkout", "train-baseline", "train-candidate"]
     assert [c["name"] for c in pod["containers"]] == ["score"]
+    assert [c["name"] for c in every_container(pod)] == list(VERIFY_STEPS)
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["work"] == {"name": "work", "emptyDir": {}}
     for side in ("baseline", "candidate"):
