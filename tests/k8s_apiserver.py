@@ -20,7 +20,10 @@ own log (pods/log takes `container`; without it, the main container's):
   leaves the pod waiting with CreateContainerConfigError, as a kubelet does);
 - each emptyDir mount is a local dir shared by the pod's containers, and workingDir and env
   values under a mountPath (HOME=/home/senpai, TMPDIR=/tmp) and command arguments equal to one
-  (`--work /work`) are mapped onto it, the innermost mount winning; the PVC, ConfigMap and Secret mounts use the host's own
+  (`--work /work`) are mapped onto it, the innermost mount winning. A mount nested in another of
+  the same container (`/work/candidate` in `/work`) is a symlink in the outer one's dir; an argument
+  that is no mount but holds some (`--work /work` where only `/work/candidate` is mounted) maps to a
+  dir of the container's own holding just those. The PVC, ConfigMap and Secret mounts use the host's own
   paths (tests point mount paths at a host dir), a Secret volume's keys written there as files
   when a container that mounts it starts. readOnly and subPath are not enforced: what a container
   may see is checked on the Job specs, not here;
@@ -293,7 +296,29 @@ class Cluster:
                     )
                 for key, value in data.items():
                     (out[m["mountPath"]] / key).write_text(value)
+        pod_dirs = [p for p in out if out[p].is_relative_to(root)]  # emptyDirs
+        for outer in pod_dirs:  # nested emptyDirs: symlinks in the outer one's dir (made once, shared by the pod)
+            for inner in pod_dirs:
+                link = out[outer] / inner[len(outer) :].lstrip("/")
+                if inner.startswith(outer.rstrip("/") + "/") and not link.is_symlink():
+                    link.parent.mkdir(parents=True, exist_ok=True)
+                    link.symlink_to(out[inner])
         return out
+
+    @staticmethod
+    def _arg(arg: str, mounts: dict[str, Path], view: Path) -> str:
+        """A command argument mapped onto the host: a mount's dir; for a path that only holds mounts,
+        a dir under `view` (the container's own) with a symlink per mount; else as it is."""
+        if arg in mounts:
+            return str(mounts[arg])
+        emptydirs = [m for m in mounts if mounts[m].is_relative_to(view.parent)]
+        inside = [m for m in emptydirs if arg.startswith("/") and m.startswith(arg.rstrip("/") + "/")]
+        for m in inside:
+            link = view / arg.strip("/") / m[len(arg) :].lstrip("/")
+            link.parent.mkdir(parents=True, exist_ok=True)
+            if not link.is_symlink():
+                link.symlink_to(mounts[m])
+        return str(view / arg.strip("/")) if inside else arg
 
     @staticmethod
     def _host(path: str, mounts: dict[str, Path]) -> str:
@@ -353,7 +378,8 @@ class Cluster:
                 return None
             work = Path(self._host(container.get("workingDir", "/"), mounts))
             # an argument that names a mount (`--work /work`) is mapped; others may be host paths
-            command = [str(mounts[arg]) if arg in mounts else arg for arg in container["command"]]
+            view = self.workdir / pod["metadata"]["name"] / f"view-{name}"
+            command = [self._arg(arg, mounts, view) for arg in container["command"]]
             log = self.logs[(ns, pod["metadata"]["name"], name)]
             try:
                 with open(log, "ab") as out:

@@ -111,10 +111,11 @@ def open_candidate(forge: GitHubForge, seed: Path, change: dict[str, str | None]
 
 
 # Hostile candidates shared by the verifier tests and the gaming corpus.
-# Overwrites every score.py it can find around its checkout, and plants one where an evaluator dir could be.
+# Overwrites every score.py it can find in the work dir around its checkout (<work>/candidate/checkout),
+# and plants one where an evaluator dir could be.
 INTO_EVALUATOR = """
 import os
-root = os.path.dirname(os.getcwd())
+root = os.path.dirname(os.path.dirname(os.getcwd()))
 for d, _, names in os.walk(root):
     if "score.py" in names:
         open(os.path.join(d, "score.py"), "w").write("print('acc: 1.0')\\nprint('leak: 0')\\n")

@@ -29,6 +29,7 @@ from senpai.agents.artifacts import digest, refusal, set_read_only
 from senpai.agents.measure import GRACE_SECONDS, Outcome, run_command
 from senpai.config.target import Holdout
 from senpai.errors import ConfigError, PermanentError
+from senpai.fleet.base import job_gpus
 from senpai.fleet.procs import become_subreaper, descendants, kill_new_descendants
 
 MAX_EVALUATOR_BYTES = 256 * 1024**2  # the tar of holdout.files at the base, held in memory
@@ -46,6 +47,7 @@ class Trained(BaseModel):
     seed: int
     returncode: int | None  # None: killed at the timeout
     seconds: float
+    gpu_seconds: float = 0.0  # seconds x the GPUs the job holds (`senpai.fleet.base.job_gpus`)
     compute: float | None  # the `holdout.compute.key` value it printed last; None if none
     artifact: str  # the artifact directory
     digest: str  # of the artifact directory right after the step; "" if `artifacts.refusal` refused it
@@ -110,7 +112,8 @@ def train_step(
     command: str, checkout: Path, sha: str, side: str, seed: int, artifacts: Path, timeout: float, compute_key: str | None
 ) -> Trained:
     """Run the side's train command for `seed` in `checkout` (reset to `sha` first); its artifact
-    directory is `artifacts/<side>-<seed>` (created empty). Seconds are wall seconds of the command."""
+    directory is `artifacts/<side>-<seed>` (created empty). Seconds are wall seconds of the command;
+    GPU seconds are those x the GPUs this job holds (the train command's own env has no SENPAI_*)."""
     reset_checkout(checkout, sha)
     artifact = artifacts / f"{side}-{seed}"
     if artifact.is_dir() and not artifact.is_symlink():  # left there by an earlier step: never trusted
@@ -123,8 +126,8 @@ def train_step(
     out = run_command(command.replace("{seed}", str(seed)), checkout, env, timeout, log, drop=SCRUBBED)
     compute = out.value(compute_key) if compute_key else None
     return Trained(
-        side=side, seed=seed, returncode=out.returncode, seconds=out.seconds, compute=compute,
-        artifact=str(artifact), digest="" if refusal(artifact) else digest(artifact), tail=out.tail(),
+        side=side, seed=seed, returncode=out.returncode, seconds=out.seconds, gpu_seconds=out.seconds * job_gpus(),
+        compute=compute, artifact=str(artifact), digest="" if refusal(artifact) else digest(artifact), tail=out.tail(),
     )  # fmt: skip
 
 

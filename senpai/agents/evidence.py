@@ -14,7 +14,7 @@ from senpai.agents.context import TurnContext
 from senpai.agents.environ import train_secrets
 from senpai.agents.measure import finite, run_command
 from senpai.errors import NotFound
-from senpai.fleet.base import job_deadline
+from senpai.fleet.base import job_deadline, job_gpus
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Cost, Evidence, Hypothesis, PrimaryResult, RunRef
 from senpai.tracker.base import RunIdentity, RunRecord
@@ -84,9 +84,7 @@ def measure_and_post(
             delta=value - base if finite(value) and base is not None else None,
         ),
         interpretation=(interpretation if interpretation and not failure else None) or _interpret(value, base, metric, failure),
-        cost=Cost(
-            gpu_seconds=out.seconds * max(0, len(_gpus())), wall_seconds=round(out.seconds, 3), tokens=tokens, dollars=dollars
-        ),
+        cost=Cost(gpu_seconds=out.seconds * job_gpus(), wall_seconds=round(out.seconds, 3), tokens=tokens, dollars=dollars),
         log_tail=out.tail(20) if failure else None,
     )
     transitions.submit_evidence(ctx.forge, ctx.forge.get_pull(number), ev)
@@ -103,11 +101,6 @@ def train_timeout(budget_seconds: float, now: float | None = None) -> float:
         now = time.time() if now is None else now
         timeout = min(timeout, deadline - now - 0.1 * budget_seconds)
     return max(1.0, timeout)
-
-
-def _gpus() -> list[str]:
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
-    return [g for g in visible.split(",") if g.strip()]
 
 
 def _read_run(ctx: TurnContext, run_id: str) -> RunRecord | None:

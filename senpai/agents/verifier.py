@@ -4,7 +4,7 @@ Per seed and side (base head first, then the PR head), a train step runs that si
 a score step runs the trusted evaluator from the base revision on the sealed holdout
 (`senpai.agents.evaluate`). `senpai.ledger.stats.judge` decides; while it says inconclusive and
 `holdout.max_seeds` allows, both sides get the next seed (a sequential test: look k of n). The
-numbers, seconds, compute figure, guard metrics and the target's test result go into one
+numbers, seconds, GPU seconds, compute figure, guard metrics and the target's test result go into one
 `senpai-verification` block.
 
 Refused without running: a diff touching protected paths or paths outside `target.scope`, or one
@@ -137,6 +137,7 @@ def refusal(target: TargetConfig, plan: Plan) -> Verification | None:
 class Sample:
     value: float
     seconds: float
+    gpu_seconds: float
     compute: float | None
     guards: dict[str, float]
 
@@ -180,7 +181,7 @@ def sample(hold: Holdout, trained: Trained, score: Score) -> Sample:
         if g is None or not math.isfinite(g):
             raise fail(f"{where}: guard metric {name} is {g if g is not None else 'missing'}")
         guards[name] = g
-    return Sample(value, trained.seconds, trained.compute, guards)
+    return Sample(value, trained.seconds, trained.gpu_seconds, trained.compute, guards)
 
 
 def measure(target: TargetConfig, plan: Plan, train: Train, score: Score, test_passed: bool | None) -> Verification:
@@ -226,6 +227,8 @@ def _judged(target: TargetConfig, plan: Plan, m: Measurement, j, test_passed: bo
         statistic=j.statistic, p_value=j.p_value,
         candidate_seconds=[s.seconds for s in m.samples["candidate"]],
         baseline_seconds=[s.seconds for s in m.samples["baseline"]],
+        candidate_gpu_seconds=[s.gpu_seconds for s in m.samples["candidate"]],
+        baseline_gpu_seconds=[s.gpu_seconds for s in m.samples["baseline"]],
         candidate_compute=[s.compute for s in m.samples["candidate"] if s.compute is not None],
         baseline_compute=[s.compute for s in m.samples["baseline"] if s.compute is not None],
         guards={name: [means["candidate"][name], means["baseline"][name]] for name in hold.guards},

@@ -1,14 +1,20 @@
-"""The verifier job's steps: `all` in one process (local fleet), or checkout / train / score as
-three containers of one Kubernetes Job sharing the work dir (see `senpai job verify --step`).
+"""The verifier job's steps: `all` in one process (local fleet), or checkout / train-baseline /
+train-candidate / score as four containers of one Kubernetes Job (see `senpai job verify --step`).
 
-Work dir layout: `repo/` (clone of the base branch), `candidate/` and `baseline/` (worktrees of
-the two heads), `artifacts/<side>-<seed>/`, `plan.json` (checkout), `train.json` (train).
-What the train container leaves there is untrusted: the score step re-reads the PR and the base
-from the forge (a fresh clone, a fresh plan) and takes only numbers and artifacts from the work dir.
+Work dir layout, the same for both: `repo/` (the turn's clone of the base branch), `plan.json`
+(checkout), and per side `<side>/checkout/` (a standalone clone of that side's commit: nothing in
+it points at `repo/`), `<side>/artifacts/<side>-<seed>/`, `<side>/job.json` (checkout: the plan and
+the target config from the base, all a train step reads) and `<side>/train.json` (that side's
+train step). On Kubernetes each train step mounts only its own `<side>/`, so the candidate's code
+never sees the baseline's artifacts or numbers. What a side dir holds is untrusted: the score step
+re-reads the PR and the base from the forge (a fresh clone, a fresh plan) and takes only numbers
+and artifacts from it, each run only from its own side's dir.
 """
 
+import subprocess
 import tempfile
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -28,46 +34,61 @@ from senpai.agents.verifier import (
     verification_block,
 )
 from senpai.config.target import TargetConfig
+from senpai.errors import PermanentError
 from senpai.ledger.blocks import Verification
 
-MAX_TRAIN_JSON = 16 * 1024**2
+MAX_JSON = 16 * 1024**2  # job.json, train.json
+Side = Literal["candidate", "baseline"]
+
+
+class SideJob(BaseModel):
+    """`<side>/job.json`, written by checkout: what the side's train step runs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    side: Side
+    plan: Plan
+    target: TargetConfig  # senpai.yaml of the base, as the checkout step loaded it
 
 
 class TrainLog(BaseModel):
-    """`train.json`: the test command's result and every train step, both sides, all seeds."""
+    """`<side>/train.json`: one side's train steps, all seeds, and (candidate) the test command's result."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    side: Side
     test_passed: bool | None
     runs: list[Trained]
 
 
-class LocalTrainer:
-    """Runs train steps on demand (each once) in the work dir's checkouts."""
+class SideTrainer:
+    """Runs one side's train steps on demand (each seed once) in `side_dir`'s checkout."""
 
-    def __init__(self, target: TargetConfig, plan: Plan, work: Path) -> None:
-        self.target, self.work = target, work
-        self.shas = {"candidate": plan.candidate, "baseline": plan.baseline}
-        self.done: dict[tuple[str, int], Trained] = {}
+    def __init__(self, target: TargetConfig, side: str, sha: str, side_dir: Path) -> None:
+        self.target, self.side, self.sha, self.dir = target, side, sha, side_dir
+        self.done: dict[int, Trained] = {}
 
-    def __call__(self, side: str, seed: int) -> Trained:
-        if (side, seed) not in self.done:
+    def __call__(self, seed: int) -> Trained:
+        if seed not in self.done:
             t = self.target
-            self.done[side, seed] = train_step(
-                t.train, self.work / side, self.shas[side], side, seed, self.work / "artifacts",
+            self.done[seed] = train_step(
+                t.train, self.dir / "checkout", self.sha, self.side, seed, self.dir / "artifacts",
                 float(t.budget.wall_seconds), t.holdout.compute.key,
             )  # fmt: skip
-        return self.done[side, seed]
+        return self.done[seed]
 
     def test(self) -> bool | None:
-        """The target's test command on the candidate: passed, or None if none is declared."""
+        """The target's test command in this side's checkout: passed, or None if none is declared."""
         if self.target.test is None:
             return None
-        checkout = self.work / "candidate"
-        reset_checkout(checkout, self.shas["candidate"])
-        home = tempfile.mkdtemp(prefix="home-", dir=self.work)
+        checkout = self.dir / "checkout"
+        reset_checkout(checkout, self.sha)
+        home = tempfile.mkdtemp(prefix="home-", dir=self.dir)
         env, timeout = {"WANDB_MODE": "disabled", "HOME": home}, float(self.target.budget.wall_seconds)
-        out = run_command(self.target.test, checkout, env, timeout, self.work / "test.log", drop=SCRUBBED)
+        out = run_command(self.target.test, checkout, env, timeout, self.dir / "test.log", drop=SCRUBBED)
         return out.returncode == 0
+
+
+def _sha(plan: Plan, side: str) -> str:
+    return plan.candidate if side == "candidate" else plan.baseline
 
 
 def fetch(ctx: TurnContext, plan: Plan) -> None:
@@ -76,11 +97,27 @@ def fetch(ctx: TurnContext, plan: Plan) -> None:
     ctx.repo.git("fetch", "--quiet", "origin", *refs, network=True)
 
 
+def side_clone(repo: Path, sha: str, dest: Path) -> Path:
+    """A standalone clone of `repo` at `dest`, detached at `sha`, with no remote (nothing in it
+    points back at `repo`). Raises PermanentError with git's message if it fails."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    steps = [
+        ["clone", "--quiet", "--no-checkout", str(repo), str(dest)],
+        ["-C", str(dest), "checkout", "--quiet", "--detach", sha],
+        ["-C", str(dest), "remote", "remove", "origin"],
+    ]
+    for args in steps:
+        proc = subprocess.run(["git", *args], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise PermanentError(f"git {args[0] if args[0] != '-C' else args[2]} of {dest}: {proc.stderr.strip()[-300:]}")
+    return dest
+
+
 def checkout(ctx: TurnContext, plan: Plan, work: Path) -> None:
-    """Worktrees of the candidate and base heads at `work/candidate` and `work/baseline`."""
+    """Clones of the candidate and base heads at `work/<side>/checkout`."""
     fetch(ctx, plan)
     for side in SIDES:
-        ctx.repo.worktree(plan.candidate if side == "candidate" else plan.baseline, work / side)
+        side_clone(ctx.repo.path, _sha(plan, side), work / side / "checkout")
 
 
 def verify_all(ctx: TurnContext, number: int, holdout_dir: Path) -> Verification:
@@ -92,58 +129,88 @@ def verify_all(ctx: TurnContext, number: int, holdout_dir: Path) -> Verification
         hold = ctx.target.holdout
         checkout(ctx, plan, ctx.workdir)  # fetches the base too: it may have moved since the clone
         evaluator = EvaluatorFiles(ctx.repo.path, plan.baseline, hold.files)  # before any train step runs
-        trainer = LocalTrainer(ctx.target, plan, ctx.workdir)
+        trainers = {side: SideTrainer(ctx.target, side, _sha(plan, side), ctx.workdir / side) for side in SIDES}
         score = scorer(hold, evaluator, holdout_dir, ctx.workdir / "score", float(ctx.target.budget.wall_seconds))
-        v = measure(ctx.target, plan, trainer, score, trainer.test())
+        v = measure(ctx.target, plan, lambda side, seed: trainers[side](seed), score, trainers["candidate"].test())
     record(ctx, v)
     return v
 
 
 def checkout_step(ctx: TurnContext, number: int, work: Path) -> Plan:
-    """`--step checkout`: write `work/plan.json` and the two worktrees."""
+    """`--step checkout`: write `work/plan.json`, and per side its clone and `work/<side>/job.json`."""
     plan = make_plan(ctx, number)
     checkout(ctx, plan, work)
     (work / "plan.json").write_text(plan.model_dump_json())
+    for side in SIDES:
+        (work / side / "job.json").write_text(SideJob(side=side, plan=plan, target=ctx.target).model_dump_json())
     return plan
 
 
-def train_all(target: TargetConfig, work: Path) -> TrainLog:
-    """`--step train` (no secret, no forge): the test command, then every seed up to max_seeds for
-    both sides; writes `work/train.json`. Nothing runs for a plan that `refusal` refuses."""
-    plan = Plan.model_validate_json((work / "plan.json").read_text())
-    log = TrainLog(test_passed=None, runs=[])
-    if refusal(target, plan) is None:
-        trainer = LocalTrainer(target, plan, work)
-        passed = trainer.test()
-        runs = [] if passed is False else [trainer(side, seed) for seed in target.holdout.all_seeds() for side in SIDES]
-        log = TrainLog(test_passed=passed, runs=runs)
-    (work / "train.json").write_text(log.model_dump_json())
+def _read(path: Path, model: type[BaseModel]):
+    """`model` from the JSON file at `path`; raises ValueError if unreadable, over MAX_JSON bytes or invalid."""
+    try:
+        if path.stat().st_size > MAX_JSON:
+            raise ValueError(f"over {MAX_JSON} bytes")
+        return model.model_validate_json(path.read_bytes())
+    except (OSError, ValueError, ValidationError) as e:
+        raise ValueError(f"{path.parent.name}/{path.name} is unreadable: {str(e)[:300]}") from None
+
+
+def train_side(work: Path, side: str) -> TrainLog:
+    """`--step train --side SIDE` (no secret, no forge, nothing outside `work/SIDE`): the test
+    command (candidate), then every seed up to max_seeds; writes `work/SIDE/train.json`. Nothing
+    runs for a plan that `refusal` refuses, nor after a failed test. Raises PermanentError if
+    `work/SIDE/job.json` is unreadable or names another side (the checkout step failed)."""
+    try:
+        job: SideJob = _read(work / side / "job.json", SideJob)
+    except ValueError as e:
+        raise PermanentError(str(e)) from None
+    if job.side != side:
+        raise PermanentError(f"{side}/job.json is the {job.side} side's")
+    log = TrainLog(side=job.side, test_passed=None, runs=[])
+    if refusal(job.target, job.plan) is None:
+        trainer = SideTrainer(job.target, side, _sha(job.plan, side), work / side)
+        passed = trainer.test() if side == "candidate" else None
+        runs = [] if passed is False else [trainer(seed) for seed in job.target.holdout.all_seeds()]
+        log = TrainLog(side=job.side, test_passed=passed, runs=runs)
+    (work / side / "train.json").write_text(log.model_dump_json())
+    return log
+
+
+def _side_log(work: Path, side: str) -> TrainLog:
+    """`work/<side>/train.json`, checked: every run is that side's and its artifact lies under
+    `work/<side>/artifacts` (symlinks resolved). Raises BaselineFailed or CandidateFailed naming why."""
+    fail = BaselineFailed if side == "baseline" else CandidateFailed
+    try:
+        log: TrainLog = _read(work / side / "train.json", TrainLog)
+    except ValueError as e:
+        raise fail(f"the {side} train step's {e}") from None
+    root = (work / side / "artifacts").resolve()
+    for r in [log, *log.runs]:
+        if r.side != side:
+            raise fail(f"{side}/train.json claims a {r.side} run: refused (each side's runs come only from its own dir)")
+    for r in log.runs:
+        if not Path(r.artifact).resolve().is_relative_to(root):
+            raise fail(f"the artifact of {side} seed {r.seed} lies outside {side}/artifacts: refused")
     return log
 
 
 def _recorded(work: Path):
-    """(train(side, seed) reading train.json, test_passed); artifacts must lie under work/artifacts."""
-    path = work / "train.json"
-    try:
-        if path.stat().st_size > MAX_TRAIN_JSON:
-            raise ValueError(f"over {MAX_TRAIN_JSON} bytes")
-        log = TrainLog.model_validate_json(path.read_bytes())
-    except (OSError, ValueError, ValidationError) as e:
-        raise CandidateFailed(f"train.json of the train step is unreadable: {str(e)[:300]}") from None
-    root = (work / "artifacts").resolve()
-    runs = {(r.side, r.seed): r for r in log.runs if Path(r.artifact).resolve().is_relative_to(root)}
+    """(train(side, seed) reading each side's train.json, the candidate's test_passed)."""
+    logs = {side: _side_log(work, side) for side in SIDES}
+    runs = {(r.side, r.seed): r for log in logs.values() for r in log.runs}
 
     def train(side: str, seed: int) -> Trained:
         if (side, seed) not in runs:
             raise (BaselineFailed if side == "baseline" else CandidateFailed)(f"no train step recorded for {side} seed {seed}")
         return runs[side, seed]
 
-    return train, log.test_passed
+    return train, logs["candidate"].test_passed
 
 
 def score_from_work(ctx: TurnContext, number: int, work: Path, holdout_dir: Path) -> Verification:
     """`--step score`: re-read the PR and base (fresh clone in `ctx`), compare with plan.json, score
-    what the train step left, and record. A moved head or base records a failed, stale verification
+    what the train steps left, and record. A moved head or base records a failed, stale verification
     of the planned pair (the wrapper then verifies the new pair)."""
     plan = make_plan(ctx, number)
     try:

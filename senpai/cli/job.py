@@ -11,7 +11,6 @@ from senpai.agents.context import prepare_turn
 from senpai.cli.options import config_option
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import HarnessConfig, LocalFleetSettings, load_harness
-from senpai.config.target import load_target
 from senpai.ledger.events import EventBatch
 from senpai.ledger.redact import redact_own_output
 from senpai.wrapper.dispatch import ENV_EVENTS
@@ -77,22 +76,28 @@ def student(config_path: str, pr: int, attempt: int) -> None:
     show_default=True,
     help="all: everything in one process (local fleet); checkout/train/score: one container each (Kubernetes).",
 )
+@click.option(
+    "--side", type=click.Choice(["baseline", "candidate"]), default=None, help="The side --step train trains (required there)."
+)
 @click.option("--work", type=click.Path(file_okay=False), default=None, help="Work dir the steps share [cwd].")
-def verify(config_path: str, pr: int, step: str, work: str | None) -> None:
+def verify(config_path: str, pr: int, step: str, side: str | None, work: str | None) -> None:
     """Verifier run: train then score the PR head and the base head per seed; records the numbers.
 
-    checkout writes WORK/plan.json and the two worktrees; train (no secret, no forge) writes
-    WORK/train.json and WORK/artifacts; score re-reads the PR from the forge, scores the artifacts
-    on the sealed holdout and records the verification.
+    checkout writes WORK/plan.json and, per side, a clone at WORK/SIDE/checkout and WORK/SIDE/job.json;
+    train --side SIDE (no secret, no forge, reads and writes only WORK/SIDE) writes WORK/SIDE/train.json
+    and WORK/SIDE/artifacts; score re-reads the PR from the forge, scores each side's artifacts on the
+    sealed holdout and records the verification.
     """
     from senpai.agents import verify_steps as steps
 
+    if (step == "train") != (side is not None):
+        raise click.UsageError("--side is required with --step train" if step == "train" else "--side is only for --step train")
     root = Path(work or Path.cwd()).resolve()
-    root.mkdir(parents=True, exist_ok=True)
     if step == "train":
-        log = steps.train_all(load_target(root / "baseline"), root)
-        click.echo(json.dumps({"trained": len(log.runs), "test_passed": log.test_passed}))
+        log = steps.train_side(root, side)
+        click.echo(json.dumps({"side": side, "trained": len(log.runs), "test_passed": log.test_passed}))
         return
+    root.mkdir(parents=True, exist_ok=True)
     if step == "checkout":
         plan = steps.checkout_step(_context(config_path, root), pr, root)
         click.echo(plan.model_dump_json())

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 Role = Literal["advisor", "student", "verifier"]
 Phase = Literal["pending", "running", "succeeded", "failed"]
 ENV_DEADLINE = "SENPAI_JOB_DEADLINE"
+ENV_GPUS = "SENPAI_GPUS"  # set by the Kubernetes fleet in the containers that get GPUs
 
 
 def job_deadline(env: Mapping[str, str] = os.environ) -> float | None:
@@ -29,6 +30,16 @@ def job_deadline(env: Mapping[str, str] = os.environ) -> float | None:
     except ValueError:
         return None
     return value if math.isfinite(value) else None
+
+
+def job_gpus(env: Mapping[str, str] = os.environ) -> int:
+    """How many GPUs this job holds: ENV_GPUS if the fleet set it (the Kubernetes fleet: the NVIDIA
+    device plugin sets no CUDA_VISIBLE_DEVICES), else the ids in CUDA_VISIBLE_DEVICES (the local
+    fleet pins ids); 0 if neither says, or ENV_GPUS is not a non-negative integer."""
+    if ENV_GPUS in env:
+        value = env[ENV_GPUS].strip()
+        return int(value) if value.isdigit() else 0
+    return len([g for g in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()])
 
 
 class JobSpec(BaseModel):

@@ -4,11 +4,14 @@ Functions over the official client's models (no API calls; `build_job` reads the
 the job's deadline), so the shape can be validated against the Kubernetes OpenAPI schema without
 a cluster. docs/kubernetes.md describes the shape.
 
-Advisor and student Jobs run one container, `job`. A verifier Job runs `senpai job verify` in three
-steps sharing the emptyDir `/work` (`--step <step> --work /work` appended to the spec's command):
-init container `checkout` (forge token), init container `train` (the candidate's code: no secret
-of any kind, its own HOME and /tmp, the shared PVC read-only), then container `score`, the only
-one that mounts the sealed holdout (read-only).
+Advisor and student Jobs run one container, `job`. A verifier Job runs `senpai job verify` in four
+steps (`--step <step> [--side <side>] --work /work` appended to the spec's command): init container
+`checkout` (forge token; mounts the emptyDir `/work` and both side emptyDirs, `/work/baseline` and
+`/work/candidate`), init containers `train-baseline` then `train-candidate` (that side's code: no
+secret of any kind, only its own side's volume, not `/work`, not the other side, its own HOME and
+/tmp, the shared PVC read-only), then container `score` (`/work`, both sides), the only one that
+mounts the sealed holdout (read-only). A verifier's GPUs (its student's) go to the two train
+containers only; every container that gets GPUs also gets ENV_GPUS, their count.
 """
 
 import posixpath
@@ -19,7 +22,7 @@ from kubernetes import client
 
 from senpai.config.harness import ENV_CONFIG, KubernetesFleetSettings
 from senpai.errors import PermanentError
-from senpai.fleet.base import ENV_DEADLINE, JobSpec, JobStatus, Phase
+from senpai.fleet.base import ENV_DEADLINE, ENV_GPUS, JobSpec, JobStatus, Phase
 
 NAME = "app.kubernetes.io/name"
 INSTANCE = "app.kubernetes.io/instance"
@@ -33,7 +36,8 @@ CONTROLLER_UID = "batch.kubernetes.io/controller-uid"  # set on pods by the Job 
 MANAGER = "senpai-wrapper"
 
 CONTAINER = "job"  # the one container of advisor and student Jobs
-VERIFY_STEPS = ("checkout", "train", "score")  # verifier Jobs: two init containers, then the main one
+SIDES = ("baseline", "candidate")
+VERIFY_STEPS = ("checkout", "train-baseline", "train-candidate", "score")  # verifier Jobs: 3 init containers, then the main one
 HOLDOUT_VOLUME = "holdout"
 RUN_AS = 10001
 WORK_DIR = "/work"
@@ -80,10 +84,12 @@ def labels(spec: JobSpec, settings: KubernetesFleetSettings) -> dict[str, str]:
     return out
 
 
-def _env(spec: JobSpec, settings: KubernetesFleetSettings, deadline: int, secrets: bool) -> list[client.V1EnvVar]:
-    """The spec's env by value, then HOME/TMPDIR and the job's deadline (epoch seconds), then, if
-    `secrets`, each secret_env entry by reference (the verifier's train step gets none)."""
+def _env(spec: JobSpec, settings: KubernetesFleetSettings, deadline: int, secrets: bool, gpus: int) -> list[client.V1EnvVar]:
+    """The spec's env by value, then HOME/TMPDIR, the job's deadline (epoch seconds) and, if the
+    container gets `gpus` > 0, ENV_GPUS; then, if `secrets`, each secret_env entry by reference
+    (the verifier's train steps get none)."""
     env = {"HOME": HOME_DIR, "TMPDIR": TMP_DIR, **spec.env, ENV_DEADLINE: str(deadline)}
+    env |= {ENV_GPUS: str(gpus)} if gpus else {}
     out = [client.V1EnvVar(name=k, value=v) for k, v in env.items()]
     for s in settings.secret_env if secrets else ():
         ref = client.V1SecretKeySelector(name=s.secret, key=s.key, optional=s.optional)
@@ -91,11 +97,12 @@ def _env(spec: JobSpec, settings: KubernetesFleetSettings, deadline: int, secret
     return out
 
 
-def _resources(spec: JobSpec, settings: KubernetesFleetSettings) -> client.V1ResourceRequirements:
+def _resources(spec: JobSpec, settings: KubernetesFleetSettings, gpus: int) -> client.V1ResourceRequirements:
+    """The role's resources, plus `gpus` of the GPU resource (requests and limits) if > 0."""
     res = settings.resources_for(spec.role)
     requests, limits = dict(res.requests), dict(res.limits)
-    if spec.role == "student" and spec.gpus > 0:
-        requests[settings.gpu_resource] = limits[settings.gpu_resource] = str(spec.gpus)
+    if gpus > 0:
+        requests[settings.gpu_resource] = limits[settings.gpu_resource] = str(gpus)
     return client.V1ResourceRequirements(requests=requests or None, limits=limits or None)
 
 
@@ -104,8 +111,10 @@ def _volumes(spec: JobSpec, settings: KubernetesFleetSettings) -> tuple[list[cli
     config_path = spec.env.get(ENV_CONFIG, DEFAULT_CONFIG_PATH)
     config_dir, config_file = posixpath.split(config_path)
     empty = client.V1EmptyDirVolumeSource()
+    sides = SIDES if spec.role == "verifier" else ()  # a verifier's per-side emptyDirs, under /work
     volumes = [
         client.V1Volume(name="work", empty_dir=empty),
+        *(client.V1Volume(name=f"side-{side}", empty_dir=empty) for side in sides),
         client.V1Volume(name="home", empty_dir=empty),
         client.V1Volume(name="tmp", empty_dir=empty),
         client.V1Volume(name="data", persistent_volume_claim=client.V1PersistentVolumeClaimVolumeSource(claim_name=settings.pvc)),
@@ -118,6 +127,7 @@ def _volumes(spec: JobSpec, settings: KubernetesFleetSettings) -> tuple[list[cli
     ]
     mounts = [
         client.V1VolumeMount(name="work", mount_path=WORK_DIR),
+        *(client.V1VolumeMount(name=f"side-{side}", mount_path=f"{WORK_DIR}/{side}") for side in sides),
         client.V1VolumeMount(name="home", mount_path=HOME_DIR),
         client.V1VolumeMount(name="tmp", mount_path=TMP_DIR),
         client.V1VolumeMount(name="data", mount_path=settings.mount_path),
@@ -149,13 +159,16 @@ def _holdout(
 TRAIN_OWN = {"home": "train-home", "tmp": "train-tmp"}  # emptyDirs of the verifier's train step alone
 
 
-def _train_mounts(mounts: list[client.V1VolumeMount]) -> list[client.V1VolumeMount]:
-    """The verifier's train step shares only /work with the other steps: its HOME and /tmp are its
-    own emptyDirs (TRAIN_OWN: the candidate's code cannot leave a ~/.gitconfig or a temp file for
-    the steps that hold the token), and the shared PVC is read-only (datasets; no writes into W&B
-    or state)."""
+def _train_mounts(mounts: list[client.V1VolumeMount], side: str) -> list[client.V1VolumeMount]:
+    """The verifier's `train-<side>` step shares only its side's volume (`/work/<side>`) with the
+    other steps: not `/work` (plan, the base clone) nor the other side (its artifacts and
+    train.json). Its HOME and /tmp are its own emptyDirs (TRAIN_OWN: the candidate's code cannot
+    leave a ~/.gitconfig or a temp file for the steps that hold the token), and the shared PVC is
+    read-only (datasets; no writes into W&B or state)."""
     out = []
     for m in mounts:
+        if m.name == "work" or (m.name.startswith("side-") and m.name != f"side-{side}"):
+            continue
         if m.name in TRAIN_OWN:
             m = client.V1VolumeMount(name=TRAIN_OWN[m.name], mount_path=m.mount_path)
         elif m.name == "data":
@@ -165,8 +178,8 @@ def _train_mounts(mounts: list[client.V1VolumeMount]) -> list[client.V1VolumeMou
 
 
 def _scheduling(spec: JobSpec, settings: KubernetesFleetSettings) -> dict:
-    """nodeSelector and tolerations: only for students that ask for GPUs."""
-    if spec.role != "student" or spec.gpus == 0:
+    """nodeSelector and tolerations: only for students (and verifiers, as their student) that ask for GPUs."""
+    if spec.role == "advisor" or spec.gpus == 0:
         return {}
     tolerations = [
         client.V1Toleration(
@@ -184,6 +197,8 @@ def _container(
     mounts: list[client.V1VolumeMount],
     spec: JobSpec,
     settings: KubernetesFleetSettings,
+    gpus: int = 0,
+    working_dir: str = WORK_DIR,
 ) -> client.V1Container:
     return client.V1Container(
         name=name,
@@ -191,8 +206,8 @@ def _container(
         image_pull_policy=settings.image_pull_policy,
         command=command,
         env=env,
-        working_dir=WORK_DIR,
-        resources=_resources(spec, settings),
+        working_dir=working_dir,
+        resources=_resources(spec, settings, gpus),
         volume_mounts=mounts,
         security_context=client.V1SecurityContext(
             run_as_non_root=True,
@@ -208,24 +223,30 @@ def _container(
 
 def _containers(spec: JobSpec, settings: KubernetesFleetSettings) -> tuple[list, list, list]:
     """(init containers, containers, volumes). A verifier runs its spec's command once per step of
-    VERIFY_STEPS with `--step <step> --work /work`; only `score` mounts the holdout, `train` gets no secret."""
+    VERIFY_STEPS with `--step <step> --work /work` (`--step train --side <side>` for `train-<side>`);
+    only `score` mounts the holdout, the train steps get no secret, their side only, and the GPUs."""
     volumes, mounts = _volumes(spec, settings)
     deadline = int(time.time()) + spec.wall_seconds  # activeDeadlineSeconds counts from now: the Job is created at once
-    with_secrets, bare = _env(spec, settings, deadline, True), _env(spec, settings, deadline, False)
+    own = spec.gpus if spec.role == "student" else 0  # a verifier's GPUs are its train steps'
+    with_secrets = _env(spec, settings, deadline, True, own)
     if spec.role != "verifier":
-        return [], [_container(CONTAINER, list(spec.command), with_secrets, mounts, spec, settings)], volumes
-    steps = {step: [*spec.command, "--step", step, "--work", WORK_DIR] for step in VERIFY_STEPS}
+        return [], [_container(CONTAINER, list(spec.command), with_secrets, mounts, spec, settings, own)], volumes
     score_mounts = list(mounts)
     if settings.holdout is not None:
         volume, mount = _holdout(settings, mounts)
         volumes.append(volume)
         score_mounts.append(mount)
-    init = [
-        _container("checkout", steps["checkout"], with_secrets, mounts, spec, settings),
-        _container("train", steps["train"], bare, _train_mounts(mounts), spec, settings),
-    ]
+    checkout = [*spec.command, "--step", "checkout", "--work", WORK_DIR]
+    init = [_container("checkout", checkout, with_secrets, mounts, spec, settings)]
+    bare = _env(spec, settings, deadline, False, spec.gpus)
+    for step in VERIFY_STEPS[1:-1]:  # train-baseline, train-candidate
+        side = step.removeprefix("train-")
+        command = [*spec.command, "--step", "train", "--side", side, "--work", WORK_DIR]
+        train_mounts, cwd = _train_mounts(mounts, side), f"{WORK_DIR}/{side}"
+        init.append(_container(step, command, bare, train_mounts, spec, settings, spec.gpus, cwd))
     volumes += [client.V1Volume(name=name, empty_dir=client.V1EmptyDirVolumeSource()) for name in TRAIN_OWN.values()]
-    return init, [_container("score", steps["score"], with_secrets, score_mounts, spec, settings)], volumes
+    score = [*spec.command, "--step", "score", "--work", WORK_DIR]
+    return init, [_container("score", score, with_secrets, score_mounts, spec, settings)], volumes
 
 
 def build_job(spec: JobSpec, settings: KubernetesFleetSettings) -> client.V1Job:

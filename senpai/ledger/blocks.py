@@ -192,6 +192,10 @@ class Verification(Block):
     )
     guards: dict[str, list[float]] = Field(default_factory=dict, description="Guard metric -> [candidate mean, baseline mean].")
     test_passed: bool | None = Field(None, description="The target's test command on the candidate; None: none declared.")
+    candidate_gpu_seconds: list[float] = Field(
+        default_factory=list, description="Train-step seconds x the GPUs the verifier job holds, per candidate seed."
+    )
+    baseline_gpu_seconds: list[float] = Field(default_factory=list, description="The same per baseline seed.")
     passed: bool
     reason: str
 

@@ -371,14 +371,19 @@ def _verifiers(w: World, cfg: HarnessConfig) -> list[Action]:
     for e in w.exps:
         if e.state == "merged" and reverify(e):  # merged onto a base that moved after its verification
             name = next_run(f"senpai-verifier-pr{e.pr}-{len(e.verifications) + 1}", w.jobs, w.now)
-            out += [Launch("verifier", name, ["verify", "--pr", str(e.pr)], cfg.verifier_wall_seconds, e.pr)] if name else []
+            out += [_verifier(name, e, cfg)] if name else []
             continue
         if e.state != "verifying" or e.error or e.verification_for(e.head, w.base_sha):
             continue
         name = next_run(f"senpai-verifier-pr{e.pr}-{len(e.verifications) + 1}", w.jobs, w.now)
         if name is not None:
-            out.append(Launch("verifier", name, ["verify", "--pr", str(e.pr)], cfg.verifier_wall_seconds, e.pr))
+            out.append(_verifier(name, e, cfg))
     return out
+
+
+def _verifier(name: str, e: Experiment, cfg: HarnessConfig) -> Launch:
+    """The verifier of `e`, as its student: the job gets the student's GPUs to train both sides."""
+    return Launch("verifier", name, ["verify", "--pr", str(e.pr)], cfg.verifier_wall_seconds, e.pr, e.student)
 
 
 def _advisor(w: World, cfg: HarnessConfig) -> Launch | Escalate | None:

@@ -309,6 +309,12 @@ def test_the_sealed_holdout_reaches_only_verifier_scoring(helm: dict, case: str,
             if m["mountPath"] == expected["mount_path"] or m["name"] == "holdout"
         }
         assert holders == ({"score"} if role == "verifier" else set()), role
+        if role == "verifier":  # one train step per side, each on its own side's volume, with the GPUs
+            names = [c["name"] for c in [*pod["initContainers"], *pod["containers"]]]
+            assert names == ["checkout", "train-baseline", "train-candidate", "score"]
+            train = pod["initContainers"][2]
+            assert {m["mountPath"] for m in train["volumeMounts"]} & {"/work", "/work/baseline"} == set()
+            assert [c["name"] for c in pod["initContainers"] if fleet.gpu_resource in c["resources"]["limits"]] == names[1:3]
 
 
 def test_four_students_with_eight_gpus_land_in_the_harness_config(helm: dict) -> None:

@@ -74,7 +74,7 @@ def test_a_code_change_is_trained_and_scored_and_beats_the_baseline(tiny, tmp_pa
     assert v.candidate_compute == [100.0, 100.0] and v.compute_ratio == pytest.approx(1.0)
     assert len(v.candidate_seconds) == 2 and all(s > 0 for s in v.candidate_seconds + v.baseline_seconds)
     assert v.guards == {"leak": [0.0, 0.0]}  # the evaluator saw no secret, no PYTHON*, no candidate tree
-    logs = sorted((tmp_path / "job" / "artifacts").glob("*-train.log"))
+    logs = sorted((tmp_path / "job").glob("*/artifacts/*-train.log"))
     assert len(logs) == 4 and all("train_leak: 0" in log.read_text() for log in logs)  # nor did the train steps
 
 
@@ -94,7 +94,7 @@ def test_protected_and_out_of_scope_diffs_are_refused_without_running(tiny, tmp_
     v = _verify(config, pr, tmp_path / "job")
     assert not v.passed and v.reason.startswith("refused without running") and v.seeds == []
     assert all(w in v.reason for w in words), v.reason
-    assert not (tmp_path / "job" / "artifacts").exists()  # nothing was trained
+    assert not list((tmp_path / "job").glob("*/artifacts"))  # nothing was trained
 
 
 @pytest.mark.parametrize(
@@ -162,13 +162,16 @@ def test_a_failing_baseline_fails_the_job_without_a_verdict(tiny, tmp_path):
     assert BaselineFailed.exit_code == 3  # the wrapper's infrastructure retry (policy.infra_failure)
 
 
-def _job(config: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+def _job(config: Path, cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     cwd.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "senpai", "job", "verify", "--config", str(config), *args]
-    return subprocess.run(cmd, cwd=cwd, env=dict(os.environ), capture_output=True, text=True, timeout=300)
+    return subprocess.run(cmd, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=300)
 
 
-def test_the_cli_verifies_in_one_step_and_in_three(tiny, tmp_path):
+STEPS = [("checkout",), ("train", "--side", "baseline"), ("train", "--side", "candidate"), ("score",)]
+
+
+def test_the_cli_verifies_in_one_step_and_in_four(tiny, tmp_path):
     make, _ = tiny
     forge, config = make()
     pr = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2)})
@@ -177,11 +180,12 @@ def test_the_cli_verifies_in_one_step_and_in_three(tiny, tmp_path):
     assert json.loads(one.stdout.splitlines()[-1])["passed"] is True
 
     work = tmp_path / "work"
-    for step in ("checkout", "train", "score"):
-        env_job = _job(config, tmp_path / step, "--pr", str(pr), "--step", step, "--work", str(work))
+    for step in STEPS:
+        env_job = _job(config, tmp_path / step[-1], "--pr", str(pr), "--step", *step, "--work", str(work))
         assert env_job.returncode == 0, (step, env_job.stderr)
-    trained = json.loads((work / "train.json").read_text())
-    assert len(trained["runs"]) == 4 and {r["side"] for r in trained["runs"]} == {"candidate", "baseline"}
+    for side in ("baseline", "candidate"):
+        trained = json.loads((work / side / "train.json").read_text())
+        assert len(trained["runs"]) == 2 and {r["side"] for r in trained["runs"]} == {side} == {trained["side"]}
     assert json.loads(env_job.stdout.splitlines()[-1])["passed"] is True
 
 
@@ -190,8 +194,8 @@ def test_the_score_step_records_a_stale_verification_when_the_head_moved(tiny, t
     forge, config = make()
     pr = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2)})
     work = tmp_path / "work"
-    for step in ("checkout", "train"):
-        assert _job(config, tmp_path / step, "--pr", str(pr), "--step", step, "--work", str(work)).returncode == 0
+    for step in STEPS[:3]:
+        assert _job(config, tmp_path / step[-1], "--pr", str(pr), "--step", *step, "--work", str(work)).returncode == 0
     planned = json.loads((work / "plan.json").read_text())
     moved = commit_and_push(forge, tmp_path / "seed", forge.get_pull(pr).head_ref, {"params.json": '{"w": 0.6}\n'})
     score = _job(config, tmp_path / "score", "--pr", str(pr), "--step", "score", "--work", str(work))
@@ -246,3 +250,86 @@ def test_the_targets_test_command_must_pass_on_the_candidate(tiny, tmp_path, w, 
     assert v.test_passed is test_passed and v.passed is test_passed, v.reason
     if not test_passed:
         assert v.seeds == [] and "test command failed" in v.reason
+
+
+def _steps_apart(config: Path, pr: int, tmp_path: Path, env: dict[str, str] | None = None) -> Path:
+    """checkout, train --side baseline, train --side candidate as separate processes, each train
+    step's --work holding only its own side (as its mounts on Kubernetes: no /work, no other side);
+    returns the work dir with everything back in place for score. `env` is the train steps' extra env."""
+    work, full = tmp_path / "work", tmp_path / "full"
+    checkout = _job(config, tmp_path / "checkout", "--pr", str(pr), "--step", "checkout", "--work", str(work))
+    assert checkout.returncode == 0, checkout.stderr
+    work.rename(full)
+    for side in ("baseline", "candidate"):
+        work.mkdir()
+        (full / side).rename(work / side)
+        train = _job(config, tmp_path / side, "--pr", str(pr), "--step", "train", "--side", side, "--work", str(work), env=env)
+        assert train.returncode == 0, (side, train.stderr)
+        assert json.loads(train.stdout.splitlines()[-1])["side"] == side
+        (work / side).rename(full / side)
+        work.rmdir()
+    full.rename(work)
+    return work
+
+
+def _recorded(config: Path, pr: int, tmp_path: Path) -> list[Verification]:
+    cfg = load_harness(config)
+    ctx = prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), tmp_path / "check")
+    return ctx.ledger.experiment(ctx.forge.get_pull(pr)).verifications
+
+
+LOOK = "import os\nprint('seen:', sorted(os.listdir('../..')))\n"  # the work dir, from <work>/candidate/checkout
+
+
+def test_each_train_step_runs_alone_on_its_own_side_dir_and_score_verifies(tiny, tmp_path):
+    make, _ = tiny
+    forge, config = make()
+    pr = open_candidate(forge, tmp_path / "seed", {"train.py": LOOK + train_py(0.2)})
+    work = _steps_apart(config, pr, tmp_path, env={"SENPAI_GPUS": "3"})
+    assert "seen: ['candidate']" in (work / "candidate" / "artifacts" / "candidate-0-train.log").read_text()
+    for side in ("baseline", "candidate"):
+        assert not (work / side / "checkout" / ".git").is_file()  # a standalone clone, not a worktree of work/repo
+        assert subprocess.run(["git", "-C", str(work / side / "checkout"), "remote"], capture_output=True, text=True).stdout == ""
+    score = _job(config, tmp_path / "score", "--pr", str(pr), "--step", "score", "--work", str(work))
+    assert score.returncode == 0, score.stderr
+    [v] = _recorded(config, pr, tmp_path)
+    assert v.passed and v.seeds == [0, 1] and v.improvement == pytest.approx(0.2), v.reason
+    assert v.candidate_gpu_seconds == pytest.approx([3 * s for s in v.candidate_seconds])  # the fleet's SENPAI_GPUS
+    assert v.baseline_gpu_seconds == pytest.approx([3 * s for s in v.baseline_seconds]) and all(v.baseline_gpu_seconds)
+
+
+@pytest.mark.parametrize(
+    "tamper, words",
+    [
+        (lambda run, work: {**run, "side": "baseline"}, "candidate/train.json claims a baseline run"),
+        (
+            lambda run, work: {**run, "artifact": str(work / "baseline" / "artifacts" / "baseline-0")},
+            "the artifact of candidate seed 0 lies outside candidate/artifacts",
+        ),
+    ],
+    ids=["baseline-run", "artifact-outside"],
+)
+def test_the_score_step_takes_each_sides_runs_only_from_its_own_dir(tiny, tmp_path, tamper, words):
+    make, _ = tiny
+    forge, config = make()
+    pr = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n'})
+    work = _steps_apart(config, pr, tmp_path)
+    log = json.loads((work / "candidate" / "train.json").read_text())
+    log["runs"][0] = tamper(log["runs"][0], work)
+    (work / "candidate" / "train.json").write_text(json.dumps(log))
+    score = _job(config, tmp_path / "score", "--pr", str(pr), "--step", "score", "--work", str(work))
+    assert score.returncode == 0, score.stderr
+    [v] = _recorded(config, pr, tmp_path)
+    assert not v.passed and v.reason.startswith("failed:") and words in v.reason, v.reason
+
+
+def test_a_verification_records_gpu_seconds(tiny, tmp_path, monkeypatch):
+    make, _ = tiny
+    forge, config = make()
+    pr = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n'})
+    monkeypatch.delenv("SENPAI_GPUS", raising=False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")  # as the local fleet pins a 2-GPU job
+    v = _verify(config, pr, tmp_path / "job")
+    assert v.passed and len(v.candidate_gpu_seconds) == len(v.baseline_gpu_seconds) == 2, v.reason
+    assert v.candidate_gpu_seconds == pytest.approx([2 * s for s in v.candidate_seconds])
+    assert v.baseline_gpu_seconds == pytest.approx([2 * s for s in v.baseline_seconds]) and all(v.baseline_gpu_seconds)

@@ -1,4 +1,5 @@
-"""Verifier Jobs on Kubernetes: checkout, train, score, and the sealed holdout only in `score`.
+"""Verifier Jobs on Kubernetes: checkout, train-baseline, train-candidate (each on its own side's
+volume only), score, and the sealed holdout only in `score`.
 
 The Job specs are the ones KubernetesFleet builds, validated strictly against the Kubernetes 1.30
 and 1.37 schemas, then run by the API-server stand-in (tests/k8s_apiserver.py), whose "kubelet"
@@ -16,7 +17,7 @@ from kubernetes import client
 
 from senpai.errors import PermanentError
 from senpai.fleet.base import JobSpec
-from senpai.fleet.k8s_job import build_job
+from senpai.fleet.k8s_job import VERIFY_STEPS, build_job
 
 COMMAND = ["/opt/senpai/bin/python", "-m", "senpai", "job", "verify", "--pr", "7"]
 SECRET_HOLDOUT = {"secret": "digits-holdout", "mount_path": "/holdout"}
@@ -28,7 +29,7 @@ def spec(role: str = "verifier", gpus: int = 0, command: list[str] = COMMAND, na
         name=name or f"senpai-{role}-pr7-1",
         role=role,
         pr=None if role == "advisor" else 7,
-        student="ada" if role == "student" else None,
+        student=None if role == "advisor" else "ada",
         command=command,
         env={"SENPAI_CONFIG": "/etc/senpai/harness.yaml"},
         wall_seconds=900,
@@ -57,19 +58,38 @@ def reads_holdout(pod: dict, container: dict, holdout: dict) -> bool:
     return any(m["name"] in sources for m in container.get("volumeMounts", []))
 
 
+STEPS = {
+    "checkout": ["--step", "checkout"],
+    "train-baseline": ["--step", "train", "--side", "baseline"],
+    "train-candidate": ["--step", "train", "--side", "candidate"],
+    "score": ["--step", "score"],
+}
+SIDE_MOUNTS = {"side-baseline": "/work/baseline", "side-candidate": "/work/candidate"}
+
+
 @pytest.mark.parametrize("holdout", [None, SECRET_HOLDOUT, CLAIM_HOLDOUT], ids=["none", "secret", "claim"])
 @pytest.mark.parametrize("version", ["1.30", "1.37"])
-def test_verifier_job_is_checkout_then_train_then_score(holdout, version):
+def test_verifier_job_is_checkout_then_one_train_per_side_then_score(holdout, version):
     job = client.ApiClient().sanitize_for_serialization(build_job(spec(), k8s_settings(holdout=holdout)))
     assert kubernetes_validate.validate(job, version, strict=True) == version
     pod = job["spec"]["template"]["spec"]
-    assert [c["name"] for c in pod["initContainers"]] == ["checkout", "train"]
+    assert [c["name"] for c in pod["initContainers"]] == ["checkout", "train-baseline", "train-candidate"]
     assert [c["name"] for c in pod["containers"]] == ["score"]
+    assert [c["name"] for c in every_container(pod)] == list(VERIFY_STEPS)
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["work"] == {"name": "work", "emptyDir": {}}
-    for c, step in zip(every_container(pod), ("checkout", "train", "score"), strict=True):
-        assert c["command"] == [*COMMAND, "--step", step, "--work", "/work"]
-        assert {"name": "work", "mountPath": "/work"} in c["volumeMounts"] and c["workingDir"] == "/work"
+    for side in ("baseline", "candidate"):
+        assert volumes[f"side-{side}"] == {"name": f"side-{side}", "emptyDir": {}}
+    for c in every_container(pod):
+        assert c["command"] == [*COMMAND, *STEPS[c["name"]], "--work", "/work"]
+        mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+        if c["name"].startswith("train-"):
+            side = c["name"].removeprefix("train-")
+            assert "work" not in mounts and c["workingDir"] == f"/work/{side}"
+            assert {k: v for k, v in mounts.items() if k.startswith("side-")} == {f"side-{side}": f"/work/{side}"}
+        else:
+            assert mounts["work"] == "/work" and c["workingDir"] == "/work"
+            assert {k: v for k, v in mounts.items() if k.startswith("side-")} == SIDE_MOUNTS
         assert c["resources"] == {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "4Gi"}}
         assert c["securityContext"]["runAsNonRoot"] is True and c["securityContext"]["readOnlyRootFilesystem"] is True
         assert c["securityContext"]["allowPrivilegeEscalation"] is False
@@ -77,31 +97,56 @@ def test_verifier_job_is_checkout_then_train_then_score(holdout, version):
 
 
 @pytest.mark.parametrize("holdout", [SECRET_HOLDOUT, CLAIM_HOLDOUT], ids=["secret", "claim"])
-def test_the_train_step_gets_no_secret_and_no_holdout(holdout):
-    pod = pod_of("verifier", holdout)
-    checkout, train = pod["initContainers"]
-    assert "envFrom" not in train
-    assert [e for e in train["env"] if "valueFrom" in e] == []  # no secretKeyRef, not even the optional W&B key
-    assert {e["name"] for e in train["env"]} == {"HOME", "TMPDIR", "SENPAI_CONFIG", "SENPAI_JOB_DEADLINE"}
-    secret_volumes = {v["name"] for v in pod["volumes"] if "secret" in v}
-    assert not [m for m in train["volumeMounts"] if m["name"] in secret_volumes or m["mountPath"] == holdout["mount_path"]]
-    assert not reads_holdout(pod, train, holdout) and not reads_holdout(pod, checkout, holdout)
+@pytest.mark.parametrize("gpus", [0, 2])
+def test_the_train_steps_get_no_secret_and_no_holdout(holdout, gpus):
+    pod = pod_of("verifier", holdout, gpus)
+    checkout, *trains = pod["initContainers"]
+    expected = {"HOME", "TMPDIR", "SENPAI_CONFIG", "SENPAI_JOB_DEADLINE"} | ({"SENPAI_GPUS"} if gpus else set())
+    for train in trains:
+        assert "envFrom" not in train
+        assert [e for e in train["env"] if "valueFrom" in e] == []  # no secretKeyRef, not even the optional W&B key
+        assert {e["name"] for e in train["env"]} == expected
+        secret_volumes = {v["name"] for v in pod["volumes"] if "secret" in v}
+        assert not [m for m in train["volumeMounts"] if m["name"] in secret_volumes or m["mountPath"] == holdout["mount_path"]]
+        assert not reads_holdout(pod, train, holdout)
+    assert not reads_holdout(pod, checkout, holdout)
     # the steps that talk to the forge keep their token, by reference
     for c in (checkout, pod["containers"][0]):
         refs = {e["name"]: e["valueFrom"]["secretKeyRef"]["key"] for e in c["env"] if "valueFrom" in e}
         assert refs == {"GITHUB_TOKEN": "github-token", "WANDB_API_KEY": "wandb-api-key"}
 
 
-def test_the_train_step_shares_only_work_with_the_steps_that_hold_the_token():
+def test_the_candidates_train_step_sees_neither_work_nor_the_baseline():
     pod = pod_of("verifier", SECRET_HOLDOUT)
-    (checkout, train), (score,) = pod["initContainers"], pod["containers"]
-    writable = {c["name"]: {m["name"] for m in c["volumeMounts"] if not m.get("readOnly")} for c in (checkout, train, score)}
-    assert writable["train"] & (writable["checkout"] | writable["score"]) == {"work"}
-    mounts = {m["mountPath"]: m for m in train["volumeMounts"]}
-    assert mounts["/home/senpai"]["name"] == "train-home" and mounts["/tmp"]["name"] == "train-tmp"
-    assert mounts["/data"] == {"name": "data", "mountPath": "/data", "readOnly": True}
+    by_name = {c["name"]: c for c in every_container(pod)}
+    candidate = by_name["train-candidate"]
+    paths = {m["mountPath"] for m in candidate["volumeMounts"]}
+    assert "/work" not in paths and "/work/baseline" not in paths and "/holdout" not in paths
+    assert "side-baseline" not in {m["name"] for m in candidate["volumeMounts"]}
+    writable = {n: {m["name"] for m in c["volumeMounts"] if not m.get("readOnly")} for n, c in by_name.items()}
+    assert writable["train-candidate"] & (writable["checkout"] | writable["score"]) == {"side-candidate"}
+    assert writable["train-baseline"] & (writable["checkout"] | writable["score"]) == {"side-baseline"}
+    assert writable["train-candidate"] & writable["train-baseline"] == {"train-home", "train-tmp"}  # emptied by neither
+    for train in (by_name["train-baseline"], candidate):
+        mounts = {m["mountPath"]: m for m in train["volumeMounts"]}
+        assert mounts["/home/senpai"]["name"] == "train-home" and mounts["/tmp"]["name"] == "train-tmp"
+        assert mounts["/data"] == {"name": "data", "mountPath": "/data", "readOnly": True}
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["train-home"] == {"name": "train-home", "emptyDir": {}} == {**volumes["train-tmp"], "name": "train-home"}
+
+
+def test_a_gpu_verifier_gives_its_gpus_to_the_train_steps_only():
+    pod = pod_of("verifier", SECRET_HOLDOUT, gpus=2)
+    gpus = {c["name"]: c["resources"]["requests"].get("nvidia.com/gpu") for c in every_container(pod)}
+    assert gpus == {"checkout": None, "train-baseline": "2", "train-candidate": "2", "score": None}
+    limits = {c["name"]: c["resources"]["limits"].get("nvidia.com/gpu") for c in every_container(pod)}
+    assert limits == gpus
+    told = {c["name"]: {e["name"]: e.get("value") for e in c["env"]}.get("SENPAI_GPUS") for c in every_container(pod)}
+    assert told == {"checkout": None, "train-baseline": "2", "train-candidate": "2", "score": None}
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+    assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    cpu = pod_of("verifier", SECRET_HOLDOUT, gpus=0)
+    assert "nodeSelector" not in cpu and "tolerations" not in cpu
 
 
 def test_only_score_mounts_the_secret_holdout_read_only():
@@ -157,11 +202,12 @@ def test_a_failed_train_step_is_the_verifier_job_failure(scripted, reason, expec
     fleet = k8s_fleet(scripted, holdout=SECRET_HOLDOUT)
     name = fleet.launch(spec()).name
     assert fleet.logs(name) == "" and fleet.get(name).phase == "pending"
-    scripted.cluster.finish(NAMESPACE, name, 3, reason, log="seed 0\nTraceback: boom\n", container="train")
+    scripted.cluster.finish(NAMESPACE, name, 3, reason, log="seed 0\nTraceback: boom\n", container="train-candidate")
     status = fleet.get(name)
     assert (status.phase, status.exit_code, status.reason) == ("failed", 3, expected)
     assert status.started_at is not None and status.finished_at is not None
-    assert fleet.logs(name) == "--- checkout ---\n--- train ---\nseed 0\nTraceback: boom\n"  # score never started
+    expected = "--- checkout ---\n--- train-baseline ---\n--- train-candidate ---\nseed 0\nTraceback: boom\n"
+    assert fleet.logs(name) == expected  # score never started
     assert fleet.logs(name, tail_lines=1) == "Traceback: boom\n"
 
 
@@ -181,13 +227,16 @@ def wait_done(fleet, name: str) -> None:
 
 
 def test_the_stand_in_runs_the_steps_in_order_and_only_score_reads_the_holdout(apiserver, tmp_path):
-    """Each step prints its token and what it finds at the holdout path; /work is shared."""
+    """Each step prints its token and what it finds at the holdout path; a train step also lists
+    its `--work` (only its own side is there) and leaves a note in its side dir for `score`."""
     apiserver.cluster.secrets[(NAMESPACE, "digits-holdout")] = {"labels.csv": "3,1,4\n"}
     mount = str(tmp_path / "holdout")
     script = (
-        'echo "$2 token=${GITHUB_TOKEN:-none} holdout=$(cat "$HOLD/labels.csv" 2>/dev/null || echo none)";'
-        ' echo "$2" >> "$4/steps"; [ "$2" != train ] || touch "$HOME/.gitconfig";'
-        ' [ "$2" != score ] || { cat "$4/steps"; ls -a "$HOME"; }'
+        'step=$2; [ "$2" != train ] || step=train-$4; for w; do :; done;'
+        ' echo "$step token=${GITHUB_TOKEN:-none} holdout=$(cat "$HOLD/labels.csv" 2>/dev/null || echo none)";'
+        ' case $step in train-*) echo "$step" >> "$w/$4/steps"; ls "$w"; touch "$HOME/.gitconfig";;'
+        ' *) echo "$step" >> "$w/steps";; esac;'
+        ' [ "$step" != score ] || { cat "$w/steps" "$w/baseline/steps" "$w/candidate/steps"; ls -a "$HOME"; }'
     )
     command = ["sh", "-c", f"HOLD={mount}; {script}", "sh"]
     fleet = k8s_fleet(apiserver, holdout={"secret": "digits-holdout", "mount_path": mount})
@@ -197,15 +246,20 @@ def test_the_stand_in_runs_the_steps_in_order_and_only_score_reads_the_holdout(a
     assert fleet.logs(name).splitlines() == [
         "--- checkout ---",
         f"checkout token={SECRET_VALUE} holdout=none",
-        "--- train ---",
-        "train token=none holdout=none",
+        "--- train-baseline ---",
+        "train-baseline token=none holdout=none",
+        "baseline",  # its --work holds its own side only
+        "--- train-candidate ---",
+        "train-candidate token=none holdout=none",
+        "candidate",
         "--- score ---",
         f"score token={SECRET_VALUE} holdout=3,1,4",
         "checkout",
-        "train",
         "score",
+        "train-baseline",  # what each train step left in its side, seen by score at /work/<side>
+        "train-candidate",
         ".",
-        "..",  # no .gitconfig: the train step's HOME is its own
+        "..",  # no .gitconfig: the train steps' HOME is their own
     ]
     (body,) = [b for m, p, b in apiserver.cluster.requests if m == "POST" and p.endswith("/jobs")]
     assert SECRET_VALUE not in json.dumps(body) and "3,1,4" not in json.dumps(body)
@@ -225,4 +279,4 @@ def test_a_missing_holdout_secret_leaves_score_waiting(apiserver, tmp_path):
     assert 'secret "nowhere" not found' in score_waiting()["message"]
     status = fleet.get(name)
     assert (status.phase, status.exit_code) == ("pending", None)
-    assert fleet.logs(name) == "--- checkout ---\ncheckout\n--- train ---\ntrain\n"
+    assert fleet.logs(name) == "--- checkout ---\ncheckout\n--- train-baseline ---\ntrain\n--- train-candidate ---\ntrain\n"

@@ -68,6 +68,7 @@ def test_gpu_student_gets_gpus_node_selector_and_tolerations():
     res = pod["containers"][0]["resources"]
     assert res["requests"] == {"cpu": "2", "memory": "8Gi", "nvidia.com/gpu": "2"}
     assert res["limits"] == {"memory": "16Gi", "nvidia.com/gpu": "2"}
+    assert {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}["SENPAI_GPUS"] == "2"  # no CUDA_VISIBLE_DEVICES here
     assert pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
     assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
 
@@ -80,7 +81,7 @@ def test_tolerations_take_the_kubernetes_shape():
         k8s_settings(tolerations=[{"key": "gpu", "tolerationSecond": 60}])
 
 
-@pytest.mark.parametrize("role, gpus", [("advisor", 0), ("verifier", 1), ("student", 0)])
+@pytest.mark.parametrize("role, gpus", [("advisor", 0), ("verifier", 0), ("student", 0)])
 def test_cpu_jobs_get_no_gpus_and_no_gpu_scheduling(role, gpus):
     pod = as_dict(build_job(spec(role, gpus), k8s_settings(gpu_resource="amd.com/gpu")))["spec"]["template"]["spec"]
     res = pod["containers"][0]["resources"]

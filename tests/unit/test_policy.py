@@ -109,7 +109,7 @@ def test_dead_job_without_evidence_gets_failure_evidence_then_retry_budget():
 def test_review_and_verifying_prs():
     actions = plan(World([exp(1, "review", attempts=1), exp(2, "verifying", "bo", attempts=1)], BASE, [], NOW), CFG)
     (v,) = launches(actions, "verifier")
-    assert v.name == "senpai-verifier-pr2-1"
+    assert (v.name, v.student) == ("senpai-verifier-pr2-1", "bo")  # the job gets bo's GPUs to train both sides
     (adv,) = launches(actions, "advisor")
     assert [e.id for e in adv.events] == [f"review:pr-1@{'1' * 40}/a1d0", f"idle:ada@{BASE}:2", f"idle:bo@{BASE}:2"]
 
