@@ -90,8 +90,10 @@ def python_shim(directory: Path) -> Path:
     return directory
 
 
-def _fresh_home(root: Path) -> str:
-    return tempfile.mkdtemp(prefix="home-", dir=root)
+def step_env(root: Path, **extra: str) -> dict[str, str]:
+    """What a step adds to the scrubbed environment: W&B off and a fresh empty HOME under `root`
+    (nothing an earlier step left in ~ is read), plus `extra`."""
+    return {"WANDB_MODE": "disabled", "HOME": tempfile.mkdtemp(prefix="home-", dir=root), **extra}
 
 
 def reset_checkout(checkout: Path, sha: str) -> None:
@@ -121,7 +123,7 @@ def train_step(
     elif artifact.exists() or artifact.is_symlink():
         artifact.unlink()
     artifact.mkdir(parents=True)
-    env = {"SEED": str(seed), "SENPAI_ARTIFACT_DIR": str(artifact), "WANDB_MODE": "disabled", "HOME": _fresh_home(artifacts)}
+    env = step_env(artifacts, SEED=str(seed), SENPAI_ARTIFACT_DIR=str(artifact))
     log = artifacts / f"{side}-{seed}-train.log"
     out = run_command(command.replace("{seed}", str(seed)), checkout, env, timeout, log, drop=SCRUBBED)
     compute = out.value(compute_key) if compute_key else None
@@ -153,7 +155,7 @@ def score_step(
     command = hold.command
     for key, value in subs.items():
         command = command.replace(key, value)
-    env = {"PATH": path, "SEED": str(trained.seed), "WANDB_MODE": "disabled", "HOME": _fresh_home(root)}
+    env = step_env(root, PATH=path, SEED=str(trained.seed))
     set_read_only(artifact)
     try:
         log = root / f"{trained.side}-{trained.seed}-score.log"

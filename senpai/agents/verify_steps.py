@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from senpai.agents.context import TurnContext
-from senpai.agents.evaluate import SCRUBBED, EvaluatorFiles, Trained, reset_checkout, train_step
+from senpai.agents.evaluate import SCRUBBED, EvaluatorFiles, Trained, reset_checkout, step_env, train_step
 from senpai.agents.measure import run_command
 from senpai.agents.verifier import (
     SIDES,
@@ -79,22 +79,14 @@ class SideTrainer:
         """The target's test command in this side's checkout: passed, or None if none is declared."""
         if self.target.test is None:
             return None
-        checkout = self.dir / "checkout"
+        checkout, timeout = self.dir / "checkout", float(self.target.budget.wall_seconds)
         reset_checkout(checkout, self.sha)
-        home = tempfile.mkdtemp(prefix="home-", dir=self.dir)
-        env, timeout = {"WANDB_MODE": "disabled", "HOME": home}, float(self.target.budget.wall_seconds)
-        out = run_command(self.target.test, checkout, env, timeout, self.dir / "test.log", drop=SCRUBBED)
+        out = run_command(self.target.test, checkout, step_env(self.dir), timeout, self.dir / "test.log", drop=SCRUBBED)
         return out.returncode == 0
 
 
 def _sha(plan: Plan, side: str) -> str:
     return plan.candidate if side == "candidate" else plan.baseline
-
-
-def fetch(ctx: TurnContext, plan: Plan) -> None:
-    """Both heads into the turn's clone (the base may have moved since it was cloned)."""
-    refs = [f"+{plan.candidate}:refs/senpai/candidate", f"+{plan.baseline}:refs/senpai/baseline"]
-    ctx.repo.git("fetch", "--quiet", "origin", *refs, network=True)
 
 
 def side_clone(repo: Path, sha: str, dest: Path) -> Path:
@@ -114,8 +106,7 @@ def side_clone(repo: Path, sha: str, dest: Path) -> Path:
 
 
 def checkout(ctx: TurnContext, plan: Plan, work: Path) -> None:
-    """Clones of the candidate and base heads at `work/<side>/checkout`."""
-    fetch(ctx, plan)
+    """Clones of the candidate and base heads (`make_plan` fetched both) at `work/<side>/checkout`."""
     for side in SIDES:
         side_clone(ctx.repo.path, _sha(plan, side), work / side / "checkout")
 
@@ -127,7 +118,7 @@ def verify_all(ctx: TurnContext, number: int, holdout_dir: Path) -> Verification
     v = refusal(ctx.target, plan)
     if v is None:
         hold = ctx.target.holdout
-        checkout(ctx, plan, ctx.workdir)  # fetches the base too: it may have moved since the clone
+        checkout(ctx, plan, ctx.workdir)
         evaluator = EvaluatorFiles(ctx.repo.path, plan.baseline, hold.files)  # before any train step runs
         trainers = {side: SideTrainer(ctx.target, side, _sha(plan, side), ctx.workdir / side) for side in SIDES}
         score = scorer(hold, evaluator, holdout_dir, ctx.workdir / "score", float(ctx.target.budget.wall_seconds))
@@ -214,8 +205,8 @@ def score_from_work(ctx: TurnContext, number: int, work: Path, holdout_dir: Path
     of the planned pair (the wrapper then verifies the new pair)."""
     plan = make_plan(ctx, number)
     try:
-        planned = Plan.model_validate_json((work / "plan.json").read_text())
-    except (OSError, ValueError, ValidationError):
+        planned: Plan | None = _read(work / "plan.json", Plan)
+    except ValueError:
         planned = None
     if planned is None or (planned.candidate, planned.baseline) != (plan.candidate, plan.baseline):
         v = refusal(ctx.target, plan) or _stale(ctx.target, plan, planned)
@@ -227,7 +218,6 @@ def score_from_work(ctx: TurnContext, number: int, work: Path, holdout_dir: Path
 
 def _score_recorded(ctx: TurnContext, plan: Plan, work: Path, holdout_dir: Path) -> Verification:
     hold = ctx.target.holdout
-    fetch(ctx, plan)
     evaluator = EvaluatorFiles(ctx.repo.path, plan.baseline, hold.files)  # from the score step's own clone
     score = scorer(hold, evaluator, holdout_dir, ctx.workdir / "score", float(ctx.target.budget.wall_seconds))
     try:

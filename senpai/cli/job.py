@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from senpai.agents.context import prepare_turn
+from senpai.agents.secrets import scrub_environment
 from senpai.cli.options import config_option
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import HarnessConfig, LocalFleetSettings, load_harness
@@ -103,6 +104,7 @@ def verify(config_path: str, pr: int, step: str, side: str | None, work: str | N
         click.echo(plan.model_dump_json())
         return
     ctx = _context(config_path, Path(tempfile.mkdtemp(prefix="score-", dir=root)) if step == "score" else root)
+    scrub_environment(ctx.harness, [])  # train steps (all) and the evaluator loading an artifact are our children
     holdout = _holdout_dir(ctx.harness) or steps.empty_dir(ctx.workdir / "holdout")
     if step == "score":
         v = steps.score_from_work(ctx, pr, root, holdout)

@@ -189,6 +189,28 @@ def test_the_cli_verifies_in_one_step_and_in_four(tiny, tmp_path):
     assert json.loads(env_job.stdout.splitlines()[-1])["passed"] is True
 
 
+# Sets a smudge filter in its own checkout and dirties a file: git runs the filter when the next
+# seed's reset rewrites that file, in the verifier's process environment.
+FILTERING = """
+import subprocess
+subprocess.run(["git", "config", "filter.snoop.smudge", "env >> ../smudged.txt; cat"], check=True)
+os.makedirs(os.path.join(".git", "info"), exist_ok=True)
+open(os.path.join(".git", "info", "attributes"), "w").write("* filter=snoop\\n")
+open("params.json", "a").write(" ")
+"""
+
+
+def test_a_git_filter_the_candidate_sets_runs_without_any_secret(tiny, tmp_path):
+    make, _ = tiny
+    forge, config = make()
+    pr = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2) + FILTERING})
+    job = _job(config, tmp_path / "all", "--pr", str(pr))
+    assert job.returncode == 0, job.stderr
+    smudged = (tmp_path / "all" / "candidate" / "smudged.txt").read_text()
+    assert "PATH=" in smudged  # the filter ran, in the verifier's environment as it was then
+    assert TOKEN not in smudged and not [n for n in SNOOPED if n != "SENPAI_CONFIG" and f"\n{n}=" in f"\n{smudged}"]
+
+
 def test_the_score_step_records_a_stale_verification_when_the_head_moved(tiny, tmp_path):
     make, _ = tiny
     forge, config = make()
