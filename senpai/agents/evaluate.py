@@ -115,7 +115,8 @@ def train_step(
 ) -> Trained:
     """Run the side's train command for `seed` in `checkout` (reset to `sha` first); its artifact
     directory is `artifacts/<side>-<seed>` (created empty). Seconds are wall seconds of the command;
-    GPU seconds are those x the GPUs this job holds (the train command's own env has no SENPAI_*)."""
+    GPU seconds are those x the GPUs this job holds (the train command's own env has no SENPAI_*).
+    Raises PermanentError if the checkout cannot be reset."""
     reset_checkout(checkout, sha)
     artifact = artifacts / f"{side}-{seed}"
     if artifact.is_dir() and not artifact.is_symlink():  # left there by an earlier step: never trusted

@@ -185,7 +185,9 @@ def sample(hold: Holdout, trained: Trained, score: Score) -> Sample:
 
 
 def measure(target: TargetConfig, plan: Plan, train: Train, score: Score, test_passed: bool | None) -> Verification:
-    """Train and score both sides over the seeds, adding seeds while `judge` is inconclusive."""
+    """Train and score both sides over the seeds, adding seeds while `judge` is inconclusive. A
+    candidate that fails a step gives a failed block; raises BaselineFailed if the baseline fails
+    one, and PermanentError if a checkout cannot be reset (`reset_checkout`)."""
     hold = target.holdout
     if test_passed is False:
         reason = "the target's test command failed on the candidate"
@@ -241,6 +243,8 @@ def _judged(target: TargetConfig, plan: Plan, m: Measurement, j, test_passed: bo
 
 
 def record(ctx: TurnContext, v: Verification) -> None:
+    """Post `v` on its PR once (`transitions.record_verification`; raises TransitionError if the PR
+    may not take it, TransientError on forge faults that outlast retries)."""
     transitions.record_verification(ctx.forge, ctx.forge.get_pull(v.pr), v)
 
 

@@ -113,7 +113,9 @@ def checkout(ctx: TurnContext, plan: Plan, work: Path) -> None:
 
 def verify_all(ctx: TurnContext, number: int, holdout_dir: Path) -> Verification:
     """`--step all`: plan, check scope, snapshot the evaluator, then train and score both sides;
-    records the block. Raises BaselineFailed if the base head fails its own steps."""
+    records the block. Raises BaselineFailed if the base head fails its own steps, TransientError
+    if a fetch or the forge fails past its retries, ConfigError if `holdout.files` are not in the
+    base, PermanentError for a merged PR that owes no verification."""
     plan = make_plan(ctx, number)
     v = refusal(ctx.target, plan)
     if v is None:
