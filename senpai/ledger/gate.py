@@ -78,7 +78,8 @@ def _verdict(hold: Holdout, metric: Metric, v: Verification) -> stats.Judgement:
         raise MergeRefused(f"verification measured {v.metric!r}, but senpai.yaml's holdout metric is {hold.metric!r}")
     numbers = [*v.candidate_values, *v.baseline_values, *(x for x in (v.improvement, v.noise_floor) if x is not None)]
     if not v.candidate_values or not v.baseline_values or not all(math.isfinite(n) for n in numbers):
-        raise MergeRefused(f"a verification metric is NaN, infinite or missing ({hold.metric})")
+        said = "" if v.passed else f"; the verifier: {v.reason[:500]}"  # e.g. which step failed, and why
+        raise MergeRefused(f"a verification metric is NaN, infinite or missing ({hold.metric}){said}")
     fewest = min(len(v.candidate_values), len(v.baseline_values))
     if fewest < len(hold.seeds):
         raise MergeRefused(f"verification has {fewest} seed(s) a side; senpai.yaml declares {len(hold.seeds)}")
