@@ -86,7 +86,8 @@ class SideTrainer:
 
 
 def _sha(plan: Plan, side: str) -> str:
-    return plan.candidate if side == "candidate" else plan.baseline
+    """The commit a side trains: the baseline, or the candidate as it would merge (`Plan.merged`)."""
+    return (plan.merged or plan.candidate) if side == "candidate" else plan.baseline
 
 
 def side_clone(repo: Path, sha: str, dest: Path) -> Path:
@@ -208,7 +209,7 @@ def score_from_work(ctx: TurnContext, number: int, work: Path, holdout_dir: Path
         planned: Plan | None = _read(work / "plan.json", Plan)
     except ValueError:
         planned = None
-    if planned is None or (planned.candidate, planned.baseline) != (plan.candidate, plan.baseline):
+    if planned is None or (planned.candidate, planned.baseline, planned.merged) != (plan.candidate, plan.baseline, plan.merged):
         v = refusal(ctx.target, plan) or _stale(ctx.target, plan, planned)
     else:
         v = refusal(ctx.target, plan) or _score_recorded(ctx, plan, work, holdout_dir)

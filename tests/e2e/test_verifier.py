@@ -355,3 +355,41 @@ def test_a_verification_records_gpu_seconds(tiny, tmp_path, monkeypatch):
     assert v.passed and len(v.candidate_gpu_seconds) == len(v.baseline_gpu_seconds) == 2, v.reason
     assert v.candidate_gpu_seconds == pytest.approx([2 * s for s in v.candidate_seconds])
     assert v.baseline_gpu_seconds == pytest.approx([2 * s for s in v.baseline_seconds]) and all(v.baseline_gpu_seconds)
+
+
+@pytest.mark.parametrize(
+    "base_change, params, passed",
+    [
+        # the base regressed after the PR branched: a null edit measured on the old tree "wins", and
+        # its merge (the regressed base plus nothing) would land as a verified improvement
+        (-0.2, '{"w": 0.5}\n\n', False),
+        # the base improved after the PR branched: a real improvement measured without the base's
+        # own "loses", for senpai's fault (the base moved), not the hypothesis's
+        (0.1, '{"w": 0.6}\n', True),
+    ],
+    ids=["null-edit-on-an-old-base", "improvement-on-an-old-base"],
+)
+def test_a_pr_behind_its_base_is_measured_as_it_would_merge(tiny, tmp_path, base_change, params, passed):
+    make, _ = tiny
+    forge, config = make()
+    pr = open_candidate(forge, tmp_path / "seed", {"params.json": params})
+    moved = commit_and_push(forge, tmp_path / "seed", "advisor", {"train.py": train_py(base_change)}, start="advisor")
+    v = _verify(config, pr, tmp_path / "job")
+    assert v.candidate == forge.get_pull(pr).head_sha and v.baseline == moved
+    assert v.passed is passed, v.reason
+    assert v.files == ["params.json"]
+
+
+def test_a_head_with_no_history_in_common_with_its_base_is_refused(tiny, tmp_path):
+    """Reading the PR works (the local forge answered HTTP 500 for such a head), and it is not measured."""
+    make, _ = tiny
+    forge, config = make()
+    pr = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n'})
+    seed = tmp_path / "seed"
+    head = forge.get_pull(pr).head_ref
+    for args in (["checkout", "-q", "--orphan", "orphan"], ["commit", "-q", "-m", "unrelated"]):
+        subprocess.run(["git", "-C", str(seed), *args], check=True)  # the same tree, none of the history
+    subprocess.run(["git", "-C", str(seed), "push", "-q", "-f", "origin", f"orphan:{head}"], env=forge.git_env(), check=True)
+    v = _verify(config, pr, tmp_path / "job")
+    assert not v.passed and v.reason.startswith("refused without running") and "no history in common" in v.reason
+
