@@ -80,7 +80,7 @@ class SideTrainer:
         if self.target.test is None:
             return None
         checkout, timeout = self.dir / "checkout", float(self.target.budget.wall_seconds)
-        reset_checkout(checkout, self.sha)
+        reset_checkout(checkout, self.sha, timeout)  # the fresh clone: no step of the side ran in it yet
         out = run_command(self.target.test, checkout, step_env(self.dir), timeout, self.dir / "test.log", drop=SCRUBBED)
         return out.returncode == 0
 

@@ -393,3 +393,33 @@ def test_a_head_with_no_history_in_common_with_its_base_is_refused(tiny, tmp_pat
     v = _verify(config, pr, tmp_path / "job")
     assert not v.passed and v.reason.startswith("refused without running") and "no history in common" in v.reason
 
+
+# A smudge filter the candidate sets in its own checkout: git runs it inside the next seed's reset,
+# before the train step's clock starts and with no timeout of its own.
+FILTER_AT_RESET = """
+import subprocess
+os.makedirs(os.path.join(".git", "info"), exist_ok=True)
+subprocess.run(["git", "config", "filter.work.smudge", "%s"], check=True)
+subprocess.run(["git", "config", "filter.work.required", "true"], check=True)  # a failing filter fails the reset
+open(os.path.join(".git", "info", "attributes"), "w").write("params.json filter=work\\n")
+open("params.json", "a").write(" ")
+"""
+
+
+@pytest.mark.parametrize(
+    "filter_command, check",
+    [
+        # work done in the filter (here 3 s of sleep) is the seed's training time, not free compute
+        ("sleep 3; cat", lambda v: v.passed and v.candidate_seconds[1] >= 3),
+        # a checkout the candidate broke is its own failed train step, not an error of senpai's job
+        ("exit 1", lambda v: not v.passed and "candidate seed 1" in v.reason and "params.json" in v.reason),
+    ],
+    ids=["untimed-work", "broken-reset"],
+)
+def test_what_the_candidate_plants_in_its_checkout_runs_on_its_own_clock(tiny, tmp_path, filter_command, check):
+    make, _ = tiny
+    forge, config = make()
+    planted = FILTER_AT_RESET % filter_command
+    pr = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2) + planted})
+    v = _verify(config, pr, tmp_path / "job")
+    assert check(v), v
