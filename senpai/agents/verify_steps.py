@@ -36,6 +36,7 @@ from senpai.agents.verifier import (
 from senpai.config.target import TargetConfig
 from senpai.errors import PermanentError
 from senpai.ledger.blocks import Verification
+from senpai.ledger.redact import set_not_dumpable
 
 MAX_JSON = 16 * 1024**2  # job.json, train.json
 Side = Literal["candidate", "baseline"]
@@ -152,7 +153,10 @@ def train_side(work: Path, side: str) -> TrainLog:
     """`--step train --side SIDE` (no secret, no forge, nothing outside `work/SIDE`): the test
     command (candidate), then every seed up to max_seeds; writes `work/SIDE/train.json`. Nothing
     runs for a plan that `refusal` refuses, nor after a failed test. Raises PermanentError if
-    `work/SIDE/job.json` is unreadable or names another side (the checkout step failed)."""
+    `work/SIDE/job.json` is unreadable or names another side (the checkout step failed). The
+    process makes itself non-dumpable first: the side's code, its child, must not ptrace it or
+    write its memory (/proc/<pid>/mem) to change the numbers it writes into train.json."""
+    set_not_dumpable()
     try:
         job: SideJob = _read(work / side / "job.json", SideJob)
     except ValueError as e:

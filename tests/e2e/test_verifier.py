@@ -423,3 +423,27 @@ def test_what_the_candidate_plants_in_its_checkout_runs_on_its_own_clock(tiny, t
     pr = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2) + planted})
     v = _verify(config, pr, tmp_path / "job")
     assert check(v), v
+
+
+PROBE = """
+import ctypes, ctypes.util, json, sys
+from pathlib import Path
+from senpai.agents.verify_steps import train_side
+from senpai.ledger.redact import PR_GET_DUMPABLE
+train_side(Path(sys.argv[1]), "candidate")
+print(json.dumps({"dumpable": ctypes.CDLL(ctypes.util.find_library("c")).prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)}))
+"""
+
+
+def test_the_train_step_that_runs_candidate_code_is_not_dumpable(tiny, tmp_path):
+    """The train container holds no secret, but its process writes train.json, the numbers the score
+    step takes: the candidate's code (its child, same user) must not ptrace it or write its memory
+    through /proc/<pid>/mem, which a non-dumpable process closes to non-root users of its uid."""
+    make, _ = tiny
+    forge, config = make()
+    pr = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n'})
+    work = tmp_path / "work"
+    assert _job(config, tmp_path / "checkout", "--pr", str(pr), "--step", "checkout", "--work", str(work)).returncode == 0
+    probe = subprocess.run([sys.executable, "-c", PROBE, str(work)], capture_output=True, text=True, timeout=300)
+    assert probe.returncode == 0, probe.stderr
+    assert json.loads(probe.stdout.splitlines()[-1]) == {"dumpable": 0}
