@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from senpai.agents.context import TurnContext
 from senpai.agents.evaluate import SCRUBBED, EvaluatorFiles, Trained, reset_checkout, step_env, train_step
-from senpai.agents.measure import run_command
+from senpai.agents.measure import clear, run_command
 from senpai.agents.verifier import (
     SIDES,
     BaselineFailed,
@@ -33,8 +33,9 @@ from senpai.agents.verifier import (
     scorer,
     verification_block,
 )
+from senpai.config.load import read_bounded
 from senpai.config.target import TargetConfig
-from senpai.errors import PermanentError
+from senpai.errors import ConfigError, PermanentError
 from senpai.ledger.blocks import Verification
 from senpai.ledger.redact import set_not_dumpable
 
@@ -133,20 +134,24 @@ def checkout_step(ctx: TurnContext, number: int, work: Path) -> Plan:
     """`--step checkout`: write `work/plan.json`, and per side its clone and `work/<side>/job.json`."""
     plan = make_plan(ctx, number)
     checkout(ctx, plan, work)
-    (work / "plan.json").write_text(plan.model_dump_json())
+    _write(work / "plan.json", plan)
     for side in SIDES:
-        (work / side / "job.json").write_text(SideJob(side=side, plan=plan, target=ctx.target).model_dump_json())
+        _write(work / side / "job.json", SideJob(side=side, plan=plan, target=ctx.target))
     return plan
 
 
 def _read(path: Path, model: type[BaseModel]):
-    """`model` from the JSON file at `path`; raises ValueError if unreadable, over MAX_JSON bytes or invalid."""
+    """`model` from the JSON file at `path`; raises ValueError if unreadable, not a regular file (a
+    side's code may leave a FIFO or a symlink to /dev/zero there), over MAX_JSON bytes or invalid."""
     try:
-        if path.stat().st_size > MAX_JSON:
-            raise ValueError(f"over {MAX_JSON} bytes")
-        return model.model_validate_json(path.read_bytes())
-    except (OSError, ValueError, ValidationError) as e:
+        return model.model_validate_json(read_bounded(path, MAX_JSON))
+    except (ConfigError, ValidationError) as e:
         raise ValueError(f"{path.parent.name}/{path.name} is unreadable: {str(e)[:300]}") from None
+
+
+def _write(path: Path, model: BaseModel) -> None:
+    """`model` as JSON at `path`, a new regular file whatever a side's code left there (`clear`)."""
+    clear(path).write_text(model.model_dump_json())
 
 
 def train_side(work: Path, side: str) -> TrainLog:
@@ -169,7 +174,7 @@ def train_side(work: Path, side: str) -> TrainLog:
         passed = trainer.test() if side == "candidate" else None
         runs = [] if passed is False else [trainer(seed) for seed in job.target.holdout.all_seeds()]
         log = TrainLog(side=job.side, test_passed=passed, runs=runs)
-    (work / side / "train.json").write_text(log.model_dump_json())
+    _write(work / side / "train.json", log)
     return log
 
 

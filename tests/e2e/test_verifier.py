@@ -447,3 +447,39 @@ def test_the_train_step_that_runs_candidate_code_is_not_dumpable(tiny, tmp_path)
     probe = subprocess.run([sys.executable, "-c", PROBE, str(work)], capture_output=True, text=True, timeout=300)
     assert probe.returncode == 0, probe.stderr
     assert json.loads(probe.stdout.splitlines()[-1]) == {"dumpable": 0}
+
+
+# Seed 0 plants FIFOs where its train step writes next: the next seed's log and the side's train.json.
+PLANT_FIFOS = """
+side_dir = os.path.dirname(os.path.dirname(os.environ["SENPAI_ARTIFACT_DIR"]))
+if seed == 0:
+    os.mkfifo(os.path.join(side_dir, "artifacts", "candidate-1-train.log"))
+    os.mkfifo(os.path.join(side_dir, "train.json"))
+"""
+
+
+def test_files_the_side_planted_where_the_train_step_writes_are_replaced(tiny, tmp_path):
+    make, _ = tiny
+    forge, config = make()
+    pr = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2) + PLANT_FIFOS})
+    work = tmp_path / "work"
+    assert _job(config, tmp_path / "checkout", "--pr", str(pr), "--step", "checkout", "--work", str(work)).returncode == 0
+    cmd = [sys.executable, "-m", "senpai", "job", "verify", "--config", str(config), "--pr", str(pr), "--work", str(work)]
+    train = subprocess.run([*cmd, "--step", "train", "--side", "candidate"], capture_output=True, timeout=120)
+    assert train.returncode == 0, train.stderr  # before: blocked for ever opening the FIFO
+    trained = json.loads((work / "candidate" / "train.json").read_text())
+    assert [r["returncode"] for r in trained["runs"]] == [0, 0]
+
+
+def test_a_train_json_that_is_not_a_regular_file_fails_the_candidate(tiny, tmp_path):
+    make, _ = tiny
+    forge, config = make()
+    pr = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n'})
+    work = _steps_apart(config, pr, tmp_path)
+    (work / "candidate" / "train.json").unlink()
+    os.mkfifo(work / "candidate" / "train.json")  # or a symlink to /dev/zero: st_size 0, endless to read
+    cmd = [sys.executable, "-m", "senpai", "job", "verify", "--config", str(config), "--pr", str(pr)]
+    score = subprocess.run([*cmd, "--step", "score", "--work", str(work)], cwd=tmp_path, capture_output=True, timeout=120)
+    assert score.returncode == 0, score.stderr  # before: blocked for ever reading it
+    [v] = _recorded(config, pr, tmp_path)
+    assert not v.passed and "train.json" in v.reason and "not a regular file" in v.reason, v.reason
