@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from pathlib import Path
 from typing import Literal
 
@@ -96,29 +97,53 @@ def step_env(root: Path, **extra: str) -> dict[str, str]:
     return {"WANDB_MODE": "disabled", "HOME": tempfile.mkdtemp(prefix="home-", dir=root), **extra}
 
 
-def reset_checkout(checkout: Path, sha: str) -> None:
+class ResetFailed(PermanentError):
+    """`reset_checkout` failed (`timed_out`: it ran past its timeout); the message names git's error."""
+
+    def __init__(self, message: str, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+def reset_checkout(checkout: Path, sha: str, timeout: float | None = None) -> None:
     """Put `checkout` back to exactly `sha`: tracked files restored, everything untracked removed.
-    Raises PermanentError with git's message if it cannot (an earlier step broke the checkout).
-    A train step can set a command git runs here (core.fsmonitor, a filter in .git/config): what
-    it leaves running is killed, as `run_command` kills what a train step leaves."""
+    Raises ResetFailed with git's message if it cannot (an earlier step broke the checkout) or
+    takes over `timeout` seconds. A train step can set a command git runs here (core.fsmonitor,
+    a filter in .git/config): what it leaves running is killed, as `run_command` kills what a
+    train step leaves, and `train_step` counts the reset's seconds as the side's."""
     become_subreaper()
     before = descendants()
+    deadline = None if timeout is None else time.monotonic() + timeout
     for args in (["reset", "-q", "--hard", sha], ["clean", "-q", "-ffdx"]):
-        proc = subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True)
+        left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+        try:
+            proc = subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True, timeout=left)
+        except subprocess.TimeoutExpired:
+            kill_new_descendants(before, GRACE_SECONDS)
+            raise ResetFailed(f"git {args[0]} of the {checkout.name} checkout took over {timeout:g} s", True) from None
         kill_new_descendants(before, GRACE_SECONDS)
         if proc.returncode != 0:
-            raise PermanentError(f"git {args[0]} of the {checkout.name} checkout failed: {proc.stderr.strip()[-300:]}")
+            raise ResetFailed(f"git {args[0]} of the {checkout.name} checkout failed: {proc.stderr.strip()[-300:]}")
 
 
 def train_step(
     command: str, checkout: Path, sha: str, side: str, seed: int, artifacts: Path, timeout: float, compute_key: str | None
 ) -> Trained:
     """Run the side's train command for `seed` in `checkout` (reset to `sha` first); its artifact
-    directory is `artifacts/<side>-<seed>` (created empty). Seconds are wall seconds of the command;
-    GPU seconds are those x the GPUs this job holds (the train command's own env has no SENPAI_*).
-    Raises PermanentError if the checkout cannot be reset."""
-    reset_checkout(checkout, sha)
-    artifact = artifacts / f"{side}-{seed}"
+    directory is `artifacts/<side>-<seed>` (created empty). Seconds are wall seconds of the reset
+    and the command, within `timeout` together: the reset runs what an earlier step of the side
+    planted in its checkout (a git filter, core.fsmonitor), so that work is the side's, and a
+    reset that fails or times out is the side's failed step. GPU seconds are those x the GPUs
+    this job holds (the train command's own env has no SENPAI_*)."""
+    artifact, start = artifacts / f"{side}-{seed}", time.monotonic()
+    try:
+        reset_checkout(checkout, sha, timeout)
+    except ResetFailed as e:
+        seconds = time.monotonic() - start
+        return Trained(
+            side=side, seed=seed, returncode=None if e.timed_out else 128, seconds=seconds,
+            gpu_seconds=seconds * job_gpus(), compute=None, artifact=str(artifact), digest="", tail=str(e),
+        )  # fmt: skip
     if artifact.is_dir() and not artifact.is_symlink():  # left there by an earlier step: never trusted
         shutil.rmtree(artifact)
     elif artifact.exists() or artifact.is_symlink():
@@ -126,10 +151,12 @@ def train_step(
     artifact.mkdir(parents=True)
     env = step_env(artifacts, SEED=str(seed), SENPAI_ARTIFACT_DIR=str(artifact))
     log = artifacts / f"{side}-{seed}-train.log"
-    out = run_command(command.replace("{seed}", str(seed)), checkout, env, timeout, log, drop=SCRUBBED)
+    left = max(timeout - (time.monotonic() - start), 0.0)
+    out = run_command(command.replace("{seed}", str(seed)), checkout, env, left, log, drop=SCRUBBED)
     compute = out.value(compute_key) if compute_key else None
+    seconds = time.monotonic() - start
     return Trained(
-        side=side, seed=seed, returncode=out.returncode, seconds=out.seconds, gpu_seconds=out.seconds * job_gpus(),
+        side=side, seed=seed, returncode=out.returncode, seconds=seconds, gpu_seconds=seconds * job_gpus(),
         compute=compute, artifact=str(artifact), digest="" if refusal(artifact) else digest(artifact), tail=out.tail(),
     )  # fmt: skip
 

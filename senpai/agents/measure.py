@@ -11,6 +11,7 @@ process, their orphans' reaper, if they also cleared their environment) is stopp
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -101,6 +102,17 @@ class _Reader:
         return b"".join(self.tail)[-TAIL_BYTES:].decode("utf-8", "replace")
 
 
+def clear(path: Path) -> Path:
+    """Remove whatever is at `path` (a file, a symlink, a FIFO, a directory tree), so that opening it
+    for writing creates a new regular file: where a target command ran, it may have planted a FIFO
+    (an open for writing blocks for ever), a symlink (the write lands elsewhere) or a directory."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+    return path
+
+
 def run_command(
     command: str, cwd: Path, env: dict[str, str], timeout: float, log: Path | None = None, drop: tuple[str, ...] = ()
 ) -> Outcome:
@@ -116,7 +128,7 @@ def run_command(
     full_env = {**inherited, "PATH": path, **env, ENV_RUN: tag}
     become_subreaper()
     before = descendants()
-    with open(log if log is not None else os.devnull, "wb") as sink:
+    with open(clear(log) if log is not None else os.devnull, "wb") as sink:
         proc = subprocess.Popen(
             command, shell=True, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,

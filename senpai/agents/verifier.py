@@ -56,6 +56,10 @@ class Plan(BaseModel):
     protected_touched: list[str]
     out_of_scope: list[str]
     unlisted: str | None = None  # why the files are not listed (too many, or the forge truncated them): refused
+    # what the candidate side trains: the tree a merge into the baseline would have (the head
+    # itself unless the PR is behind its base); None with `unmergeable` saying why (refused)
+    merged: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")
+    unmergeable: str | None = None
 
 
 def pair(ctx: TurnContext, number: int) -> tuple[str, str]:
@@ -75,7 +79,9 @@ def pair(ctx: TurnContext, number: int) -> tuple[str, str]:
 def make_plan(ctx: TurnContext, number: int) -> Plan:
     """The pair to measure (`pair`), both fetched into the turn's clone, and the changed files: the
     forge's list joined with git's for exactly this pair, so a head pushed between the two reads
-    cannot hide a file. Raises TransientError if the fetch fails."""
+    cannot hide a file. The candidate side trains `merged`: the tree the merge would land (a PR
+    behind its base measured on its old tree would count the base's later changes, reverted, as
+    its own). Raises TransientError if the fetch fails."""
     candidate, baseline = pair(ctx, number)
     try:
         listed, unlisted = ctx.forge.pull_files(number), None
@@ -83,7 +89,8 @@ def make_plan(ctx: TurnContext, number: int) -> Plan:
         listed, unlisted = [], str(e)
     refs = [f"+{candidate}:refs/senpai/candidate", f"+{baseline}:refs/senpai/baseline"]
     ctx.repo.git("fetch", "--quiet", "origin", *refs, network=True)
-    files = sorted({*listed, *ctx.repo.changed_paths(baseline, candidate)})
+    merged, unmergeable = ctx.repo.merged(baseline, candidate)
+    files = sorted({*listed, *(ctx.repo.changed_paths(baseline, candidate) if merged else [])})
     chars = sum(len(f) for f in files)
     if unlisted is None and (len(files) > MAX_FILES or chars > MAX_PATH_CHARS):
         unlisted = f"PR #{number} changes {len(files)} files ({chars} characters of paths)"
@@ -92,7 +99,8 @@ def make_plan(ctx: TurnContext, number: int) -> Plan:
         unlisted += ", so its scope cannot be checked"
     files = [] if unlisted else files
     return Plan(
-        pr=number, candidate=candidate, baseline=baseline, files=files, unlisted=unlisted,
+        pr=number, candidate=candidate, baseline=baseline, files=files, unlisted=unlisted, merged=merged,
+        unmergeable=unmergeable,
         protected_touched=protected_touched(ctx.target, files), out_of_scope=out_of_scope(ctx.target, files),
     )  # fmt: skip
 
@@ -128,6 +136,8 @@ def refusal(target: TargetConfig, plan: Plan) -> Verification | None:
         why.append(f"the diff changes paths outside the experiment's scope {named(plan.out_of_scope)}")
     if plan.unlisted:
         why.append(f"{plan.unlisted}: split it")
+    if plan.unmergeable:
+        why.append(f"{plan.unmergeable}: the forge could not merge it as measured")
     if not why:
         return None
     return verification_block(target, plan, [], passed=False, reason="refused without running: " + "; ".join(why))

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from senpai.agents.context import TurnContext
 from senpai.agents.evaluate import SCRUBBED, EvaluatorFiles, Trained, reset_checkout, step_env, train_step
-from senpai.agents.measure import run_command
+from senpai.agents.measure import clear, run_command
 from senpai.agents.verifier import (
     SIDES,
     BaselineFailed,
@@ -33,9 +33,11 @@ from senpai.agents.verifier import (
     scorer,
     verification_block,
 )
+from senpai.config.load import read_bounded
 from senpai.config.target import TargetConfig
-from senpai.errors import PermanentError
+from senpai.errors import ConfigError, PermanentError
 from senpai.ledger.blocks import Verification
+from senpai.ledger.redact import set_not_dumpable
 
 MAX_JSON = 16 * 1024**2  # job.json, train.json
 Side = Literal["candidate", "baseline"]
@@ -80,13 +82,14 @@ class SideTrainer:
         if self.target.test is None:
             return None
         checkout, timeout = self.dir / "checkout", float(self.target.budget.wall_seconds)
-        reset_checkout(checkout, self.sha)
+        reset_checkout(checkout, self.sha, timeout)  # the fresh clone: no step of the side ran in it yet
         out = run_command(self.target.test, checkout, step_env(self.dir), timeout, self.dir / "test.log", drop=SCRUBBED)
         return out.returncode == 0
 
 
 def _sha(plan: Plan, side: str) -> str:
-    return plan.candidate if side == "candidate" else plan.baseline
+    """The commit a side trains: the baseline, or the candidate as it would merge (`Plan.merged`)."""
+    return (plan.merged or plan.candidate) if side == "candidate" else plan.baseline
 
 
 def side_clone(repo: Path, sha: str, dest: Path) -> Path:
@@ -133,27 +136,34 @@ def checkout_step(ctx: TurnContext, number: int, work: Path) -> Plan:
     """`--step checkout`: write `work/plan.json`, and per side its clone and `work/<side>/job.json`."""
     plan = make_plan(ctx, number)
     checkout(ctx, plan, work)
-    (work / "plan.json").write_text(plan.model_dump_json())
+    _write(work / "plan.json", plan)
     for side in SIDES:
-        (work / side / "job.json").write_text(SideJob(side=side, plan=plan, target=ctx.target).model_dump_json())
+        _write(work / side / "job.json", SideJob(side=side, plan=plan, target=ctx.target))
     return plan
 
 
 def _read(path: Path, model: type[BaseModel]):
-    """`model` from the JSON file at `path`; raises ValueError if unreadable, over MAX_JSON bytes or invalid."""
+    """`model` from the JSON file at `path`; raises ValueError if unreadable, not a regular file (a
+    side's code may leave a FIFO or a symlink to /dev/zero there), over MAX_JSON bytes or invalid."""
     try:
-        if path.stat().st_size > MAX_JSON:
-            raise ValueError(f"over {MAX_JSON} bytes")
-        return model.model_validate_json(path.read_bytes())
-    except (OSError, ValueError, ValidationError) as e:
+        return model.model_validate_json(read_bounded(path, MAX_JSON))
+    except (ConfigError, ValidationError) as e:
         raise ValueError(f"{path.parent.name}/{path.name} is unreadable: {str(e)[:300]}") from None
+
+
+def _write(path: Path, model: BaseModel) -> None:
+    """`model` as JSON at `path`, a new regular file whatever a side's code left there (`clear`)."""
+    clear(path).write_text(model.model_dump_json())
 
 
 def train_side(work: Path, side: str) -> TrainLog:
     """`--step train --side SIDE` (no secret, no forge, nothing outside `work/SIDE`): the test
     command (candidate), then every seed up to max_seeds; writes `work/SIDE/train.json`. Nothing
     runs for a plan that `refusal` refuses, nor after a failed test. Raises PermanentError if
-    `work/SIDE/job.json` is unreadable or names another side (the checkout step failed)."""
+    `work/SIDE/job.json` is unreadable or names another side (the checkout step failed). The
+    process makes itself non-dumpable first: the side's code, its child, must not ptrace it or
+    write its memory (/proc/<pid>/mem) to change the numbers it writes into train.json."""
+    set_not_dumpable()
     try:
         job: SideJob = _read(work / side / "job.json", SideJob)
     except ValueError as e:
@@ -166,7 +176,7 @@ def train_side(work: Path, side: str) -> TrainLog:
         passed = trainer.test() if side == "candidate" else None
         runs = [] if passed is False else [trainer(seed) for seed in job.target.holdout.all_seeds()]
         log = TrainLog(side=job.side, test_passed=passed, runs=runs)
-    (work / side / "train.json").write_text(log.model_dump_json())
+    _write(work / side / "train.json", log)
     return log
 
 
@@ -210,7 +220,7 @@ def score_from_work(ctx: TurnContext, number: int, work: Path, holdout_dir: Path
         planned: Plan | None = _read(work / "plan.json", Plan)
     except ValueError:
         planned = None
-    if planned is None or (planned.candidate, planned.baseline) != (plan.candidate, plan.baseline):
+    if planned is None or (planned.candidate, planned.baseline, planned.merged) != (plan.candidate, plan.baseline, plan.merged):
         v = refusal(ctx.target, plan) or _stale(ctx.target, plan, planned)
     else:
         v = refusal(ctx.target, plan) or _score_recorded(ctx, plan, work, holdout_dir)

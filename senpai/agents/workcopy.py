@@ -135,6 +135,32 @@ class WorkCopy:
             raise PermanentError(f"git diff failed ({proc.returncode}): {proc.stderr.decode(errors='replace').strip()[-500:]}")
         return [p.decode(errors="replace") for p in proc.stdout.split(b"\0") if p]
 
+    def merged(self, base: str, head: str) -> tuple[str | None, str | None]:
+        """(the commit whose tree a merge of `head` into `base` would have, None) or (None, why not):
+        `head` itself when `base` is its ancestor, else a commit of the tree `git merge-tree` builds
+        (as the forge merges), parents base and head, with a fixed identity and date so that every
+        step of one verification builds the same sha. Why not: the trees conflict, or the two share
+        no history. Raises PermanentError on any other git failure."""
+        if self._run("merge-base", "--is-ancestor", base, head).returncode == 0:
+            return head, None
+        tree = self._run("merge-tree", "--write-tree", "--no-messages", base, head)
+        if tree.returncode == 1:
+            return None, f"the PR head {head[:8]} conflicts with the base {base[:8]}"
+        if b"unrelated histories" in tree.stderr:
+            return None, f"the PR head {head[:8]} has no history in common with the base {base[:8]}"
+        if tree.returncode != 0:
+            raise PermanentError(f"git merge-tree failed ({tree.returncode}): {tree.stderr.decode(errors='replace')[-500:]}")
+        when = {"GIT_AUTHOR_DATE": "1970-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "1970-01-01T00:00:00Z"}
+        message = f"senpai: {head} merged into {base}, as verified"
+        tree_sha = tree.stdout.decode().split("\n", 1)[0].strip()
+        commit = self._run("commit-tree", tree_sha, "-p", base, "-p", head, "-m", message, env=when)
+        if commit.returncode != 0:
+            raise PermanentError(f"git commit-tree failed: {commit.stderr.decode(errors='replace')[-500:]}")
+        return commit.stdout.decode().strip(), None
+
+    def _run(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=self.path, env={**self.env, **(env or {})}, capture_output=True)
+
     def checkout_remote_branch(self, branch: str) -> None:
         self.git("fetch", "--quiet", "origin", branch, network=True)
         self.git("checkout", "--quiet", "-B", branch, f"origin/{branch}")

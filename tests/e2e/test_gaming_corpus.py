@@ -118,3 +118,24 @@ def test_a_way_to_win_without_improving_is_refused(tiny, tmp_path, case, change,
     assert not v.passed or "compute" in case, reasons  # compute is the gate's to refuse (a human may allow it)
     assert words in reasons, reasons
     assert not forge.get_pull(number).merged and not Path("/tmp/senpai-pwned").exists()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the compute figure is printed by the candidate's own code (docs/target-contract.md): a candidate that "
+    "may change train.py can report any figure; only the harness's seconds (compute.seconds) cannot be misreported",
+)
+def test_a_misreported_compute_figure_is_refused(tiny, tmp_path):
+    forge, config = tiny
+    lying = train_py().replace('print("steps:", p.get("steps", 100))', 'print("steps:", 100)')
+    assert lying != train_py()
+    number = open_candidate(forge, tmp_path / "seed", {"train.py": lying, "params.json": json.dumps({"w": 0.6, "steps": 400})})
+    cfg = load_harness(config)
+    ctx = prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), tmp_path / "job")
+    verify_all(ctx, number, Path(cfg.fleet.holdout_dir))
+    pr = forge.get_pull(number)
+    target = TargetConfig.model_validate(yaml.safe_load(forge.read_file(CONFIG_FILE, "advisor")))
+    merge = Decision(pr=number, head=pr.head_sha, verdict="merge", reason="the student trained 4x as long")
+    exp, base = ctx.ledger.experiment(pr), forge.branch_sha("advisor")
+    with pytest.raises(MergeRefused, match="compute"):
+        transitions.decide(forge, pr, exp, merge, target, base, trusted=cfg.forge.trusted)

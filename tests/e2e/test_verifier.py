@@ -355,3 +355,131 @@ def test_a_verification_records_gpu_seconds(tiny, tmp_path, monkeypatch):
     assert v.passed and len(v.candidate_gpu_seconds) == len(v.baseline_gpu_seconds) == 2, v.reason
     assert v.candidate_gpu_seconds == pytest.approx([2 * s for s in v.candidate_seconds])
     assert v.baseline_gpu_seconds == pytest.approx([2 * s for s in v.baseline_seconds]) and all(v.baseline_gpu_seconds)
+
+
+@pytest.mark.parametrize(
+    "base_change, params, passed",
+    [
+        # the base regressed after the PR branched: a null edit measured on the old tree "wins", and
+        # its merge (the regressed base plus nothing) would land as a verified improvement
+        (-0.2, '{"w": 0.5}\n\n', False),
+        # the base improved after the PR branched: a real improvement measured without the base's
+        # own "loses", for senpai's fault (the base moved), not the hypothesis's
+        (0.1, '{"w": 0.6}\n', True),
+    ],
+    ids=["null-edit-on-an-old-base", "improvement-on-an-old-base"],
+)
+def test_a_pr_behind_its_base_is_measured_as_it_would_merge(tiny, tmp_path, base_change, params, passed):
+    make, _ = tiny
+    forge, config = make()
+    pr = open_candidate(forge, tmp_path / "seed", {"params.json": params})
+    moved = commit_and_push(forge, tmp_path / "seed", "advisor", {"train.py": train_py(base_change)}, start="advisor")
+    v = _verify(config, pr, tmp_path / "job")
+    assert v.candidate == forge.get_pull(pr).head_sha and v.baseline == moved
+    assert v.passed is passed, v.reason
+    assert v.files == ["params.json"]
+
+
+def test_a_head_with_no_history_in_common_with_its_base_is_refused(tiny, tmp_path):
+    """Reading the PR works (the local forge answered HTTP 500 for such a head), and it is not measured."""
+    make, _ = tiny
+    forge, config = make()
+    pr = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n'})
+    seed = tmp_path / "seed"
+    head = forge.get_pull(pr).head_ref
+    for args in (["checkout", "-q", "--orphan", "orphan"], ["commit", "-q", "-m", "unrelated"]):
+        subprocess.run(["git", "-C", str(seed), *args], check=True)  # the same tree, none of the history
+    subprocess.run(["git", "-C", str(seed), "push", "-q", "-f", "origin", f"orphan:{head}"], env=forge.git_env(), check=True)
+    v = _verify(config, pr, tmp_path / "job")
+    assert not v.passed and v.reason.startswith("refused without running") and "no history in common" in v.reason
+
+
+# A smudge filter the candidate sets in its own checkout: git runs it inside the next seed's reset,
+# before the train step's clock starts and with no timeout of its own.
+FILTER_AT_RESET = """
+import subprocess
+os.makedirs(os.path.join(".git", "info"), exist_ok=True)
+subprocess.run(["git", "config", "filter.work.smudge", "%s"], check=True)
+subprocess.run(["git", "config", "filter.work.required", "true"], check=True)  # a failing filter fails the reset
+open(os.path.join(".git", "info", "attributes"), "w").write("params.json filter=work\\n")
+open("params.json", "a").write(" ")
+"""
+
+
+@pytest.mark.parametrize(
+    "filter_command, check",
+    [
+        # work done in the filter (here 3 s of sleep) is the seed's training time, not free compute
+        ("sleep 3; cat", lambda v: v.passed and v.candidate_seconds[1] >= 3),
+        # a checkout the candidate broke is its own failed train step, not an error of senpai's job
+        ("exit 1", lambda v: not v.passed and "candidate seed 1" in v.reason and "params.json" in v.reason),
+    ],
+    ids=["untimed-work", "broken-reset"],
+)
+def test_what_the_candidate_plants_in_its_checkout_runs_on_its_own_clock(tiny, tmp_path, filter_command, check):
+    make, _ = tiny
+    forge, config = make()
+    planted = FILTER_AT_RESET % filter_command
+    pr = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2) + planted})
+    v = _verify(config, pr, tmp_path / "job")
+    assert check(v), v
+
+
+PROBE = """
+import ctypes, ctypes.util, json, sys
+from pathlib import Path
+from senpai.agents.verify_steps import train_side
+from senpai.ledger.redact import PR_GET_DUMPABLE
+train_side(Path(sys.argv[1]), "candidate")
+print(json.dumps({"dumpable": ctypes.CDLL(ctypes.util.find_library("c")).prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)}))
+"""
+
+
+def test_the_train_step_that_runs_candidate_code_is_not_dumpable(tiny, tmp_path):
+    """The train container holds no secret, but its process writes train.json, the numbers the score
+    step takes: the candidate's code (its child, same user) must not ptrace it or write its memory
+    through /proc/<pid>/mem, which a non-dumpable process closes to non-root users of its uid."""
+    make, _ = tiny
+    forge, config = make()
+    pr = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n'})
+    work = tmp_path / "work"
+    assert _job(config, tmp_path / "checkout", "--pr", str(pr), "--step", "checkout", "--work", str(work)).returncode == 0
+    probe = subprocess.run([sys.executable, "-c", PROBE, str(work)], capture_output=True, text=True, timeout=300)
+    assert probe.returncode == 0, probe.stderr
+    assert json.loads(probe.stdout.splitlines()[-1]) == {"dumpable": 0}
+
+
+# Seed 0 plants FIFOs where its train step writes next: the next seed's log and the side's train.json.
+PLANT_FIFOS = """
+side_dir = os.path.dirname(os.path.dirname(os.environ["SENPAI_ARTIFACT_DIR"]))
+if seed == 0:
+    os.mkfifo(os.path.join(side_dir, "artifacts", "candidate-1-train.log"))
+    os.mkfifo(os.path.join(side_dir, "train.json"))
+"""
+
+
+def test_files_the_side_planted_where_the_train_step_writes_are_replaced(tiny, tmp_path):
+    make, _ = tiny
+    forge, config = make()
+    pr = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2) + PLANT_FIFOS})
+    work = tmp_path / "work"
+    assert _job(config, tmp_path / "checkout", "--pr", str(pr), "--step", "checkout", "--work", str(work)).returncode == 0
+    cmd = [sys.executable, "-m", "senpai", "job", "verify", "--config", str(config), "--pr", str(pr), "--work", str(work)]
+    train = subprocess.run([*cmd, "--step", "train", "--side", "candidate"], capture_output=True, timeout=120)
+    assert train.returncode == 0, train.stderr  # before: blocked for ever opening the FIFO
+    trained = json.loads((work / "candidate" / "train.json").read_text())
+    assert [r["returncode"] for r in trained["runs"]] == [0, 0]
+
+
+def test_a_train_json_that_is_not_a_regular_file_fails_the_candidate(tiny, tmp_path):
+    make, _ = tiny
+    forge, config = make()
+    pr = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n'})
+    work = _steps_apart(config, pr, tmp_path)
+    (work / "candidate" / "train.json").unlink()
+    os.mkfifo(work / "candidate" / "train.json")  # or a symlink to /dev/zero: st_size 0, endless to read
+    cmd = [sys.executable, "-m", "senpai", "job", "verify", "--config", str(config), "--pr", str(pr)]
+    score = subprocess.run([*cmd, "--step", "score", "--work", str(work)], cwd=tmp_path, capture_output=True, timeout=120)
+    assert score.returncode == 0, score.stderr  # before: blocked for ever reading it
+    [v] = _recorded(config, pr, tmp_path)
+    assert not v.passed and "train.json" in v.reason and "not a regular file" in v.reason, v.reason

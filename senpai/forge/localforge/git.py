@@ -179,7 +179,9 @@ class GitRepos:
 
     def _merge_tree(self, path: Path, base_sha: str, head_sha: str) -> str:
         proc = self._git(path, "merge-tree", "--write-tree", "--no-messages", base_sha, head_sha, check=False)
-        if proc.returncode == 1:
+        # a head pushed with none of the base's history cannot merge either: GitHub shows it as not
+        # mergeable, never as a server error on every read of the PR
+        if proc.returncode == 1 or b"unrelated histories" in proc.stderr:
             raise Conflict("Merge conflict")
         if proc.returncode != 0:
             raise GitError(text(proc.stderr).strip())
