@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -89,7 +90,9 @@ def demo(students: int, experiments: int, out: str | None, example: str, timeout
         f"forge_data: {root / 'forge'}\nwandb_offline_runs: {root / 'wandb'}\njobs: {root / 'jobs'}\n"
         f"sealed_holdout: {root / 'holdout'}\nconfig: {config_path}"
     )
-    click.echo(f"ledger: senpai ledger --config {config_path} --local-forge {root / 'forge'} --json")
+    senpai = Path(sys.executable).with_name("senpai")  # the venv's: `make demo` puts none on PATH
+    command = senpai if senpai.exists() else "senpai"
+    click.echo(f"ledger: {command} ledger --config {config_path} --local-forge {root / 'forge'} --json")
     if report.decided < experiments:
         raise PermanentError(f"only {report.decided} of {experiments} experiments decided before the timeout")
 
@@ -128,19 +131,22 @@ def seed_target(forge: ForgeSettings, example: Path, seed: Path) -> str:
 
     clone_url = create_repository(forge, forge.token(), forge.repo.split("/")[1])
     git_env = forge_from(forge).git_env()
-    shutil.copytree(example, seed, ignore=shutil.ignore_patterns("__pycache__", "wandb", "*.pyc"), dirs_exist_ok=True)
+    # the example's files, not its history: a target that is a git repository seeds its working tree
+    ignore = shutil.ignore_patterns(".git", "__pycache__", "wandb", "*.pyc")
+    shutil.copytree(example, seed, ignore=ignore, dirs_exist_ok=True)
     # fixed dates make the seed commit a pure function of the files: seeding again pushes the same sha
     fixed = {"GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z"}
     env = {**os.environ, **IDENTITY, **fixed, **git_env}
     for args in (
         ["init", "--quiet", "-b", "main"],
         ["add", "-A"],
-        ["commit", "--quiet", "-m", "Target program: digits MLP"],
+        ["commit", "--quiet", "-m", f"Target program: {example.name}"],
         ["push", "--quiet", clone_url, "main", f"main:{forge.base_branch}"],
     ):
         proc = subprocess.run(["git", *args], cwd=seed, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
-            raise PermanentError(f"seeding {forge.repo}: git {args[0]} failed: {proc.stderr.strip()}")
+            said = (proc.stderr.strip() or proc.stdout.strip())[-500:]  # `git commit` says "nothing to commit" on stdout
+            raise PermanentError(f"seeding {forge.repo}: git {args[0]} failed: {said}")
     return clone_url
 
 
