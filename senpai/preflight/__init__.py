@@ -1,12 +1,13 @@
 """`senpai preflight`: check, before launch, everything a harness config needs from the outside.
 
-Four areas, each through its adapter (PyGithub stays in senpai/forge/github.py, wandb in
+Five areas, each through its adapter (PyGithub stays in senpai/forge/github.py, wandb in
 senpai/tracker/, the kubernetes client in senpai/fleet/):
 
 - **github** (`checks.forge_checks`): token present, token scopes, push access, base branch,
   labels (missing ones are created: the only write preflight makes);
 - **wandb** (`checks.tracker_checks`): online mode only: key valid and entity reachable;
 - **llm** (`llm.llm_checks`): per openhands role: key env present and one 1-token completion;
+- **local** (`checks.holdout_check`): local fleet only: `fleet.holdout_dir` is a folder;
 - **cluster** (`cluster.cluster_checks`): kubernetes fleet only: namespace, PVC bound, GPU nodes,
   ConfigMap, Secrets (key names only), and RBAC by SelfSubjectAccessReview.
 
@@ -25,7 +26,7 @@ class CheckResult(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    area: Literal["github", "wandb", "llm", "cluster"]
+    area: Literal["github", "wandb", "llm", "local", "cluster"]
     check: str = Field(description="What was checked, e.g. 'push access'.")
     outcome: Outcome
     detail: str = Field(description="What was found; never a secret value.")

@@ -1,6 +1,8 @@
-"""GitHub and W&B checks of `senpai preflight`, and the runner over every area."""
+"""GitHub, W&B and local-fleet checks of `senpai preflight`, and the runner over every area."""
 
-from senpai.config.harness import HarnessConfig
+from pathlib import Path
+
+from senpai.config.harness import HarnessConfig, LocalFleetSettings
 from senpai.errors import SenpaiError
 from senpai.fleet.k8s_cluster import ClusterProbe
 from senpai.forge.base import Access, Forge
@@ -90,9 +92,23 @@ def tracker_checks(cfg: HarnessConfig, tracker: Tracker) -> list[CheckResult]:
     return [passed("wandb", "W&B", f"online: {who}, project {cfg.tracker.project}")]
 
 
+def holdout_check(fleet: LocalFleetSettings) -> CheckResult:
+    """The local fleet's sealed holdout: `fleet.holdout_dir` is a folder (none set: skipped, the
+    evaluator then gets an empty folder as `{holdout}`)."""
+    where = fleet.holdout_dir
+    if where is None:
+        return skipped("local", "sealed holdout", "fleet.holdout_dir is not set: the score step gets an empty {holdout}")
+    if not Path(where).is_dir():
+        fix = "put the holdout your evaluator reads in that folder, outside every work copy (or fix fleet.holdout_dir)"
+        return failed("local", "sealed holdout", f"fleet.holdout_dir {where} is not a folder", fix)
+    return passed("local", "sealed holdout", f"{where} ({sum(1 for _ in Path(where).iterdir())} entries)")
+
+
 def run_preflight(cfg: HarnessConfig, forge: Forge, tracker: Tracker, probe: ClusterProbe | None) -> list[CheckResult]:
-    """Every check, in report order: github, wandb, llm, cluster (`probe` None: local fleet, skipped)."""
+    """Every check, in report order: github, wandb, llm, then the sealed holdout (local fleet) or
+    the cluster (`probe` None: local fleet, skipped)."""
     results = forge_checks(cfg, forge) + tracker_checks(cfg, tracker) + llm_checks(cfg)
     if probe is None:
-        return results + [skipped("cluster", "cluster", f"fleet backend {cfg.fleet.backend}: no cluster to check")]
+        local = [holdout_check(cfg.fleet)] if isinstance(cfg.fleet, LocalFleetSettings) else []
+        return results + local + [skipped("cluster", "cluster", f"fleet backend {cfg.fleet.backend}: no cluster to check")]
     return results + cluster_checks(cfg, probe)

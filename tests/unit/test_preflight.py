@@ -78,6 +78,16 @@ def test_local_setup_passes_and_creates_the_labels(repo_cfg):
     assert again["labels"].detail == f"all {len(LABELS)} present"
 
 
+def test_the_local_fleets_sealed_holdout_must_be_a_folder(repo_cfg, tmp_path):
+    assert preflight(repo_cfg)["sealed holdout"].outcome == "skip"  # none set
+    missing = config(tmp_path, repo_cfg.forge.repo, repo_cfg.forge.base_url, fleet={"holdout_dir": str(tmp_path / "nope")})
+    row = preflight(missing)["sealed holdout"]
+    assert (row.outcome, row.detail) == ("fail", f"fleet.holdout_dir {tmp_path / 'nope'} is not a folder") and row.fix
+    (tmp_path / "nope").mkdir()
+    (tmp_path / "nope" / "holdout.csv").write_text("x\n")
+    assert preflight(missing)["sealed holdout"].outcome == "pass"
+
+
 def test_a_repo_the_token_cannot_push_to_fails_with_a_fix(repo_cfg, monkeypatch, local_forge):
     monkeypatch.setenv(TOKEN_ENV, user_token(local_forge, "mallory"))
     push = preflight(repo_cfg)["push access"]
