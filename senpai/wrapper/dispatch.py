@@ -17,10 +17,13 @@ from senpai.ledger.blocks import Evidence, PrimaryResult
 from senpai.ledger.events import EventBatch
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import Status, with_student
+from senpai.ledger.records import neutral
+from senpai.ledger.redact import redact
 from senpai.wrapper.policy import Action, Block, DeleteJob, Escalate, FailureEvidence, FinishAttempts, Launch, RestoreStudent
 
 log = logging.getLogger(__name__)
 ENV_EVENTS = "SENPAI_EVENTS"
+ESCALATION_TAIL = 12  # log lines of the last failed run shown in an escalation issue
 
 
 def job_spec(a: Launch, config_path: str, gpus: int = 0) -> JobSpec:
@@ -88,10 +91,21 @@ class Dispatcher:
         transitions.submit_evidence(self.forge, pr, ev, to_review=action.to_review)
         return f"#{action.pr}: failure evidence for attempt {action.attempt} ({reason})"
 
+    def _tail(self, job: str | None) -> str:
+        """The last ESCALATION_TAIL lines of `job`'s log as neutral prose ("" if none is left):
+        the cause a human needs first (a log line is the job's output, so it is hostile text)."""
+        if job is None:
+            return ""
+        try:
+            lines = self.fleet.logs(job, ESCALATION_TAIL).strip()
+        except SenpaiError:
+            return ""
+        return f"\n\nLast lines of `{job}`:\n\n{neutral(redact(lines))}" if lines else ""
+
     def _escalate(self, a: Escalate) -> str:
         """One issue for humans first (a crash after it still blocks next tick), then block each PR."""
         prs = ", ".join(f"#{n}" for n in a.prs) or "no PR"
-        body = f"senpai could not finish its own work on {prs}; a human must look.\n\n{a.reason}"
+        body = f"senpai could not finish its own work on {prs}; a human must look.\n\n{a.reason}{self._tail(a.job)}"
         number = escalation.open_issue(self.forge, a.key, f"senpai: repeated infrastructure failures ({prs})", body)
         for n in a.prs:
             pr = self.forge.get_pull(n)

@@ -112,6 +112,7 @@ class Escalate:
     prs: tuple[int, ...]
     reason: str
     key: str
+    job: str | None = None  # the last run that failed: its log tail goes into the issue
 
 
 Action = Launch | FailureEvidence | Block | Escalate | DeleteJob | RestoreStudent | FinishAttempts
@@ -337,7 +338,7 @@ def _spent(j: JobStatus, pr: int, w: World) -> list[Action]:
         f"job `{base}` failed {INFRA_RETRIES} times on infrastructure, not on the hypothesis "
         f"(last run `{j.name}`: {j.reason}, exit {j.exit_code}). No attempt was spent; see the job logs."
     )
-    return [Escalate((pr,), reason, base)]
+    return [Escalate((pr,), reason, base, j.name)]
 
 
 def _students(w: World, cfg: HarnessConfig) -> list[Action]:
@@ -423,7 +424,7 @@ def _advisor_spent(events: list[Event], tries: list[JobStatus], digest: str, w: 
         f"{len(tries)} advisor turns for the same {len(events)} event(s) ({kinds}) died "
         f"(last `{last.name}`: {last.reason}, exit {last.exit_code}). No attempt was spent; see the job logs."
     )
-    return Escalate(prs, reason, key)
+    return Escalate(prs, reason, key, last.name)
 
 
 def _handled(ev: Event, w: World) -> bool:

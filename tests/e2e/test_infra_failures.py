@@ -108,6 +108,7 @@ def test_repeated_infra_failures_block_once_and_open_one_issue_across_restarts(f
     assert len(comments) == 1 and "3 times on infrastructure" in comments[0]
     issues = [i for i in forge.list_issues(SENPAI, "all") if "repeated infrastructure failures" in i.title]
     assert len(issues) == 1 and f"#{pr}" in issues[0].body and ATTENTION in issues[0].labels
+    assert f"Last lines of `senpai-student-pr{pr}-1-r2`" in issues[0].body and "git clone failed" in issues[0].body
     exp = reader(config).experiment(forge.get_pull(pr))
     assert exp.evidence == [] and exp.attempts == 0 and exp.state == "blocked"
 
