@@ -15,7 +15,6 @@ the environment is the same scrubbed one: no secret reaches either step.
 import io
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -27,7 +26,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from senpai.agents.artifacts import digest, refusal, set_read_only
-from senpai.agents.measure import GRACE_SECONDS, Outcome, run_command
+from senpai.agents.measure import GRACE_SECONDS, Outcome, clear, run_command
 from senpai.config.target import Holdout
 from senpai.errors import ConfigError, PermanentError
 from senpai.fleet.base import job_gpus
@@ -144,11 +143,7 @@ def train_step(
             side=side, seed=seed, returncode=None if e.timed_out else 128, seconds=seconds,
             gpu_seconds=seconds * job_gpus(), compute=None, artifact=str(artifact), digest="", tail=str(e),
         )  # fmt: skip
-    if artifact.is_dir() and not artifact.is_symlink():  # left there by an earlier step: never trusted
-        shutil.rmtree(artifact)
-    elif artifact.exists() or artifact.is_symlink():
-        artifact.unlink()
-    artifact.mkdir(parents=True)
+    clear(artifact).mkdir(parents=True)  # what an earlier step left there is never trusted
     env = step_env(artifacts, SEED=str(seed), SENPAI_ARTIFACT_DIR=str(artifact))
     log = artifacts / f"{side}-{seed}-train.log"
     left = max(timeout - (time.monotonic() - start), 0.0)

@@ -129,8 +129,7 @@ class WorkCopy:
         them but never truncated: `git diff --name-only --no-renames -z base...head` (a rename
         gives both paths; a name that is not UTF-8 is decoded with U+FFFD). Both commits must be
         in this clone; raises PermanentError with git's message otherwise."""
-        args = ["diff", "--name-only", "--no-renames", "--no-ext-diff", "-z", f"{base}...{head}"]
-        proc = subprocess.run(["git", *args], cwd=self.path, env=self.env, capture_output=True)
+        proc = self._run("diff", "--name-only", "--no-renames", "--no-ext-diff", "-z", f"{base}...{head}")
         if proc.returncode != 0:
             raise PermanentError(f"git diff failed ({proc.returncode}): {proc.stderr.decode(errors='replace').strip()[-500:]}")
         return [p.decode(errors="replace") for p in proc.stdout.split(b"\0") if p]
