@@ -143,13 +143,25 @@ def refusal(target: TargetConfig, plan: Plan) -> Verification | None:
     return verification_block(target, plan, [], passed=False, reason="refused without running: " + "; ".join(why))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Sample:
+    """One side's figures for one seed; `source`: the PR whose verification measured it, None if this one did."""
+
     value: float
     seconds: float
     gpu_seconds: float
     compute: float | None
     guards: dict[str, float]
+    source: int | None = None
+
+
+@dataclass(frozen=True)
+class Known:
+    """Baseline seeds measured before, by seed (`senpai.agents.reuse`), and the baseline key this
+    verification records (None: its baseline is not offered for reuse)."""
+
+    key: str | None = None
+    samples: dict[int, Sample] = field(default_factory=dict)
 
 
 class CandidateFailed(Exception):
@@ -194,10 +206,13 @@ def sample(hold: Holdout, trained: Trained, score: Score) -> Sample:
     return Sample(value, trained.seconds, trained.gpu_seconds, trained.compute, guards)
 
 
-def measure(target: TargetConfig, plan: Plan, train: Train, score: Score, test_passed: bool | None) -> Verification:
-    """Train and score both sides over the seeds, adding seeds while `judge` is inconclusive. A
-    candidate that fails a step gives a failed block; raises BaselineFailed if the baseline fails
-    one, and PermanentError if a checkout cannot be reset (`reset_checkout`)."""
+def measure(
+    target: TargetConfig, plan: Plan, train: Train, score: Score, test_passed: bool | None, known: Known = Known()
+) -> Verification:
+    """Train and score both sides over the seeds, adding seeds while `judge` is inconclusive; a
+    baseline seed in `known.samples` is taken from there, not run. A candidate that fails a step
+    gives a failed block; raises BaselineFailed if the baseline fails one, and PermanentError if a
+    checkout cannot be reset (`reset_checkout`)."""
     hold = target.holdout
     if test_passed is False:
         reason = "the target's test command failed on the candidate"
@@ -208,43 +223,56 @@ def measure(target: TargetConfig, plan: Plan, train: Train, score: Score, test_p
     for look, upto in enumerate(plan_of_looks, 1):
         for seed in seeds[len(m.seeds) : upto]:
             try:
-                for side in SIDES:
-                    m.samples[side].append(sample(hold, train(side, seed), score))
+                base = known.samples.get(seed) or sample(hold, train("baseline", seed), score)
+                m.samples["baseline"].append(base)
+                m.samples["candidate"].append(sample(hold, train("candidate", seed), score))
             except CandidateFailed as e:
                 m.seeds.append(seed)
-                return _failed(target, plan, m, test_passed, str(e))
+                return _failed(target, plan, m, test_passed, str(e), known)
             m.seeds.append(seed)
         j = stats.judge(hold, target.metric.direction, m.values("candidate"), m.values("baseline"), look, looks)
         if not j.inconclusive:
             break
-    return _judged(target, plan, m, j, test_passed)
+    return _judged(target, plan, m, j, test_passed, known)
 
 
-def _failed(target: TargetConfig, plan: Plan, m: Measurement, test_passed: bool | None, reason: str) -> Verification:
+def _baseline_fields(target: TargetConfig, m: Measurement, known: Known) -> dict:
+    """The baseline's figures per seed, all a later verification needs to reuse them (`reuse.samples`)."""
+    base = m.samples["baseline"]
+    return dict(
+        baseline_values=[s.value for s in base], baseline_seconds=[s.seconds for s in base],
+        baseline_gpu_seconds=[s.gpu_seconds for s in base],
+        baseline_compute=[s.compute for s in base if s.compute is not None],
+        baseline_guards={name: [s.guards[name] for s in base] for name in target.holdout.guards},
+        baseline_key=known.key,
+        baseline_reused={seed: s.source for seed, s in zip(m.seeds, base, strict=False) if s.source is not None},
+    )  # fmt: skip
+
+
+def _failed(
+    target: TargetConfig, plan: Plan, m: Measurement, test_passed: bool | None, reason: str, known: Known
+) -> Verification:
     cand = [*m.values("candidate"), math.nan]  # the seed that failed
     return verification_block(
-        target, plan, m.seeds, candidate_values=cand, baseline_values=m.values("baseline"),
+        target, plan, m.seeds, candidate_values=cand, **_baseline_fields(target, m, known),
         test_passed=test_passed, passed=False, reason=f"failed: {reason}",
     )  # fmt: skip
 
 
-def _judged(target: TargetConfig, plan: Plan, m: Measurement, j, test_passed: bool | None) -> Verification:
+def _judged(target: TargetConfig, plan: Plan, m: Measurement, j, test_passed: bool | None, known: Known) -> Verification:
     """The block of a measurement `judge` decided; the gate's own compute and guard checks give
     the notes, so the verifier and the gate cannot disagree on them."""
     hold, cand, base = target.holdout, m.values("candidate"), m.values("baseline")
     means = {x: {name: statistics.fmean(s.guards[name] for s in m.samples[x]) for name in hold.guards} for x in SIDES}
     v = verification_block(
-        target, plan, m.seeds, candidate_values=cand, baseline_values=base, candidate_mean=statistics.fmean(cand),
+        target, plan, m.seeds, candidate_values=cand, candidate_mean=statistics.fmean(cand),
         baseline_mean=statistics.fmean(base), improvement=j.improvement, noise_floor=j.noise_floor,
         statistic=j.statistic, p_value=j.p_value,
         candidate_seconds=[s.seconds for s in m.samples["candidate"]],
-        baseline_seconds=[s.seconds for s in m.samples["baseline"]],
         candidate_gpu_seconds=[s.gpu_seconds for s in m.samples["candidate"]],
-        baseline_gpu_seconds=[s.gpu_seconds for s in m.samples["baseline"]],
         candidate_compute=[s.compute for s in m.samples["candidate"] if s.compute is not None],
-        baseline_compute=[s.compute for s in m.samples["baseline"] if s.compute is not None],
         guards={name: [means["candidate"][name], means["baseline"][name]] for name in hold.guards},
-        test_passed=test_passed, passed=j.passed, reason=j.reason,
+        test_passed=test_passed, passed=j.passed, reason=j.reason, **_baseline_fields(target, m, known),
     )  # fmt: skip
     regressed, compute = gate.guard_problems(hold, v), gate.compute_problem(hold, v, None)
     notes = [j.reason, *regressed, *([compute] if compute else [])]

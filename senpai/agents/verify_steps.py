@@ -21,10 +21,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from senpai.agents.context import TurnContext
 from senpai.agents.evaluate import SCRUBBED, EvaluatorFiles, Trained, reset_checkout, step_env, train_step
 from senpai.agents.measure import clear, run_command
+from senpai.agents.reuse import baseline_key, reusable
 from senpai.agents.verifier import (
     SIDES,
     BaselineFailed,
     CandidateFailed,
+    Known,
     Plan,
     make_plan,
     measure,
@@ -50,6 +52,7 @@ class SideJob(BaseModel):
     side: Side
     plan: Plan
     target: TargetConfig  # senpai.yaml of the base, as the checkout step loaded it
+    known: list[int] = []  # baseline seeds an earlier verification measured (`reuse`): not trained
 
 
 class TrainLog(BaseModel):
@@ -114,11 +117,19 @@ def checkout(ctx: TurnContext, plan: Plan, work: Path) -> None:
         side_clone(ctx.repo.path, _sha(plan, side), work / side / "checkout")
 
 
-def verify_all(ctx: TurnContext, number: int, holdout_dir: Path) -> Verification:
-    """`--step all`: plan, check scope, snapshot the evaluator, then train and score both sides;
-    records the block. Raises BaselineFailed if the base head fails its own steps, TransientError
-    if a fetch or the forge fails past its retries, ConfigError if `holdout.files` are not in the
-    base, PermanentError for a merged PR that owes no verification."""
+def known(ctx: TurnContext, plan: Plan, holdout_dir: Path, sources: tuple[int, ...]) -> Known:
+    """This verification's baseline key and the baseline seeds earlier verifications with that
+    key measured, read from the PR and `sources` (`reuse.reusable`)."""
+    key = baseline_key(ctx.target, plan.baseline, holdout_dir)
+    return Known(key, reusable(ctx, plan.pr, key, sources))
+
+
+def verify_all(ctx: TurnContext, number: int, holdout_dir: Path, sources: tuple[int, ...] = ()) -> Verification:
+    """`--step all`: plan, check scope, snapshot the evaluator, then train and score both sides
+    (a baseline seed an earlier verification measured is reused: `known`); records the block.
+    Raises BaselineFailed if the base head fails its own steps, TransientError if a fetch or the
+    forge fails past its retries, ConfigError if `holdout.files` are not in the base,
+    PermanentError for a merged PR that owes no verification."""
     plan = make_plan(ctx, number)
     v = refusal(ctx.target, plan)
     if v is None:
@@ -127,18 +138,22 @@ def verify_all(ctx: TurnContext, number: int, holdout_dir: Path) -> Verification
         evaluator = EvaluatorFiles(ctx.repo.path, plan.baseline, hold.files)  # before any train step runs
         trainers = {side: SideTrainer(ctx.target, side, _sha(plan, side), ctx.workdir / side) for side in SIDES}
         score = scorer(hold, evaluator, holdout_dir, ctx.workdir / "score", float(ctx.target.budget.wall_seconds))
-        v = measure(ctx.target, plan, lambda side, seed: trainers[side](seed), score, trainers["candidate"].test())
+        past = known(ctx, plan, holdout_dir, sources)
+        v = measure(ctx.target, plan, lambda side, seed: trainers[side](seed), score, trainers["candidate"].test(), past)
     record(ctx, v)
     return v
 
 
-def checkout_step(ctx: TurnContext, number: int, work: Path) -> Plan:
-    """`--step checkout`: write `work/plan.json`, and per side its clone and `work/<side>/job.json`."""
+def checkout_step(ctx: TurnContext, number: int, work: Path, holdout_dir: Path, sources: tuple[int, ...] = ()) -> Plan:
+    """`--step checkout`: write `work/plan.json`, and per side its clone and `work/<side>/job.json`
+    (the baseline's names the seeds earlier verifications measured: its train step skips them)."""
     plan = make_plan(ctx, number)
     checkout(ctx, plan, work)
     _write(work / "plan.json", plan)
+    skip = sorted(known(ctx, plan, holdout_dir, sources).samples) if refusal(ctx.target, plan) is None else []
     for side in SIDES:
-        _write(work / side / "job.json", SideJob(side=side, plan=plan, target=ctx.target))
+        known_seeds = skip if side == "baseline" else []
+        _write(work / side / "job.json", SideJob(side=side, plan=plan, target=ctx.target, known=known_seeds))
     return plan
 
 
@@ -174,7 +189,8 @@ def train_side(work: Path, side: str) -> TrainLog:
     if refusal(job.target, job.plan) is None:
         trainer = SideTrainer(job.target, side, _sha(job.plan, side), work / side)
         passed = trainer.test() if side == "candidate" else None
-        runs = [] if passed is False else [trainer(seed) for seed in job.target.holdout.all_seeds()]
+        seeds = [seed for seed in job.target.holdout.all_seeds() if seed not in job.known]
+        runs = [] if passed is False else [trainer(seed) for seed in seeds]
         log = TrainLog(side=job.side, test_passed=passed, runs=runs)
     _write(work / side / "train.json", log)
     return log
@@ -211,10 +227,12 @@ def _recorded(work: Path):
     return train, logs["candidate"].test_passed
 
 
-def score_from_work(ctx: TurnContext, number: int, work: Path, holdout_dir: Path) -> Verification:
+def score_from_work(ctx: TurnContext, number: int, work: Path, holdout_dir: Path, sources: tuple[int, ...] = ()) -> Verification:
     """`--step score`: re-read the PR and base (fresh clone in `ctx`), compare with plan.json, score
-    what the train steps left, and record. A moved head or base records a failed, stale verification
-    of the planned pair (the wrapper then verifies the new pair)."""
+    what the train steps left (the baseline seeds earlier verifications measured come from the
+    ledger, read again here: `known`; never from job.json, which a side's code can write), and
+    record. A moved head or base records a failed, stale verification of the planned pair (the
+    wrapper then verifies the new pair)."""
     plan = make_plan(ctx, number)
     try:
         planned: Plan | None = _read(work / "plan.json", Plan)
@@ -223,20 +241,21 @@ def score_from_work(ctx: TurnContext, number: int, work: Path, holdout_dir: Path
     if planned is None or (planned.candidate, planned.baseline, planned.merged) != (plan.candidate, plan.baseline, plan.merged):
         v = refusal(ctx.target, plan) or _stale(ctx.target, plan, planned)
     else:
-        v = refusal(ctx.target, plan) or _score_recorded(ctx, plan, work, holdout_dir)
+        v = refusal(ctx.target, plan) or _score_recorded(ctx, plan, work, holdout_dir, sources)
     record(ctx, v)
     return v
 
 
-def _score_recorded(ctx: TurnContext, plan: Plan, work: Path, holdout_dir: Path) -> Verification:
+def _score_recorded(ctx: TurnContext, plan: Plan, work: Path, holdout_dir: Path, sources: tuple[int, ...]) -> Verification:
     hold = ctx.target.holdout
     evaluator = EvaluatorFiles(ctx.repo.path, plan.baseline, hold.files)  # from the score step's own clone
     score = scorer(hold, evaluator, holdout_dir, ctx.workdir / "score", float(ctx.target.budget.wall_seconds))
+    past = known(ctx, plan, holdout_dir, sources)
     try:
         train, test_passed = _recorded(work)
     except CandidateFailed as e:
-        return measure(ctx.target, plan, _raise(e), score, None)
-    return measure(ctx.target, plan, train, score, test_passed)
+        return measure(ctx.target, plan, _raise(e), score, None, past)
+    return measure(ctx.target, plan, train, score, test_passed, past)
 
 
 def _raise(e: Exception):

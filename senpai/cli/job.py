@@ -81,13 +81,18 @@ def student(config_path: str, pr: int, attempt: int) -> None:
     "--side", type=click.Choice(["baseline", "candidate"]), default=None, help="The side --step train trains (required there)."
 )
 @click.option("--work", type=click.Path(file_okay=False), default=None, help="Work dir the steps share [cwd].")
-def verify(config_path: str, pr: int, step: str, side: str | None, work: str | None) -> None:
+@click.option(
+    "--baseline-from", "sources", type=click.IntRange(min=1), multiple=True,
+    help="A PR whose verifications may have measured this base: their baseline seeds are reused (repeatable).",
+)  # fmt: skip
+def verify(config_path: str, pr: int, step: str, side: str | None, work: str | None, sources: tuple[int, ...]) -> None:
     """Verifier run: train then score the PR head and the base head per seed; records the numbers.
 
     checkout writes WORK/plan.json and, per side, a clone at WORK/SIDE/checkout and WORK/SIDE/job.json;
     train --side SIDE (no secret, no forge, reads and writes only WORK/SIDE) writes WORK/SIDE/train.json
     and WORK/SIDE/artifacts; score re-reads the PR from the forge, scores each side's artifacts on the
-    sealed holdout and records the verification.
+    sealed holdout and records the verification. A baseline seed a verification with the same
+    baseline key measured (on PR or a --baseline-from PR) is reused, not trained again.
     """
     from senpai.agents import verify_steps as steps
 
@@ -100,16 +105,17 @@ def verify(config_path: str, pr: int, step: str, side: str | None, work: str | N
         return
     root.mkdir(parents=True, exist_ok=True)
     if step == "checkout":
-        plan = steps.checkout_step(_context(config_path, root), pr, root)
+        ctx = _context(config_path, root)
+        plan = steps.checkout_step(ctx, pr, root, _holdout_dir(ctx.harness) or steps.empty_dir(root / "holdout"), sources)
         click.echo(plan.model_dump_json())
         return
     ctx = _context(config_path, Path(tempfile.mkdtemp(prefix="score-", dir=root)) if step == "score" else root)
     scrub_environment(ctx.harness, [])  # train steps (all) and the evaluator loading an artifact are our children
     holdout = _holdout_dir(ctx.harness) or steps.empty_dir(ctx.workdir / "holdout")
     if step == "score":
-        v = steps.score_from_work(ctx, pr, root, holdout)
+        v = steps.score_from_work(ctx, pr, root, holdout, sources)
     else:
-        v = steps.verify_all(ctx, pr, holdout)
+        v = steps.verify_all(ctx, pr, holdout, sources)
     click.echo(json.dumps({"passed": v.passed, "improvement": v.improvement, "noise_floor": v.noise_floor, "seeds": v.seeds}))
 
 

@@ -7,10 +7,11 @@ a cluster. docs/kubernetes.md describes the shape.
 Advisor and student Jobs run one container, `job`. A verifier Job runs `senpai job verify` in four
 steps (`--step <step> [--side <side>] --work /work` appended to the spec's command): init container
 `checkout` (forge token; mounts the emptyDir `/work` and both side emptyDirs, `/work/baseline` and
-`/work/candidate`), init containers `train-baseline` then `train-candidate` (that side's code: no
+`/work/candidate`, and the sealed holdout read-only, only to fingerprint it for baseline reuse:
+nothing of a side's code runs there), init containers `train-baseline` then `train-candidate` (that side's code: no
 secret of any kind, only its own side's volume, not `/work`, not the other side, its own HOME and
-/tmp, the shared PVC read-only), then container `score` (`/work`, both sides), the only one that
-mounts the sealed holdout (read-only). A verifier's GPUs (its student's) go to the two train
+/tmp, the shared PVC read-only), then container `score` (`/work`, both sides, the sealed holdout
+read-only). A verifier's GPUs (its student's) go to the two train
 containers only; every container that gets GPUs also gets ENV_GPUS, their count.
 """
 
@@ -224,7 +225,8 @@ def _container(
 def _containers(spec: JobSpec, settings: KubernetesFleetSettings) -> tuple[list, list, list]:
     """(init containers, containers, volumes). A verifier runs its spec's command once per step of
     VERIFY_STEPS with `--step <step> --work /work` (`--step train --side <side>` for `train-<side>`);
-    only `score` mounts the holdout, the train steps get no secret, their side only, and the GPUs."""
+    `checkout` (to fingerprint it) and `score` mount the holdout; the train steps get no secret, no
+    holdout, their side only, and the GPUs."""
     volumes, mounts = _volumes(spec, settings)
     deadline = int(time.time()) + spec.wall_seconds  # activeDeadlineSeconds counts from now: the Job is created at once
     own = spec.gpus if spec.role == "student" else 0  # a verifier's GPUs are its train steps'
@@ -237,7 +239,7 @@ def _containers(spec: JobSpec, settings: KubernetesFleetSettings) -> tuple[list,
         volumes.append(volume)
         score_mounts.append(mount)
     checkout = [*spec.command, "--step", "checkout", "--work", WORK_DIR]
-    init = [_container("checkout", checkout, with_secrets, mounts, spec, settings)]
+    init = [_container("checkout", checkout, with_secrets, score_mounts, spec, settings)]
     bare = _env(spec, settings, deadline, False, spec.gpus)
     for step in VERIFY_STEPS[1:-1]:  # train-baseline, train-candidate
         side = step.removeprefix("train-")

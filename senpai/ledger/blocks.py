@@ -196,6 +196,17 @@ class Verification(Block):
         default_factory=list, description="Train-step seconds x the GPUs the verifier job holds, per candidate seed."
     )
     baseline_gpu_seconds: list[float] = Field(default_factory=list, description="The same per baseline seed.")
+    baseline_guards: dict[str, list[float]] = Field(
+        default_factory=dict, description="Guard metric -> its baseline value per seed."
+    )
+    baseline_key: str | None = Field(
+        None,
+        description="sha256 of what makes baseline numbers comparable (base commit, target config, sealed holdout); "
+        "verifications with the same key reuse each other's baseline seeds. None: not reusable.",
+    )
+    baseline_reused: dict[int, int] = Field(
+        default_factory=dict, description="Seed -> the PR whose verification measured that baseline seed (not re-trained here)."
+    )
     passed: bool
     reason: str
 

@@ -31,6 +31,7 @@ from senpai.ledger.labels import STUDENT_PREFIX, student_label
 from senpai.ledger.steering import message_ref
 
 ADVISOR_RETRIES = 3  # advisor turns of one event batch, dead ones included, before escalation
+MAX_BASELINE_SOURCES = 4  # PRs a verifier is told to read for reusable baseline seeds
 INFRA_RETRIES = 3  # runs of one student/verifier job that may fail on infrastructure before escalation
 INFRA_BACKOFF_SECONDS = 15.0  # a relaunch waits this long after the failed run, doubled per relaunch
 INFRA_EXIT = TransientError.exit_code  # `senpai job` exits 3 when the forge, git or the network failed it
@@ -368,23 +369,44 @@ def _students(w: World, cfg: HarnessConfig) -> list[Action]:
 
 
 def _verifiers(w: World, cfg: HarnessConfig) -> list[Action]:
-    out = []
+    """A verifier per PR that owes one. A base no verification has measured yet gets one verifier
+    at a time (none while another runs): it measures the baseline's seeds, and the verifiers
+    launched after it reuse them (`senpai.agents.reuse`) instead of training the same seeds again."""
+    out: list[Action] = []
+    measured = _measured_bases(w.exps)
+    busy = any(j.role == "verifier" for j in _live(w.jobs))
     for e in w.exps:
-        if e.state == "merged" and reverify(e):  # merged onto a base that moved after its verification
-            name = next_run(f"senpai-verifier-pr{e.pr}-{len(e.verifications) + 1}", w.jobs, w.now)
-            out += [_verifier(name, e, cfg)] if name else []
-            continue
-        if e.state != "verifying" or e.error or e.verification_for(e.head, w.base_sha):
+        if e.state == "merged" and (owed := reverify(e)):  # merged onto a base that moved after its verification
+            base = owed[1]
+        elif e.state == "verifying" and not e.error and not e.verification_for(e.head, w.base_sha):
+            base = w.base_sha
+        else:
             continue
         name = next_run(f"senpai-verifier-pr{e.pr}-{len(e.verifications) + 1}", w.jobs, w.now)
-        if name is not None:
-            out.append(_verifier(name, e, cfg))
+        if name is None or (base not in measured and busy):
+            continue
+        out.append(_verifier(name, e, cfg, measured.get(base, [])))
+        busy = True
     return out
 
 
-def _verifier(name: str, e: Experiment, cfg: HarnessConfig) -> Launch:
-    """The verifier of `e`, as its student: the job gets the student's GPUs to train both sides."""
-    return Launch("verifier", name, ["verify", "--pr", str(e.pr)], cfg.verifier_wall_seconds, e.pr, e.student)
+def _measured_bases(exps: list[Experiment]) -> dict[str, list[int]]:
+    """Base commit -> the PRs (newest first, at most MAX_BASELINE_SOURCES) with a verification that
+    measured its baseline and recorded a baseline key."""
+    out: dict[str, list[int]] = {}
+    for e in sorted(exps, key=lambda e: -e.pr):
+        for base in dict.fromkeys(v.baseline for v in e.verifications if v.baseline_values and v.baseline_key):
+            prs = out.setdefault(base, [])
+            if len(prs) < MAX_BASELINE_SOURCES:
+                prs.append(e.pr)
+    return out
+
+
+def _verifier(name: str, e: Experiment, cfg: HarnessConfig, sources: list[int]) -> Launch:
+    """The verifier of `e`, as its student: the job gets the student's GPUs to train both sides.
+    `sources`: PRs whose verifications measured the base, for it to reuse (`--baseline-from`)."""
+    args = ["verify", "--pr", str(e.pr), *(a for pr in sources if pr != e.pr for a in ("--baseline-from", str(pr)))]
+    return Launch("verifier", name, args, cfg.verifier_wall_seconds, e.pr, e.student)
 
 
 def _advisor(w: World, cfg: HarnessConfig) -> Launch | Escalate | None:

@@ -289,14 +289,14 @@ def test_default_harness_config(helm: dict) -> None:
     ],
 )
 def test_the_sealed_holdout_reaches_only_verifier_scoring(helm: dict, case: str, expected: dict | None) -> None:
-    """The rendered fleet settings, built into Jobs: only a verifier's `score` container mounts the holdout."""
+    """The rendered fleet settings, built into Jobs: only a verifier's `checkout` (its fingerprint) and `score` containers mount the holdout."""
     answer = helm[f"{case}-1.37"]
     fleet = harness(manifests(answer)).fleet
     assert (fleet.holdout and fleet.holdout.model_dump()) == expected
     if expected is None:
         assert "Sealed holdout: none" in answer["notes"]
         return
-    assert f"read-only at {expected['mount_path']} in the score container of verifier Jobs only" in answer["notes"]
+    assert f"read-only at {expected['mount_path']} in the checkout and score containers of verifier Jobs only" in answer["notes"]
     for role in ("advisor", "student", "verifier"):
         spec = JobSpec(name=f"senpai-{role}-pr3-1", role=role, command=["senpai", "job", role], wall_seconds=60, gpus=1)
         job = client.ApiClient().sanitize_for_serialization(build_job(spec, fleet))
@@ -308,7 +308,7 @@ def test_the_sealed_holdout_reaches_only_verifier_scoring(helm: dict, case: str,
             for m in c["volumeMounts"]
             if m["mountPath"] == expected["mount_path"] or m["name"] == "holdout"
         }
-        assert holders == ({"score"} if role == "verifier" else set()), role
+        assert holders == ({"checkout", "score"} if role == "verifier" else set()), role
         if role == "verifier":  # one train step per side, each on its own side's volume, with the GPUs
             names = [c["name"] for c in [*pod["initContainers"], *pod["containers"]]]
             assert names == ["checkout", "train-baseline", "train-candidate", "score"]

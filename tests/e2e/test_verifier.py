@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from forge_fixtures import TOKEN, commit_and_push
+from forge_fixtures import TOKEN, as_user, commit_and_push
 from tiny_target import (
     INTO_EVALUATOR,
     NAN_TRAIN,
@@ -29,6 +29,7 @@ from senpai.agents.verify_steps import verify_all
 from senpai.cli.demo import write_config
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import load_harness
+from senpai.ledger import transitions
 from senpai.ledger.blocks import Verification, render
 
 pytestmark = pytest.mark.e2e
@@ -183,9 +184,10 @@ def test_the_cli_verifies_in_one_step_and_in_four(tiny, tmp_path):
     for step in STEPS:
         env_job = _job(config, tmp_path / step[-1], "--pr", str(pr), "--step", *step, "--work", str(work))
         assert env_job.returncode == 0, (step, env_job.stderr)
-    for side in ("baseline", "candidate"):
-        trained = json.loads((work / side / "train.json").read_text())
-        assert len(trained["runs"]) == 2 and {r["side"] for r in trained["runs"]} == {side} == {trained["side"]}
+    trained = json.loads((work / "candidate" / "train.json").read_text())
+    assert len(trained["runs"]) == 2 and {r["side"] for r in trained["runs"]} == {"candidate"} == {trained["side"]}
+    # the one-step run measured this base's seeds: the four steps reuse them instead of training
+    assert json.loads((work / "baseline" / "train.json").read_text())["runs"] == []
     assert json.loads(env_job.stdout.splitlines()[-1])["passed"] is True
 
 
@@ -274,12 +276,13 @@ def test_the_targets_test_command_must_pass_on_the_candidate(tiny, tmp_path, w, 
         assert v.seeds == [] and "test command failed" in v.reason
 
 
-def _steps_apart(config: Path, pr: int, tmp_path: Path, env: dict[str, str] | None = None) -> Path:
+def _steps_apart(config: Path, pr: int, tmp_path: Path, env: dict[str, str] | None = None, sources: tuple[int, ...] = ()) -> Path:
     """checkout, train --side baseline, train --side candidate as separate processes, each train
     step's --work holding only its own side (as its mounts on Kubernetes: no /work, no other side);
     returns the work dir with everything back in place for score. `env` is the train steps' extra env."""
     work, full = tmp_path / "work", tmp_path / "full"
-    checkout = _job(config, tmp_path / "checkout", "--pr", str(pr), "--step", "checkout", "--work", str(work))
+    hints = [a for pr_ in sources for a in ("--baseline-from", str(pr_))]
+    checkout = _job(config, tmp_path / "checkout", "--pr", str(pr), "--step", "checkout", "--work", str(work), *hints)
     assert checkout.returncode == 0, checkout.stderr
     work.rename(full)
     for side in ("baseline", "candidate"):
@@ -483,3 +486,94 @@ def test_a_train_json_that_is_not_a_regular_file_fails_the_candidate(tiny, tmp_p
     assert score.returncode == 0, score.stderr  # before: blocked for ever reading it
     [v] = _recorded(config, pr, tmp_path)
     assert not v.passed and "train.json" in v.reason and "not a regular file" in v.reason, v.reason
+
+
+def _verify_from(config: Path, pr: int, work: Path, sources: tuple[int, ...] = ()) -> Verification:
+    cfg = load_harness(config)
+    ctx = prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), work)
+    return verify_all(ctx, pr, Path(cfg.fleet.holdout_dir), sources)
+
+
+def _baseline_logs(work: Path) -> list[str]:
+    return sorted(p.name for p in work.glob("baseline/artifacts/*-train.log"))
+
+
+def test_a_second_pr_against_the_same_base_reuses_its_baseline_seeds(tiny, tmp_path):
+    make, _ = tiny
+    forge, config = make()
+    first = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n'})
+    a = _verify(config, first, tmp_path / "a")
+    assert (
+        a.baseline_reused == {}
+        and a.baseline_key
+        and _baseline_logs(tmp_path / "a") == ["baseline-0-train.log", "baseline-1-train.log"]
+    )
+    assert a.baseline_guards == {"leak": [0.0, 0.0]} and len(a.baseline_seconds) == 2
+    second = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2)})
+    b = _verify_from(config, second, tmp_path / "b", (first,))
+    assert b.passed, b.reason
+    assert b.baseline_reused == {0: first, 1: first} and b.baseline_key == a.baseline_key
+    assert b.baseline_values == a.baseline_values and b.baseline_seconds == a.baseline_seconds
+    assert _baseline_logs(tmp_path / "b") == []  # no baseline seed trained again
+    assert b.candidate_values == pytest.approx([0.9, 0.902])
+    # without the hint there is nothing to reuse: the baseline is trained
+    third = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.1)})
+    c = _verify_from(config, third, tmp_path / "c")
+    assert c.baseline_reused == {} and len(_baseline_logs(tmp_path / "c")) == 2
+
+
+def test_a_changed_holdout_or_config_is_never_scored_with_old_baseline_numbers(tiny, tmp_path):
+    make, holdout = tiny
+    forge, config = make()
+    first = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n'})
+    a = _verify(config, first, tmp_path / "a")
+    (holdout / "target.txt").write_text("0.75\n")  # the operator replaced the data in place
+    second = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n'})
+    b = _verify_from(config, second, tmp_path / "b", (first,))
+    assert b.baseline_reused == {} and b.baseline_key != a.baseline_key and len(_baseline_logs(tmp_path / "b")) == 2
+
+
+def test_a_verification_block_posted_by_a_human_is_never_reused(tiny, local_forge, tmp_path):
+    make, _ = tiny
+    forge, config = make()
+    first = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n'})
+    a = _verify(config, first, tmp_path / "a")
+    second = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n'})
+    cfg = load_harness(config)
+    carol = as_user(local_forge, cfg.forge, "carol", "collaborator")
+    forged = a.model_copy(update={"pr": second, "candidate": "0" * 40, "baseline_values": [0.1, 0.1], "reason": "forged"})
+    transitions.record_verification(carol, carol.get_pull(second), forged)
+    assert any("forged" in c.body for c in forge.list_comments(second))  # posted, with the bot's own rendering
+    b = _verify_from(config, second, tmp_path / "b")  # reads its own PR: the forged block is there
+    assert b.baseline_reused == {} and b.baseline_values == pytest.approx([0.7, 0.702])
+
+
+def test_the_four_steps_skip_and_reuse_known_baseline_seeds(tiny, tmp_path):
+    make, _ = tiny
+    forge, config = make()
+    first = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n'})
+    a = _verify(config, first, tmp_path / "a")
+    second = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2)})
+    work = _steps_apart(config, second, tmp_path, sources=(first,))
+    assert json.loads((work / "baseline" / "job.json").read_text())["known"] == [0, 1]
+    assert json.loads((work / "baseline" / "train.json").read_text())["runs"] == []
+    score = _job(
+        config, tmp_path / "score", "--pr", str(second), "--step", "score", "--work", str(work), "--baseline-from", str(first)
+    )
+    assert score.returncode == 0, score.stderr
+    (b,) = _recorded(config, second, tmp_path)
+    assert b.passed and b.baseline_reused == {0: first, 1: first} and b.baseline_values == a.baseline_values
+
+
+def test_a_baseline_seed_the_score_step_cannot_find_again_is_senpais_failure(tiny, tmp_path):
+    """job.json is in the baseline's side dir, which the base's code can write: the score step reuses
+    only what it reads from the ledger itself, and a skipped seed it cannot find is BaselineFailed."""
+    make, _ = tiny
+    forge, config = make()
+    first = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n'})
+    _verify(config, first, tmp_path / "a")
+    second = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2)})
+    work = _steps_apart(config, second, tmp_path, sources=(first,))
+    score = _job(config, tmp_path / "score", "--pr", str(second), "--step", "score", "--work", str(work))  # no hint
+    assert score.returncode == 3 and "no train step recorded for baseline seed 0" in score.stdout + score.stderr
+    assert _recorded(config, second, tmp_path) == []

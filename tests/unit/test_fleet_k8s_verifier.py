@@ -1,5 +1,6 @@
 """Verifier Jobs on Kubernetes: checkout, train-baseline, train-candidate (each on its own side's
-volume only), score, and the sealed holdout only in `score`.
+volume only), score, and the sealed holdout only in `checkout` (its fingerprint, for baseline
+reuse) and `score`, never in a step that runs a side's code.
 
 The Job specs are the ones KubernetesFleet builds, validated strictly against the Kubernetes 1.30
 and 1.37 schemas, then run by the API-server stand-in (tests/k8s_apiserver.py), whose "kubelet"
@@ -109,7 +110,7 @@ def test_the_train_steps_get_no_secret_and_no_holdout(holdout, gpus):
         secret_volumes = {v["name"] for v in pod["volumes"] if "secret" in v}
         assert not [m for m in train["volumeMounts"] if m["name"] in secret_volumes or m["mountPath"] == holdout["mount_path"]]
         assert not reads_holdout(pod, train, holdout)
-    assert not reads_holdout(pod, checkout, holdout)
+    assert reads_holdout(pod, checkout, holdout)  # senpai's code only: it fingerprints the holdout
     # the steps that talk to the forge keep their token, by reference
     for c in (checkout, pod["containers"][0]):
         refs = {e["name"]: e["valueFrom"]["secretKeyRef"]["key"] for e in c["env"] if "valueFrom" in e}
@@ -149,21 +150,22 @@ def test_a_gpu_verifier_gives_its_gpus_to_the_train_steps_only():
     assert "nodeSelector" not in cpu and "tolerations" not in cpu
 
 
-def test_only_score_mounts_the_secret_holdout_read_only():
+def test_only_checkout_and_score_mount_the_secret_holdout_read_only():
     pod = pod_of("verifier", SECRET_HOLDOUT)
     holdout = [v for v in pod["volumes"] if v["name"] == "holdout"]
     assert holdout == [{"name": "holdout", "secret": {"secretName": "digits-holdout", "defaultMode": 0o440}}]
     readers = [c["name"] for c in every_container(pod) if reads_holdout(pod, c, SECRET_HOLDOUT)]
-    assert readers == ["score"]
-    (mount,) = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "holdout"]
-    assert mount == {"name": "holdout", "mountPath": "/holdout", "readOnly": True}
+    assert readers == ["checkout", "score"]
+    for c in (pod["initContainers"][0], pod["containers"][0]):
+        (mount,) = [m for m in c["volumeMounts"] if m["name"] == "holdout"]
+        assert mount == {"name": "holdout", "mountPath": "/holdout", "readOnly": True}
 
 
-def test_only_score_mounts_the_claim_holdout_read_only_at_its_sub_path():
+def test_only_checkout_and_score_mount_the_claim_holdout_read_only_at_its_sub_path():
     pod = pod_of("verifier", CLAIM_HOLDOUT)
     (volume,) = [v for v in pod["volumes"] if v["name"] == "holdout"]
     assert volume["persistentVolumeClaim"] == {"claimName": "sealed", "readOnly": True}
-    assert [c["name"] for c in every_container(pod) if reads_holdout(pod, c, CLAIM_HOLDOUT)] == ["score"]
+    assert [c["name"] for c in every_container(pod) if reads_holdout(pod, c, CLAIM_HOLDOUT)] == ["checkout", "score"]
     (mount,) = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "holdout"]
     assert mount == {"name": "holdout", "mountPath": "/sealed", "readOnly": True, "subPath": "digits/v1"}
 

@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 from senpai.config.harness import HarnessConfig, RoleRuntime
 from senpai.fleet.base import JobStatus
-from senpai.ledger.blocks import BaselineRef, BudgetRef, Evidence, Hypothesis, MetricRef, PrimaryResult
+from senpai.ledger.blocks import BaselineRef, BudgetRef, Evidence, Hypothesis, MetricRef, PrimaryResult, Verification
 from senpai.ledger.experiment import Experiment
 from senpai.wrapper.policy import Block, DeleteJob, FailureEvidence, FinishAttempts, Launch, RestoreStudent, World, plan
 
@@ -112,6 +112,31 @@ def test_review_and_verifying_prs():
     assert (v.name, v.student) == ("senpai-verifier-pr2-1", "bo")  # the job gets bo's GPUs to train both sides
     (adv,) = launches(actions, "advisor")
     assert [e.id for e in adv.events] == [f"review:pr-1@{'1' * 40}/a1d0", f"idle:ada@{BASE}:2", f"idle:bo@{BASE}:2"]
+
+
+def _verified(e: Experiment, baseline: str, key: str | None = "k" * 64) -> Experiment:
+    v = Verification(
+        pr=e.pr, candidate="0" * 40, baseline=baseline, metric="acc", direction="maximize", seeds=[0, 1],
+        candidate_values=[0.5, 0.5], baseline_values=[0.6, 0.6], candidate_mean=0.5, baseline_mean=0.6,
+        improvement=-0.1, noise_floor=0.01, baseline_key=key, passed=False, reason="r",
+    )  # fmt: skip
+    return e.model_copy(update={"verifications": [v]})
+
+
+def test_a_base_no_verification_measured_gets_one_verifier_at_a_time():
+    w = World([exp(1, "verifying", attempts=1), exp(2, "verifying", "bo", attempts=1)], BASE, [], NOW)
+    (v,) = launches(plan(w, CFG), "verifier")
+    assert v.pr == 1 and v.args == ["verify", "--pr", "1"]
+    running = World(w.exps, BASE, [job("senpai-verifier-pr1-1", "verifier", 1)], NOW)
+    assert launches(plan(running, CFG), "verifier") == []  # PR 2 waits to reuse PR 1's baseline seeds
+    # PR 1's verification of this base is recorded: PR 2 goes, told where the baseline was measured
+    measured = World([_verified(w.exps[0], BASE), w.exps[1]], BASE, [], NOW)
+    (v2,) = launches(plan(measured, CFG), "verifier")
+    assert v2.pr == 2 and v2.args == ["verify", "--pr", "2", "--baseline-from", "1"]
+    # a verification of another base, or one with no key, is not this base's measurement
+    for other in (_verified(w.exps[0], "c" * 40), _verified(w.exps[0], BASE, key=None)):
+        waiting = World([other, w.exps[1]], BASE, [job("senpai-verifier-pr9-1", "verifier", 9)], NOW)
+        assert launches(plan(waiting, CFG), "verifier") == []
 
 
 def test_invalid_block_blocks_only_that_pr():

@@ -69,6 +69,7 @@ def _verification(e: Experiment, passed: bool) -> Verification:
         baseline_mean=0.0,
         improvement=1.0,
         noise_floor=0.1,
+        baseline_key="k" * 64,  # what the verifier records: later verifiers of this base reuse its baseline
         passed=passed,
         reason="r",
     )
@@ -189,7 +190,9 @@ def test_every_open_experiment_gets_an_action_within_a_bounded_number_of_ticks(e
         served = _served(sim, actions)
         for pr, e in sim.exps.items():
             waiting[pr] = 0 if pr in served or e.state not in OPEN else waiting[pr] + 1
-            assert waiting[pr] <= BOUND, f"PR #{pr} in {e.state} got no action for {waiting[pr]} ticks: {e}"
+            # a base's first verifier runs alone (the rest reuse its baseline): one job per other PR more
+            bound = BOUND + (len(exps) - 1 if e.state == "verifying" else 0)
+            assert waiting[pr] <= bound, f"PR #{pr} in {e.state} got no action for {waiting[pr]} ticks: {e}"
         running = [j for j in sim.jobs if not j.done]
         for a in actions:
             sim.apply(a)

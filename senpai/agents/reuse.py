@@ -1,0 +1,112 @@
+"""Baseline reuse: a baseline seed is trained and scored once per base, not once per verification.
+
+Every verification against a base measures the same code on the same seeds, and a merge makes
+every open PR verify again against the new base. A `Verification` records its baseline's numbers
+per seed and a `baseline_key`: a digest of what those numbers depend on (the base commit, the
+target config, the sealed holdout's fingerprint). A later verification with the same key takes a
+baseline seed from an earlier block instead of re-running it, and names that block's PR in
+`baseline_reused`. Only blocks the verifier itself posted are read (`read_experiment` keeps the
+bot's records only), on the PR being verified and on the PRs the wrapper names (`--baseline-from`).
+
+For a deterministic target the reused numbers are the ones a re-run would give. For a
+nondeterministic one they are a sample of the same baseline, as a fresh run would be; verifications
+against one base then share their baseline samples, as experiments against one control do.
+"""
+
+import hashlib
+import json
+import math
+import os
+from pathlib import Path
+
+from senpai.agents.context import TurnContext
+from senpai.agents.verifier import Sample
+from senpai.config.target import TargetConfig
+from senpai.errors import NotFound
+from senpai.ledger.blocks import Verification
+from senpai.ledger.experiment import read_experiment
+
+MAX_SOURCES = 8  # PRs read for earlier baseline seeds: each costs two forge requests
+MAX_HOLDOUT_ENTRIES = 10_000  # a sealed holdout with more files or folders is not fingerprinted: no reuse
+MAX_HASHED_BYTES = 256 * 1024**2  # file contents hashed; past this, a file counts by size and mtime
+KUBELET_INTERNAL = ".."  # Secret volumes: `..data` and `..<timestamp>`, renamed on every update and per pod
+
+
+def holdout_fingerprint(root: Path) -> str | None:
+    """sha256 hex of the sealed holdout at `root`: every path, file size and, up to
+    MAX_HASHED_BYTES in all, file contents (past that, size and mtime in ns). Files are read
+    through symlinks (a Kubernetes Secret volume's files are links into `..data`). None if it holds
+    over MAX_HOLDOUT_ENTRIES entries or cannot be read: such a holdout is never reused."""
+    h, entries, hashed = hashlib.sha256(), 0, 0
+    try:
+        for folder, dirs, files in os.walk(root, onerror=_raise):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(KUBELET_INTERNAL))
+            for name in sorted(f for f in files if not f.startswith(KUBELET_INTERNAL)):
+                entries += 1
+                if entries > MAX_HOLDOUT_ENTRIES:
+                    return None
+                path = Path(folder, name)
+                st = path.stat()
+                h.update(f"{path.relative_to(root)}\0{st.st_size}\0".encode())
+                if hashed + st.st_size <= MAX_HASHED_BYTES:
+                    hashed += st.st_size
+                    with path.open("rb") as f:
+                        while chunk := f.read(1 << 20):
+                            h.update(chunk)
+                else:
+                    h.update(f"mtime {st.st_mtime_ns}\0".encode())
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def _raise(error: OSError) -> None:
+    raise error
+
+
+def baseline_key(target: TargetConfig, baseline: str, holdout_dir: Path) -> str | None:
+    """sha256 hex of (base commit, the target config, `holdout_fingerprint(holdout_dir)`): equal
+    keys give comparable baseline numbers. None if the holdout cannot be fingerprinted."""
+    holdout = holdout_fingerprint(holdout_dir)
+    if holdout is None:
+        return None
+    data = {"baseline": baseline, "target": target.model_dump(mode="json"), "holdout": holdout}
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def samples(v: Verification, source: int) -> dict[int, Sample]:
+    """Seed -> its baseline sample in `v`, for the seeds whose every figure `v` recorded (a
+    block from before `baseline_guards` existed, or a failed seed, gives none)."""
+    n = len(v.baseline_values)
+    per_seed = [v.baseline_seconds, v.baseline_gpu_seconds, *v.baseline_guards.values()]
+    if any(len(xs) != n for xs in per_seed) or len(v.seeds) < n:
+        return {}
+    compute = v.baseline_compute if len(v.baseline_compute) == n else [None] * n
+    out = {}
+    for i, seed in enumerate(v.seeds[:n]):
+        value = v.baseline_values[i]
+        if not math.isfinite(value):
+            continue
+        guards = {name: xs[i] for name, xs in v.baseline_guards.items()}
+        out[seed] = Sample(value, v.baseline_seconds[i], v.baseline_gpu_seconds[i], compute[i], guards, source)
+    return out
+
+
+def reusable(ctx: TurnContext, number: int, key: str | None, sources: tuple[int, ...]) -> dict[int, Sample]:
+    """Seed -> a baseline sample an earlier verification with baseline key `key` measured, read
+    from PR `number` and then `sources` (at most MAX_SOURCES PRs in all; the first block to
+    measure a seed gives it). Empty if `key` is None. Raises TransientError on forge faults that
+    outlast retries."""
+    if key is None:
+        return {}
+    out: dict[int, Sample] = {}
+    for pr in list(dict.fromkeys([number, *sources]))[:MAX_SOURCES]:
+        try:
+            pull = ctx.forge.get_pull(pr)
+        except NotFound:  # the wrapper named a PR that is gone: nothing to reuse from it
+            continue
+        for v in read_experiment(pull, ctx.ledger.comments(pull), ctx.forge.login).verifications:
+            if v.baseline_key == key:
+                for seed, s in samples(v, pr).items():
+                    out.setdefault(seed, s)
+    return out
