@@ -60,7 +60,7 @@ def test_research_loop_on_the_kubernetes_fleet(local_forge, tmp_path, monkeypatc
         posted = [body for method, path, body in server.cluster.requests if method == "POST" and path.endswith("/jobs")]
     roles = {body["metadata"]["labels"]["senpai.dev/role"] for body in posted}
     assert roles == {"advisor", "student", "verifier"}
-    for body in posted:  # only a verifier's score container mounts the holdout; its train steps have no secret
+    for body in posted:  # only a verifier's checkout (its fingerprint) and score containers mount the holdout; its train steps have no secret
         pod = body["spec"]["template"]["spec"]
         steps = [c["name"] for c in [*pod.get("initContainers", []), *pod["containers"]]]
         holders = [
@@ -69,7 +69,7 @@ def test_research_loop_on_the_kubernetes_fleet(local_forge, tmp_path, monkeypatc
             if any(m["name"] == "holdout" for m in c["volumeMounts"])
         ]
         if body["metadata"]["labels"]["senpai.dev/role"] == "verifier":
-            assert (steps, holders) == (["checkout", "train-baseline", "train-candidate", "score"], ["score"])
+            assert (steps, holders) == (["checkout", "train-baseline", "train-candidate", "score"], ["checkout", "score"])
             for train in pod["initContainers"][1:]:  # no secret, and only its own side's volume of the work dir
                 assert not [e for e in train["env"] if "valueFrom" in e]
                 work_mounts = [m["name"] for m in train["volumeMounts"] if m["mountPath"].startswith("/work")]
