@@ -289,7 +289,8 @@ def test_default_harness_config(helm: dict) -> None:
     ],
 )
 def test_the_sealed_holdout_reaches_only_verifier_scoring(helm: dict, case: str, expected: dict | None) -> None:
-    """The rendered fleet settings, built into Jobs: only a verifier's `checkout` (its fingerprint) and `score` containers mount the holdout."""
+    """The rendered fleet settings, built into Jobs: only a verifier's `checkout` (its fingerprint)
+    and `score` containers mount the holdout."""
     answer = helm[f"{case}-1.37"]
     fleet = harness(manifests(answer)).fleet
     assert (fleet.holdout and fleet.holdout.model_dump()) == expected

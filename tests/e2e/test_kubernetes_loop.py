@@ -60,7 +60,8 @@ def test_research_loop_on_the_kubernetes_fleet(local_forge, tmp_path, monkeypatc
         posted = [body for method, path, body in server.cluster.requests if method == "POST" and path.endswith("/jobs")]
     roles = {body["metadata"]["labels"]["senpai.dev/role"] for body in posted}
     assert roles == {"advisor", "student", "verifier"}
-    for body in posted:  # only a verifier's checkout (its fingerprint) and score containers mount the holdout; its train steps have no secret
+    # only a verifier's checkout (its fingerprint) and score containers mount the holdout; its train steps have no secret
+    for body in posted:
         pod = body["spec"]["template"]["spec"]
         steps = [c["name"] for c in [*pod.get("initContainers", []), *pod["containers"]]]
         holders = [
