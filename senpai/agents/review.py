@@ -52,7 +52,7 @@ def send_to_verifier(ctx: TurnContext, pr: PullRequest, exp: Experiment) -> str:
 def merge_verified(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline: Baseline, v: Verification, reason: str) -> str:
     """Merge a PR whose verification for (head, base) passed; the gate re-checks everything.
 
-    A refused merge closes the PR with the gate's reason; a conflict asks for changes.
+    A refused merge closes the PR with the gate's reason; a conflict asks for changes (`reapply`).
     """
     numbers = verified_numbers(v)
     try:
@@ -62,6 +62,12 @@ def merge_verified(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline:
         apply(ctx, pr, exp, baseline, decision(exp, "close", f"merge gate refused: {e}", **numbers))
         return f"#{exp.pr}: closed, merge gate refused: {e}"
     except MergeConflict:
-        why = "the base moved and the merge conflicts; re-apply on the new base"
-        apply(ctx, pr, exp, baseline, decision(exp, "changes", why, **numbers))
-        return f"#{exp.pr}: changes requested (merge conflict)"
+        return reapply(ctx, pr, exp, baseline, numbers)
+
+
+def reapply(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline: Baseline, numbers: dict) -> str:
+    """The base moved and the PR conflicts with it (at the merge, or the verifier's `conflict`):
+    not the hypothesis's failure, so its student re-applies it on the new base (`changes`)."""
+    why = "the base moved and the merge conflicts; re-apply on the new base"
+    apply(ctx, pr, exp, baseline, decision(exp, "changes", why, **numbers))
+    return f"#{exp.pr}: changes requested (merge conflict)"

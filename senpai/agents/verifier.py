@@ -60,6 +60,7 @@ class Plan(BaseModel):
     # itself unless the PR is behind its base); None with `unmergeable` saying why (refused)
     merged: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")
     unmergeable: str | None = None
+    conflict: bool = False  # `unmergeable` because the trees conflict (re-applied on the base, it may merge)
 
 
 def pair(ctx: TurnContext, number: int) -> tuple[str, str]:
@@ -89,7 +90,7 @@ def make_plan(ctx: TurnContext, number: int) -> Plan:
         listed, unlisted = [], str(e)
     refs = [f"+{candidate}:refs/senpai/candidate", f"+{baseline}:refs/senpai/baseline"]
     ctx.repo.git("fetch", "--quiet", "origin", *refs, network=True)
-    merged, unmergeable = ctx.repo.merged(baseline, candidate)
+    merged, unmergeable, conflict = ctx.repo.merged(baseline, candidate)
     files = sorted({*listed, *(ctx.repo.changed_paths(baseline, candidate) if merged else [])})
     chars = sum(len(f) for f in files)
     if unlisted is None and (len(files) > MAX_FILES or chars > MAX_PATH_CHARS):
@@ -100,7 +101,7 @@ def make_plan(ctx: TurnContext, number: int) -> Plan:
     files = [] if unlisted else files
     return Plan(
         pr=number, candidate=candidate, baseline=baseline, files=files, unlisted=unlisted, merged=merged,
-        unmergeable=unmergeable,
+        unmergeable=unmergeable, conflict=conflict,
         protected_touched=protected_touched(ctx.target, files), out_of_scope=out_of_scope(ctx.target, files),
     )  # fmt: skip
 
@@ -140,7 +141,10 @@ def refusal(target: TargetConfig, plan: Plan) -> Verification | None:
         why.append(f"{plan.unmergeable}: the forge could not merge it as measured")
     if not why:
         return None
-    return verification_block(target, plan, [], passed=False, reason="refused without running: " + "; ".join(why))
+    conflict = plan.conflict and len(why) == 1  # nothing else wrong: re-applied on the new base, it may pass
+    return verification_block(
+        target, plan, [], passed=False, conflict=conflict, reason="refused without running: " + "; ".join(why)
+    )
 
 
 @dataclass(frozen=True)

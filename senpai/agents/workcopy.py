@@ -134,19 +134,20 @@ class WorkCopy:
             raise PermanentError(f"git diff failed ({proc.returncode}): {proc.stderr.decode(errors='replace').strip()[-500:]}")
         return [p.decode(errors="replace") for p in proc.stdout.split(b"\0") if p]
 
-    def merged(self, base: str, head: str) -> tuple[str | None, str | None]:
-        """(the commit whose tree a merge of `head` into `base` would have, None) or (None, why not):
+    def merged(self, base: str, head: str) -> tuple[str | None, str | None, bool]:
+        """(the commit whose tree a merge of `head` into `base` would have, None, False) or (None,
+        why not, whether the trees conflict; False: the two share no history):
         `head` itself when `base` is its ancestor, else a commit of the tree `git merge-tree` builds
         (as the forge merges), parents base and head, with a fixed identity and date so that every
         step of one verification builds the same sha. Why not: the trees conflict, or the two share
         no history. Raises PermanentError on any other git failure."""
         if self._run("merge-base", "--is-ancestor", base, head).returncode == 0:
-            return head, None
+            return head, None, False
         tree = self._run("merge-tree", "--write-tree", "--no-messages", base, head)
         if tree.returncode == 1:
-            return None, f"the PR head {head[:8]} conflicts with the base {base[:8]}"
+            return None, f"the PR head {head[:8]} conflicts with the base {base[:8]}", True
         if b"unrelated histories" in tree.stderr:
-            return None, f"the PR head {head[:8]} has no history in common with the base {base[:8]}"
+            return None, f"the PR head {head[:8]} has no history in common with the base {base[:8]}", False
         if tree.returncode != 0:
             raise PermanentError(f"git merge-tree failed ({tree.returncode}): {tree.stderr.decode(errors='replace')[-500:]}")
         when = {"GIT_AUTHOR_DATE": "1970-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "1970-01-01T00:00:00Z"}
@@ -155,7 +156,7 @@ class WorkCopy:
         commit = self._run("commit-tree", tree_sha, "-p", base, "-p", head, "-m", message, env=when)
         if commit.returncode != 0:
             raise PermanentError(f"git commit-tree failed: {commit.stderr.decode(errors='replace')[-500:]}")
-        return commit.stdout.decode().strip(), None
+        return commit.stdout.decode().strip(), None, False
 
     def _run(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         return subprocess.run(["git", *args], cwd=self.path, env={**self.env, **(env or {})}, capture_output=True)

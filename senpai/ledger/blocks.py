@@ -204,6 +204,9 @@ class Verification(Block):
         description="sha256 of what makes baseline numbers comparable (base commit, target config, sealed holdout); "
         "verifications with the same key reuse each other's baseline seeds. None: not reusable.",
     )
+    conflict: bool = Field(
+        False, description="Refused because the PR conflicts with a base that moved: not the hypothesis's failure."
+    )
     baseline_reused: dict[int, int] = Field(
         default_factory=dict, description="Seed -> the PR whose verification measured that baseline seed (not re-trained here)."
     )

@@ -24,6 +24,7 @@ from tiny_target import (
 )
 
 from senpai.agents.context import prepare_turn
+from senpai.agents.search.advisor import advisor_turn
 from senpai.agents.verifier import BaselineFailed
 from senpai.agents.verify_steps import verify_all
 from senpai.cli.demo import write_config
@@ -31,6 +32,8 @@ from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import load_harness
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Verification, render
+from senpai.ledger.events import Event
+from senpai.ledger.labels import Status, status_of
 
 pytestmark = pytest.mark.e2e
 
@@ -395,6 +398,7 @@ def test_a_head_with_no_history_in_common_with_its_base_is_refused(tiny, tmp_pat
     subprocess.run(["git", "-C", str(seed), "push", "-q", "-f", "origin", f"orphan:{head}"], env=forge.git_env(), check=True)
     v = _verify(config, pr, tmp_path / "job")
     assert not v.passed and v.reason.startswith("refused without running") and "no history in common" in v.reason
+    assert not v.conflict  # not a conflict a re-apply resolves: the advisor closes it
 
 
 # A smudge filter the candidate sets in its own checkout: git runs it inside the next seed's reset,
@@ -577,3 +581,23 @@ def test_a_baseline_seed_the_score_step_cannot_find_again_is_senpais_failure(tin
     score = _job(config, tmp_path / "score", "--pr", str(second), "--step", "score", "--work", str(work))  # no hint
     assert score.returncode == 3 and "no train step recorded for baseline seed 0" in score.stdout + score.stderr
     assert _recorded(config, second, tmp_path) == []
+
+
+def test_a_pr_that_conflicts_with_a_moved_base_is_sent_back_to_re_apply_not_closed(tiny, tmp_path):
+    """Two PRs change the same line of params.json; once the base has the other's change, the
+    verifier refuses the pair as a conflict (the hypothesis's own merit is unknown), and the advisor
+    asks its student to re-apply it on the new base instead of closing it as a failure."""
+    make, _ = tiny
+    forge, config = make()
+    pr = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n'})
+    commit_and_push(forge, tmp_path / "seed", "advisor", {"params.json": '{"w": 0.6}\n'}, start="advisor")
+    v = _verify(config, pr, tmp_path / "job")
+    assert not v.passed and v.conflict and "conflicts with the base" in v.reason and v.seeds == []
+    cfg = load_harness(config)
+    ctx = prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), tmp_path / "advisor")
+    head, base = forge.get_pull(pr).head_sha, forge.branch_sha("advisor")
+    lines = advisor_turn(ctx, [Event(id=f"verified:pr-{pr}@{head}..{base}", kind="verified", pr=pr, head=head)])
+    assert lines == [f"#{pr}: changes requested (merge conflict)"]
+    (d,) = ctx.ledger.experiment(forge.get_pull(pr)).decisions
+    assert d.verdict == "changes" and "re-apply on the new base" in d.reason
+    assert status_of(forge.get_pull(pr).labels) == Status.CHANGES

@@ -217,6 +217,8 @@ def _merge(s: Session, pr, exp, baseline, status, reason: str) -> str:
         raise TransitionError(
             f"PR #{pr.number} is waiting for the verifier (head {pr.head_sha[:8]} vs base {baseline.commit[:8]})"
         )
+    if v.conflict:
+        return review.reapply(ctx, pr, exp, baseline, review.verified_numbers(v))
     if not v.passed:
         raise TransitionError(f"the verifier did not pass PR #{pr.number}: {v.reason}; close it or ask for changes")
     return review.merge_verified(ctx, pr, exp, baseline, v, reason)

@@ -88,6 +88,8 @@ def _decide_verified(ctx: TurnContext, pr, exp: Experiment, baseline: Baseline) 
     v = exp.verification_for(exp.head, baseline.commit)
     if v is None:
         return []
+    if v.conflict:
+        return [review.reapply(ctx, pr, exp, baseline, review.verified_numbers(v))]
     if not v.passed:
         review.apply(ctx, pr, exp, baseline, _decision(exp, "close", f"verifier: {v.reason}", **review.verified_numbers(v)))
         return [f"#{exp.pr}: closed, verifier: {v.reason}"]
