@@ -229,7 +229,11 @@ class HarnessConfig(_Strict):
     steering: SteeringSettings = SteeringSettings()
     students: list[StudentSpec] = Field(min_length=1)
     state_dir: str = Field(description="Wrapper's SQLite cache lives here; deleting it loses nothing.")
-    tick_seconds: float = Field(5.0, gt=0, description="Wrapper poll interval, seconds.")
+    tick_seconds: float = Field(
+        5.0,
+        gt=0,
+        description="Wrapper poll period, seconds: a tick starts every tick_seconds (its own duration is taken off the wait).",
+    )
     full_refresh_seconds: float = Field(60.0, gt=0, description="Re-list the forge even without a change.")
     max_experiments: int | None = Field(None, ge=1, description="Open no more than this many experiments in all (any state).")
     patience: int | None = Field(None, ge=1, description="Pause assignments after this many decided experiments without a merge.")

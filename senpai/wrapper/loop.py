@@ -166,13 +166,16 @@ class Wrapper:
         on_tick: Callable[[TickReport], None] | None = None,
         max_ticks: int | None = None,
     ) -> TickReport | None:
-        """Tick every `tick_seconds` until `until(report)` is true, `max_ticks` ticks were tried
-        (failed ones included), or SIGTERM/SIGINT arrives. Returns the last successful tick's report."""
+        """Start a tick every `tick_seconds` (a fixed period: a tick's own duration is taken off the
+        wait, so a slow tick does not push every wake later) until `until(report)` is true,
+        `max_ticks` ticks were tried (failed ones included), or SIGTERM/SIGINT arrives. Returns the
+        last successful tick's report."""
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self.stop)
             signal.signal(signal.SIGINT, self.stop)
         report = None
         while not self._stop.is_set():
+            started = time.monotonic()
             self.health.tick_started()
             try:
                 report = self.tick()
@@ -189,5 +192,5 @@ class Wrapper:
                 on_tick(report)
             if (until and until(report)) or (max_ticks is not None and self.ticks >= max_ticks):
                 break
-            self._stop.wait(self.cfg.tick_seconds)
+            self._stop.wait(max(self.cfg.tick_seconds - (time.monotonic() - started), 0.0))
         return report

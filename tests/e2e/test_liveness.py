@@ -2,6 +2,7 @@
 (after `changes`, its next attempt died before pushing) wakes the advisor again."""
 
 import time
+from types import SimpleNamespace
 
 import pytest
 from forge_fixtures import clone, commit_and_push
@@ -14,6 +15,8 @@ from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import load_harness
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Evidence, PrimaryResult
+from senpai.wrapper import loop
+from senpai.wrapper.loop import TickReport
 
 pytestmark = pytest.mark.e2e
 
@@ -102,3 +105,34 @@ def test_a_wip_pr_whose_last_evidence_landed_without_its_move_to_review_goes_on(
         w.store.close()
     exp = reader(config).experiment(bot.get_pull(pr.number))
     assert [e.attempt for e in exp.evidence] == [1] and "useful failure" in exp.decision.reason
+
+
+def test_ticks_start_at_a_fixed_period_whatever_a_tick_takes(local_forge, tmp_path, monkeypatch):
+    """The wait after a tick is the period minus that tick's own duration (never below 0), so wake
+    latency does not grow with the tick's cost. The clock is simulated: ticks "take" a quarter of the period, then two periods."""
+    config = make_program(local_forge.base_url, tmp_path, "fixed-period", students=1, experiments=1)
+    w = build_wrapper(str(config))
+    period = w.cfg.tick_seconds
+    now, durations, waits = [1000.0], iter([period / 4, period * 2, 0.0]), []
+
+    def tick():
+        w.ticks += 1
+        now[0] += next(durations)
+        return TickReport(tick=w.ticks, calls=0, refreshed=False)
+
+    class Stop:
+        def is_set(self) -> bool:
+            return False
+
+        def wait(self, seconds: float) -> None:
+            waits.append(seconds)
+            now[0] += seconds
+
+    monkeypatch.setattr(loop, "time", SimpleNamespace(monotonic=lambda: now[0]))  # the loop's clock only
+    monkeypatch.setattr(w, "tick", tick)
+    monkeypatch.setattr(w, "_stop", Stop())
+    try:
+        w.run(max_ticks=3)
+    finally:
+        w.store.close()
+    assert waits == [period * 3 / 4, 0.0]
