@@ -13,7 +13,7 @@ export WANDB_SILENT := true
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export OPENHANDS_SUPPRESS_BANNER := 1
 
-.PHONY: demo test lint clean constraints images kind-e2e bench bench-quick bench-verdicts
+.PHONY: demo test lint clean constraints images kind-e2e bench bench-quick bench-verdicts bench-requests
 
 # Images: $(IMAGE_REPO)/<role>:$(IMAGE_TAG), the names the chart uses by default.
 IMAGE_REPO ?= senpai
@@ -42,6 +42,10 @@ bench: $(VENV)/.installed
 
 bench-quick: $(VENV)/.installed
 	WANDB_MODE=offline $(VENV)/bin/python bench/run.py --quick $(BENCH_ARGS)
+
+# Forge requests per hour: the wrapper next to a per-student poller (bench/README.md).
+bench-requests: $(VENV)/.installed
+	WANDB_MODE=offline $(VENV)/bin/python bench/forge_requests.py $(BENCH_ARGS)
 
 # The verifier's false-accept rate on null edits and its power on 0.5/1/2-point edits (bench/README.md).
 bench-verdicts: $(VENV)/.installed

@@ -1,0 +1,173 @@
+"""Forge requests per hour: senpai's wrapper next to a Senpai-style per-student poller, one forge each.
+
+For each (students, PRs) size a fresh local forge holds PRs of `senpai/req-<n>`: one open per
+student, the rest closed, each with a hypothesis body and one comment. Every request goes through
+`tests/fault_proxy.py` (no faults), which counts the forge's answers by status; 304s are counted
+apart, since GitHub does not charge a conditional request answered 304 to the rate limit.
+
+- **senpai**: the wrapper's observe step (`Wrapper._observe`, what an idle tick asks the forge)
+  after a first full read: `--ticks` idle ticks, then one periodic full refresh. Per hour:
+  3600 / tick_seconds idle ticks and 3600 / full_refresh_seconds refreshes.
+- **poller**: each student lists the open PRs (every page) and reads the comments of each of its
+  own, every 60 s; the advisor lists the open PRs and reads every one's comments every 600 s.
+  One cycle of each is run and counted; per hour: 60 student cycles and 6 advisor cycles.
+
+Writes bench/results/requests-<UTC>.json and .md and prints the table.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "e2e")]
+for key, value in {"WANDB_MODE": "offline", "WANDB_SILENT": "true"}.items():
+    os.environ.setdefault(key, value)
+
+from fault_proxy import FaultProxy  # noqa: E402
+from forge_fixtures import seed_token  # noqa: E402
+from research import hand_hypothesis, make_program  # noqa: E402
+
+from senpai.cli.demo import IDENTITY  # noqa: E402
+from senpai.cli.wiring import make_forge  # noqa: E402
+from senpai.cli.wrapper import build_wrapper  # noqa: E402
+from senpai.config.harness import load_harness  # noqa: E402
+from senpai.forge.localforge.server import LocalForgeServer  # noqa: E402
+from senpai.ledger.transitions import hypothesis_body  # noqa: E402
+
+STUDENT_PERIOD, ADVISOR_PERIOD = 60.0, 600.0  # seconds: the per-student poller's cycles
+QUICK = {"students": [1, 8], "prs": [10, 100]}
+FULL = {"students": [1, 8, 32], "prs": [10, 100, 1000]}
+
+
+def _branches(forge, seed: Path, names: list[str]) -> None:
+    """One commit per branch on top of the seeded `main` (a PR needs a commit its base lacks), pushed at once."""
+    env = {**os.environ, **IDENTITY, **forge.git_env()}
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(seed), *args], env=env, check=True, capture_output=True, text=True).stdout
+
+    tree, parent = git("rev-parse", "main^{tree}").strip(), git("rev-parse", "main").strip()
+    refs = [f"{git('commit-tree', tree, '-p', parent, '-m', name).strip()}:refs/heads/{name}" for name in names]
+    for i in range(0, len(refs), 500):
+        git("push", "-q", forge.clone_url, *refs[i : i + 500])
+
+
+def _seed(forge, seed: Path, students: list[str], prs: int) -> None:
+    base = forge.branch_sha("advisor")
+    names = [f"senpai/{students[i % len(students)]}/h-{i}" for i in range(prs)]
+    _branches(forge, seed, names)
+    for i, name in enumerate(names):
+        student = students[i % len(students)]
+        h = hand_hypothesis(f"h-{i}", base).model_copy(update={"student": student})
+        labels = ["senpai", f"student:{student}", "status:wip"]
+        pr = forge.create_pull(f"h-{i}", hypothesis_body(h), head=name, base="advisor", labels=labels)
+        forge.create_comment(pr.number, f"progress note {i}")
+        if i >= len(students):  # one open PR per student, the rest decided
+            forge.update_pull(pr.number, state="closed")
+
+
+def _counted(proxy: FaultProxy, fn) -> dict[str, int]:
+    """Requests `fn()` made: {"charged": n, "not_modified": n} (REST only)."""
+    before = dict(proxy.answered)
+    fn()
+    after = proxy.answered
+    rest = {status: n - before.get(("rest", status), 0) for (surface, status), n in after.items() if surface == "rest"}
+    return {"charged": sum(n for s, n in rest.items() if s != 304), "not_modified": rest.get(304, 0)}
+
+
+def _poller(forge, students: list[str]) -> tuple:
+    def student_cycle(student: str):
+        for p in forge.list_pulls("open"):
+            if f"student:{student}" in p.labels:
+                forge.list_comments(p.number)
+
+    def advisor_cycle():
+        for p in forge.list_pulls("open"):
+            forge.list_comments(p.number)
+
+    return student_cycle, advisor_cycle
+
+
+def measure(tmp: Path, students: int, prs: int, ticks: int) -> dict:
+    """One size: requests per senpai idle tick and refresh, per poller cycle, and both per hour."""
+    seed_token(tmp / "forge")
+    server = LocalForgeServer(tmp / "forge").start()
+    try:
+        with FaultProxy(server.base_url, rate=0.0) as proxy:
+            config = make_program(proxy.url, tmp, f"req-{students}-{prs}", students=students)
+            cfg = load_harness(config)
+            names = [s.name for s in cfg.students]
+            start = time.monotonic()
+            _seed(make_forge(cfg), tmp / "seed", names, prs)
+            seeding = time.monotonic() - start
+            w = build_wrapper(str(config))
+            w._observe(False)  # the first full read
+            idle = [_counted(proxy, lambda: w._observe(False)) for _ in range(ticks)]
+            w._last_refresh = float("-inf")
+            refresh = _counted(proxy, lambda: w._observe(False))
+            w.store.close()
+            student_cycle, advisor_cycle = _poller(make_forge(cfg), names)
+            per_student = [_counted(proxy, lambda s=s: student_cycle(s)) for s in names]
+            advisor = _counted(proxy, advisor_cycle)
+    finally:
+        server.stop()
+    idle_charged = sum(i["charged"] for i in idle) / ticks
+    idle_304 = sum(i["not_modified"] for i in idle) / ticks
+    ticks_h, refresh_h = 3600 / cfg.tick_seconds, 3600 / cfg.full_refresh_seconds
+    senpai_h = ticks_h * idle_charged + refresh_h * refresh["charged"]
+    poller_h = 3600 / STUDENT_PERIOD * sum(c["charged"] for c in per_student) + 3600 / ADVISOR_PERIOD * advisor["charged"]
+    return {
+        "students": students, "prs": prs, "tick_seconds": cfg.tick_seconds, "full_refresh_seconds": cfg.full_refresh_seconds,
+        "idle_tick_charged": idle_charged, "idle_tick_304": idle_304, "refresh_charged": refresh["charged"],
+        "senpai_charged_per_hour": round(senpai_h), "senpai_304_per_hour": round(ticks_h * idle_304),
+        "poller_student_cycle": sum(c["charged"] for c in per_student), "poller_advisor_cycle": advisor["charged"],
+        "poller_charged_per_hour": round(poller_h), "ratio": round(poller_h / senpai_h, 2) if senpai_h else None,
+        "seeding_seconds": round(seeding, 1),
+    }  # fmt: skip
+
+
+def table(rows: list[dict]) -> str:
+    head = ["students", "PRs", "idle tick (charged / 304)", "full refresh", "senpai per hour (charged / 304)",
+            "poller per hour", "poller / senpai"]  # fmt: skip
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [r["students"], r["prs"], f"{r['idle_tick_charged']:g} / {r['idle_tick_304']:g}", r["refresh_charged"],
+                 f"{r['senpai_charged_per_hour']} / {r['senpai_304_per_hour']}", r["poller_charged_per_hour"],
+                 f"{r['ratio']}x" if r["ratio"] else "-"]  # fmt: skip
+        out.append("| " + " | ".join(str(c) for c in cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+@click.command()
+@click.option("--quick", is_flag=True, help=f"Sizes {QUICK} instead of {FULL}.")
+@click.option("--ticks", type=click.IntRange(1, 100), default=5, show_default=True, help="Idle ticks counted per size.")
+def main(quick: bool, ticks: int) -> None:
+    """Measure every size and write bench/results/requests-<UTC>.{json,md}."""
+    sizes = QUICK if quick else FULL
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="senpai-bench-requests-") as scratch:
+        for students in sizes["students"]:
+            for prs in sizes["prs"]:
+                if prs < students:
+                    continue
+                click.echo(f"measuring {students} students, {prs} PRs ...", err=True)
+                rows.append(measure(Path(scratch) / f"{students}-{prs}", students, prs, ticks))
+    md = table(rows)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"requests-{stamp}.json").write_text(json.dumps(rows, indent=2))
+    (out / f"requests-{stamp}.md").write_text(md)
+    click.echo(md)
+
+
+if __name__ == "__main__":
+    main()
