@@ -16,7 +16,8 @@ body is de-chunked and forwarded with a Content-Length.  All other end-to-end he
 Authorization, ETag, If-None-Match, Retry-After, Link) pass unchanged, so 304s and links work.
 `injected` counts faults by kind, `injected_by_surface` by ("rest"|"git", kind), `forwarded`
 counts requests that reached the forge, `answered` the forge's answers by ("rest"|"git", status)
-(bench/requests.py counts 304s apart: GitHub does not charge them to the rate limit).  Set `rate = 0` to pause injection (e.g. while seeding).
+(bench/forge_requests.py counts 304s apart: GitHub does not charge them to the rate limit).
+Set `rate = 0` to pause injection (e.g. while seeding).
 """
 
 import http.client

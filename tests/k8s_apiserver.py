@@ -355,6 +355,7 @@ class Cluster:
             except subprocess.TimeoutExpired:
                 _kill(proc)
                 code, late = proc.wait(), True
+            self._unmount_secrets(pod, container)
             with self.lock:
                 self.procs.pop((ns, pod["metadata"]["name"]), None)
                 if (ns, pod["metadata"]["name"]) not in self.pods:
@@ -362,6 +363,16 @@ class Cluster:
                 self._terminate(ns, job, pod, container["name"], 137 if late else code, None, late)
                 if pod["status"]["phase"] != "Pending":
                     return
+
+    @staticmethod
+    def _unmount_secrets(pod: dict, container: dict) -> None:
+        """Remove the Secret files `_mounts` wrote at the host's path once `container` ends: a kubelet
+        mounts a volume per container, so the next container must not find them there."""
+        volumes = {v["name"]: v for v in pod["spec"].get("volumes", [])}
+        for m in container.get("volumeMounts", []):
+            if "secret" in volumes[m["name"]]:
+                for f in Path(m["mountPath"]).iterdir():
+                    f.unlink()
 
     def _exec(self, ns: str, job: str, pod: dict, container: dict) -> subprocess.Popen | None:
         """Start `container` as a local process (args, env values and workingDir under a mountPath

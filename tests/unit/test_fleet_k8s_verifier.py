@@ -247,7 +247,7 @@ def test_the_stand_in_runs_the_steps_in_order_and_only_score_reads_the_holdout(a
     assert fleet.get(name).phase == "succeeded", fleet.logs(name)
     assert fleet.logs(name).splitlines() == [
         "--- checkout ---",
-        f"checkout token={SECRET_VALUE} holdout=none",
+        f"checkout token={SECRET_VALUE} holdout=3,1,4",  # to fingerprint it; no side code runs here
         "--- train-baseline ---",
         "train-baseline token=none holdout=none",
         "baseline",  # its --work holds its own side only
@@ -267,18 +267,20 @@ def test_the_stand_in_runs_the_steps_in_order_and_only_score_reads_the_holdout(a
     assert SECRET_VALUE not in json.dumps(body) and "3,1,4" not in json.dumps(body)
 
 
-def test_a_missing_holdout_secret_leaves_score_waiting(apiserver, tmp_path):
+def test_a_missing_holdout_secret_leaves_the_job_waiting_before_any_step_runs(apiserver, tmp_path):
+    """`checkout` mounts the holdout too (to fingerprint it), so nothing runs until the Secret exists."""
     fleet = k8s_fleet(apiserver, holdout={"secret": "nowhere", "mount_path": str(tmp_path / "holdout")})
     name = fleet.launch(spec(command=["sh", "-c", 'echo "$2"', "sh"])).name
 
-    def score_waiting() -> dict:
+    def checkout_waiting() -> dict:
         with apiserver.cluster.lock:
-            return apiserver.cluster._pod_of(NAMESPACE, name)["status"]["containerStatuses"][0]["state"].get("waiting", {})
+            status = apiserver.cluster._pod_of(NAMESPACE, name)["status"]["initContainerStatuses"][0]
+            return status["state"].get("waiting", {})
 
     deadline = time.monotonic() + 60
-    while "message" not in score_waiting() and time.monotonic() < deadline:
+    while "message" not in checkout_waiting() and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert 'secret "nowhere" not found' in score_waiting()["message"]
+    assert 'secret "nowhere" not found' in checkout_waiting()["message"]
     status = fleet.get(name)
     assert (status.phase, status.exit_code) == ("pending", None)
-    assert fleet.logs(name) == "--- checkout ---\ncheckout\n--- train-baseline ---\ntrain\n--- train-candidate ---\ntrain\n"
+    assert "checkout\n" not in fleet.logs(name)

@@ -116,7 +116,7 @@ def test_review_and_verifying_prs():
 
 def _verified(e: Experiment, baseline: str, key: str | None = "k" * 64) -> Experiment:
     v = Verification(
-        pr=e.pr, candidate="0" * 40, baseline=baseline, metric="acc", direction="maximize", seeds=[0, 1],
+        pr=e.pr, candidate=e.head, baseline=baseline, metric="acc", direction="maximize", seeds=[0, 1],
         candidate_values=[0.5, 0.5], baseline_values=[0.6, 0.6], candidate_mean=0.5, baseline_mean=0.6,
         improvement=-0.1, noise_floor=0.01, baseline_key=key, passed=False, reason="r",
     )  # fmt: skip
