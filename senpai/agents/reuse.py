@@ -17,8 +17,10 @@ import hashlib
 import json
 import math
 import os
+import re
 from pathlib import Path
 
+from senpai import __version__
 from senpai.agents.context import TurnContext
 from senpai.agents.verifier import Sample
 from senpai.config.target import TargetConfig
@@ -29,22 +31,31 @@ from senpai.ledger.experiment import read_experiment
 MAX_SOURCES = 8  # PRs read for earlier baseline seeds: each costs two forge requests
 MAX_HOLDOUT_ENTRIES = 10_000  # a sealed holdout with more files or folders is not fingerprinted: no reuse
 MAX_HASHED_BYTES = 256 * 1024**2  # file contents hashed; past this, a file counts by size and mtime
-KUBELET_INTERNAL = ".."  # Secret volumes: `..data` and `..<timestamp>`, renamed on every update and per pod
+# a Secret volume's own entries, `..data` and `..<timestamp>`, renamed on every update and per pod
+KUBELET_INTERNAL = re.compile(r"\.\.(data|\d{4}_\d\d_\d\d_.*)\Z")
 
 
 def holdout_fingerprint(root: Path) -> str | None:
-    """sha256 hex of the sealed holdout at `root`: every path, file size and, up to
-    MAX_HASHED_BYTES in all, file contents (past that, size and mtime in ns). Files are read
-    through symlinks (a Kubernetes Secret volume's files are links into `..data`). None if it holds
-    over MAX_HOLDOUT_ENTRIES entries or cannot be read: such a holdout is never reused."""
-    h, entries, hashed = hashlib.sha256(), 0, 0
+    """sha256 hex of the sealed holdout at `root`: every folder and file path, file size and, up to
+    MAX_HASHED_BYTES in all, file contents (past that, size and mtime in ns). Symlinks are followed,
+    to files and to folders (a Kubernetes Secret volume's files are links into `..data`; a folder
+    reached twice is hashed by path only). None if it holds over MAX_HOLDOUT_ENTRIES entries or
+    cannot be read: such a holdout is never reused."""
+    h, entries, hashed, seen = hashlib.sha256(), 0, 0, set()
     try:
-        for folder, dirs, files in os.walk(root, onerror=_raise):
-            dirs[:] = sorted(d for d in dirs if not d.startswith(KUBELET_INTERNAL))
-            for name in sorted(f for f in files if not f.startswith(KUBELET_INTERNAL)):
-                entries += 1
-                if entries > MAX_HOLDOUT_ENTRIES:
-                    return None
+        for folder, dirs, files in os.walk(root, onerror=_raise, followlinks=True):
+            st = os.stat(folder)
+            if (st.st_dev, st.st_ino) in seen:  # a link back up the tree, or a second way in
+                dirs[:] = []
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            dirs[:] = sorted(d for d in dirs if not KUBELET_INTERNAL.match(d))
+            names = sorted(f for f in files if not KUBELET_INTERNAL.match(f))
+            entries += len(dirs) + len(names)
+            if entries > MAX_HOLDOUT_ENTRIES:
+                return None
+            h.update(f"dir {Path(folder).relative_to(root)}\0{len(dirs)}\0".encode())
+            for name in names:
                 path = Path(folder, name)
                 st = path.stat()
                 h.update(f"{path.relative_to(root)}\0{st.st_size}\0".encode())
@@ -65,12 +76,13 @@ def _raise(error: OSError) -> None:
 
 
 def baseline_key(target: TargetConfig, baseline: str, holdout_dir: Path) -> str | None:
-    """sha256 hex of (base commit, the target config, `holdout_fingerprint(holdout_dir)`): equal
-    keys give comparable baseline numbers. None if the holdout cannot be fingerprinted."""
+    """sha256 hex of (base commit, the target config, `holdout_fingerprint(holdout_dir)`, senpai's
+    version: the steps that train and score are senpai's code): equal keys give comparable baseline
+    numbers. None if the holdout cannot be fingerprinted."""
     holdout = holdout_fingerprint(holdout_dir)
     if holdout is None:
         return None
-    data = {"baseline": baseline, "target": target.model_dump(mode="json"), "holdout": holdout}
+    data = {"baseline": baseline, "target": target.model_dump(mode="json"), "holdout": holdout, "senpai": __version__}
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
@@ -84,11 +96,12 @@ def samples(v: Verification, source: int) -> dict[int, Sample]:
     compute = v.baseline_compute if len(v.baseline_compute) == n else [None] * n
     out = {}
     for i, seed in enumerate(v.seeds[:n]):
-        value = v.baseline_values[i]
-        if not math.isfinite(value):
-            continue
         guards = {name: xs[i] for name, xs in v.baseline_guards.items()}
-        out[seed] = Sample(value, v.baseline_seconds[i], v.baseline_gpu_seconds[i], compute[i], guards, source)
+        figures = [v.baseline_values[i], v.baseline_seconds[i], v.baseline_gpu_seconds[i], *guards.values()]
+        figures += [] if compute[i] is None else [compute[i]]
+        if not all(math.isfinite(x) for x in figures) or v.baseline_seconds[i] < 0 or v.baseline_gpu_seconds[i] < 0:
+            continue  # a failed seed (NaN), or a figure no run gives: measure it again
+        out[seed] = Sample(v.baseline_values[i], v.baseline_seconds[i], v.baseline_gpu_seconds[i], compute[i], guards, source)
     return out
 
 

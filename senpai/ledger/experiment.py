@@ -101,8 +101,9 @@ def read_experiment(pr: PullRequest, comments: list[Comment], bot: str) -> Exper
 
     Only records count (`records.read_record`): the hypothesis from the body of a PR the bot
     opened from this repository (`own_pull`), evidence, verifications, decisions and budget
-    reports from comments the bot (`bot`, the forge identity senpai writes as) wrote, each kind
-    only from the comment that renders it.  A fence anywhere else is text.  An invalid record, or a
+    reports from comments the bot (`bot`, the forge identity senpai writes as) wrote and nobody
+    edited since (GitHub lets a repository's writers edit any comment; senpai never edits its
+    own), each kind only from the comment that renders it.  A fence anywhere else is text.  An invalid record, or a
     senpai-labelled PR the bot did not open, is reported in `error` instead of raising, so one bad
     PR never stops the ledger.
     """
@@ -113,7 +114,11 @@ def read_experiment(pr: PullRequest, comments: list[Comment], bot: str) -> Exper
     else:
         errors.append(f"PR #{pr.number} was not opened by {bot} from this repository: its body is not a hypothesis")
         sources = []
-    sources += [(f"comment {c.id}", c.body, _COMMENT_KINDS) for c in comments if c.user == bot]
+    for c in (c for c in comments if c.user == bot):
+        if c.updated_at != c.created_at:  # a record rewritten, or one made into text
+            errors.append(f"comment {c.id}: edited after {bot} posted it (senpai never edits its comments)")
+        else:
+            sources.append((f"comment {c.id}", c.body, _COMMENT_KINDS))
     for where, text, kinds in sources:
         try:
             block = read_record(text)

@@ -9,6 +9,7 @@ bot rendered, before its marker" stands between it and the ledger.
 """
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ import httpx
 import pytest
 import yaml
 from click.testing import CliRunner
-from forge_fixtures import add_collaborator, as_user, clone, commit_and_push
+from forge_fixtures import BOT_AUTH, add_collaborator, as_user, clone, commit_and_push
 from research import make_program
 
 from senpai.agents.hypothesis import SALT_FILE, hypothesis_id, id_salt
@@ -292,6 +293,27 @@ def test_a_perfect_record_by_anyone_but_the_bot_is_ignored(program, author, kind
     getattr(program, author).create_comment(pr.number, record_text(block, "**Verification** passed"))
     exp = _exp(program, pr.number)
     assert exp.verifications == [] and exp.evidence == [] and exp.decisions == []
+
+
+def test_a_bot_record_edited_after_posting_is_not_a_record(program):
+    """GitHub lets a repository's writers and admins edit any comment, the bot's too (the local
+    forge lets only the author: the bot's own token stands in for them here). senpai never edits
+    its comments, so an edited one is not a record: its PR is blocked, nothing is read from it."""
+    pr, _ = _open(program, "edited-record")
+    failed = _verification(pr, program.base, reason="below the floor", passed=False)
+    comment = program.bot.create_comment(pr.number, record_text(failed, "**Verification** failed"))
+    assert _exp(program, pr.number).verifications == [failed]
+    time.sleep(1.1)  # updated_at has one-second resolution, as on GitHub
+    forged = _verification(pr, program.base)
+    answer = httpx.patch(
+        f"{program.base_url}/repos/{program.repo}/issues/comments/{comment.id}",
+        headers=BOT_AUTH,
+        json={"body": record_text(forged, "**Verification** passed")},
+        timeout=30,
+    )
+    assert answer.status_code == 200, answer.text
+    exp = _exp(program, pr.number)
+    assert exp.verifications == [] and f"comment {comment.id}: edited after senpai posted it" in (exp.error or "")
 
 
 @pytest.mark.parametrize("author", ["alice", "mallory"])

@@ -1,0 +1,95 @@
+"""Baseline reuse's own checks: what the sealed holdout's fingerprint sees, and which recorded
+baseline figures a later verification may take (`senpai.agents.reuse`)."""
+
+import math
+from pathlib import Path
+
+from senpai.agents.reuse import holdout_fingerprint, samples
+from senpai.ledger.blocks import Verification
+
+
+def holdout(root: Path) -> Path:
+    (root / "labels").mkdir(parents=True)
+    (root / "labels" / "y.csv").write_text("3,1,4\n")
+    (root / "x.csv").write_text("0.1,0.2\n")
+    return root
+
+
+def test_a_change_anywhere_in_the_holdout_changes_its_fingerprint(tmp_path):
+    root = holdout(tmp_path / "h")
+    first = holdout_fingerprint(root)
+    assert first is not None and holdout_fingerprint(root) == first
+    (root / "labels" / "y.csv").write_text("3,1,5\n")
+    assert holdout_fingerprint(root) not in (None, first)
+    second = holdout_fingerprint(root)
+    (root / "empty").mkdir()  # a folder is part of what a scorer may list
+    assert holdout_fingerprint(root) != second
+    third = holdout_fingerprint(root)
+    (root / "..user-file").write_text("mine")  # only the kubelet's own `..data` / `..<timestamp>` are skipped
+    assert holdout_fingerprint(root) != third
+
+
+def test_files_behind_a_symlinked_folder_are_hashed(tmp_path):
+    elsewhere = tmp_path / "store"
+    elsewhere.mkdir()
+    (elsewhere / "y.csv").write_text("3,1,4\n")
+    root = tmp_path / "h"
+    root.mkdir()
+    (root / "labels").symlink_to(elsewhere, target_is_directory=True)
+    before = holdout_fingerprint(root)
+    (elsewhere / "y.csv").write_text("9,9,9\n")
+    assert holdout_fingerprint(root) not in (None, before)
+
+
+def test_a_symlink_loop_ends_and_a_secret_volumes_own_entries_are_skipped(tmp_path):
+    root = holdout(tmp_path / "h")
+    plain = holdout_fingerprint(root)
+    (root / "labels" / "up").symlink_to(root, target_is_directory=True)  # a loop: walked once
+    looped = holdout_fingerprint(root)
+    assert looped is not None and looped != plain
+    # a Secret volume: `..2026_12_01_...` holds the files, `..data` links to it, keys link into `..data`
+    volume = tmp_path / "secret"
+    stamp = volume / "..2026_12_01_21_00_00.123"
+    stamp.mkdir(parents=True)
+    (stamp / "y.csv").write_text("3,1,4\n")
+    (volume / "..data").symlink_to(stamp.name)
+    (volume / "y.csv").symlink_to("..data/y.csv")
+    mounted = holdout_fingerprint(volume)
+    newer = volume / "..2026_12_01_22_00_00.456"  # the kubelet's atomic update: a new stamp, same files
+    stamp.rename(newer)
+    (volume / "..data").unlink()
+    (volume / "..data").symlink_to(newer.name)
+    assert holdout_fingerprint(volume) == mounted
+
+
+def test_an_unreadable_holdout_has_no_fingerprint(tmp_path):
+    root = holdout(tmp_path / "h")
+    (root / "dangling").symlink_to(tmp_path / "nowhere")
+    assert holdout_fingerprint(root) is None
+    assert holdout_fingerprint(tmp_path / "missing") is None
+
+
+def verification(**figures) -> Verification:
+    fields = {
+        "pr": 1, "candidate": "1" * 40, "baseline": "b" * 40, "metric": "acc", "direction": "maximize",
+        "seeds": [0, 1], "candidate_values": [0.5, 0.5], "baseline_values": [0.6, 0.7],
+        "candidate_mean": 0.5, "baseline_mean": 0.65, "improvement": -0.15, "noise_floor": 0.01,
+        "baseline_key": "k" * 64, "passed": False, "reason": "r", "baseline_seconds": [2.0, 3.0],
+        "baseline_gpu_seconds": [0.0, 0.0], "baseline_guards": {"loss": [0.1, 0.2]},
+    }  # fmt: skip
+    return Verification(**{**fields, **figures})
+
+
+def test_samples_take_a_seed_only_when_every_figure_is_a_real_measurement():
+    both = samples(verification(), 1)
+    assert sorted(both) == [0, 1] and both[1].value == 0.7 and both[1].guards == {"loss": 0.2}
+    for bad in (
+        {"baseline_values": [math.nan, 0.7]},
+        {"baseline_seconds": [math.inf, 3.0]},
+        {"baseline_seconds": [-1.0, 3.0]},
+        {"baseline_gpu_seconds": [math.nan, 0.0]},
+        {"baseline_guards": {"loss": [math.nan, 0.2]}},
+        {"baseline_compute": [math.inf, 1.0]},
+    ):
+        assert sorted(samples(verification(**bad), 1)) == [1], bad
+    assert samples(verification(baseline_seconds=[2.0]), 1) == {}  # figures that do not line up: none
