@@ -7,7 +7,7 @@ from senpai.agents.workcopy import WorkCopy
 from senpai.config.harness import HarnessConfig
 from senpai.config.target import TargetConfig, load_target
 from senpai.forge.base import Forge
-from senpai.ledger.table import LedgerReader
+from senpai.ledger.table import LedgerReader, Snapshot
 from senpai.tracker.base import Tracker
 
 
@@ -33,4 +33,6 @@ def prepare_turn(harness: HarnessConfig, forge: Forge, tracker: Tracker, workdir
     """
     repo = WorkCopy.clone(forge.clone_url, workdir / "repo", forge.git_env(), harness.forge.base_branch)
     target = load_target(repo.path)
-    return TurnContext(harness, forge, tracker, LedgerReader(forge, tracker), target, repo, workdir)
+    ledger = LedgerReader(forge, tracker, Snapshot.of(harness.state_dir, harness.forge.token()))
+    ledger.load()  # the wrapper's cache: the turn reads only what changed since its last refresh
+    return TurnContext(harness, forge, tracker, ledger, target, repo, workdir)

@@ -10,7 +10,7 @@ from senpai.cli.progress import TickPrinter
 from senpai.cli.wiring import make_fleet, make_forge, make_tracker
 from senpai.config.harness import load_harness
 from senpai.errors import TransientError
-from senpai.ledger.table import LedgerReader
+from senpai.ledger.table import LedgerReader, Snapshot
 from senpai.wrapper.health import HealthServer
 from senpai.wrapper.loop import Wrapper
 from senpai.wrapper.state import StateStore
@@ -21,7 +21,9 @@ def build_wrapper(config_path: str) -> Wrapper:
     forge = make_forge(cfg)
     store = StateStore(Path(cfg.state_dir) / "wrapper.sqlite")
     # absolute, not resolved: a ConfigMap mount is a symlink into a timestamped folder that is replaced on update
-    return Wrapper(cfg, str(Path(config_path).absolute()), forge, make_fleet(cfg), LedgerReader(forge, make_tracker(cfg)), store)
+    ledger = LedgerReader(forge, make_tracker(cfg), Snapshot.of(cfg.state_dir, cfg.forge.token()))
+    ledger.load()  # a restart re-reads only what changed while it was down
+    return Wrapper(cfg, str(Path(config_path).absolute()), forge, make_fleet(cfg), ledger, store)
 
 
 @click.group()

@@ -68,6 +68,22 @@ class Change(_Model):
     etag: str | None
 
 
+class PullsPage(_Model):
+    """Result of `Forge.pulls_updated`: `changed` is False (and `pulls` empty) when the forge answered 304."""
+
+    changed: bool
+    etag: str | None
+    pulls: list[PullRequest]
+
+
+class RateLimit(_Model):
+    """The forge's core rate limit as its last answer stated it (GitHub: X-RateLimit-* headers)."""
+
+    remaining: int = Field(description="Requests left in the window.")
+    limit: int = Field(description="Requests per window (GitHub: 5,000 an hour for a token).")
+    reset_at: datetime | None = Field(description="When the window resets, UTC.")
+
+
 class Access(_Model):
     """What the token may do on the repository. GitHub REST: GET /repos/{o}/{r} `permissions`."""
 
@@ -98,6 +114,18 @@ class Forge(Protocol):
 
     def list_pulls(self, state: Literal["open", "closed", "all"] = "open") -> list[PullRequest]:
         """GitHub REST: GET /repos/{o}/{r}/pulls?state=...  (all pages)."""
+        ...
+
+    def pulls_updated(self, since: datetime | None, etag: str | None) -> PullsPage:
+        """PRs of every state, most recently updated first, down to the first page that reaches back
+        past `since` (every PR if None); page 1 conditional on `etag` (a 304: `changed` False).
+
+        GitHub REST: GET /repos/{o}/{r}/pulls?state=all&sort=updated&direction=desc&per_page=100.
+        """
+        ...
+
+    def rate_limit(self) -> RateLimit | None:
+        """The rate limit the forge's last answer stated; None if none did. Makes no request."""
         ...
 
     def get_pull(self, number: int) -> PullRequest:

@@ -29,9 +29,10 @@ import json
 import re
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from functools import cached_property
 from typing import Literal, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import requests
 from github import Auth, Github, GithubException, RateLimitExceededException
@@ -43,7 +44,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from senpai.config.harness import ForgeSettings
 from senpai.errors import FileListTruncated, Forbidden, MergeConflict, NotFound, PermanentError, SenpaiError, TransientError
-from senpai.forge.base import Access, Change, Comment, Issue, PullRequest
+from senpai.forge.base import Access, Change, Comment, Issue, PullRequest, PullsPage, RateLimit
 
 T = TypeVar("T")
 MARKER = re.compile(r"<!-- senpai:[^>]{1,200} -->")
@@ -229,6 +230,7 @@ class GitHubForge:
             **throttle,
         )
         self._repo = self._gh.get_repo(settings.repo)  # lazy: no request
+        self._lists: dict[str, tuple[str, object]] = {}  # conditional GETs: key -> (ETag, last answer)
 
     def _count(self) -> None:
         self.calls += 1
@@ -307,12 +309,11 @@ class GitHubForge:
 
     # ---------------------------------------------------------------- polling
 
-    def poll(self, etag: str | None) -> Change:
-        """GET .../issues?state=all&sort=updated&direction=desc&per_page=1 with If-None-Match."""
-        url = f"/repos/{self.settings.repo}/issues"
-        params = {"state": "all", "sort": "updated", "direction": "desc", "per_page": 1}
+    def _get(self, what: str, url: str, params: dict, etag: str | None = None) -> tuple[int, dict, object]:
+        """One GET of `url` (path under the API root) with `params`, conditional on `etag`:
+        (status, lower-cased response headers, the JSON answer; None on a 304). Retried like every call."""
 
-        def once() -> tuple[int, dict]:
+        def once() -> tuple[int, dict, str]:
             headers = {"If-None-Match": etag} if etag else {}
             status, out_headers, body = self._gh.requester.requestJson("GET", url, params, headers)
             if status >= 400:
@@ -321,17 +322,68 @@ class GitHubForge:
                 except ValueError:
                     data = {"message": body}
                 raise Requester.createException(status, out_headers, data)
-            return status, out_headers
+            return status, out_headers, body
 
-        status, headers = self._call("poll issues", once)
+        status, headers, body = self._call(what, once)
+        return status, headers, (json.loads(body) if status != 304 and body else None)
+
+    def _pages(self, what: str, url: str, params: dict) -> list[dict]:
+        """Every item of a paginated list, one conditional request when its cached copy had a single
+        page: a 304 then means the whole list is unchanged (and costs no rate limit on GitHub)."""
+        key = url + "?" + json.dumps(params, sort_keys=True)
+        cached = self._lists.get(key)
+        status, headers, data = self._get(what, url, {**params, "per_page": 100, "page": 1}, cached[0] if cached else None)
+        if status == 304 and cached:
+            return cached[1]
+        items, page, etag = list(data or []), 1, headers.get("etag")  # type: ignore[arg-type]
+        while 'rel="next"' in headers.get("link", ""):
+            page, etag = page + 1, None  # a list of several pages is read in full every time
+            status, headers, data = self._get(what, url, {**params, "per_page": 100, "page": page})
+            items += data or []  # type: ignore[operator]
+        if etag:
+            self._lists[key] = (etag, items)
+        return items
+
+    def poll(self, etag: str | None) -> Change:
+        """GET .../issues?state=all&sort=updated&direction=desc&per_page=1 with If-None-Match."""
+        params = {"state": "all", "sort": "updated", "direction": "desc", "per_page": 1}
+        status, headers, _ = self._get("poll issues", f"/repos/{self.settings.repo}/issues", params, etag)
         if status == 304:
             return Change(changed=False, etag=headers.get("etag") or etag)
         return Change(changed=True, etag=headers.get("etag"))
+
+    def rate_limit(self) -> RateLimit | None:
+        """The core rate limit as the forge's last answer gave it (X-RateLimit-Remaining, -Limit,
+        -Reset); None before any answer that had them (the local forge sends none). No request."""
+        remaining, limit = self._gh.requester.rate_limiting
+        reset = self._gh.requester.rate_limiting_resettime
+        if limit <= 0 or remaining < 0:
+            return None
+        return RateLimit(remaining=remaining, limit=limit, reset_at=datetime.fromtimestamp(reset, UTC) if reset else None)
 
     # ---------------------------------------------------------------- pull requests
 
     def list_pulls(self, state: State = "open") -> list[PullRequest]:
         return self._call("list pulls", lambda: [_pull(p) for p in self._repo.get_pulls(state=state)])
+
+    def pulls_updated(self, since: datetime | None, etag: str | None) -> PullsPage:
+        """PRs of every state, most recently updated first, down to the first page that reaches back
+        past `since` (every PR if None). Page 1 is conditional on `etag`: a 304 gives `changed` False
+        and no PRs. GitHub REST: GET /repos/{o}/{r}/pulls?state=all&sort=updated&direction=desc&per_page=100."""
+        url = f"/repos/{self.settings.repo}/pulls"
+        params = {"state": "all", "sort": "updated", "direction": "desc", "per_page": 100}
+        status, headers, data = self._get("list updated pulls", url, {**params, "page": 1}, etag)
+        if status == 304:
+            return PullsPage(changed=False, etag=headers.get("etag") or etag, pulls=[])
+        first, pulls, page = headers.get("etag"), [], 1
+        while True:
+            batch = [_pull(self._gh.create_from_raw_data(GhPull, raw)) for raw in data or []]  # type: ignore[union-attr]
+            pulls += batch
+            reached = since is not None and batch and batch[-1].updated_at < since
+            if reached or not batch or 'rel="next"' not in headers.get("link", ""):
+                return PullsPage(changed=True, etag=first, pulls=pulls)
+            page += 1
+            status, headers, data = self._get("list updated pulls", url, {**params, "page": page})
 
     def get_pull(self, number: int) -> PullRequest:
         return self._call(f"get pull #{number}", lambda: _pull(self._repo.get_pull(number)))
@@ -416,10 +468,10 @@ class GitHubForge:
         return self._write(f"comment on #{number}", lambda: _comment(self._repo.get_issue(number).create_comment(body)), find)
 
     def list_issues(self, label: str, state: State = "open") -> list[Issue]:
-        return self._call(
-            f"list issues labelled {label}",
-            lambda: [_issue(i) for i in self._repo.get_issues(state=state, labels=[label]) if not _is_pull(i)],
-        )
+        """GitHub REST: GET /repos/{o}/{r}/issues?labels=&state= (all pages; conditional, see `_pages`)."""
+        url = f"/repos/{self.settings.repo}/issues"
+        raw = self._pages(f"list issues labelled {label}", url, {"state": state, "labels": label})
+        return [_issue(i) for i in (self._gh.create_from_raw_data(GhIssue, r) for r in raw) if not _is_pull(i)]
 
     def create_issue(self, title: str, body: str, labels: list[str]) -> Issue:
         """GitHub REST: POST /repos/{o}/{r}/issues.  A retry first looks among the bot's issues (GET
@@ -443,7 +495,17 @@ class GitHubForge:
         return self._call(f"read {path}@{ref}", run)
 
     def branch_sha(self, branch: str) -> str:
-        return self._call(f"get branch {branch}", lambda: self._repo.get_branch(branch).commit.sha)
+        """GitHub REST: GET /repos/{o}/{r}/branches/{branch}, conditional on the last answer's ETag."""
+        key = f"branch {branch}"
+        cached = self._lists.get(key)
+        url = f"/repos/{self.settings.repo}/branches/{quote(branch, safe='')}"
+        status, headers, data = self._get(f"get branch {branch}", url, {}, cached[0] if cached else None)
+        if status == 304 and cached:
+            return cached[1]
+        sha = data["commit"]["sha"]  # type: ignore[index]
+        if etag := headers.get("etag"):
+            self._lists[key] = (etag, sha)
+        return sha
 
     def commit_parents(self, sha: str) -> list[str]:
         return self._call(f"get commit {sha[:8]}", lambda: [c.sha for c in self._repo.get_commit(sha).parents])

@@ -1,15 +1,24 @@
 """Rebuild the experiment table from the forge and the tracker alone.
 
 `LedgerReader.experiments()` is a pure function of forge + tracker state.  It caches each PR's
-comments by the PR's `updated_at` (any comment, label or push bumps it), so a wrapper that
-re-reads the ledger every tick only fetches what changed.
+comments by the PR's `updated_at` (any comment, label or push bumps it) and lists only the PRs
+updated since its last listing, so a wrapper that re-reads the ledger every tick only fetches what
+changed; the wrapper saves that cache for its jobs (`save`, `load`).
 """
 
 import csv
+import hashlib
+import hmac
 import io
 import json
+import logging
 import math
+import os
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from pydantic import BaseModel
 
 from senpai.errors import NotFound
 from senpai.forge.base import Comment, Forge, PullRequest
@@ -19,15 +28,29 @@ from senpai.ledger.labels import SENPAI
 from senpai.tracker.base import Tracker
 
 SETTLE = 2.0  # seconds: forge timestamps are whole seconds (plus a little clock skew)
+MAX_SNAPSHOT = 512 * 1024**2  # bytes: a larger ledger snapshot is not loaded
+SNAPSHOT_FILE = "ledger-snapshot.json"  # in the harness's state_dir
+
+log = logging.getLogger(__name__)
 
 
 class LedgerReader:
-    """Reads experiments (PRs labelled `senpai`) from `forge`, with runs from `tracker`."""
+    """Reads experiments (PRs labelled `senpai`) from `forge`, with runs from `tracker`.
 
-    def __init__(self, forge: Forge, tracker: Tracker | None = None) -> None:
+    It keeps every PR it listed and the comments it read, each valid while the PR's `updated_at`
+    stays, and re-lists only what changed (`Forge.pulls_updated`). `save` and `load` carry that
+    cache from the wrapper to its jobs, so a job reads what changed since the wrapper's last
+    refresh, not the whole ledger.
+    """
+
+    def __init__(self, forge: Forge, tracker: Tracker | None = None, snapshot: "Snapshot | None" = None) -> None:
         self.forge = forge
         self.tracker = tracker
+        self.snapshot = snapshot  # where `save` writes and `load` reads; None: neither does anything
         self._comments: dict[int, tuple[str, list[Comment]]] = {}
+        self._pulls: dict[int, PullRequest] = {}
+        self._etag: str | None = None  # of the last listing's first page, once it settled
+        self._dirty = False  # read something since the last `save`
         self.pulls: list[PullRequest] = []  # the PRs of the last `experiments()` listing (any label)
 
     def comments(self, pr: PullRequest) -> list[Comment]:
@@ -41,11 +64,27 @@ class LedgerReader:
             settled = fetched_at - pr.updated_at > timedelta(seconds=SETTLE)
             cached = (pr.updated_at.isoformat() if settled else "", comments)
             self._comments[pr.number] = cached
+            self._dirty = True
         return cached[1]
 
     def forget(self, number: int) -> None:
         """Drop the cached comments of `number` (after writing to it)."""
         self._comments.pop(number, None)
+
+    def list_pulls(self) -> list[PullRequest]:
+        """Every PR, any state or label, oldest first: one conditional request when nothing changed
+        (a 304), else the PRs updated since the last listing (less `SETTLE` seconds), page by page."""
+        fetched_at = datetime.now(UTC)
+        newest = max((p.updated_at for p in self._pulls.values()), default=None)
+        since = newest - timedelta(seconds=SETTLE) if newest else None
+        page = self.forge.pulls_updated(since, self._etag)
+        if page.changed:
+            self._pulls.update({p.number: p for p in page.pulls})
+            newest = max((p.updated_at for p in self._pulls.values()), default=None)
+            # a listing made within SETTLE seconds of a change may miss a second change in that second
+            self._etag = page.etag if newest is None or fetched_at - newest > timedelta(seconds=SETTLE) else None
+            self._dirty = True
+        return sorted(self._pulls.values(), key=lambda p: p.number)
 
     def experiment(self, pr: PullRequest) -> Experiment:
         exp = read_experiment(pr, self.comments(pr), self.forge.login)
@@ -65,9 +104,70 @@ class LedgerReader:
 
     def experiments(self, state: str = "all") -> list[Experiment]:
         """Every senpai experiment, oldest PR first. `state`: open, closed or all (forge PR state)."""
-        self.pulls = self.forge.list_pulls(state)  # type: ignore[arg-type]
-        pulls = [p for p in self.pulls if SENPAI in p.labels]
-        return [self.experiment(p) for p in sorted(pulls, key=lambda p: p.number)]
+        self.pulls = self.list_pulls()
+        pulls = [p for p in self.pulls if SENPAI in p.labels and state in ("all", p.state)]
+        return [self.experiment(p) for p in pulls]
+
+    def save(self) -> bool:
+        """Write the cache to `snapshot.path` (atomically), authenticated with HMAC-SHA256 under
+        `snapshot.key`, if anything was read since the last save; True if it wrote. Raises OSError."""
+        if self.snapshot is None or not self._dirty:
+            return False
+        path, key = self.snapshot.path, self.snapshot.key
+        data = _Cache(etag=self._etag, pulls=list(self._pulls.values()), comments=self._comments).model_dump_json()
+        mac = hmac.new(key, data.encode(), hashlib.sha256).hexdigest()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(f"{mac}\n{data}")
+        os.replace(tmp, path)
+        self._dirty = False
+        return True
+
+    def load(self) -> bool:
+        """Start from the cache `save` wrote at `snapshot.path`; True if it did. A missing, oversized
+        (over MAX_SNAPSHOT bytes) or unreadable file, or one whose HMAC under `snapshot.key` does not
+        match (not written by a holder of the forge token), is ignored: the reader reads the forge."""
+        if self.snapshot is None:
+            return False
+        path, key = self.snapshot.path, self.snapshot.key
+        try:
+            if path.stat().st_size > MAX_SNAPSHOT:
+                raise ValueError(f"over {MAX_SNAPSHOT} bytes")
+            mac, _, data = path.read_text().partition("\n")
+            if not hmac.compare_digest(mac, hmac.new(key, data.encode(), hashlib.sha256).hexdigest()):
+                raise ValueError("its HMAC does not match")
+            snap = _Cache.model_validate_json(data)
+        except FileNotFoundError:
+            return False
+        except (OSError, ValueError) as e:
+            log.warning("ledger snapshot %s not used: %s", path, e)
+            return False
+        self._etag, self._pulls, self._comments = snap.etag, {p.number: p for p in snap.pulls}, snap.comments
+        return True
+
+
+class _Cache(BaseModel):
+    etag: str | None
+    pulls: list[PullRequest]
+    comments: dict[int, tuple[str, list[Comment]]]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Where the wrapper leaves its ledger cache for its jobs, and the key that authenticates it."""
+
+    path: Path
+    key: bytes
+
+    @classmethod
+    def of(cls, state_dir: str, token: str | None) -> "Snapshot | None":
+        """`<state_dir>/ledger-snapshot.json`, keyed by the forge token (None without one): the
+        wrapper and the jobs that talk to the forge hold it; code a student or an agent wrote never
+        does (it runs without credentials), so it cannot write a snapshot a job would load."""
+        if not token:
+            return None
+        key = hashlib.sha256(b"senpai ledger snapshot\0" + token.encode()).digest()
+        return cls(Path(state_dir) / SNAPSHOT_FILE, key)
 
 
 def _finite(x: float | None) -> float | None:

@@ -83,9 +83,17 @@ class Wrapper:
             self._base_sha = self.forge.branch_sha(self.cfg.forge.base_branch)
             self._exps = self.ledger.experiments()
             self.steering.read()
+            self._save_snapshot()
             self._last_refresh = time.monotonic()
             return True
         return False
+
+    def _save_snapshot(self) -> None:
+        """Leave the ledger cache for the jobs; a failed write costs them requests, not correctness."""
+        try:
+            self.ledger.save()
+        except OSError as e:
+            log.warning("ledger snapshot not written: %s", e)
 
     def tick(self) -> TickReport:
         """Run one tick. Errors of one action are reported and do not stop the others."""

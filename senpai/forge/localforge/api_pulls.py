@@ -50,7 +50,8 @@ def list_pulls(owner: str, name: str, request: Request, ctx: CtxDep) -> Response
     repo = ctx.repo(owner, name)
     rows, total = ctx.store.list_issues(repo["id"], query_from(request, pulls=True))
     page, per_page = page_args(request)
-    return reply(request, render_pulls(ctx, repo, rows), headers=link_header(request, page, per_page, total))
+    salt = ",".join(repr(row["updated_at"]) for row in rows)  # as list_issues: a change within a second
+    return reply(request, render_pulls(ctx, repo, rows), headers=link_header(request, page, per_page, total), salt=salt)
 
 
 def _custom(message: str) -> ApiError:

@@ -1,0 +1,90 @@
+"""The ledger is re-read at the cost of what changed, and the wrapper's cache carries to its jobs.
+
+Every request goes through `tests/fault_proxy.py` (no faults) to a real local forge, which counts
+the answers by status: a 304 is free on GitHub, anything else is charged to the rate limit.
+"""
+
+import time
+
+import pytest
+from fault_proxy import FaultProxy
+from forge_fixtures import TOKEN, commit_and_push
+
+from senpai.forge.github import GitHubForge
+from senpai.ledger.labels import SENPAI
+from senpai.ledger.table import SETTLE, LedgerReader, Snapshot
+
+PRS = 5
+
+
+@pytest.fixture
+def ledger(forge_repo, local_forge, tmp_path):
+    """(the bot's forge, the same through a counting proxy, the proxy) over PRS senpai PRs with a comment each."""
+    forge, settings = forge_repo
+    for i in range(PRS):
+        commit_and_push(forge, tmp_path / "seed", f"senpai/ada/h-{i}", {f"h{i}.md": "plan\n"}, start="advisor")
+        pr = forge.create_pull(f"h-{i}", "a hypothesis", f"senpai/ada/h-{i}", "advisor", [SENPAI])
+        forge.create_comment(pr.number, f"note {i}")
+    with FaultProxy(local_forge.base_url, rate=0.0) as proxy:
+        proxied = GitHubForge(settings.model_copy(update={"base_url": proxy.url}), TOKEN)
+        assert proxied.login  # GET /user, once per process: not part of what is counted below
+        time.sleep(SETTLE + 0.5)  # listings made now are settled: their ETags and comments are kept
+        yield forge, proxied, proxy
+
+
+def counted(proxy: FaultProxy, fn) -> tuple[object, dict[int, int]]:
+    """fn()'s result and the forge's REST answers meanwhile, by status."""
+    before = dict(proxy.answered)
+    out = fn()
+    after = {s: n - before.get(("rest", s), 0) for (surface, s), n in proxy.answered.items() if surface == "rest"}
+    return out, {s: n for s, n in after.items() if n}
+
+
+def test_an_unchanged_ledger_costs_one_304_and_a_change_costs_what_changed(ledger):
+    forge, proxied, proxy = ledger
+    reader = LedgerReader(proxied)
+    first, answers = counted(proxy, reader.experiments)
+    assert len(first) == PRS and answers == {200: 1 + PRS}  # one page of PRs, then each PR's comments
+    again, answers = counted(proxy, reader.experiments)
+    assert again == first and answers == {304: 1}
+    number = first[2].pr
+    forge.create_comment(number, "a new note")
+    changed, answers = counted(proxy, reader.experiments)
+    assert answers == {200: 2}  # the PRs updated since the last listing, and the one PR's comments
+    assert [e.pr for e in changed] == [e.pr for e in first]
+    assert [c.body for c in reader.comments(next(p for p in reader.pulls if p.number == number))][-1] == "a new note"
+
+
+def test_a_job_starts_from_the_wrappers_snapshot_and_a_forged_one_is_refused(ledger, tmp_path):
+    forge, proxied, proxy = ledger
+    snap = Snapshot.of(str(tmp_path / "state"), TOKEN)
+    wrapper = LedgerReader(proxied, snapshot=snap)
+    expected = wrapper.experiments()
+    assert wrapper.save() and not wrapper.save()  # nothing read since: nothing written
+    job = LedgerReader(proxied, snapshot=snap)
+    assert job.load()
+    exps, answers = counted(proxy, job.experiments)
+    assert exps == expected and answers == {304: 1}
+
+    text = snap.path.read_text()
+    snap.path.write_text(text.replace("note 1", "note 9"))  # what code without the token could do
+    forged = LedgerReader(proxied, snapshot=snap)
+    assert not forged.load()
+    exps, answers = counted(proxy, forged.experiments)
+    assert exps == expected and answers == {200: 1 + PRS}  # it read the forge instead
+    snap.path.write_text(text)
+    assert not LedgerReader(proxied, snapshot=Snapshot.of(str(tmp_path / "state"), "another-token")).load()
+    assert Snapshot.of(str(tmp_path), None) is None  # no token, no snapshot
+
+
+def test_the_base_branch_and_a_label_listing_are_conditional(ledger, tmp_path):
+    forge, proxied, proxy = ledger
+    forge.create_issue("steer", "/senpai pause", ["senpai:steer"])
+    sha, answers = counted(proxy, lambda: proxied.branch_sha("advisor"))
+    assert answers == {200: 1}
+    assert counted(proxy, lambda: proxied.branch_sha("advisor")) == (sha, {304: 1})
+    issues, _ = counted(proxy, lambda: proxied.list_issues("senpai:steer", "all"))
+    assert [i.title for i in issues] == ["steer"]
+    assert counted(proxy, lambda: proxied.list_issues("senpai:steer", "all")) == (issues, {304: 1})
+    moved = commit_and_push(forge, tmp_path / "seed", "advisor", {"x.md": "x\n"}, start="advisor")
+    assert counted(proxy, lambda: proxied.branch_sha("advisor")) == (moved, {200: 1})
