@@ -11,8 +11,12 @@ apart, since GitHub does not charge a conditional request answered 304 to the ra
 - **poller**: each student lists the open PRs (every page) and reads the comments of each of its
   own, every 60 s; the advisor lists the open PRs and reads every one's comments every 600 s.
   One cycle of each is run and counted; per hour: 60 student cycles and 6 advisor cycles.
+- **busy** (`--busy STUDENTS:DECIDED`): the demo loop (search runtime, local fleet) until DECIDED
+  experiments are decided: REST requests per decided experiment and per hour of the run, the
+  wrapper's apart from its jobs', reads apart from writes, 304s apart; the most writes in one
+  minute, against GitHub's secondary limit for content creation (80 a minute).
 
-Writes bench/results/requests-<UTC>.json and .md and prints the table.
+Writes bench/results/requests-<UTC>.json and .md and prints the tables.
 """
 
 import json
@@ -36,6 +40,7 @@ from forge_fixtures import seed_token  # noqa: E402
 from research import hand_hypothesis, make_program  # noqa: E402
 
 from senpai.cli.demo import IDENTITY  # noqa: E402
+from senpai.cli.progress import TickPrinter  # noqa: E402
 from senpai.cli.wiring import make_forge  # noqa: E402
 from senpai.cli.wrapper import build_wrapper  # noqa: E402
 from senpai.config.harness import load_harness  # noqa: E402
@@ -43,6 +48,7 @@ from senpai.forge.localforge.server import LocalForgeServer  # noqa: E402
 from senpai.ledger.transitions import hypothesis_body  # noqa: E402
 
 STUDENT_PERIOD, ADVISOR_PERIOD = 60.0, 600.0  # seconds: the per-student poller's cycles
+GITHUB_WRITES_PER_MINUTE = 80  # GitHub's secondary limit on content-creating requests
 QUICK = {"students": [1, 8], "prs": [10, 100]}
 FULL = {"students": [1, 8, 32], "prs": [10, 100, 1000]}
 
@@ -134,6 +140,68 @@ def measure(tmp: Path, students: int, prs: int, ticks: int) -> dict:
     }  # fmt: skip
 
 
+def busy(tmp: Path, students: int, decided: int, timeout: float) -> dict:
+    """The demo loop until `decided` experiments are decided: its REST requests, split and per experiment."""
+    seed_token(tmp / "forge")
+    server = LocalForgeServer(tmp / "forge").start()
+    writes_at: list[float] = []
+    try:
+        with FaultProxy(server.base_url, rate=0.0) as proxy:
+            config = make_program(proxy.url, tmp, "busy", students=students, experiments=decided)
+            before = dict(proxy.methods)
+            answer = proxy.answer
+
+            def timed(path: str, status: int, method: str = "GET") -> None:
+                if method != "GET" and not path.startswith("/git/"):
+                    writes_at.append(time.monotonic())
+                answer(path, status, method)
+
+            proxy.answer = timed  # type: ignore[method-assign]
+            start = time.monotonic()
+            w = build_wrapper(str(config))
+            try:
+                stop = lambda r: r.decided >= decided or time.monotonic() - start > timeout  # noqa: E731
+                report = w.run(until=stop, on_tick=TickPrinter(quiet=True))
+            finally:
+                for job in w.fleet.list():
+                    if not job.done:
+                        w.fleet.delete(job.name)
+                w.store.close()
+            wall = time.monotonic() - start
+            counts = {k: n - before.get(k, 0) for k, n in proxy.methods.items()}
+    finally:
+        server.stop()
+    rest = {k: n for k, n in counts.items() if k[0] == "rest"}
+    charged = sum(n for (_, _, free), n in rest.items() if not free)
+    reads = sum(n for (_, method, free), n in rest.items() if method == "GET" and not free)
+    not_modified = sum(n for (_, _, free), n in rest.items() if free)
+    wrapper_charged = w.forge.calls - w.forge.not_modified  # type: ignore[attr-defined]
+    done = max(1, report.decided if report else 0)
+    peak = max((sum(1 for t in writes_at if s <= t < s + 60) for s in writes_at), default=0)
+    return {
+        "students": students, "decided": report.decided if report else 0, "wall_seconds": round(wall, 1),
+        "charged": charged, "reads": reads, "writes": charged - reads, "not_modified": not_modified,
+        "wrapper_charged": wrapper_charged, "jobs_charged": charged - wrapper_charged,
+        "git": sum(n for k, n in counts.items() if k[0] == "git"),
+        "per_experiment": round(charged / done, 1), "wrapper_per_experiment": round(wrapper_charged / done, 1),
+        "jobs_per_experiment": round((charged - wrapper_charged) / done, 1),
+        "charged_per_hour": round(charged * 3600 / wall), "peak_writes_per_minute": peak,
+    }  # fmt: skip
+
+
+def busy_table(rows: list[dict]) -> str:
+    head = ["students", "decided", "wall s", "charged (reads / writes)", "304s", "per experiment (wrapper / jobs)",
+            "charged per hour", f"peak writes a minute (GitHub: {GITHUB_WRITES_PER_MINUTE})", "git"]  # fmt: skip
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [r["students"], r["decided"], r["wall_seconds"], f"{r['charged']} ({r['reads']} / {r['writes']})",
+                 r["not_modified"],
+                 f"{r['per_experiment']} ({r['wrapper_per_experiment']} / {r['jobs_per_experiment']})",
+                 r["charged_per_hour"], r["peak_writes_per_minute"], r["git"]]  # fmt: skip
+        out.append("| " + " | ".join(str(c) for c in cells) + " |")
+    return "\n".join(out) + "\n"
+
+
 def table(rows: list[dict]) -> str:
     head = ["students", "PRs", "idle tick (charged / 304)", "full refresh", "senpai per hour (charged / 304)",
             "poller per hour", "poller / senpai"]  # fmt: skip
@@ -146,13 +214,29 @@ def table(rows: list[dict]) -> str:
     return "\n".join(out) + "\n"
 
 
+def _busy_size(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    try:
+        students, decided = (int(x) for x in value.split(":"))
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: expected STUDENTS:DECIDED, e.g. 2:4") from None
+    if students < 1 or decided < 1:
+        raise click.BadParameter(f"{value!r}: both must be at least 1")
+    return students, decided
+
+
 @click.command()
 @click.option("--quick", is_flag=True, help=f"Sizes {QUICK} instead of {FULL}.")
 @click.option("--ticks", type=click.IntRange(1, 100), default=5, show_default=True, help="Idle ticks counted per size.")
-def main(quick: bool, ticks: int) -> None:
+@click.option("--busy", "busy_size", callback=_busy_size, default=None, metavar="STUDENTS:DECIDED",
+              help="Also run the demo loop to DECIDED experiments (default: 2:4 with --quick, 8:16 without).")  # fmt: skip
+@click.option("--busy-timeout", type=float, default=1800, show_default=True, help="Seconds before the busy run gives up.")
+@click.option("--no-busy", is_flag=True, help="Skip the busy run.")
+def main(quick: bool, ticks: int, busy_size: tuple[int, int] | None, busy_timeout: float, no_busy: bool) -> None:
     """Measure every size and write bench/results/requests-<UTC>.{json,md}."""
     sizes = QUICK if quick else FULL
-    rows = []
+    rows, busy_rows = [], []
     with tempfile.TemporaryDirectory(prefix="senpai-bench-requests-") as scratch:
         for students in sizes["students"]:
             for prs in sizes["prs"]:
@@ -160,11 +244,15 @@ def main(quick: bool, ticks: int) -> None:
                     continue
                 click.echo(f"measuring {students} students, {prs} PRs ...", err=True)
                 rows.append(measure(Path(scratch) / f"{students}-{prs}", students, prs, ticks))
-    md = table(rows)
+        if not no_busy:
+            students, decided = busy_size or ((2, 4) if quick else (8, 16))
+            click.echo(f"busy: {students} students until {decided} experiments are decided ...", err=True)
+            busy_rows.append(busy(Path(scratch) / "busy", students, decided, busy_timeout))
+    md = "## Idle\n\n" + table(rows) + ("\n## Busy\n\n" + busy_table(busy_rows) if busy_rows else "")
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"requests-{stamp}.json").write_text(json.dumps(rows, indent=2))
+    (out / f"requests-{stamp}.json").write_text(json.dumps({"idle": rows, "busy": busy_rows}, indent=2))
     (out / f"requests-{stamp}.md").write_text(md)
     click.echo(md)
 

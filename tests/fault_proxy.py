@@ -15,7 +15,8 @@ Bodies are buffered (the forge's payloads are small) and forwarded byte for byte
 body is de-chunked and forwarded with a Content-Length.  All other end-to-end headers (Host,
 Authorization, ETag, If-None-Match, Retry-After, Link) pass unchanged, so 304s and links work.
 `injected` counts faults by kind, `injected_by_surface` by ("rest"|"git", kind), `forwarded`
-counts requests that reached the forge, `answered` the forge's answers by ("rest"|"git", status)
+counts requests that reached the forge, `answered` the forge's answers by ("rest"|"git", status),
+`methods` by ("rest"|"git", method, answered 304)
 (bench/forge_requests.py counts 304s apart: GitHub does not charge them to the rate limit).
 Set `rate = 0` to pause injection (e.g. while seeding).
 """
@@ -67,6 +68,7 @@ class FaultProxy:
         self.injected_by_surface: Counter[tuple[str, str]] = Counter()
         self.forwarded = 0
         self.answered: Counter[tuple[str, int]] = Counter()
+        self.methods: Counter[tuple[str, str, bool]] = Counter()  # (surface, method, answered 304)
         self._server = _Server(("127.0.0.1", 0), _handler_for(self))
         self._thread: threading.Thread | None = None
 
@@ -104,10 +106,12 @@ class FaultProxy:
             self.injected_by_surface[(surface, kind)] += 1
             return kind
 
-    def answer(self, path: str, status: int) -> None:
-        """Count the forge's answer `status` to a request for `path`."""
+    def answer(self, path: str, status: int, method: str = "GET") -> None:
+        """Count the forge's answer `status` to a `method` request for `path`."""
+        surface = "git" if path.startswith("/git/") else "rest"
         with self._lock:
-            self.answered[("git" if path.startswith("/git/") else "rest", status)] += 1
+            self.answered[(surface, status)] += 1
+            self.methods[(surface, method, status == 304)] += 1
 
     def counts(self) -> dict:
         """JSON-ready counts: {"forwarded": n, "injected": {kind: n}, "by_surface": {"rest:500": n, ...}}."""
@@ -158,7 +162,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fault in ("500", "502", "503", "429"):
             return self._error(int(fault))
         status, reason, headers, payload = self._forward(body)
-        self.proxy.answer(self.path, status)
+        self.proxy.answer(self.path, status, self.command)
         if fault == "reset_after":
             return self._reset()
         if fault == "slow":

@@ -32,7 +32,13 @@ def forge() -> None:
     show_default=True,
     help="Comma-separated protected branches (every repository): no delete or force-push; only admins push.",
 )
-def serve_cmd(data_dir: Path, host: str, port: int, protect: str) -> None:
+@click.option(
+    "--rate-limit",
+    type=click.IntRange(1),
+    default=None,
+    help="Charged REST requests per token an hour, answered with GitHub's X-RateLimit-* headers and its 403 once spent.",
+)
+def serve_cmd(data_dir: Path, host: str, port: int, protect: str, rate_limit: int | None) -> None:
     """Serve until SIGTERM or Ctrl-C. Prints `url: <base_url>` and `data: <dir>` once listening.
 
     On a data folder with no tokens yet, creates the bot's token (user `senpai`, role owner) and a
@@ -49,7 +55,8 @@ def serve_cmd(data_dir: Path, host: str, port: int, protect: str) -> None:
             click.echo(f"human_token: {server.store.add_token(HUMAN, 'collaborator')}")
         sys.stdout.flush()
 
-    serve(data_dir, host, port, on_ready=ready, protected=tuple(b.strip() for b in protect.split(",") if b.strip()))
+    protected = tuple(b.strip() for b in protect.split(",") if b.strip())
+    serve(data_dir, host, port, on_ready=ready, protected=protected, rate_limit=rate_limit)
     click.echo("stopped", err=True)
 
 

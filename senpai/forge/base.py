@@ -99,6 +99,7 @@ class Forge(Protocol):
     login: str  # the authenticated user; blocks are trusted only from this author
     clone_url: str  # git URL to clone/push, credentials NOT embedded
     calls: int  # forge API calls made so far (the wrapper reports calls per tick)
+    not_modified: int  # of `calls`, those answered 304 (free on GitHub)
 
     def git_env(self) -> dict[str, str]:
         """Env vars that let `git` authenticate to `clone_url` without putting the token in argv."""

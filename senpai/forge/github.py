@@ -216,6 +216,7 @@ class GitHubForge:
     ) -> None:
         self.settings = settings
         self.calls = 0
+        self.not_modified = 0  # of `calls`, answered 304: free on GitHub
         self._token = token if token is not None else settings.token()
         self._attempts, self._backoff, self._max_wait, self._sleep = max(1, attempts), backoff, max_wait, sleep
         local = urlsplit(settings.base_url).hostname in LOCAL_HOSTS
@@ -325,6 +326,7 @@ class GitHubForge:
             return status, out_headers, body
 
         status, headers, body = self._call(what, once)
+        self.not_modified += status == 304
         return status, headers, (json.loads(body) if status != 304 and body else None)
 
     def _pages(self, what: str, url: str, params: dict) -> list[dict]:

@@ -23,6 +23,7 @@ from senpai.ledger.experiment import Experiment
 from senpai.ledger.table import LedgerReader
 from senpai.wrapper.dispatch import Dispatcher
 from senpai.wrapper.health import TickHealth
+from senpai.wrapper.pace import tick_wait
 from senpai.wrapper.policy import Launch, World, pending_messages, plan
 from senpai.wrapper.state import StateStore
 from senpai.wrapper.steer import Steering
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 class TickReport:
     tick: int
     calls: int  # forge API calls made during this tick
+    free: int = 0  # of `calls`, answered 304 (not charged to a rate limit)
     refreshed: bool
     actions: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -98,7 +100,7 @@ class Wrapper:
     def tick(self) -> TickReport:
         """Run one tick. Errors of one action are reported and do not stop the others."""
         self.ticks += 1
-        calls0 = self.forge.calls
+        calls0, free0 = self.forge.calls, self.forge.not_modified
         jobs = self.fleet.list()
         done = {j.name for j in jobs if j.done}
         refreshed = self._observe(bool(done - self._done_seen))
@@ -106,7 +108,7 @@ class Wrapper:
         report = TickReport(self.ticks, 0, refreshed, exps=list(self._exps or []))
         if refreshed and self._steer(report, jobs):
             self._exps = None  # the commands changed the ledger: decide on a fresh read next tick
-            report.calls = self.forge.calls - calls0
+            report.calls, report.free = self.forge.calls - calls0, self.forge.not_modified - free0
             report.live_jobs = sum(not j.done for j in self.fleet.list())
             return report
         world = self._world(report.exps, jobs)
@@ -129,7 +131,7 @@ class Wrapper:
         if actions:
             self._exps = None  # our own writes: re-read next tick
         report.live_jobs = sum(not j.done for j in self.fleet.list()) if actions else sum(not j.done for j in jobs)
-        report.calls = self.forge.calls - calls0
+        report.calls, report.free = self.forge.calls - calls0, self.forge.not_modified - free0
         return report
 
     def _world(self, exps: list[Experiment], jobs: list[JobStatus]) -> World:
@@ -200,5 +202,9 @@ class Wrapper:
                 on_tick(report)
             if (until and until(report)) or (max_ticks is not None and self.ticks >= max_ticks):
                 break
-            self._stop.wait(max(self.cfg.tick_seconds - (time.monotonic() - started), 0.0))
+            period = tick_wait(self.cfg.tick_seconds, self.forge.rate_limit(), report.calls - report.free, self.clock())
+            if period > self.cfg.tick_seconds:
+                log.info("forge rate limit: %s; next tick in %.0f s", self.forge.rate_limit(), period)
+                self.health.waiting(period)
+            self._stop.wait(max(period - (time.monotonic() - started), 0.0))
         return report

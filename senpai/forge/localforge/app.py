@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from senpai.forge.localforge import api_issues, api_pulls, api_repos
 from senpai.forge.localforge.git import BadName, GitError, GitRepos
 from senpai.forge.localforge.merges import recover
+from senpai.forge.localforge.ratelimit import RateLimited
 from senpai.forge.localforge.store import Store
 from senpai.forge.localforge.web import DOCS, ApiError, control_in_target
 
@@ -80,11 +81,12 @@ class RefuseControlChars:
 DEFAULT_PROTECTED = ("main", "advisor")
 
 
-def create_app(data_dir: Path, protected: tuple[str, ...] = DEFAULT_PROTECTED) -> FastAPI:
+def create_app(data_dir: Path, protected: tuple[str, ...] = DEFAULT_PROTECTED, rate_limit: int | None = None) -> FastAPI:
     """The local forge serving the data under `data_dir` (created if missing; relative is fine).
 
     `protected` names the branches of every repository that cannot be deleted or force-pushed and
     that only an admin may push to (others merge PRs).  Merges a crash interrupted are finished first.
+    `rate_limit`: charged REST requests per token an hour, as GitHub's primary limit (None: no limit).
     """
     data_dir = Path(data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -103,6 +105,8 @@ def create_app(data_dir: Path, protected: tuple[str, ...] = DEFAULT_PROTECTED) -
     app.state.git = git
     _install_error_handlers(app)
     app.add_middleware(RefuseControlChars)
+    if rate_limit is not None:
+        app.add_middleware(RateLimited, limit=rate_limit)
     for module in (api_repos, api_issues, api_pulls):
         app.include_router(module.router)
     return app

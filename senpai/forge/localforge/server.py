@@ -29,9 +29,10 @@ class LocalForgeServer:
         port: int = 0,
         app: ASGIApp | None = None,
         protected: tuple[str, ...] = DEFAULT_PROTECTED,
+        rate_limit: int | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
-        self.app = app or create_app(self.data_dir, protected)
+        self.app = app or create_app(self.data_dir, protected, rate_limit)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         # IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on sockets that say so (else +40 ms per reply)
         self._socket = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -94,6 +95,7 @@ def serve(
     background: bool = False,
     on_ready: Callable[[LocalForgeServer], None] | None = None,
     protected: tuple[str, ...] = DEFAULT_PROTECTED,
+    rate_limit: int | None = None,
 ) -> LocalForgeServer:
     """Serve the forge for `data_dir`.
 
@@ -101,7 +103,7 @@ def serve(
     (`on_ready` is called first, once the port is bound);
     background=True returns the started server; call `.stop()` when done.
     """
-    server = LocalForgeServer(data_dir, host, port, protected=protected)
+    server = LocalForgeServer(data_dir, host, port, protected=protected, rate_limit=rate_limit)
     if background:
         server.start()
         if on_ready:
