@@ -35,12 +35,12 @@ log = logging.getLogger(__name__)
 class TickReport:
     tick: int
     calls: int  # forge API calls made during this tick
-    free: int = 0  # of `calls`, answered 304 (not charged to a rate limit)
     refreshed: bool
     actions: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     exps: list[Experiment] = field(default_factory=list)
     live_jobs: int = 0
+    free: int = 0  # of `calls`, answered 304 (not charged to a rate limit)
 
     @property
     def decided(self) -> int:
