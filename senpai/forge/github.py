@@ -28,6 +28,7 @@ import email.utils
 import json
 import re
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import cached_property
@@ -50,6 +51,7 @@ T = TypeVar("T")
 MARKER = re.compile(r"<!-- senpai:[^>]{1,200} -->")
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
 State = Literal["open", "closed", "all"]
+MAX_CONDITIONAL = 512  # answers kept for conditional requests (the most recently used)
 
 
 class _CountingAuth(Auth.Auth):
@@ -231,7 +233,7 @@ class GitHubForge:
             **throttle,
         )
         self._repo = self._gh.get_repo(settings.repo)  # lazy: no request
-        self._lists: dict[str, tuple[str, object]] = {}  # conditional GETs: key -> (ETag, last answer)
+        self._lists: OrderedDict[str, tuple[str, object]] = OrderedDict()  # conditional GETs: key -> (ETag, last answer)
 
     def _count(self) -> None:
         self.calls += 1
@@ -333,18 +335,31 @@ class GitHubForge:
         """Every item of a paginated list, one conditional request when its cached copy had a single
         page: a 304 then means the whole list is unchanged (and costs no rate limit on GitHub)."""
         key = url + "?" + json.dumps(params, sort_keys=True)
-        cached = self._lists.get(key)
+        cached = self._cached(key)
         status, headers, data = self._get(what, url, {**params, "per_page": 100, "page": 1}, cached[0] if cached else None)
         if status == 304 and cached:
-            return cached[1]
+            return cached[1]  # type: ignore[return-value]
         items, page, etag = list(data or []), 1, headers.get("etag")  # type: ignore[arg-type]
         while 'rel="next"' in headers.get("link", ""):
             page, etag = page + 1, None  # a list of several pages is read in full every time
             status, headers, data = self._get(what, url, {**params, "per_page": 100, "page": page})
             items += data or []  # type: ignore[operator]
         if etag:
-            self._lists[key] = (etag, items)
+            self._keep(key, etag, items)
         return items
+
+    def _cached(self, key: str) -> tuple[str, object] | None:
+        """The (ETag, answer) kept for `key`, marked as the most recently used."""
+        if key in self._lists:
+            self._lists.move_to_end(key)
+        return self._lists.get(key)
+
+    def _keep(self, key: str, etag: str, answer: object) -> None:
+        """Keep `answer` for a conditional request on `key`; past MAX_CONDITIONAL, the least recently used goes."""
+        self._lists[key] = (etag, answer)
+        self._lists.move_to_end(key)
+        while len(self._lists) > MAX_CONDITIONAL:
+            self._lists.popitem(last=False)
 
     def poll(self, etag: str | None) -> Change:
         """GET .../issues?state=all&sort=updated&direction=desc&per_page=1 with If-None-Match."""
@@ -456,7 +471,9 @@ class GitHubForge:
     # ---------------------------------------------------------------- issues and comments
 
     def list_comments(self, number: int) -> list[Comment]:
-        return self._call(f"comments of #{number}", lambda: [_comment(c) for c in self._repo.get_issue(number).get_comments()])
+        """GitHub REST: GET /repos/{o}/{r}/issues/{n}/comments (all pages; conditional, see `_pages`)."""
+        raw = self._pages(f"comments of #{number}", f"/repos/{self.settings.repo}/issues/{number}/comments", {})
+        return [_comment(self._gh.create_from_raw_data(GhComment, c)) for c in raw]
 
     def create_comment(self, number: int, body: str) -> Comment:
         """GitHub REST: POST .../issues/{n}/comments.  A retry first looks among the bot's comments on
@@ -499,14 +516,14 @@ class GitHubForge:
     def branch_sha(self, branch: str) -> str:
         """GitHub REST: GET /repos/{o}/{r}/branches/{branch}, conditional on the last answer's ETag."""
         key = f"branch {branch}"
-        cached = self._lists.get(key)
+        cached = self._cached(key)
         url = f"/repos/{self.settings.repo}/branches/{quote(branch, safe='')}"
         status, headers, data = self._get(f"get branch {branch}", url, {}, cached[0] if cached else None)
         if status == 304 and cached:
-            return cached[1]
+            return cached[1]  # type: ignore[return-value]
         sha = data["commit"]["sha"]  # type: ignore[index]
         if etag := headers.get("etag"):
-            self._lists[key] = (etag, sha)
+            self._keep(key, etag, sha)
         return sha
 
     def commit_parents(self, sha: str) -> list[str]:

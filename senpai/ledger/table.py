@@ -49,14 +49,15 @@ class LedgerReader:
         self.snapshot = snapshot  # where `save` writes and `load` reads; None: neither does anything
         self._comments: dict[int, tuple[str, list[Comment]]] = {}
         self._pulls: dict[int, PullRequest] = {}
-        self._etag: str | None = None  # of the last listing's first page, once it settled
+        self._etag: str | None = None  # of the last listing's first page
         self._dirty = False  # read something since the last `save`
         self.pulls: list[PullRequest] = []  # the PRs of the last `experiments()` listing (any label)
 
     def comments(self, pr: PullRequest) -> list[Comment]:
         """The PR's comments, re-fetched only when its `updated_at` moved.  Timestamps have whole
         seconds, so a listing made within `SETTLE` seconds of the last update is not reused (a
-        second change in that same second would not move `updated_at`)."""
+        second change in that same second would not move `updated_at`): it is asked for again, a
+        conditional request the forge answers 304 (free) if nothing changed."""
         cached = self._comments.get(pr.number)
         if cached is None or cached[0] != pr.updated_at.isoformat():
             fetched_at = datetime.now(UTC)
@@ -74,15 +75,14 @@ class LedgerReader:
     def list_pulls(self) -> list[PullRequest]:
         """Every PR, any state or label, oldest first: one conditional request when nothing changed
         (a 304), else the PRs updated since the last listing (less `SETTLE` seconds), page by page."""
-        fetched_at = datetime.now(UTC)
         newest = max((p.updated_at for p in self._pulls.values()), default=None)
         since = newest - timedelta(seconds=SETTLE) if newest else None
+        # a 304 is safe even within a second of a change: what the listing does not show (a comment)
+        # moves a PR's updated_at to a later second, or is re-read by `comments` (not yet settled)
         page = self.forge.pulls_updated(since, self._etag)
         if page.changed:
             self._pulls.update({p.number: p for p in page.pulls})
-            newest = max((p.updated_at for p in self._pulls.values()), default=None)
-            # a listing made within SETTLE seconds of a change may miss a second change in that second
-            self._etag = page.etag if newest is None or fetched_at - newest > timedelta(seconds=SETTLE) else None
+            self._etag = page.etag
             self._dirty = True
         return sorted(self._pulls.values(), key=lambda p: p.number)
 

@@ -19,17 +19,23 @@ PRS = 5
 
 @pytest.fixture
 def ledger(forge_repo, local_forge, tmp_path):
-    """(the bot's forge, the same through a counting proxy, the proxy) over PRS senpai PRs with a comment each."""
+    """(the bot's forge, a maker of the same through a counting proxy, the proxy) over PRS senpai PRs
+    with a comment each."""
     forge, settings = forge_repo
     for i in range(PRS):
         commit_and_push(forge, tmp_path / "seed", f"senpai/ada/h-{i}", {f"h{i}.md": "plan\n"}, start="advisor")
         pr = forge.create_pull(f"h-{i}", "a hypothesis", f"senpai/ada/h-{i}", "advisor", [SENPAI])
         forge.create_comment(pr.number, f"note {i}")
     with FaultProxy(local_forge.base_url, rate=0.0) as proxy:
-        proxied = GitHubForge(settings.model_copy(update={"base_url": proxy.url}), TOKEN)
-        assert proxied.login  # GET /user, once per process: not part of what is counted below
+
+        def fresh() -> GitHubForge:
+            """The forge through the proxy, as a new process has it (nothing cached)."""
+            proxied = GitHubForge(settings.model_copy(update={"base_url": proxy.url}), TOKEN)
+            assert proxied.login  # GET /user, once per process: not part of what is counted below
+            return proxied
+
         time.sleep(SETTLE + 0.5)  # listings made now are settled: their ETags and comments are kept
-        yield forge, proxied, proxy
+        yield forge, fresh, proxy
 
 
 def counted(proxy: FaultProxy, fn) -> tuple[object, dict[int, int]]:
@@ -41,8 +47,8 @@ def counted(proxy: FaultProxy, fn) -> tuple[object, dict[int, int]]:
 
 
 def test_an_unchanged_ledger_costs_one_304_and_a_change_costs_what_changed(ledger):
-    forge, proxied, proxy = ledger
-    reader = LedgerReader(proxied)
+    forge, fresh, proxy = ledger
+    reader = LedgerReader(fresh())
     first, answers = counted(proxy, reader.experiments)
     assert len(first) == PRS and answers == {200: 1 + PRS}  # one page of PRs, then each PR's comments
     again, answers = counted(proxy, reader.experiments)
@@ -51,34 +57,37 @@ def test_an_unchanged_ledger_costs_one_304_and_a_change_costs_what_changed(ledge
     forge.create_comment(number, "a new note")
     changed, answers = counted(proxy, reader.experiments)
     assert answers == {200: 2}  # the PRs updated since the last listing, and the one PR's comments
+    # within SETTLE of that change its comments are asked for again, conditionally: both are free
+    assert counted(proxy, reader.experiments) == (changed, {304: 2})
     assert [e.pr for e in changed] == [e.pr for e in first]
     assert [c.body for c in reader.comments(next(p for p in reader.pulls if p.number == number))][-1] == "a new note"
 
 
 def test_a_job_starts_from_the_wrappers_snapshot_and_a_forged_one_is_refused(ledger, tmp_path):
-    forge, proxied, proxy = ledger
+    forge, fresh, proxy = ledger
     snap = Snapshot.of(str(tmp_path / "state"), TOKEN)
-    wrapper = LedgerReader(proxied, snapshot=snap)
+    wrapper = LedgerReader(fresh(), snapshot=snap)
     expected = wrapper.experiments()
     assert wrapper.save() and not wrapper.save()  # nothing read since: nothing written
-    job = LedgerReader(proxied, snapshot=snap)
+    job = LedgerReader(fresh(), snapshot=snap)
     assert job.load()
     exps, answers = counted(proxy, job.experiments)
     assert exps == expected and answers == {304: 1}
 
     text = snap.path.read_text()
     snap.path.write_text(text.replace("note 1", "note 9"))  # what code without the token could do
-    forged = LedgerReader(proxied, snapshot=snap)
+    forged = LedgerReader(fresh(), snapshot=snap)
     assert not forged.load()
     exps, answers = counted(proxy, forged.experiments)
     assert exps == expected and answers == {200: 1 + PRS}  # it read the forge instead
     snap.path.write_text(text)
-    assert not LedgerReader(proxied, snapshot=Snapshot.of(str(tmp_path / "state"), "another-token")).load()
+    assert not LedgerReader(fresh(), snapshot=Snapshot.of(str(tmp_path / "state"), "another-token")).load()
     assert Snapshot.of(str(tmp_path), None) is None  # no token, no snapshot
 
 
 def test_the_base_branch_and_a_label_listing_are_conditional(ledger, tmp_path):
-    forge, proxied, proxy = ledger
+    forge, fresh, proxy = ledger
+    proxied = fresh()
     forge.create_issue("steer", "/senpai pause", ["senpai:steer"])
     sha, answers = counted(proxy, lambda: proxied.branch_sha("advisor"))
     assert answers == {200: 1}
