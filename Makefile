@@ -13,7 +13,7 @@ export WANDB_SILENT := true
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export OPENHANDS_SUPPRESS_BANNER := 1
 
-.PHONY: demo test lint clean constraints images kind-e2e bench bench-quick bench-verdicts bench-requests bench-wake bench-replay
+.PHONY: demo test lint clean constraints images kind-e2e bench bench-quick bench-verdicts bench-requests bench-wake bench-replay bench-robustness
 
 # Images: $(IMAGE_REPO)/<role>:$(IMAGE_TAG), the names the chart uses by default.
 IMAGE_REPO ?= senpai
@@ -35,13 +35,17 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	WANDB_MODE=offline $(VENV)/bin/pytest -q
 
-# The fault and kill figures side by side; results in bench/results/ (see bench/README.md).
+# Every figure of bench/ in turn, one table in bench/results/all-<UTC>.md (see bench/README.md).
 BENCH_ARGS ?=
 bench: $(VENV)/.installed
-	WANDB_MODE=offline $(VENV)/bin/python bench/run.py $(BENCH_ARGS)
+	WANDB_MODE=offline $(VENV)/bin/python bench/all.py $(BENCH_ARGS)
 
 bench-quick: $(VENV)/.installed
-	WANDB_MODE=offline $(VENV)/bin/python bench/run.py --quick $(BENCH_ARGS)
+	WANDB_MODE=offline $(VENV)/bin/python bench/all.py --quick $(BENCH_ARGS)
+
+# Robustness alone: wrapper kills and forge faults (bench/README.md).
+bench-robustness: $(VENV)/.installed
+	WANDB_MODE=offline $(VENV)/bin/python bench/run.py $(BENCH_ARGS)
 
 # Forge requests per hour: the wrapper next to a per-student poller (bench/README.md).
 bench-requests: $(VENV)/.installed
