@@ -15,7 +15,7 @@ import pytest
 from senpai.errors import NotFound, PermanentError
 from senpai.fleet.base import JobSpec, JobStatus
 from senpai.fleet.local import LocalFleet
-from senpai.fleet.supervise import Claim, StatusRecord, classify, proc_start
+from senpai.fleet.supervise import Claim, JobDir, StatusRecord, classify, proc_start
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -304,6 +304,37 @@ def test_list_is_sorted_and_bad_names_are_absent(fleet: LocalFleet) -> None:
     wait_for(fleet, "a-job"), wait_for(fleet, "b-job")
     assert [s.name for s in fleet.list()] == ["a-job", "b-job"]
     assert fleet.get("missing") is None and fleet.get("../jobs") is None and fleet.get(".x") is None
+
+
+def test_list_reads_only_unfinished_jobs_and_a_new_fleet_reads_them_all(fleet: LocalFleet, monkeypatch) -> None:
+    """A finished job's status is kept in memory while its folder is unchanged: a tick's list()
+    parses the live jobs only. A new LocalFleet (a restarted wrapper) reads every folder once,
+    and a job deleted and launched again under the same name is read afresh."""
+    finished = [f"done-{i}" for i in range(4)]
+    for name in finished:
+        fleet.launch(spec(name, "true"))
+    for name in finished:
+        wait_for(fleet, name)
+    fleet.launch(spec("live", "sleep 30"))
+    wait_for(fleet, "live", until=lambda s: s.phase == "running")
+    reads: list[str] = []
+    parse = JobDir.status
+    monkeypatch.setattr(JobDir, "status", lambda jd: reads.append(jd.path.name) or parse(jd))
+
+    restarted = LocalFleet(fleet.root)
+    assert [(s.name, s.phase) for s in restarted.list()] == [*((n, "succeeded") for n in finished), ("live", "running")]
+    assert sorted(reads) == sorted([*finished, "live"])
+    for f in (fleet, restarted):
+        reads.clear()
+        assert [s.name for s in f.list()] == [*finished, "live"]
+        assert reads == ["live"]
+
+    fleet.delete("done-0")
+    fleet.launch(spec("done-0", "sleep 30"))
+    assert {s.name: s.phase for s in restarted.list()}["done-0"] in ("pending", "running")
+    fleet.delete("done-0")
+    assert [s.name for s in restarted.list()] == finished[1:] + ["live"]
+    fleet.delete("live")
 
 
 @pytest.mark.parametrize(
