@@ -13,7 +13,7 @@ export WANDB_SILENT := true
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export OPENHANDS_SUPPRESS_BANNER := 1
 
-.PHONY: demo test lint clean constraints images kind-e2e bench bench-quick bench-verdicts bench-requests bench-wake bench-replay bench-robustness
+.PHONY: demo test lint clean constraints images kind-e2e bench bench-quick bench-verdicts bench-requests bench-wake bench-replay bench-robustness bench-jobs
 
 # Images: $(IMAGE_REPO)/<role>:$(IMAGE_TAG), the names the chart uses by default.
 IMAGE_REPO ?= senpai
@@ -58,6 +58,10 @@ bench-wake: $(VENV)/.installed
 # A 70-day programme's 3,480 events through the wrapper's refresh and plan (bench/README.md).
 bench-replay: $(VENV)/.installed
 	WANDB_MODE=offline $(VENV)/bin/python bench/replay.py $(BENCH_ARGS)
+
+# CLI import time, local job start and LocalFleet.list() per tick, each next to the code before issue 10 (bench/README.md).
+bench-jobs: $(VENV)/.installed
+	WANDB_MODE=offline $(VENV)/bin/python bench/job_start.py $(BENCH_ARGS)
 
 # The verifier's false-accept rate on null edits and its power on 0.5/1/2-point edits (bench/README.md).
 bench-verdicts: $(VENV)/.installed

@@ -24,6 +24,14 @@ class _Strict(BaseModel):
 class StudentSpec(_Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,30}$")
     gpus: int = Field(0, ge=0)
+    cpus: int = Field(
+        1,
+        ge=1,
+        le=1024,
+        description="CPU cores of each of its jobs (and its verifier's): OMP_NUM_THREADS, MKL_NUM_THREADS and "
+        "OPENBLAS_NUM_THREADS are set to it, so concurrent jobs do not oversubscribe the machine. On Kubernetes, "
+        "give fleet.resources.student and .verifier a cpu request to match.",
+    )
 
 
 class ForgeSettings(_Strict):

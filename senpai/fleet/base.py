@@ -21,6 +21,7 @@ Role = Literal["advisor", "student", "verifier"]
 Phase = Literal["pending", "running", "succeeded", "failed"]
 ENV_DEADLINE = "SENPAI_JOB_DEADLINE"
 ENV_GPUS = "SENPAI_GPUS"  # set by the Kubernetes fleet in the containers that get GPUs
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")  # set from JobSpec.cpus
 
 
 def job_deadline(env: Mapping[str, str] = os.environ) -> float | None:
@@ -55,6 +56,12 @@ class JobSpec(BaseModel):
     env: dict[str, str] = Field(default_factory=dict, description="Non-secret env for the job.")
     wall_seconds: int = Field(gt=0, description="Killed after this many seconds (phase failed, DeadlineExceeded).")
     gpus: int = Field(0, ge=0)
+    cpus: int = Field(1, ge=1, description="CPU cores: the job's THREAD_ENV values, where `env` does not set them.")
+
+    def thread_env(self) -> dict[str, str]:
+        """THREAD_ENV set to `cpus`. Every fleet puts `env` over it (an explicit setting there wins);
+        the train and holdout commands inherit it (`senpai.agents.environ` allows these names)."""
+        return dict.fromkeys(THREAD_ENV, str(self.cpus))
 
 
 class JobStatus(BaseModel):

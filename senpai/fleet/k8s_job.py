@@ -86,10 +86,10 @@ def labels(spec: JobSpec, settings: KubernetesFleetSettings) -> dict[str, str]:
 
 
 def _env(spec: JobSpec, settings: KubernetesFleetSettings, deadline: int, secrets: bool, gpus: int) -> list[client.V1EnvVar]:
-    """The spec's env by value, then HOME/TMPDIR, the job's deadline (epoch seconds) and, if the
-    container gets `gpus` > 0, ENV_GPUS; then, if `secrets`, each secret_env entry by reference
-    (the verifier's train steps get none)."""
-    env = {"HOME": HOME_DIR, "TMPDIR": TMP_DIR, **spec.env, ENV_DEADLINE: str(deadline)}
+    """HOME/TMPDIR and the thread counts (`JobSpec.thread_env`), the spec's env by value over them,
+    then the job's deadline (epoch seconds) and, if the container gets `gpus` > 0, ENV_GPUS; then,
+    if `secrets`, each secret_env entry by reference (the verifier's train steps get none)."""
+    env = {"HOME": HOME_DIR, "TMPDIR": TMP_DIR, **spec.thread_env(), **spec.env, ENV_DEADLINE: str(deadline)}
     env |= {ENV_GPUS: str(gpus)} if gpus else {}
     out = [client.V1EnvVar(name=k, value=v) for k, v in env.items()]
     for s in settings.secret_env if secrets else ():

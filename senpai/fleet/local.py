@@ -27,6 +27,11 @@ This module is the launcher and the reader:
   On a machine with no GPUs at all, a GPU job runs on CPU: the wrapper logs a warning and the
   job's log starts with one. This keeps configs written for a cluster runnable on a laptop; the
   program sees no CUDA device and must cope as it would anywhere.
+- **Listing is O(live jobs).** A finished job's status.json is never written again, so `get`
+  keeps its status in memory, keyed by its folder's inode and ctime (a new folder of the same
+  name, status.json replaced, any file added or removed: each changes the key). `list` then
+  stats a finished job's folder but reads and parses only the unfinished jobs. The disk stays
+  the record: a new LocalFleet (a restarted wrapper) reads every folder once.
 - **delete** renames the directory away first (so the name is free at once and a late writer
   cannot touch a new job of the same name), stops the supervisor with SIGTERM (it stops the job
   as on a deadline), SIGKILLs both if they outlast the grace period, then removes the directory.
@@ -86,6 +91,13 @@ def detect_gpus() -> list[str]:
     return [str(i) for i, _ in enumerate(line for line in out.splitlines() if line.startswith("GPU "))]
 
 
+def _identity(folder: os.stat_result) -> tuple[int, int]:
+    """A job folder's identity: a new folder of the same name has another inode or ctime, and a
+    file renamed into the folder (every status.json write: `JobDir.write`), added or removed
+    moves its ctime."""
+    return folder.st_ino, folder.st_ctime_ns
+
+
 def _signal(pid: int, sig: int) -> None:
     try:
         os.kill(pid, sig)
@@ -118,6 +130,7 @@ class LocalFleet:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self._gpu_pool = list(gpus) if gpus is not None else None
+        self._finished: dict[str, tuple[tuple[int, int], JobStatus]] = {}  # name -> (folder identity, final status)
 
     @property
     def gpu_pool(self) -> list[str]:
@@ -163,37 +176,20 @@ class LocalFleet:
     def get(self, name: str) -> JobStatus | None:
         """The job's status from its status.json, with dead supervisors reported as Lost, and a job
         whose folder cannot be read (corrupt or unreadable spec.json/status.json, I/O error) as
-        failed with reason Lost. Never raises for one job's folder."""
-        path = self._path(name)
-        if path is None:
-            return None
-        try:
-            with JobDir(path) as jd:
-                spec = jd.spec()
-                record = self._check(jd, jd.status())
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except (OSError, ValueError) as e:
-            return self._broken(name, e)
-        return JobStatus(
-            name=spec.name,
-            role=spec.role,
-            pr=spec.pr,
-            student=spec.student,
-            phase=record.phase,
-            exit_code=record.exit_code,
-            reason=record.reason,
-            started_at=record.started_at,
-            finished_at=record.finished_at,
-        )
+        failed with reason Lost. Never raises for one job's folder. A finished job's status comes
+        from memory while its folder is unchanged (module docstring)."""
+        return self._status(name) if _NAME.fullmatch(name) else None
 
     def list(self) -> list[JobStatus]:
-        """Every job, sorted by name (see `get`). Raises TransientError if the root cannot be listed."""
+        """Every job, sorted by name (see `get`): a stat per finished job, and a read of the
+        unfinished ones only. Raises TransientError if the root cannot be listed."""
         try:
             names = sorted(e.name for e in os.scandir(self.root) if _NAME.fullmatch(e.name))
         except OSError as e:
             raise TransientError(f"cannot list the local fleet {self.root}: {e}") from e
-        return [status for name in names if (status := self.get(name)) is not None]
+        for gone in self._finished.keys() - set(names):
+            self._finished.pop(gone, None)
+        return [status for name in names if (status := self._status(name)) is not None]
 
     def logs(self, name: str, tail_lines: int = 50) -> str:
         """Last `tail_lines` lines of the job's log. Raises NotFound if there is no such job,
@@ -228,6 +224,36 @@ class LocalFleet:
 
     def _path(self, name: str) -> Path | None:
         return self.root / name if _NAME.fullmatch(name) else None
+
+    def _status(self, name: str) -> JobStatus | None:
+        """`get` of a valid name: the cached status if the folder is unchanged since it was read
+        finished, else its files read (and cached if finished)."""
+        folder = f"{self.root}/{name}"  # a str: building a Path costs more than the stat of a cached job
+        try:
+            if (hit := self._finished.get(name)) is not None and hit[0] == _identity(os.stat(folder)):
+                return hit[1]
+            with JobDir(Path(folder)) as jd:
+                identity = _identity(os.fstat(jd.fd))  # before the reads: a later write moves it
+                spec = jd.spec()
+                record = self._check(jd, jd.status())
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except (OSError, ValueError) as e:
+            return self._broken(name, e)
+        status = JobStatus(
+            name=spec.name,
+            role=spec.role,
+            pr=spec.pr,
+            student=spec.student,
+            phase=record.phase,
+            exit_code=record.exit_code,
+            reason=record.reason,
+            started_at=record.started_at,
+            finished_at=record.finished_at,
+        )
+        if status.done:
+            self._finished[name] = (identity, status)
+        return status
 
     def _check_gpus(self, spec: JobSpec) -> None:
         if spec.gpus == 0:

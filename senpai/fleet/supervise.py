@@ -316,7 +316,7 @@ class Supervisor:
         work = os.open(WORK, os.O_RDONLY | os.O_DIRECTORY, dir_fd=self.jd.fd)
         os.fchdir(work)
         os.close(work)
-        env = {**os.environ, **spec.env, "CUDA_VISIBLE_DEVICES": ",".join(record.gpu_ids or [])}
+        env = {**os.environ, **spec.thread_env(), **spec.env, "CUDA_VISIBLE_DEVICES": ",".join(record.gpu_ids or [])}
         env |= {ENV_DEADLINE: str(int(time.time()) + spec.wall_seconds), ENV_JOB: self.launch_id}
         try:
             return subprocess.Popen(spec.command, env=env, stdin=subprocess.DEVNULL, start_new_session=True)

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 from senpai.config.target import Holdout
 
@@ -133,6 +132,8 @@ def _exact(diff: float) -> tuple[float, float]:
 
 
 def _welch(c: np.ndarray, b: np.ndarray, alpha: float) -> tuple[float, float, str]:
+    from scipy import stats  # scipy costs ~1 s to import: only a verdict pays it
+
     if np.ptp(c) == 0 and np.ptp(b) == 0:  # np.var of equal floats can be 1e-35, not 0
         t, p = _exact(float(c.mean() - b.mean()))
     else:
@@ -144,6 +145,8 @@ def _welch(c: np.ndarray, b: np.ndarray, alpha: float) -> tuple[float, float, st
 
 
 def _paired(c: np.ndarray, b: np.ndarray, alpha: float) -> tuple[float, float, str]:
+    from scipy import stats  # as in _welch
+
     d = c - b
     if np.ptp(d) == 0:
         t, p = _exact(float(d.mean()))
@@ -171,6 +174,8 @@ def _bootstrap(c: np.ndarray, b: np.ndarray, alpha: float) -> tuple[float, float
     """(lower bound, p, text).  Expanded percentile: the level alpha' = Phi(sqrt(n/(n-1)) t_alpha,df)
     makes the percentile bound as wide as a t-bound (n the smaller side, df Welch–Satterthwaite's:
     with n_c + n_b - 2 it accepted 5.8% of null edits with 4 seeds a side, with n - 1 only 3.6%)."""
+    from scipy import stats  # as in _welch
+
     n, df = min(len(c), len(b)), _welch_df(c, b)
     widen = math.sqrt(n / (n - 1))
     level = float(stats.norm.cdf(widen * stats.t.ppf(alpha, df)))
@@ -206,5 +211,7 @@ def bh_adjust(p_values: list[float]) -> list[float]:
     """
     if not p_values:
         return []
+    from scipy import stats  # as in _welch
+
     ps = np.array([p if isinstance(p, (int, float)) and math.isfinite(p) else 1.0 for p in p_values], float)
     return [float(x) for x in stats.false_discovery_control(np.clip(ps, 0.0, 1.0), method="bh")]

@@ -1,16 +1,18 @@
 """GitHub, W&B and local-fleet checks of `senpai preflight`, and the runner over every area."""
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from senpai.config.harness import HarnessConfig, LocalFleetSettings
 from senpai.errors import SenpaiError
-from senpai.fleet.k8s_cluster import ClusterProbe
 from senpai.forge.base import Access, Forge
 from senpai.ledger.labels import SENPAI, STEER, Status
 from senpai.preflight import CheckResult, failed, passed, skipped
-from senpai.preflight.cluster import cluster_checks
 from senpai.preflight.llm import llm_checks
 from senpai.tracker.base import Tracker
+
+if TYPE_CHECKING:  # the kubernetes client is imported only when a kubernetes fleet is configured
+    from senpai.fleet.k8s_cluster import ClusterProbe
 
 # Labels the ledger reads and writes (senpai/ledger/labels.py), with their colours on the forge.
 LABELS = {
@@ -104,11 +106,13 @@ def holdout_check(fleet: LocalFleetSettings) -> CheckResult:
     return passed("local", "sealed holdout", f"{where} ({sum(1 for _ in Path(where).iterdir())} entries)")
 
 
-def run_preflight(cfg: HarnessConfig, forge: Forge, tracker: Tracker, probe: ClusterProbe | None) -> list[CheckResult]:
+def run_preflight(cfg: HarnessConfig, forge: Forge, tracker: Tracker, probe: "ClusterProbe | None") -> list[CheckResult]:
     """Every check, in report order: github, wandb, llm, then the sealed holdout (local fleet) or
     the cluster (`probe` None: local fleet, skipped)."""
     results = forge_checks(cfg, forge) + tracker_checks(cfg, tracker) + llm_checks(cfg)
     if probe is None:
         local = [holdout_check(cfg.fleet)] if isinstance(cfg.fleet, LocalFleetSettings) else []
         return results + local + [skipped("cluster", "cluster", f"fleet backend {cfg.fleet.backend}: no cluster to check")]
+    from senpai.preflight.cluster import cluster_checks
+
     return results + cluster_checks(cfg, probe)

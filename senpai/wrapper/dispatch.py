@@ -26,14 +26,23 @@ ENV_EVENTS = "SENPAI_EVENTS"
 ESCALATION_TAIL = 12  # log lines of the last failed run shown in an escalation issue
 
 
-def job_spec(a: Launch, config_path: str, gpus: int = 0) -> JobSpec:
-    """The fleet job for `a`: `python -m senpai job <args>` with the harness config path."""
+def job_spec(a: Launch, config_path: str, gpus: int = 0, cpus: int = 1) -> JobSpec:
+    """The fleet job for `a`: `python -m senpai job <args>` with the harness config path, and the
+    GPUs and CPU cores of its student (an advisor job: none, and one core)."""
     env = {ENV_CONFIG: config_path}
     if a.events:
         env[ENV_EVENTS] = EventBatch(events=list(a.events)).model_dump_json()
     command = [sys.executable, "-m", "senpai", "job", *a.args]
     return JobSpec(
-        name=a.name, role=a.role, pr=a.pr, student=a.student, command=command, env=env, wall_seconds=a.wall_seconds, gpus=gpus
+        name=a.name,
+        role=a.role,
+        pr=a.pr,
+        student=a.student,
+        command=command,
+        env=env,
+        wall_seconds=a.wall_seconds,
+        gpus=gpus,
+        cpus=cpus,
     )
 
 
@@ -55,13 +64,16 @@ def failure_evidence(exp: Experiment, a: FailureEvidence, logs: str, reason: str
 
 
 class Dispatcher:
-    def __init__(self, forge: Forge, fleet: Fleet, config_path: str, gpus: dict[str, int]) -> None:
-        self.forge, self.fleet, self.config_path, self.gpus = forge, fleet, config_path, gpus
+    def __init__(
+        self, forge: Forge, fleet: Fleet, config_path: str, gpus: dict[str, int], cpus: dict[str, int] | None = None
+    ) -> None:
+        self.forge, self.fleet, self.config_path, self.gpus, self.cpus = forge, fleet, config_path, gpus, cpus or {}
 
     def apply(self, action: Action, exps: dict[int, Experiment]) -> str:
         """Carry out one action; returns a one-line description for progress output."""
         if isinstance(action, Launch):
-            self.fleet.launch(job_spec(action, self.config_path, self.gpus.get(action.student or "", 0)))
+            student = action.student or ""
+            self.fleet.launch(job_spec(action, self.config_path, self.gpus.get(student, 0), self.cpus.get(student, 1)))
             what = f"#{action.pr}" if action.pr else f"{len(action.events)} event(s)"
             return f"launched {action.name} ({what})"
         if isinstance(action, DeleteJob):

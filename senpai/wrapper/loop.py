@@ -62,8 +62,8 @@ class Wrapper:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.cfg, self.forge, self.fleet, self.ledger, self.store, self.clock = cfg, forge, fleet, ledger, store, clock
-        gpus = {s.name: s.gpus for s in cfg.students}
-        self.dispatcher = Dispatcher(forge, fleet, config_path, gpus)
+        gpus, cpus = {s.name: s.gpus for s in cfg.students}, {s.name: s.cpus for s in cfg.students}
+        self.dispatcher = Dispatcher(forge, fleet, config_path, gpus, cpus)
         self.steering = Steering(cfg, forge, fleet, ledger)
         self.ticks = 0
         self._exps: list[Experiment] | None = None

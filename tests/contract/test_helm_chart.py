@@ -54,7 +54,7 @@ BIG = {
         },
         "student": {"kind": "openhands", "llm": {"model": "anthropic/claude-sonnet-4-5"}, "budget": {"dollars": 20.0}},
     },
-    "students": [{"name": n, "gpus": 8} for n in ("ada", "bo", "cy", "dee")],
+    "students": [{"name": n, "gpus": 8, "cpus": 32} for n in ("ada", "bo", "cy", "dee")],
     "gpu": {
         "resource": "nvidia.com/gpu",
         "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
@@ -79,6 +79,10 @@ BAD = {  # values -> what Helm must say
     "fractional gpus": (
         with_required(students=[{"name": "ada", "gpus": 0.5}]),
         "at '/students/0/gpus': got number, want integer",
+    ),
+    "zero cpus": (
+        with_required(students=[{"name": "ada", "gpus": 1, "cpus": 0}]),
+        "at '/students/0/cpus': minimum: got 0, want 1",
     ),
     "student name not a DNS label": (
         with_required(students=[{"name": "Ada_1", "gpus": 1}]),
@@ -272,7 +276,7 @@ def test_default_harness_config(helm: dict) -> None:
     assert [(s.env, s.secret, s.key) for s in fleet.secret_env] == [("GITHUB_TOKEN", "senpai-github", "token")]
     assert cfg.forge.repo == "acme/digits" and cfg.forge.token_env == "GITHUB_TOKEN"
     assert cfg.tracker.dir == "/data/wandb" and cfg.state_dir == "/data/state"
-    assert [(s.name, s.gpus) for s in cfg.students] == [("ada", 1)]
+    assert [(s.name, s.gpus, s.cpus) for s in cfg.students] == [("ada", 1, 2)]
     assert cfg.runtime.advisor.kind == cfg.runtime.student.kind == "search"
     assert cfg.max_experiments is None and cfg.patience is None
     pvc = one(docs, "PersistentVolumeClaim")
@@ -322,7 +326,7 @@ def test_four_students_with_eight_gpus_land_in_the_harness_config(helm: dict) ->
     docs = manifests(helm["big-1.37"])
     cfg = harness(docs)
     fleet = cfg.fleet
-    assert [(s.name, s.gpus) for s in cfg.students] == [("ada", 8), ("bo", 8), ("cy", 8), ("dee", 8)]
+    assert [(s.name, s.gpus, s.cpus) for s in cfg.students] == [(n, 8, 32) for n in ("ada", "bo", "cy", "dee")]
     assert fleet.gpu_resource == "nvidia.com/gpu"
     assert fleet.node_selector == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
     # plain dicts here; typed core/v1 Tolerations once the fleet backend types them

@@ -109,3 +109,14 @@ def test_bad_harness_config_names_the_field_as_written(tmp_path, monkeypatch, ca
     (tmp_path / "h.yaml").write_text(yaml.safe_dump(config))
     code, err = _run_main(["ledger", "--config", str(tmp_path / "h.yaml")], monkeypatch, capsys)
     assert code == 2 and re.search(expected, err), err
+
+
+@pytest.mark.parametrize(
+    "cpus, expected", [(0, "greater than or equal to 1"), (2.5, "valid integer"), (4096, "less than or equal")]
+)
+def test_a_students_cpus_are_a_whole_positive_count(tmp_path, monkeypatch, capsys, cpus, expected):
+    config = {"forge": {"repo": "o/r"}, "tracker": {"dir": "w"}, "fleet": {"dir": "j"}, "state_dir": "s"}
+    config["students"] = [{"name": "ada", "cpus": 2}, {"name": "bo", "cpus": cpus}]
+    (tmp_path / "h.yaml").write_text(yaml.safe_dump(config))
+    code, err = _run_main(["ledger", "--config", str(tmp_path / "h.yaml")], monkeypatch, capsys)
+    assert code == 2 and re.search(rf"h\.yaml: students\.1\.cpus: .*{expected}", err), err

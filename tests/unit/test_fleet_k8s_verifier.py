@@ -17,7 +17,7 @@ from k8s_fixtures import NAMESPACE, SECRET_VALUE, k8s_fleet, k8s_settings, seed
 from kubernetes import client
 
 from senpai.errors import PermanentError
-from senpai.fleet.base import JobSpec
+from senpai.fleet.base import THREAD_ENV, JobSpec
 from senpai.fleet.k8s_job import VERIFY_STEPS, build_job
 
 COMMAND = ["/opt/senpai/bin/python", "-m", "senpai", "job", "verify", "--pr", "7"]
@@ -102,7 +102,7 @@ def test_verifier_job_is_checkout_then_one_train_per_side_then_score(holdout, ve
 def test_the_train_steps_get_no_secret_and_no_holdout(holdout, gpus):
     pod = pod_of("verifier", holdout, gpus)
     checkout, *trains = pod["initContainers"]
-    expected = {"HOME", "TMPDIR", "SENPAI_CONFIG", "SENPAI_JOB_DEADLINE"} | ({"SENPAI_GPUS"} if gpus else set())
+    expected = {"HOME", "TMPDIR", "SENPAI_CONFIG", "SENPAI_JOB_DEADLINE", *THREAD_ENV} | ({"SENPAI_GPUS"} if gpus else set())
     for train in trains:
         assert "envFrom" not in train
         assert [e for e in train["env"] if "valueFrom" in e] == []  # no secretKeyRef, not even the optional W&B key

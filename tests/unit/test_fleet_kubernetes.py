@@ -73,6 +73,20 @@ def test_gpu_student_gets_gpus_node_selector_and_tolerations():
     assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
 
 
+@pytest.mark.parametrize("role", ["advisor", "student", "verifier"])
+def test_every_container_gets_the_jobs_thread_counts_unless_its_env_sets_them(role):
+    threads = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+    for job_spec, expected in ((spec(role, cpus=4), ["4", "4", "4"]), (spec(role), ["1", "1", "1"])):
+        pod = as_dict(build_job(job_spec, k8s_settings()))["spec"]["template"]["spec"]
+        for c in [*pod.get("initContainers", []), *pod["containers"]]:
+            env = {e["name"]: e.get("value") for e in c["env"]}
+            assert [env[t] for t in threads] == expected, c["name"]
+    own = spec(role, cpus=4).model_copy(update={"env": {"SENPAI_CONFIG": CONFIG, "OMP_NUM_THREADS": "2"}})
+    container = as_dict(build_job(own, k8s_settings()))["spec"]["template"]["spec"]["containers"][0]
+    env = [(e["name"], e.get("value")) for e in container["env"]]
+    assert [v for k, v in env if k in threads] == ["2", "4", "4"]  # one entry each: Kubernetes keeps the last of a name
+
+
 def test_tolerations_take_the_kubernetes_shape():
     toleration = {"key": "gpu", "operator": "Equal", "value": "a100", "effect": "NoExecute", "tolerationSeconds": 60}
     pod = as_dict(build_job(spec("student", 1), k8s_settings(tolerations=[toleration])))["spec"]["template"]["spec"]

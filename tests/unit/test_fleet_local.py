@@ -15,7 +15,9 @@ import pytest
 from senpai.errors import NotFound, PermanentError
 from senpai.fleet.base import JobSpec, JobStatus
 from senpai.fleet.local import LocalFleet
-from senpai.fleet.supervise import Claim, StatusRecord, classify, proc_start
+from senpai.fleet.supervise import Claim, JobDir, StatusRecord, classify, proc_start
+from senpai.wrapper.dispatch import Dispatcher
+from senpai.wrapper.policy import Launch
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -114,6 +116,38 @@ def test_env_reaches_job_and_cwd_is_work_dir(fleet: LocalFleet, monkeypatch: pyt
     assert Path((work / "where").read_text().strip()).resolve() == work.resolve()
     assert (work / "env").read_text() == "from-wrapper spec bar\n"
     assert fleet.logs("envy") == "env\nwhere\n"  # work/ started empty: only what the job just made
+
+
+def test_thread_counts_follow_the_jobs_cpus_unless_its_env_sets_them(fleet: LocalFleet, monkeypatch) -> None:
+    monkeypatch.setenv("MKL_NUM_THREADS", "64")  # the wrapper's own setting does not reach the job
+    script = 'echo "$OMP_NUM_THREADS $MKL_NUM_THREADS $OPENBLAS_NUM_THREADS"'
+    fleet.launch(spec("three", script, cpus=3))
+    fleet.launch(spec("own", script, cpus=3, env={"OMP_NUM_THREADS": "5"}))
+    fleet.launch(spec("default", script))
+    assert [wait_for(fleet, n).phase for n in ("three", "own", "default")] == ["succeeded"] * 3
+    assert [fleet.logs(n) for n in ("three", "own", "default")] == ["3 3 3\n", "5 3 3\n", "1 1 1\n"]
+
+
+class Recorder:
+    """The Fleet port's launch, recording the specs."""
+
+    def __init__(self) -> None:
+        self.specs: list[JobSpec] = []
+
+    def launch(self, spec: JobSpec) -> None:
+        self.specs.append(spec)
+
+
+def test_the_wrapper_gives_a_students_jobs_its_cpus_and_an_advisors_one() -> None:
+    fleet = Recorder()
+    dispatcher = Dispatcher(None, fleet, "/h.yaml", {"ada": 1}, {"ada": 6})  # type: ignore[arg-type]
+    for launch in (
+        Launch("student", "senpai-student-pr3-1", ["student"], 60, pr=3, student="ada"),
+        Launch("verifier", "senpai-verifier-pr3-1", ["verify"], 60, pr=3, student="ada"),
+        Launch("advisor", "senpai-advisor-x-1", ["advisor"], 60),
+    ):
+        dispatcher.apply(launch, {})
+    assert [(s.role, s.gpus, s.cpus) for s in fleet.specs] == [("student", 1, 6), ("verifier", 1, 6), ("advisor", 0, 1)]
 
 
 def test_logs_tail(fleet: LocalFleet) -> None:
@@ -304,6 +338,37 @@ def test_list_is_sorted_and_bad_names_are_absent(fleet: LocalFleet) -> None:
     wait_for(fleet, "a-job"), wait_for(fleet, "b-job")
     assert [s.name for s in fleet.list()] == ["a-job", "b-job"]
     assert fleet.get("missing") is None and fleet.get("../jobs") is None and fleet.get(".x") is None
+
+
+def test_list_reads_only_unfinished_jobs_and_a_new_fleet_reads_them_all(fleet: LocalFleet, monkeypatch) -> None:
+    """A finished job's status is kept in memory while its folder is unchanged: a tick's list()
+    parses the live jobs only. A new LocalFleet (a restarted wrapper) reads every folder once,
+    and a job deleted and launched again under the same name is read afresh."""
+    finished = [f"done-{i}" for i in range(4)]
+    for name in finished:
+        fleet.launch(spec(name, "true"))
+    for name in finished:
+        wait_for(fleet, name)
+    fleet.launch(spec("live", "sleep 30"))
+    wait_for(fleet, "live", until=lambda s: s.phase == "running")
+    reads: list[str] = []
+    parse = JobDir.status
+    monkeypatch.setattr(JobDir, "status", lambda jd: reads.append(jd.path.name) or parse(jd))
+
+    restarted = LocalFleet(fleet.root)
+    assert [(s.name, s.phase) for s in restarted.list()] == [*((n, "succeeded") for n in finished), ("live", "running")]
+    assert sorted(reads) == sorted([*finished, "live"])
+    for f in (fleet, restarted):
+        reads.clear()
+        assert [s.name for s in f.list()] == [*finished, "live"]
+        assert reads == ["live"]
+
+    fleet.delete("done-0")
+    fleet.launch(spec("done-0", "sleep 30"))
+    assert {s.name: s.phase for s in restarted.list()}["done-0"] in ("pending", "running")
+    fleet.delete("done-0")
+    assert [s.name for s in restarted.list()] == finished[1:] + ["live"]
+    fleet.delete("live")
 
 
 @pytest.mark.parametrize(

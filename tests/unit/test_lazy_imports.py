@@ -1,0 +1,86 @@
+"""A `senpai` process imports the kubernetes client, OpenHands, LiteLLM, scipy and Optuna only when
+it uses them: each adds 0.3–1 s to every job's start (bench/job_start.py measures it).
+
+Each command runs in a fresh interpreter through the console entry point, which then reports the
+heavy packages in its `sys.modules`.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from forge_fixtures import TOKEN
+from k8s_fixtures import k8s_settings
+
+HEAVY = ("kubernetes", "openhands", "litellm", "scipy", "optuna")
+TOKEN_ENV = "SENPAI_LAZY_TOKEN"
+PROBE = f"""
+import json, sys
+from senpai.cli.main import main
+out, sys.argv, code = sys.argv[1], ["senpai", *sys.argv[2:]], 0
+try:
+    main()
+except SystemExit as e:
+    code = e.code
+loaded = sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r}))
+open(out, "w").write(json.dumps({{"code": code, "loaded": loaded}}))
+"""
+
+
+def run(tmp_path: Path, *args: str) -> dict:
+    """{"code": exit status, "loaded": the HEAVY packages imported} of `senpai ARGS` in a fresh process."""
+    out = tmp_path / "probe.json"
+    env = {**os.environ, TOKEN_ENV: TOKEN}
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(out), *args], capture_output=True, text=True, env=env, timeout=120)
+    assert out.exists(), proc.stderr
+    return json.loads(out.read_text()) | {"stdout": proc.stdout}
+
+
+@pytest.mark.parametrize("args", [["--help"], ["ledger", "--help"], ["job", "advisor", "--help"], ["wrapper", "run", "--help"]])
+def test_help_imports_no_heavy_package(tmp_path, args):
+    result = run(tmp_path, *args)
+    assert (result["code"], result["loaded"]) == (0, [])
+
+
+def harness(tmp_path: Path, forge_repo, fleet: dict) -> Path:
+    _, settings = forge_repo
+    raw = {
+        "forge": {"base_url": settings.base_url, "repo": settings.repo, "token_env": TOKEN_ENV, "base_branch": "advisor"},
+        "tracker": {"dir": str(tmp_path / "wandb"), "mode": "offline"},
+        "fleet": fleet,
+        "students": [{"name": "ada"}],
+        "state_dir": str(tmp_path / "state"),
+    }
+    path = tmp_path / "harness.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def test_a_local_fleet_preflight_imports_no_heavy_package(tmp_path, forge_repo):
+    """The whole preflight against the local forge, with the local fleet and the search runtime."""
+    path = harness(tmp_path, forge_repo, {"backend": "local", "dir": str(tmp_path / "jobs")})
+    result = run(tmp_path, "preflight", "--config", str(path), "--json")
+    assert (result["code"], result["loaded"]) == (0, [])
+    assert {r["outcome"] for r in json.loads(result["stdout"])} <= {"pass", "skip"}
+
+
+def test_a_kubernetes_fleet_imports_the_client(tmp_path, forge_repo, monkeypatch):
+    """The probe sees an import when one happens: the kubernetes fleet's preflight loads the client."""
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    path = harness(tmp_path, forge_repo, k8s_settings().model_dump(mode="json"))
+    result = run(tmp_path, "preflight", "--config", str(path), "--json")
+    assert result["loaded"] == ["kubernetes"]
+    rows = {r["check"]: r["outcome"] for r in json.loads(result["stdout"])}
+    assert (result["code"], rows["cluster connection"]) == (1, "fail")
+
+
+def test_a_search_student_does_not_import_optuna():
+    """Only the search advisor's proposal needs Optuna; the student shares only its reply to a human."""
+    code = f"import sys, senpai.agents.search.student; print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "[]", proc.stderr
