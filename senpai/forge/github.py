@@ -1,7 +1,8 @@
 """The one forge adapter: GitHub REST through PyGithub, for github.com, GHES and the local forge.
 
-This is the only module that imports `github`.  It turns PyGithub objects into the port's models
-and PyGithub/requests errors into senpai's error tree:
+This is the only module that imports `github`.  It turns PyGithub objects (and, for listings,
+the pages' JSON itself: `_listing`, which asks again for a page with its ETag and reuses the page
+on a 304) into the port's models and PyGithub/requests errors into senpai's error tree:
 
     HTTP 5xx, 429, connection error              -> retried, then TransientError (with retry_after)
     HTTP 403 of a primary or secondary rate limit -> the same (message, Retry-After or remaining 0)
@@ -29,8 +30,9 @@ import json
 import re
 import time
 from collections.abc import Callable
+from datetime import datetime
 from functools import cached_property
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import requests
@@ -49,6 +51,7 @@ T = TypeVar("T")
 MARKER = re.compile(r"<!-- senpai:[^>]{1,200} -->")
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
 State = Literal["open", "closed", "all"]
+MAX_PAGES = 20_000  # list pages whose items a forge keeps for 304s: a comments page per PR, 100 PRs a page
 
 
 class _CountingAuth(Auth.Auth):
@@ -133,28 +136,39 @@ def _translate(what: str, exc: GithubException, merge: bool = False) -> SenpaiEr
     return PermanentError(text)
 
 
-def _pull(pr: GhPull) -> PullRequest:
+def _field(obj: Any, *path: str) -> Any:
+    """`obj.a.b` of a PyGithub object, or `obj["a"]["b"]` of the REST JSON it is built from; None
+    once a step is missing.  An ISO 8601 time string becomes an aware datetime, as PyGithub makes it."""
+    for key in path:
+        if obj is None:
+            return None
+        obj = obj.get(key) if isinstance(obj, dict) else getattr(obj, key)
+    return datetime.fromisoformat(obj) if path[-1].endswith("_at") and isinstance(obj, str) else obj
+
+
+def _pull(pr: GhPull | dict) -> PullRequest:
+    """The port's PullRequest of a PyGithub PR, or of a PR's REST JSON (a list item)."""
     # `merged` is absent from list answers (reading it would cost a GET per PR); merged_at is not.
-    merged = pr.merged_at is not None
+    merged = _field(pr, "merged_at") is not None
     return PullRequest(
-        number=pr.number,
-        title=pr.title,
-        body=pr.body or "",
-        state=pr.state,
+        number=_field(pr, "number"),
+        title=_field(pr, "title"),
+        body=_field(pr, "body") or "",
+        state=_field(pr, "state"),
         merged=merged,
-        head_ref=pr.head.ref,
-        head_sha=pr.head.sha,
-        base_ref=pr.base.ref,
-        labels=[x.name for x in pr.labels],
-        user=pr.user.login,
-        author_association=pr.author_association,
-        html_url=pr.html_url,
-        created_at=pr.created_at,
-        updated_at=pr.updated_at,
+        head_ref=_field(pr, "head", "ref"),
+        head_sha=_field(pr, "head", "sha"),
+        base_ref=_field(pr, "base", "ref"),
+        labels=[_field(x, "name") for x in _field(pr, "labels") or []],
+        user=_field(pr, "user", "login"),
+        author_association=_field(pr, "author_association"),
+        html_url=_field(pr, "html_url"),
+        created_at=_field(pr, "created_at"),
+        updated_at=_field(pr, "updated_at"),
         # GitHub fills merge_commit_sha with a test merge while a PR is open: only trust it once merged.
-        merge_commit_sha=pr.merge_commit_sha if merged else None,
-        head_repo=pr.head.repo.full_name if pr.head.repo else None,
-        base_repo=pr.base.repo.full_name if pr.base.repo else None,
+        merge_commit_sha=_field(pr, "merge_commit_sha") if merged else None,
+        head_repo=_field(pr, "head", "repo", "full_name"),
+        base_repo=_field(pr, "base", "repo", "full_name"),
     )
 
 
@@ -172,14 +186,15 @@ def _issue(issue: GhIssue) -> Issue:
     )
 
 
-def _comment(comment: GhComment) -> Comment:
+def _comment(comment: GhComment | dict) -> Comment:
+    """The port's Comment of a PyGithub comment, or of a comment's REST JSON (a list item)."""
     return Comment(
-        id=comment.id,
-        body=comment.body or "",
-        user=comment.user.login,
-        author_association=comment.author_association,
-        created_at=comment.created_at,
-        updated_at=comment.updated_at,
+        id=_field(comment, "id"),
+        body=_field(comment, "body") or "",
+        user=_field(comment, "user", "login"),
+        author_association=_field(comment, "author_association"),
+        created_at=_field(comment, "created_at"),
+        updated_at=_field(comment, "updated_at"),
     )
 
 
@@ -200,6 +215,7 @@ class GitHubForge:
         max_wait: longest wait (seconds) slept here; a longer Retry-After raises TransientError.
         timeout: per-request timeout, seconds.
         sleep: how to wait between retries (tests inject a fake clock).
+        per_page: items per page of a listing (GitHub allows at most 100).
     """
 
     def __init__(
@@ -212,11 +228,14 @@ class GitHubForge:
         max_wait: float = 30.0,
         timeout: int = 30,
         sleep: Callable[[float], None] = time.sleep,
+        per_page: int = 100,
     ) -> None:
         self.settings = settings
         self.calls = 0
         self._token = token if token is not None else settings.token()
         self._attempts, self._backoff, self._max_wait, self._sleep = max(1, attempts), backoff, max_wait, sleep
+        self._per_page = per_page
+        self._pages: dict[str, tuple[str, list, str]] = {}  # page URL -> (ETag, converted items, Link header)
         local = urlsplit(settings.base_url).hostname in LOCAL_HOSTS
         throttle = {"seconds_between_requests": None, "seconds_between_writes": None} if local else {}
         self._gh = Github(
@@ -224,7 +243,7 @@ class GitHubForge:
             auth=_CountingAuth(self._token, self._count),
             retry=0,
             timeout=timeout,
-            per_page=100,
+            per_page=per_page,
             lazy=True,
             **throttle,
         )
@@ -313,15 +332,8 @@ class GitHubForge:
         params = {"state": "all", "sort": "updated", "direction": "desc", "per_page": 1}
 
         def once() -> tuple[int, dict]:
-            headers = {"If-None-Match": etag} if etag else {}
-            status, out_headers, body = self._gh.requester.requestJson("GET", url, params, headers)
-            if status >= 400:
-                try:
-                    data = json.loads(body) if body else {}
-                except ValueError:
-                    data = {"message": body}
-                raise Requester.createException(status, out_headers, data)
-            return status, out_headers
+            status, headers, _ = self._get(url, params, etag)
+            return status, headers
 
         status, headers = self._call("poll issues", once)
         if status == 304:
@@ -331,7 +343,9 @@ class GitHubForge:
     # ---------------------------------------------------------------- pull requests
 
     def list_pulls(self, state: State = "open") -> list[PullRequest]:
-        return self._call("list pulls", lambda: [_pull(p) for p in self._repo.get_pulls(state=state)])
+        """GitHub REST: GET .../pulls?state=<state>, every page (see `_listing`)."""
+        url = f"/repos/{self.settings.repo}/pulls"
+        return self._call("list pulls", lambda: self._listing(url, {"state": state}, _pull))
 
     def get_pull(self, number: int) -> PullRequest:
         return self._call(f"get pull #{number}", lambda: _pull(self._repo.get_pull(number)))
@@ -402,7 +416,49 @@ class GitHubForge:
     # ---------------------------------------------------------------- issues and comments
 
     def list_comments(self, number: int) -> list[Comment]:
-        return self._call(f"comments of #{number}", lambda: [_comment(c) for c in self._repo.get_issue(number).get_comments()])
+        """GitHub REST: GET .../issues/{n}/comments, every page (see `_listing`)."""
+        url = f"/repos/{self.settings.repo}/issues/{number}/comments"
+        return self._call(f"comments of #{number}", lambda: self._listing(url, {}, _comment))
+
+    def _get(self, url: str, params: dict[str, Any] | None, etag: str | None = None) -> tuple[int, dict, Any]:
+        """One GET, with If-None-Match `etag` if given: (status, headers, JSON; None for a 304).
+        Raises PyGithub's GithubException for a status >= 400."""
+        headers = {"If-None-Match": etag} if etag else {}
+        status, out_headers, body = self._gh.requester.requestJson("GET", url, params, headers)
+        try:
+            data = json.loads(body) if body and status != 304 else None
+        except ValueError:
+            data = {"message": body}
+        if status >= 400:
+            raise Requester.createException(status, out_headers, data if isinstance(data, dict) else {})
+        return status, out_headers, data
+
+    def _listing(self, url: str, params: dict[str, Any], convert: Callable[[Any], T]) -> list[T]:
+        """Every item of a paginated REST list, each page's JSON `convert`ed, following `Link: rel="next"`.
+
+        Each page is asked for with the ETag of its last answer; a 304 (which GitHub does not charge
+        to the rate limit) reuses that page's converted items.  PyGithub objects are not built:
+        they cost ~1 ms of CPU per PR (its repositories and users are objects too), which a ledger of
+        1,000 PRs would pay on every re-read.  Cached pages: at most MAX_PAGES, the oldest dropped."""
+        out: list[T] = []
+        next_url: str | None = url
+        next_params: dict[str, Any] | None = {**params, "per_page": self._per_page}
+        while next_url:
+            key = f"{next_url}?{sorted((next_params or {}).items())}"
+            cached = self._pages.pop(key, None)
+            status, headers, page = self._get(next_url, next_params, cached[0] if cached else None)
+            if status == 304 and cached:
+                etag, items, link = cached
+            else:
+                etag, items, link = headers.get("etag"), [convert(x) for x in page], str(headers.get("link", ""))
+            if etag:
+                self._pages[key] = (etag, items, link)
+                if len(self._pages) > MAX_PAGES:
+                    del self._pages[next(iter(self._pages))]
+            out += items
+            links = requests.utils.parse_header_links(link) if link else []
+            next_url, next_params = next((x["url"] for x in links if x.get("rel") == "next"), None), None
+        return out
 
     def create_comment(self, number: int, body: str) -> Comment:
         """GitHub REST: POST .../issues/{n}/comments.  A retry first looks among the bot's comments on
