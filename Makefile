@@ -13,7 +13,7 @@ export WANDB_SILENT := true
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export OPENHANDS_SUPPRESS_BANNER := 1
 
-.PHONY: demo test lint clean constraints images kind-e2e bench bench-quick bench-verdicts bench-requests
+.PHONY: demo test lint clean constraints images kind-e2e bench bench-quick bench-verdicts bench-requests bench-cpu
 
 # Images: $(IMAGE_REPO)/<role>:$(IMAGE_TAG), the names the chart uses by default.
 IMAGE_REPO ?= senpai
@@ -46,6 +46,10 @@ bench-quick: $(VENV)/.installed
 # Forge requests per hour: the wrapper next to a per-student poller (bench/README.md).
 bench-requests: $(VENV)/.installed
 	WANDB_MODE=offline $(VENV)/bin/python bench/forge_requests.py $(BENCH_ARGS)
+
+# Wrapper CPU per first, busy and idle tick at 10, 100 and 1,000 PRs (bench/README.md).
+bench-cpu: $(VENV)/.installed
+	WANDB_MODE=offline $(VENV)/bin/python bench/ledger_cpu.py $(BENCH_ARGS)
 
 # The verifier's false-accept rate on null edits and its power on 0.5/1/2-point edits (bench/README.md).
 bench-verdicts: $(VENV)/.installed
