@@ -121,10 +121,12 @@ class WandbTracker:
     def get_run(self, run_id: str) -> RunRecord:
         """Read run `run_id` back. Raises NotFound if there is no such run, TransientError if the
         W&B API cannot be reached (online)."""
-        if self.settings.resolved_mode() == "online":
-            if (done := self._finished.get(run_id)) is None:
-                return self._remember(self._api_get(run_id))
-            return done
+        if self.settings.resolved_mode() == "online":  # pragma: no cover - needs a W&B server
+            if (done := self._finished.get(run_id)) is not None:
+                return done
+            rec = self._api_get(run_id)
+            # W&B's "crashed" (heartbeats stopped) can turn back into running: online only "finished" is kept
+            return self._remember(rec) if rec.state == "finished" else rec
         dirs = self._offline_dirs().get(run_id)
         if not dirs:
             raise NotFound(f"no offline W&B run {run_id!r} under {self.dir}")
@@ -133,7 +135,7 @@ class WandbTracker:
     def get_runs(self, run_ids: Iterable[str]) -> dict[str, RunRecord]:
         """The runs among `run_ids` that exist, by id: `get_run` for many, with one look at the
         offline run folder for all of them. Raises TransientError if the W&B API cannot be reached."""
-        if self.settings.resolved_mode() == "online":
+        if self.settings.resolved_mode() == "online":  # pragma: no cover - needs a W&B server
             out = {}
             for run_id in dict.fromkeys(run_ids):
                 try:
@@ -181,10 +183,7 @@ class WandbTracker:
             self._finished.move_to_end(run_id)
             return done
         log_file = run_dir / f"run-{run_id}.wandb"
-        try:
-            st = log_file.stat()
-        except FileNotFoundError:
-            st = None
+        st = log_file.stat() if log_file.is_file() else None
         key = (str(run_dir), st.st_mtime_ns, st.st_size) if st else (str(run_dir), None, None)
         cached = self._live.pop(run_id, None)
         if cached is not None and cached[0] == key:

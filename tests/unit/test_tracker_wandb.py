@@ -294,6 +294,11 @@ def test_a_running_run_is_read_again_when_its_log_changes(tracker, runs, tmp_pat
     retry = copy_run(src, tmp_path, "run-live", stamp="20261202_000000", cut=40000)  # a newer folder of the id
     assert live.get_run("run-live").state == "running" and live.parses == 4
     assert live.get_run("run-live").path == str(retry.parent)
+    empty = tmp_path / "wandb" / "offline-run-20261201_000000-run-new"
+    empty.mkdir()  # wandb made the folder, its log is not there yet
+    assert live.get_run("run-new").state == "unknown" and live.parses == 5
+    (empty / "run-run-new.wandb").write_bytes(full[:40000])
+    assert live.get_run("run-new").state == "running" and live.parses == 6
 
 
 def test_ledger_reads_all_runs_in_one_scan_and_parses_only_changed_prs(tracker, runs, forge_repo, tmp_path, monkeypatch):
