@@ -10,11 +10,17 @@ import time
 
 import pytest
 import yaml
+from forge_fixtures import commit_and_push, hypothesis
 
+import senpai.ledger.table as table
 from senpai.config.harness import TrackerSettings
 from senpai.errors import ConfigError, NotFound
+from senpai.ledger.blocks import Evidence, PrimaryResult, RunRef
+from senpai.ledger.labels import SENPAI
+from senpai.ledger.records import record_text
+from senpai.ledger.transitions import hypothesis_body
 from senpai.tracker.base import RunIdentity
-from senpai.tracker.wandb import WandbTracker
+from senpai.tracker.wandb import WandbTracker, _records
 
 # The program's own code: it knows nothing about senpai.
 PROGRAM = """
@@ -250,8 +256,6 @@ def count_scandir(monkeypatch) -> list[str]:
 
 def test_wandb_writes_nothing_after_the_exit_record(tracker, runs):
     """Why a finished or crashed run is read once: its log ends with the exit record."""
-    from senpai.tracker.wandb import _records
-
     for run_id in ("run-ok", "run-crash"):
         path = tracker.get_run(run_id).path
         (log_file,) = (p for p in os.scandir(path) if p.name.endswith(".wandb"))
@@ -304,14 +308,6 @@ def test_a_running_run_is_read_again_when_its_log_changes(tracker, runs, tmp_pat
 def test_ledger_reads_all_runs_in_one_scan_and_parses_only_changed_prs(tracker, runs, forge_repo, tmp_path, monkeypatch):
     """`LedgerReader.experiments()` looks at the run folder once, whatever the number of runs, and
     parses a PR again only when the PR or its comments changed."""
-    from forge_fixtures import commit_and_push, hypothesis
-
-    import senpai.ledger.table as table
-    from senpai.ledger.blocks import Evidence, PrimaryResult, RunRef
-    from senpai.ledger.labels import SENPAI
-    from senpai.ledger.records import record_text
-    from senpai.ledger.transitions import hypothesis_body
-
     forge, _ = forge_repo
     src = tracker.get_run("run-ok").path
     head = commit_and_push(forge, tmp_path / "seed", "senpai/ada/h", {"README.md": "wider\n"}, start="advisor")
