@@ -13,7 +13,7 @@ export WANDB_SILENT := true
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export OPENHANDS_SUPPRESS_BANNER := 1
 
-.PHONY: demo test lint clean constraints images kind-e2e bench bench-quick bench-verdicts bench-requests bench-wake bench-replay bench-robustness bench-jobs
+.PHONY: demo test lint clean constraints images kind-e2e bench bench-quick bench-verdicts bench-requests bench-wake bench-replay bench-robustness bench-jobs bench-cpu
 
 # Images: $(IMAGE_REPO)/<role>:$(IMAGE_TAG), the names the chart uses by default.
 IMAGE_REPO ?= senpai
@@ -62,6 +62,10 @@ bench-replay: $(VENV)/.installed
 # CLI import time, local job start and LocalFleet.list() per tick, each next to the code before issue 10 (bench/README.md).
 bench-jobs: $(VENV)/.installed
 	WANDB_MODE=offline $(VENV)/bin/python bench/job_start.py $(BENCH_ARGS)
+
+# Wrapper CPU per first, busy and idle tick at 10, 100 and 1,000 PRs (bench/README.md).
+bench-cpu: $(VENV)/.installed
+	WANDB_MODE=offline $(VENV)/bin/python bench/ledger_cpu.py $(BENCH_ARGS)
 
 # The verifier's false-accept rate on null edits and its power on 0.5/1/2-point edits (bench/README.md).
 bench-verdicts: $(VENV)/.installed

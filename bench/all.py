@@ -22,6 +22,7 @@ RESULTS = ROOT / "bench" / "results"
 FIGURES = [
     ("Forge requests: idle and busy, next to a per-student poller", "forge_requests.py", "requests-",
      ["--quick", "--busy", "1:2"], []),
+    ("Wrapper CPU per tick", "ledger_cpu.py", "cpu-", ["--quick"], []),
     ("Job start, CLI import and the fleet listing", "job_start.py", "jobs-", ["--quick"], []),
     ("Wake latency", "wake_latency.py", "wake-", ["--trials", "5", "--tick", "1"], ["--trials", "20", "--tick", "5"]),
     ("Replay of a 70-day programme", "replay.py", "replay-", ["--quick"], []),

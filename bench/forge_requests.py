@@ -89,13 +89,18 @@ def _counted(proxy: FaultProxy, fn) -> dict[str, int]:
     return {"charged": sum(n for s, n in rest.items() if s != 304), "not_modified": rest.get(304, 0)}
 
 
-def _poller(forge, students: list[str]) -> tuple:
+def _poller(new_forge, students: list[str]) -> tuple:
+    """One cycle of each kind, each through a fresh `new_forge()`: a poller that sends no conditional
+    requests (senpai's adapter re-asks for a listing page it has seen with its ETag)."""
+
     def student_cycle(student: str):
+        forge = new_forge()
         for p in forge.list_pulls("open"):
             if f"student:{student}" in p.labels:
                 forge.list_comments(p.number)
 
     def advisor_cycle():
+        forge = new_forge()
         for p in forge.list_pulls("open"):
             forge.list_comments(p.number)
 
@@ -120,7 +125,7 @@ def measure(tmp: Path, students: int, prs: int, ticks: int) -> dict:
             w._last_refresh = float("-inf")
             refresh = _counted(proxy, lambda: w._observe(False))
             w.store.close()
-            student_cycle, advisor_cycle = _poller(make_forge(cfg), names)
+            student_cycle, advisor_cycle = _poller(lambda: make_forge(cfg), names)
             per_student = [_counted(proxy, lambda s=s: student_cycle(s)) for s in names]
             advisor = _counted(proxy, advisor_cycle)
     finally:

@@ -1,7 +1,8 @@
 """The one forge adapter: GitHub REST through PyGithub, for github.com, GHES and the local forge.
 
-This is the only module that imports `github`.  It turns PyGithub objects into the port's models
-and PyGithub/requests errors into senpai's error tree:
+This is the only module that imports `github`.  It turns PyGithub objects (and, for listings,
+the pages' JSON itself: `_listing`, which asks again for a page with its ETag and reuses the page
+on a 304) into the port's models and PyGithub/requests errors into senpai's error tree:
 
     HTTP 5xx, 429, connection error              -> retried, then TransientError (with retry_after)
     HTTP 403 of a primary or secondary rate limit -> the same (message, Retry-After or remaining 0)
@@ -28,11 +29,10 @@ import email.utils
 import json
 import re
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 from urllib.parse import quote, urlsplit
 
 import requests
@@ -51,7 +51,7 @@ T = TypeVar("T")
 MARKER = re.compile(r"<!-- senpai:[^>]{1,200} -->")
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
 State = Literal["open", "closed", "all"]
-MAX_CONDITIONAL = 512  # answers kept for conditional requests (the most recently used)
+MAX_PAGES = 20_000  # list pages whose items a forge keeps for 304s: a comments page per PR, 100 PRs a page
 
 
 class _CountingAuth(Auth.Auth):
@@ -136,60 +136,78 @@ def _translate(what: str, exc: GithubException, merge: bool = False) -> SenpaiEr
     return PermanentError(text)
 
 
-def _pull(pr: GhPull) -> PullRequest:
+def _field(obj: Any, *path: str) -> Any:
+    """`obj.a.b` of a PyGithub object, or `obj["a"]["b"]` of the REST JSON it is built from; None
+    once a step is missing.  An ISO 8601 time string becomes an aware datetime, as PyGithub makes it."""
+    for key in path:
+        if obj is None:
+            return None
+        obj = obj.get(key) if isinstance(obj, dict) else getattr(obj, key)
+    return datetime.fromisoformat(obj) if path[-1].endswith("_at") and isinstance(obj, str) else obj
+
+
+def _pull(pr: GhPull | dict) -> PullRequest:
+    """The port's PullRequest of a PyGithub PR, or of a PR's REST JSON (a list item)."""
     # `merged` is absent from list answers (reading it would cost a GET per PR); merged_at is not.
-    merged = pr.merged_at is not None
+    merged = _field(pr, "merged_at") is not None
     return PullRequest(
-        number=pr.number,
-        title=pr.title,
-        body=pr.body or "",
-        state=pr.state,
+        number=_field(pr, "number"),
+        title=_field(pr, "title"),
+        body=_field(pr, "body") or "",
+        state=_field(pr, "state"),
         merged=merged,
-        head_ref=pr.head.ref,
-        head_sha=pr.head.sha,
-        base_ref=pr.base.ref,
-        labels=[x.name for x in pr.labels],
-        user=pr.user.login,
-        author_association=pr.author_association,
-        html_url=pr.html_url,
-        created_at=pr.created_at,
-        updated_at=pr.updated_at,
+        head_ref=_field(pr, "head", "ref"),
+        head_sha=_field(pr, "head", "sha"),
+        base_ref=_field(pr, "base", "ref"),
+        labels=[_field(x, "name") for x in _field(pr, "labels") or []],
+        user=_field(pr, "user", "login"),
+        author_association=_field(pr, "author_association"),
+        html_url=_field(pr, "html_url"),
+        created_at=_field(pr, "created_at"),
+        updated_at=_field(pr, "updated_at"),
         # GitHub fills merge_commit_sha with a test merge while a PR is open: only trust it once merged.
-        merge_commit_sha=pr.merge_commit_sha if merged else None,
-        head_repo=pr.head.repo.full_name if pr.head.repo else None,
-        base_repo=pr.base.repo.full_name if pr.base.repo else None,
+        merge_commit_sha=_field(pr, "merge_commit_sha") if merged else None,
+        head_repo=_field(pr, "head", "repo", "full_name"),
+        base_repo=_field(pr, "base", "repo", "full_name"),
     )
 
 
-def _issue(issue: GhIssue) -> Issue:
+def _issue(issue: GhIssue | dict) -> Issue:
+    """The port's Issue of a PyGithub issue, or of an issue's REST JSON (a list item)."""
     return Issue(
-        number=issue.number,
-        title=issue.title,
-        body=issue.body or "",
-        state=issue.state,
-        labels=[x.name for x in issue.labels],
-        user=issue.user.login,
-        author_association=issue.author_association,
-        created_at=issue.created_at,
-        updated_at=issue.updated_at,
+        number=_field(issue, "number"),
+        title=_field(issue, "title"),
+        body=_field(issue, "body") or "",
+        state=_field(issue, "state"),
+        labels=[_field(x, "name") for x in _field(issue, "labels") or []],
+        user=_field(issue, "user", "login"),
+        author_association=_field(issue, "author_association"),
+        created_at=_field(issue, "created_at"),
+        updated_at=_field(issue, "updated_at"),
     )
 
 
-def _comment(comment: GhComment) -> Comment:
+def _comment(comment: GhComment | dict) -> Comment:
+    """The port's Comment of a PyGithub comment, or of a comment's REST JSON (a list item)."""
     return Comment(
-        id=comment.id,
-        body=comment.body or "",
-        user=comment.user.login,
-        author_association=comment.author_association,
-        created_at=comment.created_at,
-        updated_at=comment.updated_at,
+        id=_field(comment, "id"),
+        body=_field(comment, "body") or "",
+        user=_field(comment, "user", "login"),
+        author_association=_field(comment, "author_association"),
+        created_at=_field(comment, "created_at"),
+        updated_at=_field(comment, "updated_at"),
     )
 
 
-def _is_pull(issue: GhIssue) -> bool:
+def _is_pull(issue: GhIssue | dict) -> bool:
     # The `pull_request` key marks PRs, but PyGithub fetches the whole issue again when asked for a
     # missing attribute; PR html_urls end in /pull/<n> on GitHub, GHES and the local forge alike.
-    return "/pull/" in issue.html_url
+    return "/pull/" in _field(issue, "html_url")
+
+
+def _issue_only(raw: dict) -> Issue | None:
+    """The Issue of an issues-list item, or None for a PR (the issues endpoint lists PRs too)."""
+    return None if _is_pull(raw) else _issue(raw)
 
 
 class GitHubForge:
@@ -203,6 +221,7 @@ class GitHubForge:
         max_wait: longest wait (seconds) slept here; a longer Retry-After raises TransientError.
         timeout: per-request timeout, seconds.
         sleep: how to wait between retries (tests inject a fake clock).
+        per_page: items per page of a listing (GitHub allows at most 100).
     """
 
     def __init__(
@@ -215,12 +234,15 @@ class GitHubForge:
         max_wait: float = 30.0,
         timeout: int = 30,
         sleep: Callable[[float], None] = time.sleep,
+        per_page: int = 100,
     ) -> None:
         self.settings = settings
         self.calls = 0
         self.not_modified = 0  # of `calls`, answered 304: free on GitHub
         self._token = token if token is not None else settings.token()
         self._attempts, self._backoff, self._max_wait, self._sleep = max(1, attempts), backoff, max_wait, sleep
+        self._per_page = per_page
+        self._pages: dict[str, tuple[str, list, str]] = {}  # page URL -> (ETag, converted items, Link header)
         local = urlsplit(settings.base_url).hostname in LOCAL_HOSTS
         throttle = {"seconds_between_requests": None, "seconds_between_writes": None} if local else {}
         self._gh = Github(
@@ -228,12 +250,11 @@ class GitHubForge:
             auth=_CountingAuth(self._token, self._count),
             retry=0,
             timeout=timeout,
-            per_page=100,
+            per_page=per_page,
             lazy=True,
             **throttle,
         )
         self._repo = self._gh.get_repo(settings.repo)  # lazy: no request
-        self._lists: OrderedDict[str, tuple[str, object]] = OrderedDict()  # conditional GETs: key -> (ETag, last answer)
 
     def _count(self) -> None:
         self.calls += 1
@@ -312,59 +333,11 @@ class GitHubForge:
 
     # ---------------------------------------------------------------- polling
 
-    def _get(self, what: str, url: str, params: dict, etag: str | None = None) -> tuple[int, dict, object]:
-        """One GET of `url` (path under the API root) with `params`, conditional on `etag`:
-        (status, lower-cased response headers, the JSON answer; None on a 304). Retried like every call."""
-
-        def once() -> tuple[int, dict, str]:
-            headers = {"If-None-Match": etag} if etag else {}
-            status, out_headers, body = self._gh.requester.requestJson("GET", url, params, headers)
-            if status >= 400:
-                try:
-                    data = json.loads(body) if body else {}
-                except ValueError:
-                    data = {"message": body}
-                raise Requester.createException(status, out_headers, data)
-            return status, out_headers, body
-
-        status, headers, body = self._call(what, once)
-        self.not_modified += status == 304
-        return status, headers, (json.loads(body) if status != 304 and body else None)
-
-    def _pages(self, what: str, url: str, params: dict) -> list[dict]:
-        """Every item of a paginated list, one conditional request when its cached copy had a single
-        page: a 304 then means the whole list is unchanged (and costs no rate limit on GitHub)."""
-        key = url + "?" + json.dumps(params, sort_keys=True)
-        cached = self._cached(key)
-        status, headers, data = self._get(what, url, {**params, "per_page": 100, "page": 1}, cached[0] if cached else None)
-        if status == 304 and cached:
-            return cached[1]  # type: ignore[return-value]
-        items, page, etag = list(data or []), 1, headers.get("etag")  # type: ignore[arg-type]
-        while 'rel="next"' in headers.get("link", ""):
-            page, etag = page + 1, None  # a list of several pages is read in full every time
-            status, headers, data = self._get(what, url, {**params, "per_page": 100, "page": page})
-            items += data or []  # type: ignore[operator]
-        if etag:
-            self._keep(key, etag, items)
-        return items
-
-    def _cached(self, key: str) -> tuple[str, object] | None:
-        """The (ETag, answer) kept for `key`, marked as the most recently used."""
-        if key in self._lists:
-            self._lists.move_to_end(key)
-        return self._lists.get(key)
-
-    def _keep(self, key: str, etag: str, answer: object) -> None:
-        """Keep `answer` for a conditional request on `key`; past MAX_CONDITIONAL, the least recently used goes."""
-        self._lists[key] = (etag, answer)
-        self._lists.move_to_end(key)
-        while len(self._lists) > MAX_CONDITIONAL:
-            self._lists.popitem(last=False)
-
     def poll(self, etag: str | None) -> Change:
         """GET .../issues?state=all&sort=updated&direction=desc&per_page=1 with If-None-Match."""
+        url = f"/repos/{self.settings.repo}/issues"
         params = {"state": "all", "sort": "updated", "direction": "desc", "per_page": 1}
-        status, headers, _ = self._get("poll issues", f"/repos/{self.settings.repo}/issues", params, etag)
+        status, headers, _ = self._call("poll issues", lambda: self._get(url, params, etag))
         if status == 304:
             return Change(changed=False, etag=headers.get("etag") or etag)
         return Change(changed=True, etag=headers.get("etag"))
@@ -381,26 +354,28 @@ class GitHubForge:
     # ---------------------------------------------------------------- pull requests
 
     def list_pulls(self, state: State = "open") -> list[PullRequest]:
-        return self._call("list pulls", lambda: [_pull(p) for p in self._repo.get_pulls(state=state)])
+        """GitHub REST: GET .../pulls?state=<state>, every page (see `_listing`)."""
+        url = f"/repos/{self.settings.repo}/pulls"
+        return self._call("list pulls", lambda: self._listing(url, {"state": state}, _pull))
 
     def pulls_updated(self, since: datetime | None, etag: str | None) -> PullsPage:
         """PRs of every state, most recently updated first, down to the first page that reaches back
         past `since` (every PR if None). Page 1 is conditional on `etag`: a 304 gives `changed` False
         and no PRs. GitHub REST: GET /repos/{o}/{r}/pulls?state=all&sort=updated&direction=desc&per_page=100."""
         url = f"/repos/{self.settings.repo}/pulls"
-        params = {"state": "all", "sort": "updated", "direction": "desc", "per_page": 100}
-        status, headers, data = self._get("list updated pulls", url, {**params, "page": 1}, etag)
+        params = {"state": "all", "sort": "updated", "direction": "desc", "per_page": self._per_page}
+        status, headers, data = self._call("list updated pulls", lambda: self._get(url, {**params, "page": 1}, etag))
         if status == 304:
             return PullsPage(changed=False, etag=headers.get("etag") or etag, pulls=[])
         first, pulls, page = headers.get("etag"), [], 1
         while True:
-            batch = [_pull(self._gh.create_from_raw_data(GhPull, raw)) for raw in data or []]  # type: ignore[union-attr]
+            batch = [_pull(raw) for raw in data or []]
             pulls += batch
             reached = since is not None and batch and batch[-1].updated_at < since
-            if reached or not batch or 'rel="next"' not in headers.get("link", ""):
+            if reached or not batch or 'rel="next"' not in str(headers.get("link", "")):
                 return PullsPage(changed=True, etag=first, pulls=pulls)
             page += 1
-            status, headers, data = self._get("list updated pulls", url, {**params, "page": page})
+            status, headers, data = self._call("list updated pulls", lambda p=page: self._get(url, {**params, "page": p}))
 
     def get_pull(self, number: int) -> PullRequest:
         return self._call(f"get pull #{number}", lambda: _pull(self._repo.get_pull(number)))
@@ -471,9 +446,50 @@ class GitHubForge:
     # ---------------------------------------------------------------- issues and comments
 
     def list_comments(self, number: int) -> list[Comment]:
-        """GitHub REST: GET /repos/{o}/{r}/issues/{n}/comments (all pages; conditional, see `_pages`)."""
-        raw = self._pages(f"comments of #{number}", f"/repos/{self.settings.repo}/issues/{number}/comments", {})
-        return [_comment(self._gh.create_from_raw_data(GhComment, c)) for c in raw]
+        """GitHub REST: GET .../issues/{n}/comments, every page (see `_listing`)."""
+        url = f"/repos/{self.settings.repo}/issues/{number}/comments"
+        return self._call(f"comments of #{number}", lambda: self._listing(url, {}, _comment))
+
+    def _get(self, url: str, params: dict[str, Any] | None, etag: str | None = None) -> tuple[int, dict, Any]:
+        """One GET, with If-None-Match `etag` if given: (status, headers, JSON; None for a 304).
+        Raises PyGithub's GithubException for a status >= 400."""
+        headers = {"If-None-Match": etag} if etag else {}
+        status, out_headers, body = self._gh.requester.requestJson("GET", url, params, headers)
+        self.not_modified += status == 304
+        try:
+            data = json.loads(body) if body and status != 304 else None
+        except ValueError:
+            data = {"message": body}
+        if status >= 400:
+            raise Requester.createException(status, out_headers, data if isinstance(data, dict) else {})
+        return status, out_headers, data
+
+    def _listing(self, url: str, params: dict[str, Any], convert: Callable[[Any], T]) -> list[T]:
+        """Every item of a paginated REST list, each page's JSON `convert`ed, following `Link: rel="next"`.
+
+        Each page is asked for with the ETag of its last answer; a 304 (which GitHub does not charge
+        to the rate limit) reuses that page's converted items.  PyGithub objects are not built:
+        they cost ~1 ms of CPU per PR (its repositories and users are objects too), which a ledger of
+        1,000 PRs would pay on every re-read.  Cached pages: at most MAX_PAGES, the oldest dropped."""
+        out: list[T] = []
+        next_url: str | None = url
+        next_params: dict[str, Any] | None = {**params, "per_page": self._per_page}
+        while next_url:
+            key = f"{next_url}?{sorted((next_params or {}).items())}"
+            cached = self._pages.pop(key, None)
+            status, headers, page = self._get(next_url, next_params, cached[0] if cached else None)
+            if status == 304 and cached:
+                etag, items, link = cached
+            else:
+                etag, items, link = headers.get("etag"), [convert(x) for x in page], str(headers.get("link", ""))
+            if etag:
+                self._pages[key] = (etag, items, link)
+                if len(self._pages) > MAX_PAGES:
+                    del self._pages[next(iter(self._pages))]
+            out += items
+            links = requests.utils.parse_header_links(link) if link else []
+            next_url, next_params = next((x["url"] for x in links if x.get("rel") == "next"), None), None
+        return out
 
     def create_comment(self, number: int, body: str) -> Comment:
         """GitHub REST: POST .../issues/{n}/comments.  A retry first looks among the bot's comments on
@@ -487,10 +503,13 @@ class GitHubForge:
         return self._write(f"comment on #{number}", lambda: _comment(self._repo.get_issue(number).create_comment(body)), find)
 
     def list_issues(self, label: str, state: State = "open") -> list[Issue]:
-        """GitHub REST: GET /repos/{o}/{r}/issues?labels=&state= (all pages; conditional, see `_pages`)."""
+        """GitHub REST: GET .../issues?labels=<label>&state=<state>, every page (see `_listing`); PRs left out."""
         url = f"/repos/{self.settings.repo}/issues"
-        raw = self._pages(f"list issues labelled {label}", url, {"state": state, "labels": label})
-        return [_issue(i) for i in (self._gh.create_from_raw_data(GhIssue, r) for r in raw) if not _is_pull(i)]
+        params = {"state": state, "labels": label}
+        issues = self._call(
+            f"list issues labelled {label}", lambda: self._listing(url, params, lambda x: None if _is_pull(x) else _issue(x))
+        )
+        return [i for i in issues if i is not None]
 
     def create_issue(self, title: str, body: str, labels: list[str]) -> Issue:
         """GitHub REST: POST /repos/{o}/{r}/issues.  A retry first looks among the bot's issues (GET
@@ -514,16 +533,13 @@ class GitHubForge:
         return self._call(f"read {path}@{ref}", run)
 
     def branch_sha(self, branch: str) -> str:
-        """GitHub REST: GET /repos/{o}/{r}/branches/{branch}, conditional on the last answer's ETag."""
-        key = f"branch {branch}"
-        cached = self._cached(key)
+        """GitHub REST: GET /repos/{o}/{r}/branches/{branch}, with the ETag of its last answer (a 304 reuses it)."""
         url = f"/repos/{self.settings.repo}/branches/{quote(branch, safe='')}"
-        status, headers, data = self._get(f"get branch {branch}", url, {}, cached[0] if cached else None)
-        if status == 304 and cached:
-            return cached[1]  # type: ignore[return-value]
-        sha = data["commit"]["sha"]  # type: ignore[index]
+        cached = self._pages.pop(url, None)
+        status, headers, data = self._call(f"get branch {branch}", lambda: self._get(url, None, cached[0] if cached else None))
+        sha = cached[1][0] if status == 304 and cached else data["commit"]["sha"]
         if etag := headers.get("etag"):
-            self._keep(key, etag, sha)
+            self._pages[url] = (etag, [sha], "")
         return sha
 
     def commit_parents(self, sha: str) -> list[str]:

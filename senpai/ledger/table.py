@@ -3,7 +3,9 @@
 `LedgerReader.experiments()` is a pure function of forge + tracker state.  It caches each PR's
 comments by the PR's `updated_at` (any comment, label or push bumps it) and lists only the PRs
 updated since its last listing, so a wrapper that re-reads the ledger every tick only fetches what
-changed; the wrapper saves that cache for its jobs (`save`, `load`).
+changed, and each PR's parsed experiment by the PR and its comments, so it only parses what
+changed.  The runs of all experiments are read from the tracker at once (`Tracker.get_runs`: one
+look at its run folder per read).  The wrapper saves that cache for its jobs (`save`, `load`).
 """
 
 import csv
@@ -20,12 +22,11 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from senpai.errors import NotFound
 from senpai.forge.base import Comment, Forge, PullRequest
 from senpai.ledger.consistency import Consistency
 from senpai.ledger.experiment import Experiment, RunSummary, read_experiment
 from senpai.ledger.labels import SENPAI
-from senpai.tracker.base import Tracker
+from senpai.tracker.base import RunRecord, Tracker
 
 SETTLE = 2.0  # seconds: forge timestamps are whole seconds (plus a little clock skew)
 MAX_SNAPSHOT = 512 * 1024**2  # bytes: a larger ledger snapshot is not loaded
@@ -51,6 +52,7 @@ class LedgerReader:
         self._pulls: dict[int, PullRequest] = {}
         self._etag: str | None = None  # of the last listing's first page
         self._dirty = False  # read something since the last `save`
+        self._parsed: dict[int, tuple[PullRequest, list[Comment], Experiment]] = {}  # by PR number
         self.pulls: list[PullRequest] = []  # the PRs of the last `experiments()` listing (any label)
 
     def comments(self, pr: PullRequest) -> list[Comment]:
@@ -87,26 +89,33 @@ class LedgerReader:
         return sorted(self._pulls.values(), key=lambda p: p.number)
 
     def experiment(self, pr: PullRequest) -> Experiment:
-        exp = read_experiment(pr, self.comments(pr), self.forge.login)
-        if self.tracker is None or exp.hypothesis is None:
-            return exp
-        runs = [self._run(r.id, exp.hypothesis.metric.name) for e in exp.evidence for r in e.runs]
-        return exp.model_copy(update={"runs": runs})
+        """The experiment of `pr`, with its runs."""
+        return self._with_runs([self._parse(pr)])[0]
 
-    def _run(self, run_id: str, metric: str) -> RunSummary:
-        try:
-            rec = self.tracker.get_run(run_id)  # type: ignore[union-attr]
-        except NotFound:
-            return RunSummary(id=run_id, state="missing", metric=None, url=None)
-        value = rec.summary.get(metric)
-        value = float(value) if isinstance(value, (int, float)) else None
-        return RunSummary(id=run_id, state=rec.state, metric=value, url=rec.url)
+    def _parse(self, pr: PullRequest) -> Experiment:
+        """`read_experiment`, parsed again only when `pr` or its comments differ from the last time
+        (it is a pure function of them and the bot's login)."""
+        comments = self.comments(pr)
+        cached = self._parsed.get(pr.number)
+        if cached is not None and cached[0] == pr and cached[1] == comments:
+            return cached[2]
+        exp = read_experiment(pr, comments, self.forge.login)
+        self._parsed[pr.number] = (pr, comments, exp)
+        return exp
+
+    def _with_runs(self, exps: list[Experiment]) -> list[Experiment]:
+        """`exps` with the runs their evidence names, read from the tracker in one `get_runs`."""
+        if self.tracker is None:
+            return exps
+        ids = [r.id for e in exps if e.hypothesis is not None for ev in e.evidence for r in ev.runs]
+        found = self.tracker.get_runs(ids) if ids else {}
+        return [e if e.hypothesis is None else e.model_copy(update={"runs": _summaries(e, found)}) for e in exps]
 
     def experiments(self, state: str = "all") -> list[Experiment]:
         """Every senpai experiment, oldest PR first. `state`: open, closed or all (forge PR state)."""
         self.pulls = self.list_pulls()
         pulls = [p for p in self.pulls if SENPAI in p.labels and state in ("all", p.state)]
-        return [self.experiment(p) for p in pulls]
+        return self._with_runs([self._parse(p) for p in pulls])
 
     def save(self) -> bool:
         """Write the cache to `snapshot.path` (atomically), authenticated with HMAC-SHA256 under
@@ -168,6 +177,20 @@ class Snapshot:
             return None
         key = hashlib.sha256(b"senpai ledger snapshot\0" + token.encode()).digest()
         return cls(Path(state_dir) / SNAPSHOT_FILE, key)
+
+
+def _summaries(exp: Experiment, found: dict[str, RunRecord]) -> list[RunSummary]:
+    metric = exp.hypothesis.metric.name  # type: ignore[union-attr]
+    return [_summary(r.id, found.get(r.id), metric) for ev in exp.evidence for r in ev.runs]
+
+
+def _summary(run_id: str, rec: RunRecord | None, metric: str) -> RunSummary:
+    """The run's state and `metric` (None unless a number); state "missing" if the tracker has no such run."""
+    if rec is None:
+        return RunSummary(id=run_id, state="missing", metric=None, url=None)
+    value = rec.summary.get(metric)
+    value = float(value) if isinstance(value, (int, float)) else None
+    return RunSummary(id=run_id, state=rec.state, metric=value, url=rec.url)
 
 
 def _finite(x: float | None) -> float | None:

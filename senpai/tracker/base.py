@@ -5,6 +5,7 @@ sets wandb's standard env vars (WANDB_RUN_ID, WANDB_RUN_GROUP, WANDB_NAME, WANDB
 WANDB_PROJECT, WANDB_MODE, WANDB_DIR) so the run carries senpai's identity.
 """
 
+from collections.abc import Iterable
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -51,6 +52,10 @@ class Tracker(Protocol):
 
     def get_run(self, run_id: str) -> RunRecord:
         """Read a run back by id. Raises NotFound if no such run exists."""
+        ...
+
+    def get_runs(self, run_ids: Iterable[str]) -> dict[str, RunRecord]:
+        """`get_run` for many ids at once, in one look at the tracker's store: the runs that exist, by id."""
         ...
 
     def list_runs(self, group: str | None = None) -> list[RunRecord]:

@@ -34,6 +34,7 @@ import re
 import struct
 import time
 import zlib
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,9 @@ FLUSH_SECONDS = "1"
 # A run with no exit record whose log was written within this many seconds counts as "running";
 # an older one is "unknown" (killed, or lost before its last flush).
 LIVE_SECONDS = 60.0
+# Runs whose record (finished) or folded log (not finished) a tracker keeps: a few KiB each.
+MAX_CACHED_RUNS = 10_000
+FINAL = frozenset({"finished", "crashed"})  # run states that never change again
 
 _OFFLINE_DIR = re.compile(r"^offline-run-(?P<stamp>\d{8}_\d{6})-(?P<id>.+)$")
 _API_STATES = {
@@ -71,6 +75,9 @@ class WandbTracker:
     def __init__(self, settings: TrackerSettings) -> None:
         self.settings = settings
         self.dir = Path(settings.dir).resolve()
+        self._finished: OrderedDict[str, RunRecord] = OrderedDict()  # final runs by id, least recently read first
+        self._live: dict[str, tuple[tuple, dict[str, Any]]] = {}  # id -> ((dir, mtime_ns, size), folded log)
+        self.parses = 0  # `.wandb` logs read and folded (offline)
 
     # ---------------------------------------------------------------- identity in
 
@@ -114,31 +121,91 @@ class WandbTracker:
     def get_run(self, run_id: str) -> RunRecord:
         """Read run `run_id` back. Raises NotFound if there is no such run, TransientError if the
         W&B API cannot be reached (online)."""
-        if self.settings.resolved_mode() == "online":
-            return self._api_get(run_id)
+        if self.settings.resolved_mode() == "online":  # pragma: no cover - needs a W&B server
+            if (done := self._finished.get(run_id)) is not None:
+                return done
+            rec = self._api_get(run_id)
+            # W&B's "crashed" (heartbeats stopped) can turn back into running: online only "finished" is kept
+            return self._remember(rec) if rec.state == "finished" else rec
         dirs = self._offline_dirs().get(run_id)
         if not dirs:
             raise NotFound(f"no offline W&B run {run_id!r} under {self.dir}")
-        return read_run_dir(dirs[-1], run_id)
+        return self._read(dirs[-1], run_id)
+
+    def get_runs(self, run_ids: Iterable[str]) -> dict[str, RunRecord]:
+        """The runs among `run_ids` that exist, by id: `get_run` for many, with one look at the
+        offline run folder for all of them. Raises TransientError if the W&B API cannot be reached."""
+        if self.settings.resolved_mode() == "online":  # pragma: no cover - needs a W&B server
+            out = {}
+            for run_id in dict.fromkeys(run_ids):
+                try:
+                    out[run_id] = self.get_run(run_id)
+                except NotFound:
+                    continue
+            return out
+        dirs = self._offline_dirs()
+        return {run_id: self._read(dirs[run_id][-1], run_id) for run_id in dict.fromkeys(run_ids) if run_id in dirs}
 
     def list_runs(self, group: str | None = None) -> list[RunRecord]:
         """All runs (the newest directory of each id), optionally only `group`, sorted by id."""
         if self.settings.resolved_mode() == "online":
             return self._api_list(group)
-        runs = [read_run_dir(dirs[-1], run_id) for run_id, dirs in self._offline_dirs().items()]
+        runs = [self._read(dirs[-1], run_id) for run_id, dirs in self._offline_dirs().items()]
         return sorted((r for r in runs if group is None or r.group == group), key=lambda r: r.id)
 
     def _offline_dirs(self) -> dict[str, list[Path]]:
-        """`offline-run-<stamp>-<id>` directories by id, oldest first (by stamp, then mtime)."""
-        found: dict[str, list[tuple[str, float, Path]]] = {}
+        """`offline-run-<stamp>-<id>` directories by id, oldest first (by stamp, then mtime): one
+        `os.scandir` per root, and a `stat` only for an id with several directories."""
+        found: dict[str, list[tuple[str, os.DirEntry]]] = {}
         for root in (self.dir / "wandb", self.dir / ".wandb"):
-            if not root.is_dir():
+            try:
+                entries = os.scandir(root)
+            except (FileNotFoundError, NotADirectoryError):
                 continue
-            for d in root.iterdir():
-                m = _OFFLINE_DIR.match(d.name)
-                if m and d.is_dir():
-                    found.setdefault(m["id"], []).append((m["stamp"], d.stat().st_mtime, d))
-        return {k: [d for *_, d in sorted(v)] for k, v in found.items()}
+            with entries:
+                for d in entries:
+                    if (m := _OFFLINE_DIR.match(d.name)) and d.is_dir():
+                        found.setdefault(m["id"], []).append((m["stamp"], d))
+        return {
+            k: [Path(d.path) for _, d in (sorted(v, key=lambda sd: (sd[0], sd[1].stat().st_mtime)) if len(v) > 1 else v)]
+            for k, v in found.items()
+        }
+
+    def _read(self, run_dir: Path, run_id: str) -> RunRecord:
+        """The run in `run_dir` (see `_run_record`), its log read and folded only when needed.
+
+        A finished or crashed run (its log holds the exit record, and wandb writes nothing after
+        it) is kept by id while `run_dir` stays the newest directory of the id. Any other run's
+        folded log is kept by the log's (directory, mtime, size); its state (running or unknown,
+        by the log's age) is worked out again on every read."""
+        done = self._finished.get(run_id)
+        if done is not None and done.path == str(run_dir):
+            self._finished.move_to_end(run_id)
+            return done
+        log_file = run_dir / f"run-{run_id}.wandb"
+        st = log_file.stat() if log_file.is_file() else None
+        key = (str(run_dir), st.st_mtime_ns, st.st_size) if st else (str(run_dir), None, None)
+        cached = self._live.pop(run_id, None)
+        if cached is not None and cached[0] == key:
+            run = cached[1]
+        else:
+            self.parses += 1
+            run = _fold(_records(log_file.read_bytes() if st else b""))
+        rec = _run_record(run_dir, run_id, run, st.st_mtime if st and st.st_size else None)
+        if rec.state not in FINAL:
+            self._live[run_id] = (key, run)
+            if len(self._live) > MAX_CACHED_RUNS:
+                del self._live[next(iter(self._live))]  # the longest unchanged
+        return self._remember(rec)
+
+    def _remember(self, rec: RunRecord) -> RunRecord:
+        """Keep `rec` if it is final (the least recently read one goes past MAX_CACHED_RUNS); return it."""
+        if rec.state in FINAL:
+            self._finished[rec.id] = rec
+            self._finished.move_to_end(rec.id)
+            if len(self._finished) > MAX_CACHED_RUNS:
+                self._finished.popitem(last=False)
+        return rec
 
     # ---------------------------------------------------------------- online
 
@@ -214,18 +281,16 @@ def _from_api(run: Any) -> RunRecord:  # pragma: no cover - needs a W&B server
 # -------------------------------------------------------------------- the transaction log
 
 
-def read_run_dir(run_dir: Path, run_id: str) -> RunRecord:
-    """Rebuild a RunRecord from an offline run directory's `run-<id>.wandb` log.
+def _run_record(run_dir: Path, run_id: str, run: dict[str, Any], mtime: float | None) -> RunRecord:
+    """A RunRecord from the folded (`_fold`) `run-<id>.wandb` log of an offline run directory;
+    `mtime`: the log's, None if it is empty or missing.
 
     state: `finished` (exit record, code 0), `crashed` (exit record, other code), `running` (no
     exit record, log written in the last LIVE_SECONDS), else `unknown`.
     """
-    log_file = run_dir / f"run-{run_id}.wandb"
-    data = log_file.read_bytes() if log_file.is_file() else b""
-    run = _fold(_records(data))
     if run["exit_code"] is not None:
         state = "finished" if run["exit_code"] == 0 else "crashed"
-    elif data and time.time() - log_file.stat().st_mtime < LIVE_SECONDS:
+    elif mtime is not None and time.time() - mtime < LIVE_SECONDS:
         state = "running"
     else:
         state = "unknown"

@@ -373,7 +373,7 @@ def _verifiers(w: World, cfg: HarnessConfig) -> list[Action]:
     at a time (none while another runs): it measures the baseline's seeds, and the verifiers
     launched after it reuse them (`senpai.agents.reuse`) instead of training the same seeds again."""
     out: list[Action] = []
-    measured = _measured_bases(w.exps)
+    measured: dict[str, list[int]] | None = None  # worked out once a verifier is owed (most ticks owe none)
     busy = any(j.role == "verifier" for j in _live(w.jobs))
     for e in w.exps:
         if e.state == "merged" and (owed := reverify(e)):  # merged onto a base that moved after its verification
@@ -383,7 +383,10 @@ def _verifiers(w: World, cfg: HarnessConfig) -> list[Action]:
         else:
             continue
         name = next_run(f"senpai-verifier-pr{e.pr}-{len(e.verifications) + 1}", w.jobs, w.now)
-        if name is None or (base not in measured and busy):
+        if name is None:
+            continue
+        measured = _measured_bases(w.exps) if measured is None else measured
+        if base not in measured and busy:
             continue
         out.append(_verifier(name, e, cfg, measured.get(base, [])))
         busy = True

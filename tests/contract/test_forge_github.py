@@ -55,6 +55,42 @@ def test_create_pull_with_labels_then_list_and_get(forge_repo, tmp_path):
     assert forge.list_pulls("closed") == []
 
 
+def test_listed_pulls_across_pages_equal_each_pull_read_alone(forge_repo, tmp_path):
+    """list_pulls reads the pages' JSON itself (no PyGithub objects): the same PRs, merged ones too."""
+    forge, settings = forge_repo
+    for i in range(4):
+        pr = open_pull(forge, tmp_path / "seed", f"senpai/alice/b{i}", {f"note-{i}.txt": "x\n"})
+        if i == 1:
+            forge.merge_pull(pr.number, "merge", pr.head_sha)
+        elif i < 3:
+            forge.update_pull(pr.number, state="closed")
+    paged = GitHubForge(settings, TOKEN, per_page=3)
+    listed = sorted(paged.list_pulls("all"), key=lambda p: p.number)
+    assert paged.calls == 2  # two pages of three and one
+    assert listed == [forge.get_pull(p.number) for p in listed] and len(listed) == 4
+    assert [(p.state, p.merged) for p in listed] == [("closed", False), ("closed", True), ("closed", False), ("open", False)]
+    assert listed[1].merge_commit_sha and listed[0].updated_at.tzinfo is not None
+    assert [p.number for p in paged.list_pulls("open")] == [listed[3].number]
+    calls = paged.calls
+    assert sorted(paged.list_pulls("all"), key=lambda p: p.number) == listed  # both pages answered 304
+    assert paged.calls == calls + 2
+    forge.set_labels(listed[0].number, ["senpai", "status:review"])
+    again = {p.number: p for p in paged.list_pulls("all")}
+    assert again[listed[0].number].labels == ["senpai", "status:review"] and again[listed[2].number] == listed[2]
+
+
+def test_listed_comments_follow_edits_across_pages(forge_repo, tmp_path):
+    forge, settings = forge_repo
+    pr = open_pull(forge, tmp_path / "seed")
+    made = [forge.create_comment(pr.number, f"note {i}") for i in range(3)]  # each read from its POST's answer
+    paged = GitHubForge(settings, TOKEN, per_page=2)
+    first = paged.list_comments(pr.number)
+    assert first == made
+    assert paged.list_comments(pr.number) == first
+    forge.create_comment(pr.number, "note 3")
+    assert [c.body for c in paged.list_comments(pr.number)] == ["note 0", "note 1", "note 2", "note 3"]
+
+
 def test_comments_are_listed_oldest_first(forge_repo, tmp_path):
     forge, _ = forge_repo
     pr = open_pull(forge, tmp_path / "seed")

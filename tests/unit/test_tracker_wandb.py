@@ -10,11 +10,17 @@ import time
 
 import pytest
 import yaml
+from forge_fixtures import commit_and_push, hypothesis
 
+import senpai.ledger.table as table
 from senpai.config.harness import TrackerSettings
 from senpai.errors import ConfigError, NotFound
+from senpai.ledger.blocks import Evidence, PrimaryResult, RunRef
+from senpai.ledger.labels import SENPAI
+from senpai.ledger.records import record_text
+from senpai.ledger.transitions import hypothesis_body
 from senpai.tracker.base import RunIdentity
-from senpai.tracker.wandb import WandbTracker
+from senpai.tracker.wandb import WandbTracker, _records
 
 # The program's own code: it knows nothing about senpai.
 PROGRAM = """
@@ -221,3 +227,125 @@ def test_wandb_config_paths_is_broken_in_this_wandb(tracker, home):
         timeout=60,
     )
     assert proc.returncode != 0 and "config_paths" in proc.stderr
+
+
+def copy_run(src: str, root, run_id: str, stamp: str = "20261201_000000", cut: int | None = None):
+    """A copy of the real offline run folder `src` as run `run_id` under `root/wandb`; `cut`: keep
+    only the log's first bytes (a run still writing). Returns the copy's log file."""
+    dest = root / "wandb" / f"offline-run-{stamp}-{run_id}"
+    shutil.copytree(src, dest)
+    (old,) = dest.glob("run-*.wandb")
+    data = old.read_bytes()
+    old.unlink()
+    log_file = dest / f"run-{run_id}.wandb"
+    log_file.write_bytes(data[:cut] if cut else data)
+    return log_file
+
+
+def count_scandir(monkeypatch) -> list[str]:
+    calls: list[str] = []
+    real = os.scandir
+
+    def counting(path="."):
+        calls.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", counting)
+    return calls
+
+
+def test_wandb_writes_nothing_after_the_exit_record(tracker, runs):
+    """Why a finished or crashed run is read once: its log ends with the exit record."""
+    for run_id in ("run-ok", "run-crash"):
+        path = tracker.get_run(run_id).path
+        (log_file,) = (p for p in os.scandir(path) if p.name.endswith(".wandb"))
+        kinds = [r.WhichOneof("record_type") for r in _records(open(log_file.path, "rb").read())]
+        assert kinds[-1] == "exit" and kinds.count("exit") == 1
+
+
+def test_many_runs_one_folder_scan_and_one_parse_each(tracker, runs, tmp_path, monkeypatch):
+    src = tracker.get_run("run-ok").path
+    ids = [f"run-{i}" for i in range(40)]
+    for run_id in ids:
+        copy_run(src, tmp_path, run_id)
+    many = WandbTracker(TrackerSettings(dir=str(tmp_path), mode="offline"))
+    scans = count_scandir(monkeypatch)
+    got = many.get_runs([*ids, "run-missing", ids[0]])
+    assert sorted(got) == sorted(ids) and {r.state for r in got.values()} == {"finished"}
+    assert got["run-7"].summary["best"] == 0.7 and got["run-7"].path.endswith("-run-7")
+    assert len(scans) == 2  # one per root (wandb/, .wandb/), not one per run
+    assert many.parses == 40
+    again = many.get_runs(ids)
+    assert len(scans) == 4 and many.parses == 40  # finished runs are not read again
+    assert again == got and many.get_run("run-3") == got["run-3"] and many.parses == 40
+    assert [r.id for r in many.list_runs()] == sorted(ids) and many.parses == 40
+
+
+def test_a_running_run_is_read_again_when_its_log_changes(tracker, runs, tmp_path):
+    src = tracker.get_run("run-ok").path
+    full = open(next(p.path for p in os.scandir(src) if p.name.endswith(".wandb")), "rb").read()
+    log_file = copy_run(src, tmp_path, "run-live", cut=40000)
+    live = WandbTracker(TrackerSettings(dir=str(tmp_path), mode="offline"))
+    assert live.get_run("run-live").state == "running" and live.parses == 1
+    assert live.get_run("run-live").state == "running" and live.parses == 1  # unchanged log: not read again
+    stale = time.time() - 3600
+    os.utime(log_file, (stale, stale))
+    assert live.get_run("run-live").state == "unknown" and live.parses == 2  # mtime moved: read again
+    log_file.write_bytes(full)  # the run went on and finished
+    rec = live.get_run("run-live")
+    assert rec.state == "finished" and rec.summary["best"] == 0.7 and live.parses == 3
+    assert live.get_run("run-live") == rec and live.parses == 3
+    retry = copy_run(src, tmp_path, "run-live", stamp="20261202_000000", cut=40000)  # a newer folder of the id
+    assert live.get_run("run-live").state == "running" and live.parses == 4
+    assert live.get_run("run-live").path == str(retry.parent)
+    empty = tmp_path / "wandb" / "offline-run-20261201_000000-run-new"
+    empty.mkdir()  # wandb made the folder, its log is not there yet
+    assert live.get_run("run-new").state == "unknown" and live.parses == 5
+    (empty / "run-run-new.wandb").write_bytes(full[:40000])
+    assert live.get_run("run-new").state == "running" and live.parses == 6
+
+
+def test_ledger_reads_all_runs_in_one_scan_and_parses_only_changed_prs(tracker, runs, forge_repo, tmp_path, monkeypatch):
+    """`LedgerReader.experiments()` looks at the run folder once, whatever the number of runs, and
+    parses a PR again only when the PR or its comments changed."""
+    forge, _ = forge_repo
+    src = tracker.get_run("run-ok").path
+    head = commit_and_push(forge, tmp_path / "seed", "senpai/ada/h", {"README.md": "wider\n"}, start="advisor")
+    base = forge.branch_sha("advisor")
+    numbers = []
+    for i in range(6):  # one branch, so all but the last PR are closed (one open PR per head and base)
+        body = hypothesis_body(hypothesis(base, f"h-{i}", metric="best"))
+        pr = forge.create_pull(f"h-{i}", body, "senpai/ada/h", "advisor", [SENPAI])
+        ids = [f"run-{i}-a", f"run-{i}-b"]
+        for run_id in ids:
+            copy_run(src, tmp_path / "runs", run_id)
+        ev = Evidence(
+            pr=pr.number, attempt=1, student="ada", head=head, command="train", outcome="ok", interpretation="ok",
+            runs=[RunRef(id=r, url=None, state="finished") for r in [*ids, "run-gone"]],
+            primary=PrimaryResult(name="best", value=0.7, baseline=0.5, delta=0.2),
+        )  # fmt: skip
+        forge.create_comment(pr.number, record_text(ev, "evidence"))
+        if i < 5:
+            forge.update_pull(pr.number, state="closed")
+        numbers.append(pr.number)
+    parsed: list[int] = []
+    real_read = table.read_experiment
+    monkeypatch.setattr(table, "read_experiment", lambda pr, *a: parsed.append(pr.number) or real_read(pr, *a))
+    led = table.LedgerReader(forge, WandbTracker(TrackerSettings(dir=str(tmp_path / "runs"), mode="offline")))
+    scans = count_scandir(monkeypatch)
+    exps = led.experiments()
+    assert [e.pr for e in exps] == numbers and sorted(parsed) == numbers
+    assert [(r.id, r.state, r.metric) for r in exps[2].runs] == [
+        ("run-2-a", "finished", 0.7),
+        ("run-2-b", "finished", 0.7),
+        ("run-gone", "missing", None),
+    ]
+    assert len(scans) == 2 and led.tracker.parses == 12  # one look at each root for 12 runs
+    time.sleep(table.SETTLE + 0.5)  # comments listed within SETTLE of a change are listed again
+    led.experiments()
+    parsed.clear()
+    assert led.experiments() == exps and parsed == [] and led.tracker.parses == 12
+    forge.create_comment(numbers[3], "a human's note")
+    again = led.experiments()
+    assert parsed == [numbers[3]] and len(scans) == 8 and led.tracker.parses == 12
+    assert again[:3] + again[4:] == exps[:3] + exps[4:] and again[3].updated_at != exps[3].updated_at
