@@ -21,7 +21,7 @@ def build_wrapper(config_path: str) -> Wrapper:
     forge = make_forge(cfg)
     store = StateStore(Path(cfg.state_dir) / "wrapper.sqlite")
     # absolute, not resolved: a ConfigMap mount is a symlink into a timestamped folder that is replaced on update
-    ledger = LedgerReader(forge, make_tracker(cfg), Snapshot.of(cfg.state_dir, cfg.forge.token()))
+    ledger = LedgerReader(forge, make_tracker(cfg), Snapshot.of(cfg.state_dir, cfg.forge.token(), cfg.forge.scope))
     ledger.load()  # a restart re-reads only what changed while it was down
     return Wrapper(cfg, str(Path(config_path).absolute()), forge, make_fleet(cfg), ledger, store)
 

@@ -46,6 +46,11 @@ class ForgeSettings(_Strict):
     def token(self) -> str | None:
         return os.environ.get(self.token_env) or None
 
+    @property
+    def scope(self) -> str:
+        """ "<base_url> <repo>": the one repository these settings name, e.g. to key a cache by it."""
+        return f"{self.base_url.rstrip('/')} {self.repo}"
+
 
 class TrackerSettings(_Strict):
     project: str = "senpai"

@@ -169,13 +169,14 @@ class Snapshot:
     key: bytes
 
     @classmethod
-    def of(cls, state_dir: str, token: str | None) -> "Snapshot | None":
-        """`<state_dir>/ledger-snapshot.json`, keyed by the forge token (None without one): the
-        wrapper and the jobs that talk to the forge hold it; code a student or an agent wrote never
-        does (it runs without credentials), so it cannot write a snapshot a job would load."""
+    def of(cls, state_dir: str, token: str | None, scope: str) -> "Snapshot | None":
+        """`<state_dir>/ledger-snapshot.json`, keyed by the forge token (None without one) and `scope`
+        (the forge's URL and repository: a snapshot of another repository does not verify). The
+        wrapper and the jobs that talk to the forge hold the token; code a student or an agent wrote
+        never does (it runs without credentials), so it cannot write a snapshot a job would load."""
         if not token:
             return None
-        key = hashlib.sha256(b"senpai ledger snapshot\0" + token.encode()).digest()
+        key = hashlib.sha256(b"senpai ledger snapshot\0" + scope.encode() + b"\0" + token.encode()).digest()
         return cls(Path(state_dir) / SNAPSHOT_FILE, key)
 
 

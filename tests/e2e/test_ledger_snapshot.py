@@ -63,9 +63,10 @@ def test_an_unchanged_ledger_costs_one_304_and_a_change_costs_what_changed(ledge
     assert [c.body for c in reader.comments(next(p for p in reader.pulls if p.number == number))][-1] == "a new note"
 
 
-def test_a_job_starts_from_the_wrappers_snapshot_and_a_forged_one_is_refused(ledger, tmp_path):
+def test_a_job_starts_from_the_wrappers_snapshot_and_a_forged_one_is_refused(ledger, local_forge, tmp_path):
     forge, fresh, proxy = ledger
-    snap = Snapshot.of(str(tmp_path / "state"), TOKEN)
+    scope = f"{local_forge.base_url} {forge.settings.repo}"
+    snap = Snapshot.of(str(tmp_path / "state"), TOKEN, scope)
     wrapper = LedgerReader(fresh(), snapshot=snap)
     expected = wrapper.experiments()
     assert wrapper.save() and not wrapper.save()  # nothing read since: nothing written
@@ -81,8 +82,9 @@ def test_a_job_starts_from_the_wrappers_snapshot_and_a_forged_one_is_refused(led
     exps, answers = counted(proxy, forged.experiments)
     assert exps == expected and answers == {200: 1 + PRS}  # it read the forge instead
     snap.path.write_text(text)
-    assert not LedgerReader(fresh(), snapshot=Snapshot.of(str(tmp_path / "state"), "another-token")).load()
-    assert Snapshot.of(str(tmp_path), None) is None  # no token, no snapshot
+    assert not LedgerReader(fresh(), snapshot=Snapshot.of(str(tmp_path / "state"), "another-token", scope)).load()
+    assert not LedgerReader(fresh(), snapshot=Snapshot.of(str(tmp_path / "state"), TOKEN, scope + "-other")).load()
+    assert Snapshot.of(str(tmp_path), None, scope) is None  # no token, no snapshot
 
 
 def test_the_base_branch_and_a_label_listing_are_conditional(ledger, tmp_path):
