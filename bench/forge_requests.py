@@ -174,6 +174,7 @@ def busy(tmp: Path, students: int, decided: int, timeout: float) -> dict:
                 w.store.close()
             wall = time.monotonic() - start
             counts = {k: n - before.get(k, 0) for k, n in proxy.methods.items()}
+            top = proxy.charged_paths.most_common(12)
     finally:
         server.stop()
     rest = {k: n for k, n in counts.items() if k[0] == "rest"}
@@ -191,6 +192,7 @@ def busy(tmp: Path, students: int, decided: int, timeout: float) -> dict:
         "per_experiment": round(charged / done, 1), "wrapper_per_experiment": round(wrapper_charged / done, 1),
         "jobs_per_experiment": round((charged - wrapper_charged) / done, 1),
         "charged_per_hour": round(charged * 3600 / wall), "peak_writes_per_minute": peak,
+        "top_charged": dict(top),
     }  # fmt: skip
 
 

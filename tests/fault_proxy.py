@@ -16,13 +16,15 @@ body is de-chunked and forwarded with a Content-Length.  All other end-to-end he
 Authorization, ETag, If-None-Match, Retry-After, Link) pass unchanged, so 304s and links work.
 `injected` counts faults by kind, `injected_by_surface` by ("rest"|"git", kind), `forwarded`
 counts requests that reached the forge, `answered` the forge's answers by ("rest"|"git", status),
-`methods` by ("rest"|"git", method, answered 304)
+`methods` by ("rest"|"git", method, answered 304), `charged_paths` the REST answers but 304s by
+method and path (numbers as N)
 (bench/forge_requests.py counts 304s apart: GitHub does not charge them to the rate limit).
 Set `rate = 0` to pause injection (e.g. while seeding).
 """
 
 import http.client
 import random
+import re
 import socket
 import struct
 import sys
@@ -69,6 +71,7 @@ class FaultProxy:
         self.forwarded = 0
         self.answered: Counter[tuple[str, int]] = Counter()
         self.methods: Counter[tuple[str, str, bool]] = Counter()  # (surface, method, answered 304)
+        self.charged_paths: Counter[str] = Counter()  # "GET /repos/o/r/issues/N/comments": REST answers but 304s
         self._server = _Server(("127.0.0.1", 0), _handler_for(self))
         self._thread: threading.Thread | None = None
 
@@ -112,6 +115,8 @@ class FaultProxy:
         with self._lock:
             self.answered[(surface, status)] += 1
             self.methods[(surface, method, status == 304)] += 1
+            if surface == "rest" and status != 304:
+                self.charged_paths[f"{method} {re.sub(r'/[0-9]+', '/N', path.split('?', 1)[0])}"] += 1
 
     def counts(self) -> dict:
         """JSON-ready counts: {"forwarded": n, "injected": {kind: n}, "by_surface": {"rest:500": n, ...}}."""
