@@ -3,7 +3,7 @@
 Every verification against a base measures the same code on the same seeds, and a merge makes
 every open PR verify again against the new base. A `Verification` records its baseline's numbers
 per seed and a `baseline_key`: a digest of what those numbers depend on (the base commit, the
-target config, the sealed holdout's fingerprint). A later verification with the same key takes a
+target config, the sealed holdout's fingerprint, the job's environment). A later verification with the same key takes a
 baseline seed from an earlier block instead of re-running it, and names that block's PR in
 `baseline_reused`. Only blocks the verifier itself posted are read (`read_experiment` keeps the
 bot's records only), on the PR being verified and on the PRs the wrapper names (`--baseline-from`).
@@ -14,10 +14,13 @@ against one base then share their baseline samples, as experiments against one c
 """
 
 import hashlib
+import importlib.metadata
 import json
 import math
 import os
 import re
+import stat
+import sys
 from pathlib import Path
 
 from senpai import __version__
@@ -25,6 +28,7 @@ from senpai.agents.context import TurnContext
 from senpai.agents.verifier import Sample
 from senpai.config.target import TargetConfig
 from senpai.errors import NotFound
+from senpai.fleet.base import train_gpus
 from senpai.ledger.blocks import Verification
 from senpai.ledger.experiment import read_experiment
 
@@ -39,8 +43,9 @@ def holdout_fingerprint(root: Path) -> str | None:
     """sha256 hex of the sealed holdout at `root`: every folder and file path, file size and, up to
     MAX_HASHED_BYTES in all, file contents (past that, size and mtime in ns). Symlinks are followed,
     to files and to folders (a Kubernetes Secret volume's files are links into `..data`; a folder
-    reached twice is hashed by path only). None if it holds over MAX_HOLDOUT_ENTRIES entries or
-    cannot be read: such a holdout is never reused."""
+    reached twice is hashed by path only). None if it holds over MAX_HOLDOUT_ENTRIES entries, holds
+    anything but files and folders (a FIFO, a socket, a device), or cannot be read: such a holdout
+    is never reused."""
     h, entries, hashed, seen = hashlib.sha256(), 0, 0, set()
     try:
         for folder, dirs, files in os.walk(root, onerror=_raise, followlinks=True):
@@ -57,15 +62,19 @@ def holdout_fingerprint(root: Path) -> str | None:
             h.update(f"dir {Path(folder).relative_to(root)}\0{len(dirs)}\0".encode())
             for name in names:
                 path = Path(folder, name)
-                st = path.stat()
-                h.update(f"{path.relative_to(root)}\0{st.st_size}\0".encode())
-                if hashed + st.st_size <= MAX_HASHED_BYTES:
-                    hashed += st.st_size
-                    with path.open("rb") as f:
+                # O_NONBLOCK: a FIFO opens at once instead of waiting for a writer; it is refused below
+                fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+                with os.fdopen(fd, "rb") as f:
+                    st = os.fstat(fd)
+                    if not stat.S_ISREG(st.st_mode):  # a FIFO, socket or device: no fingerprint, no reuse
+                        return None
+                    h.update(f"{path.relative_to(root)}\0{st.st_size}\0".encode())
+                    if hashed + st.st_size <= MAX_HASHED_BYTES:
+                        hashed += st.st_size
                         while chunk := f.read(1 << 20):
                             h.update(chunk)
-                else:
-                    h.update(f"mtime {st.st_mtime_ns}\0".encode())
+                    else:
+                        h.update(f"mtime {st.st_mtime_ns}\0".encode())
     except OSError:
         return None
     return h.hexdigest()
@@ -76,14 +85,27 @@ def _raise(error: OSError) -> None:
 
 
 def baseline_key(target: TargetConfig, baseline: str, holdout_dir: Path) -> str | None:
-    """sha256 hex of (base commit, the target config, `holdout_fingerprint(holdout_dir)`, senpai's
-    version: the steps that train and score are senpai's code): equal keys give comparable baseline
-    numbers. None if the holdout cannot be fingerprinted."""
+    """sha256 hex of what a baseline seed's numbers depend on: the base commit, the target config,
+    `holdout_fingerprint(holdout_dir)`, senpai's version (the steps that train and score are
+    senpai's code), and the job's environment (`environment()`). Equal keys give comparable baseline
+    numbers. None if the holdout cannot be fingerprinted, or if the gate compares training seconds
+    (`compute.seconds`, the default): seconds measured at another time, under another load, are
+    not this run's, so such a target measures its baseline in every verification."""
+    if target.holdout.compute.seconds:
+        return None
     holdout = holdout_fingerprint(holdout_dir)
     if holdout is None:
         return None
     data = {"baseline": baseline, "target": target.model_dump(mode="json"), "holdout": holdout, "senpai": __version__}
+    data["environment"] = environment()
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def environment() -> dict[str, object]:
+    """What the train and score steps run on, besides the code: the Python version, the installed
+    distributions (name -> version) of this interpreter, and the GPUs its train steps hold (`train_gpus`)."""
+    dists = {(d.metadata["Name"] or "").lower(): d.version for d in importlib.metadata.distributions()}
+    return {"python": sys.version, "packages": sorted(dists.items()), "gpus": train_gpus()}
 
 
 def samples(v: Verification, source: int) -> dict[int, Sample]:

@@ -65,9 +65,19 @@ def merge_verified(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline:
         return reapply(ctx, pr, exp, baseline, numbers)
 
 
+REAPPLY = "the base moved and the merge conflicts; re-apply on the new base"
+
+
 def reapply(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline: Baseline, numbers: dict) -> str:
     """The base moved and the PR conflicts with it (at the merge, or the verifier's `conflict`):
-    not the hypothesis's failure, so its student re-applies it on the new base (`changes`)."""
-    why = "the base moved and the merge conflicts; re-apply on the new base"
-    apply(ctx, pr, exp, baseline, decision(exp, "changes", why, **numbers))
+    not the hypothesis's failure, so its student re-applies it on the new base (`changes`), at most
+    the hypothesis's `budget.attempts` times; a PR that conflicts again after that is closed (each
+    re-apply runs a student job: a base that keeps moving must not cost without end)."""
+    sent_back = sum(d.verdict == "changes" and d.reason == REAPPLY for d in exp.decisions)
+    limit = exp.hypothesis.budget.attempts if exp.hypothesis else 1
+    if sent_back >= limit:
+        why = f"the merge conflicts with the base again after {sent_back} re-applies (budget.attempts {limit})"
+        apply(ctx, pr, exp, baseline, decision(exp, "close", why, **numbers))
+        return f"#{exp.pr}: closed, {why}"
+    apply(ctx, pr, exp, baseline, decision(exp, "changes", REAPPLY, **numbers))
     return f"#{exp.pr}: changes requested (merge conflict)"

@@ -23,7 +23,7 @@ from kubernetes import client
 
 from senpai.config.harness import ENV_CONFIG, KubernetesFleetSettings
 from senpai.errors import PermanentError
-from senpai.fleet.base import ENV_DEADLINE, ENV_GPUS, JobSpec, JobStatus, Phase
+from senpai.fleet.base import ENV_DEADLINE, ENV_GPUS, ENV_TRAIN_GPUS, JobSpec, JobStatus, Phase
 
 NAME = "app.kubernetes.io/name"
 INSTANCE = "app.kubernetes.io/instance"
@@ -87,10 +87,12 @@ def labels(spec: JobSpec, settings: KubernetesFleetSettings) -> dict[str, str]:
 
 def _env(spec: JobSpec, settings: KubernetesFleetSettings, deadline: int, secrets: bool, gpus: int) -> list[client.V1EnvVar]:
     """HOME/TMPDIR and the thread counts (`JobSpec.thread_env`), the spec's env by value over them,
-    then the job's deadline (epoch seconds) and, if the container gets `gpus` > 0, ENV_GPUS; then,
+    then the job's deadline (epoch seconds), if the container gets `gpus` > 0 ENV_GPUS, and in a
+    verifier's containers ENV_TRAIN_GPUS (its train steps' GPUs, part of the baseline key); then,
     if `secrets`, each secret_env entry by reference (the verifier's train steps get none)."""
     env = {"HOME": HOME_DIR, "TMPDIR": TMP_DIR, **spec.thread_env(), **spec.env, ENV_DEADLINE: str(deadline)}
     env |= {ENV_GPUS: str(gpus)} if gpus else {}
+    env |= {ENV_TRAIN_GPUS: str(spec.gpus)} if spec.role == "verifier" else {}
     out = [client.V1EnvVar(name=k, value=v) for k, v in env.items()]
     for s in settings.secret_env if secrets else ():
         ref = client.V1SecretKeySelector(name=s.secret, key=s.key, optional=s.optional)

@@ -395,12 +395,15 @@ def _verifiers(w: World, cfg: HarnessConfig) -> list[Action]:
 
 def _measured_bases(exps: list[Experiment]) -> dict[str, list[int]]:
     """Base commit -> the PRs (newest first, at most MAX_BASELINE_SOURCES) with a verification that
-    measured its baseline and recorded a baseline key."""
+    measured its baseline and recorded a baseline key. A base measured only without a key (its
+    seeds cannot be reused: `reuse.baseline_key`) maps to no PR: its verifiers need not wait."""
     out: dict[str, list[int]] = {}
     for e in sorted(exps, key=lambda e: -e.pr):
-        for base in dict.fromkeys(v.baseline for v in e.verifications if v.baseline_values and v.baseline_key):
-            prs = out.setdefault(base, [])
-            if len(prs) < MAX_BASELINE_SOURCES:
+        for v in e.verifications:
+            if not v.baseline_values:
+                continue
+            prs = out.setdefault(v.baseline, [])
+            if v.baseline_key and len(prs) < MAX_BASELINE_SOURCES and e.pr not in prs:
                 prs.append(e.pr)
     return out
 

@@ -601,3 +601,9 @@ def test_a_pr_that_conflicts_with_a_moved_base_is_sent_back_to_re_apply_not_clos
     (d,) = ctx.ledger.experiment(forge.get_pull(pr)).decisions
     assert d.verdict == "changes" and "re-apply on the new base" in d.reason
     assert status_of(forge.get_pull(pr).labels) == Status.CHANGES
+    # the student re-applied, and the base moved under it again: sent back at most budget.attempts
+    # times (the tiny hypothesis-less PR: once), then closed, so a base that keeps moving has a cost cap
+    forge.set_labels(pr, ["senpai", "student:ada", "status:verifying"])
+    lines = advisor_turn(ctx, [Event(id=f"verified:pr-{pr}@{head}..{base}/2", kind="verified", pr=pr, head=head)])
+    assert lines == [f"#{pr}: closed, the merge conflicts with the base again after 1 re-applies (budget.attempts 1)"]
+    assert forge.get_pull(pr).state == "closed" and ctx.ledger.experiment(forge.get_pull(pr)).decisions[-1].verdict == "close"

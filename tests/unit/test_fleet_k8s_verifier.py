@@ -102,7 +102,8 @@ def test_verifier_job_is_checkout_then_one_train_per_side_then_score(holdout, ve
 def test_the_train_steps_get_no_secret_and_no_holdout(holdout, gpus):
     pod = pod_of("verifier", holdout, gpus)
     checkout, *trains = pod["initContainers"]
-    expected = {"HOME", "TMPDIR", "SENPAI_CONFIG", "SENPAI_JOB_DEADLINE", *THREAD_ENV} | ({"SENPAI_GPUS"} if gpus else set())
+    expected = {"HOME", "TMPDIR", "SENPAI_CONFIG", "SENPAI_JOB_DEADLINE", "SENPAI_TRAIN_GPUS", *THREAD_ENV}
+    expected |= {"SENPAI_GPUS"} if gpus else set()
     for train in trains:
         assert "envFrom" not in train
         assert [e for e in train["env"] if "valueFrom" in e] == []  # no secretKeyRef, not even the optional W&B key
@@ -144,6 +145,9 @@ def test_a_gpu_verifier_gives_its_gpus_to_the_train_steps_only():
     assert limits == gpus
     told = {c["name"]: {e["name"]: e.get("value") for e in c["env"]}.get("SENPAI_GPUS") for c in every_container(pod)}
     assert told == {"checkout": None, "train-baseline": "2", "train-candidate": "2", "score": None}
+    # every step knows the train steps' count: the checkout step puts it in the baseline key
+    trains = {c["name"]: {e["name"]: e.get("value") for e in c["env"]}["SENPAI_TRAIN_GPUS"] for c in every_container(pod)}
+    assert set(trains.values()) == {"2"}
     assert pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
     assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     cpu = pod_of("verifier", SECRET_HOLDOUT, gpus=0)

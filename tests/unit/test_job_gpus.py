@@ -2,7 +2,7 @@
 
 import pytest
 
-from senpai.fleet.base import job_gpus
+from senpai.fleet.base import job_gpus, train_gpus
 
 
 @pytest.mark.parametrize(
@@ -21,3 +21,10 @@ from senpai.fleet.base import job_gpus
 )
 def test_job_gpus_counts_the_fleets_figure_else_the_visible_devices(env, expected):
     assert job_gpus(env) == expected
+
+
+def test_train_gpus_is_the_fleets_train_figure_else_the_jobs_own():
+    assert train_gpus({"SENPAI_TRAIN_GPUS": "2"}) == 2  # a Kubernetes checkout container: holds none itself
+    assert train_gpus({"SENPAI_TRAIN_GPUS": "0", "CUDA_VISIBLE_DEVICES": "0"}) == 0
+    assert train_gpus({"CUDA_VISIBLE_DEVICES": "0,1"}) == 2  # the local fleet: one process runs every step
+    assert train_gpus({"SENPAI_TRAIN_GPUS": "x", "SENPAI_GPUS": "3"}) == 3

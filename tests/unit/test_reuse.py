@@ -2,10 +2,16 @@
 baseline figures a later verification may take (`senpai.agents.reuse`)."""
 
 import math
+import os
 from pathlib import Path
 
-from senpai.agents.reuse import holdout_fingerprint, samples
+import yaml
+
+from senpai.agents.reuse import baseline_key, holdout_fingerprint, samples
+from senpai.config.target import TargetConfig
+from senpai.fleet.base import ENV_TRAIN_GPUS
 from senpai.ledger.blocks import Verification
+from tests.tiny_target import files
 
 
 def holdout(root: Path) -> Path:
@@ -67,6 +73,34 @@ def test_an_unreadable_holdout_has_no_fingerprint(tmp_path):
     (root / "dangling").symlink_to(tmp_path / "nowhere")
     assert holdout_fingerprint(root) is None
     assert holdout_fingerprint(tmp_path / "missing") is None
+
+
+def test_a_holdout_holding_a_fifo_has_no_fingerprint_and_is_not_waited_on(tmp_path):
+    root = holdout(tmp_path / "h")
+    os.mkfifo(root / "labels" / "pipe")  # opening it to read would wait for a writer for ever
+    assert holdout_fingerprint(root) is None
+    (root / "labels" / "pipe").unlink()
+    (root / "zero").symlink_to("/dev/zero")  # endless to read; a device is not a file
+    assert holdout_fingerprint(root) is None
+
+
+def target(**compute) -> TargetConfig:
+    data = yaml.safe_load(files()["senpai.yaml"])
+    data["holdout"]["compute"] |= compute
+    return TargetConfig.model_validate(data)
+
+
+def test_the_baseline_key_covers_the_environment_and_is_none_when_seconds_are_compared(tmp_path, monkeypatch):
+    root = holdout(tmp_path / "h")
+    monkeypatch.setenv(ENV_TRAIN_GPUS, "1")
+    key = baseline_key(target(), "b" * 40, root)
+    assert key is not None and key == baseline_key(target(), "b" * 40, root)
+    assert baseline_key(target(), "c" * 40, root) != key
+    assert baseline_key(target(tolerance=0.5), "b" * 40, root) != key
+    monkeypatch.setenv(ENV_TRAIN_GPUS, "2")  # a student with more GPUs: its baseline is another measurement
+    assert baseline_key(target(), "b" * 40, root) not in (None, key)
+    # seconds measured under another load are not this run's: such a target measures its baseline each time
+    assert baseline_key(target(seconds=True), "b" * 40, root) is None
 
 
 def verification(**figures) -> Verification:
