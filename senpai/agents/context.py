@@ -31,8 +31,8 @@ def prepare_turn(harness: HarnessConfig, forge: Forge, tracker: Tracker, workdir
 
     Raises TransientError if the clone fails on the network, ConfigError if senpai.yaml is bad.
     """
+    ledger = LedgerReader(forge, tracker, Snapshot.of(harness.state_dir, harness.forge.token(), harness.forge.scope))
+    ledger.load()  # the wrapper's cache (and forge memo): the turn reads only what changed since its last refresh
     repo = WorkCopy.clone(forge.clone_url, workdir / "repo", forge.git_env(), harness.forge.base_branch)
     target = load_target(repo.path)
-    ledger = LedgerReader(forge, tracker, Snapshot.of(harness.state_dir, harness.forge.token(), harness.forge.scope))
-    ledger.load()  # the wrapper's cache: the turn reads only what changed since its last refresh
     return TurnContext(harness, forge, tracker, ledger, target, repo, workdir)

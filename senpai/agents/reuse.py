@@ -27,12 +27,11 @@ from senpai import __version__
 from senpai.agents.context import TurnContext
 from senpai.agents.verifier import Sample
 from senpai.config.target import TargetConfig
-from senpai.errors import NotFound
 from senpai.fleet.base import train_gpus
 from senpai.ledger.blocks import Verification
 from senpai.ledger.experiment import read_experiment
 
-MAX_SOURCES = 8  # PRs read for earlier baseline seeds: each costs two forge requests
+MAX_SOURCES = 8  # PRs read for earlier baseline seeds: each costs a comments listing if it changed
 MAX_HOLDOUT_ENTRIES = 10_000  # a sealed holdout with more files or folders is not fingerprinted: no reuse
 MAX_HASHED_BYTES = 256 * 1024**2  # file contents hashed; past this, a file counts by size and mtime
 # a Secret volume's own entries, `..data` and `..<timestamp>`, renamed on every update and per pod
@@ -135,10 +134,9 @@ def reusable(ctx: TurnContext, number: int, key: str | None, sources: tuple[int,
     if key is None:
         return {}
     out: dict[int, Sample] = {}
+    pulls = {p.number: p for p in ctx.ledger.list_pulls()}  # one conditional request for them all
     for pr in list(dict.fromkeys([number, *sources]))[:MAX_SOURCES]:
-        try:
-            pull = ctx.forge.get_pull(pr)
-        except NotFound:  # the wrapper named a PR that is gone: nothing to reuse from it
+        if (pull := pulls.get(pr)) is None:  # the wrapper named a PR that is gone: nothing to reuse from it
             continue
         for v in read_experiment(pull, ctx.ledger.comments(pull), ctx.forge.login).verifications:
             if v.baseline_key == key:

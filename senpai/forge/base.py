@@ -84,6 +84,18 @@ class RateLimit(_Model):
     reset_at: datetime | None = Field(description="When the window resets, UTC.")
 
 
+class ForgeMemo(_Model):
+    """What a forge adapter learned that a later adapter for the same token and repository may start
+    from, to skip requests whose answers do not change: the wrapper hands it to its jobs in the
+    ledger snapshot (authenticated under the token), so a job does not ask again who it is."""
+
+    login: str | None = Field(None, description="The authenticated user (GET /user).")
+    clone_url: str | None = Field(None, description="The repository's clone URL (GET /repos/{o}/{r}).")
+    branches: dict[str, tuple[str, str]] = Field(
+        default_factory=dict, description="Branch name -> (ETag, head sha) of its last read: a re-read is conditional."
+    )
+
+
 class Access(_Model):
     """What the token may do on the repository. GitHub REST: GET /repos/{o}/{r} `permissions`."""
 
@@ -127,6 +139,15 @@ class Forge(Protocol):
 
     def rate_limit(self) -> RateLimit | None:
         """The rate limit the forge's last answer stated; None if none did. Makes no request."""
+        ...
+
+    def memo(self) -> ForgeMemo:
+        """What this adapter learned so far (`ForgeMemo`). Makes no request."""
+        ...
+
+    def recall(self, memo: ForgeMemo) -> None:
+        """Start from `memo`, the `memo()` of an adapter for the same token and repository: its login
+        and clone URL are not asked for again, its branch reads are conditional. Makes no request."""
         ...
 
     def get_pull(self, number: int) -> PullRequest:

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any, Literal, TypeVar
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import requests
 from github import Auth, Github, GithubException, RateLimitExceededException
@@ -45,7 +45,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from senpai.config.harness import ForgeSettings
 from senpai.errors import FileListTruncated, Forbidden, MergeConflict, NotFound, PermanentError, SenpaiError, TransientError
-from senpai.forge.base import Access, Change, Comment, Issue, PullRequest, PullsPage, RateLimit
+from senpai.forge.base import Access, Change, Comment, ForgeMemo, Issue, PullRequest, PullsPage, RateLimit
 
 T = TypeVar("T")
 MARKER = re.compile(r"<!-- senpai:[^>]{1,200} -->")
@@ -357,6 +357,22 @@ class GitHubForge:
         """GitHub REST: GET .../pulls?state=<state>, every page (see `_listing`)."""
         url = f"/repos/{self.settings.repo}/pulls"
         return self._call("list pulls", lambda: self._listing(url, {"state": state}, _pull))
+
+    def memo(self) -> ForgeMemo:
+        """The login and clone URL if fetched, and the ETag and sha of each branch read. No request."""
+        prefix = f"/repos/{self.settings.repo}/branches/"
+        pages = self._pages.items()
+        branches = {unquote(url[len(prefix) :]): (etag, items[0]) for url, (etag, items, _) in pages if url.startswith(prefix)}
+        return ForgeMemo(login=self.__dict__.get("login"), clone_url=self.__dict__.get("clone_url"), branches=branches)
+
+    def recall(self, memo: ForgeMemo) -> None:
+        """Start from `memo` (an adapter's `memo()` for the same token and repository). No request."""
+        # `login` and `clone_url` are cached_property: a value in the instance's __dict__ is the cached answer
+        for name in ("login", "clone_url"):
+            if getattr(memo, name) and name not in self.__dict__:
+                self.__dict__[name] = getattr(memo, name)
+        for branch, (etag, sha) in memo.branches.items():
+            self._pages.setdefault(f"/repos/{self.settings.repo}/branches/{quote(branch, safe='')}", (etag, [sha], ""))
 
     def pulls_updated(self, since: datetime | None, etag: str | None) -> PullsPage:
         """PRs of every state, most recently updated first, down to the first page that reaches back

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from senpai.forge.base import Comment, Forge, PullRequest
+from senpai.forge.base import Comment, Forge, ForgeMemo, PullRequest
 from senpai.ledger.consistency import Consistency
 from senpai.ledger.experiment import Experiment, RunSummary, read_experiment
 from senpai.ledger.labels import SENPAI
@@ -41,7 +41,7 @@ class LedgerReader:
     It keeps every PR it listed and the comments it read, each valid while the PR's `updated_at`
     stays, and re-lists only what changed (`Forge.pulls_updated`). `save` and `load` carry that
     cache from the wrapper to its jobs, so a job reads what changed since the wrapper's last
-    refresh, not the whole ledger.
+    refresh, not the whole ledger, and do not ask the forge again who the bot is (`Forge.memo`).
     """
 
     def __init__(self, forge: Forge, tracker: Tracker | None = None, snapshot: "Snapshot | None" = None) -> None:
@@ -123,7 +123,8 @@ class LedgerReader:
         if self.snapshot is None or not self._dirty:
             return False
         path, key = self.snapshot.path, self.snapshot.key
-        data = _Cache(etag=self._etag, pulls=list(self._pulls.values()), comments=self._comments).model_dump_json()
+        cache = _Cache(etag=self._etag, pulls=list(self._pulls.values()), comments=self._comments, forge=self.forge.memo())
+        data = cache.model_dump_json()
         mac = hmac.new(key, data.encode(), hashlib.sha256).hexdigest()
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}")
@@ -152,6 +153,7 @@ class LedgerReader:
             log.warning("ledger snapshot %s not used: %s", path, e)
             return False
         self._etag, self._pulls, self._comments = snap.etag, {p.number: p for p in snap.pulls}, snap.comments
+        self.forge.recall(snap.forge)
         return True
 
 
@@ -159,6 +161,7 @@ class _Cache(BaseModel):
     etag: str | None
     pulls: list[PullRequest]
     comments: dict[int, tuple[str, list[Comment]]]
+    forge: ForgeMemo = ForgeMemo()  # the wrapper's forge identity and branch ETags
 
 
 @dataclass(frozen=True)

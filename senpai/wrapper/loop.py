@@ -83,6 +83,7 @@ class Wrapper:
         stale = time.monotonic() - self._last_refresh > self.cfg.full_refresh_seconds
         if self._exps is None or change.changed or newly_done or stale:
             self._base_sha = self.forge.branch_sha(self.cfg.forge.base_branch)
+            self.forge.clone_url  # asked once (cached): jobs take it from the snapshot's forge memo  # noqa: B018
             self._exps = self.ledger.experiments()
             self.steering.read()
             self._save_snapshot()

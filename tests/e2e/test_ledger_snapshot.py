@@ -87,6 +87,24 @@ def test_a_job_starts_from_the_wrappers_snapshot_and_a_forged_one_is_refused(led
     assert Snapshot.of(str(tmp_path), None, scope) is None  # no token, no snapshot
 
 
+def test_a_job_from_the_snapshot_does_not_ask_who_it_is_and_reads_the_base_conditionally(ledger, local_forge, tmp_path):
+    forge, fresh, proxy = ledger
+    scope = f"{local_forge.base_url} {forge.settings.repo}"
+    snap = Snapshot.of(str(tmp_path / "state"), TOKEN, scope)
+    wrapper = LedgerReader(fresh(), snapshot=snap)
+    sha, url = wrapper.forge.branch_sha("advisor"), wrapper.forge.clone_url
+    wrapper.experiments()
+    assert wrapper.save()
+    settings = forge.settings.model_copy(update={"base_url": proxy.url})
+    job = LedgerReader(GitHubForge(settings, TOKEN), snapshot=snap)
+    assert job.load()
+    asked = lambda: (job.forge.login, job.forge.clone_url, job.forge.branch_sha("advisor"))  # noqa: E731
+    assert counted(proxy, asked) == ((forge.login, url, sha), {304: 1})  # no GET /user, no GET /repos
+    # a snapshot is not a second source of truth: a moved base is read as such
+    moved = commit_and_push(forge, tmp_path / "seed", "advisor", {"y.md": "y\n"}, start="advisor")
+    assert counted(proxy, lambda: job.forge.branch_sha("advisor")) == (moved, {200: 1})
+
+
 def test_the_base_branch_and_a_label_listing_are_conditional(ledger, tmp_path):
     forge, fresh, proxy = ledger
     proxied = fresh()
