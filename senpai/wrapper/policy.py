@@ -335,8 +335,15 @@ def _spent(j: JobStatus, pr: int, w: World) -> list[Action]:
     if job_retry(j) + 1 < INFRA_RETRIES:
         return []
     base = j.name.rsplit("-r", 1)[0] if job_retry(j) else j.name
+    # a verifier exits 3 too when the base head fails its own train or score step (BaselineFailed):
+    # the target's or senpai's problem, not the hypothesis's; the log tail in the issue says which
+    why = (
+        "on infrastructure, or because the base head failed its own train or score step,"
+        if j.role == "verifier"
+        else "on infrastructure,"
+    )
     reason = (
-        f"job `{base}` failed {INFRA_RETRIES} times on infrastructure, not on the hypothesis "
+        f"job `{base}` failed {INFRA_RETRIES} times {why} not on the hypothesis "
         f"(last run `{j.name}`: {j.reason}, exit {j.exit_code}). No attempt was spent; see the job logs."
     )
     return [Escalate((pr,), reason, base, j.name)]

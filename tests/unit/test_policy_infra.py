@@ -91,6 +91,8 @@ def test_verifier_infra_failures_are_relaunched_then_escalated():
     jobs += [dead(f"senpai-verifier-pr1-1-r{k}", role="verifier") for k in (1, 2)]
     (esc,) = [a for a in plan(World([v], BASE, jobs, NOW), CFG) if isinstance(a, Escalate)]
     assert esc.prs == (1,)
+    # exit 3 is also the base head failing its own steps (BaselineFailed): the issue does not say only "infrastructure"
+    assert "or because the base head failed its own train or score step" in esc.reason
 
 
 def test_dead_advisor_turns_escalate_the_prs_of_their_batch():
