@@ -378,26 +378,35 @@ def _students(w: World, cfg: HarnessConfig) -> list[Action]:
 def _verifiers(w: World, cfg: HarnessConfig) -> list[Action]:
     """A verifier per PR that owes one. A base no verification has measured yet gets one verifier
     at a time (none while another runs): it measures the baseline's seeds, and the verifiers
-    launched after it reuse them (`senpai.agents.reuse`) instead of training the same seeds again."""
+    launched after it reuse them (`senpai.agents.reuse`) instead of training the same seeds again.
+    Once a verifier of an owed verification has failed (it may fail again, and its retries back
+    off), nobody waits for it: every owed verifier goes."""
     out: list[Action] = []
     measured: dict[str, list[int]] | None = None  # worked out once a verifier is owed (most ticks owe none)
-    busy = any(j.role == "verifier" for j in _live(w.jobs))
-    for e in w.exps:
-        if e.state == "merged" and (owed := reverify(e)):  # merged onto a base that moved after its verification
-            base = owed[1]
-        elif e.state == "verifying" and not e.error and not e.verification_for(e.head, w.base_sha):
-            base = w.base_sha
-        else:
-            continue
-        name = next_run(f"senpai-verifier-pr{e.pr}-{len(e.verifications) + 1}", w.jobs, w.now)
+    owed = [(e, base) for e in w.exps if (base := _owed_base(e, w.base_sha))]
+    runs = [f"senpai-verifier-pr{e.pr}-{len(e.verifications) + 1}" for e, _ in owed]
+    failed = {re.sub(r"-r\d+$", "", j.name) for j in w.jobs if j.role == "verifier" and j.phase == "failed"}
+    busy = any(j.role == "verifier" for j in _live(w.jobs)) and not failed.intersection(runs)
+    for (e, base), run in zip(owed, runs, strict=True):
+        name = next_run(run, w.jobs, w.now)
         if name is None:
             continue
         measured = _measured_bases(w.exps) if measured is None else measured
         if base not in measured and busy:
             continue
         out.append(_verifier(name, e, cfg, measured.get(base, [])))
-        busy = True
+        busy = not failed.intersection(runs)
     return out
+
+
+def _owed_base(e: Experiment, base_sha: str) -> str | None:
+    """The base `e` owes a verification against, if any: a merged PR's base that moved after its
+    verification (`reverify`), or the current base for a PR in verifying without one."""
+    if e.state == "merged" and (owed := reverify(e)):
+        return owed[1]
+    if e.state == "verifying" and not e.error and not e.verification_for(e.head, base_sha):
+        return base_sha
+    return None
 
 
 def _measured_bases(exps: list[Experiment]) -> dict[str, list[int]]:
