@@ -59,7 +59,19 @@ def test_validate_prints_the_summary():
             lambda d: d["holdout"].update(command="python eval/evaluate.py --seed {seed}"),
             r"holdout: Value error, holdout\.command must contain \{artifact\}",
         ),
+        (
+            lambda d: d["holdout"].update(command="python eval/evaluate.py --artifact {artifact}"),
+            r"holdout: Value error, holdout\.command must contain \{holdout\}",
+        ),
         (lambda d: d["holdout"].update(seeds=[0, 0]), r"holdout: Value error, holdout\.seeds must be distinct"),
+        (
+            lambda d: d["holdout"].update(min_delta=0.01),  # digits' rule is noise_floor
+            r"holdout: Value error, holdout\.min_delta applies to the test rules .*; with noise_floor use min_floor",
+        ),
+        (
+            lambda d: d["holdout"].update(rule="welch"),  # digits sets min_floor
+            r"holdout: Value error, holdout\.min_floor applies to the noise_floor rule only; with welch use min_delta",
+        ),
         (lambda d: d["budget"].update(wall_seconds=-5), r"budget\.wall_seconds: Input should be greater than 0"),
         (lambda d: d.pop("train"), r"train: Field required"),
         (lambda d: d.update(colour="blue"), r"colour: Extra inputs are not permitted"),
@@ -120,3 +132,13 @@ def test_a_students_cpus_are_a_whole_positive_count(tmp_path, monkeypatch, capsy
     (tmp_path / "h.yaml").write_text(yaml.safe_dump(config))
     code, err = _run_main(["ledger", "--config", str(tmp_path / "h.yaml")], monkeypatch, capsys)
     assert code == 2 and re.search(rf"h\.yaml: students\.1\.cpus: .*{expected}", err), err
+
+
+def test_each_rule_takes_only_its_own_threshold(tmp_path):
+    def welch(d, **extra):
+        d["holdout"].pop("min_floor")
+        d["holdout"].update(rule="welch", **extra)
+
+    assert load_target(_write(tmp_path, welch)).holdout.min_delta == 0  # the test's alpha bounds false accepts
+    assert load_target(_write(tmp_path, lambda d: welch(d, min_delta=0.01))).holdout.min_delta == 0.01
+    assert load_target(EXAMPLE).holdout.min_floor == 0.005
