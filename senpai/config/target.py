@@ -212,6 +212,17 @@ class TargetConfig(_Strict):
         return False
 
 
+def scope_problems(target: TargetConfig) -> list[str]:
+    """What `senpai validate` refuses about `scope`, one sentence each (empty: fine): a non-empty
+    scope whose globs do not match `params.file`, which every search-runtime experiment changes, so
+    that no experiment could merge."""
+    if target.in_scope(target.params.file):
+        return []
+    globs, file = ", ".join(target.scope), target.params.file
+    why = "so the gate refuses every experiment that sets params (all of the search runtime's)"
+    return [f"scope: [{globs}] does not match the params file {file}, {why}; add {file} to scope"]
+
+
 def load_target(repo_dir: Path | str) -> TargetConfig:
     """Load `<repo_dir>/senpai.yaml` (a regular file: it lives in a checkout, so a symlink is refused).
     Raises ConfigError (exit 2) naming the file and the field on bad input."""

@@ -1,6 +1,7 @@
 """senpai.yaml: bad config exits 2 naming the file, the field and what was expected."""
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,23 @@ def test_each_rule_takes_only_its_own_threshold(tmp_path):
     assert load_target(_write(tmp_path, welch)).holdout.min_delta == 0  # the test's alpha bounds false accepts
     assert load_target(_write(tmp_path, lambda d: welch(d, min_delta=0.01))).holdout.min_delta == 0.01
     assert load_target(EXAMPLE).holdout.min_floor == 0.005
+
+
+@pytest.mark.parametrize("scope", [["train.py"], ["trian.py", "params.jsn"]])
+def test_validate_refuses_a_scope_that_leaves_out_the_params_file(tmp_path, monkeypatch, capsys, scope):
+    repo = _write(tmp_path, lambda d: d.update(scope=scope))
+    shutil.copy(EXAMPLE / "params.json", repo / "params.json")
+    code, err = _run_main(["validate", str(repo)], monkeypatch, capsys)
+    assert code == 2
+    globs = ", ".join(scope)
+    assert f"{repo / 'senpai.yaml'}: scope: [{globs}] does not match the params file params.json, so the gate refuses" in err
+    assert "add params.json to scope" in err
+
+
+@pytest.mark.parametrize("scope", [[], ["*.json"]])  # empty: the params file only
+def test_validate_accepts_a_scope_that_admits_the_params_file(tmp_path, scope):
+    shutil.copytree(EXAMPLE, tmp_path / "repo", ignore=shutil.ignore_patterns("__pycache__", "wandb"))
+    _write(tmp_path / "repo", lambda d: d.update(scope=scope))
+    result = CliRunner().invoke(cli, ["validate", str(tmp_path / "repo")])
+    assert result.exit_code == 0, result.output
+    assert f"scope: {', '.join(scope) or 'params.json'}" in result.output
