@@ -24,7 +24,8 @@ _DYNAMIC = {"import_module", "__import__"}
 def evaluator_problems(repo: Path, target: TargetConfig) -> list[str]:
     """Problems with `target.holdout.files` in checkout `repo`, one sentence each (empty: fine).
 
-    Each names the file and, for an import, the imported name and the repository path it resolves to.
+    Each names the file and, for an import, the imported name, the repository path it resolves to,
+    whether that path is protected and listed, and the fix.
     """
     files = target.holdout.files
     problems = [
@@ -62,13 +63,25 @@ def _file_problems(repo: Path, rel: str, target: TargetConfig) -> list[str]:
     problems = []
     for name, level in _imports(tree):
         for module in _repo_modules(repo, rel, name, level):
-            if not _allowed(module, target):
-                shown = "." * level + name
-                problems.append(
-                    f"{rel}: imports {shown!r} ({module}), a repository file that is not protected and listed in "
-                    "holdout.files; the verifier runs the evaluator alone, with the candidate's tree off its path"
-                )
+            if why := _import_problem(module, target):
+                problems.append(f"{rel}: imports {'.' * level + name!r}, and {why}")
     return problems
+
+
+def _import_problem(module: str, target: TargetConfig) -> str | None:
+    """Why the evaluator may not import repo path `module` (the end of a sentence), or None if it may:
+    it must be protected (a candidate cannot edit it) and within an entry of holdout.files (the
+    score step lays out nothing else)."""
+    path = module.rstrip("/")
+    listed = any(path == f.rstrip("/") or path.startswith(f.rstrip("/") + "/") for f in target.holdout.files)
+    if target.is_protected(path):
+        return None if listed else f"{module} is protected but not listed in holdout.files; add it there"
+    if listed:
+        return f"{module} is listed in holdout.files but not protected; add it to `protected`"
+    return (
+        f"{module} is neither protected nor listed in holdout.files, so a candidate can edit it and the score step "
+        "does not lay it out; protect and list it, or rename it"
+    )
 
 
 def _imports(tree: ast.AST) -> Iterator[tuple[str, int]]:
@@ -105,10 +118,3 @@ def _repo_modules(repo: Path, rel: str, name: str, level: int) -> list[str]:
             if top and (repo / candidate).exists():
                 found.append(candidate.as_posix() + ("/" if (repo / candidate).is_dir() else ""))
     return found
-
-
-def _allowed(module: str, target: TargetConfig) -> bool:
-    """True if repo path `module` is protected and lies within an entry of holdout.files."""
-    path = module.rstrip("/")
-    listed = any(path == f.rstrip("/") or path.startswith(f.rstrip("/") + "/") for f in target.holdout.files)
-    return listed and target.is_protected(path)

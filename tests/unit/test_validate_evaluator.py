@@ -53,19 +53,33 @@ def test_the_digits_evaluator_is_accepted():
     assert "evaluator: eval/evaluate.py (imports checked)" in result.output
 
 
+UNPROTECTED = (
+    "is neither protected nor listed in holdout.files, so a candidate can edit it and the score step does not lay it out"
+)
+UNLISTED = "is protected but not listed in holdout.files; add it there"
+
+
 @pytest.mark.parametrize(
     "files, line, expected",
     [
         # a top-level module anyone may edit, imported outright or by name at run time
-        ({"helpers.py": "X = 1\n"}, "import helpers", "imports 'helpers' (helpers.py)"),
-        ({"helpers.py": "X = 1\n"}, "from helpers import X", "imports 'helpers' (helpers.py)"),
-        ({"helpers.py": "X = 1\n"}, "import importlib; importlib.import_module('helpers')", "imports 'helpers' (helpers.py)"),
-        ({"tools/__init__.py": "", "tools/x.py": ""}, "from tools.x import y", "imports 'tools.x' (tools/)"),
+        ({"helpers.py": "X = 1\n"}, "import helpers", f"imports 'helpers', and helpers.py {UNPROTECTED}"),
+        ({"helpers.py": "X = 1\n"}, "from helpers import X", f"imports 'helpers', and helpers.py {UNPROTECTED}"),
+        (
+            {"helpers.py": "X = 1\n"},
+            "import importlib; importlib.import_module('helpers')",
+            f"imports 'helpers', and helpers.py {UNPROTECTED}",
+        ),
+        ({"tools/__init__.py": "", "tools/x.py": ""}, "from tools.x import y", f"imports 'tools.x', and tools/ {UNPROTECTED}"),
         # a repository file shadowing an installed module the evaluator imports
-        ({"threadpoolctl.py": "def threadpool_limits(limits): ...\n"}, "", "imports 'threadpoolctl' (threadpoolctl.py)"),
+        (
+            {"threadpoolctl.py": "def threadpool_limits(limits): ...\n"},
+            "",
+            f"imports 'threadpoolctl', and threadpoolctl.py {UNPROTECTED}; protect and list it, or rename it",
+        ),
         # a sibling that is protected (under eval/) but not listed in holdout.files
-        ({"eval/util.py": "X = 1\n"}, "from util import X", "imports 'util' (eval/util.py)"),
-        ({"eval/util.py": "X = 1\n"}, "from .util import X", "imports '.util' (eval/util.py)"),
+        ({"eval/util.py": "X = 1\n"}, "from util import X", f"imports 'util', and eval/util.py {UNLISTED}"),
+        ({"eval/util.py": "X = 1\n"}, "from .util import X", f"imports '.util', and eval/util.py {UNLISTED}"),
     ],
 )
 def test_an_import_of_an_unlisted_or_unprotected_repository_file_is_refused(repo, monkeypatch, capsys, files, line, expected):
@@ -76,7 +90,16 @@ def test_an_import_of_an_unlisted_or_unprotected_repository_file_is_refused(repo
         prepend(repo, line)
     code, err = validate(repo, monkeypatch, capsys)
     assert code == 2, err
-    assert f"{EVALUATOR}: {expected}, a repository file that is not protected and listed in holdout.files" in err
+    assert f"{EVALUATOR}: {expected}" in err
+
+
+def test_an_import_of_a_listed_file_that_is_not_protected_says_so(repo):
+    (repo / "helpers.py").write_text("X = 1\n")
+    prepend(repo, "import helpers")
+    configure(repo, files=[EVALUATOR, "helpers.py"])
+    problems = evaluator_problems(repo, load_target(repo))
+    listed = "helpers.py is listed in holdout.files but not protected; add it to `protected`"
+    assert f"{EVALUATOR}: imports 'helpers', and {listed}" in problems
 
 
 def test_a_protected_listed_sibling_may_be_imported(repo):
