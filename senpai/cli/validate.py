@@ -16,8 +16,9 @@ def validate(repo: str) -> None:
     """Validate REPO/senpai.yaml, its params file and its evaluator (holdout.files).
 
     Exits 2 naming the file, field and expectation if senpai.yaml or the params file is bad, if a
-    non-empty scope does not match the params file, if an evaluator file is not protected, or if
-    the evaluator imports a repository file that is not protected and listed in holdout.files.
+    non-empty scope does not match the params file, if an evaluator file is not protected, if the
+    evaluator imports a repository file that is not protected and listed in holdout.files, or if an
+    evaluator module is named like a standard-library or installed module it would shadow.
     """
     root = Path(repo)
     t = load_target(root)

@@ -1,5 +1,6 @@
 """What `senpai validate` checks about the evaluator (`holdout.files`): it must be protected, and it
-may import no repository file that is not itself protected and listed in `holdout.files`.
+may import no repository file that is not itself protected and listed in `holdout.files`, and
+none of its modules may be named like a standard-library or installed module, which it would shadow.
 
 The verifier runs the evaluator from the base revision with `python -I -P` in a directory holding
 only `holdout.files`, so a repository module it imports would be missing there or, worse, be a
@@ -11,6 +12,8 @@ isolation is what stops those.
 """
 
 import ast
+import importlib.metadata
+import sys
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
@@ -37,8 +40,34 @@ def evaluator_problems(repo: Path, target: TargetConfig) -> list[str]:
     sources = list(_python_files(repo, files))
     if len(sources) > MAX_FILES:
         return [*problems, f"holdout.files: more than {MAX_FILES} Python files; list the evaluator's own files only"]
+    problems += _shadowing(sources)
     for rel in sources:
         problems += _file_problems(repo, rel, target)
+    return problems
+
+
+def _shadowing(sources: list[str]) -> list[str]:
+    """One problem per evaluator module that would shadow a standard-library or installed module.
+
+    `sources` are the laid-out `.py` files. A directory holding one (other than a package) is where
+    an evaluator script runs from, and the script puts it first on `sys.path`; each `.py` file and
+    package (a directory with `__init__.py`) directly in it is then a top-level module.
+    """
+    py = [PurePosixPath(rel) for rel in sources]
+    packages = {p.parent for p in py if p.name == "__init__.py"}
+    script_dirs = {p.parent for p in py} - packages
+    modules = [(p.as_posix(), p.stem) for p in py if p.parent in script_dirs]
+    modules += sorted((f"{d.as_posix()}/", d.name) for d in packages if d.parent in script_dirs)
+    installed = importlib.metadata.packages_distributions() if modules else {}
+    problems = []
+    for path, name in modules:
+        if name in sys.stdlib_module_names:
+            what = f"the standard-library module {name!r}"
+        elif name in installed:
+            what = f"the installed module {name!r} (of {', '.join(sorted(set(installed[name])))})"
+        else:
+            continue
+        problems.append(f"holdout.files: {path} would shadow {what} once the evaluator puts its directory on sys.path; rename it")
     return problems
 
 

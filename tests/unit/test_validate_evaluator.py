@@ -128,3 +128,30 @@ def test_an_unparseable_or_missing_evaluator_is_refused(repo):
     problems = evaluator_problems(repo, load_target(repo))
     assert "holdout.files: eval/gone.py does not exist in the repository" in problems
     assert any(p.startswith(f"{EVALUATOR}: cannot be parsed as Python (SyntaxError") for p in problems)
+
+
+@pytest.mark.parametrize(
+    "files, listed, expected",
+    [
+        ({"eval/numpy.py": ""}, ["eval/numpy.py"], "eval/numpy.py would shadow the installed module 'numpy' (of numpy)"),
+        ({"eval/json.py": ""}, ["eval/"], "eval/json.py would shadow the standard-library module 'json'"),
+        ({"eval/yaml/__init__.py": ""}, ["eval/"], "eval/yaml/ would shadow the installed module 'yaml' (of PyYAML)"),
+        ({"numpy.py": ""}, ["numpy.py"], "numpy.py would shadow the installed module 'numpy' (of numpy)"),  # next to itself
+    ],
+)
+def test_an_evaluator_module_named_like_an_installed_or_stdlib_one_is_refused(repo, monkeypatch, capsys, files, listed, expected):
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    configure(repo, files=[EVALUATOR, *listed], protected=["data/", "eval/", *listed])
+    code, err = validate(repo, monkeypatch, capsys)
+    assert code == 2, err
+    assert f"holdout.files: {expected} once the evaluator puts its directory on sys.path; rename it" in err
+
+
+def test_a_module_inside_an_evaluator_package_may_share_a_standard_name(repo):
+    for rel in ("eval/metrics/__init__.py", "eval/metrics/io.py", "eval/metrics/json.py"):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text("")
+    configure(repo, files=["eval/"])  # imported as metrics.io: no top-level module io
+    assert evaluator_problems(repo, load_target(repo)) == []
