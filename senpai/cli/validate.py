@@ -6,7 +6,7 @@ import click
 
 from senpai.agents.params import params_format, read_params
 from senpai.config.evaluator import evaluator_problems
-from senpai.config.target import load_target
+from senpai.config.target import load_target, scope_problems
 from senpai.errors import ConfigError
 
 
@@ -15,14 +15,15 @@ from senpai.errors import ConfigError
 def validate(repo: str) -> None:
     """Validate REPO/senpai.yaml, its params file and its evaluator (holdout.files).
 
-    Exits 2 naming the file, field and expectation if senpai.yaml or the params file is bad, if an
-    evaluator file is not protected, or if the evaluator imports a repository file that is not
-    protected and listed in holdout.files.
+    Exits 2 naming the file, field and expectation if senpai.yaml or the params file is bad, if a
+    non-empty scope does not match the params file, if an evaluator file is not protected, if the
+    evaluator imports a repository file that is not protected and listed in holdout.files, or if an
+    evaluator module is named like a standard-library or installed module it would shadow.
     """
     root = Path(repo)
     t = load_target(root)
     params = read_params(root / t.params.file)
-    problems = evaluator_problems(root, t)
+    problems = scope_problems(t) + evaluator_problems(root, t)
     if problems:
         raise ConfigError("\n".join(f"{root / 'senpai.yaml'}: {p}" for p in problems))
     click.echo(f"name: {t.name}\nmetric: {t.metric.name} ({t.metric.direction})\nparams: {', '.join(t.params.space)}")

@@ -1,5 +1,6 @@
 """What `senpai validate` checks about the evaluator (`holdout.files`): it must be protected, and it
-may import no repository file that is not itself protected and listed in `holdout.files`.
+may import no repository file that is not itself protected and listed in `holdout.files`, and
+none of its modules may be named like a standard-library or installed module, which it would shadow.
 
 The verifier runs the evaluator from the base revision with `python -I -P` in a directory holding
 only `holdout.files`, so a repository module it imports would be missing there or, worse, be a
@@ -11,6 +12,8 @@ isolation is what stops those.
 """
 
 import ast
+import importlib.metadata
+import sys
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
@@ -24,7 +27,8 @@ _DYNAMIC = {"import_module", "__import__"}
 def evaluator_problems(repo: Path, target: TargetConfig) -> list[str]:
     """Problems with `target.holdout.files` in checkout `repo`, one sentence each (empty: fine).
 
-    Each names the file and, for an import, the imported name and the repository path it resolves to.
+    Each names the file and, for an import, the imported name, the repository path it resolves to,
+    whether that path is protected and listed, and the fix.
     """
     files = target.holdout.files
     problems = [
@@ -36,8 +40,34 @@ def evaluator_problems(repo: Path, target: TargetConfig) -> list[str]:
     sources = list(_python_files(repo, files))
     if len(sources) > MAX_FILES:
         return [*problems, f"holdout.files: more than {MAX_FILES} Python files; list the evaluator's own files only"]
+    problems += _shadowing(sources)
     for rel in sources:
         problems += _file_problems(repo, rel, target)
+    return problems
+
+
+def _shadowing(sources: list[str]) -> list[str]:
+    """One problem per evaluator module that would shadow a standard-library or installed module.
+
+    `sources` are the laid-out `.py` files. A directory holding one (other than a package) is where
+    an evaluator script runs from, and the script puts it first on `sys.path`; each `.py` file and
+    package (a directory with `__init__.py`) directly in it is then a top-level module.
+    """
+    py = [PurePosixPath(rel) for rel in sources]
+    packages = {p.parent for p in py if p.name == "__init__.py"}
+    script_dirs = {p.parent for p in py} - packages
+    modules = [(p.as_posix(), p.stem) for p in py if p.parent in script_dirs]
+    modules += sorted((f"{d.as_posix()}/", d.name) for d in packages if d.parent in script_dirs)
+    installed = importlib.metadata.packages_distributions() if modules else {}
+    problems = []
+    for path, name in modules:
+        if name in sys.stdlib_module_names:
+            what = f"the standard-library module {name!r}"
+        elif name in installed:
+            what = f"the installed module {name!r} (of {', '.join(sorted(set(installed[name])))})"
+        else:
+            continue
+        problems.append(f"holdout.files: {path} would shadow {what} once the evaluator puts its directory on sys.path; rename it")
     return problems
 
 
@@ -62,13 +92,25 @@ def _file_problems(repo: Path, rel: str, target: TargetConfig) -> list[str]:
     problems = []
     for name, level in _imports(tree):
         for module in _repo_modules(repo, rel, name, level):
-            if not _allowed(module, target):
-                shown = "." * level + name
-                problems.append(
-                    f"{rel}: imports {shown!r} ({module}), a repository file that is not protected and listed in "
-                    "holdout.files; the verifier runs the evaluator alone, with the candidate's tree off its path"
-                )
+            if why := _import_problem(module, target):
+                problems.append(f"{rel}: imports {'.' * level + name!r}, and {why}")
     return problems
+
+
+def _import_problem(module: str, target: TargetConfig) -> str | None:
+    """Why the evaluator may not import repo path `module` (the end of a sentence), or None if it may:
+    it must be protected (a candidate cannot edit it) and within an entry of holdout.files (the
+    score step lays out nothing else)."""
+    path = module.rstrip("/")
+    listed = any(path == f.rstrip("/") or path.startswith(f.rstrip("/") + "/") for f in target.holdout.files)
+    if target.is_protected(path):
+        return None if listed else f"{module} is protected but not listed in holdout.files; add it there"
+    if listed:
+        return f"{module} is listed in holdout.files but not protected; add it to `protected`"
+    return (
+        f"{module} is neither protected nor listed in holdout.files, so a candidate can edit it and the score step "
+        "does not lay it out; protect and list it, or rename it"
+    )
 
 
 def _imports(tree: ast.AST) -> Iterator[tuple[str, int]]:
@@ -105,10 +147,3 @@ def _repo_modules(repo: Path, rel: str, name: str, level: int) -> list[str]:
             if top and (repo / candidate).exists():
                 found.append(candidate.as_posix() + ("/" if (repo / candidate).is_dir() else ""))
     return found
-
-
-def _allowed(module: str, target: TargetConfig) -> bool:
-    """True if repo path `module` is protected and lies within an entry of holdout.files."""
-    path = module.rstrip("/")
-    listed = any(path == f.rstrip("/") or path.startswith(f.rstrip("/") + "/") for f in target.holdout.files)
-    return listed and target.is_protected(path)

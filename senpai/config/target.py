@@ -115,9 +115,14 @@ class Holdout(_Strict):
     Score step: `command`, run in a directory holding only `files` as they are at the **base**
     revision (`python -I -P`, no secret), with `{artifact}`, `{holdout}` and `{seed}` replaced; it
     prints `metric: value` (and any guard metric) on stdout.
+
+    Refused at load (ValueError, a ConfigError naming senpai.yaml when loaded from there): a command
+    without `{artifact}` or `{holdout}`, repeated seeds, `max_seeds` below the seeds, a guard named
+    like the metric, and a setting the rule would ignore or need (`min_floor` is required with and
+    only with `noise_floor`; `min_delta` is refused with it).
     """
 
-    command: str = Field(description="Score command; `{artifact}`, `{holdout}` and `{seed}` are replaced.")
+    command: str = Field(description="Score command; must contain `{artifact}` and `{holdout}`; these and `{seed}` are replaced.")
     files: list[RepoPath] = Field(
         min_length=1, description="The evaluator's files (or directories), taken from the base revision; all protected."
     )
@@ -133,10 +138,10 @@ class Holdout(_Strict):
     )
     noise_k: float = Field(2.0, ge=0, description="noise_floor rule: floor = noise_k x stdev of baseline repeats.")
     min_floor: float | None = Field(
-        None, ge=0, description="noise_floor rule (required there): lower bound on the floor, in metric units."
+        None, ge=0, description="noise_floor rule only (required there): lower bound on the floor, in metric units."
     )
     alpha: float = Field(0.05, gt=0, lt=0.5, description="Test rules: one-sided false-accept rate, fraction.")
-    min_delta: float = Field(0.0, ge=0, description="Test rules: the improvement must exceed this, in metric units.")
+    min_delta: float = Field(0.0, ge=0, description="Test rules only: the improvement must exceed this, in metric units.")
     compute: Compute = Compute()
     guards: dict[str, Guard] = Field(default_factory=dict, description="Secondary metrics the score command prints.")
 
@@ -144,12 +149,20 @@ class Holdout(_Strict):
     def _coherent(self) -> "Holdout":
         if "{artifact}" not in self.command:
             raise ValueError("holdout.command must contain {artifact}: it scores the artifact the train step wrote")
+        if "{holdout}" not in self.command:
+            raise ValueError("holdout.command must contain {holdout}: the sealed holdout's directory is passed only there")
         if len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"holdout.seeds must be distinct, got {self.seeds}")
         if self.max_seeds is not None and self.max_seeds < len(self.seeds):
             raise ValueError(f"holdout.max_seeds ({self.max_seeds}) is below the {len(self.seeds)} declared seeds")
         if self.rule == "noise_floor" and self.min_floor is None:
             raise ValueError("holdout.min_floor is required with rule noise_floor (a floor of 0 merges noise)")
+        if self.rule == "noise_floor" and self.min_delta != 0:
+            raise ValueError(
+                "holdout.min_delta applies to the test rules (welch, paired, bootstrap); with noise_floor use min_floor"
+            )
+        if self.rule != "noise_floor" and self.min_floor is not None:
+            raise ValueError(f"holdout.min_floor applies to the noise_floor rule only; with {self.rule} use min_delta")
         if self.metric in self.guards:
             raise ValueError(f"holdout.guards must not name the primary metric {self.metric!r}")
         return self
@@ -197,6 +210,17 @@ class TargetConfig(_Strict):
             if path == p or path.startswith(p + "/"):
                 return True
         return False
+
+
+def scope_problems(target: TargetConfig) -> list[str]:
+    """What `senpai validate` refuses about `scope`, one sentence each (empty: fine): a non-empty
+    scope whose globs do not match `params.file`, which every search-runtime experiment changes, so
+    that no experiment could merge."""
+    if target.in_scope(target.params.file):
+        return []
+    globs, file = ", ".join(target.scope), target.params.file
+    why = "so the gate refuses every experiment that sets params (all of the search runtime's)"
+    return [f"scope: [{globs}] does not match the params file {file}, {why}; add {file} to scope"]
 
 
 def load_target(repo_dir: Path | str) -> TargetConfig:

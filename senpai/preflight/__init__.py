@@ -7,7 +7,8 @@ senpai/tracker/, the kubernetes client in senpai/fleet/):
   labels (missing ones are created: the only write preflight makes);
 - **wandb** (`checks.tracker_checks`): online mode only: key valid and entity reachable;
 - **llm** (`llm.llm_checks`): per openhands role: key env present and one 1-token completion;
-- **local** (`checks.holdout_check`): local fleet only: `fleet.holdout_dir` is a folder;
+- **local** (`checks.holdout_check`): local fleet only: `fleet.holdout_dir` is a non-empty folder
+  apart from the folders jobs use (`fleet.dir`, `state_dir`, `tracker.dir`);
 - **cluster** (`cluster.cluster_checks`): kubernetes fleet only: namespace, PVC bound, GPU nodes,
   ConfigMap, Secrets (key names only), and RBAC by SelfSubjectAccessReview.
 

@@ -94,16 +94,43 @@ def tracker_checks(cfg: HarnessConfig, tracker: Tracker) -> list[CheckResult]:
     return [passed("wandb", "W&B", f"online: {who}, project {cfg.tracker.project}")]
 
 
-def holdout_check(fleet: LocalFleetSettings) -> CheckResult:
-    """The local fleet's sealed holdout: `fleet.holdout_dir` is a folder (none set: skipped, the
-    evaluator then gets an empty folder as `{holdout}`)."""
-    where = fleet.holdout_dir
+def holdout_check(cfg: HarnessConfig) -> CheckResult:
+    """The local fleet's sealed holdout: `fleet.holdout_dir` is a folder with at least one entry,
+    and apart from the folders jobs read and write (`fleet.dir`, `state_dir`, `tracker.dir`),
+    compared with symlinks resolved (none set: skipped, the evaluator then gets an empty folder
+    as `{holdout}`). Call only with a local fleet."""
+    assert isinstance(cfg.fleet, LocalFleetSettings)
+    where = cfg.fleet.holdout_dir
     if where is None:
         return skipped("local", "sealed holdout", "fleet.holdout_dir is not set: the score step gets an empty {holdout}")
+    fix = "put the holdout your evaluator reads in that folder, outside every work copy (or fix fleet.holdout_dir)"
     if not Path(where).is_dir():
-        fix = "put the holdout your evaluator reads in that folder, outside every work copy (or fix fleet.holdout_dir)"
         return failed("local", "sealed holdout", f"fleet.holdout_dir {where} is not a folder", fix)
-    return passed("local", "sealed holdout", f"{where} ({sum(1 for _ in Path(where).iterdir())} entries)")
+    try:
+        holdout = Path(where).resolve()
+        if overlap := _shared_folder(cfg, holdout):
+            setting, detail = overlap
+            move = f"move the holdout to a folder apart from {setting} and set fleet.holdout_dir to it"
+            return failed("local", "sealed holdout", f"fleet.holdout_dir {where} {detail}", move)
+        entries = sum(1 for _ in holdout.iterdir())
+    except (OSError, RuntimeError) as e:  # RuntimeError: a symlink loop
+        return failed("local", "sealed holdout", f"fleet.holdout_dir {where} cannot be checked: {e}", fix)
+    if entries == 0:
+        return failed("local", "sealed holdout", f"fleet.holdout_dir {where} is empty (0 entries)", fix)
+    return passed("local", "sealed holdout", f"{where} ({entries} entries)")
+
+
+def _shared_folder(cfg: HarnessConfig, holdout: Path) -> tuple[str, str] | None:
+    """(setting, what is wrong) if resolved `holdout` lies inside, or holds, a folder that jobs read
+    and write: the fleet's job folders, the state folder or the W&B folder. Raises OSError, RuntimeError."""
+    assert isinstance(cfg.fleet, LocalFleetSettings)
+    for setting, folder in (("fleet.dir", cfg.fleet.dir), ("state_dir", cfg.state_dir), ("tracker.dir", cfg.tracker.dir)):
+        shared = Path(folder).resolve()
+        if holdout.is_relative_to(shared):
+            return setting, f"is inside {setting} {folder}, which job code can read"
+        if shared.is_relative_to(holdout):
+            return setting, f"holds {setting} {folder}, which jobs write into"
+    return None
 
 
 def run_preflight(cfg: HarnessConfig, forge: Forge, tracker: Tracker, probe: "ClusterProbe | None") -> list[CheckResult]:
@@ -111,7 +138,7 @@ def run_preflight(cfg: HarnessConfig, forge: Forge, tracker: Tracker, probe: "Cl
     the cluster (`probe` None: local fleet, skipped)."""
     results = forge_checks(cfg, forge) + tracker_checks(cfg, tracker) + llm_checks(cfg)
     if probe is None:
-        local = [holdout_check(cfg.fleet)] if isinstance(cfg.fleet, LocalFleetSettings) else []
+        local = [holdout_check(cfg)] if isinstance(cfg.fleet, LocalFleetSettings) else []
         return results + local + [skipped("cluster", "cluster", f"fleet backend {cfg.fleet.backend}: no cluster to check")]
     from senpai.preflight.cluster import cluster_checks
 

@@ -1,6 +1,7 @@
 """senpai.yaml: bad config exits 2 naming the file, the field and what was expected."""
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -59,7 +60,19 @@ def test_validate_prints_the_summary():
             lambda d: d["holdout"].update(command="python eval/evaluate.py --seed {seed}"),
             r"holdout: Value error, holdout\.command must contain \{artifact\}",
         ),
+        (
+            lambda d: d["holdout"].update(command="python eval/evaluate.py --artifact {artifact}"),
+            r"holdout: Value error, holdout\.command must contain \{holdout\}",
+        ),
         (lambda d: d["holdout"].update(seeds=[0, 0]), r"holdout: Value error, holdout\.seeds must be distinct"),
+        (
+            lambda d: d["holdout"].update(min_delta=0.01),  # digits' rule is noise_floor
+            r"holdout: Value error, holdout\.min_delta applies to the test rules .*; with noise_floor use min_floor",
+        ),
+        (
+            lambda d: d["holdout"].update(rule="welch"),  # digits sets min_floor
+            r"holdout: Value error, holdout\.min_floor applies to the noise_floor rule only; with welch use min_delta",
+        ),
         (lambda d: d["budget"].update(wall_seconds=-5), r"budget\.wall_seconds: Input should be greater than 0"),
         (lambda d: d.pop("train"), r"train: Field required"),
         (lambda d: d.update(colour="blue"), r"colour: Extra inputs are not permitted"),
@@ -120,3 +133,33 @@ def test_a_students_cpus_are_a_whole_positive_count(tmp_path, monkeypatch, capsy
     (tmp_path / "h.yaml").write_text(yaml.safe_dump(config))
     code, err = _run_main(["ledger", "--config", str(tmp_path / "h.yaml")], monkeypatch, capsys)
     assert code == 2 and re.search(rf"h\.yaml: students\.1\.cpus: .*{expected}", err), err
+
+
+def test_each_rule_takes_only_its_own_threshold(tmp_path):
+    def welch(d, **extra):
+        d["holdout"].pop("min_floor")
+        d["holdout"].update(rule="welch", **extra)
+
+    assert load_target(_write(tmp_path, welch)).holdout.min_delta == 0  # the test's alpha bounds false accepts
+    assert load_target(_write(tmp_path, lambda d: welch(d, min_delta=0.01))).holdout.min_delta == 0.01
+    assert load_target(EXAMPLE).holdout.min_floor == 0.005
+
+
+@pytest.mark.parametrize("scope", [["train.py"], ["trian.py", "params.jsn"]])
+def test_validate_refuses_a_scope_that_leaves_out_the_params_file(tmp_path, monkeypatch, capsys, scope):
+    repo = _write(tmp_path, lambda d: d.update(scope=scope))
+    shutil.copy(EXAMPLE / "params.json", repo / "params.json")
+    code, err = _run_main(["validate", str(repo)], monkeypatch, capsys)
+    assert code == 2
+    globs = ", ".join(scope)
+    assert f"{repo / 'senpai.yaml'}: scope: [{globs}] does not match the params file params.json, so the gate refuses" in err
+    assert "add params.json to scope" in err
+
+
+@pytest.mark.parametrize("scope", [[], ["*.json"]])  # empty: the params file only
+def test_validate_accepts_a_scope_that_admits_the_params_file(tmp_path, scope):
+    shutil.copytree(EXAMPLE, tmp_path / "repo", ignore=shutil.ignore_patterns("__pycache__", "wandb"))
+    _write(tmp_path / "repo", lambda d: d.update(scope=scope))
+    result = CliRunner().invoke(cli, ["validate", str(tmp_path / "repo")])
+    assert result.exit_code == 0, result.output
+    assert f"scope: {', '.join(scope) or 'params.json'}" in result.output

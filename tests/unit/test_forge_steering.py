@@ -113,7 +113,7 @@ params:
   file: p.json
   space:
     alpha: {type: float, low: 1.0e-5, high: 0.1}
-holdout: {command: "python eval.py {artifact}", files: [eval.py], metric: acc, min_floor: 0.01}
+holdout: {command: "python eval.py {artifact} {holdout}", files: [eval.py], metric: acc, min_floor: 0.01}
 """
 
 

@@ -29,7 +29,7 @@ from senpai.config.harness import HarnessConfig
 from senpai.fleet.k8s_cluster import ClusterProbe
 from senpai.forge.base import Access
 from senpai.preflight import CheckResult
-from senpai.preflight.checks import LABELS, run_preflight, token_checks
+from senpai.preflight.checks import LABELS, holdout_check, run_preflight, token_checks
 
 TOKEN_ENV = "SENPAI_PREFLIGHT_TOKEN"
 
@@ -86,6 +86,35 @@ def test_the_local_fleets_sealed_holdout_must_be_a_folder(repo_cfg, tmp_path):
     (tmp_path / "nope").mkdir()
     (tmp_path / "nope" / "holdout.csv").write_text("x\n")
     assert preflight(missing)["sealed holdout"].outcome == "pass"
+
+
+def test_an_empty_sealed_holdout_fails(tmp_path):
+    (tmp_path / "sealed").mkdir()
+    row = holdout_check(config(tmp_path, "o/r", "http://127.0.0.1:9", fleet={"holdout_dir": str(tmp_path / "sealed")}))
+    assert (row.outcome, row.detail) == ("fail", f"fleet.holdout_dir {tmp_path / 'sealed'} is empty (0 entries)")
+    assert "put the holdout your evaluator reads in that folder" in row.fix
+
+
+@pytest.mark.parametrize(
+    "holdout, link, expected",
+    [
+        ("jobs/holdout", None, "is inside fleet.dir {tmp}/jobs, which job code can read"),
+        ("state", None, "is inside state_dir {tmp}/state, which job code can read"),  # the folder itself
+        ("wandb/sealed", None, "is inside tracker.dir {tmp}/wandb, which job code can read"),
+        ("sealed", "jobs/x", "is inside fleet.dir {tmp}/jobs, which job code can read"),  # a link outside to inside
+        (".", None, "holds fleet.dir {tmp}/jobs, which jobs write into"),
+    ],
+)
+def test_a_sealed_holdout_that_shares_a_folder_with_jobs_fails(tmp_path, holdout, link, expected):
+    real = tmp_path / (link or holdout)
+    real.mkdir(parents=True, exist_ok=True)
+    (real / "labels.csv").write_text("3,1,4\n")
+    if link:
+        (tmp_path / holdout).symlink_to(real, target_is_directory=True)
+    where = str(tmp_path / holdout)
+    row = holdout_check(config(tmp_path, "o/r", "http://127.0.0.1:9", fleet={"holdout_dir": where}))
+    assert (row.outcome, row.detail) == ("fail", f"fleet.holdout_dir {where} {expected.format(tmp=tmp_path)}"), row.detail
+    assert "move the holdout to a folder apart from" in row.fix and "set fleet.holdout_dir to it" in row.fix
 
 
 def test_a_repo_the_token_cannot_push_to_fails_with_a_fix(repo_cfg, monkeypatch, local_forge):

@@ -18,7 +18,8 @@ TOLERANCE = 4 * math.sqrt(0.05 * 0.95 / NULL_EXPERIMENTS)  # 4 binomial standard
 
 
 def hold(rule: str = "welch", **kw) -> Holdout:
-    base = dict(command="python eval.py {artifact}", files=["eval.py"], metric="acc", rule=rule, min_floor=0.0)
+    base = dict(command="python eval.py {artifact} {holdout}", files=["eval.py"], metric="acc", rule=rule)
+    base |= {"min_floor": 0.0} if rule == "noise_floor" else {}
     return Holdout(**{**base, **kw})
 
 

@@ -53,19 +53,33 @@ def test_the_digits_evaluator_is_accepted():
     assert "evaluator: eval/evaluate.py (imports checked)" in result.output
 
 
+UNPROTECTED = (
+    "is neither protected nor listed in holdout.files, so a candidate can edit it and the score step does not lay it out"
+)
+UNLISTED = "is protected but not listed in holdout.files; add it there"
+
+
 @pytest.mark.parametrize(
     "files, line, expected",
     [
         # a top-level module anyone may edit, imported outright or by name at run time
-        ({"helpers.py": "X = 1\n"}, "import helpers", "imports 'helpers' (helpers.py)"),
-        ({"helpers.py": "X = 1\n"}, "from helpers import X", "imports 'helpers' (helpers.py)"),
-        ({"helpers.py": "X = 1\n"}, "import importlib; importlib.import_module('helpers')", "imports 'helpers' (helpers.py)"),
-        ({"tools/__init__.py": "", "tools/x.py": ""}, "from tools.x import y", "imports 'tools.x' (tools/)"),
+        ({"helpers.py": "X = 1\n"}, "import helpers", f"imports 'helpers', and helpers.py {UNPROTECTED}"),
+        ({"helpers.py": "X = 1\n"}, "from helpers import X", f"imports 'helpers', and helpers.py {UNPROTECTED}"),
+        (
+            {"helpers.py": "X = 1\n"},
+            "import importlib; importlib.import_module('helpers')",
+            f"imports 'helpers', and helpers.py {UNPROTECTED}",
+        ),
+        ({"tools/__init__.py": "", "tools/x.py": ""}, "from tools.x import y", f"imports 'tools.x', and tools/ {UNPROTECTED}"),
         # a repository file shadowing an installed module the evaluator imports
-        ({"threadpoolctl.py": "def threadpool_limits(limits): ...\n"}, "", "imports 'threadpoolctl' (threadpoolctl.py)"),
+        (
+            {"threadpoolctl.py": "def threadpool_limits(limits): ...\n"},
+            "",
+            f"imports 'threadpoolctl', and threadpoolctl.py {UNPROTECTED}; protect and list it, or rename it",
+        ),
         # a sibling that is protected (under eval/) but not listed in holdout.files
-        ({"eval/util.py": "X = 1\n"}, "from util import X", "imports 'util' (eval/util.py)"),
-        ({"eval/util.py": "X = 1\n"}, "from .util import X", "imports '.util' (eval/util.py)"),
+        ({"eval/util.py": "X = 1\n"}, "from util import X", f"imports 'util', and eval/util.py {UNLISTED}"),
+        ({"eval/util.py": "X = 1\n"}, "from .util import X", f"imports '.util', and eval/util.py {UNLISTED}"),
     ],
 )
 def test_an_import_of_an_unlisted_or_unprotected_repository_file_is_refused(repo, monkeypatch, capsys, files, line, expected):
@@ -76,7 +90,16 @@ def test_an_import_of_an_unlisted_or_unprotected_repository_file_is_refused(repo
         prepend(repo, line)
     code, err = validate(repo, monkeypatch, capsys)
     assert code == 2, err
-    assert f"{EVALUATOR}: {expected}, a repository file that is not protected and listed in holdout.files" in err
+    assert f"{EVALUATOR}: {expected}" in err
+
+
+def test_an_import_of_a_listed_file_that_is_not_protected_says_so(repo):
+    (repo / "helpers.py").write_text("X = 1\n")
+    prepend(repo, "import helpers")
+    configure(repo, files=[EVALUATOR, "helpers.py"])
+    problems = evaluator_problems(repo, load_target(repo))
+    listed = "helpers.py is listed in holdout.files but not protected; add it to `protected`"
+    assert f"{EVALUATOR}: imports 'helpers', and {listed}" in problems
 
 
 def test_a_protected_listed_sibling_may_be_imported(repo):
@@ -105,3 +128,30 @@ def test_an_unparseable_or_missing_evaluator_is_refused(repo):
     problems = evaluator_problems(repo, load_target(repo))
     assert "holdout.files: eval/gone.py does not exist in the repository" in problems
     assert any(p.startswith(f"{EVALUATOR}: cannot be parsed as Python (SyntaxError") for p in problems)
+
+
+@pytest.mark.parametrize(
+    "files, listed, expected",
+    [
+        ({"eval/numpy.py": ""}, ["eval/numpy.py"], "eval/numpy.py would shadow the installed module 'numpy' (of numpy)"),
+        ({"eval/json.py": ""}, ["eval/"], "eval/json.py would shadow the standard-library module 'json'"),
+        ({"eval/yaml/__init__.py": ""}, ["eval/"], "eval/yaml/ would shadow the installed module 'yaml' (of PyYAML)"),
+        ({"numpy.py": ""}, ["numpy.py"], "numpy.py would shadow the installed module 'numpy' (of numpy)"),  # next to itself
+    ],
+)
+def test_an_evaluator_module_named_like_an_installed_or_stdlib_one_is_refused(repo, monkeypatch, capsys, files, listed, expected):
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    configure(repo, files=[EVALUATOR, *listed], protected=["data/", "eval/", *listed])
+    code, err = validate(repo, monkeypatch, capsys)
+    assert code == 2, err
+    assert f"holdout.files: {expected} once the evaluator puts its directory on sys.path; rename it" in err
+
+
+def test_a_module_inside_an_evaluator_package_may_share_a_standard_name(repo):
+    for rel in ("eval/metrics/__init__.py", "eval/metrics/io.py", "eval/metrics/json.py"):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text("")
+    configure(repo, files=["eval/"])  # imported as metrics.io: no top-level module io
+    assert evaluator_problems(repo, load_target(repo)) == []
