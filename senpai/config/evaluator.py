@@ -1,6 +1,7 @@
 """What `senpai validate` checks about the evaluator (`holdout.files`): it must be protected, and it
 may import no repository file that is not itself protected and listed in `holdout.files`, and
-none of its modules may be named like a standard-library or installed module, which it would shadow.
+none of its modules may be named like a standard-library module, or an installed one it imports,
+which it would shadow.
 
 The verifier runs the evaluator from the base revision with `python -I -P` in a directory holding
 only `holdout.files`, so a repository module it imports would be missing there or, worse, be a
@@ -40,14 +41,31 @@ def evaluator_problems(repo: Path, target: TargetConfig) -> list[str]:
     sources = list(_python_files(repo, files))
     if len(sources) > MAX_FILES:
         return [*problems, f"holdout.files: more than {MAX_FILES} Python files; list the evaluator's own files only"]
-    problems += _shadowing(sources)
+    problems += _shadowing(sources, _imported(repo, sources))
     for rel in sources:
         problems += _file_problems(repo, rel, target)
     return problems
 
 
-def _shadowing(sources: list[str]) -> list[str]:
-    """One problem per evaluator module that would shadow a standard-library or installed module.
+def _imported(repo: Path, sources: list[str]) -> set[str]:
+    """Top-level names the evaluator's files import (files too large or not Python are skipped:
+    `_file_problems` reports them)."""
+    names = set()
+    for rel in sources:
+        path = repo / rel
+        try:
+            if path.stat().st_size <= MAX_FILE_BYTES:
+                names |= {name.split(".")[0] for name, level in _imports(ast.parse(path.read_bytes())) if not level}
+        except (OSError, SyntaxError, ValueError, RecursionError):
+            continue
+    return names
+
+
+def _shadowing(sources: list[str], imported: set[str]) -> list[str]:
+    """One problem per evaluator module that would shadow a standard-library module, or an
+    installed module that an evaluator file imports (the score step runs this interpreter, so
+    what is installed here is what the evaluator would get; a name nothing imports shadows nothing
+    a target author chose, so an `evaluate.py` beside an installed `evaluate` package is fine).
 
     `sources` are the laid-out `.py` files. A directory holding one (other than a package) is where
     an evaluator script runs from, and the script puts it first on `sys.path`; each `.py` file and
@@ -63,7 +81,7 @@ def _shadowing(sources: list[str]) -> list[str]:
     for path, name in modules:
         if name in sys.stdlib_module_names:
             what = f"the standard-library module {name!r}"
-        elif name in installed:
+        elif name in installed and name in imported:
             what = f"the installed module {name!r} (of {', '.join(sorted(set(installed[name])))})"
         else:
             continue

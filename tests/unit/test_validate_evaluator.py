@@ -144,9 +144,21 @@ def test_an_evaluator_module_named_like_an_installed_or_stdlib_one_is_refused(re
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         (repo / rel).write_text(text)
     configure(repo, files=[EVALUATOR, *listed], protected=["data/", "eval/", *listed])
+    prepend(repo, "import yaml")  # an installed module shadows only what the evaluator imports
     code, err = validate(repo, monkeypatch, capsys)
     assert code == 2, err
     assert f"holdout.files: {expected} once the evaluator puts its directory on sys.path; rename it" in err
+
+
+def test_an_evaluator_module_named_like_an_installed_module_it_does_not_import_is_fine(repo):
+    (repo / "eval" / "click.py").write_text("")  # click is installed; no evaluator file imports it
+    configure(repo, files=[EVALUATOR, "eval/click.py"], protected=["data/", "eval/"])
+    assert evaluator_problems(repo, load_target(repo)) == []
+    prepend(repo, "import click")
+    assert evaluator_problems(repo, load_target(repo)) == [
+        "holdout.files: eval/click.py would shadow the installed module 'click' (of click) once the evaluator puts its "
+        "directory on sys.path; rename it"
+    ]
 
 
 def test_a_module_inside_an_evaluator_package_may_share_a_standard_name(repo):
