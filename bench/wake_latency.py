@@ -59,15 +59,25 @@ def measure(tmp: Path, trials: int, tick: float) -> dict:
         add_collaborator(server.base_url, cfg.forge.repo, "alice")
         alice = as_user(server, cfg.forge, "alice", "collaborator")
         issue = alice.create_issue("steering", "/senpai pause", [STEER])
-        w = build_wrapper(str(config))
-        stop = threading.Event()
+        stop, built, wrappers = threading.Event(), threading.Event(), []
 
         def on_tick(report) -> None:
             launches.extend((time.monotonic(), a) for a in report.actions if a.startswith("launched senpai-advisor"))
 
-        loop = threading.Thread(target=w.run, kwargs={"until": lambda _: stop.is_set(), "on_tick": on_tick}, daemon=True)
+        def run() -> None:  # the wrapper's state store is SQLite: built, used and closed in its own thread
+            w = build_wrapper(str(config))
+            wrappers.append(w)
+            built.set()
+            try:
+                w.run(until=lambda _: stop.is_set(), on_tick=on_tick)
+            finally:
+                w.store.close()
+
+        loop = threading.Thread(target=run, daemon=True)
         loop.start()
         try:
+            _wait("the wrapper to start", built.is_set, 120)
+            w = wrappers[0]
             _wait("the pause to be acknowledged", lambda: w.steering.view.state.paused, 120)
             idle = lambda: all(j.done for j in w.fleet.list())  # noqa: E731
             _wait("the first jobs to end", idle, 300)
@@ -83,7 +93,6 @@ def measure(tmp: Path, trials: int, tick: float) -> dict:
         finally:
             stop.set()
             loop.join(60)
-            w.store.close()
     finally:
         server.stop()
     ordered = sorted(latencies)
