@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -153,13 +154,13 @@ def busy(tmp: Path, students: int, decided: int, timeout: float) -> dict:
     try:
         with FaultProxy(server.base_url, rate=0.0) as proxy:
             config = make_program(proxy.url, tmp, "busy", students=students, experiments=decided)
-            before = dict(proxy.methods)
+            before, roles_before = dict(proxy.methods), dict(proxy.charged_by_role)
             answer = proxy.answer
 
-            def timed(path: str, status: int, method: str = "GET") -> None:
+            def timed(path: str, status: int, method: str = "GET", agent: str = "") -> None:
                 if method != "GET" and not path.startswith("/git/"):
                     writes_at.append(time.monotonic())
-                answer(path, status, method)
+                answer(path, status, method, agent)
 
             proxy.answer = timed  # type: ignore[method-assign]
             start = time.monotonic()
@@ -175,6 +176,7 @@ def busy(tmp: Path, students: int, decided: int, timeout: float) -> dict:
             wall = time.monotonic() - start
             counts = {k: n - before.get(k, 0) for k, n in proxy.methods.items()}
             top = proxy.charged_paths.most_common(12)
+            by_role = Counter({k: n - roles_before.get(k, 0) for k, n in proxy.charged_by_role.items()})
     finally:
         server.stop()
     rest = {k: n for k, n in counts.items() if k[0] == "rest"}
@@ -193,6 +195,8 @@ def busy(tmp: Path, students: int, decided: int, timeout: float) -> dict:
         "jobs_per_experiment": round((charged - wrapper_charged) / done, 1),
         "charged_per_hour": round(charged * 3600 / wall), "peak_writes_per_minute": peak,
         "top_charged": dict(top),
+        "charged_by_role": {role: sum(n for (r, _), n in by_role.items() if r == role) for role, _ in by_role},
+        "top_charged_by_role": {f"{role} {route}": n for (role, route), n in by_role.most_common(20) if n},
     }  # fmt: skip
 
 

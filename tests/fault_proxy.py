@@ -72,6 +72,7 @@ class FaultProxy:
         self.answered: Counter[tuple[str, int]] = Counter()
         self.methods: Counter[tuple[str, str, bool]] = Counter()  # (surface, method, answered 304)
         self.charged_paths: Counter[str] = Counter()  # "GET /repos/o/r/issues/N/comments": REST answers but 304s
+        self.charged_by_role: Counter[tuple[str, str]] = Counter()  # (senpai role from the User-Agent, route)
         self._server = _Server(("127.0.0.1", 0), _handler_for(self))
         self._thread: threading.Thread | None = None
 
@@ -109,14 +110,17 @@ class FaultProxy:
             self.injected_by_surface[(surface, kind)] += 1
             return kind
 
-    def answer(self, path: str, status: int, method: str = "GET") -> None:
-        """Count the forge's answer `status` to a `method` request for `path`."""
+    def answer(self, path: str, status: int, method: str = "GET", agent: str = "") -> None:
+        """Count the forge's answer `status` to a `method` request for `path` from User-Agent `agent`."""
         surface = "git" if path.startswith("/git/") else "rest"
+        role = m[1] if (m := re.search(r"^senpai/\S+ \((\w+)\)", agent)) else "other"
         with self._lock:
             self.answered[(surface, status)] += 1
             self.methods[(surface, method, status == 304)] += 1
             if surface == "rest" and status != 304:
-                self.charged_paths[f"{method} {re.sub(r'/[0-9]+', '/N', path.split('?', 1)[0])}"] += 1
+                route = f"{method} {re.sub(r'/[0-9]+', '/N', path.split('?', 1)[0])}"
+                self.charged_paths[route] += 1
+                self.charged_by_role[(role, route)] += 1
 
     def counts(self) -> dict:
         """JSON-ready counts: {"forwarded": n, "injected": {kind: n}, "by_surface": {"rest:500": n, ...}}."""
@@ -167,7 +171,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fault in ("500", "502", "503", "429"):
             return self._error(int(fault))
         status, reason, headers, payload = self._forward(body)
-        self.proxy.answer(self.path, status, self.command)
+        self.proxy.answer(self.path, status, self.command, self.headers.get("User-Agent", ""))
         if fault == "reset_after":
             return self._reset()
         if fault == "slow":

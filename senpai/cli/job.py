@@ -17,11 +17,11 @@ from senpai.ledger.redact import redact_own_output
 from senpai.wrapper.dispatch import ENV_EVENTS
 
 
-def _context(config_path: str, workdir: Path | None = None):
+def _context(config_path: str, role: str, workdir: Path | None = None):
     cfg = load_harness(config_path)
     keys = [cfg.forge.token_env, *(r.llm.api_key_env for r in (cfg.runtime.advisor, cfg.runtime.student) if r.llm)]
     redact_own_output([*keys, *(s.env for s in getattr(cfg.fleet, "secret_env", []))])  # before anything prints
-    return prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), workdir or Path.cwd())
+    return prepare_turn(cfg, make_forge(cfg, role), make_tracker(cfg), workdir or Path.cwd())
 
 
 def _events() -> EventBatch:
@@ -40,7 +40,7 @@ def advisor(config_path: str) -> None:
     """Advisor turn over the events in $SENPAI_EVENTS (JSON EventBatch), with runtime.advisor.kind."""
     from senpai.agents.steer import open_requested
 
-    ctx = _context(config_path)
+    ctx = _context(config_path, "advisor")
     opened, events = open_requested(ctx, _events().events)  # human `/senpai try`s go before any proposal
     if ctx.harness.runtime.advisor.kind == "openhands":
         from senpai.agents.openhands.advisor import advisor_turn
@@ -56,7 +56,7 @@ def advisor(config_path: str) -> None:
 @click.option("--attempt", type=int, required=True)
 def student(config_path: str, pr: int, attempt: int) -> None:
     """Student turn: attempt ATTEMPT on PR with runtime.student.kind (messages in $SENPAI_EVENTS)."""
-    ctx = _context(config_path)
+    ctx = _context(config_path, "student")
     if ctx.harness.runtime.student.kind == "openhands":
         from senpai.agents.openhands.student import student_turn
     else:
@@ -105,11 +105,11 @@ def verify(config_path: str, pr: int, step: str, side: str | None, work: str | N
         return
     root.mkdir(parents=True, exist_ok=True)
     if step == "checkout":
-        ctx = _context(config_path, root)
+        ctx = _context(config_path, "verifier", root)
         plan = steps.checkout_step(ctx, pr, root, _holdout_dir(ctx.harness) or steps.empty_dir(root / "holdout"), sources)
         click.echo(plan.model_dump_json())
         return
-    ctx = _context(config_path, Path(tempfile.mkdtemp(prefix="score-", dir=root)) if step == "score" else root)
+    ctx = _context(config_path, "verifier", Path(tempfile.mkdtemp(prefix="score-", dir=root)) if step == "score" else root)
     scrub_environment(ctx.harness, [])  # train steps (all) and the evaluator loading an artifact are our children
     holdout = _holdout_dir(ctx.harness) or steps.empty_dir(ctx.workdir / "holdout")
     if step == "score":

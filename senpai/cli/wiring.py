@@ -12,18 +12,22 @@ if TYPE_CHECKING:  # the kubernetes client is imported only when a kubernetes fl
     from senpai.fleet.k8s_cluster import ClusterProbe
 
 
-def make_forge(cfg: HarnessConfig) -> Forge:
+def make_forge(cfg: HarnessConfig, role: str = "cli") -> Forge:
+    """The forge adapter of `cfg`, its requests sent as `role` (`forge_from`)."""
     _register_secrets(cfg)
-    return forge_from(cfg.forge)
+    return forge_from(cfg.forge, role)
 
 
-def forge_from(settings: ForgeSettings) -> Forge:
-    """The forge adapter for `settings` alone (commands that need no full harness config)."""
+def forge_from(settings: ForgeSettings, role: str = "cli") -> Forge:
+    """The forge adapter for `settings` alone (commands that need no full harness config). Its
+    requests carry `User-Agent: senpai/<version> (<role>)`: wrapper, advisor, student, verifier or
+    cli, so the forge's logs (and bench/forge_requests.py) tell the roles apart."""
+    from senpai import __version__
     from senpai.forge.github import GitHubForge
     from senpai.ledger.redact import register_secret
 
     register_secret(settings.token())
-    return GitHubForge(settings, settings.token())
+    return GitHubForge(settings, settings.token(), user_agent=f"senpai/{__version__} ({role})")
 
 
 def _register_secrets(cfg: HarnessConfig) -> None:

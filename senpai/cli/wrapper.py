@@ -18,7 +18,7 @@ from senpai.wrapper.state import StateStore
 
 def build_wrapper(config_path: str) -> Wrapper:
     cfg = load_harness(config_path)
-    forge = make_forge(cfg)
+    forge = make_forge(cfg, "wrapper")
     store = StateStore(Path(cfg.state_dir) / "wrapper.sqlite")
     # absolute, not resolved: a ConfigMap mount is a symlink into a timestamped folder that is replaced on update
     ledger = LedgerReader(forge, make_tracker(cfg), Snapshot.of(cfg.state_dir, cfg.forge.token(), cfg.forge.scope))

@@ -43,11 +43,13 @@ from github.PullRequest import PullRequest as GhPull
 from github.Requester import Requester
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
+from senpai import __version__
 from senpai.config.harness import ForgeSettings
 from senpai.errors import FileListTruncated, Forbidden, MergeConflict, NotFound, PermanentError, SenpaiError, TransientError
 from senpai.forge.base import Access, Change, Comment, ForgeMemo, Issue, PullRequest, PullsPage, RateLimit
 
 T = TypeVar("T")
+GITHUB_MAX_PULL_FILES = 3000  # "Responses include a maximum of 3000 files" (GET .../pulls/{n}/files)
 MARKER = re.compile(r"<!-- senpai:[^>]{1,200} -->")
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
 State = Literal["open", "closed", "all"]
@@ -235,6 +237,7 @@ class GitHubForge:
         timeout: int = 30,
         sleep: Callable[[float], None] = time.sleep,
         per_page: int = 100,
+        user_agent: str = f"senpai/{__version__}",
     ) -> None:
         self.settings = settings
         self.calls = 0
@@ -252,6 +255,7 @@ class GitHubForge:
             timeout=timeout,
             per_page=per_page,
             lazy=True,
+            user_agent=user_agent,  # GitHub asks for one naming the app; senpai's names the role too
             **throttle,
         )
         self._repo = self._gh.get_repo(settings.repo)  # lazy: no request
@@ -453,7 +457,9 @@ class GitHubForge:
             for f in pull.get_files():
                 listed += 1
                 paths += [f.filename] + ([f.previous_filename] if f.previous_filename else [])
-            if listed < pull.changed_files:  # GitHub stops listing at 3,000 files, silently
+            # GitHub stops listing at 3,000 files, silently; below that the list is whole, and the
+            # PR's `changed_files` (one more GET: `pull` is lazy) is read only when it could be short
+            if listed >= GITHUB_MAX_PULL_FILES and listed < pull.changed_files:
                 raise FileListTruncated(f"PR #{number} changes {pull.changed_files} files; the forge lists only {listed}")
             return list(dict.fromkeys(paths))
 

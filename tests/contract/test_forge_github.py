@@ -169,7 +169,9 @@ def test_pull_files_lists_both_sides_of_renames(forge_repo, tmp_path):
     run_git(work, "commit", "-q", "-m", "rename")
     run_git(work, "push", "-q", "origin", BRANCH, env=forge.git_env())
     pr = forge.create_pull("files", "", BRANCH, "advisor", [])
+    before = forge.calls
     assert sorted(forge.pull_files(pr.number)) == ["README.md", "new.py", "params.yaml", "train.py", "train2.py"]
+    assert forge.calls - before == 1  # one page of files; the PR itself is read only when the list could be short
 
 
 def test_pull_files_refuses_a_list_the_forge_truncates(forge_repo, tmp_path):

@@ -10,6 +10,7 @@ import pytest
 from fault_proxy import FaultProxy
 from forge_fixtures import TOKEN, commit_and_push
 
+from senpai.cli.wiring import forge_from
 from senpai.forge.github import GitHubForge
 from senpai.ledger.labels import SENPAI
 from senpai.ledger.table import SETTLE, LedgerReader, Snapshot
@@ -117,3 +118,15 @@ def test_the_base_branch_and_a_label_listing_are_conditional(ledger, tmp_path):
     assert counted(proxy, lambda: proxied.list_issues("senpai:steer", "all")) == (issues, {304: 1})
     moved = commit_and_push(forge, tmp_path / "seed", "advisor", {"x.md": "x\n"}, start="advisor")
     assert counted(proxy, lambda: proxied.branch_sha("advisor")) == (moved, {200: 1})
+
+
+def test_each_role_names_itself_to_the_forge(ledger, monkeypatch):
+    """Requests carry `User-Agent: senpai/<version> (<role>)`: the forge's logs (and the requests
+    bench) tell the wrapper's requests from each job's."""
+    forge, _, proxy = ledger
+    settings = forge.settings.model_copy(update={"base_url": proxy.url})
+    monkeypatch.setenv(settings.token_env, TOKEN)
+    for role in ("wrapper", "student"):
+        forge_from(settings, role).get_pull(1)
+    routes = {(role, route) for (role, route) in proxy.charged_by_role if route.endswith("/pulls/N")}
+    assert routes == {("wrapper", f"GET /repos/{settings.repo}/pulls/N"), ("student", f"GET /repos/{settings.repo}/pulls/N")}
