@@ -16,6 +16,8 @@ import json
 import logging
 import math
 import os
+import stat
+import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -29,7 +31,7 @@ from senpai.ledger.labels import SENPAI
 from senpai.tracker.base import RunRecord, Tracker
 
 SETTLE = 2.0  # seconds: forge timestamps are whole seconds (plus a little clock skew)
-MAX_SNAPSHOT = 512 * 1024**2  # bytes: a larger ledger snapshot is not loaded
+MAX_SNAPSHOT = 256 * 1024**2  # bytes: a larger ledger snapshot is not loaded (a job reads it whole)
 SNAPSHOT_FILE = "ledger-snapshot.json"  # in the harness's state_dir
 
 log = logging.getLogger(__name__)
@@ -124,12 +126,19 @@ class LedgerReader:
             return False
         path, key = self.snapshot.path, self.snapshot.key
         cache = _Cache(etag=self._etag, pulls=list(self._pulls.values()), comments=self._comments, forge=self.forge.memo())
-        data = cache.model_dump_json()
-        mac = hmac.new(key, data.encode(), hashlib.sha256).hexdigest()
+        data = cache.model_dump_json().encode()
+        mac = hmac.new(key, data, hashlib.sha256).hexdigest().encode()
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text(f"{mac}\n{data}")
-        os.replace(tmp, path)
+        # a fresh name, created exclusively (mode 0600): a FIFO or a link planted at a guessable
+        # temporary name can neither block the wrapper nor redirect its write
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(mac + b"\n" + data)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
         self._dirty = False
         return True
 
@@ -141,20 +150,34 @@ class LedgerReader:
             return False
         path, key = self.snapshot.path, self.snapshot.key
         try:
-            if path.stat().st_size > MAX_SNAPSHOT:
-                raise ValueError(f"over {MAX_SNAPSHOT} bytes")
-            mac, _, data = path.read_text().partition("\n")
-            if not hmac.compare_digest(mac, hmac.new(key, data.encode(), hashlib.sha256).hexdigest()):
+            raw = _read_regular(path, MAX_SNAPSHOT)
+            mac, _, data = raw.partition(b"\n")
+            if not hmac.compare_digest(mac, hmac.new(key, data, hashlib.sha256).hexdigest().encode()):
                 raise ValueError("its HMAC does not match")
-            snap = _Cache.model_validate_json(data)
+            snap = _Cache.model_validate_json(data)  # only a file a holder of the token wrote is parsed
         except FileNotFoundError:
             return False
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, MemoryError) as e:
             log.warning("ledger snapshot %s not used: %s", path, e)
             return False
         self._etag, self._pulls, self._comments = snap.etag, {p.number: p for p in snap.pulls}, snap.comments
         self.forge.recall(snap.forge)
         return True
+
+
+def _read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of `path` if it is a regular file (not followed if a symlink; a FIFO is opened
+    without waiting for a writer) of at most `limit` bytes. Raises FileNotFoundError if there is
+    none, OSError if it cannot be opened, ValueError if it is not a regular file or is too large."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("not a regular file")
+        raw = f.read(limit + 1)  # st_size can lie (a file still growing): read no more than the limit allows
+    if len(raw) > limit:
+        raise ValueError(f"over {limit} bytes")
+    return raw
 
 
 class _Cache(BaseModel):

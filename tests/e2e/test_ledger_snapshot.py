@@ -4,6 +4,7 @@ Every request goes through `tests/fault_proxy.py` (no faults) to a real local fo
 the answers by status: a 304 is free on GitHub, anything else is charged to the rate limit.
 """
 
+import os
 import time
 
 import pytest
@@ -130,3 +131,26 @@ def test_each_role_names_itself_to_the_forge(ledger, monkeypatch):
         forge_from(settings, role).get_pull(1)
     routes = {(role, route) for (role, route) in proxy.charged_by_role if route.endswith("/pulls/N")}
     assert routes == {("wrapper", f"GET /repos/{settings.repo}/pulls/N"), ("student", f"GET /repos/{settings.repo}/pulls/N")}
+
+
+def test_a_planted_snapshot_file_is_ignored_without_blocking_or_crashing(ledger, local_forge, tmp_path):
+    """Student code can write state_dir (the local fleet's user, Kubernetes' shared volume) but not
+    sign: whatever it puts at the snapshot's path, a job or a restarted wrapper reads the forge."""
+    forge, fresh, _ = ledger
+    snap = Snapshot.of(str(tmp_path / "state"), TOKEN, f"{local_forge.base_url} {forge.settings.repo}")
+    snap.path.parent.mkdir(parents=True)
+    plants = {
+        "a non-ASCII HMAC line": lambda p: p.write_bytes(b"\xc3\xa9\n{}"),  # compare_digest raised TypeError on str
+        "not UTF-8 at all": lambda p: p.write_bytes(b"\xff\xfe\n\xff"),
+        "a FIFO": os.mkfifo,  # opening it to read waited for a writer for ever
+        "a link to /dev/zero": lambda p: p.symlink_to("/dev/zero"),  # size 0, endless to read
+        "a folder": lambda p: p.mkdir(),
+    }
+    for what, plant in plants.items():
+        plant(snap.path)
+        assert not LedgerReader(fresh(), snapshot=snap).load(), what
+        snap.path.rmdir() if snap.path.is_dir() and not snap.path.is_symlink() else snap.path.unlink()
+    wrapper = LedgerReader(fresh(), snapshot=snap)
+    wrapper.experiments()
+    assert wrapper.save() and LedgerReader(fresh(), snapshot=snap).load()
+    assert (snap.path.stat().st_mode & 0o777) == 0o600 and [p.name for p in snap.path.parent.iterdir()] == [snap.path.name]
