@@ -16,7 +16,6 @@ import json
 import logging
 import math
 import os
-import stat
 import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -24,6 +23,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from senpai.config.load import read_bounded
+from senpai.errors import ConfigError
 from senpai.forge.base import Comment, Forge, ForgeMemo, PullRequest
 from senpai.ledger.consistency import Consistency
 from senpai.ledger.experiment import Experiment, RunSummary, read_experiment
@@ -144,40 +145,27 @@ class LedgerReader:
 
     def load(self) -> bool:
         """Start from the cache `save` wrote at `snapshot.path`; True if it did. A missing, oversized
-        (over MAX_SNAPSHOT bytes) or unreadable file, or one whose HMAC under `snapshot.key` does not
-        match (not written by a holder of the forge token), is ignored: the reader reads the forge."""
+        (over MAX_SNAPSHOT bytes), unreadable or not regular file (`read_bounded`), or one whose HMAC
+        under `snapshot.key` does not match (not written by a holder of the forge token), is ignored:
+        the reader reads the forge."""
         if self.snapshot is None:
             return False
         path, key = self.snapshot.path, self.snapshot.key
+        if not os.path.lexists(path):
+            return False
         try:
-            raw = _read_regular(path, MAX_SNAPSHOT)
-            mac, _, data = raw.partition(b"\n")
-            if not hmac.compare_digest(mac, hmac.new(key, data, hashlib.sha256).hexdigest().encode()):
+            # a regular file only (a FIFO or a link to /dev/zero planted there is refused at once), UTF-8
+            mac, _, data = read_bounded(path, MAX_SNAPSHOT).partition("\n")
+            expected = hmac.new(key, data.encode(), hashlib.sha256).hexdigest()
+            if not hmac.compare_digest(mac.encode(), expected.encode()):  # bytes: any first line compares
                 raise ValueError("its HMAC does not match")
             snap = _Cache.model_validate_json(data)  # only a file a holder of the token wrote is parsed
-        except FileNotFoundError:
-            return False
-        except (OSError, ValueError, MemoryError) as e:
+        except (ConfigError, ValueError, MemoryError) as e:
             log.warning("ledger snapshot %s not used: %s", path, e)
             return False
         self._etag, self._pulls, self._comments = snap.etag, {p.number: p for p in snap.pulls}, snap.comments
         self.forge.recall(snap.forge)
         return True
-
-
-def _read_regular(path: Path, limit: int) -> bytes:
-    """The bytes of `path` if it is a regular file (not followed if a symlink; a FIFO is opened
-    without waiting for a writer) of at most `limit` bytes. Raises FileNotFoundError if there is
-    none, OSError if it cannot be opened, ValueError if it is not a regular file or is too large."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError("not a regular file")
-        raw = f.read(limit + 1)  # st_size can lie (a file still growing): read no more than the limit allows
-    if len(raw) > limit:
-        raise ValueError(f"over {limit} bytes")
-    return raw
 
 
 class _Cache(BaseModel):
