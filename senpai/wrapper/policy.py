@@ -145,6 +145,11 @@ def job_retry(job: JobStatus) -> int:
     return int(m["retry"] or 0) if m else 0
 
 
+def job_work(job: JobStatus) -> str:
+    """The work a run is for: its name without the relaunch suffix `-r<k>` (`next_run`'s `base`)."""
+    return job.name.rsplit("-r", 1)[0] if job_retry(job) else job.name
+
+
 def next_run(base: str, jobs: list[JobStatus], now: datetime) -> str | None:
     """The job name to launch for the work `base` names, or None if there is nothing to launch now.
 
@@ -334,7 +339,7 @@ def _spent(j: JobStatus, pr: int, w: World) -> list[Action]:
     """Escalate if `j` was the last run its infrastructure retries allow; otherwise nothing (yet)."""
     if job_retry(j) + 1 < INFRA_RETRIES:
         return []
-    base = j.name.rsplit("-r", 1)[0] if job_retry(j) else j.name
+    base = job_work(j)
     # a verifier exits 3 too when the base head fails its own train or score step (BaselineFailed):
     # the target's or senpai's problem, not the hypothesis's; the log tail in the issue says which
     why = (
@@ -385,8 +390,9 @@ def _verifiers(w: World, cfg: HarnessConfig) -> list[Action]:
     measured: dict[str, list[int]] | None = None  # worked out once a verifier is owed (most ticks owe none)
     owed = [(e, base) for e in w.exps if (base := _owed_base(e, w.base_sha))]
     runs = [f"senpai-verifier-pr{e.pr}-{len(e.verifications) + 1}" for e, _ in owed]
-    failed = {re.sub(r"-r\d+$", "", j.name) for j in w.jobs if j.role == "verifier" and j.phase == "failed"}
-    busy = any(j.role == "verifier" for j in _live(w.jobs)) and not failed.intersection(runs)
+    failed = {job_work(j) for j in w.jobs if j.role == "verifier" and j.phase == "failed"}
+    stalled = bool(failed.intersection(runs))  # an owed verifier failed: nobody waits for it
+    busy = any(j.role == "verifier" for j in _live(w.jobs)) and not stalled
     for (e, base), run in zip(owed, runs, strict=True):
         name = next_run(run, w.jobs, w.now)
         if name is None:
@@ -395,7 +401,7 @@ def _verifiers(w: World, cfg: HarnessConfig) -> list[Action]:
         if base not in measured and busy:
             continue
         out.append(_verifier(name, e, cfg, measured.get(base, [])))
-        busy = not failed.intersection(runs)
+        busy = not stalled
     return out
 
 
