@@ -41,24 +41,12 @@ def evaluator_problems(repo: Path, target: TargetConfig) -> list[str]:
     sources = list(_python_files(repo, files))
     if len(sources) > MAX_FILES:
         return [*problems, f"holdout.files: more than {MAX_FILES} Python files; list the evaluator's own files only"]
-    problems += _shadowing(sources, _imported(repo, sources))
-    for rel in sources:
-        problems += _file_problems(repo, rel, target)
+    parsed = {rel: _parse(repo, rel) for rel in sources}  # a tree, or why the file was not read
+    trees = [t for t in parsed.values() if isinstance(t, ast.AST)]
+    problems += _shadowing(sources, {name.split(".")[0] for t in trees for name, level in _imports(t) if not level})
+    for rel, tree in parsed.items():
+        problems += _import_problems(repo, rel, tree, target) if isinstance(tree, ast.AST) else [tree]
     return problems
-
-
-def _imported(repo: Path, sources: list[str]) -> set[str]:
-    """Top-level names the evaluator's files import (files too large or not Python are skipped:
-    `_file_problems` reports them)."""
-    names = set()
-    for rel in sources:
-        path = repo / rel
-        try:
-            if path.stat().st_size <= MAX_FILE_BYTES:
-                names |= {name.split(".")[0] for name, level in _imports(ast.parse(path.read_bytes())) if not level}
-        except (OSError, SyntaxError, ValueError, RecursionError):
-            continue
-    return names
 
 
 def _shadowing(sources: list[str], imported: set[str]) -> list[str]:
@@ -99,14 +87,19 @@ def _python_files(repo: Path, files: list[str]) -> Iterator[str]:
             yield from sorted(p.relative_to(repo).as_posix() for p in path.rglob("*.py") if p.is_file())
 
 
-def _file_problems(repo: Path, rel: str, target: TargetConfig) -> list[str]:
+def _parse(repo: Path, rel: str) -> ast.AST | str:
+    """The syntax tree of evaluator file `rel`, or the problem sentence saying why it was not read."""
     path = repo / rel
     if path.stat().st_size > MAX_FILE_BYTES:
-        return [f"{rel}: larger than {MAX_FILE_BYTES} bytes, not read; an evaluator is a small script"]
+        return f"{rel}: larger than {MAX_FILE_BYTES} bytes, not read; an evaluator is a small script"
     try:
-        tree = ast.parse(path.read_bytes(), filename=rel)
+        return ast.parse(path.read_bytes(), filename=rel)
     except (SyntaxError, ValueError, RecursionError) as e:
-        return [f"{rel}: cannot be parsed as Python ({type(e).__name__}: {str(e)[:200]})"]
+        return f"{rel}: cannot be parsed as Python ({type(e).__name__}: {str(e)[:200]})"
+
+
+def _import_problems(repo: Path, rel: str, tree: ast.AST, target: TargetConfig) -> list[str]:
+    """One problem per repository module that `tree` (evaluator file `rel`) may not import."""
     problems = []
     for name, level in _imports(tree):
         for module in _repo_modules(repo, rel, name, level):
