@@ -42,7 +42,8 @@ def _full_reply(request: Request, ctx: Ctx, repo: dict, number: int, status: int
         commits = ctx.git.count_commits(path, base, head)
         mergeable = ctx.git.mergeable(path, base, head) if row["state"] == "open" else None
     out.update(ctx.render.pull_details(row, mergeable, files, commits))
-    return reply(request, out, status)
+    # as list_pulls: a comment within the same second changes the ETag (GitHub's body counts comments)
+    return reply(request, out, status, salt=repr(row["updated_at"]))
 
 
 @router.get(PULLS)
