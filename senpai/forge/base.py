@@ -4,6 +4,7 @@ No PyGithub type crosses this port.  Timestamps are timezone-aware UTC datetimes
 raise TransientError (retries exhausted), NotFound, or PermanentError.
 """
 
+from collections.abc import Collection
 from datetime import datetime
 from typing import Literal, Protocol
 
@@ -61,13 +62,6 @@ class Issue(_Model):
     updated_at: datetime
 
 
-class Change(_Model):
-    """Result of a conditional poll: `changed` is False when the forge answered 304."""
-
-    changed: bool
-    etag: str | None
-
-
 class PullsPage(_Model):
     """Result of `Forge.pulls_updated`: `changed` is False (and `pulls` empty) when the forge answered 304."""
 
@@ -94,6 +88,10 @@ class ForgeMemo(_Model):
     branches: dict[str, tuple[str, str]] = Field(
         default_factory=dict, description="Branch name -> (ETag, head sha) of its last read: a re-read is conditional."
     )
+    comments: dict[int, tuple[str, list[Comment]]] = Field(
+        default_factory=dict,
+        description="Issue or PR number -> (ETag, comments) of its comments' one page: a re-read is conditional.",
+    )
 
 
 class Access(_Model):
@@ -117,14 +115,6 @@ class Forge(Protocol):
         """Env vars that let `git` authenticate to `clone_url` without putting the token in argv."""
         ...
 
-    def poll(self, etag: str | None) -> Change:
-        """One conditional request that changes whenever any issue or PR changes.
-
-        GitHub REST: GET /repos/{o}/{r}/issues?state=all&sort=updated&direction=desc&per_page=1
-        with If-None-Match; a 304 costs no rate limit.
-        """
-        ...
-
     def list_pulls(self, state: Literal["open", "closed", "all"] = "open") -> list[PullRequest]:
         """GitHub REST: GET /repos/{o}/{r}/pulls?state=...  (all pages)."""
         ...
@@ -141,17 +131,19 @@ class Forge(Protocol):
         """The rate limit the forge's last answer stated; None if none did. Makes no request."""
         ...
 
-    def memo(self) -> ForgeMemo:
-        """What this adapter learned so far (`ForgeMemo`). Makes no request."""
+    def memo(self, comments_of: Collection[int] = ()) -> ForgeMemo:
+        """What this adapter learned so far (`ForgeMemo`), with the comments read of `comments_of`
+        (issue or PR numbers). Makes no request."""
         ...
 
     def recall(self, memo: ForgeMemo) -> None:
         """Start from `memo`, the `memo()` of an adapter for the same token and repository: its login
-        and clone URL are not asked for again, its branch reads are conditional. Makes no request."""
+        and clone URL are not asked for again, its branch and comment reads are conditional. Makes no
+        request."""
         ...
 
     def get_pull(self, number: int) -> PullRequest:
-        """GitHub REST: GET /repos/{o}/{r}/pulls/{n}. Raises NotFound."""
+        """GitHub REST: GET /repos/{o}/{r}/pulls/{n}, conditional on its last answer. Raises NotFound."""
         ...
 
     def create_pull(self, title: str, body: str, head: str, base: str, labels: list[str]) -> PullRequest:

@@ -29,7 +29,7 @@ import email.utils
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any, Literal, TypeVar
@@ -46,7 +46,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from senpai import __version__
 from senpai.config.harness import ForgeSettings
 from senpai.errors import FileListTruncated, Forbidden, MergeConflict, NotFound, PermanentError, SenpaiError, TransientError
-from senpai.forge.base import Access, Change, Comment, ForgeMemo, Issue, PullRequest, PullsPage, RateLimit
+from senpai.forge.base import Access, Comment, ForgeMemo, Issue, PullRequest, PullsPage, RateLimit
 
 T = TypeVar("T")
 GITHUB_MAX_PULL_FILES = 3000  # "Responses include a maximum of 3000 files" (GET .../pulls/{n}/files)
@@ -337,15 +337,6 @@ class GitHubForge:
 
     # ---------------------------------------------------------------- polling
 
-    def poll(self, etag: str | None) -> Change:
-        """GET .../issues?state=all&sort=updated&direction=desc&per_page=1 with If-None-Match."""
-        url = f"/repos/{self.settings.repo}/issues"
-        params = {"state": "all", "sort": "updated", "direction": "desc", "per_page": 1}
-        status, headers, _ = self._call("poll issues", lambda: self._get(url, params, etag))
-        if status == 304:
-            return Change(changed=False, etag=headers.get("etag") or etag)
-        return Change(changed=True, etag=headers.get("etag"))
-
     def rate_limit(self) -> RateLimit | None:
         """The core rate limit as the forge's last answer gave it (X-RateLimit-Remaining, -Limit,
         -Reset); None before any answer that had them (the local forge sends none). No request."""
@@ -362,12 +353,20 @@ class GitHubForge:
         url = f"/repos/{self.settings.repo}/pulls"
         return self._call("list pulls", lambda: self._listing(url, {"state": state}, _pull))
 
-    def memo(self) -> ForgeMemo:
-        """The login and clone URL if fetched, and the ETag and sha of each branch read. No request."""
+    def memo(self, comments_of: Collection[int] = ()) -> ForgeMemo:
+        """The login and clone URL if fetched, the ETag and sha of each branch read, and the ETag and
+        comments of each of `comments_of` (issue or PR numbers) whose comments were read and fit one
+        page. No request."""
         prefix = f"/repos/{self.settings.repo}/branches/"
         pages = self._pages.items()
         branches = {unquote(url[len(prefix) :]): (etag, items[0]) for url, (etag, items, _) in pages if url.startswith(prefix)}
-        return ForgeMemo(login=self.__dict__.get("login"), clone_url=self.__dict__.get("clone_url"), branches=branches)
+        comments = {}
+        for number in comments_of:
+            page = self._pages.get(self._comments_key(number))
+            if page and 'rel="next"' not in page[2]:
+                comments[number] = (page[0], page[1])
+        login, clone_url = self.__dict__.get("login"), self.__dict__.get("clone_url")
+        return ForgeMemo(login=login, clone_url=clone_url, branches=branches, comments=comments)
 
     def recall(self, memo: ForgeMemo) -> None:
         """Start from `memo` (an adapter's `memo()` for the same token and repository). No request."""
@@ -377,6 +376,8 @@ class GitHubForge:
                 self.__dict__[name] = getattr(memo, name)
         for branch, (etag, sha) in memo.branches.items():
             self._pages.setdefault(f"/repos/{self.settings.repo}/branches/{quote(branch, safe='')}", (etag, [sha], ""))
+        for number, (etag, comments) in memo.comments.items():
+            self._pages.setdefault(self._comments_key(number), (etag, list(comments), ""))
 
     def pulls_updated(self, since: datetime | None, etag: str | None) -> PullsPage:
         """PRs of every state, most recently updated first, down to the first page that reaches back
@@ -398,7 +399,8 @@ class GitHubForge:
             status, headers, data = self._call("list updated pulls", lambda p=page: self._get(url, {**params, "page": p}))
 
     def get_pull(self, number: int) -> PullRequest:
-        return self._call(f"get pull #{number}", lambda: _pull(self._repo.get_pull(number)))
+        """GitHub REST: GET /repos/{o}/{r}/pulls/{n}, with the ETag of its last answer (a 304 reuses it)."""
+        return self._read(f"get pull #{number}", f"/repos/{self.settings.repo}/pulls/{number}", _pull)
 
     def create_pull(self, title: str, body: str, head: str, base: str, labels: list[str]) -> PullRequest:
         """GitHub REST: POST /repos/{o}/{r}/pulls, then POST .../issues/{n}/labels.  A retry first looks
@@ -472,6 +474,14 @@ class GitHubForge:
         url = f"/repos/{self.settings.repo}/issues/{number}/comments"
         return self._call(f"comments of #{number}", lambda: self._listing(url, {}, _comment))
 
+    def _comments_key(self, number: int) -> str:
+        """The `_pages` key of the first page of `list_comments(number)`."""
+        return self._page_key(f"/repos/{self.settings.repo}/issues/{number}/comments", {"per_page": self._per_page})
+
+    @staticmethod
+    def _page_key(url: str, params: dict[str, Any] | None) -> str:
+        return f"{url}?{sorted((params or {}).items())}"
+
     def _get(self, url: str, params: dict[str, Any] | None, etag: str | None = None) -> tuple[int, dict, Any]:
         """One GET, with If-None-Match `etag` if given: (status, headers, JSON; None for a 304).
         Raises PyGithub's GithubException for a status >= 400."""
@@ -497,7 +507,7 @@ class GitHubForge:
         next_url: str | None = url
         next_params: dict[str, Any] | None = {**params, "per_page": self._per_page}
         while next_url:
-            key = f"{next_url}?{sorted((next_params or {}).items())}"
+            key = self._page_key(next_url, next_params)
             cached = self._pages.pop(key, None)
             status, headers, page = self._get(next_url, next_params, cached[0] if cached else None)
             if status == 304 and cached:
@@ -557,12 +567,17 @@ class GitHubForge:
     def branch_sha(self, branch: str) -> str:
         """GitHub REST: GET /repos/{o}/{r}/branches/{branch}, with the ETag of its last answer (a 304 reuses it)."""
         url = f"/repos/{self.settings.repo}/branches/{quote(branch, safe='')}"
+        return self._read(f"get branch {branch}", url, lambda data: data["commit"]["sha"])
+
+    def _read(self, what: str, url: str, convert: Callable[[Any], T]) -> T:
+        """One object's GET, `convert`ed, asked for with the ETag of its last answer: a 304 (free on
+        GitHub) reuses that answer. Raises as `_call`."""
         cached = self._pages.pop(url, None)
-        status, headers, data = self._call(f"get branch {branch}", lambda: self._get(url, None, cached[0] if cached else None))
-        sha = cached[1][0] if status == 304 and cached else data["commit"]["sha"]
+        status, headers, data = self._call(what, lambda: self._get(url, None, cached[0] if cached else None))
+        item = cached[1][0] if status == 304 and cached else convert(data)
         if etag := headers.get("etag"):
-            self._pages[url] = (etag, [sha], "")
-        return sha
+            self._pages[url] = (etag, [item], "")
+        return item
 
     def commit_parents(self, sha: str) -> list[str]:
         return self._call(f"get commit {sha[:8]}", lambda: [c.sha for c in self._repo.get_commit(sha).parents])

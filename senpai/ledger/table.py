@@ -56,7 +56,7 @@ class LedgerReader:
         self._etag: str | None = None  # of the last listing's first page
         self._dirty = False  # read something since the last `save`
         self._parsed: dict[int, tuple[PullRequest, list[Comment], Experiment]] = {}  # by PR number
-        self.pulls: list[PullRequest] = []  # the PRs of the last `experiments()` listing (any label)
+        self.pulls: list[PullRequest] = []  # every PR listed so far (any label), oldest first
 
     def comments(self, pr: PullRequest) -> list[Comment]:
         """The PR's comments, re-fetched only when its `updated_at` moved.  Timestamps have whole
@@ -78,8 +78,13 @@ class LedgerReader:
         self._comments.pop(number, None)
 
     def list_pulls(self) -> list[PullRequest]:
-        """Every PR, any state or label, oldest first: one conditional request when nothing changed
-        (a 304), else the PRs updated since the last listing (less `SETTLE` seconds), page by page."""
+        """Every PR, any state or label, oldest first, as `refresh` left them (`refresh` first)."""
+        self.refresh()
+        return self.pulls
+
+    def refresh(self) -> bool:
+        """List the PRs updated since the last listing (less `SETTLE` seconds), page by page, into
+        `pulls`; True if any changed. One conditional request when nothing changed (a 304, free)."""
         newest = max((p.updated_at for p in self._pulls.values()), default=None)
         since = newest - timedelta(seconds=SETTLE) if newest else None
         # a 304 is safe even within a second of a change: what the listing does not show (a comment)
@@ -87,9 +92,10 @@ class LedgerReader:
         page = self.forge.pulls_updated(since, self._etag)
         if page.changed:
             self._pulls.update({p.number: p for p in page.pulls})
+            self.pulls = sorted(self._pulls.values(), key=lambda p: p.number)
             self._etag = page.etag
             self._dirty = True
-        return sorted(self._pulls.values(), key=lambda p: p.number)
+        return page.changed
 
     def experiment(self, pr: PullRequest) -> Experiment:
         """The experiment of `pr`, with its runs."""
@@ -114,9 +120,11 @@ class LedgerReader:
         found = self.tracker.get_runs(ids) if ids else {}
         return [e if e.hypothesis is None else e.model_copy(update={"runs": _summaries(e, found)}) for e in exps]
 
-    def experiments(self, state: str = "all") -> list[Experiment]:
-        """Every senpai experiment, oldest PR first. `state`: open, closed or all (forge PR state)."""
-        self.pulls = self.list_pulls()
+    def experiments(self, state: str = "all", *, relist: bool = True) -> list[Experiment]:
+        """Every senpai experiment, oldest PR first. `state`: open, closed or all (forge PR state).
+        `relist` False: of the PRs the last `refresh` listed (no listing request)."""
+        if relist:
+            self.refresh()
         pulls = [p for p in self.pulls if SENPAI in p.labels and state in ("all", p.state)]
         return self._with_runs([self._parse(p) for p in pulls])
 
@@ -126,7 +134,9 @@ class LedgerReader:
         if self.snapshot is None or not self._dirty:
             return False
         path, key = self.snapshot.path, self.snapshot.key
-        cache = _Cache(etag=self._etag, pulls=list(self._pulls.values()), comments=self._comments, forge=self.forge.memo())
+        # the comment pages of open PRs, which jobs write to: their idempotency re-reads are conditional
+        memo = self.forge.memo([p.number for p in self._pulls.values() if p.state == "open"])
+        cache = _Cache(etag=self._etag, pulls=list(self._pulls.values()), comments=self._comments, forge=memo)
         data = cache.model_dump_json().encode()
         mac = hmac.new(key, data, hashlib.sha256).hexdigest().encode()
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -164,6 +174,7 @@ class LedgerReader:
             log.warning("ledger snapshot %s not used: %s", path, e)
             return False
         self._etag, self._pulls, self._comments = snap.etag, {p.number: p for p in snap.pulls}, snap.comments
+        self.pulls = sorted(snap.pulls, key=lambda p: p.number)
         self.forge.recall(snap.forge)
         return True
 

@@ -1,8 +1,9 @@
 """The wrapper loop: one tick = observe, steer, events, decide, dispatch/reap (design §3, §4).
 
-An idle tick costs one conditional forge request (a 304) and a look at the fleet; the ledger and
-the steering issues are re-read only when the forge changed, a job finished, or
-`full_refresh_seconds` passed.  Slash commands are applied right after a re-read; a tick that
+An idle tick costs two conditional forge requests (304s, free on GitHub: the PRs updated since the
+last listing, and the steering issues) and a look at the fleet; the experiments are worked out
+again only when either changed, a job finished, or `full_refresh_seconds` passed (W&B runs move
+without the forge).  Slash commands are applied right after a re-read; a tick that
 applied any ends there, so the next one decides on the ledger as the commands left it.
 """
 
@@ -78,13 +79,15 @@ class Wrapper:
         self._stop.set()
 
     def _observe(self, newly_done: bool) -> bool:
-        change = self.forge.poll(self.store.get("poll_etag"))
-        self.store.put("poll_etag", change.etag)
+        # the PRs updated since the last listing, and the steering issues: each one conditional
+        # request, a 304 (free) when nothing changed
+        changed = self.ledger.refresh()
+        changed = self.steering.poll() or changed
         stale = time.monotonic() - self._last_refresh > self.cfg.full_refresh_seconds
-        if self._exps is None or change.changed or newly_done or stale:
+        if self._exps is None or changed or newly_done or stale:
             self._base_sha = self.forge.branch_sha(self.cfg.forge.base_branch)
             self.forge.clone_url  # asked once (cached): jobs take it from the snapshot's forge memo  # noqa: B018
-            self._exps = self.ledger.experiments()
+            self._exps = self.ledger.experiments(relist=False)
             self.steering.read()
             self._save_snapshot()
             self._last_refresh = time.monotonic()

@@ -61,6 +61,7 @@ class Steering:
         self._target: tuple[str, TargetConfig | None] | None = None
         self._reported: set[int | str] = set()  # PRs and base heads whose issue is open (found on the forge)
         self.view = SteerView()
+        self._issues: list[Issue] | None = None  # the steering issues as `poll` last listed them
 
     def _issue_comments(self, issue: Issue) -> list[Comment]:
         """Comments of a steering issue, cached like `LedgerReader.comments` (by a settled updated_at)."""
@@ -79,14 +80,21 @@ class Steering:
         self._comments.pop(m.number, None)
         self.ledger.forget(m.number)
 
-    def read(self) -> SteerView:
-        """Re-read steering from the forge. Call after `ledger.experiments()` (it reuses its PR comments).
-
-        Cost: GET .../issues?labels=senpai:steer&state=all (all pages), plus the comments of each
-        steering issue whose updated_at moved; PR comments come from the ledger's cache.
-        """
-        trusted, bot = self.cfg.forge.trusted, self.forge.login
+    def poll(self) -> bool:
+        """List the steering issues again; True if any changed (opened, edited, commented, relabelled).
+        Cost: GET .../issues?labels=senpai:steer&state=all, each page conditional (a 304 is free)."""
         issues = self.forge.list_issues(STEER, "all")
+        changed, self._issues = issues != self._issues, issues
+        return changed
+
+    def read(self) -> SteerView:
+        """Work steering out from the issues `poll` listed (polling first if it never ran) and the PRs
+        `ledger.refresh()` listed, whose comments it reuses. Cost: the comments of each steering issue
+        whose updated_at moved."""
+        trusted, bot = self.cfg.forge.trusted, self.forge.login
+        if self._issues is None:
+            self.poll()
+        issues = self._issues or []
         inbox: list[Inbound] = []
         acks = []
         for issue in issues:

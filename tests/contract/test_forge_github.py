@@ -12,7 +12,7 @@ import pytest
 from forge_fixtures import OWNER, TOKEN, as_user, clone, commit_and_push, run_git
 
 from senpai.errors import FileListTruncated, MergeConflict, NotFound
-from senpai.forge.base import Forge
+from senpai.forge.base import Forge, PullsPage
 from senpai.forge.github import GitHubForge, create_repository
 
 BRANCH = "senpai/alice/lr-sweep"
@@ -187,23 +187,38 @@ def test_pull_files_refuses_a_list_the_forge_truncates(forge_repo, tmp_path):
         forge.pull_files(pr.number)
 
 
-def test_poll_answers_304_until_something_changes(forge_repo, tmp_path):
+def test_the_updated_pulls_listing_answers_304_until_a_pull_changes(forge_repo, tmp_path):
+    """The wrapper's change detector: a comment, a label and a push each move the listing."""
     forge, _ = forge_repo
     pr = open_pull(forge, tmp_path / "seed")
-    first = forge.poll(None)
-    assert first.changed and first.etag
-    assert forge.poll(first.etag).changed is False
+    first = forge.pulls_updated(None, None)
+    assert first.changed and first.etag and [p.number for p in first.pulls] == [pr.number]
+    assert forge.pulls_updated(None, first.etag) == PullsPage(changed=False, etag=first.etag, pulls=[])
 
-    forge.create_comment(pr.number, "a comment")
-    after_comment = forge.poll(first.etag)
-    assert after_comment.changed and after_comment.etag != first.etag
-    assert forge.poll(after_comment.etag).changed is False
+    etag = first.etag
+    for change in (
+        lambda: forge.create_comment(pr.number, "a comment"),
+        lambda: forge.set_labels(pr.number, ["senpai", "review"]),
+        lambda: commit_and_push(forge, tmp_path / "seed", BRANCH, {"train.py": "print('v2')\n"}),
+    ):
+        before = forge.get_pull(pr.number)
+        change()
+        page = forge.pulls_updated(None, etag)
+        assert page.changed and page.etag != etag and page.pulls[0].updated_at >= before.updated_at
+        etag = page.etag
+        assert forge.pulls_updated(None, etag).changed is False
 
-    before = forge.get_pull(pr.number)
-    sha = commit_and_push(forge, tmp_path / "seed", BRANCH, {"train.py": "print('v2')\n"})
-    assert forge.poll(after_comment.etag).changed  # a push to the head branch counts as a change
-    pushed = forge.get_pull(pr.number)
-    assert pushed.head_sha == sha and pushed.updated_at >= before.updated_at
+
+def test_single_reads_are_conditional(forge_repo, tmp_path):
+    """A PR, a branch and a comment thread read again unchanged cost a 304 each (free on GitHub)."""
+    forge, _ = forge_repo
+    pr = open_pull(forge, tmp_path / "seed")
+    reads = (lambda: forge.get_pull(pr.number), lambda: forge.branch_sha(BRANCH), lambda: forge.list_comments(pr.number))
+    first = [read() for read in reads]
+    free = forge.not_modified
+    assert [read() for read in reads] == first and forge.not_modified == free + 3
+    forge.create_comment(pr.number, "news")  # within the same second, too: the PR is read again
+    assert forge.get_pull(pr.number).updated_at >= first[0].updated_at and forge.not_modified == free + 3
 
 
 def test_missing_objects_raise_not_found(forge_repo):
@@ -229,8 +244,8 @@ def test_calls_are_counted(forge_repo, tmp_path):
     fresh.get_pull(pr.number)
     fresh.list_comments(pr.number)
     assert fresh.calls == 6  # one request each: no lazy completion behind our back
-    etag = fresh.poll(None).etag
-    fresh.poll(etag)
+    etag = fresh.pulls_updated(None, None).etag
+    fresh.pulls_updated(None, etag)
     assert fresh.calls == 8
 
 

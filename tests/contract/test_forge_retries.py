@@ -39,11 +39,11 @@ def test_a_503_is_retried_after_retry_after(flaky):
     assert (forge.calls, sleeps) == (2, [1.0])
 
 
-def test_poll_is_retried_too(flaky):
+def test_a_conditional_listing_is_retried_too(flaky):
     app, settings = flaky
     app.fail(r"/issues$", (502, {}, "Bad Gateway"))
     forge, sleeps = forge_with_clock(settings, backoff=0.25)
-    assert forge.poll(None).changed
+    assert forge.list_issues("senpai:steer", "all") == []
     assert (forge.calls, sleeps) == (2, [0.25])
 
 

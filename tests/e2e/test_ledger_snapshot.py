@@ -107,6 +107,26 @@ def test_a_job_from_the_snapshot_does_not_ask_who_it_is_and_reads_the_base_condi
     assert counted(proxy, lambda: job.forge.branch_sha("advisor")) == (moved, {200: 1})
 
 
+def test_a_job_from_the_snapshot_rereads_an_open_pulls_comments_conditionally(ledger, local_forge, tmp_path):
+    """What a transition reads before it posts (the bot's comments, for idempotency) costs a 304
+    when the thread is as the wrapper last read it, and is read whole once it is not."""
+    forge, fresh, proxy = ledger
+    snap = Snapshot.of(str(tmp_path / "state"), TOKEN, f"{local_forge.base_url} {forge.settings.repo}")
+    wrapper = LedgerReader(fresh(), snapshot=snap)
+    wrapper.experiments()
+    forge.update_pull(PRS, state="closed")  # a closed PR's thread is not carried: jobs do not write there
+    wrapper.experiments()
+    assert wrapper.save()
+    job = LedgerReader(GitHubForge(forge.settings.model_copy(update={"base_url": proxy.url}), TOKEN), snapshot=snap)
+    assert job.load()
+    comments, answers = counted(proxy, lambda: job.forge.list_comments(1))
+    assert [c.body for c in comments] == ["note 0"] and answers == {304: 1}
+    assert counted(proxy, lambda: job.forge.list_comments(PRS))[1] == {200: 1}
+    forge.create_comment(1, "news")
+    comments, answers = counted(proxy, lambda: job.forge.list_comments(1))
+    assert [c.body for c in comments] == ["note 0", "news"] and answers == {200: 1}
+
+
 def test_the_base_branch_and_a_label_listing_are_conditional(ledger, tmp_path):
     forge, fresh, proxy = ledger
     proxied = fresh()

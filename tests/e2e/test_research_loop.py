@@ -52,9 +52,10 @@ def test_loop_decides_merges_and_the_ledger_rebuilds(local_forge, tmp_path):
     w = build_wrapper(str(config))
     tick = w.tick()
     assert tick.actions == [] and tick.errors == []
-    # an idle wrapper (everything decided, no live job) costs one conditional request (a 304) per tick
+    # an idle wrapper (everything decided, no live job) costs two conditional requests per tick, both
+    # 304s (free): the PRs updated since its last listing, and the steering issues
     idle = [w.tick() for _ in range(3)]
-    assert [t.calls for t in idle] == [1, 1, 1] and not any(t.refreshed or t.actions for t in idle)
+    assert [(t.calls, t.free) for t in idle] == [(2, 2)] * 3 and not any(t.refreshed or t.actions for t in idle)
     w.store.close()
     assert to_json(reader(config).experiments()) == before
     assert_no_duplicates(config)

@@ -38,9 +38,9 @@ def test_forwards_rest_etags_auth_and_chunked_git(forge_repo, local_forge, tmp_p
         comment = forge.create_comment(pr.number, "hello through the proxy")
         assert comment.user == direct.login  # the Authorization header reached the forge
         assert [c.body for c in direct.list_comments(pr.number)] == ["hello through the proxy"]
-        first = forge.poll(None)
+        first = forge.pulls_updated(None, None)
         assert first.changed and first.etag
-        assert forge.poll(first.etag).changed is False  # If-None-Match in, 304 and ETag out
+        assert forge.pulls_updated(None, first.etag).changed is False  # If-None-Match in, 304 and ETag out
         assert proxy.counts()["forwarded"] >= 8 and sum(proxy.injected.values()) == 0
 
 
