@@ -9,7 +9,7 @@ from pathlib import Path
 
 from senpai.agents.context import TurnContext
 from senpai.config.harness import HarnessConfig
-from senpai.errors import NotFound, PermanentError
+from senpai.errors import PermanentError
 from senpai.forge.base import PullRequest
 from senpai.ledger import transitions
 from senpai.ledger.baseline import Baseline
@@ -93,14 +93,16 @@ def open_hypothesis(
         request=request,
     )
     branch = f"senpai/{student}/{hid}"
-    try:
-        ctx.forge.branch_sha(branch)
-    except NotFound:
+    # git, not REST: a branch check costs no rate limit
+    if not ctx.repo.git("ls-remote", "origin", f"refs/heads/{branch}", network=True):
         _fetch_base(ctx, baseline.commit)
         ctx.repo.git("checkout", "--quiet", "-B", branch, baseline.commit)
         ctx.repo.commit_all(f"Start experiment {hid}: {h.hypothesis}", allow_empty=True)
         ctx.repo.push(branch)
-    return transitions.open_experiment(ctx.forge, h, branch, ctx.base, f"[{student}] {h.hypothesis}")
+    # a conditional re-list (free when nothing changed since the turn's own read) finds a PR a
+    # crashed turn already opened from `branch`
+    pulls = ctx.ledger.list_pulls()
+    return transitions.open_experiment(ctx.forge, h, branch, ctx.base, f"[{student}] {h.hypothesis}", pulls)
 
 
 def _fetch_base(ctx: TurnContext, commit: str) -> None:

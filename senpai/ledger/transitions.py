@@ -34,7 +34,7 @@ def _require(pr: PullRequest, allowed: set[Status | None], action: str) -> None:
 
 def _set_status(forge: Forge, pr: PullRequest, status: Status | None) -> None:
     labels = with_status(pr.labels, status)
-    if labels != pr.labels:
+    if set(labels) != set(pr.labels):  # the forge's order is its own: a reordering is no change
         forge.set_labels(pr.number, labels)
 
 
@@ -48,18 +48,23 @@ def hypothesis_body(h: Hypothesis) -> str:
     return record_text(h, prose)
 
 
-def open_experiment(forge: Forge, h: Hypothesis, branch: str, base: str, title: str) -> PullRequest:
-    """Open the hypothesis PR for `branch` (which must exist on the forge) in state wip.
+def open_experiment(
+    forge: Forge, h: Hypothesis, branch: str, base: str, title: str, pulls: list[PullRequest] | None = None
+) -> PullRequest:
+    """Open the hypothesis PR for `branch` (which must exist on the forge) in state wip. `pulls`:
+    the repository's PRs as just listed, any state (`LedgerReader.list_pulls`); None lists the open
+    ones now (GET .../pulls?state=open).
 
     Idempotent: an open PR from `branch` that the bot opened from this repository is returned
     (labels completed).  An open PR from `branch` that anyone else opened is never adopted: it is
     closed with one short comment (a collaborator may close any PR), then the bot opens its own.
-    A fork's branch of the same name is ignored.  GitHub REST: GET/POST .../pulls, PATCH
+    A fork's branch of the same name is ignored.  GitHub REST: POST .../pulls, PATCH
     .../pulls/{n} (state closed), POST .../issues/{n}/comments.
     """
     labels = [SENPAI, student_label(h.student), Status.WIP.value]
-    for pr in forge.list_pulls("open"):
-        if pr.head_ref != branch or pr.head_repo != pr.base_repo:  # a fork's branch of the same name does not hold ours
+    for pr in forge.list_pulls("open") if pulls is None else pulls:
+        # a fork's branch of the same name does not hold ours
+        if pr.state != "open" or pr.head_ref != branch or pr.head_repo != pr.base_repo:
             continue
         if not own_pull(pr, forge.login):
             _close_foreign(forge, pr.number, branch)
