@@ -28,7 +28,7 @@ from senpai.agents.context import TurnContext
 from senpai.agents.evaluate import EvaluatorFiles, Trained, score_step
 from senpai.agents.measure import Outcome
 from senpai.config.target import Holdout, TargetConfig
-from senpai.errors import FileListTruncated, PermanentError, TransientError
+from senpai.errors import PermanentError, TransientError
 from senpai.ledger import gate, stats, transitions
 from senpai.ledger.blocks import Verification
 from senpai.ledger.consistency import reverify
@@ -55,7 +55,7 @@ class Plan(BaseModel):
     files: list[str]
     protected_touched: list[str]
     out_of_scope: list[str]
-    unlisted: str | None = None  # why the files are not listed (too many, or the forge truncated them): refused
+    unlisted: str | None = None  # why the files are not listed (too many to record): refused
     # what the candidate side trains: the tree a merge into the baseline would have (the head
     # itself unless the PR is behind its base); None with `unmergeable` saying why (refused)
     merged: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")
@@ -78,27 +78,23 @@ def pair(ctx: TurnContext, number: int) -> tuple[str, str]:
 
 
 def make_plan(ctx: TurnContext, number: int) -> Plan:
-    """The pair to measure (`pair`), both fetched into the turn's clone, and the changed files: the
-    forge's list joined with git's for exactly this pair, so a head pushed between the two reads
-    cannot hide a file. The candidate side trains `merged`: the tree the merge would land (a PR
-    behind its base measured on its old tree would count the base's later changes, reverted, as
-    its own). Raises TransientError if the fetch fails."""
+    """The pair to measure (`pair`), both fetched into the turn's clone by sha, and the files the
+    candidate changes since its merge base with the baseline, as git lists them for exactly this
+    pair (never truncated; the forge's list may already be a later head's, and costs a request).
+    The candidate side trains `merged`: the tree the merge would land (a PR behind its base
+    measured on its old tree would count the base's later changes, reverted, as its own). Raises
+    TransientError if the fetch fails."""
     candidate, baseline = pair(ctx, number)
-    try:
-        listed, unlisted = ctx.forge.pull_files(number), None
-    except FileListTruncated as e:
-        listed, unlisted = [], str(e)
     refs = [f"+{candidate}:refs/senpai/candidate", f"+{baseline}:refs/senpai/baseline"]
     ctx.repo.git("fetch", "--quiet", "origin", *refs, network=True)
     merged, unmergeable, conflict = ctx.repo.merged(baseline, candidate)
-    files = sorted({*listed, *(ctx.repo.changed_paths(baseline, candidate) if merged else [])})
+    # no merge base (unrelated histories): nothing to diff against, and it is refused as unmergeable
+    files, unlisted = (sorted(ctx.repo.changed_paths(baseline, candidate)) if merged or conflict else []), None
     chars = sum(len(f) for f in files)
-    if unlisted is None and (len(files) > MAX_FILES or chars > MAX_PATH_CHARS):
+    if len(files) > MAX_FILES or chars > MAX_PATH_CHARS:
         unlisted = f"PR #{number} changes {len(files)} files ({chars} characters of paths)"
         unlisted += f", over the {MAX_FILES} files and {MAX_PATH_CHARS} characters a verification records"
-    elif unlisted is not None:
-        unlisted += ", so its scope cannot be checked"
-    files = [] if unlisted else files
+        files = []
     return Plan(
         pr=number, candidate=candidate, baseline=baseline, files=files, unlisted=unlisted, merged=merged,
         unmergeable=unmergeable, conflict=conflict,

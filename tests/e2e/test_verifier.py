@@ -234,20 +234,20 @@ def test_the_score_step_records_a_stale_verification_when_the_head_moved(tiny, t
 
 
 def test_a_push_between_the_verifiers_reads_cannot_hide_a_file(tiny, tmp_path):
-    """The head moves after the verifier read it and before it listed the files: the forge lists the
-    new head's files, and git's list of the measured pair still names the out-of-scope one."""
+    """The head moves after the verifier read it: the pair it measures is the one it read, and its
+    files are git's for exactly that pair, so the out-of-scope file the new head drops still counts."""
     make, _ = tiny
     forge, config = make()
     pr = open_candidate(forge, tmp_path / "seed", {"notes/scratch.txt": "tried\n", "params.json": '{"w": 0.9}\n'})
     cfg = load_harness(config)
     ctx = prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), tmp_path / "job")
-    listed = ctx.forge.pull_files
+    base_sha = ctx.forge.branch_sha
 
-    def pushed_meanwhile(number: int) -> list[str]:
-        commit_and_push(forge, tmp_path / "seed", forge.get_pull(number).head_ref, {"notes/scratch.txt": None})
-        return listed(number)
+    def pushed_meanwhile(branch: str) -> str:
+        commit_and_push(forge, tmp_path / "seed", forge.get_pull(pr).head_ref, {"notes/scratch.txt": None})
+        return base_sha(branch)
 
-    ctx.forge.pull_files = pushed_meanwhile  # the race, placed: the adapter and the forge are real
+    ctx.forge.branch_sha = pushed_meanwhile  # the race, placed: the adapter and the forge are real
     v = verify_all(ctx, pr, Path(cfg.fleet.holdout_dir))
     assert "notes/scratch.txt" not in forge.pull_files(pr)  # what the forge lists now
     assert v.reason.startswith("refused without running") and "scope notes/scratch.txt" in v.reason
