@@ -118,13 +118,14 @@ def measure(tmp: Path, students: int, prs: int, ticks: int) -> dict:
     idle_304 = sum(i["not_modified"] for i in idle) / ticks
     ticks_h, refresh_h = 3600 / cfg.tick_seconds, 3600 / cfg.full_refresh_seconds
     senpai_h = ticks_h * idle_charged + refresh_h * refresh["charged"]
+    senpai_304_h = ticks_h * idle_304 + refresh_h * refresh["not_modified"]
     poller_h = 3600 / STUDENT_PERIOD * sum(c["charged"] for c in per_student) + 3600 / ADVISOR_PERIOD * advisor["charged"]
     return {
         "students": students, "prs": prs, "tick_seconds": cfg.tick_seconds, "full_refresh_seconds": cfg.full_refresh_seconds,
         "idle_tick_charged": idle_charged, "idle_tick_304": idle_304, "refresh_charged": refresh["charged"],
         "refresh_304": refresh["not_modified"], "first_read_charged": first["charged"],
         "first_read_seconds": first["seconds"], "experiments": senpai["experiments"],
-        "senpai_charged_per_hour": round(senpai_h), "senpai_304_per_hour": round(ticks_h * idle_304),
+        "senpai_charged_per_hour": round(senpai_h), "senpai_304_per_hour": round(senpai_304_h),
         "poller_student_cycle": sum(c["charged"] for c in per_student), "poller_advisor_cycle": advisor["charged"],
         "poller_charged_per_hour": round(poller_h), "ratio": round(poller_h / senpai_h, 2) if senpai_h else None,
         "wrapper_peak_rss_mib": senpai["peak_rss_mib"], "forge_peak_rss_mib": forge_rss,
