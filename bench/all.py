@@ -4,8 +4,9 @@ Each figure is its own script (see bench/README.md); each writes `bench/results/
 `make bench` runs them one after another (each measures time, CPU or memory, and the machine has
 few cores). `make bench-quick` overlaps what can share the machine: the robustness figure (counts
 only: faults, kills, audits) runs in the background from the start, while the figures that count
-requests or CPU time run beside it (requests, cpu); the wall-clock figures (jobs, wake, replay)
-run after it, alone. The busy run's per-hour rate is then that of a shared machine (lower).
+requests or CPU time run beside it (requests, its idle sizes beside its busy run; cpu); the
+wall-clock figures (jobs, wake, replay) run after it, alone. The busy run's per-hour rate is then
+that of a shared machine (lower).
 
 It prints a line as each figure starts and ends (seconds since the start), passes on each
 script's own progress lines (the background figure's go to a log file, named when it starts),
@@ -42,7 +43,7 @@ class Figure:
 
 FIGURES = [
     Figure("Forge requests: idle and busy, next to a per-student poller", "forge_requests.py", "requests-",
-           ("--quick", "--busy", "1:2"), (), "beside"),
+           ("--quick", "--busy", "1:2", "--overlap"), (), "beside"),
     Figure("Wrapper CPU per tick", "ledger_cpu.py", "cpu-", ("--quick",), (), "beside"),
     Figure("Job start, CLI import and the fleet listing", "job_start.py", "jobs-", ("--quick",), ()),
     Figure("Wake latency", "wake_latency.py", "wake-", ("--trials", "5", "--tick", "1"), ("--trials", "20", "--tick", "5")),

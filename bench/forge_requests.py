@@ -29,6 +29,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from datetime import UTC, datetime
@@ -249,24 +250,45 @@ def _busy_size(ctx: click.Context, param: click.Parameter, value: str | None) ->
 @click.option("--busy-timeout", type=float, default=1800, show_default=True, help="Seconds before the busy run gives up.")
 @click.option("--no-busy", is_flag=True, help="Skip the busy run.")
 @click.option("--no-idle", is_flag=True, help="Skip the idle sizes.")
+@click.option("--overlap", is_flag=True,
+              help="Measure the idle sizes beside the busy run, not before it (both count requests; the busy run's "
+                   "per-hour rate is then that of a shared machine).")  # fmt: skip
 def main(quick: bool, chosen: list[tuple[int, int]] | None, ticks: int, busy_size: tuple[int, int] | None,
-         busy_timeout: float, no_busy: bool, no_idle: bool) -> None:  # fmt: skip
+         busy_timeout: float, no_busy: bool, no_idle: bool, overlap: bool) -> None:  # fmt: skip
     """Measure every size and write bench/results/requests-<UTC>.{json,md}."""
     preset = QUICK if quick else FULL
-    sizes = chosen or [(s, p) for s in preset["students"] for p in preset["prs"] if p >= s]
-    rows, busy_rows = [], []
+    sizes = [] if no_idle else chosen or [(s, p) for s in preset["students"] for p in preset["prs"] if p >= s]
+    rows, busy_rows, failed = [], [], []
     with tempfile.TemporaryDirectory(prefix="senpai-bench-requests-") as scratch:
-        for n, (students, prs) in enumerate([] if no_idle else sizes, 1):
-            click.echo(f"[{n}/{len(sizes)}] idle: {students} students, {prs:,} PRs ...", err=True)
-            rows.append(r := measure(Path(scratch) / f"{students}-{prs}", students, prs, ticks))
-            click.echo(f"    seeded in {r['seeding_seconds']} s; first read {r['first_read_charged']} requests in "
-                       f"{r['first_read_seconds']:.1f} s; idle tick {r['idle_tick_charged']:g} charged / "
-                       f"{r['idle_tick_304']:g} 304; {r['wall_seconds']} s in all", err=True)  # fmt: skip
+
+        def idle() -> None:
+            for n, (students, prs) in enumerate(sizes, 1):
+                click.echo(f"[{n}/{len(sizes)}] idle: {students} students, {prs:,} PRs ...", err=True)
+                rows.append(r := measure(Path(scratch) / f"{students}-{prs}", students, prs, ticks))
+                click.echo(f"    seeded in {r['seeding_seconds']} s; first read {r['first_read_charged']} requests in "
+                           f"{r['first_read_seconds']:.1f} s; idle tick {r['idle_tick_charged']:g} charged / "
+                           f"{r['idle_tick_304']:g} 304; {r['wall_seconds']} s in all", err=True)  # fmt: skip
+
+        def guarded() -> None:  # in a thread: its exception is raised again in the main one
+            try:
+                idle()
+            except BaseException as e:
+                failed.append(e)
+
+        beside = threading.Thread(target=guarded) if overlap and not no_busy else None
+        if beside:
+            beside.start()
+        else:
+            idle()
         if not no_busy:
             students, decided = busy_size or ((2, 4) if quick else (8, 16))
             click.echo(f"busy: {students} students until {decided} experiments are decided ...", err=True)
             busy_rows.append(r := busy(Path(scratch) / "busy", students, decided, busy_timeout))
             click.echo(f"    {r['decided']} decided in {r['wall_seconds']} s", err=True)
+        if beside:
+            beside.join()
+        if failed:
+            raise failed[0]
     md = ("## Idle\n\n" + table(rows) if rows else "") + ("\n## Busy\n\n" + busy_table(busy_rows) if busy_rows else "")
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = ROOT / "bench" / "results"

@@ -26,7 +26,7 @@ from audit import DUPLICATES  # noqa: E402
 from chaos import fault_run, kill_run  # noqa: E402
 from fault_proxy import KINDS  # noqa: E402
 
-QUICK = {"kills": 20, "decided": 1, "fault_decided": 1, "timeout": 300.0, "max_gap": 4.0}
+QUICK = {"kills": 15, "decided": 1, "fault_decided": 1, "timeout": 300.0, "max_gap": 4.0}
 FULL = {"kills": 200, "decided": 12, "fault_decided": 6, "timeout": 3600.0, "max_gap": 4.0}
 
 
