@@ -35,7 +35,8 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	WANDB_MODE=offline $(VENV)/bin/pytest -q
 
-# Every figure of bench/ in turn, one table in bench/results/all-<UTC>.md (see bench/README.md).
+# Every figure of bench/ in turn, one table in bench/results/all-<UTC>.md (see bench/README.md);
+# bench-quick: each figure's small size, robustness in the background beside the request and CPU figures.
 BENCH_ARGS ?=
 bench: $(VENV)/.installed
 	WANDB_MODE=offline $(VENV)/bin/python bench/all.py $(BENCH_ARGS)
@@ -47,7 +48,7 @@ bench-quick: $(VENV)/.installed
 bench-robustness: $(VENV)/.installed
 	WANDB_MODE=offline $(VENV)/bin/python bench/run.py $(BENCH_ARGS)
 
-# Forge requests per hour: the wrapper next to a per-student poller (bench/README.md).
+# Forge requests per hour: the wrapper next to a per-student poller, 1 to 100 students, 10 to 10,000 PRs (bench/README.md).
 bench-requests: $(VENV)/.installed
 	WANDB_MODE=offline $(VENV)/bin/python bench/forge_requests.py $(BENCH_ARGS)
 

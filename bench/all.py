@@ -1,15 +1,27 @@
-"""`make bench` / `make bench-quick`: every figure of bench/, one after another, and one table.
+"""`make bench` / `make bench-quick`: every figure of bench/, and one table.
 
 Each figure is its own script (see bench/README.md); each writes `bench/results/<prefix>-<UTC>.json|md`.
-This runs them in turn (not at once: each measures time or CPU, and the machine has few cores),
-then writes `bench/results/all-<UTC>.md`, their Markdown tables under one heading each, with the
-wall seconds each took. A figure that fails is reported as failed and the others still run; the
-exit status is then 1.
+`make bench` runs them one after another (each measures time, CPU or memory, and the machine has
+few cores). `make bench-quick` overlaps what can share the machine: the robustness figure (counts
+only: faults, kills, audits) runs in the background from the start, while the figures that count
+requests or CPU time run beside it (requests, its idle sizes beside its busy run; cpu); the
+wall-clock figures (jobs, wake, replay) run after it, alone. The busy run's per-hour rate is then
+that of a shared machine (lower).
+
+It prints a line as each figure starts and ends (seconds since the start), passes on each
+script's own progress lines (the background figure's go to a log file, named when it starts),
+then writes `bench/results/all-<UTC>.md`: the wall seconds of each figure and of the whole run,
+and the figures' Markdown tables under one heading each. A figure that fails is reported as
+failed and the others still run; the exit status is then 1.
 """
 
+import os
 import subprocess
 import sys
+import tempfile
+import threading
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,16 +30,37 @@ import click
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 
-# (title, script, result prefix, quick args, full args)
+
+@dataclass(frozen=True)
+class Figure:
+    title: str
+    script: str
+    prefix: str  # of its result files
+    quick: tuple[str, ...]
+    full: tuple[str, ...]
+    quick_as: str = "alone"  # with --quick: "background" (from the start), "beside" it, or "alone" (after it)
+
+
 FIGURES = [
-    ("Forge requests: idle and busy, next to a per-student poller", "forge_requests.py", "requests-",
-     ["--quick", "--busy", "1:2"], []),
-    ("Wrapper CPU per tick", "ledger_cpu.py", "cpu-", ["--quick"], []),
-    ("Job start, CLI import and the fleet listing", "job_start.py", "jobs-", ["--quick"], []),
-    ("Wake latency", "wake_latency.py", "wake-", ["--trials", "5", "--tick", "1"], ["--trials", "20", "--tick", "5"]),
-    ("Replay of a 70-day programme", "replay.py", "replay-", ["--quick"], []),
-    ("Robustness: faults and kills", "run.py", "", ["--quick"], []),
+    Figure("Forge requests: idle and busy, next to a per-student poller", "forge_requests.py", "requests-",
+           ("--quick", "--busy", "1:2", "--overlap"), (), "beside"),
+    Figure("Wrapper CPU per tick", "ledger_cpu.py", "cpu-", ("--quick",), (), "beside"),
+    Figure("Job start, CLI import and the fleet listing", "job_start.py", "jobs-", ("--quick",), ()),
+    Figure("Wake latency", "wake_latency.py", "wake-", ("--trials", "5", "--tick", "1"), ("--trials", "20", "--tick", "5")),
+    Figure("Replay of a 70-day programme", "replay.py", "replay-", ("--quick",), ()),
+    Figure("Robustness: faults and kills", "run.py", "", ("--quick",), (), "background"),
 ]  # fmt: skip
+
+
+@dataclass
+class Run:
+    figure: Figure
+    start: float  # time.monotonic()
+    since: float  # time.time(), for the result file
+    proc: subprocess.Popen
+    log: Path | None = None
+    wall: float | None = None
+    waiter: threading.Thread | None = None
 
 
 def _newest(prefix: str, since: float) -> Path | None:
@@ -36,27 +69,84 @@ def _newest(prefix: str, since: float) -> Path | None:
     return max(found, key=lambda p: p.stat().st_mtime, default=None)
 
 
+class Bench:
+    def __init__(self, quick: bool, logs: Path) -> None:
+        self.quick, self.logs, self.t0 = quick, logs, time.monotonic()
+        self.runs: list[Run] = []
+
+    def say(self, line: str) -> None:
+        click.echo(f"[{time.monotonic() - self.t0:5.0f} s] {line}", err=True)
+
+    def start(self, f: Figure, background: bool = False) -> Run:
+        args = [sys.executable, str(ROOT / "bench" / f.script), *(f.quick if self.quick else f.full)]
+        log = self.logs / f"{f.script.removesuffix('.py')}.log" if background else None
+        where = f", in the background (its output: {log})" if log else ""
+        self.say(f"== {f.title}: {' '.join(['bench/' + f.script, *args[2:]])}{where}")
+        out = open(log, "wb") if log else None  # noqa: SIM115 (the child owns it)
+        try:
+            proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT if out else None)
+        finally:
+            if out:
+                out.close()
+        run = Run(f, time.monotonic(), time.time(), proc, log)
+        self.runs.append(run)
+        if background:  # its end is told (and timed) when it comes, not when it is waited for
+            run.waiter = threading.Thread(target=self._ended, args=(run,), daemon=True)
+            run.waiter.start()
+        return run
+
+    def _ended(self, run: Run) -> None:
+        code = run.proc.wait()
+        run.wall = time.monotonic() - run.start
+        self.say(f"-- {run.figure.title}: {'done' if code == 0 else f'FAILED (exit {code})'} in {run.wall:.0f} s")
+        if code != 0 and run.log:
+            click.echo(run.log.read_text(errors="replace")[-4000:], err=True)
+
+    def wait(self, run: Run) -> None:
+        if run.waiter is None:
+            self._ended(run)
+        else:
+            run.waiter.join()
+
+    def section(self, run: Run) -> tuple[str, bool]:
+        f, result = run.figure, _newest(run.figure.prefix, run.since)
+        if run.proc.returncode != 0 or result is None:
+            return f"## {f.title}\n\nfailed: `{f.script}` exited {run.proc.returncode} after {run.wall:.0f} s\n", False
+        return f"## {f.title}\n\n({run.wall:.0f} s, `{result.relative_to(ROOT)}`)\n\n{result.read_text().strip()}\n", True
+
+
 @click.command()
-@click.option("--quick", is_flag=True, help="Each figure's small version: minutes, not hours.")
+@click.option("--quick", is_flag=True, help="Each figure's small version, overlapped where it can share the machine.")
 def main(quick: bool) -> None:
     """Run every figure and write bench/results/all-<UTC>.md."""
-    sections, failed = [], []
-    for title, script, prefix, quick_args, full_args in FIGURES:
-        click.echo(f"== {title} ({script})", err=True)
-        start, clock = time.time(), time.monotonic()
-        code = subprocess.run([sys.executable, str(ROOT / "bench" / script), *(quick_args if quick else full_args)]).returncode
-        wall = time.monotonic() - clock
-        result = _newest(prefix, start)
-        if code != 0 or result is None:
-            failed.append(script)
-            sections.append(f"## {title}\n\nfailed: `{script}` exited {code} after {wall:.0f} s\n")
-            continue
-        sections.append(f"## {title}\n\n({wall:.0f} s, `{result.relative_to(ROOT)}`)\n\n{result.read_text().strip()}\n")
+    with tempfile.TemporaryDirectory(prefix="senpai-bench-all-") as logs:
+        bench = Bench(quick, Path(logs))
+        if quick:
+            background = [bench.start(f, background=True) for f in FIGURES if f.quick_as == "background"]
+            for f in [f for f in FIGURES if f.quick_as == "beside"]:
+                bench.wait(bench.start(f))
+            for run in background:
+                bench.wait(run)
+            for f in [f for f in FIGURES if f.quick_as == "alone"]:
+                bench.wait(bench.start(f))
+        else:
+            for f in FIGURES:
+                bench.wait(bench.start(f))
+    total = time.monotonic() - bench.t0
+    order = {f.script: i for i, f in enumerate(FIGURES)}
+    runs = sorted(bench.runs, key=lambda r: order[r.figure.script])
+    sections = [bench.section(r) for r in runs]
+    timing = ["| figure | script | started at s | wall s |", "|---|---|---|---|"]
+    timing += [f"| {r.figure.title} | {r.figure.script} | {r.start - bench.t0:.0f} | {r.wall:.0f} |" for r in runs]
+    timing.append(f"| **total** | | | **{total:.0f}** |")
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     out = RESULTS / f"all-{stamp}.md"
-    out.write_text(f"# bench {'--quick ' if quick else ''}{stamp}\n\n" + "\n".join(sections))
+    head = f"# bench {'--quick ' if quick else ''}{stamp}\n\n{total:.0f} s in all (load average at the end: {load})\n\n"
+    out.write_text(head + "\n".join(timing) + "\n\n" + "\n".join(text for text, _ in sections))
     click.echo(out.read_text())
-    if failed:
+    bench.say(f"all figures in {total:.0f} s: {out.relative_to(ROOT)}")
+    if not all(ok for _, ok in sections):
         raise SystemExit(1)
 
 

@@ -36,7 +36,7 @@ from senpai.fleet.supervise import JobDir, utcnow
 
 ROOT = Path(__file__).resolve().parents[1]
 EAGER_BEFORE = "import senpai.fleet.k8s_cluster, scipy.stats"  # what every senpai process imported before issue 10
-QUICK = {"runs": 5, "jobs": [60, 600]}
+QUICK = {"runs": 3, "jobs": [60, 600]}
 FULL = {"runs": 9, "jobs": [60, 600, 6000]}
 
 

@@ -3,8 +3,10 @@
 For each size a fresh local forge (in this process, on 127.0.0.1) holds that many senpai PRs of
 `senpai/cpu-<n>`, each with a hypothesis body, an evidence comment naming an offline W&B run and a
 verification comment, all written as the bot; one PR per student is open, the rest closed. The
-PRs are written straight into the forge's SQLite store (over HTTP, 1,000 PRs take minutes to
-seed). Each evidence's run is a real wandb offline run folder: one program run under the
+PRs are written straight into the forge's SQLite store (`forge_seed.seed_pulls`; over HTTP, 1,000
+PRs take minutes to seed), stamped an hour back as a ledger's PRs are (the reader reads a PR
+changed in the last 2 s again, so a fresh seed would double the first tick's and the busy tick's
+requests: 180 at 100 PRs where 14 are needed). Each evidence's run is a real wandb offline run folder: one program run under the
 tracker's `env_for`, copied once per PR (its `.wandb` log renamed); the runs of the open PRs are
 cut before their exit record, so they read as running.
 
@@ -42,8 +44,8 @@ for key, value in {"WANDB_MODE": "offline", "WANDB_SILENT": "true"}.items():
     os.environ.setdefault(key, value)
 
 from forge_fixtures import seed_token  # noqa: E402
-from forge_requests import _branches  # noqa: E402
-from research import hand_hypothesis, make_program  # noqa: E402
+from forge_seed import seed_pulls  # noqa: E402
+from research import make_program  # noqa: E402
 
 from senpai.cli.wiring import make_forge  # noqa: E402
 from senpai.cli.wrapper import build_wrapper  # noqa: E402
@@ -51,7 +53,6 @@ from senpai.config.harness import TrackerSettings, load_harness  # noqa: E402
 from senpai.forge.localforge.server import LocalForgeServer  # noqa: E402
 from senpai.ledger.blocks import Evidence, PrimaryResult, RunRef, Verification  # noqa: E402
 from senpai.ledger.records import record_text  # noqa: E402
-from senpai.ledger.transitions import hypothesis_body  # noqa: E402
 from senpai.tracker.base import RunIdentity  # noqa: E402
 from senpai.tracker.wandb import WandbTracker  # noqa: E402
 from senpai.wrapper.policy import plan  # noqa: E402
@@ -108,34 +109,20 @@ def _verification(pr: int, head: str, base: str) -> Verification:
 def seed(server: LocalForgeServer, cfg, tmp: Path, prs: int, log: bytes) -> list[Path]:
     """`prs` PRs with their records and runs, written into the forge's store; returns the logs of
     the open PRs' (running) runs."""
-    forge, store = make_forge(cfg), server.store
-    owner, name = cfg.forge.repo.split("/")
-    repo = store.repo(owner, name)
-    base = forge.branch_sha(cfg.forge.base_branch)
-    students = [s.name for s in cfg.students]
-    tracker = WandbTracker(cfg.tracker)
-    open_n = min(len(students), prs)
-    branches = [f"senpai/{students[i % len(students)]}/h-{i}" for i in range(prs)]
-    _branches(forge, tmp / "seed", branches[:open_n])  # an open PR's head is read from git
-    heads = {b: forge.branch_sha(b) for b in branches[:open_n]}
-    running = []
-    for i, branch in enumerate(branches):
-        student = students[i % len(students)]
-        head = heads.get(branch, f"{i:040x}")
-        h = hand_hypothesis(f"h-{i}", base).model_copy(update={"student": student})
-        pull = {"head_ref": branch, "base_ref": cfg.forge.base_branch, "head_sha": head, "base_sha": base}
-        issue = store.create_issue(repo["id"], forge.login, f"h-{i}", hypothesis_body(h), pull)
-        store.add_labels(issue, ["senpai", f"student:{student}", "status:verifying" if i < open_n else "status:review"])
-        number, run_id = issue["number"], f"cpu-{i}"
-        ev = _evidence(number, student, head, run_id)
-        store.create_comment(issue, forge.login, record_text(ev, f"**Evidence** attempt 1 of PR {number}"))
-        v = _verification(number, head, base)
-        store.create_comment(issue, forge.login, record_text(v, f"**Verification** of PR {number}"))
-        if i < open_n:
+    tracker, running = WandbTracker(cfg.tracker), []
+
+    def records(i: int, number: int, student: str, head: str, base: str, is_open: bool) -> list[str]:
+        run_id = f"cpu-{i}"
+        if is_open:
             running.append(write_run(tracker, run_id, log[: len(log) // 2]))  # no exit record yet
         else:
             write_run(tracker, run_id, log)
-            store.update_issue(issue["id"], state="closed", closed_at=store.now())
+        return [
+            record_text(_evidence(number, student, head, run_id), f"**Evidence** attempt 1 of PR {number}"),
+            record_text(_verification(number, head, base), f"**Verification** of PR {number}"),
+        ]
+
+    seed_pulls(server.store, cfg, make_forge(cfg), tmp / "seed", prs, records)
     return running
 
 

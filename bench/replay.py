@@ -6,12 +6,19 @@ the status label moved to verifying, a verification, a decision, the PR closed).
 its shape follows the sizes Senpai's papers report, its records are rendered exactly as senpai
 renders them (`records.record_text`), and it is regenerated with `--generate`.
 
-Each event is applied to a local forge as the bot, over HTTP; then the wrapper refreshes
-(`Wrapper._observe`: base head, `LedgerReader.experiments()`, steering) and plans
-(`policy.plan` over the tick's `World`). Only the refresh and the plan are timed. Reported:
-events per second (of refresh + plan), CPU seconds per event (mean, and the last tenth's, to show
-how the cost grows with the ledger), forge requests per event (charged and 304), and the
-wrapper's peak memory (max RSS of this process; the forge runs in its own).
+Each event is applied to a local forge (its own process) as the bot, over HTTP, at the time the
+stream gives it: the forge's clock is the programme's (`forge_seed.serve` with a clock), and so
+is the wrapper's. Then the wrapper refreshes (`Wrapper._observe`: base head,
+`LedgerReader.experiments()`, steering) and plans (`policy.plan` over the tick's `World`). Only
+the refresh and the plan are timed. Reported: events per second (of refresh + plan), CPU seconds
+per event (mean, and the last tenth's, to show how the cost grows with the ledger), the wrapper's
+requests per event (charged and 304, as its forge adapter counts them), the experiments it read
+as closed against the close events applied (a missed change shows there), and the peak memory of
+the wrapper (max RSS of this process) and of the forge.
+
+On the programme's clock events are minutes apart, as in a real programme; replayed on the wall
+clock they were a tenth of a second apart, so every PR changed in the last 2 s (the ledger
+reader's settle window) was read again on every refresh: 10 extra conditional requests per event.
 
 Writes bench/results/replay-<UTC>.json and .md and prints the table.
 """
@@ -20,7 +27,6 @@ import json
 import os
 import random
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,11 +40,9 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "e2e")]
 for key, value in {"WANDB_MODE": "offline", "WANDB_SILENT": "true"}.items():
     os.environ.setdefault(key, value)
 
-from fault_proxy import FaultProxy  # noqa: E402
-from forge_fixtures import seed_token  # noqa: E402
+from forge_seed import peak_rss_mib, push_branches, serve, set_clock, stop  # noqa: E402
 from research import hand_hypothesis, make_program  # noqa: E402
 
-from senpai.cli.demo import IDENTITY  # noqa: E402
 from senpai.cli.wiring import make_forge  # noqa: E402
 from senpai.cli.wrapper import build_wrapper  # noqa: E402
 from senpai.config.harness import load_harness  # noqa: E402
@@ -69,20 +73,6 @@ def generate(seed: int = 70, days: int = 70, experiments: int = 580) -> list[dic
                 {"at": t.isoformat(), "experiment": i, "kind": kind, "student": student, "value": value, "passed": passed}
             )
     return sorted(events, key=lambda e: e["at"])
-
-
-def _branches(forge, seed: Path, names: list[str]) -> None:
-    """One commit per branch on top of the seeded `main` (= `advisor`), pushed 500 at a time (a PR
-    needs a commit its base lacks)."""
-    env = {**os.environ, **IDENTITY, **forge.git_env()}
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(seed), *args], env=env, check=True, capture_output=True, text=True).stdout
-
-    tree, parent = git("rev-parse", "main^{tree}").strip(), git("rev-parse", "main").strip()  # the seed: advisor too
-    refs = [f"{git('commit-tree', tree, '-p', parent, '-m', name).strip()}:refs/heads/{name}" for name in names]
-    for i in range(0, len(refs), 500):
-        git("push", "-q", forge.clone_url, *refs[i : i + 500])
 
 
 def _apply(forge, ev: dict, prs: dict[int, object], base: str) -> None:
@@ -116,50 +106,41 @@ def _apply(forge, ev: dict, prs: dict[int, object], base: str) -> None:
         forge.update_pull(pr.number, state="closed")
 
 
-def _serve(data: Path) -> tuple[subprocess.Popen, str]:
-    """`senpai forge serve` in its own process (its memory is not the wrapper's); (process, base URL)."""
-    seed_token(data)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "senpai", "forge", "serve", "--data", str(data)], stdout=subprocess.PIPE, text=True
-    )
-    line = proc.stdout.readline() if proc.stdout else ""
-    if not line.startswith("url: "):
-        proc.kill()
-        raise click.ClickException(f"the local forge did not start: {line!r}")
-    return proc, line.split(" ", 1)[1].strip()
-
-
 def replay(tmp: Path, events: list[dict]) -> dict:
-    server, url = _serve(tmp / "forge")
+    clock, start = tmp / "clock", datetime.fromisoformat(events[0]["at"]) - timedelta(days=1)
+    server, url = serve(tmp / "forge", clock, start)  # the forge's clock is the programme's
     try:
-        with FaultProxy(url, rate=0.0) as proxy:
-            config = make_program(proxy.url, tmp, "replay", students=1)
-            forge = make_forge(load_harness(config))
-            base = forge.branch_sha("advisor")
-            experiments = sorted({e["experiment"] for e in events})
-            students = {e["experiment"]: e["student"] for e in events}
-            _branches(forge, tmp / "seed", [f"senpai/{students[i]}/h-{i}" for i in experiments])
-            w = build_wrapper(str(config))
-            prs: dict[int, object] = {}
-            wall, cpu, tail_cpu, charged, free = 0.0, 0.0, 0.0, 0, 0
-            for n, ev in enumerate(events):
-                _apply(forge, ev, prs, base)
-                before = dict(proxy.answered)
-                t0, c0 = time.perf_counter(), time.process_time()
-                w._observe(True)
-                plan(w._world(w._exps or [], []), w.cfg)
-                dt, dc = time.perf_counter() - t0, time.process_time() - c0
-                wall, cpu = wall + dt, cpu + dc
-                tail_cpu += dc if n >= len(events) * 9 // 10 else 0.0
-                after = {s: k - before.get(("rest", s), 0) for (surface, s), k in proxy.answered.items() if surface == "rest"}
-                charged += sum(k for s, k in after.items() if s != 304)
-                free += after.get(304, 0)
-                if n % 500 == 0:
-                    click.echo(f"{n}/{len(events)} events, {len(w._exps or [])} experiments, {cpu:.1f} s CPU", err=True)
-            w.store.close()
+        config = make_program(url, tmp, "replay", students=1)
+        forge = make_forge(load_harness(config))
+        base = forge.branch_sha("advisor")
+        experiments = sorted({e["experiment"] for e in events})
+        students = {e["experiment"]: e["student"] for e in events}
+        push_branches(forge, tmp / "seed", [f"senpai/{students[i]}/h-{i}" for i in experiments])
+        w = build_wrapper(str(config))
+        now = [datetime.fromisoformat(events[0]["at"])]
+        w.clock = lambda: now[0]  # the programme's time, as the forge's
+        prs: dict[int, object] = {}
+        wall, cpu, tail_cpu = 0.0, 0.0, 0.0
+        calls0, free0 = w.forge.calls, w.forge.not_modified  # type: ignore[attr-defined]
+        for n, ev in enumerate(events):
+            now[0] = datetime.fromisoformat(ev["at"])
+            set_clock(clock, now[0])
+            _apply(forge, ev, prs, base)
+            t0, c0 = time.perf_counter(), time.process_time()
+            w._observe(True)
+            plan(w._world(w._exps or [], []), w.cfg)
+            dt, dc = time.perf_counter() - t0, time.process_time() - c0
+            wall, cpu = wall + dt, cpu + dc
+            tail_cpu += dc if n >= len(events) * 9 // 10 else 0.0
+            if (n + 1) % max(1, len(events) // 10) == 0 or n == len(events) - 1:
+                click.echo(f"{n + 1}/{len(events)} events, {len(w._exps or [])} experiments, {cpu:.1f} s CPU", err=True)
+        closed = sum(e.state == "closed" for e in w._exps or [])
+        free = w.forge.not_modified - free0  # type: ignore[attr-defined]
+        charged = w.forge.calls - calls0 - free  # type: ignore[attr-defined]
+        w.store.close()
+        forge_rss = peak_rss_mib(server.pid)
     finally:
-        server.terminate()
-        server.wait(30)
+        stop(server)
     n = len(events)
     tail = n - n * 9 // 10
     return {
@@ -167,15 +148,17 @@ def replay(tmp: Path, events: list[dict]) -> dict:
         "cpu_ms_per_event": round(1000 * cpu / n, 1), "cpu_ms_per_event_last_tenth": round(1000 * tail_cpu / tail, 1),
         "charged_per_event": round(charged / n, 2), "not_modified_per_event": round(free / n, 2),
         "wrapper_max_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "forge_max_rss_mib": forge_rss, "closed_read": closed, "closed_applied": sum(e["kind"] == "close" for e in events),
     }  # fmt: skip
 
 
 def table(r: dict) -> str:
     head = ["events", "experiments", "events/s (refresh + plan)", "CPU ms/event (all / last tenth)",
-            "requests/event (charged / 304)", "wrapper max RSS MiB"]  # fmt: skip
+            "requests/event (charged / 304)", "read closed / closed", "max RSS MiB (wrapper / forge)"]  # fmt: skip
     cells = [r["events"], r["experiments"], r["events_per_second"],
              f"{r['cpu_ms_per_event']} / {r['cpu_ms_per_event_last_tenth']}",
-             f"{r['charged_per_event']} / {r['not_modified_per_event']}", r["wrapper_max_rss_mib"]]  # fmt: skip
+             f"{r['charged_per_event']} / {r['not_modified_per_event']}", f"{r['closed_read']} / {r['closed_applied']}",
+             f"{r['wrapper_max_rss_mib']} / {r['forge_max_rss_mib']}"]  # fmt: skip
     return "| " + " | ".join(head) + " |\n|" + "---|" * len(head) + "\n| " + " | ".join(str(c) for c in cells) + " |\n"
 
 

@@ -24,8 +24,9 @@ for key, value in {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "LITELLM_LOC
 
 from audit import DUPLICATES  # noqa: E402
 from chaos import fault_run, kill_run  # noqa: E402
+from fault_proxy import KINDS  # noqa: E402
 
-QUICK = {"kills": 20, "decided": 2, "fault_decided": 2, "timeout": 300.0, "max_gap": 4.0}
+QUICK = {"kills": 15, "decided": 1, "fault_decided": 1, "timeout": 300.0, "max_gap": 4.0}
 FULL = {"kills": 200, "decided": 12, "fault_decided": 6, "timeout": 3600.0, "max_gap": 4.0}
 
 
@@ -46,6 +47,8 @@ def table(results: list[dict], decided: dict[str, int]) -> str:
         injected = r.get("faults", {}).get("injected", {})
         total = sum(injected.values())
         kinds = ", ".join(f"{k} {n}" for k, n in injected.items() if n) or "-"
+        missing = [k for k in KINDS if not injected.get(k)] if "rate" in r else []
+        kinds += f"; none of: {', '.join(missing)}" if missing else ""
         dupes = ", ".join(f"{k.removeprefix('duplicate_')} {a[k]}" for k in DUPLICATES if a[k]) or "0"
         kills = ", ".join(f"{k} {n}" for k, n in r.get("kills", {}).items() if n) or "-"
         kills += f" (of {r['kills_requested']} asked)" if "kills_requested" in r else ""
