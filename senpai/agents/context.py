@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 from pathlib import Path
 
+from senpai import phases
 from senpai.agents.workcopy import WorkCopy
 from senpai.config.harness import HarnessConfig
 from senpai.config.target import TargetConfig, load_target
@@ -32,7 +33,9 @@ def prepare_turn(harness: HarnessConfig, forge: Forge, tracker: Tracker, workdir
     Raises TransientError if the clone fails on the network, ConfigError if senpai.yaml is bad.
     """
     ledger = LedgerReader(forge, tracker, Snapshot.of(harness.state_dir, harness.forge.token(), harness.forge.scope))
-    ledger.load()  # the wrapper's cache (and forge memo): the turn reads only what changed since its last refresh
+    with phases.phase("ledger snapshot"):
+        ledger.load()  # the wrapper's cache (and forge memo): the turn reads only what changed since its last refresh
     repo = WorkCopy.clone(forge.clone_url, workdir / "repo", forge.git_env(), harness.forge.base_branch)
-    target = load_target(repo.path)
+    with phases.phase("config"):
+        target = load_target(repo.path)
     return TurnContext(harness, forge, tracker, ledger, target, repo, workdir)

@@ -7,6 +7,7 @@ import os
 import secrets
 from pathlib import Path
 
+from senpai import phases
 from senpai.agents.context import TurnContext
 from senpai.config.harness import HarnessConfig
 from senpai.errors import NotFound, PermanentError
@@ -100,7 +101,9 @@ def open_hypothesis(
         ctx.repo.git("checkout", "--quiet", "-B", branch, baseline.commit)
         ctx.repo.commit_all(f"Start experiment {hid}: {h.hypothesis}", allow_empty=True)
         ctx.repo.push(branch)
-    return transitions.open_experiment(ctx.forge, h, branch, ctx.base, f"[{student}] {h.hypothesis}")
+    pr = transitions.open_experiment(ctx.forge, h, branch, ctx.base, f"[{student}] {h.hypothesis}")
+    phases.mark("opened")
+    return pr
 
 
 def _fetch_base(ctx: TurnContext, commit: str) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, stop_after_delay
 
+from senpai import phases
 from senpai.errors import PermanentError, TransientError
 from senpai.ledger.redact import redact
 
@@ -83,6 +84,10 @@ class WorkCopy:
         return self._git(list(args), cwd=self.path, network=network)
 
     def _git(self, args: list[str], cwd: Path, network: bool = False) -> str:
+        with phases.phase(f"git {args[0]}" if network else "git local"):
+            return self._git_untimed(args, cwd, network)
+
+    def _git_untimed(self, args: list[str], cwd: Path, network: bool) -> str:
         if not network:
             proc = subprocess.run(["git", *args], cwd=cwd, env=self.env, capture_output=True, text=True)
             if proc.returncode != 0:
@@ -159,7 +164,8 @@ class WorkCopy:
         return commit.stdout.decode().strip(), None, False
 
     def _run(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", *args], cwd=self.path, env={**self.env, **(env or {})}, capture_output=True)
+        with phases.phase("git local"):
+            return subprocess.run(["git", *args], cwd=self.path, env={**self.env, **(env or {})}, capture_output=True)
 
     def checkout_remote_branch(self, branch: str) -> None:
         self.git("fetch", "--quiet", "origin", branch, network=True)
