@@ -394,3 +394,14 @@ def test_ledger_reads_all_runs_in_one_scan_and_parses_only_changed_prs(tracker, 
     again = led.experiments()
     assert parsed == [numbers[3]] and len(scans) == 8 and led.tracker.parses == 12
     assert again[:3] + again[4:] == exps[:3] + exps[4:] and again[3].updated_at != exps[3].updated_at
+
+
+def test_reading_offline_runs_does_not_import_wandb(tracker, runs):
+    """A job reading a run back (the student's evidence, the advisor's ledger) pays no `wandb` import."""
+    code = (
+        "import sys; from senpai.config.harness import TrackerSettings; from senpai.tracker.wandb import WandbTracker\n"
+        f"t = WandbTracker(TrackerSettings(dir={str(tracker.dir)!r}, mode='offline'))\n"
+        "print(t.get_run('run-ok').summary['best'], sorted(m for m in ('wandb', 'google.protobuf') if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "0.7 []", proc.stdout + proc.stderr
