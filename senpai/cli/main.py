@@ -1,5 +1,6 @@
 """`senpai`: the click group, logging setup, and the one place errors become exit statuses."""
 
+import importlib
 import json
 import logging
 import os
@@ -18,7 +19,33 @@ class _JsonFormatter(logging.Formatter):
         return json.dumps({"level": record.levelname, "logger": record.name, "message": record.getMessage()})
 
 
-@click.group()
+# name -> "module:attribute"; a command's module is imported only when that command runs (or for
+# `senpai --help`): a job then loads `senpai.cli.job` alone, not the demo, wrapper and preflight.
+COMMANDS = {
+    "forge": "senpai.cli.forge:forge",
+    "ledger": "senpai.cli.ledger:ledger",
+    "wrapper": "senpai.cli.wrapper:wrapper",
+    "job": "senpai.cli.job:job",
+    "demo": "senpai.cli.demo:demo",
+    "validate": "senpai.cli.validate:validate",
+    "preflight": "senpai.cli.preflight:preflight",
+}
+
+
+class _LazyGroup(click.Group):
+    """A click group whose COMMANDS are imported on first use; `add_command` still works."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, attr = COMMANDS[cmd_name].split(":")
+            self.add_command(getattr(importlib.import_module(module), attr), cmd_name)
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=_LazyGroup)
 @click.option(
     "--log-format",
     type=click.Choice(["plain", "json"]),
@@ -33,21 +60,6 @@ def cli(log_format: str, verbose: bool) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_JsonFormatter() if log_format == "json" else logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, handlers=[handler], force=True)
-
-
-def _register() -> None:
-    from senpai.cli import demo, forge, job, ledger, preflight, validate, wrapper
-
-    cli.add_command(forge.forge)
-    cli.add_command(ledger.ledger)
-    cli.add_command(wrapper.wrapper)
-    cli.add_command(job.job)
-    cli.add_command(demo.demo)
-    cli.add_command(validate.validate)
-    cli.add_command(preflight.preflight)
-
-
-_register()
 
 
 def main() -> None:

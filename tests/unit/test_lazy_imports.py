@@ -16,7 +16,7 @@ import yaml
 from forge_fixtures import TOKEN
 from k8s_fixtures import k8s_settings
 
-HEAVY = ("kubernetes", "openhands", "litellm", "scipy", "optuna")
+HEAVY = ("kubernetes", "openhands", "litellm", "scipy", "optuna", "wandb")
 TOKEN_ENV = "SENPAI_LAZY_TOKEN"
 PROBE = f"""
 import json, sys
@@ -84,3 +84,15 @@ def test_a_search_student_does_not_import_optuna():
     code = f"import sys, senpai.agents.search.student; print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip() == "[]", proc.stderr
+
+
+def test_a_job_command_imports_only_its_own_command_module():
+    """`senpai job ...` loads `senpai.cli.job`, not the demo, the wrapper loop or preflight (and their rich, numpy)."""
+    others = ["senpai.cli.demo", "senpai.cli.preflight", "senpai.wrapper.loop", "senpai.cli.ledger", "rich"]
+    code = (
+        "import sys; from senpai.cli.main import main; sys.argv = ['senpai', 'job', 'student', '--help']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(m for m in {others!r} if m in sys.modules), 'senpai.cli.job' in sys.modules)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip().splitlines()[-1] == "[] True", proc.stdout + proc.stderr
