@@ -191,12 +191,17 @@ def _job_row(folder: Path) -> dict | None:
         "other (the job's own Python)": rec["left"] - rec["entered"] - command - sum(named.values()),
         "exit (teardown, log drain, reap)": finished - rec["left"],
     }
+    cpu = {name: c for name, (_, c, _) in rec["phases"].items()}
+    command_cpu = cpu.pop("command", 0.0)
+    entered_cpu = rec.get("cpu_entered")
+    cpu_split = {"process start + imports": entered_cpu, **cpu}
+    if entered_cpu is not None:
+        cpu_split["other (the job's own Python)"] = rec["cpu"] - entered_cpu - command_cpu - sum(cpu.values())
     marks = {k: v - launched for k, v in rec["marks"].items()}
     return {
         "job": folder.name, "role": role, "exit_code": status.exit_code, "wall": finished - launched,
-        "command": command, "overhead": finished - launched - command, "phases": split,
-        "harness_cpu": rec["cpu"] - rec["phases"].get("command", [0, 0, 0])[1],
-        "start": marks.get("command"), "to_pr": marks.get("opened"),
+        "command": command, "overhead": finished - launched - command, "phases": split, "phases_cpu": cpu_split,
+        "harness_cpu": rec["cpu"] - command_cpu, "start": marks.get("command"), "to_pr": marks.get("opened"),
     }  # fmt: skip
 
 
@@ -217,6 +222,7 @@ def _by_role(rows: list[dict]) -> list[dict]:
                                                 ("wall", "command", "overhead", "harness_cpu", "start", "to_pr")},
             "share_at_60s": round(100 * over / (over + TRAIN_SECONDS), 1) if over is not None else None,
             "phases": {k: _median([r["phases"].get(k, 0.0) for r in mine]) for k in names},
+            "phases_cpu": {k: _median([r.get("phases_cpu", {}).get(k) for r in mine]) for k in names},
         })  # fmt: skip
     return out
 
@@ -259,9 +265,15 @@ def overhead_table(fig: dict) -> list[str]:
         out.append("| " + " | ".join(str(c) for c in cells) + " |")
     seen = {k for r in roles for k in r["phases"]}
     names = [k for k in PHASE_ORDER if k in seen] + sorted(seen - set(PHASE_ORDER))
-    out += ["", "| overhead phase (median s) | " + " | ".join(r["role"] for r in roles) + " |", "|" + "---|" * (len(roles) + 1)]
-    out += [f"| {k} | " + " | ".join(_cell(r["phases"].get(k)) for r in roles) + " |" for k in names]
+    out += ["", "| overhead phase: median wall s (CPU s of the job's process and its git) | "
+            + " | ".join(r["role"] for r in roles) + " |", "|" + "---|" * (len(roles) + 1)]  # fmt: skip
+    out += [f"| {k} | " + " | ".join(_both(r, k) for r in roles) + " |" for k in names]
     return out
+
+
+def _both(role: dict, phase: str) -> str:
+    wall, cpu = role["phases"].get(phase), role.get("phases_cpu", {}).get(phase)
+    return _cell(wall) if wall is None or cpu is None else f"{wall} ({cpu})"
 
 
 def table(result: dict) -> str:

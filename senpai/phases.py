@@ -3,7 +3,7 @@
 A `senpai job ...` process records (`start`) and, when it ends, writes to stderr (its log):
 
     senpai-phases: {"role": ..., "entered": <epoch s>, "left": <epoch s>, "marks": {...},
-                    "phases": {"<phase>": [wall s, cpu s, calls], ...}, "cpu": <s>}
+                    "phases": {"<phase>": [wall s, cpu s, calls], ...}, "cpu_entered": <s>, "cpu": <s>}
 
 - `entered`/`left`: wall-clock times (epoch seconds) when the job's command began and ended, so
   the fleet's own timestamps (launch, process start, process exit) can be set beside them.
@@ -13,7 +13,8 @@ A `senpai job ...` process records (`start`) and, when it ends, writes to stderr
   so the phases never add up to more than `left - entered`.
 - `marks`: the epoch second something first happened (`command`: the first user command started;
   `opened`: the first hypothesis PR opened).
-- `cpu`: this process's CPU seconds, children included, from its start to `left`.
+- `cpu_entered`, `cpu`: this process's CPU seconds, children included, from its start to `entered`
+  (the interpreter's start and the imports) and to `left`.
 
 bench/job_start.py reads these lines to split each job's time into the user's command and the
 harness overhead. Recording costs two clock reads and two getrusage calls per phase.
@@ -38,6 +39,7 @@ _marks: dict[str, float] = {}
 _stack = threading.local()  # per thread: the open phases' [name, wall, cpu, inner wall, inner cpu]
 _role: str | None = None
 _entered: float | None = None
+_cpu_entered = 0.0
 
 
 def _cpu() -> float:
@@ -47,11 +49,11 @@ def _cpu() -> float:
 
 def start(role: str) -> None:
     """Begin recording this process's phases as job `role` (again from zero)."""
-    global _role, _entered
+    global _role, _entered, _cpu_entered
     with _lock:
         _totals.clear()
         _marks.clear()
-        _role, _entered = role, time.time()
+        _role, _entered, _cpu_entered = role, time.time(), _cpu()
 
 
 @contextmanager
@@ -117,7 +119,7 @@ def report() -> dict | None:
         phases = {k: [round(w, 4), round(c, 4), int(n)] for k, (w, c, n) in sorted(_totals.items())}
         marks = {k: round(v, 4) for k, v in _marks.items()}
     return {"role": _role, "pid": os.getpid(), "entered": round(_entered, 4), "left": round(time.time(), 4),
-            "marks": marks, "phases": phases, "cpu": round(_cpu(), 4)}  # fmt: skip
+            "marks": marks, "phases": phases, "cpu_entered": round(_cpu_entered, 4), "cpu": round(_cpu(), 4)}  # fmt: skip
 
 
 def emit() -> None:

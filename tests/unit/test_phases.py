@@ -27,7 +27,7 @@ def test_nested_phases_count_once():
         with phases.phase("inner"):
             pass
     rec = phases.report()
-    assert rec["role"] == "test"
+    assert rec["role"] == "test" and 0 <= rec["cpu_entered"] <= rec["cpu"]
     assert {k: v[2] for k, v in rec["phases"].items()} == {"outer": 1, "inner": 2}
     assert sum(wall for wall, _, _ in rec["phases"].values()) <= rec["left"] - rec["entered"] + 1e-3
     assert all(wall >= 0 and cpu >= 0 for wall, cpu, _ in rec["phases"].values())
