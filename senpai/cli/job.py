@@ -9,6 +9,7 @@ import click
 
 from senpai import phases
 from senpai.agents.context import prepare_turn
+from senpai.agents.mirror import handed_base
 from senpai.agents.secrets import scrub_environment
 from senpai.cli.options import config_option
 from senpai.cli.wiring import make_forge, make_tracker
@@ -35,7 +36,7 @@ def _context(config_path: str, role: str, workdir: Path | None = None):
     with phases.phase("adapters"):
         forge = phases.timed(make_forge(cfg, role), _forge_phase)
         tracker = phases.timed(make_tracker(cfg), lambda _: "tracker")
-    return prepare_turn(cfg, forge, tracker, workdir or Path.cwd())
+    return prepare_turn(cfg, forge, tracker, workdir or Path.cwd(), handed_base())
 
 
 def _events() -> EventBatch:
