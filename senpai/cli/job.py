@@ -11,6 +11,7 @@ from senpai import phases
 from senpai.agents.context import prepare_turn
 from senpai.agents.mirror import handed_base
 from senpai.agents.secrets import scrub_environment
+from senpai.cli.main import end_quickly
 from senpai.cli.options import config_option
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import HarnessConfig, LocalFleetSettings, load_harness
@@ -52,6 +53,7 @@ def job(ctx: click.Context) -> None:
     Each job ends its log (stderr) with one `senpai-phases:` line: where its time went (`senpai.phases`)."""
     phases.start(ctx.invoked_subcommand or "job")
     ctx.call_on_close(phases.emit)
+    end_quickly()  # `python -m senpai` skips the interpreter's teardown once the turn is done
 
 
 @job.command()

@@ -1,10 +1,12 @@
 """`senpai`: the click group, logging setup, and the one place errors become exit statuses."""
 
+import atexit
 import importlib
 import json
 import logging
 import os
 import sys
+from typing import NoReturn
 
 import click
 import requests
@@ -60,6 +62,35 @@ def cli(log_format: str, verbose: bool) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_JsonFormatter() if log_format == "json" else logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, handlers=[handler], force=True)
+
+
+_end_quickly = False
+
+
+def end_quickly() -> None:
+    """Ask `python -m senpai` to end this process without the interpreter's teardown (`exit_now`)
+    once the command is done. A job asks; the wrapper and the forge, long-lived, do not."""
+    global _end_quickly
+    _end_quickly = True
+
+
+def ends_quickly() -> bool:
+    return _end_quickly
+
+
+def exit_now(code: object) -> NoReturn:
+    """End the process as `sys.exit(code)` would, minus the teardown of the interpreter: the atexit
+    handlers run, stdout and stderr are flushed, then `os._exit`. Threads still running are not
+    waited for (a job leaves only daemon threads)."""
+    status = code if isinstance(code, int) else 0 if code is None else 1
+    if not isinstance(code, int | None):
+        print(code, file=sys.stderr)
+    for flush in (sys.stdout.flush, sys.stderr.flush, atexit._run_exitfuncs, sys.stdout.flush, sys.stderr.flush):
+        try:
+            flush()
+        except (OSError, ValueError):
+            status = status or 1  # as the interpreter does when it cannot flush stdout at exit
+    os._exit(status)
 
 
 def main() -> None:
