@@ -89,12 +89,15 @@ def test_a_search_student_does_not_import_optuna():
 
 
 def test_a_job_command_imports_only_its_own_command_module():
-    """`senpai job ...` loads `senpai.cli.job`, not the demo, the wrapper loop or preflight (and their rich, numpy)."""
+    """`senpai job ...` loads `senpai.cli.job`, not the demo, the wrapper loop or preflight (and their
+    rich, numpy), and pydantic never scans the installed distributions for plugins."""
     others = ["senpai.cli.demo", "senpai.cli.preflight", "senpai.wrapper.loop", "senpai.cli.ledger", "rich"]
     code = (
         "import sys; from senpai.cli.main import main; sys.argv = ['senpai', 'job', 'student', '--help']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        f"print(sorted(m for m in {others!r} if m in sys.modules), 'senpai.cli.job' in sys.modules)"
+        "from pydantic.plugin import _loader\n"
+        f"print(sorted(m for m in {others!r} if m in sys.modules), 'senpai.cli.job' in sys.modules, _loader._plugins)"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert proc.stdout.strip().splitlines()[-1] == "[] True", proc.stdout + proc.stderr
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.stdout.strip().splitlines()[-1] == "[] True None", proc.stdout + proc.stderr
