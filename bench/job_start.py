@@ -64,7 +64,7 @@ FIGURES = ("import", "start", "listing", "overhead")
 TRAIN_SECONDS = 60.0  # the target: overhead <= 3% of a job whose training takes this long
 PHASE_ORDER = (
     "launch (stage, supervisor, claim)", "process start + imports", "config", "redaction filter", "adapters",
-    "ledger snapshot", "git clone", "git fetch", "git local", "git push", "forge read", "forge write", "tracker",
+    "ledger snapshot", "git clone (mirror)", "git clone", "git fetch", "git local", "git push", "forge read", "forge write", "tracker",
     "propose", "command cleanup", "other (the job's own Python)", "exit (teardown, log drain, reap)",
 )  # fmt: skip
 
