@@ -14,10 +14,6 @@ import requests
 from senpai.errors import SenpaiError, TransientError
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-# pydantic looks for plugins in the entry points of every installed distribution when it builds its
-# first model: 0.1-0.15 s of CPU in every senpai process (the wrapper's supervisors and jobs inherit
-# this), for plugins senpai does not use. PYDANTIC_DISABLE_PLUGINS="" (set beforehand) loads them.
-os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 
 class _JsonFormatter(logging.Formatter):
