@@ -101,3 +101,10 @@ def test_a_job_command_imports_only_its_own_command_module():
     env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert proc.stdout.strip().splitlines()[-1] == "[] True None", proc.stdout + proc.stderr
+
+
+def test_the_proposal_imports_optuna_without_redis_and_leaves_redis_importable():
+    """Optuna would import redis (installed for litellm) for a storage senpai never uses."""
+    code = "import sys, senpai.agents.search.propose; print('redis' in sys.modules); import redis; print(redis.__name__)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.split() == ["False", "redis"], proc.stderr
