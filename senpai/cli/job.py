@@ -15,9 +15,8 @@ from senpai.cli.main import end_quickly
 from senpai.cli.options import config_option
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import HarnessConfig, LocalFleetSettings, load_harness
-from senpai.ledger.events import EventBatch
+from senpai.ledger.events import ENV_EVENTS, EventBatch
 from senpai.ledger.redact import redact_own_output
-from senpai.wrapper.dispatch import ENV_EVENTS
 
 FORGE_WRITES = frozenset(
     {"create_pull", "update_pull", "set_labels", "merge_pull", "create_comment", "create_issue", "ensure_labels"}

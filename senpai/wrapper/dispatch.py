@@ -14,7 +14,7 @@ from senpai.fleet.base import Fleet, JobSpec
 from senpai.forge.base import Forge
 from senpai.ledger import escalation, transitions
 from senpai.ledger.blocks import Evidence, PrimaryResult
-from senpai.ledger.events import EventBatch
+from senpai.ledger.events import ENV_EVENTS, EventBatch
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import Status, with_student
 from senpai.ledger.records import neutral
@@ -22,7 +22,6 @@ from senpai.ledger.redact import redact
 from senpai.wrapper.policy import Action, Block, DeleteJob, Escalate, FailureEvidence, FinishAttempts, Launch, RestoreStudent
 
 log = logging.getLogger(__name__)
-ENV_EVENTS = "SENPAI_EVENTS"
 ESCALATION_TAIL = 12  # log lines of the last failed run shown in an escalation issue
 
 
