@@ -50,29 +50,37 @@ def handed_base(env: Mapping[str, str] = os.environ) -> str | None:
     return sha if _SHA.match(sha) else None
 
 
-def update(path: Path, url: str, env: Mapping[str, str], branch: str) -> str | None:
-    """Fetch `branch` from `url` into the bare mirror at `path` (made if missing) and return the sha
-    it now holds, or None (logged) if git failed or took over UPDATE_TIMEOUT_SECONDS; the mirror is
-    then removed, so that what a killed fetch left (a lock file) cannot fail the next update. `env`
-    carries the forge credentials (`Forge.git_env`)."""
+def update(path: Path, url: str, env: Mapping[str, str], branch: str, want: str | None = None) -> str | None:
+    """Bring the bare mirror at `path` (made if missing) to `branch` of `url` and return the sha it
+    then holds; a mirror already at `want` (a restarted wrapper's) is not fetched again. None
+    (logged) if git failed or took over UPDATE_TIMEOUT_SECONDS: the mirror is then removed, so that
+    what a killed fetch left (a lock file) cannot fail the next update. `env` carries the forge
+    credentials (`Forge.git_env`)."""
     full = {**os.environ, **IDENTITY, **env}
-    steps = [["fetch", "--quiet", "--no-tags", url, f"+refs/heads/{branch}:refs/heads/{branch}"],
-             ["rev-parse", "--verify", f"refs/heads/{branch}^{{commit}}"]]  # fmt: skip
+    head = ["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}"]
+    if want is not None and (path / "HEAD").is_file() and _git(path, full, head, quiet=True) == want:
+        return want
+    steps = [["fetch", "--quiet", "--no-tags", url, f"+refs/heads/{branch}:refs/heads/{branch}"], head]
     if not (path / "HEAD").is_file():
         path.mkdir(parents=True, exist_ok=True)
         steps.insert(0, ["init", "--quiet", "--bare"])
-    out = ""
+    out: str | None = ""
     for args in steps:
-        try:
-            proc = subprocess.run(
-                ["git", *args], cwd=path, env=full, capture_output=True, text=True, timeout=UPDATE_TIMEOUT_SECONDS
-            )
-            problem = proc.stderr.strip()[-300:] if proc.returncode != 0 else None
-        except (OSError, subprocess.TimeoutExpired) as e:
-            problem = str(e)
-        if problem is not None:
-            log.warning("base mirror %s not updated (jobs clone from the forge): git %s: %s", path, args[0], problem)
+        if (out := _git(path, full, args)) is None:
             shutil.rmtree(path, ignore_errors=True)
             return None
-        out = proc.stdout.strip()
-    return out if _SHA.match(out) else None
+    return out if out and _SHA.match(out) else None
+
+
+def _git(path: Path, env: dict[str, str], args: list[str], quiet: bool = False) -> str | None:
+    """stdout of `git ARGS` in `path`, or None (logged unless `quiet`) if it failed or timed out."""
+    try:
+        proc = subprocess.run(["git", *args], cwd=path, env=env, capture_output=True, text=True, timeout=UPDATE_TIMEOUT_SECONDS)
+        problem = proc.stderr.strip()[-300:] if proc.returncode != 0 else None
+    except (OSError, subprocess.TimeoutExpired) as e:
+        problem = str(e)
+    if problem is not None:
+        if not quiet:
+            log.warning("base mirror %s not updated (jobs clone from the forge): git %s: %s", path, args[0], problem)
+        return None
+    return proc.stdout.strip()

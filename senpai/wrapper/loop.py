@@ -103,7 +103,8 @@ class Wrapper:
             return
         self._mirror_tried = self._base_sha
         path = mirror.mirror_path(self.cfg.state_dir)
-        self._mirrored = mirror.update(path, self.forge.clone_url, self.forge.git_env(), self.cfg.forge.base_branch)
+        base = self.cfg.forge.base_branch
+        self._mirrored = mirror.update(path, self.forge.clone_url, self.forge.git_env(), base, want=self._base_sha)
         self.dispatcher.job_env = {mirror.ENV_MIRROR_BASE: self._mirrored} if self._mirrored else {}
 
     def _save_snapshot(self) -> None:

@@ -35,7 +35,10 @@ def test_update_mirrors_only_the_base_branch_and_follows_it(mirrored, tmp_path):
     assert sha == forge.branch_sha("advisor")
     assert run_git(path, "for-each-ref", "--format=%(refname)") == "refs/heads/advisor"
     moved = commit_and_push(forge, tmp_path / "seed", "advisor", {"train.py": "print('v2')\n"})
-    assert mirror.update(path, forge.clone_url, forge.git_env(), "advisor") == moved
+    assert mirror.update(path, forge.clone_url, forge.git_env(), "advisor", want=moved) == moved
+    # a restarted wrapper finds the mirror at the base it read: nothing is fetched (this URL would fail)
+    assert mirror.update(path, forge.clone_url + "-gone", forge.git_env(), "advisor", want=moved) == moved
+    assert mirror.update(path, forge.clone_url + "-gone", forge.git_env(), "advisor", want=sha) is None
 
 
 def test_a_job_copies_the_mirror_when_it_holds_the_handed_sha(mirrored, tmp_path):
