@@ -2,12 +2,13 @@
 
 Each figure is measured next to what the code did before issue 10, in the same run:
 
-- **CLI import**: `import senpai.cli.main` in a fresh interpreter, median of `--runs`, next to
+- **CLI import**: `import senpai.cli.main, senpai.cli.job` (what `senpai job` loads: the CLI's
+  subcommands are imported when they run) in a fresh interpreter, median of `--runs`, next to
   the same import plus what it used to pull in eagerly (the kubernetes client through
   `senpai.fleet.k8s_cluster`, and `scipy.stats`), and a bare `python -c pass`.
 - **Job start**: from `LocalFleet.launch` to the job command's first line, median of `--runs`:
   `date +%s.%N` (the fleet's own cost: staging, the supervisor, the claim), and a Python command
-  that prints once `senpai.cli.main` is imported, with and without the old eager imports.
+  that prints once the job CLI is imported, with and without the old eager imports.
 - **Listing**: `LocalFleet.list()` over N finished jobs plus 2 running ones: a fleet object's
   first list (every folder read, as every tick did before, and as a restarted wrapper does
   once) next to a later tick's list (finished jobs from memory), median of `--ticks`. The
@@ -57,6 +58,7 @@ from senpai.fleet.local import LocalFleet  # noqa: E402
 from senpai.fleet.supervise import STATUS, JobDir, StatusRecord, utcnow  # noqa: E402
 from senpai.forge.localforge.server import LocalForgeServer  # noqa: E402
 
+JOB_CLI = "senpai.cli.main, senpai.cli.job"  # what `python -m senpai job ...` imports before it runs
 EAGER_BEFORE = "import senpai.fleet.k8s_cluster, scipy.stats"  # what every senpai process imported before issue 10
 QUICK = {"runs": 5, "jobs": [60, 600], "overhead": (2, 2)}
 FULL = {"runs": 9, "jobs": [60, 600, 6000], "overhead": (2, 6)}
@@ -64,8 +66,9 @@ FIGURES = ("import", "start", "listing", "overhead")
 TRAIN_SECONDS = 60.0  # the issue's target: overhead <= 3% of a job whose training takes this long
 PHASE_ORDER = (
     "launch (stage, supervisor, claim)", "process start + imports", "config", "redaction filter", "adapters",
-    "ledger snapshot", "git clone (mirror)", "git clone", "git fetch", "git local", "git push", "forge read", "forge write", "tracker",
-    "propose", "command cleanup", "other (the job's own Python)", "exit (teardown, log drain, reap)",
+    "ledger snapshot", "git clone (mirror)", "git clone", "git fetch", "git local", "git push", "forge read",
+    "forge write", "tracker", "propose", "command cleanup", "other (the job's own Python)",
+    "exit (teardown, log drain, reap)",
 )  # fmt: skip
 
 
@@ -83,8 +86,8 @@ def cli_import(runs: int) -> list[dict]:
     py = sys.executable
     cases = {
         "python -c pass": [py, "-c", "pass"],
-        "import senpai.cli.main": [py, "-c", "import senpai.cli.main"],
-        "import senpai.cli.main + the old eager imports": [py, "-c", f"import senpai.cli.main; {EAGER_BEFORE}"],
+        f"import {JOB_CLI}": [py, "-c", f"import {JOB_CLI}"],
+        f"import {JOB_CLI} + the old eager imports": [py, "-c", f"import {JOB_CLI}; {EAGER_BEFORE}"],
     }
     return [{"what": what, "seconds": round(_median_seconds(cmd, runs), 3)} for what, cmd in cases.items()]
 
@@ -104,11 +107,11 @@ def job_start(root: Path, runs: int) -> list[dict]:
     stamp = "import time; print(f'{time.time():.6f}', flush=True)"
     cases = {
         "date +%s.%N": ["sh", "-c", "date +%s.%N"],
-        "python: senpai.cli.main imported": [sys.executable, "-c", f"import senpai.cli.main; {stamp}"],
-        "python: senpai.cli.main + the old eager imports": [
+        "python: the job CLI imported": [sys.executable, "-c", f"import {JOB_CLI}; {stamp}"],
+        "python: the job CLI + the old eager imports": [
             sys.executable,
             "-c",
-            f"import senpai.cli.main; {EAGER_BEFORE}; {stamp}",
+            f"import {JOB_CLI}; {EAGER_BEFORE}; {stamp}",
         ],
     }
     fleet = LocalFleet(root, gpus=[])
