@@ -3,6 +3,8 @@
 from dataclasses import dataclass
 from pathlib import Path
 
+from senpai import phases
+from senpai.agents.mirror import mirror_path
 from senpai.agents.workcopy import WorkCopy
 from senpai.config.harness import HarnessConfig
 from senpai.config.target import TargetConfig, load_target
@@ -26,13 +28,20 @@ class TurnContext:
         return self.harness.forge.base_branch
 
 
-def prepare_turn(harness: HarnessConfig, forge: Forge, tracker: Tracker, workdir: Path) -> TurnContext:
-    """Clone the research base branch into `workdir/repo` and load its senpai.yaml.
+def prepare_turn(
+    harness: HarnessConfig, forge: Forge, tracker: Tracker, workdir: Path, mirrored_base: str | None = None
+) -> TurnContext:
+    """Clone the research base branch into `workdir/repo` and load its senpai.yaml. With
+    `mirrored_base` (the sha the wrapper mirrored, `senpai.agents.mirror.handed_base`), the clone is
+    copied from the wrapper's mirror if it holds that sha, else it comes from the forge.
 
     Raises TransientError if the clone fails on the network, ConfigError if senpai.yaml is bad.
     """
     ledger = LedgerReader(forge, tracker, Snapshot.of(harness.state_dir, harness.forge.token(), harness.forge.scope))
-    ledger.load()  # the wrapper's cache (and forge memo): the turn reads only what changed since its last refresh
-    repo = WorkCopy.clone(forge.clone_url, workdir / "repo", forge.git_env(), harness.forge.base_branch)
-    target = load_target(repo.path)
+    with phases.phase("ledger snapshot"):
+        ledger.load()  # the wrapper's cache (and forge memo): the turn reads only what changed since its last refresh
+    mirror = (mirror_path(harness.state_dir), mirrored_base) if mirrored_base else None
+    repo = WorkCopy.clone(forge.clone_url, workdir / "repo", forge.git_env(), harness.forge.base_branch, mirror=mirror)
+    with phases.phase("config"):
+        target = load_target(repo.path)
     return TurnContext(harness, forge, tracker, ledger, target, repo, workdir)

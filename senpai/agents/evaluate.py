@@ -25,6 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from senpai import phases
 from senpai.agents.artifacts import digest, refusal, set_read_only
 from senpai.agents.measure import GRACE_SECONDS, Outcome, clear, run_command
 from senpai.config.target import Holdout
@@ -116,7 +117,8 @@ def reset_checkout(checkout: Path, sha: str, timeout: float | None = None) -> No
     for args in (["reset", "-q", "--hard", sha], ["clean", "-q", "-ffdx"]):
         left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
         try:
-            proc = subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True, timeout=left)
+            with phases.phase("git local"):
+                proc = subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True, timeout=left)
         except subprocess.TimeoutExpired:
             kill_new_descendants(before, GRACE_SECONDS)
             raise ResetFailed(f"git {args[0]} of the {checkout.name} checkout took over {timeout:g} s", True) from None

@@ -7,6 +7,7 @@ import os
 import secrets
 from pathlib import Path
 
+from senpai import phases
 from senpai.agents.context import TurnContext
 from senpai.config.harness import HarnessConfig
 from senpai.errors import PermanentError
@@ -102,7 +103,9 @@ def open_hypothesis(
     # a conditional re-list (free when nothing changed since the turn's own read) finds a PR a
     # crashed turn already opened from `branch`
     pulls = ctx.ledger.list_pulls()
-    return transitions.open_experiment(ctx.forge, h, branch, ctx.base, f"[{student}] {h.hypothesis}", pulls)
+    pr = transitions.open_experiment(ctx.forge, h, branch, ctx.base, f"[{student}] {h.hypothesis}", pulls)
+    phases.mark("opened")
+    return pr
 
 
 def _fetch_base(ctx: TurnContext, commit: str) -> None:

@@ -22,6 +22,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from senpai import phases
 from senpai.agents.environ import allowed_env
 from senpai.fleet.procs import ENV_RUN, become_subreaper, descendants, kill_new_descendants, kill_tagged
 
@@ -119,7 +120,8 @@ def run_command(
     """Run shell `command` in `cwd` with `env` over the allow-listed os.environ; kill it (and all
     it started) after `timeout` seconds. The whole output goes to `log` if given. Inherited
     variables whose names start with a prefix in `drop` are left out (the verifier drops
-    `PYTHON*` and `SENPAI_*`: PYTHONPATH, the harness config's path...)."""
+    `PYTHON*` and `SENPAI_*`: PYTHONPATH, the harness config's path...). The command's own run is
+    phase `command` (`senpai.phases`), stopping what it left behind phase `command cleanup`."""
     start = time.monotonic()
     # `python` in a target command is the interpreter running senpai (it has wandb); PATH wins otherwise
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
@@ -129,24 +131,27 @@ def run_command(
     become_subreaper()
     before = descendants()
     with open(clear(log) if log is not None else os.devnull, "wb") as sink:
-        proc = subprocess.Popen(
-            command, shell=True, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-        reader = _Reader(proc.stdout, sink)
-        thread = threading.Thread(target=reader.run, daemon=True)
-        thread.start()
-        try:
-            returncode: int | None = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            returncode = None
-        kill_tagged(ENV_RUN, tag, GRACE_SECONDS)  # leftovers, and the command itself at the timeout
-        _killpg(proc.pid)  # anything that dropped its tag but stayed in the session's group
-        proc.wait()
-        # one that also cleared its environment and left the group: reparented to us, as our reaper
-        kill_new_descendants(before, GRACE_SECONDS)
-        thread.join(timeout=GRACE_SECONDS)  # a stranger that inherited the pipe must not hold us
-        proc.stdout.close()
+        phases.mark("command")
+        with phases.phase("command"):
+            proc = subprocess.Popen(
+                command, shell=True, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+            reader = _Reader(proc.stdout, sink)
+            thread = threading.Thread(target=reader.run, daemon=True)
+            thread.start()
+            try:
+                returncode: int | None = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                returncode = None
+        with phases.phase("command cleanup"):
+            kill_tagged(ENV_RUN, tag, GRACE_SECONDS)  # leftovers, and the command itself at the timeout
+            _killpg(proc.pid)  # anything that dropped its tag but stayed in the session's group
+            proc.wait()
+            # one that also cleared its environment and left the group: reparented to us, as our reaper
+            kill_new_descendants(before, GRACE_SECONDS)
+            thread.join(timeout=GRACE_SECONDS)  # a stranger that inherited the pipe must not hold us
+            proc.stdout.close()
     return Outcome(returncode, time.monotonic() - start, reader.text(), dict(reader.values))
 
 

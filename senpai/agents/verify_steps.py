@@ -18,6 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from senpai import phases
 from senpai.agents.context import TurnContext
 from senpai.agents.evaluate import SCRUBBED, EvaluatorFiles, Trained, reset_checkout, step_env, train_step
 from senpai.agents.measure import clear, run_command
@@ -105,7 +106,8 @@ def side_clone(repo: Path, sha: str, dest: Path) -> Path:
         ["-C", str(dest), "remote", "remove", "origin"],
     ]
     for args in steps:
-        proc = subprocess.run(["git", *args], capture_output=True, text=True)
+        with phases.phase("git local"):
+            proc = subprocess.run(["git", *args], capture_output=True, text=True)
         if proc.returncode != 0:
             raise PermanentError(f"git {args[0] if args[0] != '-C' else args[2]} of {dest}: {proc.stderr.strip()[-300:]}")
     return dest

@@ -10,6 +10,7 @@ and the job exits 3 so the wrapper relaunches it later.  Each retry is harmless:
 leaves no directory behind, a fetch is read-only, and a push of the same head is a no-op.
 """
 
+import logging
 import os
 import re
 import shutil
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, stop_after_delay
 
+from senpai import phases
 from senpai.errors import PermanentError, TransientError
 from senpai.ledger.redact import redact
 
@@ -35,6 +37,7 @@ _PERMANENT = re.compile(
     re.IGNORECASE,
 )
 _RETRY_AFTER = re.compile(r"<= Recv header: Retry-After: *(\d+)", re.IGNORECASE)
+log = logging.getLogger(__name__)
 
 
 class _GitFault(Exception):
@@ -71,18 +74,58 @@ class WorkCopy:
 
     @classmethod
     def clone(
-        cls, url: str, path: Path, env: dict[str, str], branch: str, sleep: Callable[[float], None] = time.sleep
+        cls,
+        url: str,
+        path: Path,
+        env: dict[str, str],
+        branch: str,
+        sleep: Callable[[float], None] = time.sleep,
+        mirror: tuple[Path, str] | None = None,
     ) -> "WorkCopy":
+        """Clone `branch` of `url` at `path`. With `mirror` (a bare repository, the sha its `branch`
+        must be at), copy it from there if it holds exactly that (`senpai.agents.mirror`), else
+        clone from `url`; either way `origin` is `url`."""
         wc = cls(path, env, sleep)
         path.parent.mkdir(parents=True, exist_ok=True)
+        if mirror is not None and wc._copy_mirror(*mirror, url, branch):
+            return wc
         wc._git(["clone", "--quiet", "--branch", branch, url, str(path)], cwd=path.parent, network=True)
         return wc
+
+    def _copy_mirror(self, mirror: Path, sha: str, url: str, branch: str) -> bool:
+        """Clone `branch` of the bare repository `mirror` through git's pack protocol (every object
+        copied and hashed again, no alternates) and keep it only if its head is `sha`; then point
+        `origin` at `url`. False (nothing left at `path`) on any failure or another sha."""
+        steps = [
+            ["clone", "--quiet", "--branch", branch, mirror.resolve().as_uri(), str(self.path)],
+            ["-C", str(self.path), "rev-parse", "--verify", "HEAD^{commit}"],
+            ["-C", str(self.path), "remote", "set-url", "origin", url],
+        ]
+        why = None
+        with phases.phase("git clone (mirror)"):
+            for args in steps:
+                proc = subprocess.run(["git", *args], cwd=self.path.parent, env=self.env, capture_output=True, text=True)
+                if proc.returncode != 0:
+                    why = f"git {args[0] if args[0] != '-C' else args[2]}: {proc.stderr.strip()[-300:]}"
+                    break
+                if args[-1] == "HEAD^{commit}" and proc.stdout.strip() != sha:
+                    why = f"its {branch} is {proc.stdout.strip()[:12]}, not {sha[:12]}"
+                    break
+        if why is None:
+            return True
+        log.info("not cloning from the base mirror %s (%s): cloning from the forge", mirror, why)
+        shutil.rmtree(self.path, ignore_errors=True)
+        return False
 
     def git(self, *args: str, network: bool = False) -> str:
         """Run `git <args>` in the work copy; returns stdout (stripped)."""
         return self._git(list(args), cwd=self.path, network=network)
 
     def _git(self, args: list[str], cwd: Path, network: bool = False) -> str:
+        with phases.phase(f"git {args[0]}" if network else "git local"):
+            return self._git_untimed(args, cwd, network)
+
+    def _git_untimed(self, args: list[str], cwd: Path, network: bool) -> str:
         if not network:
             proc = subprocess.run(["git", *args], cwd=cwd, env=self.env, capture_output=True, text=True)
             if proc.returncode != 0:
@@ -159,7 +202,8 @@ class WorkCopy:
         return commit.stdout.decode().strip(), None, False
 
     def _run(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", *args], cwd=self.path, env={**self.env, **(env or {})}, capture_output=True)
+        with phases.phase("git local"):
+            return subprocess.run(["git", *args], cwd=self.path, env={**self.env, **(env or {})}, capture_output=True)
 
     def checkout_remote_branch(self, branch: str) -> None:
         self.git("fetch", "--quiet", "origin", branch, network=True)

@@ -7,21 +7,36 @@ from pathlib import Path
 
 import click
 
+from senpai import phases
 from senpai.agents.context import prepare_turn
+from senpai.agents.mirror import handed_base
 from senpai.agents.secrets import scrub_environment
+from senpai.cli.main import end_quickly
 from senpai.cli.options import config_option
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import HarnessConfig, LocalFleetSettings, load_harness
-from senpai.ledger.events import EventBatch
+from senpai.ledger.events import ENV_EVENTS, EventBatch
 from senpai.ledger.redact import redact_own_output
-from senpai.wrapper.dispatch import ENV_EVENTS
+
+FORGE_WRITES = frozenset(
+    {"create_pull", "update_pull", "set_labels", "merge_pull", "create_comment", "create_issue", "ensure_labels"}
+)
+
+
+def _forge_phase(method: str) -> str:
+    return "forge write" if method in FORGE_WRITES else "forge read"
 
 
 def _context(config_path: str, role: str, workdir: Path | None = None):
-    cfg = load_harness(config_path)
+    with phases.phase("config"):
+        cfg = load_harness(config_path)
     keys = [cfg.forge.token_env, *(r.llm.api_key_env for r in (cfg.runtime.advisor, cfg.runtime.student) if r.llm)]
-    redact_own_output([*keys, *(s.env for s in getattr(cfg.fleet, "secret_env", []))])  # before anything prints
-    return prepare_turn(cfg, make_forge(cfg, role), make_tracker(cfg), workdir or Path.cwd())
+    with phases.phase("redaction filter"):
+        redact_own_output([*keys, *(s.env for s in getattr(cfg.fleet, "secret_env", []))])  # before anything prints
+    with phases.phase("adapters"):
+        forge = phases.timed(make_forge(cfg, role), _forge_phase)
+        tracker = phases.timed(make_tracker(cfg), lambda _: "tracker")
+    return prepare_turn(cfg, forge, tracker, workdir or Path.cwd(), handed_base())
 
 
 def _events() -> EventBatch:
@@ -30,8 +45,14 @@ def _events() -> EventBatch:
 
 
 @click.group()
-def job() -> None:
-    """Run one job turn (the wrapper launches these through the fleet)."""
+@click.pass_context
+def job(ctx: click.Context) -> None:
+    """Run one job turn (the wrapper launches these through the fleet).
+
+    Each job ends its log (stderr) with one `senpai-phases:` line: where its time went (`senpai.phases`)."""
+    phases.start(ctx.invoked_subcommand or "job")
+    ctx.call_on_close(phases.emit)
+    end_quickly()  # `python -m senpai` skips the interpreter's teardown once the turn is done
 
 
 @job.command()

@@ -1,9 +1,12 @@
 """`senpai`: the click group, logging setup, and the one place errors become exit statuses."""
 
+import atexit
+import importlib
 import json
 import logging
 import os
 import sys
+from typing import NoReturn
 
 import click
 import requests
@@ -18,7 +21,33 @@ class _JsonFormatter(logging.Formatter):
         return json.dumps({"level": record.levelname, "logger": record.name, "message": record.getMessage()})
 
 
-@click.group()
+# name -> "module:attribute"; a command's module is imported only when that command runs (or for
+# `senpai --help`): a job then loads `senpai.cli.job` alone, not the demo, wrapper and preflight.
+COMMANDS = {
+    "forge": "senpai.cli.forge:forge",
+    "ledger": "senpai.cli.ledger:ledger",
+    "wrapper": "senpai.cli.wrapper:wrapper",
+    "job": "senpai.cli.job:job",
+    "demo": "senpai.cli.demo:demo",
+    "validate": "senpai.cli.validate:validate",
+    "preflight": "senpai.cli.preflight:preflight",
+}
+
+
+class _LazyGroup(click.Group):
+    """A click group whose COMMANDS are imported on first use; `add_command` still works."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, attr = COMMANDS[cmd_name].split(":")
+            self.add_command(getattr(importlib.import_module(module), attr), cmd_name)
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=_LazyGroup)
 @click.option(
     "--log-format",
     type=click.Choice(["plain", "json"]),
@@ -35,19 +64,33 @@ def cli(log_format: str, verbose: bool) -> None:
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, handlers=[handler], force=True)
 
 
-def _register() -> None:
-    from senpai.cli import demo, forge, job, ledger, preflight, validate, wrapper
-
-    cli.add_command(forge.forge)
-    cli.add_command(ledger.ledger)
-    cli.add_command(wrapper.wrapper)
-    cli.add_command(job.job)
-    cli.add_command(demo.demo)
-    cli.add_command(validate.validate)
-    cli.add_command(preflight.preflight)
+_end_quickly = False
 
 
-_register()
+def end_quickly() -> None:
+    """Ask `python -m senpai` to end this process without the interpreter's teardown (`exit_now`)
+    once the command is done. A job asks; the wrapper and the forge, long-lived, do not."""
+    global _end_quickly
+    _end_quickly = True
+
+
+def ends_quickly() -> bool:
+    return _end_quickly
+
+
+def exit_now(code: object) -> NoReturn:
+    """End the process as `sys.exit(code)` would, minus the teardown of the interpreter: the atexit
+    handlers run, stdout and stderr are flushed, then `os._exit`. Threads still running are not
+    waited for (a job leaves only daemon threads)."""
+    status = code if isinstance(code, int) else 0 if code is None else 1
+    if not isinstance(code, int | None):
+        print(code, file=sys.stderr)
+    for flush in (sys.stdout.flush, sys.stderr.flush, atexit._run_exitfuncs, sys.stdout.flush, sys.stderr.flush):
+        try:
+            flush()
+        except (OSError, ValueError):
+            status = status or 1  # as the interpreter does when it cannot flush stdout at exit
+    os._exit(status)
 
 
 def main() -> None:

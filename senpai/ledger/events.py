@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+ENV_EVENTS = "SENPAI_EVENTS"  # a job's events: an EventBatch as JSON, set by the wrapper when it launches the job
 Kind = Literal["review", "verified", "idle", "stale", "message", "try"]
 Scalar = str | int | float | bool | None
 

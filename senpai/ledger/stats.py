@@ -19,14 +19,17 @@ each, `schedule`); every look spends `alpha / looks` (Bonferroni), so the chance
 accepts a null edit stays at most `alpha`, whichever look decides and however futility stops it.
 """
 
+from __future__ import annotations
+
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Literal
 
 from senpai.config.target import Holdout
+
+if TYPE_CHECKING:  # numpy (and scipy) are imported where numbers are judged: a job that judges none skips them
+    import numpy as np
 
 Direction = Literal["maximize", "minimize"]
 RESAMPLES = 9999  # bootstrap resamples; the expanded level needs > 1/alpha' of them for 3 seeds
@@ -77,6 +80,8 @@ def judge(
     problem = _unusable(hold, candidate, baseline)
     if problem:
         return Judgement(False, False, None, None, None, None, f"{hold.metric}: {problem}")
+    import numpy as np
+
     sign = 1.0 if direction == "maximize" else -1.0
     c, b = sign * np.asarray(candidate, float), sign * np.asarray(baseline, float)
     improvement = float(c.mean() - b.mean())
@@ -116,6 +121,8 @@ def _unusable(hold: Holdout, candidate: list[float], baseline: list[float]) -> s
 
 
 def _noise_floor(hold: Holdout, b: np.ndarray, improvement: float, head: str, remains: bool) -> Judgement:
+    import numpy as np
+
     spread = float(np.std(b, ddof=1))
     floor = max(hold.noise_k * spread, hold.min_floor or 0.0)
     how = f"noise floor {floor:.4g} ({hold.noise_k:g} x stdev {spread:.3g}, at least {hold.min_floor or 0:g})"
@@ -132,6 +139,7 @@ def _exact(diff: float) -> tuple[float, float]:
 
 
 def _welch(c: np.ndarray, b: np.ndarray, alpha: float) -> tuple[float, float, str]:
+    import numpy as np
     from scipy import stats  # scipy costs ~1 s to import: only a verdict pays it
 
     if np.ptp(c) == 0 and np.ptp(b) == 0:  # np.var of equal floats can be 1e-35, not 0
@@ -145,6 +153,7 @@ def _welch(c: np.ndarray, b: np.ndarray, alpha: float) -> tuple[float, float, st
 
 
 def _paired(c: np.ndarray, b: np.ndarray, alpha: float) -> tuple[float, float, str]:
+    import numpy as np
     from scipy import stats  # as in _welch
 
     d = c - b
@@ -159,11 +168,15 @@ def _paired(c: np.ndarray, b: np.ndarray, alpha: float) -> tuple[float, float, s
 
 
 def _mean_difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    import numpy as np
+
     return np.mean(x, axis=axis) - np.mean(y, axis=axis)
 
 
 def _welch_df(c: np.ndarray, b: np.ndarray) -> float:
     """Welch–Satterthwaite degrees of freedom (n_c + n_b - 2 when neither side varies)."""
+    import numpy as np
+
     vc, vb = np.var(c, ddof=1) / len(c), np.var(b, ddof=1) / len(b)
     if vc + vb == 0:
         return float(len(c) + len(b) - 2)
@@ -174,6 +187,7 @@ def _bootstrap(c: np.ndarray, b: np.ndarray, alpha: float) -> tuple[float, float
     """(lower bound, p, text).  Expanded percentile: the level alpha' = Phi(sqrt(n/(n-1)) t_alpha,df)
     makes the percentile bound as wide as a t-bound (n the smaller side, df Welch–Satterthwaite's:
     with n_c + n_b - 2 it accepted 5.8% of null edits with 4 seeds a side, with n - 1 only 3.6%)."""
+    import numpy as np
     from scipy import stats  # as in _welch
 
     n, df = min(len(c), len(b)), _welch_df(c, b)
@@ -211,6 +225,7 @@ def bh_adjust(p_values: list[float]) -> list[float]:
     """
     if not p_values:
         return []
+    import numpy as np
     from scipy import stats  # as in _welch
 
     ps = np.array([p if isinstance(p, (int, float)) and math.isfinite(p) else 1.0 for p in p_values], float)

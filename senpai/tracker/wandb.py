@@ -16,26 +16,25 @@ variable without WANDB_SWEEP_ID does not attach the run to a sweep. The file is 
 
 Runs out, offline. No `wandb-summary.json` is written offline, and 0.31 ships no Python reader for
 the `.wandb` transaction log: the old `DataStore` is gone. The Go `wandb leet inspect --json` is a
-CLI whose output turns NaN and inf into the strings "NaN" and "Infinity". So this module reads the
-log's LevelDB framing itself (`_log_payloads`) and decodes each payload with wandb's own protobuf `Record`. The summary
-is the replay of the log's summary records. wandb-core writes one after every `run.log`, holding
-the last value of each key (or the `define_metric` aggregate, e.g. `{"max": 0.9}`), and one for
-each explicit `run.summary` update. History records are not replayed: that would overwrite those
+CLI whose output turns NaN and inf into the strings "NaN" and "Infinity", and importing wandb's
+protobuf classes imports all of `wandb` (0.65 s of CPU per job). So `senpai.tracker.wandb_log` reads
+the log's LevelDB framing and decodes the few fields of wandb's `Record` that are folded here, with
+no `wandb` import: offline, senpai never imports `wandb`. The summary is the replay of the log's
+summary records. wandb-core writes one after every `run.log`, holding the last value of each key
+(or the `define_metric` aggregate, e.g. `{"max": 0.9}`), and one for each explicit `run.summary`
+update. History records are not replayed: that would overwrite those
 aggregates with last values. A NaN passed to `run.log` survives as float nan (inf as inf). wandb
 itself writes `run.summary[k] = nan` as null, so that value reads back as None.
 
 Runs out, online (WANDB_API_KEY set): `wandb.Api().run("<entity>/<project>/<id>")`.
 """
 
-import json
 import logging
 import os
 import re
-import struct
 import time
-import zlib
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +43,7 @@ import yaml
 from senpai.config.harness import TrackerSettings
 from senpai.errors import ConfigError, Forbidden, NotFound, TransientError
 from senpai.tracker.base import RunIdentity, RunRecord
+from senpai.tracker.wandb_log import fold, records
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +190,7 @@ class WandbTracker:
             run = cached[1]
         else:
             self.parses += 1
-            run = _fold(_records(log_file.read_bytes() if st else b""))
+            run = fold(records(log_file.read_bytes() if st else b""))
         rec = _run_record(run_dir, run_id, run, st.st_mtime if st and st.st_size else None)
         if rec.state not in FINAL:
             self._live[run_id] = (key, run)
@@ -282,7 +282,7 @@ def _from_api(run: Any) -> RunRecord:  # pragma: no cover - needs a W&B server
 
 
 def _run_record(run_dir: Path, run_id: str, run: dict[str, Any], mtime: float | None) -> RunRecord:
-    """A RunRecord from the folded (`_fold`) `run-<id>.wandb` log of an offline run directory;
+    """A RunRecord from the folded (`wandb_log.fold`) `run-<id>.wandb` log of an offline run directory;
     `mtime`: the log's, None if it is empty or missing.
 
     state: `finished` (exit record, code 0), `crashed` (exit record, other code), `running` (no
@@ -305,117 +305,3 @@ def _run_record(run_dir: Path, run_id: str, run: dict[str, Any], mtime: float | 
         url=None,
         path=str(run_dir),
     )
-
-
-_BLOCK = 32768  # LevelDB log block, bytes
-_CHUNK_HEADER = 7  # crc32 u32, length u16, type u8 (little-endian)
-_FILE_HEADER = struct.pack("<4sHB", b":W&B", 0xBEE1, 0)
-_FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
-
-
-def _log_payloads(data: bytes) -> Iterator[bytes]:
-    """Whole records of a `.wandb` log, which uses LevelDB's log format.
-
-    The file opens with a 7-byte header (`:W&B`, magic 0xBEE1, version 0) that counts toward the
-    first 32 KiB block. Each chunk has a header (crc32 IEEE of type byte + data, length, type) and
-    its data, and never crosses a block. Fewer than 7 bytes left in a block are padding. A record
-    is one FULL chunk or FIRST, MIDDLE..., LAST. A bad or truncated chunk voids the rest of its
-    block (LevelDB's recovery rule), so a log still being written ends at its last whole record.
-    """
-    if not data.startswith(_FILE_HEADER):
-        return
-    pos, parts = len(_FILE_HEADER), None
-    while pos + _CHUNK_HEADER <= len(data):
-        room = _BLOCK - pos % _BLOCK
-        if room < _CHUNK_HEADER:
-            pos += room
-            continue
-        crc, size, kind = struct.unpack_from("<IHB", data, pos)
-        body = data[pos + _CHUNK_HEADER : pos + _CHUNK_HEADER + size]
-        intact = _CHUNK_HEADER + size <= room and len(body) == size
-        if not (_FULL <= kind <= _LAST and intact and zlib.crc32(body, zlib.crc32(bytes([kind]))) == crc):
-            parts = None
-            pos += room
-            continue
-        pos += _CHUNK_HEADER + size
-        if kind == _FULL:
-            parts = None
-            yield body
-        elif kind == _FIRST:
-            parts = [body]
-        elif parts is not None:
-            parts.append(body)
-            if kind == _LAST:
-                yield b"".join(parts)
-                parts = None
-
-
-def _records(data: bytes) -> Iterator[Any]:
-    """Decode each payload with wandb's protobuf `Record`; undecodable payloads are skipped."""
-    from google.protobuf.message import DecodeError
-    from wandb.proto import wandb_internal_pb2
-
-    for payload in _log_payloads(data):
-        rec = wandb_internal_pb2.Record()
-        try:
-            rec.ParseFromString(payload)
-        except DecodeError:
-            log.warning("skipping an undecodable record in a .wandb log")
-            continue
-        yield rec
-
-
-def _fold(records: Iterable[Any]) -> dict[str, Any]:
-    """Replay run, config, summary and exit records into name, group, tags, config, summary and
-    exit code."""
-    out: dict[str, Any] = {"name": None, "group": None, "tags": [], "config": {}, "summary": {}}
-    out["exit_code"] = None
-    for rec in records:
-        kind = rec.WhichOneof("record_type")
-        if kind == "run":
-            out["name"] = rec.run.display_name or None
-            out["group"] = rec.run.run_group or None
-            out["tags"] = list(rec.run.tags)
-            _apply(out["config"], rec.run.config.update)
-            _apply(out["summary"], rec.run.summary.update)
-        elif kind == "config":
-            _apply(out["config"], rec.config.update, rec.config.remove)
-        elif kind == "summary":
-            _apply(out["summary"], rec.summary.update, rec.summary.remove)
-        elif kind == "exit":
-            out["exit_code"] = rec.exit.exit_code
-    for internal in ("_wandb", "wandb_version"):  # as the public API's `Run.config` does
-        out["config"].pop(internal, None)
-    return out
-
-
-def _apply(target: dict, updates: Iterable[Any], removes: Iterable[Any] = ()) -> None:
-    """Set (or delete) each item at its key, or at its nested key path."""
-    for item in updates:
-        if not (path := _key_path(item)):
-            continue
-        *parents, leaf = path
-        node = target
-        for k in parents:
-            if not isinstance(node.get(k), dict):
-                node[k] = {}
-            node = node[k]
-        node[leaf] = _value(item)
-    for item in removes:
-        if not (path := _key_path(item)):
-            continue
-        *parents, leaf = path
-        node = target
-        for k in parents:
-            node = node.get(k) if isinstance(node, dict) else None
-        if isinstance(node, dict):
-            node.pop(leaf, None)
-
-
-def _key_path(item: Any) -> list[str]:
-    return [item.key] if item.key else list(item.nested_key)
-
-
-def _value(item: Any) -> Any:
-    """An item's value: `value_json` is Python-flavoured JSON (NaN, Infinity, -Infinity)."""
-    return json.loads(item.value_json) if item.value_json else None

@@ -14,7 +14,7 @@ from senpai.fleet.base import Fleet, JobSpec
 from senpai.forge.base import Forge
 from senpai.ledger import escalation, transitions
 from senpai.ledger.blocks import Evidence, PrimaryResult
-from senpai.ledger.events import EventBatch
+from senpai.ledger.events import ENV_EVENTS, EventBatch
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import Status, with_student
 from senpai.ledger.records import neutral
@@ -22,14 +22,14 @@ from senpai.ledger.redact import redact
 from senpai.wrapper.policy import Action, Block, DeleteJob, Escalate, FailureEvidence, FinishAttempts, Launch, RestoreStudent
 
 log = logging.getLogger(__name__)
-ENV_EVENTS = "SENPAI_EVENTS"
 ESCALATION_TAIL = 12  # log lines of the last failed run shown in an escalation issue
 
 
-def job_spec(a: Launch, config_path: str, gpus: int = 0, cpus: int = 1) -> JobSpec:
-    """The fleet job for `a`: `python -m senpai job <args>` with the harness config path, and the
-    GPUs and CPU cores of its student (an advisor job: none, and one core)."""
-    env = {ENV_CONFIG: config_path}
+def job_spec(a: Launch, config_path: str, gpus: int = 0, cpus: int = 1, env: dict[str, str] | None = None) -> JobSpec:
+    """The fleet job for `a`: `python -m senpai job <args>` with the harness config path (and `env`,
+    e.g. the base sha the wrapper mirrored), and the GPUs and CPU cores of its student (an advisor
+    job: none, and one core)."""
+    env = {**(env or {}), ENV_CONFIG: config_path}
     if a.events:
         env[ENV_EVENTS] = EventBatch(events=list(a.events)).model_dump_json()
     command = [sys.executable, "-m", "senpai", "job", *a.args]
@@ -68,12 +68,14 @@ class Dispatcher:
         self, forge: Forge, fleet: Fleet, config_path: str, gpus: dict[str, int], cpus: dict[str, int] | None = None
     ) -> None:
         self.forge, self.fleet, self.config_path, self.gpus, self.cpus = forge, fleet, config_path, gpus, cpus or {}
+        self.job_env: dict[str, str] = {}  # added to every job launched (the wrapper's base mirror sha)
 
     def apply(self, action: Action, exps: dict[int, Experiment]) -> str:
         """Carry out one action; returns a one-line description for progress output."""
         if isinstance(action, Launch):
             student = action.student or ""
-            self.fleet.launch(job_spec(action, self.config_path, self.gpus.get(student, 0), self.cpus.get(student, 1)))
+            spec = job_spec(action, self.config_path, self.gpus.get(student, 0), self.cpus.get(student, 1), self.job_env)
+            self.fleet.launch(spec)
             what = f"#{action.pr}" if action.pr else f"{len(action.events)} event(s)"
             return f"launched {action.name} ({what})"
         if isinstance(action, DeleteJob):

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
+from senpai.agents import mirror
 from senpai.config.harness import HarnessConfig
 from senpai.errors import SenpaiError, TransientError
 from senpai.fleet.base import Fleet, JobStatus
@@ -69,6 +70,8 @@ class Wrapper:
         self.ticks = 0
         self._exps: list[Experiment] | None = None
         self._base_sha = ""
+        self._mirrored: str | None = None  # the base sha the mirror holds (`senpai.agents.mirror`)
+        self._mirror_tried: str | None = None  # the base sha the last update tried for
         self._done_seen: set[str] = set()
         self._last_refresh = 0.0
         self._stop = threading.Event()
@@ -90,9 +93,22 @@ class Wrapper:
             self._exps = self.ledger.experiments(relist=False)
             self.steering.read()
             self._save_snapshot()
+            self._mirror_base()
             self._last_refresh = time.monotonic()
             return True
         return False
+
+    def _mirror_base(self) -> None:
+        """Bring the base mirror to the base just read, if it is elsewhere; jobs launched from now
+        on are handed the sha it holds, or nothing (they clone from the forge) if that failed. A
+        failed update is tried again once the base moves (or the wrapper restarts), not every tick."""
+        if self._base_sha in (self._mirrored, self._mirror_tried):
+            return
+        self._mirror_tried = self._base_sha
+        path = mirror.mirror_path(self.cfg.state_dir)
+        base = self.cfg.forge.base_branch
+        self._mirrored = mirror.update(path, self.forge.clone_url, self.forge.git_env(), base, want=self._base_sha)
+        self.dispatcher.job_env = {mirror.ENV_MIRROR_BASE: self._mirrored} if self._mirrored else {}
 
     def _save_snapshot(self) -> None:
         """Leave the ledger cache for the jobs; a failed write costs them requests, not correctness."""

@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 from research import assert_no_duplicates, make_program, reader, run
 
+from senpai import phases
 from senpai.cli.main import cli
 from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import load_harness
@@ -32,6 +33,12 @@ def test_loop_decides_merges_and_the_ledger_rebuilds(local_forge, tmp_path):
         assert {"senpai", f"student:{e.student}", f"pr-{e.pr}"} <= set(rec.tags)
         assert rec.config["senpai_pr"] == e.pr and rec.config["senpai_hypothesis"] == e.hypothesis.id
         assert e.runs[0].metric == e.evidence[0].primary.value
+    # every job ends its log with its phases; jobs copy the base from the wrapper's mirror, not the forge
+    cfg = load_harness(config)
+    records = [phases.parse((job / "log").read_text()) for job in Path(cfg.fleet.dir).iterdir() if job.name.startswith("senpai-")]
+    assert records and all(r is not None for r in records)
+    assert sum("git clone (mirror)" in r["phases"] for r in records) > len(records) / 2
+    assert (Path(cfg.state_dir) / "mirror.git").is_dir()
     merged = [e for e in exps if e.state == "merged"]
     for e in merged:
         v = e.verifications[-1]

@@ -16,7 +16,7 @@ import yaml
 from forge_fixtures import TOKEN
 from k8s_fixtures import k8s_settings
 
-HEAVY = ("kubernetes", "openhands", "litellm", "scipy", "optuna")
+HEAVY = ("kubernetes", "openhands", "litellm", "scipy", "optuna", "wandb")
 TOKEN_ENV = "SENPAI_LAZY_TOKEN"
 PROBE = f"""
 import json, sys
@@ -80,7 +80,31 @@ def test_a_kubernetes_fleet_imports_the_client(tmp_path, forge_repo, monkeypatch
 
 
 def test_a_search_student_does_not_import_optuna():
-    """Only the search advisor's proposal needs Optuna; the student shares only its reply to a human."""
-    code = f"import sys, senpai.agents.search.student; print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))"
+    """Only the search advisor's proposal needs Optuna; the student shares only its reply to a human.
+    numpy waits for a verdict (`senpai.ledger.stats`) too."""
+    heavy = (*HEAVY, "numpy")
+    code = f"import sys, senpai.agents.search.student; print(sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r})))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip() == "[]", proc.stderr
+
+
+def test_a_job_command_imports_only_its_own_command_module():
+    """`senpai job ...` loads `senpai.cli.job`, not the demo, the wrapper loop or preflight (and their
+    rich, numpy), and pydantic never scans the installed distributions for plugins."""
+    others = ["senpai.cli.demo", "senpai.cli.preflight", "senpai.wrapper.loop", "senpai.cli.ledger", "rich"]
+    code = (
+        "import sys; from senpai.cli.main import main; sys.argv = ['senpai', 'job', 'student', '--help']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "from pydantic.plugin import _loader\n"
+        f"print(sorted(m for m in {others!r} if m in sys.modules), 'senpai.cli.job' in sys.modules, _loader._plugins)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.stdout.strip().splitlines()[-1] == "[] True None", proc.stdout + proc.stderr
+
+
+def test_the_proposal_imports_optuna_without_redis_and_leaves_redis_importable():
+    """Optuna would import redis (installed for litellm) for a storage senpai never uses."""
+    code = "import sys, senpai.agents.search.propose; print('redis' in sys.modules); import redis; print(redis.__name__)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.split() == ["False", "redis"], proc.stderr

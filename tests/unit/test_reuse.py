@@ -1,13 +1,14 @@
 """Baseline reuse's own checks: what the sealed holdout's fingerprint sees, and which recorded
 baseline figures a later verification may take (`senpai.agents.reuse`)."""
 
+import importlib.metadata
 import math
 import os
 from pathlib import Path
 
 import yaml
 
-from senpai.agents.reuse import baseline_key, holdout_fingerprint, samples
+from senpai.agents.reuse import baseline_key, holdout_fingerprint, installed, samples
 from senpai.config.target import TargetConfig
 from senpai.fleet.base import ENV_TRAIN_GPUS
 from senpai.ledger.blocks import Verification
@@ -127,3 +128,9 @@ def test_samples_take_a_seed_only_when_every_figure_is_a_real_measurement():
     ):
         assert sorted(samples(verification(**bad), 1)) == [1], bad
     assert samples(verification(baseline_seconds=[2.0]), 1) == {}  # figures that do not line up: none
+
+
+def test_installed_reads_each_distributions_name_and_version_as_importlib_metadata_does():
+    """The environment in the baseline key is read off the METADATA headers (fast); the same as the email parse."""
+    parsed = {(d.metadata["Name"] or "").lower(): d.version for d in importlib.metadata.distributions()}
+    assert installed() == parsed and len(parsed) > 10

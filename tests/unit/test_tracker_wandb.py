@@ -20,7 +20,8 @@ from senpai.ledger.labels import SENPAI
 from senpai.ledger.records import record_text
 from senpai.ledger.transitions import hypothesis_body
 from senpai.tracker.base import RunIdentity
-from senpai.tracker.wandb import WandbTracker, _records
+from senpai.tracker.wandb import WandbTracker
+from senpai.tracker.wandb_log import Malformed, decode, log_payloads, records
 
 # The program's own code: it knows nothing about senpai.
 PROGRAM = """
@@ -259,8 +260,52 @@ def test_wandb_writes_nothing_after_the_exit_record(tracker, runs):
     for run_id in ("run-ok", "run-crash"):
         path = tracker.get_run(run_id).path
         (log_file,) = (p for p in os.scandir(path) if p.name.endswith(".wandb"))
-        kinds = [r.WhichOneof("record_type") for r in _records(open(log_file.path, "rb").read())]
+        kinds = [r.kind for r in records(open(log_file.path, "rb").read())]
         assert kinds[-1] == "exit" and kinds.count("exit") == 1
+
+
+def _items(items) -> list[tuple]:
+    return [(i.key, list(i.nested_key), i.value_json) for i in items]
+
+
+def test_the_log_decoder_reads_what_wandbs_own_record_reads(tracker, runs):
+    """senpai decodes the fields it folds without importing wandb; wandb's protobuf `Record` agrees
+    on every record of real logs (a record over three blocks, NaN, a crash)."""
+    from wandb.proto import wandb_internal_pb2
+
+    for run_id in ("run-ok", "run-nan", "run-crash"):
+        path = tracker.get_run(run_id).path
+        (log_file,) = (p for p in os.scandir(path) if p.name.endswith(".wandb"))
+        payloads = list(log_payloads(open(log_file.path, "rb").read()))
+        assert len(payloads) > 10
+        for payload in payloads:
+            theirs, ours = wandb_internal_pb2.Record(), decode(payload)
+            theirs.ParseFromString(payload)
+            kind = theirs.WhichOneof("record_type")
+            assert ours.kind == (kind if kind in ("run", "config", "summary", "exit") else None)
+            if kind == "run":
+                r = theirs.run
+                assert (ours.display_name, ours.run_group, ours.tags) == (r.display_name, r.run_group, list(r.tags))
+                assert _items(ours.config.update) == _items(r.config.update)
+                assert _items(ours.summary.update) == _items(r.summary.update)
+            elif kind in ("config", "summary"):
+                theirs_changes, ours_changes = getattr(theirs, kind), getattr(ours, kind)
+                assert _items(ours_changes.update) == _items(theirs_changes.update)
+                assert _items(ours_changes.remove) == _items(theirs_changes.remove)
+            elif kind == "exit":
+                assert ours.exit_code == theirs.exit.exit_code
+    assert [r.kind for r in records(b"")] == []
+
+
+def test_the_log_decoder_refuses_what_is_not_protobuf():
+    from wandb.proto import wandb_internal_pb2
+
+    exit_record = wandb_internal_pb2.Record()
+    exit_record.exit.exit_code = -9  # an int32 sign-extended to a 10-byte varint
+    assert decode(exit_record.SerializeToString()).exit_code == -9
+    for bad in (b"\x80", b"\x8a\x01\x05abc", b"\x03", b"\x00\x01", b"\x8a\x01\x03\x42\x01\xff"):
+        with pytest.raises(Malformed):
+            decode(bad)
 
 
 def test_many_runs_one_folder_scan_and_one_parse_each(tracker, runs, tmp_path, monkeypatch):
@@ -349,3 +394,14 @@ def test_ledger_reads_all_runs_in_one_scan_and_parses_only_changed_prs(tracker, 
     again = led.experiments()
     assert parsed == [numbers[3]] and len(scans) == 8 and led.tracker.parses == 12
     assert again[:3] + again[4:] == exps[:3] + exps[4:] and again[3].updated_at != exps[3].updated_at
+
+
+def test_reading_offline_runs_does_not_import_wandb(tracker, runs):
+    """A job reading a run back (the student's evidence, the advisor's ledger) pays no `wandb` import."""
+    code = (
+        "import sys; from senpai.config.harness import TrackerSettings; from senpai.tracker.wandb import WandbTracker\n"
+        f"t = WandbTracker(TrackerSettings(dir={str(tracker.dir)!r}, mode='offline'))\n"
+        "print(t.get_run('run-ok').summary['best'], sorted(m for m in ('wandb', 'google.protobuf') if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "0.7 []", proc.stdout + proc.stderr

@@ -6,6 +6,7 @@ ledger first, so a stale or replayed event does nothing.
 
 import logging
 
+from senpai import phases
 from senpai.agents import review
 from senpai.agents.context import TurnContext
 from senpai.agents.hypothesis import open_hypothesis
@@ -106,9 +107,10 @@ def _assign(ctx: TurnContext, students: list[str], exps: list[Experiment], basel
         return []
     current = baseline.params or read_params(ctx.repo.path / ctx.target.params.file)
     history = _history(exps) + [(current, baseline.value)]
-    from senpai.agents.search.propose import propose  # optuna (0.8 s to import) only for a turn that proposes
+    with phases.phase("propose"):
+        from senpai.agents.search.propose import propose  # optuna (0.8 s to import) only for a turn that proposes
 
-    points = propose(ctx.target.params.space, ctx.target.metric, history, len(students), ctx.harness.runtime.seed)
+        points = propose(ctx.target.params.space, ctx.target.metric, history, len(students), ctx.harness.runtime.seed)
     return [_open(ctx, s, {**current, **p}, p, baseline, len(exps)) for s, p in zip(students, points, strict=True)]
 
 

@@ -1,0 +1,98 @@
+"""The base mirror (`senpai.agents.mirror`): the wrapper fetches the base branch next to its jobs, and
+a job copies it only if it holds exactly the sha it was handed; anything else clones from the forge.
+
+Against the real local forge and real git. A "student" that writes into the mirror (a moved
+branch, a changed object) must never change what a job reads.
+"""
+
+import zlib
+from pathlib import Path
+
+import pytest
+from forge_fixtures import commit_and_push, run_git
+
+from senpai import phases
+from senpai.agents import mirror
+from senpai.agents.workcopy import WorkCopy
+
+
+@pytest.fixture
+def mirrored(forge_repo, tmp_path) -> tuple:
+    forge, _ = forge_repo
+    path = tmp_path / "state" / mirror.MIRROR_DIR
+    sha = mirror.update(path, forge.clone_url, forge.git_env(), "advisor")
+    return forge, path, sha
+
+
+def _clone(forge, mirror_at: tuple[Path, str] | None, dest: Path) -> tuple[WorkCopy, set[str]]:
+    phases.start("test")
+    wc = WorkCopy.clone(forge.clone_url, dest, forge.git_env(), "advisor", mirror=mirror_at)
+    return wc, set(phases.report()["phases"])
+
+
+def test_update_mirrors_only_the_base_branch_and_follows_it(mirrored, tmp_path):
+    forge, path, sha = mirrored
+    assert sha == forge.branch_sha("advisor")
+    assert run_git(path, "for-each-ref", "--format=%(refname)") == "refs/heads/advisor"
+    moved = commit_and_push(forge, tmp_path / "seed", "advisor", {"train.py": "print('v2')\n"})
+    assert mirror.update(path, forge.clone_url, forge.git_env(), "advisor", want=moved) == moved
+    # a restarted wrapper finds the mirror at the base it read: nothing is fetched (this URL would fail)
+    assert mirror.update(path, forge.clone_url + "-gone", forge.git_env(), "advisor", want=moved) == moved
+    assert mirror.update(path, forge.clone_url + "-gone", forge.git_env(), "advisor", want=sha) is None
+
+
+def test_a_job_copies_the_mirror_when_it_holds_the_handed_sha(mirrored, tmp_path):
+    forge, path, sha = mirrored
+    wc, timed = _clone(forge, (path, sha), tmp_path / "job" / "repo")
+    assert "git clone (mirror)" in timed and "git clone" not in timed
+    assert wc.head() == sha and wc.git("rev-parse", "origin/advisor") == sha
+    assert wc.git("remote", "get-url", "origin") == forge.clone_url  # later fetches and pushes go to the forge
+    assert not (wc.path / ".git" / "objects" / "info" / "alternates").exists()  # nothing points back at the mirror
+    wc.git("fetch", "--quiet", "origin", "main", network=True)
+    assert wc.git("rev-parse", "origin/main") == forge.branch_sha("main")
+
+
+def test_a_moved_mirror_branch_sends_the_job_to_the_forge(mirrored, tmp_path):
+    forge, path, sha = mirrored
+    # what a student's code could do: point the mirror's base at a commit of its own
+    tree = run_git(path, "rev-parse", f"{sha}^{{tree}}")
+    planted = run_git(path, "commit-tree", tree, "-p", sha, "-m", "protected: []")
+    run_git(path, "update-ref", "refs/heads/advisor", planted)
+    wc, timed = _clone(forge, (path, sha), tmp_path / "job" / "repo")
+    assert "git clone" in timed and wc.head() == sha == forge.branch_sha("advisor")
+
+
+def test_changed_object_content_in_the_mirror_never_reaches_a_job(forge_repo, tmp_path):
+    forge, _ = forge_repo
+    path = tmp_path / "mirror.git"
+    run_git(tmp_path, "init", "--quiet", "--bare", str(path))
+    refspec = "+refs/heads/advisor:refs/heads/advisor"
+    run_git(path, "-c", "fetch.unpackLimit=100000", "fetch", "--quiet", forge.clone_url, refspec, env=forge.git_env())
+    sha = run_git(path, "rev-parse", "refs/heads/advisor")
+    blob = run_git(path, "rev-parse", f"{sha}:train.py")
+    loose = path / "objects" / blob[:2] / blob[2:]
+    loose.chmod(0o644)
+    evil = b"print('evil')\n"
+    loose.write_bytes(zlib.compress(b"blob %d\0" % len(evil) + evil))  # same name, other content
+    assert run_git(path, "cat-file", "blob", blob) == "print('evil')"  # the mirror itself serves it
+    wc, timed = _clone(forge, (path, sha), tmp_path / "job" / "repo")
+    assert "git clone" in timed  # the copy failed its hash check: cloned from the forge instead
+    assert wc.head() == sha and (wc.path / "train.py").read_text() == "print('train')\n"
+
+
+def test_no_mirror_or_a_failed_update_clones_from_the_forge(forge_repo, tmp_path):
+    forge, _ = forge_repo
+    sha = forge.branch_sha("advisor")
+    wc, timed = _clone(forge, (tmp_path / "missing.git", sha), tmp_path / "job" / "repo")
+    assert "git clone" in timed and wc.head() == sha
+    broken = tmp_path / "state" / mirror.MIRROR_DIR
+    assert mirror.update(broken, forge.clone_url + "-no-such-repo", forge.git_env(), "advisor") is None
+    assert not broken.exists()  # removed: a lock a killed fetch left cannot fail the next update
+    assert mirror.update(broken, forge.clone_url, forge.git_env(), "advisor") == sha
+
+
+def test_the_handed_sha_is_read_from_the_environment():
+    sha = "a" * 40
+    assert mirror.handed_base({mirror.ENV_MIRROR_BASE: sha}) == sha
+    assert mirror.handed_base({mirror.ENV_MIRROR_BASE: "HEAD"}) is None
+    assert mirror.handed_base({}) is None
