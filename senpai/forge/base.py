@@ -70,6 +70,14 @@ class PullsPage(_Model):
     pulls: list[PullRequest]
 
 
+class IssuesPage(_Model):
+    """Result of `Forge.issues_updated`: `changed` is False (and `issues` empty) when the forge answered 304."""
+
+    changed: bool
+    etag: str | None
+    issues: list[Issue]
+
+
 class RateLimit(_Model):
     """The forge's core rate limit as its last answer stated it (GitHub: X-RateLimit-* headers)."""
 
@@ -124,6 +132,14 @@ class Forge(Protocol):
         past `since` (every PR if None); page 1 conditional on `etag` (a 304: `changed` False).
 
         GitHub REST: GET /repos/{o}/{r}/pulls?state=all&sort=updated&direction=desc&per_page=100.
+        """
+        ...
+
+    def issues_updated(self, label: str, etag: str | None) -> IssuesPage:
+        """Every issue labelled `label` (any state, no PRs), most recently updated first; page 1
+        conditional on `etag` (a 304: `changed` False).
+
+        GitHub REST: GET /repos/{o}/{r}/issues?labels=<label>&state=all&sort=updated&direction=desc&per_page=100.
         """
         ...
 

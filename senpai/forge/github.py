@@ -46,7 +46,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from senpai import __version__
 from senpai.config.harness import ForgeSettings
 from senpai.errors import FileListTruncated, Forbidden, MergeConflict, NotFound, PermanentError, SenpaiError, TransientError
-from senpai.forge.base import Access, Comment, ForgeMemo, Issue, PullRequest, PullsPage, RateLimit
+from senpai.forge.base import Access, Comment, ForgeMemo, Issue, IssuesPage, PullRequest, PullsPage, RateLimit
 
 T = TypeVar("T")
 GITHUB_MAX_PULL_FILES = 3000  # "Responses include a maximum of 3000 files" (GET .../pulls/{n}/files)
@@ -384,19 +384,41 @@ class GitHubForge:
         past `since` (every PR if None). Page 1 is conditional on `etag`: a 304 gives `changed` False
         and no PRs. GitHub REST: GET /repos/{o}/{r}/pulls?state=all&sort=updated&direction=desc&per_page=100."""
         url = f"/repos/{self.settings.repo}/pulls"
-        params = {"state": "all", "sort": "updated", "direction": "desc", "per_page": self._per_page}
-        status, headers, data = self._call("list updated pulls", lambda: self._get(url, {**params, "page": 1}, etag))
+        reached = lambda batch: since is not None and batch[-1].updated_at < since  # noqa: E731
+        changed, first, pulls = self._updated("list updated pulls", url, {}, etag, _pull, reached)
+        return PullsPage(changed=changed, etag=first, pulls=pulls)
+
+    def issues_updated(self, label: str, etag: str | None) -> IssuesPage:
+        """Every issue labelled `label`, any state, most recently updated first (PRs left out). Page 1
+        is conditional on `etag`: a 304 gives `changed` False and no issues. GitHub REST: GET
+        /repos/{o}/{r}/issues?labels=<label>&state=all&sort=updated&direction=desc&per_page=100."""
+        url = f"/repos/{self.settings.repo}/issues"
+        changed, first, issues = self._updated(f"list issues labelled {label}", url, {"labels": label}, etag, _issue_only)
+        return IssuesPage(changed=changed, etag=first, issues=[i for i in issues if i is not None])
+
+    def _updated(
+        self,
+        what: str,
+        url: str,
+        params: dict[str, Any],
+        etag: str | None,
+        convert: Callable[[Any], T],
+        reached: Callable[[list[T]], bool] = lambda batch: False,
+    ) -> tuple[bool, str | None, list[T]]:
+        """(changed, page 1's ETag, items) of a listing by `updated`, newest first: page 1 conditional
+        on `etag` (a 304: not changed, no items), then page by page until one is `reached`."""
+        params = {**params, "state": "all", "sort": "updated", "direction": "desc", "per_page": self._per_page}
+        status, headers, data = self._call(what, lambda: self._get(url, {**params, "page": 1}, etag))
         if status == 304:
-            return PullsPage(changed=False, etag=headers.get("etag") or etag, pulls=[])
-        first, pulls, page = headers.get("etag"), [], 1
+            return False, headers.get("etag") or etag, []
+        first, items, page = headers.get("etag"), [], 1
         while True:
-            batch = [_pull(raw) for raw in data or []]
-            pulls += batch
-            reached = since is not None and batch and batch[-1].updated_at < since
-            if reached or not batch or 'rel="next"' not in str(headers.get("link", "")):
-                return PullsPage(changed=True, etag=first, pulls=pulls)
+            batch = [convert(raw) for raw in data or []]
+            items += batch
+            if not batch or reached(batch) or 'rel="next"' not in str(headers.get("link", "")):
+                return True, first, items
             page += 1
-            status, headers, data = self._call("list updated pulls", lambda p=page: self._get(url, {**params, "page": p}))
+            status, headers, data = self._call(what, lambda p=page: self._get(url, {**params, "page": p}))
 
     def get_pull(self, number: int) -> PullRequest:
         """GitHub REST: GET /repos/{o}/{r}/pulls/{n}, with the ETag of its last answer (a 304 reuses it)."""

@@ -62,6 +62,7 @@ class Steering:
         self._reported: set[int | str] = set()  # PRs and base heads whose issue is open (found on the forge)
         self.view = SteerView()
         self._issues: list[Issue] | None = None  # the steering issues as `poll` last listed them
+        self._etag: str | None = None  # of that listing's first page
 
     def _issue_comments(self, issue: Issue) -> list[Comment]:
         """Comments of a steering issue, cached like `LedgerReader.comments` (by a settled updated_at)."""
@@ -81,11 +82,15 @@ class Steering:
         self.ledger.forget(m.number)
 
     def poll(self) -> bool:
-        """List the steering issues again; True if any changed (opened, edited, commented, relabelled).
-        Cost: GET .../issues?labels=senpai:steer&state=all, each page conditional (a 304 is free)."""
-        issues = self.forge.list_issues(STEER, "all")
-        changed, self._issues = issues != self._issues, issues
-        return changed
+        """List the steering issues again if any changed (opened, edited, commented, relabelled); True
+        if so. Cost: one conditional request when none did (a 304, free), else every page
+        (`Forge.issues_updated`). The answer, not the issues, says so: a comment in the same second
+        as the last change leaves every listed field as it was."""
+        page = self.forge.issues_updated(STEER, self._etag)
+        if page.changed:
+            # newest first, as GitHub lists issues by default
+            self._issues, self._etag = sorted(page.issues, key=lambda i: i.number, reverse=True), page.etag
+        return page.changed
 
     def read(self) -> SteerView:
         """Work steering out from the issues `poll` listed (polling first if it never ran) and the PRs

@@ -12,7 +12,7 @@ import pytest
 from forge_fixtures import OWNER, TOKEN, as_user, clone, commit_and_push, run_git
 
 from senpai.errors import FileListTruncated, MergeConflict, NotFound
-from senpai.forge.base import Forge, PullsPage
+from senpai.forge.base import Forge, IssuesPage, PullsPage
 from senpai.forge.github import GitHubForge, create_repository
 
 BRANCH = "senpai/alice/lr-sweep"
@@ -207,6 +207,24 @@ def test_the_updated_pulls_listing_answers_304_until_a_pull_changes(forge_repo, 
         assert page.changed and page.etag != etag and page.pulls[0].updated_at >= before.updated_at
         etag = page.etag
         assert forge.pulls_updated(None, etag).changed is False
+
+
+def test_the_updated_issues_listing_answers_304_until_an_issue_changes(forge_repo, tmp_path):
+    """The wrapper's steering detector: every comment changes the answer, even one in the same second
+    as the last change (the listed fields are then all as they were: only the answer tells)."""
+    forge, _ = forge_repo
+    issue = forge.create_issue("steer", "/senpai pause", ["senpai:steer"])
+    pr = open_pull(forge, tmp_path / "seed")
+    forge.set_labels(pr.number, ["senpai:steer"])  # a PR is not a steering issue
+    first = forge.issues_updated("senpai:steer", None)
+    assert first.changed and first.etag and [i.number for i in first.issues] == [issue.number]
+    assert forge.issues_updated("senpai:steer", first.etag) == IssuesPage(changed=False, etag=first.etag, issues=[])
+    etag = first.etag
+    for i in range(3):  # quicker than the forge's clock ticks: some share a second
+        forge.create_comment(issue.number, f"message {i}")
+        page = forge.issues_updated("senpai:steer", etag)
+        assert page.changed and page.etag != etag
+        etag = page.etag
 
 
 def test_single_reads_are_conditional(forge_repo, tmp_path):
