@@ -23,6 +23,7 @@ from tiny_target import (
     train_py,
 )
 
+from senpai import phases
 from senpai.agents.context import prepare_turn
 from senpai.agents.search.advisor import advisor_turn
 from senpai.agents.verifier import BaselineFailed
@@ -172,6 +173,12 @@ def _job(config: Path, cwd: Path, *args: str, env: dict[str, str] | None = None)
     return subprocess.run(cmd, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=300)
 
 
+def _result(proc: subprocess.CompletedProcess) -> dict:
+    """The job's JSON result: its last line of output but the `senpai-phases:` record every job ends with
+    (the job's stderr reaches stdout through the redaction filter)."""
+    return json.loads([line for line in proc.stdout.splitlines() if not line.startswith(phases.PREFIX)][-1])
+
+
 STEPS = [("checkout",), ("train", "--side", "baseline"), ("train", "--side", "candidate"), ("score",)]
 
 
@@ -181,7 +188,7 @@ def test_the_cli_verifies_in_one_step_and_in_four(tiny, tmp_path):
     pr = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2)})
     one = _job(config, tmp_path / "all", "--pr", str(pr))
     assert one.returncode == 0, one.stderr
-    assert json.loads(one.stdout.splitlines()[-1])["passed"] is True
+    assert _result(one)["passed"] is True
 
     work = tmp_path / "work"
     for step in STEPS:
@@ -191,7 +198,7 @@ def test_the_cli_verifies_in_one_step_and_in_four(tiny, tmp_path):
     assert len(trained["runs"]) == 2 and {r["side"] for r in trained["runs"]} == {"candidate"} == {trained["side"]}
     # the one-step run measured this base's seeds: the four steps reuse them instead of training
     assert json.loads((work / "baseline" / "train.json").read_text())["runs"] == []
-    assert json.loads(env_job.stdout.splitlines()[-1])["passed"] is True
+    assert _result(env_job)["passed"] is True
 
 
 # Sets a smudge filter in its own checkout and dirties a file: git runs the filter when the next
@@ -293,7 +300,7 @@ def _steps_apart(config: Path, pr: int, tmp_path: Path, env: dict[str, str] | No
         (full / side).rename(work / side)
         train = _job(config, tmp_path / side, "--pr", str(pr), "--step", "train", "--side", side, "--work", str(work), env=env)
         assert train.returncode == 0, (side, train.stderr)
-        assert json.loads(train.stdout.splitlines()[-1])["side"] == side
+        assert _result(train)["side"] == side
         (work / side).rename(full / side)
         work.rmdir()
     full.rename(work)
@@ -453,7 +460,7 @@ def test_the_train_step_that_runs_candidate_code_is_not_dumpable(tiny, tmp_path)
     assert _job(config, tmp_path / "checkout", "--pr", str(pr), "--step", "checkout", "--work", str(work)).returncode == 0
     probe = subprocess.run([sys.executable, "-c", PROBE, str(work)], capture_output=True, text=True, timeout=300)
     assert probe.returncode == 0, probe.stderr
-    assert json.loads(probe.stdout.splitlines()[-1]) == {"dumpable": 0}
+    assert _result(probe) == {"dumpable": 0}
 
 
 # Seed 0 plants FIFOs where its train step writes next: the next seed's log and the side's train.json.
