@@ -9,7 +9,7 @@ from senpai.ledger.blocks import Hypothesis
 def checkout_for_attempt(ctx: TurnContext, number: int) -> tuple[Hypothesis, str]:
     """Read PR `number`'s hypothesis, move it to wip, and check its branch out with the research base
     merged in (ours wins).  Returns (hypothesis, branch).  Raises PermanentError without a hypothesis."""
-    pr = ctx.forge.get_pull(number)
+    pr = ctx.ledger.pull(number)
     exp = ctx.ledger.experiment(pr)
     if exp.hypothesis is None:
         raise PermanentError(f"PR #{number} has no readable senpai-hypothesis block: {exp.error}")

@@ -68,7 +68,7 @@ def pair(ctx: TurnContext, number: int) -> tuple[str, str]:
     now; a merged PR's merge commit against the base it landed on, when the merge landed on a base
     that moved after its verification (`consistency.reverify`). Raises PermanentError for a merged
     PR that owes no verification."""
-    pr = ctx.forge.get_pull(number)
+    pr = ctx.forge.get_pull(number)  # its ETag makes `record`'s re-read a 304 if nothing changed meanwhile
     if not pr.merged:
         return pr.head_sha, ctx.forge.branch_sha(ctx.base)
     owed = reverify(ctx.ledger.experiment(pr))

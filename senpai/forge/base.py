@@ -174,6 +174,11 @@ class Forge(Protocol):
         """Replace the labels of issue/PR `number`. GitHub REST: PUT /repos/{o}/{r}/issues/{n}/labels."""
         ...
 
+    def close_with_labels(self, number: int, labels: list[str]) -> None:
+        """Close issue/PR `number` and replace its labels, in one request (a close and its final labels
+        land together). GitHub REST: PATCH /repos/{o}/{r}/issues/{n} with state and labels."""
+        ...
+
     def merge_pull(self, number: int, message: str, sha: str) -> str:
         """Merge (a real merge commit) of head `sha`, the head that was verified, and return its sha.
 

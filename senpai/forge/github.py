@@ -457,6 +457,9 @@ class GitHubForge:
     def set_labels(self, number: int, labels: list[str]) -> None:
         self._call(f"set labels of #{number}", lambda: self._repo.get_issue(number).set_labels(*labels))
 
+    def close_with_labels(self, number: int, labels: list[str]) -> None:
+        self._call(f"close #{number}", lambda: self._repo.get_issue(number).edit(state="closed", labels=labels))
+
     def merge_pull(self, number: int, message: str, sha: str) -> str:
         """Merge commit sha of merging head `sha` (GitHub's `sha` parameter: a moved head is refused).
 

@@ -97,6 +97,14 @@ class LedgerReader:
             self._dirty = True
         return page.changed
 
+    def pull(self, number: int) -> PullRequest:
+        """PR `number` as the forge shows it now: from a `refresh` (one conditional listing, a 304,
+        free, when nothing changed since the snapshot a job starts from), else read alone. Raises
+        NotFound if the forge has no such PR. GitHub REST: GET .../pulls?sort=updated, and GET
+        .../pulls/{n} only for a PR the reader never listed."""
+        self.refresh()
+        return self._pulls.get(number) or self.forge.get_pull(number)
+
     def experiment(self, pr: PullRequest) -> Experiment:
         """The experiment of `pr`, with its runs."""
         return self._with_runs([self._parse(pr)])[0]

@@ -209,8 +209,7 @@ def decide(
         return
     _post_once(forge, pr.number, mark, _decision_text(d), _comment_bodies(forge, pr.number))
     if d.verdict == "close":
-        forge.set_labels(pr.number, with_status(pr.labels, None))
-        forge.update_pull(pr.number, state="closed")
+        forge.close_with_labels(pr.number, with_status(pr.labels, None))
     else:
         _set_status(forge, pr, Status.CHANGES)
 

@@ -117,6 +117,17 @@ def test_set_labels_update_body_close_and_reopen(forge_repo, tmp_path):
     assert forge.update_pull(pr.number, state="open").state == "open"
 
 
+def test_close_with_labels_closes_and_relabels_in_one_request(forge_repo, tmp_path):
+    forge, _ = forge_repo
+    pr = open_pull(forge, tmp_path / "seed")
+    forge.set_labels(pr.number, ["senpai", "status:review"])
+    calls = forge.calls
+    forge.close_with_labels(pr.number, ["senpai"])
+    assert forge.calls - calls == 1
+    closed = forge.get_pull(pr.number)
+    assert (closed.state, closed.merged, closed.labels) == ("closed", False, ["senpai"])
+
+
 def test_merge_makes_a_real_merge_commit(forge_repo, tmp_path):
     forge, _ = forge_repo
     pr = open_pull(forge, tmp_path / "seed", files={"params.yaml": "lr: 0.2\nepochs: 3\n", "notes.md": "n\n"})

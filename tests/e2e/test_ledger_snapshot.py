@@ -127,6 +127,24 @@ def test_a_job_from_the_snapshot_rereads_an_open_pulls_comments_conditionally(le
     assert [c.body for c in comments] == ["note 0", "news"] and answers == {200: 1}
 
 
+def test_a_job_reads_the_pull_its_event_names_from_the_snapshot_while_it_is_current(ledger, local_forge, tmp_path):
+    """`LedgerReader.pull`: a 304 while nothing changed since the wrapper's listing; once a PR
+    changed, the listing of what changed (one request) shows its new state, not the snapshot's."""
+    forge, fresh, proxy = ledger
+    snap = Snapshot.of(str(tmp_path / "state"), TOKEN, f"{local_forge.base_url} {forge.settings.repo}")
+    wrapper = LedgerReader(fresh(), snapshot=snap)
+    wrapper.experiments()
+    assert wrapper.save()
+    job = LedgerReader(fresh(), snapshot=snap)
+    assert job.load()
+    pr, answers = counted(proxy, lambda: job.pull(2))
+    assert answers == {304: 1}
+    assert pr.model_dump(exclude={"html_url"}) == forge.get_pull(2).model_dump(exclude={"html_url"})  # (via the proxy)
+    forge.set_labels(2, [SENPAI, "status:review"])
+    pr, answers = counted(proxy, lambda: job.pull(2))
+    assert pr.labels == [SENPAI, "status:review"] and answers == {200: 1}
+
+
 def test_the_base_branch_and_a_label_listing_are_conditional(ledger, tmp_path):
     forge, fresh, proxy = ledger
     proxied = fresh()

@@ -28,7 +28,7 @@ def student_turn(ctx: TurnContext, number: int, attempt: int, events: list[Event
     apply_params(ctx.repo.path / ctx.target.params.file, h.params)
     head = ctx.repo.head()
     session.pr, session.attempt, session.hypothesis, session.branch = number, attempt, h, branch
-    exp = ctx.ledger.experiment(ctx.forge.get_pull(number))
+    exp = ctx.ledger.experiment(ctx.ledger.pull(number))
     earlier = [render(b) for b in [*exp.evidence, *exp.decisions]]
     t = ctx.target
     sections = [

@@ -132,7 +132,7 @@ def _query_ledger(s: Session, a: QueryLedgerAction) -> str:
     if a.pr is None:
         exps = ctx.ledger.experiments()
         return digest(exps, current_baseline(exps, ctx.forge.branch_sha(ctx.base)), ctx.target)
-    exp = ctx.ledger.experiment(ctx.forge.get_pull(a.pr))
+    exp = ctx.ledger.experiment(ctx.ledger.pull(a.pr))
     blocks = [b for b in [exp.hypothesis, *exp.evidence, *exp.verifications, *exp.decisions, *exp.budget_reports] if b]
     head = f"PR #{exp.pr} [{exp.state}] {exp.title}\nbranch {exp.branch} head {exp.head}\n"
     return head + ("\n".join(render(b) for b in blocks) or "(no blocks)") + (f"\nerror: {exp.error}" if exp.error else "")
@@ -188,7 +188,7 @@ def _create_hypothesis(s: Session, a: CreateHypothesisAction) -> str:
 
 def _decide(s: Session, a: DecideAction) -> str:
     ctx = s.ctx
-    pr = ctx.forge.get_pull(a.pr)
+    pr = ctx.ledger.pull(a.pr)
     exp = ctx.ledger.experiment(pr)
     if pr.state != "open":
         raise TransitionError(f"PR #{a.pr} is already {'merged' if pr.merged else 'closed'}")

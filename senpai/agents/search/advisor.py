@@ -55,7 +55,7 @@ def answer_free_text(forge: Forge, m: Message) -> str:
 
 
 def _review(ctx: TurnContext, ev: Event, exp: Experiment, baseline: Baseline) -> list[str]:
-    pr = ctx.forge.get_pull(exp.pr)
+    pr = ctx.ledger.pull(exp.pr)
     status = status_of(pr.labels)
     if pr.state != "open" or pr.head_sha != ev.head:
         return []  # moved on since the wrapper looked
