@@ -59,7 +59,7 @@ def job(ctx: click.Context) -> None:
 @config_option
 def advisor(config_path: str) -> None:
     """Advisor turn over the events in $SENPAI_EVENTS (JSON EventBatch), with runtime.advisor.kind."""
-    from senpai.agents.steer import open_requested
+    from senpai.agents.tries import open_requested
 
     ctx = _context(config_path, "advisor")
     opened, events = open_requested(ctx, _events().events)  # human `/senpai try`s go before any proposal

@@ -23,7 +23,7 @@ from senpai.ledger.blocks import Scalar, Steer, SteerCommand
 from senpai.ledger.events import Message
 from senpai.ledger.labels import student_of
 from senpai.ledger.records import read_record
-from senpai.ledger.steering import message_ref, replied
+from senpai.ledger.replies import message_ref, replied
 
 
 def version(body: str, edited_at: datetime | None = None) -> str:

@@ -1,8 +1,10 @@
-"""Dispatch and reap: turn the policy's actions into fleet jobs and ledger writes.
+"""Dispatch and reap: turn the policy's actions into fleet jobs, ledger writes and replies to humans.
 
-Launching is idempotent (deterministic job names; already exists = success) and every ledger
-write goes through `senpai.ledger.transitions` (or `senpai.ledger.escalation`), so a replayed
-action is harmless.
+This is the only place the wrapper writes: launching is idempotent (deterministic job names;
+already exists = success), every ledger write goes through `senpai.ledger.transitions` (or
+`senpai.ledger.escalation`), every reply to a human through `senpai.ledger.replies.reply_to_human`
+(once per message version and kind), and an issue for humans is opened once per marker, so a
+replayed action is harmless.
 """
 
 import logging
@@ -13,13 +15,29 @@ from senpai.errors import SenpaiError
 from senpai.fleet.base import Fleet, JobSpec
 from senpai.forge.base import Forge
 from senpai.ledger import escalation, transitions
-from senpai.ledger.blocks import Evidence, PrimaryResult
+from senpai.ledger.blocks import Decision, Evidence, PrimaryResult
 from senpai.ledger.events import ENV_EVENTS, EventBatch
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import Status, with_student
 from senpai.ledger.records import neutral
 from senpai.ledger.redact import redact
-from senpai.wrapper.policy import Action, Block, DeleteJob, Escalate, FailureEvidence, FinishAttempts, Launch, RestoreStudent
+from senpai.ledger.replies import reply_to_human
+from senpai.ledger.table import LedgerReader
+from senpai.wrapper.actions import (
+    Ack,
+    Action,
+    ApplyCommand,
+    Block,
+    DeleteJob,
+    Escalate,
+    FailureEvidence,
+    FinishAttempts,
+    Launch,
+    OpenIssue,
+    RestoreStudent,
+    Stop,
+)
+from senpai.wrapper.steering import delivered_text
 
 log = logging.getLogger(__name__)
 ESCALATION_TAIL = 12  # log lines of the last failed run shown in an escalation issue
@@ -64,20 +82,47 @@ def failure_evidence(exp: Experiment, a: FailureEvidence, logs: str, reason: str
 
 
 class Dispatcher:
+    """Carries out the policy's actions (`apply`), one at a time, on the forge and the fleet."""
+
     def __init__(
-        self, forge: Forge, fleet: Fleet, config_path: str, gpus: dict[str, int], cpus: dict[str, int] | None = None
+        self,
+        forge: Forge,
+        fleet: Fleet,
+        config_path: str,
+        gpus: dict[str, int],
+        cpus: dict[str, int] | None = None,
+        ledger: LedgerReader | None = None,
     ) -> None:
         self.forge, self.fleet, self.config_path, self.gpus, self.cpus = forge, fleet, config_path, gpus, cpus or {}
+        self.ledger = ledger  # its cached comments of a thread are dropped once we post there
         self.job_env: dict[str, str] = {}  # added to every job launched (the wrapper's base mirror sha)
+        self._issues: set[str] = set()  # markers of issues for humans known to exist (opened or found)
 
     def apply(self, action: Action, exps: dict[int, Experiment]) -> str:
-        """Carry out one action; returns a one-line description for progress output."""
+        """Carry out one action; returns a one-line description for progress output ("" if there was
+        nothing left to do). Raises SenpaiError subclasses as the forge and the fleet do."""
         if isinstance(action, Launch):
             student = action.student or ""
             spec = job_spec(action, self.config_path, self.gpus.get(student, 0), self.cpus.get(student, 1), self.job_env)
             self.fleet.launch(spec)
+            for ev in action.events:  # tell each human whose message it carries where it went
+                if ev.kind == "message" and ev.message is not None:
+                    self._reply(ev.message, delivered_text(action))
             what = f"#{action.pr}" if action.pr else f"{len(action.events)} event(s)"
             return f"launched {action.name} ({what})"
+        if isinstance(action, Ack):
+            posted = self._reply(action.message, action.text)
+            return f"#{action.message.number}: answered @{action.message.author}" if posted else ""
+        if isinstance(action, ApplyCommand):
+            m = action.message
+            self._reply(m, action.text, action.record)
+            lines = [self._stop(s, exps) for s in action.stops]
+            summary = "; ".join(f"{c.verb}" + (f" #{c.pr}" if c.pr else "") for c in action.record.commands)
+            return "; ".join([f"#{m.number}: applied from @{m.author}: {summary}", *lines])
+        if isinstance(action, Stop):
+            return self._stop(action, exps)
+        if isinstance(action, OpenIssue):
+            return self._open_issue(action)
         if isinstance(action, DeleteJob):
             self.fleet.delete(action.name)
             return f"deleted job {action.name}: {action.reason}"
@@ -104,6 +149,37 @@ class Dispatcher:
         ev = failure_evidence(exps[action.pr], action, logs, reason)  # the ledger redacts it
         transitions.submit_evidence(self.forge, pr, ev, to_review=action.to_review)
         return f"#{action.pr}: failure evidence for attempt {action.attempt} ({reason})"
+
+    def _reply(self, m, text: str, record=None) -> bool:
+        """The ack of `m` (`reply_to_human`, kind ack); True if posted, False if it already was."""
+        posted = reply_to_human(self.forge, m, text, kind="ack", record=record) is not None
+        if self.ledger is not None:
+            self.ledger.forget(m.number)
+        return posted
+
+    def _stop(self, s: Stop, exps: dict[int, Experiment]) -> str:
+        """Delete the PR's live jobs, then close it with the decision "stopped by @author" if it is
+        still open (both idempotent)."""
+        for name in s.jobs:
+            self.fleet.delete(name)
+        pr = self.forge.get_pull(s.pr)
+        if pr.state == "open":
+            d = Decision(pr=s.pr, head=pr.head_sha, verdict="close", reason=f"stopped by @{s.author}", metric=None)
+            transitions.decide(self.forge, pr, exps[s.pr], d, None, "")  # a close reads no base
+        return f"#{s.pr}: stopped by @{s.author}"
+
+    def _open_issue(self, a: OpenIssue) -> str:
+        """Open `a` unless an issue of the bot's labelled `a.labels[0]` ends in its marker (looked up
+        once per marker per process). GitHub REST: GET .../issues?labels=..&state=all, POST .../issues."""
+        if a.marker in self._issues:
+            return ""
+        found = self.forge.list_issues(a.labels[0], "all")
+        self._issues |= {a.marker for i in found if i.user == self.forge.login and a.marker in i.body}
+        if a.marker in self._issues:
+            return ""
+        issue = self.forge.create_issue(a.title, a.body, list(a.labels))
+        self._issues.add(a.marker)
+        return f"#{issue.number}: opened an issue for humans: {a.title.removeprefix('senpai: ')}"
 
     def _tail(self, job: str | None) -> str:
         """The last ESCALATION_TAIL lines of `job`'s log as neutral prose ("" if none is left):

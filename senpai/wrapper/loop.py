@@ -1,10 +1,11 @@
-"""The wrapper loop: one tick = observe, steer, events, decide, dispatch/reap (design §3, §4).
+"""The wrapper loop: one tick = observe, decide (steering first), dispatch/reap (design §3, §4).
 
 An idle tick costs two conditional forge requests (304s, free on GitHub: the PRs updated since the
 last listing, and the steering issues) and a look at the fleet; the experiments are worked out
 again only when either changed, a job finished, or `full_refresh_seconds` passed (W&B runs move
-without the forge).  Slash commands are applied right after a re-read; a tick that
-applied any ends there, so the next one decides on the ledger as the commands left it.
+without the forge).  Slash commands are applied right after a re-read (`senpai.wrapper.steering`);
+a tick that applied any does nothing else, so the next one decides on the ledger as the commands
+left it.
 """
 
 import logging
@@ -23,12 +24,13 @@ from senpai.forge.base import Forge
 from senpai.ledger.escalation import escalated
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.table import LedgerReader
+from senpai.wrapper.actions import Launch
 from senpai.wrapper.dispatch import Dispatcher
 from senpai.wrapper.health import TickHealth
+from senpai.wrapper.humans import HumanReader, HumansView
 from senpai.wrapper.pace import tick_wait
-from senpai.wrapper.policy import Launch, World, pending_messages, plan
+from senpai.wrapper.policy import World, pending_messages, plan
 from senpai.wrapper.state import StateStore
-from senpai.wrapper.steer import Steering
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +67,9 @@ class Wrapper:
     ) -> None:
         self.cfg, self.forge, self.fleet, self.ledger, self.store, self.clock = cfg, forge, fleet, ledger, store, clock
         gpus, cpus = {s.name: s.gpus for s in cfg.students}, {s.name: s.cpus for s in cfg.students}
-        self.dispatcher = Dispatcher(forge, fleet, config_path, gpus, cpus)
-        self.steering = Steering(cfg, forge, fleet, ledger)
+        self.dispatcher = Dispatcher(forge, fleet, config_path, gpus, cpus, ledger)
+        self.humans = HumanReader(cfg, forge, ledger)
+        self.view = HumansView()  # what humans wrote, as of the last re-read
         self.ticks = 0
         self._exps: list[Experiment] | None = None
         self._base_sha = ""
@@ -85,13 +88,13 @@ class Wrapper:
         # the PRs updated since the last listing, and the steering issues: each one conditional
         # request, a 304 (free) when nothing changed
         changed = self.ledger.refresh()
-        changed = self.steering.poll() or changed
+        changed = self.humans.poll() or changed
         stale = time.monotonic() - self._last_refresh > self.cfg.full_refresh_seconds
         if self._exps is None or changed or newly_done or stale:
             self._base_sha = self.forge.branch_sha(self.cfg.forge.base_branch)
             self.forge.clone_url  # asked once (cached): jobs take it from the snapshot's forge memo  # noqa: B018
             self._exps = self.ledger.experiments(relist=False)
-            self.steering.read()
+            self.view = self.humans.read(self._base_sha)
             self._save_snapshot()
             self._mirror_base()
             self._last_refresh = time.monotonic()
@@ -126,12 +129,7 @@ class Wrapper:
         refreshed = self._observe(bool(done - self._done_seen))
         self._done_seen = done
         report = TickReport(self.ticks, 0, refreshed, exps=list(self._exps or []))
-        if refreshed and self._steer(report, jobs):
-            self._exps = None  # the commands changed the ledger: decide on a fresh read next tick
-            report.calls, report.free = self.forge.calls - calls0, self.forge.not_modified - free0
-            report.live_jobs = sum(not j.done for j in self.fleet.list())
-            return report
-        world = self._world(report.exps, jobs)
+        world = self._world(report.exps, jobs, fresh=refreshed)
         actions = plan(world, self.cfg)
         by_pr = {e.pr: e for e in report.exps}
         for action in actions:
@@ -140,55 +138,46 @@ class Wrapper:
                     # recorded before the launch: a crash after it leaves no second delivery
                     self.store.see([e.id for e in action.events], world.now)
                     self.store.handed([e.id for e in action.events], action.name)
-                report.actions.append(self.dispatcher.apply(action, by_pr))
-                if isinstance(action, Launch):
-                    self.steering.ack_delivery(action)
+                if line := self.dispatcher.apply(action, by_pr):
+                    report.actions.append(line)
             except SenpaiError as e:
                 report.errors.append(f"{type(action).__name__} {getattr(action, 'name', getattr(action, 'pr', ''))}: {e}")
             except Exception as e:  # the per-item guard: one bad action must not stop the loop
                 log.exception("action %s failed", action)
                 report.errors.append(f"{type(action).__name__}: unexpected {type(e).__name__}: {e}")
-        if actions:
-            self._exps = None  # our own writes: re-read next tick
-        report.live_jobs = sum(not j.done for j in self.fleet.list()) if actions else sum(not j.done for j in jobs)
+        if report.actions:
+            # our own writes: decide on a re-read next tick. What failed, or had nothing left to do,
+            # forces none: it is tried again on the next re-read, which a permanent failure must
+            # not turn into every tick
+            self._exps = None
+        report.live_jobs = sum(not j.done for j in self.fleet.list()) if report.actions else sum(not j.done for j in jobs)
         report.calls, report.free = self.forge.calls - calls0, self.forge.not_modified - free0
         return report
 
-    def _world(self, exps: list[Experiment], jobs: list[JobStatus]) -> World:
-        view, now = self.steering.view, self.clock()
-        labels = {p.number: tuple(p.labels) for p in self.ledger.pulls}
-        w = World(exps, self._base_sha, jobs, now, self.store.handed_jobs(), view.state, tuple(view.free_text), labels=labels)
-        w = replace(w, escalated=escalated(view.issues, self.forge.login))
+    def _world(self, exps: list[Experiment], jobs: list[JobStatus], fresh: bool) -> World:
+        view, now, bot = self.view, self.clock(), self.forge.login
+        w = World(
+            exps,
+            self._base_sha,
+            jobs,
+            now,
+            self.store.handed_jobs(),
+            view.state,
+            view.free_text,
+            labels={p.number: tuple(p.labels) for p in self.ledger.pulls},
+            escalated=escalated(list(view.issues), bot),
+            commands=view.commands,
+            issues=view.issues,
+            target=view.target,
+            target_error=view.target_error,
+            fresh=fresh,
+            bot=bot,
+        )
         ids = [ev.id for ev in pending_messages(w, self.cfg)]
         if not ids:
             return w
         self.store.see(ids, now)  # the batch window starts when the wrapper first sees a message
         return replace(w, first_seen=self.store.first_seen(ids))
-
-    def _steer(self, report: TickReport, jobs: list[JobStatus]) -> bool:
-        """Apply slash commands and steering repairs on freshly read state; True if anything was done.
-
-        A failure is reported and retried on the next re-read (not forced: a permanent one must not
-        turn every tick into a full re-read)."""
-        exps, base = report.exps, self._base_sha
-        done, failed = [], []
-        steps = [
-            lambda: self.steering.apply_commands(exps, base, jobs),
-            lambda: (self.steering.enforce_stops(exps, base, jobs), []),
-            lambda: (self.steering.ack_deliveries(self.store.handed_jobs(), jobs), []),
-            lambda: ([line for line in [self.steering.patience_issue(exps)] if line], []),
-            lambda: (self.steering.hand_merge_issues(exps, base, jobs), []),
-        ]
-        for step in steps:
-            try:
-                lines, errors = step()
-                done += lines
-                failed += errors
-            except SenpaiError as e:
-                failed.append(f"steering: {e}")
-        report.actions += done
-        report.errors += failed
-        return bool(done)
 
     def run(
         self,

@@ -1,6 +1,8 @@
 """Decide: pure functions from what the wrapper sees to what it should do. No I/O here.
 
 Rules (design §3, §4):
+- first what humans wrote (`senpai.wrapper.steering`): slash commands, stops, lost delivery acks,
+  issues for humans; a tick that applies a command or a stop does only that;
 - wake the advisor for trusted human messages (first), review-ready PRs, verified PRs, queued
   `/senpai try`s and idle students (unless paused), and stale WIP;
 - wake a student for an assigned wip/changes PR without a live job, carrying the messages routed
@@ -16,7 +18,6 @@ Rules (design §3, §4):
 
 import hashlib
 import re
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from senpai.config.harness import HarnessConfig
@@ -26,9 +27,24 @@ from senpai.ledger.consistency import reverify
 from senpai.ledger.escalation import escalation_id
 from senpai.ledger.events import Event
 from senpai.ledger.experiment import Experiment
-from senpai.ledger.inbox import Inbound, SteerState
+from senpai.ledger.inbox import Inbound
 from senpai.ledger.labels import STUDENT_PREFIX, student_label
-from senpai.ledger.steering import message_ref
+from senpai.ledger.replies import message_ref
+from senpai.wrapper.actions import (
+    Action,
+    ApplyCommand,
+    Block,
+    DeleteJob,
+    Escalate,
+    FailureEvidence,
+    FinishAttempts,
+    Launch,
+    RestoreStudent,
+    Stop,
+)
+from senpai.wrapper.patience import paused_for_patience
+from senpai.wrapper.steering import steering_actions
+from senpai.wrapper.world import World
 
 ADVISOR_RETRIES = 3  # advisor turns of one event batch, dead ones included, before escalation
 MAX_BASELINE_SOURCES = 4  # PRs a verifier is told to read for reusable baseline seeds
@@ -38,85 +54,6 @@ INFRA_EXIT = TransientError.exit_code  # `senpai job` exits 3 when the forge, gi
 INFRA_REASONS = frozenset({"Lost", "Killed", "Evicted", "NodeLost", "Preempted"})  # the fleet's doing
 HYPOTHESIS_REASONS = frozenset({"DeadlineExceeded", "OOMKilled"})  # its wall-time and memory budget
 _JOB = re.compile(r"^senpai-(?:student|verifier)-pr\d+-(?P<attempt>\d+)(?:-r(?P<retry>\d+))?$")
-
-
-@dataclass(frozen=True)
-class World:
-    """Everything a decision may depend on, read this tick."""
-
-    exps: list[Experiment]
-    base_sha: str
-    jobs: list[JobStatus]
-    now: datetime
-    handed: dict[str, str] = field(default_factory=dict)  # event id -> job it was handed to (state store)
-    steer: SteerState = SteerState()  # from the acks on the forge
-    inbox: tuple[Inbound, ...] = ()  # trusted free-text messages (command messages are the wrapper's)
-    first_seen: dict[str, datetime] = field(default_factory=dict)  # message event id -> first seen (state store)
-    labels: dict[int, tuple[str, ...]] = field(default_factory=dict)  # PR number -> its labels (forge)
-    escalated: frozenset[str] = frozenset()  # escalation ids that have their issue (senpai.ledger.escalation)
-
-
-@dataclass(frozen=True)
-class Launch:
-    role: str
-    name: str
-    args: list[str]
-    wall_seconds: int
-    pr: int | None = None
-    student: str | None = None
-    events: tuple[Event, ...] = ()
-
-
-@dataclass(frozen=True)
-class FailureEvidence:
-    pr: int
-    attempt: int
-    job: str
-    to_review: bool
-
-
-@dataclass(frozen=True)
-class Block:
-    pr: int
-    reason: str
-
-
-@dataclass(frozen=True)
-class DeleteJob:
-    """Delete a live job whose PR was decided under it (closed or merged by hand): free its slot now."""
-
-    name: str
-    pr: int
-    reason: str
-
-
-@dataclass(frozen=True)
-class FinishAttempts:
-    """Move a wip PR that has used every attempt to review: its last evidence landed, but the move
-    did not (the job or the wrapper died in between).  Replays that evidence's post, which is idempotent."""
-
-    pr: int
-
-
-@dataclass(frozen=True)
-class RestoreStudent:
-    """Put back the `student:<name>` label of an open PR (removed or changed by hand)."""
-
-    pr: int
-    student: str
-
-
-@dataclass(frozen=True)
-class Escalate:
-    """senpai failed the same work repeatedly: block `prs` (one comment each), open one issue (by `key`)."""
-
-    prs: tuple[int, ...]
-    reason: str
-    key: str
-    job: str | None = None  # the last run that failed: its log tail goes into the issue
-
-
-Action = Launch | FailureEvidence | Block | Escalate | DeleteJob | RestoreStudent | FinishAttempts
 
 
 def infra_failure(job: JobStatus) -> bool:
@@ -260,25 +197,13 @@ def idle_events(w: World, cfg: HarnessConfig) -> list[Event]:
     return events + [Event(id=f"idle:{s}@{w.base_sha}:{len(w.exps)}", kind="idle", student=s) for s in idle[:room]]
 
 
-def patience_streak(exps: list[Experiment], resumed_after: frozenset[int] = frozenset()) -> list[Experiment]:
-    """The experiments closed without a merge since the last merge (in PR order), leaving out those
-    decided before the last `/senpai resume`."""
-    streak: list[Experiment] = []
-    for e in exps:
-        if e.state == "merged":
-            streak = []
-        elif e.state == "closed" and e.pr not in resumed_after:
-            streak.append(e)
-    return streak
-
-
-def paused_for_patience(exps: list[Experiment], cfg: HarnessConfig, resumed_after: frozenset[int] = frozenset()) -> bool:
-    """True once `patience` experiments in a row were decided without a merge (since the last resume)."""
-    return cfg.patience is not None and len(patience_streak(exps, resumed_after)) >= cfg.patience
-
-
 def plan(w: World, cfg: HarnessConfig) -> list[Action]:
-    """Every action for this tick, in the order to take them."""
+    """Every action for this tick, in the order to take them: the steering rules' first
+    (`senpai.wrapper.steering`); when they apply a command or a stop, only those (the rest is
+    decided on the re-read they cause: a pause or a stop changes it)."""
+    steering = steering_actions(w, cfg)
+    if any(isinstance(a, ApplyCommand | Stop) for a in steering):
+        return steering
     actions: list[Action] = [
         Block(e.pr, f"a senpai block is invalid: {e.error}")
         for e in w.exps
@@ -289,7 +214,7 @@ def plan(w: World, cfg: HarnessConfig) -> list[Action]:
     actions += _students(w, cfg)
     actions += _verifiers(w, cfg)
     advisor = _advisor(w, cfg)
-    return actions + ([advisor] if advisor else [])
+    return steering + actions + ([advisor] if advisor else [])
 
 
 def _by_pr(w: World) -> dict[int, Experiment]:

@@ -50,7 +50,7 @@ from senpai.ledger.experiment import Experiment, read_experiment
 from senpai.ledger.inbox import fold, issue_inbox, steer_blocks, version
 from senpai.ledger.labels import SENPAI, STEER, Status, student_label
 from senpai.ledger.records import read_record, record_marker, record_text
-from senpai.ledger.steering import message_ref, reply_to_human
+from senpai.ledger.replies import message_ref, reply_to_human
 from senpai.ledger.table import LedgerReader
 
 pytestmark = pytest.mark.e2e

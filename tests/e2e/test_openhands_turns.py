@@ -24,7 +24,7 @@ from senpai.ledger.blocks import BudgetReport
 from senpai.ledger.events import Event, Message
 from senpai.ledger.labels import SENPAI
 from senpai.ledger.records import read_record
-from senpai.ledger.steering import reply_marker
+from senpai.ledger.replies import reply_marker
 
 pytestmark = pytest.mark.e2e
 FORGE_TOKEN = "senpai:ghp-fake-forge-token-turns-4b1d"

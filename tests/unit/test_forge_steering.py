@@ -17,7 +17,7 @@ from senpai.ledger.events import Message
 from senpai.ledger.inbox import version
 from senpai.ledger.labels import ATTENTION, SENPAI, STEER
 from senpai.ledger.records import MAX_TEXT
-from senpai.ledger.steering import reply_marker, reply_to_human
+from senpai.ledger.replies import reply_marker, reply_to_human
 from senpai.ledger.table import LedgerReader
 from senpai.wrapper.steer import Steering
 

@@ -5,7 +5,7 @@ write the ledger through the same functions as the `search` runtime.
     query_runs         read-only   tracker runs by id or by PR (W&B text marked untrusted)
     create_hypothesis  advisor     `senpai.agents.hypothesis.open_hypothesis`
     decide             advisor     `senpai.agents.review` (verifier first, merge gate on merge)
-    reply_to_human     both        `senpai.ledger.steering.reply_to_human`
+    reply_to_human     both        `senpai.ledger.replies.reply_to_human`
     submit_evidence    student     commit + push the work copy, `senpai.agents.evidence.measure_and_post`
 
 A refused action (precondition, gate, bad input) comes back as an error observation the agent can
@@ -36,7 +36,7 @@ from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import Scalar, render
 from senpai.ledger.labels import Status, status_of
 from senpai.ledger.redact import redact
-from senpai.ledger.steering import reply_to_human
+from senpai.ledger.replies import reply_to_human
 
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)

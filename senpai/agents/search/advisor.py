@@ -19,7 +19,7 @@ from senpai.ledger.commands import SYNTAX
 from senpai.ledger.events import Event, Message
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import Status, status_of
-from senpai.ledger.steering import reply_to_human
+from senpai.ledger.replies import reply_to_human
 
 log = logging.getLogger(__name__)
 _decision = review.decision

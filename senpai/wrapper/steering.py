@@ -1,0 +1,164 @@
+"""Steering rules: what the wrapper does about what humans wrote, as actions. No I/O here.
+
+Slash commands are applied by code, whatever the runtime. Each command message is answered by
+one acknowledgement: the applied commands in a `senpai-steer` block (`ApplyCommand`), or, if any
+line is bad, the syntax and nothing applied (`Ack`). The ack *is* the record: the steering state
+(paused, experiment cap, queued tries, stops) is folded from these blocks, so replaying a tick,
+restarting the wrapper or deleting its state store applies nothing twice and loses nothing.
+`/senpai stop` has effects outside the ack (job deleted, PR closed): they follow the ack, and every
+acknowledged stop is made true again on each fresh read (`Stop`), so a crash in between is
+finished by the next tick. `/senpai allow compute` is only its ack: the merge gate reads it from
+the PR's comments (`senpai.ledger.inbox.compute_allowance`).
+
+Free-text messages become events (`senpai.wrapper.policy.pending_messages`); the `Dispatcher`
+acknowledges each as it launches the job it is handed to ("delivered to ..."), and
+`delivery_repairs` acknowledges one whose ack was lost (a crash after the launch).
+
+Humans are also asked, once each: when patience paused new work (`senpai.wrapper.patience`), and
+when a merge or a base head is not senpai's verified work (`hand_made_issues`).
+"""
+
+from senpai.config.harness import HarnessConfig
+from senpai.fleet.base import JobStatus
+from senpai.ledger.blocks import Steer, SteerCommand
+from senpai.ledger.commands import SYNTAX, CommandError, asks_try, parse_commands
+from senpai.ledger.consistency import check, seen_bases, verified_merge
+from senpai.ledger.experiment import Experiment
+from senpai.ledger.inbox import Inbound, SteerState, apply_command
+from senpai.ledger.labels import ATTENTION, SENPAI, STEER
+from senpai.ledger.replies import message_ref
+from senpai.wrapper.actions import Ack, Action, ApplyCommand, Launch, OpenIssue, Stop
+from senpai.wrapper.patience import patience_issue
+from senpai.wrapper.world import World
+
+
+def steering_actions(w: World, cfg: HarnessConfig) -> list[Action]:
+    """Every steering action for this tick, in order: the unacknowledged command messages in the
+    order they were written (`Inbound.order`), each against the state the earlier ones leave; the
+    acknowledged stops not yet true; lost delivery acks; the issues humans are owed. Nothing unless
+    the humans' messages were read this tick (`World.fresh`): an action is planned on what the
+    forge says now, never on a view its own last actions changed."""
+    if not w.fresh:
+        return []
+    out: list[Action] = []
+    state, stopped = w.steer, set()
+    for m in sorted(w.commands, key=lambda m: m.order):
+        action, state = command_action(m, w, state)
+        if action is not None:
+            out.append(action)
+            stopped |= {s.pr for s in action.stops} if isinstance(action, ApplyCommand) else set()
+    for e in w.exps:
+        if (author := w.steer.stops.get(e.pr)) and not e.decided and e.pr not in stopped:
+            out.append(stop_for(w, e.pr, author))
+    out += delivery_repairs(w)
+    issue = patience_issue(w, cfg)
+    return out + ([issue] if issue else []) + hand_made_issues(w)
+
+
+def command_action(m: Inbound, w: World, state: SteerState) -> tuple[Ack | ApplyCommand | None, SteerState]:
+    """The answer to one command message and the steering state after it. None (and `state`) while
+    a `/senpai try` in it cannot be checked because the forge did not give the target's senpai.yaml."""
+    msg = m.message
+    if m.closed:
+        return Ack(msg, f"PR #{msg.number} is closed: nothing was done. Steer on an open PR or a `{STEER}` issue."), state
+    if w.target_error and asks_try(msg.body):
+        return None, state  # its params are checked against the target once the forge answers
+    space = w.target.params.space if w.target else None
+    try:
+        commands = [_check(c, w.exps) for c in parse_commands(msg.body, space, msg.number if m.on_pr else None)]
+    except CommandError as e:
+        return Ack(msg, f"Nothing was applied: {e}\n\n{SYNTAX}"), state
+    block = Steer(message=message_ref(msg), author=msg.author, commands=commands)
+    done = []
+    for i, c in enumerate(commands):  # each reply tells the state its command leaves
+        state = apply_command(state, block, i, c)
+        done.append(_describe(c, len(w.exps), w.jobs, state))
+    stops = tuple(stop_for(w, c.pr, msg.author) for c in commands if c.verb == "stop" and c.pr is not None)
+    return ApplyCommand(msg, "Applied:\n" + "\n".join(f"- {d}" for d in done), block, stops), state
+
+
+def stop_for(w: World, pr: int, author: str) -> Stop:
+    """The stop of PR `pr` for `author`, with the PR's live jobs to delete."""
+    return Stop(pr, author, tuple(j.name for j in w.jobs if j.pr == pr and not j.done))
+
+
+def _check(c: SteerCommand, exps: list[Experiment]) -> SteerCommand:
+    """Completes `c` with what the ledger says, or raises CommandError before anything is applied."""
+    if c.verb == "resume":
+        return c.model_copy(update={"decided": sorted(e.pr for e in exps if e.decided)})
+    if c.verb in ("stop", "allow"):
+        exp = next((e for e in exps if e.pr == c.pr), None)
+        if exp is None or exp.decided:
+            raise CommandError(f"PR #{c.pr} is not an open senpai experiment")
+    return c
+
+
+def _describe(c: SteerCommand, opened: int, jobs: list[JobStatus], state: SteerState) -> str:
+    """The reply line of `c`; `state` is the steering state right after it."""
+    if c.verb == "pause":
+        return "paused: no new experiments are opened until `/senpai resume`; running jobs, reviews and verifications go on"
+    if c.verb == "resume":
+        return "resumed: new experiments are opened again (patience counts from now)"
+    if c.verb == "budget":
+        return f"experiment cap set to {c.experiments} ({opened} opened so far)"
+    if c.verb == "try":
+        point = ", ".join(f"`{k}={v}`" for k, v in c.params.items())
+        when = " after `/senpai resume`" if state.paused else ""
+        return f"queued {point}: it is opened for the next idle student{when}, before any proposal"
+    if c.verb == "allow":
+        return f"allowed PR #{c.pr} more compute than senpai.yaml's tolerance: the merge gate accepts its compute"
+    live = [j.name for j in jobs if j.pr == c.pr and not j.done]
+    return f"stopped PR #{c.pr}: " + (f"deleting job {', '.join(live)}, " if live else "") + "closing it with a decision"
+
+
+def delivered_text(launch: Launch) -> str:
+    """The ack of a message handed to the job `launch` starts."""
+    if launch.role == "advisor":
+        return f"Delivered to the advisor (job `{launch.name}`)."
+    return f"Delivered to student {launch.student} on PR #{launch.pr} (job `{launch.name}`)."
+
+
+def delivery_repairs(w: World) -> list[Ack]:
+    """Acks for messages handed to an existing job whose ack was lost (a crash after the launch)."""
+    by_name = {j.name: j for j in w.jobs}
+    out = []
+    for m in w.inbox:
+        job = by_name.get(w.handed.get(f"message:{message_ref(m.message)}", ""))
+        if not m.acked and job is not None:
+            target = "the advisor" if job.role == "advisor" else f"student {job.student} (PR #{job.pr})"
+            out.append(Ack(m.message, f"Delivered to {target} (job `{job.name}`)."))
+    return out
+
+
+def hand_made_issues(w: World) -> list[OpenIssue]:
+    """One issue per merge senpai did not verify (a merge by hand, or onto a base that moved), and
+    one per base head no senpai merge produced (a push by hand), each with its marker so that none
+    is opened twice (the `Dispatcher` looks the markers up). None while an advisor turn runs: it
+    may be between its merge and its decision comment."""
+    if any(j.role == "advisor" and not j.done for j in w.jobs):
+        return []
+    bases, flags, out = seen_bases(w.exps), check(w.exps, w.base_sha), []
+    for e in w.exps:
+        if e.state != "merged" or verified_merge(e, bases):
+            continue
+        what = "\n".join(f"- {f}" for f in flags.prs.get(e.pr, []))
+        body = (
+            f"PR #{e.pr} was merged, but not by a verified senpai merge:\n\n{what}\n\n"
+            "senpai does not take it as the baseline: the base has no measured value until the next "
+            "verified merge. Check the merged code, then revert it or let the next experiments measure it."
+        )
+        out.append(_issue(f"hand-merge:pr-{e.pr}", f"senpai: PR #{e.pr} was merged unverified (by hand?)", body))
+    if flags.base:
+        body = (
+            f"The base branch head `{w.base_sha[:12]}` was not produced by a senpai merge (a push by hand?):\n\n"
+            + "\n".join(f"- {f}" for f in flags.base)
+            + "\n\nsenpai does not take it as a measured baseline: its code is not what any verification "
+            "measured. Check the commit, then revert it or let the next experiments measure it."
+        )
+        out.append(_issue(f"hand-push:{w.base_sha}", f"senpai: the base moved by hand to {w.base_sha[:8]}", body))
+    return out
+
+
+def _issue(key: str, title: str, body: str) -> OpenIssue:
+    marker = f"<!-- senpai:{key} -->"
+    return OpenIssue(marker, title, f"{body}\n\n{marker}", (SENPAI, ATTENTION))
