@@ -5,12 +5,10 @@ import time
 from dataclasses import replace
 
 import httpx
-import pytest
 from forge_fixtures import add_collaborator, as_user, clone, commit_and_push, user_token
 from test_policy import CFG, exp
 
 from senpai.agents.search.advisor import answer_free_text
-from senpai.errors import NotFound
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Decision
 from senpai.ledger.events import Message
@@ -20,34 +18,6 @@ from senpai.ledger.records import MAX_TEXT
 from senpai.ledger.steering import reply_marker, reply_to_human
 from senpai.ledger.table import LedgerReader
 from senpai.wrapper.steer import Steering
-
-
-def test_read_file_at_a_ref(forge_repo, tmp_path):
-    forge, _ = forge_repo
-    assert forge.read_file("params.yaml", "advisor") == "lr: 0.1\nepochs: 3\n"
-    sha = commit_and_push(forge, tmp_path / "seed", "advisor", {"params.yaml": "lr: 0.3\n"})
-    assert forge.read_file("params.yaml", sha) == "lr: 0.3\n"
-    assert forge.read_file("params.yaml", "main") == "lr: 0.1\nepochs: 3\n"
-    for path, ref in [("nope.txt", "advisor"), ("params.yaml", "no-such-branch"), (".", "advisor")]:
-        with pytest.raises(NotFound):
-            forge.read_file(path, ref)
-
-
-def test_author_association_follows_github(forge_repo, local_forge, tmp_path):
-    forge, settings = forge_repo
-    issue = forge.create_issue("steer", "hello", [STEER]).number
-    add_collaborator(local_forge.base_url, settings.repo, "alice")
-    carol = as_user(local_forge, settings, "carol")
-    commit_and_push(forge, tmp_path / "seed", "carol-fix", {"README.md": "fix\n"}, start="advisor")
-    pr = carol.create_pull("fix", "", "carol-fix", "advisor", [])
-    for login in ("alice", "carol", "mallory"):
-        as_user(local_forge, settings, login).create_comment(issue, f"hi from {login}")
-    forge.merge_pull(pr.number, "merge carol's fix", pr.head_sha)
-    as_user(local_forge, settings, "carol").create_comment(issue, "merged now")
-    assoc = [(c.user, c.author_association) for c in forge.list_comments(issue)]
-    assert assoc == [("alice", "COLLABORATOR"), ("carol", "CONTRIBUTOR"), ("mallory", "NONE"), ("carol", "CONTRIBUTOR")]
-    assert forge.list_issues(STEER)[0].author_association == "OWNER"
-    assert httpx.get(f"{local_forge.base_url}/repos/{settings.repo}/collaborators/carol").status_code == 404
 
 
 def test_patience_opens_one_issue_for_humans(forge_repo, tmp_path):
