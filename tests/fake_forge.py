@@ -73,10 +73,11 @@ class _Item:
 
 
 class FakeRepo:
-    """One repository of the fake forge, owned by `owner`; its bare git repository lives under `root`."""
+    """One repository (`owner/name`) of the fake forge; its bare git repository lives under `root`."""
 
-    def __init__(self, root: Path, repo: str = "senpai/target") -> None:
+    def __init__(self, root: Path, repo: str = "senpai/target", clock: Callable[[], float] = time.time) -> None:
         self.repo = repo
+        self.clock = clock  # epoch seconds; a test may move it on instead of sleeping
         self.owner, name = repo.split("/", 1)
         self.git = GitRepos(Path(root) / "git")
         self.path = self.git.init(self.owner, name)
@@ -90,7 +91,7 @@ class FakeRepo:
 
     def now(self) -> float:
         """Strictly increasing wall-clock seconds, so two changes never share an `updated`."""
-        self._last = max(time.time(), self._last + 1e-6)
+        self._last = max(self.clock(), self._last + 1e-6)
         return self._last
 
     def forge(self, login: str | None = None, role: str | None = None, per_page: int = 100) -> "FakeForge":
