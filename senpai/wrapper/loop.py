@@ -16,8 +16,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from senpai.agents import mirror
+from senpai.config.budgets import Budgets
 from senpai.config.harness import HarnessConfig
-from senpai.errors import SenpaiError, TransientError
+from senpai.config.target import CONFIG_FILE
+from senpai.errors import ConfigError, SenpaiError, TransientError
 from senpai.fleet.base import Fleet, JobStatus
 from senpai.forge.base import Forge
 from senpai.ledger.escalation import escalated
@@ -64,6 +66,7 @@ class Wrapper:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.cfg, self.forge, self.fleet, self.ledger, self.store, self.clock = cfg, forge, fleet, ledger, store, clock
+        self.config_path = config_path
         gpus, cpus = {s.name: s.gpus for s in cfg.students}, {s.name: s.cpus for s in cfg.students}
         self.dispatcher = Dispatcher(forge, fleet, config_path, gpus, cpus)
         self.steering = Steering(cfg, forge, fleet, ledger)
@@ -89,6 +92,7 @@ class Wrapper:
         stale = time.monotonic() - self._last_refresh > self.cfg.full_refresh_seconds
         if self._exps is None or changed or newly_done or stale:
             self._base_sha = self.forge.branch_sha(self.cfg.forge.base_branch)
+            self.dispatcher.budgets = self._budgets()
             self.forge.clone_url  # asked once (cached): jobs take it from the snapshot's forge memo  # noqa: B018
             self._exps = self.ledger.experiments(relist=False)
             self.steering.read()
@@ -97,6 +101,17 @@ class Wrapper:
             self._last_refresh = time.monotonic()
             return True
         return False
+
+    def _budgets(self) -> Budgets | str:
+        """The budget table for senpai.yaml at the base (read once per base sha), or why there is none."""
+        where = f"{CONFIG_FILE} at {self._base_sha[:8]}"
+        target = self.steering.target(self._base_sha)
+        if target is None:
+            return f"{where} is missing or invalid; every job loads it, so none is launched until it is fixed"
+        try:
+            return Budgets.of(self.cfg, target)
+        except ConfigError as e:
+            return f"{self.config_path} does not fit {where}: {e}"
 
     def _mirror_base(self) -> None:
         """Bring the base mirror to the base just read, if it is elsewhere; jobs launched from now
