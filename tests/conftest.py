@@ -1,10 +1,11 @@
-"""Shared fixtures. Tests run W&B offline and talk to a real local forge on 127.0.0.1."""
+"""Shared fixtures. Tests run W&B offline; a Forge is the real local forge on 127.0.0.1 or its in-memory fake."""
 
 import os
 
 os.environ["WANDB_MODE"] = "offline"
 os.environ.setdefault("WANDB_SILENT", "true")
 
+from fake_forge import fake_forge  # noqa: E402,F401  (fixtures)
 from forge_fixtures import forge_repo, local_forge  # noqa: E402,F401  (fixtures)
 from k8s_fixtures import apiserver  # noqa: E402,F401  (fixtures)
 from llm_server import llm_server  # noqa: E402,F401  (fixtures)

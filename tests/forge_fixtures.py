@@ -5,7 +5,8 @@ owner of every repository), polls GET /health with a deadline and stops it in `f
 forge refuses writes without a token: `add_token` makes a collaborator's or an outsider's.
 `forge_repo` creates a uniquely named repository owned by
 `senpai`, pushes `main` and `advisor` with real git through smart HTTP, and returns
-`(GitHubForge, ForgeSettings)`.  The git helpers below are for tests that push more commits.
+`(GitHubForge, ForgeSettings)`.  The git helpers below (for any Forge, the fake too) are for tests
+that push more commits.
 """
 
 import os
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from senpai.config.harness import ForgeSettings
+from senpai.forge.base import Forge
 from senpai.forge.github import GitHubForge, create_repository
 from senpai.forge.localforge.server import LocalForgeServer
 from senpai.forge.localforge.store import Store
@@ -135,7 +137,7 @@ def run_git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
     return proc.stdout.strip()
 
 
-def clone(forge: GitHubForge, dest: Path, branch: str | None = None) -> Path:
+def clone(forge: Forge, dest: Path, branch: str | None = None) -> Path:
     """A fresh clone of the forge repository (authenticated through `forge.git_env()`)."""
     args = ["clone", "-q", *(["-b", branch] if branch else []), forge.clone_url, str(dest)]
     run_git(dest.parent, *args, env=forge.git_env())
@@ -143,7 +145,7 @@ def clone(forge: GitHubForge, dest: Path, branch: str | None = None) -> Path:
 
 
 def commit_and_push(
-    forge: GitHubForge,
+    forge: Forge,
     workdir: Path,
     branch: str,
     files: dict[str, str | None],
@@ -164,13 +166,15 @@ def commit_and_push(
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-        run_git(workdir, "add", name)
+    written = [name for name, text in files.items() if text is not None]
+    if written:
+        run_git(workdir, "add", "--", *written)  # one git for all: a test may write thousands of files
     run_git(workdir, "commit", "-q", "-m", message)
     run_git(workdir, "push", "-q", "origin", branch, env=env)
     return run_git(workdir, "rev-parse", "HEAD")
 
 
-def seed_repository(forge: GitHubForge, workdir: Path, files: dict[str, str] = SEED_FILES) -> None:
+def seed_repository(forge: Forge, workdir: Path, files: dict[str, str] = SEED_FILES) -> None:
     """Push `files` as the first commit of `main` and `advisor`."""
     workdir.mkdir(parents=True, exist_ok=True)
     run_git(workdir, "init", "-q", "-b", "main")

@@ -6,6 +6,7 @@ from pathlib import Path
 from senpai import phases
 from senpai.agents.mirror import mirror_path
 from senpai.agents.workcopy import WorkCopy
+from senpai.config.budgets import Budgets
 from senpai.config.harness import HarnessConfig
 from senpai.config.target import TargetConfig, load_target
 from senpai.forge.base import Forge
@@ -22,6 +23,7 @@ class TurnContext:
     target: TargetConfig
     repo: WorkCopy
     workdir: Path
+    budgets: Budgets  # of `harness` and `target`: the turn's deadline and the timeouts inside it
 
     @property
     def base(self) -> str:
@@ -35,7 +37,8 @@ def prepare_turn(
     `mirrored_base` (the sha the wrapper mirrored, `senpai.agents.mirror.handed_base`), the clone is
     copied from the wrapper's mirror if it holds that sha, else it comes from the forge.
 
-    Raises TransientError if the clone fails on the network, ConfigError if senpai.yaml is bad.
+    Raises TransientError if the clone fails on the network, ConfigError if senpai.yaml is bad or
+    does not fit the harness config (`Budgets.of`).
     """
     ledger = LedgerReader(forge, tracker, Snapshot.of(harness.state_dir, harness.forge.token(), harness.forge.scope))
     with phases.phase("ledger snapshot"):
@@ -44,4 +47,5 @@ def prepare_turn(
     repo = WorkCopy.clone(forge.clone_url, workdir / "repo", forge.git_env(), harness.forge.base_branch, mirror=mirror)
     with phases.phase("config"):
         target = load_target(repo.path)
-    return TurnContext(harness, forge, tracker, ledger, target, repo, workdir)
+        budgets = Budgets.of(harness, target)
+    return TurnContext(harness, forge, tracker, ledger, target, repo, workdir, budgets)

@@ -13,6 +13,7 @@ import time
 from senpai.agents.context import TurnContext
 from senpai.agents.environ import train_secrets
 from senpai.agents.measure import finite, run_command
+from senpai.config.budgets import StudentBudget
 from senpai.errors import NotFound
 from senpai.fleet.base import job_deadline, job_gpus
 from senpai.ledger import transitions
@@ -60,7 +61,7 @@ def measure_and_post(
     """
     identity = run_identity(ctx.harness.forge.repo, number, attempt, h.student, head, h.id, params)
     env = {**train_secrets(os.environ), **(extra_env or {}), **ctx.tracker.env_for(identity), "SEED": "0"}
-    timeout = train_timeout(ctx.target.budget.wall_seconds)
+    timeout = train_timeout(ctx.budgets.student)
     out = run_command(ctx.target.train, ctx.repo.path, env, timeout, log=ctx.workdir / "train.log")
     record = _read_run(ctx, identity.id)
     metric = ctx.target.metric
@@ -91,15 +92,15 @@ def measure_and_post(
     return ev
 
 
-def train_timeout(budget_seconds: float, now: float | None = None) -> float:
-    """Seconds the train command may run: 0.9 x the target's budget, cut so that it ends 0.1 x the
-    budget before the job's own deadline (`senpai.fleet.base.job_deadline`, counted by the fleet
-    from the job's start, so clone, checkout and an agent's turn are already spent), leaving the
-    job time to read the run and post evidence. At least 1 second."""
-    timeout = 0.9 * budget_seconds
+def train_timeout(budget: StudentBudget, now: float | None = None) -> float:
+    """Seconds the train command may run: `budget.train`, cut so that it ends `budget.post` before
+    the job's own deadline (`senpai.fleet.base.job_deadline`, counted by the fleet from the job's
+    start, so clone, checkout and an agent's turn are already spent), leaving the job time to read
+    the run and post evidence. At least 1 second."""
+    timeout = budget.train
     if (deadline := job_deadline()) is not None:
         now = time.time() if now is None else now
-        timeout = min(timeout, deadline - now - 0.1 * budget_seconds)
+        timeout = min(timeout, deadline - now - budget.post)
     return max(1.0, timeout)
 
 

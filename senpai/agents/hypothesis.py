@@ -76,9 +76,7 @@ def open_hypothesis(
     """
     t = ctx.target
     hid = hypothesis_id(params, change if request is None else f"{change or ''}\nrequest:{request}", id_salt(ctx.harness))
-    # an LLM student's job holds its agent turn as well as the training run
-    student_rt = ctx.harness.runtime.student
-    wall = t.budget.wall_seconds + (student_rt.budget.wall_seconds if student_rt.kind == "openhands" else 0)
+    budget = ctx.budgets.student  # an LLM student's job holds its agent turn as well as the training run
     h = Hypothesis(
         id=hid,
         hypothesis=hypothesis,
@@ -88,8 +86,8 @@ def open_hypothesis(
         change=change,
         metric=MetricRef(name=t.metric.name, direction=t.metric.direction, target=t.metric.target),
         baseline=BaselineRef(commit=baseline.commit, run_id=baseline.run_id, value=baseline.value),
-        budget=BudgetRef(wall_seconds=wall, attempts=t.budget.attempts),
-        stop_condition=f"{t.budget.attempts} attempt(s) of at most {wall} s each",
+        budget=BudgetRef(wall_seconds=budget.deadline, attempts=budget.attempts),
+        stop_condition=f"{budget.attempts} attempt(s) of at most {budget.deadline} s each",
         student=student,
         request=request,
     )

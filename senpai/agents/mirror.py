@@ -31,12 +31,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from senpai.agents.workcopy import IDENTITY
+from senpai.config.budgets import MIRROR_UPDATE_SECONDS
 
 log = logging.getLogger(__name__)
 
 ENV_MIRROR_BASE = "SENPAI_MIRROR_BASE"
 MIRROR_DIR = "mirror.git"
-UPDATE_TIMEOUT_SECONDS = 60.0  # the wrapper's tick waits for this at most
 _SHA = re.compile(r"^[0-9a-f]{40}$|^[0-9a-f]{64}$")
 
 
@@ -53,7 +53,7 @@ def handed_base(env: Mapping[str, str] = os.environ) -> str | None:
 def update(path: Path, url: str, env: Mapping[str, str], branch: str, want: str | None = None) -> str | None:
     """Bring the bare mirror at `path` (made if missing) to `branch` of `url` and return the sha it
     then holds; a mirror already at `want` (a restarted wrapper's) is not fetched again. None
-    (logged) if git failed or took over UPDATE_TIMEOUT_SECONDS: the mirror is then removed, so that
+    (logged) if a git step failed or took over MIRROR_UPDATE_SECONDS: the mirror is then removed, so that
     what a killed fetch left (a lock file) cannot fail the next update. `env` carries the forge
     credentials (`Forge.git_env`)."""
     full = {**os.environ, **IDENTITY, **env}
@@ -75,7 +75,7 @@ def update(path: Path, url: str, env: Mapping[str, str], branch: str, want: str 
 def _git(path: Path, env: dict[str, str], args: list[str], quiet: bool = False) -> str | None:
     """stdout of `git ARGS` in `path`, or None (logged unless `quiet`) if it failed or timed out."""
     try:
-        proc = subprocess.run(["git", *args], cwd=path, env=env, capture_output=True, text=True, timeout=UPDATE_TIMEOUT_SECONDS)
+        proc = subprocess.run(["git", *args], cwd=path, env=env, capture_output=True, text=True, timeout=MIRROR_UPDATE_SECONDS)
         problem = proc.stderr.strip()[-300:] if proc.returncode != 0 else None
     except (OSError, subprocess.TimeoutExpired) as e:
         problem = str(e)

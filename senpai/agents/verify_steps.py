@@ -36,6 +36,7 @@ from senpai.agents.verifier import (
     scorer,
     verification_block,
 )
+from senpai.config.budgets import VerifierSteps
 from senpai.config.load import read_bounded
 from senpai.config.target import TargetConfig
 from senpai.errors import ConfigError, PermanentError
@@ -66,10 +67,12 @@ class TrainLog(BaseModel):
 
 
 class SideTrainer:
-    """Runs one side's train steps on demand (each seed once) in `side_dir`'s checkout."""
+    """Runs one side's train steps on demand (each seed once) in `side_dir`'s checkout, each within
+    its timeout (`VerifierSteps`)."""
 
     def __init__(self, target: TargetConfig, side: str, sha: str, side_dir: Path) -> None:
         self.target, self.side, self.sha, self.dir = target, side, sha, side_dir
+        self.steps = VerifierSteps.of(target)
         self.done: dict[int, Trained] = {}
 
     def __call__(self, seed: int) -> Trained:
@@ -77,15 +80,15 @@ class SideTrainer:
             t = self.target
             self.done[seed] = train_step(
                 t.train, self.dir / "checkout", self.sha, self.side, seed, self.dir / "artifacts",
-                float(t.budget.wall_seconds), t.holdout.compute.key,
+                self.steps.train, t.holdout.compute.key,
             )  # fmt: skip
         return self.done[seed]
 
     def test(self) -> bool | None:
         """The target's test command in this side's checkout: passed, or None if none is declared."""
-        if self.target.test is None:
+        if self.target.test is None or self.steps.test is None:  # both or neither: `VerifierSteps.of`
             return None
-        checkout, timeout = self.dir / "checkout", float(self.target.budget.wall_seconds)
+        checkout, timeout = self.dir / "checkout", self.steps.test
         reset_checkout(checkout, self.sha, timeout)  # the fresh clone: no step of the side ran in it yet
         out = run_command(self.target.test, checkout, step_env(self.dir), timeout, self.dir / "test.log", drop=SCRUBBED)
         return out.returncode == 0
@@ -139,7 +142,7 @@ def verify_all(ctx: TurnContext, number: int, holdout_dir: Path, sources: tuple[
         checkout(ctx, plan, ctx.workdir)
         evaluator = EvaluatorFiles(ctx.repo.path, plan.baseline, hold.files)  # before any train step runs
         trainers = {side: SideTrainer(ctx.target, side, _sha(plan, side), ctx.workdir / side) for side in SIDES}
-        score = scorer(hold, evaluator, holdout_dir, ctx.workdir / "score", float(ctx.target.budget.wall_seconds))
+        score = scorer(hold, evaluator, holdout_dir, ctx.workdir / "score", ctx.budgets.verifier.steps.score)
         past = known(ctx, plan, holdout_dir, sources)
         v = measure(ctx.target, plan, lambda side, seed: trainers[side](seed), score, trainers["candidate"].test(), past)
     record(ctx, v)
@@ -251,7 +254,7 @@ def score_from_work(ctx: TurnContext, number: int, work: Path, holdout_dir: Path
 def _score_recorded(ctx: TurnContext, plan: Plan, work: Path, holdout_dir: Path, sources: tuple[int, ...]) -> Verification:
     hold = ctx.target.holdout
     evaluator = EvaluatorFiles(ctx.repo.path, plan.baseline, hold.files)  # from the score step's own clone
-    score = scorer(hold, evaluator, holdout_dir, ctx.workdir / "score", float(ctx.target.budget.wall_seconds))
+    score = scorer(hold, evaluator, holdout_dir, ctx.workdir / "score", ctx.budgets.verifier.steps.score)
     past = known(ctx, plan, holdout_dir, sources)
     try:
         train, test_passed = _recorded(work)

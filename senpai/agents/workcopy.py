@@ -2,10 +2,11 @@
 
 Credentials come from `Forge.git_env()` (environment, never argv or the remote URL).
 
-Network commands (clone, fetch, push) are retried with tenacity: exponential backoff from
-GIT_BACKOFF seconds, or the server's `Retry-After` (read from git's own HTTP trace, where git
-redacts the Authorization header), at most GIT_ATTEMPTS tries and GIT_TOTAL_SECONDS in all.  A
-Retry-After longer than GIT_MAX_WAIT is not slept: it raises TransientError(retry_after) at once,
+Network commands (clone, fetch, push) are retried with tenacity as `senpai.config.budgets.GIT`
+says: exponential backoff from its backoff_seconds, or the server's `Retry-After` (read from git's
+own HTTP trace, where git redacts the Authorization header), at most its attempts and
+total_seconds in all.  A Retry-After longer than its max_wait_seconds is not slept: it raises
+TransientError(retry_after) at once,
 and the job exits 3 so the wrapper relaunches it later.  Each retry is harmless: a failed clone
 leaves no directory behind, a fetch is read-only, and a push of the same head is a no-op.
 """
@@ -23,13 +24,10 @@ from pathlib import Path
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, stop_after_delay
 
 from senpai import phases
+from senpai.config.budgets import GIT
 from senpai.errors import PermanentError, TransientError
 from senpai.ledger.redact import redact
 
-GIT_ATTEMPTS = 5
-GIT_BACKOFF = 1.0  # seconds, doubled each retry
-GIT_MAX_WAIT = 30.0  # seconds: the longest single wait slept here
-GIT_TOTAL_SECONDS = 120.0  # bound on one network command, retries included
 # Failures no retry can fix: a rejected push, missing credentials or rights, a missing ref or repo.
 _PERMANENT = re.compile(
     r"\[rejected\]|non-fast-forward|returned error: 40[134]\b|Authentication failed|couldn't find remote ref"
@@ -57,10 +55,10 @@ IDENTITY = {
 
 
 def _wait(state: RetryCallState) -> float:
-    """The server's Retry-After if it sent one, else GIT_BACKOFF doubled per try (capped)."""
+    """The server's Retry-After if it sent one, else GIT's backoff doubled per try (capped)."""
     exc = state.outcome.exception() if state.outcome else None
     after = getattr(exc, "retry_after", None)
-    return after if after is not None else min(GIT_MAX_WAIT, GIT_BACKOFF * 2 ** (state.attempt_number - 1))
+    return after if after is not None else min(GIT.max_wait_seconds, GIT.backoff_seconds * 2 ** (state.attempt_number - 1))
 
 
 class WorkCopy:
@@ -132,7 +130,7 @@ class WorkCopy:
                 raise PermanentError(f"git {args[0]} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
             return proc.stdout.strip()
         retrying = Retrying(
-            stop=stop_after_attempt(GIT_ATTEMPTS) | stop_after_delay(GIT_TOTAL_SECONDS),
+            stop=stop_after_attempt(GIT.attempts) | stop_after_delay(GIT.total_seconds),
             wait=_wait,
             sleep=self._sleep,
             retry=retry_if_exception_type(_GitFault),
@@ -160,7 +158,7 @@ class WorkCopy:
             raise PermanentError(message)
         after = [float(x) for x in _RETRY_AFTER.findall(traced)]
         retry_after = after[-1] if after else None
-        if retry_after is not None and retry_after > GIT_MAX_WAIT:
+        if retry_after is not None and retry_after > GIT.max_wait_seconds:
             raise TransientError(message, retry_after=retry_after)
         raise _GitFault(message, retry_after)
 

@@ -13,6 +13,7 @@ isolation is what stops those.
 """
 
 import ast
+import functools
 import importlib.metadata
 import sys
 from collections.abc import Iterator
@@ -64,7 +65,7 @@ def _shadowing(sources: list[str], imported: set[str]) -> list[str]:
     script_dirs = {p.parent for p in py} - packages
     modules = [(p.as_posix(), p.stem) for p in py if p.parent in script_dirs]
     modules += sorted((f"{d.as_posix()}/", d.name) for d in packages if d.parent in script_dirs)
-    installed = importlib.metadata.packages_distributions() if modules else {}
+    installed = _installed() if modules else {}
     problems = []
     for path, name in modules:
         if name in sys.stdlib_module_names:
@@ -75,6 +76,13 @@ def _shadowing(sources: list[str], imported: set[str]) -> list[str]:
             continue
         problems.append(f"holdout.files: {path} would shadow {what} once the evaluator puts its directory on sys.path; rename it")
     return problems
+
+
+@functools.cache
+def _installed() -> dict[str, list[str]]:
+    """Top-level module -> distributions installed here; read once a process (a scan of every
+    distribution's metadata takes seconds in a large environment)."""
+    return importlib.metadata.packages_distributions()
 
 
 def _python_files(repo: Path, files: list[str]) -> Iterator[str]:

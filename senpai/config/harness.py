@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
+from senpai.config.budgets import harness_problems
 from senpai.config.load import load_yaml_model
 from senpai.errors import ConfigError
 
@@ -250,18 +251,25 @@ class HarnessConfig(_Strict):
     full_refresh_seconds: float = Field(60.0, gt=0, description="Re-list the forge even without a change.")
     max_experiments: int | None = Field(None, ge=1, description="Open no more than this many experiments in all (any state).")
     patience: int | None = Field(None, ge=1, description="Pause assignments after this many decided experiments without a merge.")
-    advisor_wall_seconds: int = Field(600, gt=0, description="Wall time of one advisor turn, seconds.")
-    verifier_wall_seconds: int = Field(1800, gt=0, description="Wall time of one verifier run, seconds.")
+    advisor_wall_seconds: int | None = Field(
+        None,
+        gt=0,
+        description="Deadline of one advisor job, seconds. Unset: 600 for the search runtime, the turn's "
+        "wall_seconds + 300 for openhands (`senpai.config.budgets`); set, it must hold that turn.",
+    )
+    verifier_wall_seconds: int | None = Field(
+        None,
+        gt=0,
+        description="Deadline of one verifier job, seconds. Unset: derived from senpai.yaml (every train and score "
+        "step of both sides, the test, + 300); set, it must hold them, or jobs refuse the target.",
+    )
     stale_after_seconds: float = Field(1800.0, gt=0, description="WIP with no live job this long is stale.")
 
-    def advisor_job_seconds(self) -> int:
-        """Deadline of one advisor job, seconds: `advisor_wall_seconds`, raised for an openhands
-        advisor to its turn's wall budget plus 300 s (clone, budget report), so the harness's own
-        budget stop (with its report) comes before the fleet's kill."""
-        rt = self.runtime.advisor
-        return (
-            max(self.advisor_wall_seconds, rt.budget.wall_seconds + 300) if rt.kind == "openhands" else self.advisor_wall_seconds
-        )
+    @model_validator(mode="after")
+    def _budgets_fit(self) -> "HarnessConfig":
+        if problems := harness_problems(self):
+            raise ValueError("; ".join(problems))
+        return self
 
 
 def load_harness(path: Path | str | None = None) -> HarnessConfig:

@@ -44,6 +44,7 @@ from github.Requester import Requester
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from senpai import __version__
+from senpai.config.budgets import FORGE
 from senpai.config.harness import ForgeSettings
 from senpai.errors import FileListTruncated, Forbidden, MergeConflict, NotFound, PermanentError, SenpaiError, TransientError
 from senpai.forge.base import Access, Comment, ForgeMemo, Issue, IssuesPage, PullRequest, PullsPage, RateLimit
@@ -231,10 +232,10 @@ class GitHubForge:
         settings: ForgeSettings,
         token: str | None = None,
         *,
-        attempts: int = 4,
-        backoff: float = 0.5,
-        max_wait: float = 30.0,
-        timeout: int = 30,
+        attempts: int = FORGE.attempts,
+        backoff: float = FORGE.backoff_seconds,
+        max_wait: float = FORGE.max_wait_seconds,
+        timeout: int = FORGE.timeout_seconds,
         sleep: Callable[[float], None] = time.sleep,
         per_page: int = 100,
         user_agent: str = f"senpai/{__version__}",

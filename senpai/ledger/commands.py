@@ -125,11 +125,6 @@ def to_command(line: str, space: dict[str, ParamSpec] | None, on_pr: int | None)
     return SteerCommand(verb="try", params=params)
 
 
-def asks_try(body: str) -> bool:
-    """True if a command line of `body` is a `/senpai try` (its params are checked against the target)."""
-    return any(line.lower().split()[1:2] == ["try"] for line in command_lines(body))
-
-
 def parse_commands(body: str, space: dict[str, ParamSpec] | None, on_pr: int | None) -> list[SteerCommand]:
     """Every command of a command message, all checked. Raises CommandError (naming every bad line)."""
     out, problems = [], []

@@ -16,7 +16,6 @@ class Launch:
     role: str
     name: str
     args: list[str]
-    wall_seconds: int
     pr: int | None = None
     student: str | None = None
     events: tuple[Event, ...] = ()

@@ -10,8 +10,9 @@ replayed action is harmless.
 import logging
 import sys
 
+from senpai.config.budgets import Budgets
 from senpai.config.harness import ENV_CONFIG
-from senpai.errors import SenpaiError
+from senpai.errors import ConfigError, SenpaiError
 from senpai.fleet.base import Fleet, JobSpec
 from senpai.forge.base import Forge
 from senpai.ledger import escalation, transitions
@@ -43,10 +44,12 @@ log = logging.getLogger(__name__)
 ESCALATION_TAIL = 12  # log lines of the last failed run shown in an escalation issue
 
 
-def job_spec(a: Launch, config_path: str, gpus: int = 0, cpus: int = 1, env: dict[str, str] | None = None) -> JobSpec:
+def job_spec(
+    a: Launch, config_path: str, wall_seconds: int, gpus: int = 0, cpus: int = 1, env: dict[str, str] | None = None
+) -> JobSpec:
     """The fleet job for `a`: `python -m senpai job <args>` with the harness config path (and `env`,
-    e.g. the base sha the wrapper mirrored), and the GPUs and CPU cores of its student (an advisor
-    job: none, and one core)."""
+    e.g. the base sha the wrapper mirrored), its deadline `wall_seconds`, and the GPUs and CPU cores
+    of its student (an advisor job: none, and one core)."""
     env = {**(env or {}), ENV_CONFIG: config_path}
     if a.events:
         env[ENV_EVENTS] = EventBatch(events=list(a.events)).model_dump_json()
@@ -58,7 +61,7 @@ def job_spec(a: Launch, config_path: str, gpus: int = 0, cpus: int = 1, env: dic
         student=a.student,
         command=command,
         env=env,
-        wall_seconds=a.wall_seconds,
+        wall_seconds=wall_seconds,
         gpus=gpus,
         cpus=cpus,
     )
@@ -97,13 +100,19 @@ class Dispatcher:
         self.ledger = ledger  # its cached comments of a thread are dropped once we post there
         self.job_env: dict[str, str] = {}  # added to every job launched (the wrapper's base mirror sha)
         self._issues: set[str] = set()  # markers of issues for humans known to exist (opened or found)
+        # the deadlines jobs get, from the harness config and senpai.yaml at the base (set by the
+        # wrapper on each re-read), or why there are none: no job is launched then, as each would
+        # fail to load senpai.yaml
+        self.budgets: Budgets | str = "senpai.yaml at the base is not read yet"
 
     def apply(self, action: Action, exps: dict[int, Experiment]) -> str:
         """Carry out one action; returns a one-line description for progress output ("" if there was
         nothing left to do). Raises SenpaiError subclasses as the forge and the fleet do."""
         if isinstance(action, Launch):
-            student = action.student or ""
-            spec = job_spec(action, self.config_path, self.gpus.get(student, 0), self.cpus.get(student, 1), self.job_env)
+            if isinstance(self.budgets, str):
+                raise ConfigError(f"{action.name} not launched: {self.budgets}")
+            student, wall = action.student or "", self.budgets.deadline(action.role)
+            spec = job_spec(action, self.config_path, wall, self.gpus.get(student, 0), self.cpus.get(student, 1), self.job_env)
             self.fleet.launch(spec)
             for ev in action.events:  # tell each human whose message it carries where it went
                 if ev.kind == "message" and ev.message is not None:

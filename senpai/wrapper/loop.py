@@ -16,9 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
+import yaml
+from pydantic import ValidationError
+
 from senpai.agents import mirror
+from senpai.config.budgets import Budgets
 from senpai.config.harness import HarnessConfig
-from senpai.errors import SenpaiError, TransientError
+from senpai.config.target import CONFIG_FILE, TargetConfig
+from senpai.errors import ConfigError, PermanentError, SenpaiError, TransientError
 from senpai.fleet.base import Fleet, JobStatus
 from senpai.forge.base import Forge
 from senpai.ledger.escalation import escalated
@@ -66,10 +71,12 @@ class Wrapper:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.cfg, self.forge, self.fleet, self.ledger, self.store, self.clock = cfg, forge, fleet, ledger, store, clock
+        self.config_path = config_path
         gpus, cpus = {s.name: s.gpus for s in cfg.students}, {s.name: s.cpus for s in cfg.students}
         self.dispatcher = Dispatcher(forge, fleet, config_path, gpus, cpus, ledger)
         self.humans = HumanReader(cfg, forge, ledger)
         self.view = HumansView()  # what humans wrote, as of the last re-read
+        self._target: tuple[str, TargetConfig | None] = ("", None)  # (base sha, its senpai.yaml)
         self.ticks = 0
         self._exps: list[Experiment] | None = None
         self._base_sha = ""
@@ -92,14 +99,40 @@ class Wrapper:
         stale = time.monotonic() - self._last_refresh > self.cfg.full_refresh_seconds
         if self._exps is None or changed or newly_done or stale:
             self._base_sha = self.forge.branch_sha(self.cfg.forge.base_branch)
+            self._target = self._base_target()
+            self.dispatcher.budgets = self._budgets()
             self.forge.clone_url  # asked once (cached): jobs take it from the snapshot's forge memo  # noqa: B018
             self._exps = self.ledger.experiments(relist=False)
-            self.view = self.humans.read(self._base_sha)
+            self.view = self.humans.read()
             self._save_snapshot()
             self._mirror_base()
             self._last_refresh = time.monotonic()
             return True
         return False
+
+    def _base_target(self) -> tuple[str, TargetConfig | None]:
+        """(base sha, the target's senpai.yaml there): read once per base sha; None if it is missing
+        or invalid. Raises TransientError (nothing kept) when the forge cannot answer: the tick fails
+        and the next one tries again."""
+        if self._target[0] == self._base_sha:
+            return self._target
+        try:
+            data = yaml.safe_load(self.forge.read_file(CONFIG_FILE, self._base_sha))
+            return self._base_sha, TargetConfig.model_validate(data)
+        except (PermanentError, yaml.YAMLError, ValidationError) as e:
+            log.warning("cannot read %s at %s: %s", CONFIG_FILE, self._base_sha[:8], e)
+            return self._base_sha, None
+
+    def _budgets(self) -> Budgets | str:
+        """The budget table for senpai.yaml at the base, or why there is none."""
+        where = f"{CONFIG_FILE} at {self._base_sha[:8]}"
+        target = self._target[1]
+        if target is None:
+            return f"{where} is missing or invalid; every job loads it, so none is launched until it is fixed"
+        try:
+            return Budgets.of(self.cfg, target)
+        except ConfigError as e:
+            return f"{self.config_path} does not fit {where}: {e}"
 
     def _mirror_base(self) -> None:
         """Bring the base mirror to the base just read, if it is elsewhere; jobs launched from now
@@ -168,8 +201,7 @@ class Wrapper:
             escalated=escalated(list(view.issues), bot),
             commands=view.commands,
             issues=view.issues,
-            target=view.target,
-            target_error=view.target_error,
+            target=self._target[1],
             fresh=fresh,
             bot=bot,
         )

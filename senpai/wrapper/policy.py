@@ -12,14 +12,17 @@ Rules (design §3, §4):
 - at most one advisor turn at a time and one job per student;
 - a job that ended without its record gets one: failure evidence (student) or a block (verifier),
   unless it failed on infrastructure (`infra_failure`): then it is relaunched under the next name
-  `<name>-r<k>` and spends no attempt; after INFRA_RETRIES such failures (or ADVISOR_RETRIES dead
-  advisor turns) its PRs are escalated: blocked with one comment each, and one issue for humans.
+  `<name>-r<k>` and spends no attempt; after `RELAUNCH.runs` such runs (or `RELAUNCH.advisor_runs`
+  dead advisor turns) its PRs are escalated: blocked with one comment each, and one issue for humans.
+
+A launch names no deadline: the Dispatcher gives the job its role's (`senpai.config.budgets`).
 """
 
 import hashlib
 import re
 from datetime import datetime, timedelta
 
+from senpai.config.budgets import RELAUNCH
 from senpai.config.harness import HarnessConfig
 from senpai.errors import TransientError
 from senpai.fleet.base import JobStatus
@@ -46,10 +49,7 @@ from senpai.wrapper.patience import paused_for_patience
 from senpai.wrapper.steering import steering_actions
 from senpai.wrapper.world import World
 
-ADVISOR_RETRIES = 3  # advisor turns of one event batch, dead ones included, before escalation
 MAX_BASELINE_SOURCES = 4  # PRs a verifier is told to read for reusable baseline seeds
-INFRA_RETRIES = 3  # runs of one student/verifier job that may fail on infrastructure before escalation
-INFRA_BACKOFF_SECONDS = 15.0  # a relaunch waits this long after the failed run, doubled per relaunch
 INFRA_EXIT = TransientError.exit_code  # `senpai job` exits 3 when the forge, git or the network failed it
 INFRA_REASONS = frozenset({"Lost", "Killed", "Evicted", "NodeLost", "Preempted"})  # the fleet's doing
 HYPOTHESIS_REASONS = frozenset({"DeadlineExceeded", "OOMKilled"})  # its wall-time and memory budget
@@ -90,8 +90,8 @@ def job_work(job: JobStatus) -> str:
 def next_run(base: str, jobs: list[JobStatus], now: datetime) -> str | None:
     """The job name to launch for the work `base` names, or None if there is nothing to launch now.
 
-    `base` itself first; after it failed on infrastructure, `base-r1`, ... up to INFRA_RETRIES runs
-    in all, the k-th relaunch no sooner than INFRA_BACKOFF_SECONDS * 2**(k-1) after the failed run
+    `base` itself first; after it failed on infrastructure, `base-r1`, ... up to `RELAUNCH.runs`
+    runs in all, the k-th relaunch no sooner than `RELAUNCH.wait(k)` after the failed run
     finished.  None while a run is live or backing off, once a run ended otherwise (the reaper
     records it), or when the runs are spent (the reaper escalates).
     """
@@ -99,9 +99,9 @@ def next_run(base: str, jobs: list[JobStatus], now: datetime) -> str | None:
     if not runs:
         return base
     last = runs[-1]
-    if not last.done or not infra_failure(last) or len(runs) >= INFRA_RETRIES:
+    if not last.done or not infra_failure(last) or len(runs) >= RELAUNCH.runs:
         return None
-    wait = timedelta(seconds=INFRA_BACKOFF_SECONDS * 2 ** (len(runs) - 1))
+    wait = timedelta(seconds=RELAUNCH.wait(len(runs)))
     if last.finished_at is not None and now < last.finished_at + wait:
         return None
     return f"{base}-r{len(runs)}"
@@ -212,7 +212,7 @@ def plan(w: World, cfg: HarnessConfig) -> list[Action]:
     actions += _human_changes(w)
     actions += _reap(w)
     actions += _students(w, cfg)
-    actions += _verifiers(w, cfg)
+    actions += _verifiers(w)
     advisor = _advisor(w, cfg)
     return steering + actions + ([advisor] if advisor else [])
 
@@ -262,7 +262,7 @@ def _reap(w: World) -> list[Action]:
 
 def _spent(j: JobStatus, pr: int, w: World) -> list[Action]:
     """Escalate if `j` was the last run its infrastructure retries allow; otherwise nothing (yet)."""
-    if job_retry(j) + 1 < INFRA_RETRIES:
+    if job_retry(j) + 1 < RELAUNCH.runs:
         return []
     base = job_work(j)
     # a verifier exits 3 too when the base head fails its own train or score step (BaselineFailed):
@@ -273,7 +273,7 @@ def _spent(j: JobStatus, pr: int, w: World) -> list[Action]:
         else "on infrastructure,"
     )
     reason = (
-        f"job `{base}` failed {INFRA_RETRIES} times {why} not on the hypothesis "
+        f"job `{base}` failed {RELAUNCH.runs} times {why} not on the hypothesis "
         f"(last run `{j.name}`: {j.reason}, exit {j.exit_code}). No attempt was spent; see the job logs."
     )
     return [Escalate((pr,), reason, base, j.name)]
@@ -300,12 +300,12 @@ def _students(w: World, cfg: HarnessConfig) -> list[Action]:
         if window_open(mine, w, cfg):
             continue  # a message for this student is on its way: wait for the batch, then go with it
         args = ["student", "--pr", str(e.pr), "--attempt", str(attempt)]
-        out.append(Launch("student", name, args, e.hypothesis.budget.wall_seconds, e.pr, e.student, tuple(mine)))
+        out.append(Launch("student", name, args, e.pr, e.student, tuple(mine)))
         live.add(e.student)
     return out
 
 
-def _verifiers(w: World, cfg: HarnessConfig) -> list[Action]:
+def _verifiers(w: World) -> list[Action]:
     """A verifier per PR that owes one. A base no verification has measured yet gets one verifier
     at a time (none while another runs): it measures the baseline's seeds, and the verifiers
     launched after it reuse them (`senpai.agents.reuse`) instead of training the same seeds again.
@@ -325,7 +325,7 @@ def _verifiers(w: World, cfg: HarnessConfig) -> list[Action]:
         measured = _measured_bases(w.exps) if measured is None else measured
         if base not in measured and busy:
             continue
-        out.append(_verifier(name, e, cfg, measured.get(base, [])))
+        out.append(_verifier(name, e, measured.get(base, [])))
         busy = not stalled
     return out
 
@@ -355,11 +355,11 @@ def _measured_bases(exps: list[Experiment]) -> dict[str, list[int]]:
     return out
 
 
-def _verifier(name: str, e: Experiment, cfg: HarnessConfig, sources: list[int]) -> Launch:
+def _verifier(name: str, e: Experiment, sources: list[int]) -> Launch:
     """The verifier of `e`, as its student: the job gets the student's GPUs to train both sides.
     `sources`: PRs whose verifications measured the base, for it to reuse (`--baseline-from`)."""
     args = ["verify", "--pr", str(e.pr), *(a for pr in sources if pr != e.pr for a in ("--baseline-from", str(pr)))]
-    return Launch("verifier", name, args, cfg.verifier_wall_seconds, e.pr, e.student)
+    return Launch("verifier", name, args, e.pr, e.student)
 
 
 def _advisor(w: World, cfg: HarnessConfig) -> Launch | Escalate | None:
@@ -373,18 +373,18 @@ def _advisor(w: World, cfg: HarnessConfig) -> Launch | Escalate | None:
         return None
     digest = hashlib.sha256("\n".join(sorted(ev.id for ev in events)).encode()).hexdigest()[:10]
     tries = [j for j in w.jobs if j.role == "advisor" and j.name.startswith(f"senpai-advisor-{digest}-")]
-    if len(tries) >= ADVISOR_RETRIES:
+    if len(tries) >= RELAUNCH.advisor_runs:
         return _advisor_spent(events, tries, digest, w)
     last = max(tries, key=lambda j: int(j.name.rsplit("-", 1)[1]), default=None)
     if last is not None and last.phase == "failed" and last.finished_at is not None:
-        if w.now < last.finished_at + timedelta(seconds=INFRA_BACKOFF_SECONDS * 2 ** (len(tries) - 1)):
+        if w.now < last.finished_at + timedelta(seconds=RELAUNCH.wait(len(tries))):
             return None  # the same batch just died: back off as for any relaunch
     name = f"senpai-advisor-{digest}-{len(tries) + 1}"
-    return Launch("advisor", name, ["advisor"], cfg.advisor_job_seconds(), events=tuple(events))
+    return Launch("advisor", name, ["advisor"], events=tuple(events))
 
 
 def _advisor_spent(events: list[Event], tries: list[JobStatus], digest: str, w: World) -> Escalate | None:
-    """The same batch died ADVISOR_RETRIES times: block the PRs it carried and open one issue.
+    """The same batch died `RELAUNCH.advisor_runs` times: block the PRs it carried and open one issue.
 
     Once the PRs are blocked their events leave the batch, so the rest forms a new batch (a new
     digest) with retries of its own; a batch without PRs is escalated once (`w.escalated`).

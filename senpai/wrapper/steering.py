@@ -21,7 +21,7 @@ when a merge or a base head is not senpai's verified work (`hand_made_issues`).
 from senpai.config.harness import HarnessConfig
 from senpai.fleet.base import JobStatus
 from senpai.ledger.blocks import Steer, SteerCommand
-from senpai.ledger.commands import SYNTAX, CommandError, asks_try, parse_commands
+from senpai.ledger.commands import SYNTAX, CommandError, parse_commands
 from senpai.ledger.consistency import check, seen_bases, verified_merge
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.inbox import Inbound, SteerState, apply_command
@@ -44,9 +44,8 @@ def steering_actions(w: World, cfg: HarnessConfig) -> list[Action]:
     state, stopped = w.steer, set()
     for m in sorted(w.commands, key=lambda m: m.order):
         action, state = command_action(m, w, state)
-        if action is not None:
-            out.append(action)
-            stopped |= {s.pr for s in action.stops} if isinstance(action, ApplyCommand) else set()
+        out.append(action)
+        stopped |= {s.pr for s in action.stops} if isinstance(action, ApplyCommand) else set()
     for e in w.exps:
         if (author := w.steer.stops.get(e.pr)) and not e.decided and e.pr not in stopped:
             out.append(stop_for(w, e.pr, author))
@@ -55,14 +54,12 @@ def steering_actions(w: World, cfg: HarnessConfig) -> list[Action]:
     return out + ([issue] if issue else []) + hand_made_issues(w)
 
 
-def command_action(m: Inbound, w: World, state: SteerState) -> tuple[Ack | ApplyCommand | None, SteerState]:
-    """The answer to one command message and the steering state after it. None (and `state`) while
-    a `/senpai try` in it cannot be checked because the forge did not give the target's senpai.yaml."""
+def command_action(m: Inbound, w: World, state: SteerState) -> tuple[Ack | ApplyCommand, SteerState]:
+    """The answer to one command message and the steering state after it. A `/senpai try` is
+    checked against the params space of the base's senpai.yaml (`World.target`)."""
     msg = m.message
     if m.closed:
         return Ack(msg, f"PR #{msg.number} is closed: nothing was done. Steer on an open PR or a `{STEER}` issue."), state
-    if w.target_error and asks_try(msg.body):
-        return None, state  # its params are checked against the target once the forge answers
     space = w.target.params.space if w.target else None
     try:
         commands = [_check(c, w.exps) for c in parse_commands(msg.body, space, msg.number if m.on_pr else None)]

@@ -27,7 +27,6 @@ class World:
     escalated: frozenset[str] = frozenset()  # escalation ids that have their issue (senpai.ledger.escalation)
     commands: tuple[Inbound, ...] = ()  # trusted slash-command messages not acknowledged yet, any order
     issues: tuple[Issue, ...] = ()  # the steering issues (label `senpai:steer`), any state
-    target: TargetConfig | None = None  # the base's senpai.yaml, read when a `/senpai try` waits (None: missing or invalid)
-    target_error: str | None = None  # why it could not be read now (the forge): `/senpai try` messages wait
+    target: TargetConfig | None = None  # the base's senpai.yaml (None: missing or invalid)
     fresh: bool = False  # the humans' messages were read this tick: the steering rules act only on a fresh read
     bot: str = ""  # the bot's login: only its own issues' markers count

@@ -1,25 +1,68 @@
-"""Contract of the Forge port, run through the real PyGithub adapter against the real local forge.
-
-Every test talks HTTP to a live server and pushes with real git; nothing is mocked.
+"""Contract of the Forge port: one suite run against the real PyGithub adapter over the real local
+forge (HTTP to a live server, pushes with real git; nothing mocked) and against the in-memory fake
+(tests/fake_forge.py) that unit tests use instead.  Tests of what only HTTP has (request counts,
+tokens, repository creation) run against the adapter alone.
 """
 
 import json
-import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from forge_fixtures import OWNER, TOKEN, as_user, clone, commit_and_push, run_git
+from fake_forge import FakeRepo
+from forge_fixtures import (
+    OWNER,
+    TOKEN,
+    add_collaborator,
+    as_user,
+    clone,
+    commit_and_push,
+    new_repository,
+    run_git,
+    seed_repository,
+)
 
-from senpai.errors import FileListTruncated, MergeConflict, NotFound
+from senpai.errors import FileListTruncated, Forbidden, MergeConflict, NotFound
 from senpai.forge.base import Forge, IssuesPage, PullsPage
 from senpai.forge.github import GitHubForge, create_repository
 
 BRANCH = "senpai/alice/lr-sweep"
 
 
+@dataclass
+class Side:
+    """One implementation of the port over a fresh repository seeded with `main` and `advisor` (the
+    seed clone is tmp_path/'seed'), and what tests do beside the port."""
+
+    forge: Forge  # the bot's, owner of the repository
+    repo: str  # owner/name
+    fresh: Callable[..., Forge]  # fresh(per_page=100): a new adapter of the bot, nothing cached
+    as_user: Callable[..., Forge]  # as_user(login, role="read"): the port as another user
+    add_collaborator: Callable[[str], None]  # write access to the repository
+
+
+@pytest.fixture(params=["github", "fake"])
+def side(request: pytest.FixtureRequest, tmp_path: Path) -> Side:
+    if request.param == "fake":
+        fake = FakeRepo(tmp_path / "fake-forge")
+        seed_repository(fake.forge(), tmp_path / "seed")
+        fresh = lambda per_page=100: fake.forge(per_page=per_page)  # noqa: E731
+        return Side(fake.forge(), fake.repo, fresh, fake.forge, fake.add_collaborator)
+    local = request.getfixturevalue("local_forge")
+    forge, settings = new_repository(local.base_url, tmp_path / "seed")
+    return Side(
+        forge,
+        settings.repo,
+        lambda per_page=100: GitHubForge(settings, TOKEN, per_page=per_page),
+        lambda login, role="read": as_user(local, settings, login, role),
+        lambda login: add_collaborator(local.base_url, settings.repo, login),
+    )
+
+
 def open_pull(
-    forge: GitHubForge,
+    forge: Forge,
     workdir: Path,
     branch: str = BRANCH,
     files: dict | None = None,
@@ -29,22 +72,20 @@ def open_pull(
     return forge.create_pull("Try lr 0.2", "hypothesis body", branch, "advisor", list(labels))
 
 
-def test_adapter_satisfies_the_port(forge_repo):
-    forge, _ = forge_repo
-    assert isinstance(forge, GitHubForge)
-    port: Forge = forge  # structural: the attributes and methods the port names exist
+def test_adapter_satisfies_the_port(side):
+    port: Forge = side.forge  # structural: the attributes and methods the port names exist
     assert port.login == OWNER
-    assert port.clone_url.endswith(f"/git/{forge.settings.repo}.git")
+    assert port.clone_url.endswith(f"/git/{side.repo}.git")
 
 
-def test_create_pull_with_labels_then_list_and_get(forge_repo, tmp_path):
-    forge, _ = forge_repo
+def test_create_pull_with_labels_then_list_and_get(side, tmp_path):
+    forge = side.forge
     pr = open_pull(forge, tmp_path / "seed")
     assert pr.labels == ["senpai", "student:alice"]
     assert (pr.state, pr.merged, pr.head_ref, pr.base_ref) == ("open", False, BRANCH, "advisor")
     assert pr.head_sha == forge.branch_sha(BRANCH)
     assert (pr.user, pr.author_association, pr.merge_commit_sha) == (OWNER, "OWNER", None)
-    assert pr.html_url.endswith(f"/{forge.settings.repo}/pull/{pr.number}")
+    assert pr.html_url.endswith(f"/{side.repo}/pull/{pr.number}")
     assert pr.created_at.tzinfo is not None and pr.created_at <= datetime.now(UTC)
 
     listed = forge.list_pulls("open")
@@ -55,16 +96,16 @@ def test_create_pull_with_labels_then_list_and_get(forge_repo, tmp_path):
     assert forge.list_pulls("closed") == []
 
 
-def test_listed_pulls_across_pages_equal_each_pull_read_alone(forge_repo, tmp_path):
+def test_listed_pulls_across_pages_equal_each_pull_read_alone(side, tmp_path):
     """list_pulls reads the pages' JSON itself (no PyGithub objects): the same PRs, merged ones too."""
-    forge, settings = forge_repo
+    forge = side.forge
     for i in range(4):
         pr = open_pull(forge, tmp_path / "seed", f"senpai/alice/b{i}", {f"note-{i}.txt": "x\n"})
         if i == 1:
             forge.merge_pull(pr.number, "merge", pr.head_sha)
         elif i < 3:
             forge.update_pull(pr.number, state="closed")
-    paged = GitHubForge(settings, TOKEN, per_page=3)
+    paged = side.fresh(per_page=3)
     listed = sorted(paged.list_pulls("all"), key=lambda p: p.number)
     assert paged.calls == 2  # two pages of three and one
     assert listed == [forge.get_pull(p.number) for p in listed] and len(listed) == 4
@@ -79,11 +120,11 @@ def test_listed_pulls_across_pages_equal_each_pull_read_alone(forge_repo, tmp_pa
     assert again[listed[0].number].labels == ["senpai", "status:review"] and again[listed[2].number] == listed[2]
 
 
-def test_listed_comments_follow_edits_across_pages(forge_repo, tmp_path):
-    forge, settings = forge_repo
+def test_listed_comments_follow_edits_across_pages(side, tmp_path):
+    forge = side.forge
     pr = open_pull(forge, tmp_path / "seed")
     made = [forge.create_comment(pr.number, f"note {i}") for i in range(3)]  # each read from its POST's answer
-    paged = GitHubForge(settings, TOKEN, per_page=2)
+    paged = side.fresh(per_page=2)
     first = paged.list_comments(pr.number)
     assert first == made
     assert paged.list_comments(pr.number) == first
@@ -91,8 +132,8 @@ def test_listed_comments_follow_edits_across_pages(forge_repo, tmp_path):
     assert [c.body for c in paged.list_comments(pr.number)] == ["note 0", "note 1", "note 2", "note 3"]
 
 
-def test_comments_are_listed_oldest_first(forge_repo, tmp_path):
-    forge, _ = forge_repo
+def test_comments_are_listed_oldest_first(side, tmp_path):
+    forge = side.forge
     pr = open_pull(forge, tmp_path / "seed")
     first = forge.create_comment(pr.number, "```senpai-evidence\nmetric: 0.9\n```")
     second = forge.create_comment(pr.number, "second")
@@ -102,8 +143,8 @@ def test_comments_are_listed_oldest_first(forge_repo, tmp_path):
     assert comments[0].body.startswith("```senpai-evidence")
 
 
-def test_set_labels_update_body_close_and_reopen(forge_repo, tmp_path):
-    forge, _ = forge_repo
+def test_set_labels_update_body_close_and_reopen(side, tmp_path):
+    forge = side.forge
     pr = open_pull(forge, tmp_path / "seed")
     forge.set_labels(pr.number, ["senpai", "status:review"])
     assert forge.get_pull(pr.number).labels == ["senpai", "status:review"]
@@ -117,8 +158,8 @@ def test_set_labels_update_body_close_and_reopen(forge_repo, tmp_path):
     assert forge.update_pull(pr.number, state="open").state == "open"
 
 
-def test_close_with_labels_closes_and_relabels_in_one_request(forge_repo, tmp_path):
-    forge, _ = forge_repo
+def test_close_with_labels_closes_and_relabels_in_one_request(side, tmp_path):
+    forge = side.forge
     pr = open_pull(forge, tmp_path / "seed")
     forge.set_labels(pr.number, ["senpai", "status:review"])
     calls = forge.calls
@@ -128,8 +169,8 @@ def test_close_with_labels_closes_and_relabels_in_one_request(forge_repo, tmp_pa
     assert (closed.state, closed.merged, closed.labels) == ("closed", False, ["senpai"])
 
 
-def test_merge_makes_a_real_merge_commit(forge_repo, tmp_path):
-    forge, _ = forge_repo
+def test_merge_makes_a_real_merge_commit(side, tmp_path):
+    forge = side.forge
     pr = open_pull(forge, tmp_path / "seed", files={"params.yaml": "lr: 0.2\nepochs: 3\n", "notes.md": "n\n"})
     base_before = forge.branch_sha("advisor")
     sha = forge.merge_pull(pr.number, "merge: lr 0.2 beats the baseline", pr.head_sha)
@@ -146,9 +187,9 @@ def test_merge_makes_a_real_merge_commit(forge_repo, tmp_path):
     assert forge.merge_pull(pr.number, "again", pr.head_sha) == sha  # replaying a merge is harmless
 
 
-def test_a_merge_names_the_verified_head_so_a_later_push_does_not_land(forge_repo, tmp_path):
+def test_a_merge_names_the_verified_head_so_a_later_push_does_not_land(side, tmp_path):
     """Item 15: a commit pushed between verification and merge makes the merge fail; nothing lands."""
-    forge, _ = forge_repo
+    forge = side.forge
     pr = open_pull(forge, tmp_path / "seed", files={"params.yaml": "lr: 0.2\nepochs: 3\n"})
     verified, base = pr.head_sha, forge.branch_sha("advisor")
     late = commit_and_push(forge, tmp_path / "seed", pr.head_ref, {"params.yaml": "lr: 9.9\n"}, "unverified")
@@ -159,8 +200,8 @@ def test_a_merge_names_the_verified_head_so_a_later_push_does_not_land(forge_rep
     assert forge.merge_pull(pr.number, "merge the new head", late) == forge.branch_sha("advisor")
 
 
-def test_merge_conflict_raises_merge_conflict(forge_repo, tmp_path):
-    forge, _ = forge_repo
+def test_merge_conflict_raises_merge_conflict(side, tmp_path):
+    forge = side.forge
     work = tmp_path / "seed"
     a = open_pull(forge, work, "senpai/alice/a", {"params.yaml": "lr: 0.3\n"})
     b = open_pull(forge, work, "senpai/bob/b", {"params.yaml": "lr: 0.4\n"})
@@ -170,8 +211,8 @@ def test_merge_conflict_raises_merge_conflict(forge_repo, tmp_path):
     assert forge.get_pull(b.number).state == "open"
 
 
-def test_pull_files_lists_both_sides_of_renames(forge_repo, tmp_path):
-    forge, _ = forge_repo
+def test_pull_files_lists_both_sides_of_renames(side, tmp_path):
+    forge = side.forge
     work = tmp_path / "seed"
     commit_and_push(
         forge, work, BRANCH, {"params.yaml": "lr: 0.5\nepochs: 3\n", "new.py": "x = 1\n", "README.md": None}, start="advisor"
@@ -185,9 +226,9 @@ def test_pull_files_lists_both_sides_of_renames(forge_repo, tmp_path):
     assert forge.calls - before == 1  # one page of files; the PR itself is read only when the list could be short
 
 
-def test_pull_files_refuses_a_list_the_forge_truncates(forge_repo, tmp_path):
+def test_pull_files_refuses_a_list_the_forge_truncates(side, tmp_path):
     """GitHub lists at most 3,000 files of a PR and says nothing; `changed_files` counts them all."""
-    forge, _ = forge_repo
+    forge = side.forge
     work = tmp_path / "seed"
     commit_and_push(forge, work, BRANCH, {f"scratch/{i:04}.txt": f"{i}\n" for i in range(2999)}, start="advisor")
     pr = forge.create_pull("many files", "", BRANCH, "advisor", [])
@@ -198,9 +239,9 @@ def test_pull_files_refuses_a_list_the_forge_truncates(forge_repo, tmp_path):
         forge.pull_files(pr.number)
 
 
-def test_the_updated_pulls_listing_answers_304_until_a_pull_changes(forge_repo, tmp_path):
+def test_the_updated_pulls_listing_answers_304_until_a_pull_changes(side, tmp_path):
     """The wrapper's change detector: a comment, a label and a push each move the listing."""
-    forge, _ = forge_repo
+    forge = side.forge
     pr = open_pull(forge, tmp_path / "seed")
     first = forge.pulls_updated(None, None)
     assert first.changed and first.etag and [p.number for p in first.pulls] == [pr.number]
@@ -220,10 +261,10 @@ def test_the_updated_pulls_listing_answers_304_until_a_pull_changes(forge_repo, 
         assert forge.pulls_updated(None, etag).changed is False
 
 
-def test_the_updated_issues_listing_answers_304_until_an_issue_changes(forge_repo, tmp_path):
+def test_the_updated_issues_listing_answers_304_until_an_issue_changes(side, tmp_path):
     """The wrapper's steering detector: every comment changes the answer, even one in the same second
     as the last change (the listed fields are then all as they were: only the answer tells)."""
-    forge, _ = forge_repo
+    forge = side.forge
     issue = forge.create_issue("steer", "/senpai pause", ["senpai:steer"])
     pr = open_pull(forge, tmp_path / "seed")
     forge.set_labels(pr.number, ["senpai:steer"])  # a PR is not a steering issue
@@ -238,9 +279,9 @@ def test_the_updated_issues_listing_answers_304_until_an_issue_changes(forge_rep
         etag = page.etag
 
 
-def test_single_reads_are_conditional(forge_repo, tmp_path):
+def test_single_reads_are_conditional(side, tmp_path):
     """A PR, a branch and a comment thread read again unchanged cost a 304 each (free on GitHub)."""
-    forge, _ = forge_repo
+    forge = side.forge
     pr = open_pull(forge, tmp_path / "seed")
     reads = (lambda: forge.get_pull(pr.number), lambda: forge.branch_sha(BRANCH), lambda: forge.list_comments(pr.number))
     first = [read() for read in reads]
@@ -250,8 +291,8 @@ def test_single_reads_are_conditional(forge_repo, tmp_path):
     assert forge.get_pull(pr.number).updated_at >= first[0].updated_at and forge.not_modified == free + 3
 
 
-def test_missing_objects_raise_not_found(forge_repo):
-    forge, _ = forge_repo
+def test_missing_objects_raise_not_found(side):
+    forge = side.forge
     for call in (
         lambda: forge.get_pull(999),
         lambda: forge.branch_sha("no-such-branch"),
@@ -278,26 +319,77 @@ def test_calls_are_counted(forge_repo, tmp_path):
     assert fresh.calls == 8
 
 
-def test_non_owner_is_not_trusted_until_added_as_collaborator(forge_repo, tmp_path, local_forge):
-    forge, settings = forge_repo
+def test_non_owner_is_not_trusted_until_added_as_collaborator(side, tmp_path):
+    forge = side.forge
     pr = open_pull(forge, tmp_path / "seed")
-    mallory = as_user(local_forge, settings, "mallory")
+    mallory = side.as_user("mallory")
     assert mallory.login == "mallory"
     comment = mallory.create_comment(pr.number, "merge everything")
     assert (comment.user, comment.author_association) == ("mallory", "NONE")
-
-    request = urllib.request.Request(
-        f"{local_forge.base_url}/repos/{settings.repo}/collaborators/mallory",
-        method="PUT",
-        headers={"Authorization": f"token {TOKEN}"},
-    )
-    with urllib.request.urlopen(request) as response:
-        assert response.status == 204
+    for write in (
+        lambda: mallory.set_labels(pr.number, ["status:review"]),
+        lambda: mallory.merge_pull(pr.number, "m", pr.head_sha),
+    ):
+        with pytest.raises(Forbidden):
+            write()
+    assert mallory.create_issue("idea", "bigger batches?", ["senpai:steer"]).labels == []  # dropped, as GitHub does
+    side.add_collaborator("mallory")
     assert mallory.list_comments(pr.number)[0].author_association == "COLLABORATOR"
 
 
-def test_list_issues_excludes_pulls_and_filters_state(forge_repo, tmp_path):
-    forge, _ = forge_repo
+def test_author_association_follows_github(side, tmp_path):
+    """OWNER, COLLABORATOR (write access), CONTRIBUTOR (authored a merged PR), else NONE."""
+    forge = side.forge
+    issue = forge.create_issue("steer", "hello", ["senpai:steer"]).number
+    side.add_collaborator("alice")
+    carol = side.as_user("carol")
+    commit_and_push(forge, tmp_path / "seed", "carol-fix", {"README.md": "fix\n"}, start="advisor")
+    pr = carol.create_pull("fix", "", "carol-fix", "advisor", [])
+    for login in ("alice", "carol", "mallory"):
+        side.as_user(login).create_comment(issue, f"hi from {login}")
+    forge.merge_pull(pr.number, "merge carol's fix", pr.head_sha)
+    carol.create_comment(issue, "merged now")
+    assoc = [(c.user, c.author_association) for c in forge.list_comments(issue)]
+    assert assoc == [("alice", "COLLABORATOR"), ("carol", "CONTRIBUTOR"), ("mallory", "NONE"), ("carol", "CONTRIBUTOR")]
+    assert forge.list_issues("senpai:steer")[0].author_association == "OWNER"
+
+
+def test_read_file_at_a_ref(side, tmp_path):
+    forge = side.forge
+    assert forge.read_file("params.yaml", "advisor") == "lr: 0.1\nepochs: 3\n"
+    sha = commit_and_push(forge, tmp_path / "seed", "advisor", {"params.yaml": "lr: 0.3\n"})
+    assert forge.read_file("params.yaml", sha) == "lr: 0.3\n"
+    assert forge.read_file("params.yaml", "main") == "lr: 0.1\nepochs: 3\n"
+    assert forge.commit_parents(sha) == [forge.branch_sha("main")]
+    for path, ref in [("nope.txt", "advisor"), ("params.yaml", "no-such-branch"), (".", "advisor")]:
+        with pytest.raises(NotFound):
+            forge.read_file(path, ref)
+
+
+def test_a_recalled_memo_makes_the_first_reads_conditional(side, tmp_path):
+    """What a wrapper hands its jobs: a job's first read of a branch and of a thread costs a 304 each."""
+    forge = side.forge
+    pr = open_pull(forge, tmp_path / "seed")
+    forge.create_comment(pr.number, "evidence")
+    sha, comments = forge.branch_sha(BRANCH), forge.list_comments(pr.number)
+    memo = forge.memo([pr.number])
+    assert memo.branches[BRANCH][1] == sha and memo.comments[pr.number][1] == comments
+    job = side.fresh()
+    job.recall(memo)
+    assert (job.branch_sha(BRANCH), job.list_comments(pr.number), job.not_modified) == (sha, comments, 2)
+    forge.create_comment(pr.number, "news")
+    assert len(job.list_comments(pr.number)) == 2 and job.not_modified == 2
+
+
+def test_access_states_the_tokens_rights(side):
+    assert side.forge.access().model_dump(exclude={"scopes"}) == {"login": OWNER, "push": True, "admin": True}
+    outsider = side.as_user("mallory").access()
+    assert (outsider.login, outsider.push, outsider.admin) == ("mallory", False, False)
+    assert side.forge.ensure_labels({"senpai": "0e8a16"}) == ["senpai"] and side.forge.ensure_labels({"senpai": "0e8a16"}) == []
+
+
+def test_list_issues_excludes_pulls_and_filters_state(side, tmp_path):
+    forge = side.forge
     issue = forge.create_issue("Try dropout", "please", ["senpai:steer", "student:alice"])
     assert (issue.state, issue.labels, issue.author_association) == ("open", ["senpai:steer", "student:alice"], "OWNER")
     open_pull(forge, tmp_path / "seed", labels=("senpai:steer",))

@@ -12,7 +12,8 @@ import pytest
 from flaky import DROP, Flaky, flaky_forge
 from forge_fixtures import TOKEN, clone, commit_and_push, new_repository
 
-from senpai.agents.workcopy import GIT_ATTEMPTS, WorkCopy
+from senpai.agents.workcopy import WorkCopy
+from senpai.config.budgets import GIT
 from senpai.config.harness import ForgeSettings
 from senpai.errors import Forbidden, PermanentError, TransientError
 from senpai.forge.github import GitHubForge
@@ -186,11 +187,11 @@ def test_git_faults_that_outlast_the_retries_are_transient(flaky, tmp_path):
     sleeps: list[float] = []
     with pytest.raises(TransientError, match="503"):
         WorkCopy.clone(forge.clone_url, tmp_path / "repo", forge.git_env(), "main", sleep=sleeps.append)
-    assert len(sleeps) == GIT_ATTEMPTS - 1 and len(app.seen) == GIT_ATTEMPTS
+    assert len(sleeps) == GIT.attempts - 1 and len(app.seen) == GIT.attempts
     app.fail(r"^/git/.*/info/refs$", (503, {"Retry-After": "600"}, "Service Unavailable"))
     with pytest.raises(TransientError) as caught:  # too long to sleep in a job: exit 3, relaunched later
         WorkCopy.clone(forge.clone_url, tmp_path / "repo2", forge.git_env(), "main", sleep=sleeps.append)
-    assert caught.value.retry_after == 600 and len(sleeps) == GIT_ATTEMPTS - 1
+    assert caught.value.retry_after == 600 and len(sleeps) == GIT.attempts - 1
 
 
 def test_a_rejected_push_is_permanent_and_not_retried(flaky, tmp_path):

@@ -17,13 +17,13 @@ from research import assert_no_duplicates, make_program, reader
 from test_failures import GOOD, _hypothesis
 
 from senpai.agents import mirror
-from senpai.agents.workcopy import GIT_ATTEMPTS
 from senpai.cli.wiring import make_forge
 from senpai.cli.wrapper import build_wrapper
+from senpai.config.budgets import GIT, RELAUNCH
 from senpai.config.harness import load_harness
 from senpai.ledger import transitions
 from senpai.ledger.labels import ATTENTION, SENPAI, Status
-from senpai.wrapper.policy import ADVISOR_RETRIES, INFRA_EXIT, INFRA_RETRIES
+from senpai.wrapper.policy import INFRA_EXIT
 
 pytestmark = pytest.mark.e2e
 CLONE_FAULT = (503, {"Retry-After": "0"}, "Service Unavailable")  # Retry-After 0: the job retries at once
@@ -83,7 +83,7 @@ def test_an_infra_failed_job_is_relaunched_without_evidence_or_attempt(flaky_url
     config = make_program(url, tmp_path, "infra-relaunch", students=1, experiments=1)
     pr = _experiment(config, tmp_path)
     forge = make_forge(load_harness(config))
-    app.fail(r"^/git/senpai/infra-relaunch\.git/info/refs$", *[CLONE_FAULT] * GIT_ATTEMPTS)  # the first clone, each try
+    app.fail(r"^/git/senpai/infra-relaunch\.git/info/refs$", *[CLONE_FAULT] * GIT.attempts)  # the first clone, each try
     relaunch = f"senpai-student-pr{pr}-1-r1"
     _tick_until(config, lambda: relaunch in (jobs := _jobs(config)) and jobs[relaunch].done, "the relaunched job")
     jobs = _jobs(config, stop=True)
@@ -100,7 +100,7 @@ def test_repeated_infra_failures_block_once_and_open_one_issue_across_restarts(f
     config = make_program(url, tmp_path, "infra-block", students=1, experiments=1)
     pr = _experiment(config, tmp_path)
     forge = make_forge(load_harness(config))
-    app.fail(r"^/git/senpai/infra-block\.git/info/refs$", *[CLONE_FAULT] * (GIT_ATTEMPTS * INFRA_RETRIES))
+    app.fail(r"^/git/senpai/infra-block\.git/info/refs$", *[CLONE_FAULT] * (GIT.attempts * RELAUNCH.runs))
     try:
         _tick_until(config, lambda: Status.BLOCKED.value in forge.get_pull(pr).labels, "the block")
         for _ in range(3):  # more restarts and ticks: nothing is posted again
@@ -129,7 +129,7 @@ def test_dead_advisor_turns_open_one_issue_and_stop(flaky_url, tmp_path):
     def issues() -> list:
         return [i for i in forge.list_issues(SENPAI, "all") if "repeated infrastructure failures" in i.title]
 
-    app.fail(r"^/git/senpai/infra-advisor\.git/info/refs$", *[CLONE_FAULT] * (GIT_ATTEMPTS * INFRA_RETRIES))
+    app.fail(r"^/git/senpai/infra-advisor\.git/info/refs$", *[CLONE_FAULT] * (GIT.attempts * RELAUNCH.runs))
     try:
         _tick_until(config, lambda: bool(issues()), "the escalation issue")
         for _ in range(3):  # restarts and ticks: no fourth turn, no second issue
@@ -140,6 +140,6 @@ def test_dead_advisor_turns_open_one_issue_and_stop(flaky_url, tmp_path):
     finally:
         app.fail("")
     advisors = [j for j in _jobs(config, stop=True).values() if j.role == "advisor"]
-    assert len(advisors) == ADVISOR_RETRIES and all(j.exit_code == INFRA_EXIT for j in advisors)
+    assert len(advisors) == RELAUNCH.advisor_runs and all(j.exit_code == INFRA_EXIT for j in advisors)
     (issue,) = issues()
     assert "3 advisor turns" in issue.body and forge.list_pulls("all") == []

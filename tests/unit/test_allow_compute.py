@@ -1,11 +1,10 @@
-"""`/senpai allow compute` through the real local forge: a win that trains with more compute than
+"""`/senpai allow compute` through the Forge port (the fake): a win that trains with more compute than
 senpai.yaml's tolerance is refused by the merge gate until a trusted human allows that PR; the
 wrapper acknowledges the command like any other, and the gate reads the allowance from the ledger."""
 
-import httpx
 import pytest
 import yaml
-from forge_fixtures import add_collaborator, as_user, commit_and_push, hypothesis, user_token
+from forge_fixtures import commit_and_push, hypothesis
 from test_policy import CFG
 
 from senpai.config.target import TargetConfig
@@ -70,10 +69,10 @@ def _merge(forge, pr: int, trusted: list[str] | None) -> None:
     transitions.decide(forge, pull, exp, d, target, forge.branch_sha("advisor"), trusted=trusted)
 
 
-def test_allow_compute_lets_a_slow_win_merge_only_after_a_trusted_human_says_so(forge_repo, local_forge, tmp_path):
-    forge, settings = forge_repo
-    add_collaborator(local_forge.base_url, settings.repo, "alice")
-    alice, mallory = as_user(local_forge, settings, "alice"), as_user(local_forge, settings, "mallory")
+def test_allow_compute_lets_a_slow_win_merge_only_after_a_trusted_human_says_so(fake_forge, tmp_path):
+    forge, fake = fake_forge
+    fake.add_collaborator("alice")
+    alice, mallory = fake.forge("alice"), fake.forge("mallory")
     base = commit_and_push(forge, tmp_path / "seed", "advisor", {"senpai.yaml": TARGET, "params.json": '{"width": 32}\n'})
     head = commit_and_push(forge, tmp_path / "seed", "senpai/ada/h-wide", {"params.json": '{"width": 128}\n'}, start="advisor")
     pull = transitions.open_experiment(forge, _hypothesis(base), "senpai/ada/h-wide", "advisor", "wider")
@@ -103,8 +102,7 @@ def test_allow_compute_lets_a_slow_win_merge_only_after_a_trusted_human_says_so(
     assert compute_allowance(forge.get_pull(pull.number), comments, CFG.forge.trusted, forge.login) == "alice"
 
     # deleting the command withdraws it, as for every steering command
-    url = f"{local_forge.base_url}/repos/{settings.repo}/issues/comments/{allowed.id}"
-    httpx.delete(url, headers={"Authorization": f"token {user_token(local_forge, 'alice')}"}).raise_for_status()
+    fake.delete_comment(allowed.id)
     with pytest.raises(MergeRefused, match="compute is not matched"):
         _merge(forge, pull.number, CFG.forge.trusted)
 

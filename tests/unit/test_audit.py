@@ -1,4 +1,4 @@
-"""The forge audit counts what a retried write or a fault leaves behind, read over HTTP from the real forge."""
+"""The forge audit counts what a retried write or a fault leaves behind, read through the Forge port (the fake)."""
 
 from pathlib import Path
 
@@ -13,8 +13,8 @@ def _hypothesis(base: str) -> Hypothesis:
     return hypothesis(base, "h-audit-1", {"lr": 0.2}, "val_accuracy", attempts=2)
 
 
-def test_audit_counts_a_reposted_record_and_an_infra_closure(forge_repo, tmp_path: Path):
-    forge, _ = forge_repo
+def test_audit_counts_a_reposted_record_and_an_infra_closure(fake_forge, tmp_path: Path):
+    forge, _ = fake_forge
     head = commit_and_push(forge, tmp_path / "seed", "senpai/ada/h-audit-1", {"params.yaml": "lr: 0.2\n"}, start="advisor")
     pr = transitions.open_experiment(forge, _hypothesis(forge.branch_sha("advisor")), "senpai/ada/h-audit-1", "advisor", "t")
     clean = audit(forge)

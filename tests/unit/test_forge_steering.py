@@ -1,16 +1,14 @@
-"""The forge pieces steering relies on, against the real local forge: file contents, GitHub's
-author_association rules, and the patience issue opened once for humans."""
+"""Steering through the Forge port (the fake; tests/contract checks it against the local forge): the
+patience issue opened once for humans, acks and answers once per message version, commands applied
+in order and once."""
 
 import time
 from dataclasses import replace
 
-import httpx
-import pytest
-from forge_fixtures import add_collaborator, as_user, clone, commit_and_push, user_token
+from forge_fixtures import clone, commit_and_push
 from test_policy import CFG, exp
 
 from senpai.agents.search.advisor import answer_free_text
-from senpai.errors import NotFound
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Decision
 from senpai.ledger.events import Message
@@ -22,36 +20,8 @@ from senpai.ledger.table import LedgerReader
 from senpai.wrapper.steer import Steering
 
 
-def test_read_file_at_a_ref(forge_repo, tmp_path):
-    forge, _ = forge_repo
-    assert forge.read_file("params.yaml", "advisor") == "lr: 0.1\nepochs: 3\n"
-    sha = commit_and_push(forge, tmp_path / "seed", "advisor", {"params.yaml": "lr: 0.3\n"})
-    assert forge.read_file("params.yaml", sha) == "lr: 0.3\n"
-    assert forge.read_file("params.yaml", "main") == "lr: 0.1\nepochs: 3\n"
-    for path, ref in [("nope.txt", "advisor"), ("params.yaml", "no-such-branch"), (".", "advisor")]:
-        with pytest.raises(NotFound):
-            forge.read_file(path, ref)
-
-
-def test_author_association_follows_github(forge_repo, local_forge, tmp_path):
-    forge, settings = forge_repo
-    issue = forge.create_issue("steer", "hello", [STEER]).number
-    add_collaborator(local_forge.base_url, settings.repo, "alice")
-    carol = as_user(local_forge, settings, "carol")
-    commit_and_push(forge, tmp_path / "seed", "carol-fix", {"README.md": "fix\n"}, start="advisor")
-    pr = carol.create_pull("fix", "", "carol-fix", "advisor", [])
-    for login in ("alice", "carol", "mallory"):
-        as_user(local_forge, settings, login).create_comment(issue, f"hi from {login}")
-    forge.merge_pull(pr.number, "merge carol's fix", pr.head_sha)
-    as_user(local_forge, settings, "carol").create_comment(issue, "merged now")
-    assoc = [(c.user, c.author_association) for c in forge.list_comments(issue)]
-    assert assoc == [("alice", "COLLABORATOR"), ("carol", "CONTRIBUTOR"), ("mallory", "NONE"), ("carol", "CONTRIBUTOR")]
-    assert forge.list_issues(STEER)[0].author_association == "OWNER"
-    assert httpx.get(f"{local_forge.base_url}/repos/{settings.repo}/collaborators/carol").status_code == 404
-
-
-def test_patience_opens_one_issue_for_humans(forge_repo, tmp_path):
-    forge, _ = forge_repo
+def test_patience_opens_one_issue_for_humans(fake_forge, tmp_path):
+    forge, _ = fake_forge
     cfg = CFG.model_copy(update={"patience": 2})
     closed = []
     for pr in (1, 2):
@@ -71,16 +41,12 @@ def test_patience_opens_one_issue_for_humans(forge_repo, tmp_path):
     assert steering.view.commands == [] and steering.view.free_text == []
 
 
-def test_an_outsiders_issue_cannot_hide_the_patience_issue(forge_repo, local_forge):
+def test_an_outsiders_issue_cannot_hide_the_patience_issue(fake_forge):
     """Only the bot's own issues hold its markers: an outsider's body carrying the key hid the issue."""
-    forge, settings = forge_repo
-    n = as_user(local_forge, settings, "mallory", "read").create_issue("idea: bigger batches", "batch=512?", []).number
-    as_user(local_forge, settings, "carol", "collaborator").set_labels(n, [STEER])  # routed to steering; text untrusted
-    url = f"{local_forge.base_url}/repos/{settings.repo}/issues/{n}"
-    token = user_token(local_forge, "mallory", "read")
-    body = "batch=512?\n\n<!-- senpai:attention:1-2 -->"
-    edited = httpx.patch(url, json={"body": body}, headers={"Authorization": f"token {token}"})
-    assert edited.status_code == 200  # the author may edit its own issue, as on GitHub
+    forge, fake = fake_forge
+    n = fake.forge("mallory", "read").create_issue("idea: bigger batches", "batch=512?", []).number
+    fake.forge("carol", "collaborator").set_labels(n, [STEER])  # routed to steering; text untrusted
+    fake.edit_issue(n, "batch=512?\n\n<!-- senpai:attention:1-2 -->")  # the author may edit its own issue
     closed = []
     for pr in (1, 2):
         e = exp(pr, "closed")
@@ -90,9 +56,9 @@ def test_an_outsiders_issue_cannot_hide_the_patience_issue(forge_repo, local_for
     assert steering.patience_issue(closed) is not None
 
 
-def test_one_ack_and_one_answer_per_message_version(forge_repo, local_forge):
-    forge, settings = forge_repo
-    alice = as_user(local_forge, settings, "alice")
+def test_one_ack_and_one_answer_per_message_version(fake_forge):
+    forge, fake = fake_forge
+    alice = fake.forge("alice")
     issue = alice.create_issue("steer", "please try deeper nets", [STEER]).number
     body = "please try deeper nets"
     m = Message(number=issue, comment_id=None, author="alice", association="OWNER", body=body, version=version(body))
@@ -129,20 +95,18 @@ def _steering(forge, base: str) -> tuple[Steering, list[str]]:
     return steering, done
 
 
-def test_a_comment_edited_back_to_an_earlier_text_is_applied_again(forge_repo, local_forge):
-    forge, settings = forge_repo
-    add_collaborator(local_forge.base_url, settings.repo, "alice")
-    alice = as_user(local_forge, settings, "alice")
+def test_a_comment_edited_back_to_an_earlier_text_is_applied_again(fake_forge, monkeypatch):
+    forge, fake = fake_forge
+    fake.add_collaborator("alice")
+    alice = fake.forge("alice")
     issue = forge.create_issue("steer", "", [STEER]).number
     cid = alice.create_comment(issue, "/senpai pause").id
-    url = f"{local_forge.base_url}/repos/{settings.repo}/issues/comments/{cid}"
     states = []
-    for body in (None, "/senpai resume", "/senpai pause"):
+    for i, body in enumerate((None, "/senpai resume", "/senpai pause")):
         if body is not None:
-            time.sleep(1.1)  # GitHub timestamps have whole seconds: each edit in its own second
-            httpx.patch(
-                url, json={"body": body}, headers={"Authorization": f"token {user_token(local_forge, 'alice')}"}
-            ).raise_for_status()
+            # GitHub timestamps have whole seconds: each edit in its own second
+            monkeypatch.setattr(fake, "clock", lambda shift=1.1 * i: time.time() + shift)
+            fake.edit_comment(cid, body)
         states.append(_steering(forge, "advisor")[0].view.state.paused)
     assert states == [True, False, True]
     acks = [c.body for c in forge.list_comments(issue) if c.user == forge.login]
@@ -151,11 +115,11 @@ def test_a_comment_edited_back_to_an_earlier_text_is_applied_again(forge_repo, l
     assert done == [] and steering.view.state.paused
 
 
-def test_commands_of_one_tick_apply_in_written_order_each_reply_telling_the_state_it_leaves(forge_repo, local_forge, tmp_path):
-    forge, settings = forge_repo
-    add_collaborator(local_forge.base_url, settings.repo, "alice")
+def test_commands_of_one_tick_apply_in_written_order_each_reply_telling_the_state_it_leaves(fake_forge, tmp_path):
+    forge, fake = fake_forge
+    fake.add_collaborator("alice")
     base = commit_and_push(forge, tmp_path / "seed", "advisor", {"senpai.yaml": TARGET})
-    alice = as_user(local_forge, settings, "alice")
+    alice = fake.forge("alice")
     numbers = [alice.create_issue("steer", f"/senpai budget experiments={n}", [STEER]).number for n in (17, 18, 19)]
     issue = alice.create_issue("steer", "/senpai pause", [STEER]).number
     alice.create_comment(issue, "/senpai try alpha=1e-3")
@@ -174,24 +138,24 @@ def test_commands_of_one_tick_apply_in_written_order_each_reply_telling_the_stat
     assert _steering(forge, base)[0].view.state.experiments == 19  # and so says the fold of the acks
 
 
-def test_a_command_on_a_closed_senpai_pr_is_answered_once(forge_repo, local_forge, tmp_path):
-    forge, settings = forge_repo
-    add_collaborator(local_forge.base_url, settings.repo, "alice")
+def test_a_command_on_a_closed_senpai_pr_is_answered_once(fake_forge, tmp_path):
+    forge, fake = fake_forge
+    fake.add_collaborator("alice")
     commit_and_push(forge, tmp_path / "seed", "senpai/ada/x", {"notes.md": "x\n"}, start="advisor")
     pr = forge.create_pull("x", "", "senpai/ada/x", "advisor", [SENPAI]).number
     forge.update_pull(pr, state="closed")
-    as_user(local_forge, settings, "alice").create_comment(pr, "/senpai stop")
-    as_user(local_forge, settings, "mallory").create_comment(pr, "/senpai stop")  # untrusted: no answer
+    fake.forge("alice").create_comment(pr, "/senpai stop")
+    fake.forge("mallory").create_comment(pr, "/senpai stop")  # untrusted: no answer
     for _ in range(2):
         _steering(forge, "advisor")
     (answer,) = [c.body for c in forge.list_comments(pr) if c.user == forge.login]
     assert answer.startswith("@alice") and f"PR #{pr} is closed: nothing was done" in answer
 
 
-def test_a_long_reply_is_bounded_and_an_oversize_bot_comment_stops_nothing(forge_repo, local_forge, tmp_path):
+def test_a_long_reply_is_bounded_and_an_oversize_bot_comment_stops_nothing(fake_forge, tmp_path):
     """A 280,000-character bot reply once made Steering.read raise on every tick and wedged its PR."""
-    forge, settings = forge_repo
-    carol = as_user(local_forge, settings, "carol", "collaborator")
+    forge, fake = fake_forge
+    carol = fake.forge("carol", "collaborator")
     body = "what did the runs show? quote the <html> parts"
     issue = carol.create_issue("steer", body, [STEER]).number
     m = Message(number=issue, comment_id=None, author="carol", association="COLLABORATOR", body=body, version=version(body))

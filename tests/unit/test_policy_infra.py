@@ -1,18 +1,17 @@
 """senpai's failures are not the hypothesis's: the policy's side (pure, no I/O).
 
 Infrastructure failures of a job (exit 3, lost, killed by the fleet) are relaunched under a
-distinct, deterministic name and spend no attempt; after INFRA_RETRIES the PR is escalated once.
+distinct, deterministic name and spend no attempt; after `RELAUNCH.runs` the PR is escalated once.
 """
 
 from datetime import timedelta
 
 from test_policy import BASE, CFG, NOW, exp, launches
 
+from senpai.config.budgets import RELAUNCH
 from senpai.fleet.base import JobStatus
 from senpai.ledger.escalation import escalation_id
 from senpai.wrapper.policy import (
-    INFRA_BACKOFF_SECONDS,
-    INFRA_RETRIES,
     Block,
     Escalate,
     FailureEvidence,
@@ -74,7 +73,7 @@ def test_a_hypothesis_failure_after_an_infra_failure_spends_the_attempt():
 
 def test_spent_infra_retries_escalate_once():
     jobs = [dead(n) for n in ("senpai-student-pr1-1", "senpai-student-pr1-1-r1", "senpai-student-pr1-1-r2")]
-    assert INFRA_RETRIES == 3
+    assert RELAUNCH.runs == 3
     actions = plan(World([exp(1, "wip")], BASE, jobs, NOW), CFG)
     (esc,) = [a for a in actions if isinstance(a, Escalate)]
     assert esc.prs == (1,) and esc.key == "senpai-student-pr1-1" and "3 times on infrastructure" in esc.reason
@@ -125,11 +124,11 @@ def test_a_dead_advisor_batch_without_prs_is_escalated_once():
 def test_a_relaunch_backs_off_from_the_failed_run():
     first = dead("senpai-student-pr1-1").model_copy(update={"finished_at": NOW - timedelta(seconds=5)})
     assert launches(plan(World([exp(1, "wip")], BASE, [first], NOW), CFG), "student") == []  # 15 s not over yet
-    later = NOW + timedelta(seconds=INFRA_BACKOFF_SECONDS)
+    later = NOW + timedelta(seconds=RELAUNCH.wait(1))
     (s,) = launches(plan(World([exp(1, "wip")], BASE, [first], later), CFG), "student")
     assert s.name == "senpai-student-pr1-1-r1"
     second = dead("senpai-student-pr1-1-r1").model_copy(update={"finished_at": later})
-    wait2 = timedelta(seconds=2 * INFRA_BACKOFF_SECONDS)
+    wait2 = timedelta(seconds=RELAUNCH.wait(2))
     assert launches(plan(World([exp(1, "wip")], BASE, [first, second], later + wait2 / 2), CFG), "student") == []
     (s,) = launches(plan(World([exp(1, "wip")], BASE, [first, second], later + wait2), CFG), "student")
     assert s.name == "senpai-student-pr1-1-r2"
@@ -142,6 +141,6 @@ def test_a_dead_advisor_turn_is_retried_after_a_backoff():
         name=adv.name, role="advisor", pr=None, student=None, phase="failed", exit_code=3, reason="Error", finished_at=NOW
     )
     assert launches(plan(World(w.exps, BASE, [died], NOW + timedelta(seconds=1)), CFG), "advisor") == []
-    later = NOW + timedelta(seconds=INFRA_BACKOFF_SECONDS)
+    later = NOW + timedelta(seconds=RELAUNCH.wait(1))
     (again,) = launches(plan(World(w.exps, BASE, [died], later), CFG), "advisor")
     assert again.name == adv.name[:-1] + "2"

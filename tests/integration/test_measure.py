@@ -100,13 +100,15 @@ def test_the_timeout_kills_the_whole_tree_even_a_daemon_holding_the_pipe(tmp_pat
 
 def test_the_train_timeout_ends_before_the_jobs_deadline(monkeypatch) -> None:
     from senpai.agents.evidence import train_timeout
+    from senpai.config.budgets import StudentBudget
     from senpai.fleet.base import ENV_DEADLINE
 
+    budget = StudentBudget(deadline=100, train=90, post=10, turn=None, attempts=1)  # a budget of 100 s
     monkeypatch.delenv(ENV_DEADLINE, raising=False)
-    assert train_timeout(100, now=0) == 90  # no fleet deadline: 0.9 x the budget
+    assert train_timeout(budget, now=0) == 90  # no fleet deadline: 0.9 x the budget
     monkeypatch.setenv(ENV_DEADLINE, "1000")
-    assert train_timeout(100, now=500) == 90  # the job has time: the budget rules
-    assert train_timeout(100, now=950) == 40  # clone, checkout, an agent's turn spent 350 s: 10 s left to post
-    assert train_timeout(100, now=995) == 1.0
+    assert train_timeout(budget, now=500) == 90  # the job has time: the budget rules
+    assert train_timeout(budget, now=950) == 40  # clone, checkout, an agent's turn spent 350 s: 10 s left to post
+    assert train_timeout(budget, now=995) == 1.0
     monkeypatch.setenv(ENV_DEADLINE, "soon")
-    assert train_timeout(100, now=995) == 90
+    assert train_timeout(budget, now=995) == 90

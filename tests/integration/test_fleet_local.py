@@ -11,7 +11,12 @@ from datetime import UTC
 from pathlib import Path
 
 import pytest
+import yaml
+from test_policy import CFG
+from tiny_target import files
 
+from senpai.config.budgets import Budgets
+from senpai.config.target import TargetConfig
 from senpai.errors import NotFound, PermanentError
 from senpai.fleet.base import JobSpec, JobStatus
 from senpai.fleet.local import LocalFleet
@@ -141,13 +146,15 @@ class Recorder:
 def test_the_wrapper_gives_a_students_jobs_its_cpus_and_an_advisors_one() -> None:
     fleet = Recorder()
     dispatcher = Dispatcher(None, fleet, "/h.yaml", {"ada": 1}, {"ada": 6})  # type: ignore[arg-type]
+    dispatcher.budgets = Budgets.of(CFG, TargetConfig.model_validate(yaml.safe_load(files()["senpai.yaml"])))
     for launch in (
-        Launch("student", "senpai-student-pr3-1", ["student"], 60, pr=3, student="ada"),
-        Launch("verifier", "senpai-verifier-pr3-1", ["verify"], 60, pr=3, student="ada"),
-        Launch("advisor", "senpai-advisor-x-1", ["advisor"], 60),
+        Launch("student", "senpai-student-pr3-1", ["student"], pr=3, student="ada"),
+        Launch("verifier", "senpai-verifier-pr3-1", ["verify"], pr=3, student="ada"),
+        Launch("advisor", "senpai-advisor-x-1", ["advisor"]),
     ):
         dispatcher.apply(launch, {})
     assert [(s.role, s.gpus, s.cpus) for s in fleet.specs] == [("student", 1, 6), ("verifier", 1, 6), ("advisor", 0, 1)]
+    assert [s.wall_seconds for s in fleet.specs] == [60, 780, 600]  # each role's deadline (`senpai.config.budgets`)
 
 
 def test_logs_tail(fleet: LocalFleet) -> None:

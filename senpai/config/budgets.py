@@ -1,0 +1,211 @@
+"""Every time limit, retry and attempt count senpai enforces, in one table.
+
+`Budgets.of(harness, target)` computes each role's job deadline and the inner timeouts inside it
+from the harness config and the target's senpai.yaml; the constants below are the limits no
+config sets. The wrapper gives each job its role's `deadline` (the fleet kills the job then:
+the local supervisor, or Kubernetes' activeDeadlineSeconds); the jobs time their steps from the
+same table. All durations are seconds.
+
+A job's deadline is derived from what runs inside it, so it fits by construction; a deadline an
+operator sets instead (`advisor_wall_seconds`, `verifier_wall_seconds`) must still hold it, and is
+refused otherwise (`HarnessConfig` for the advisor, `Budgets.of` for the verifier, whose steps the
+target declares). Inner and outer, as checked:
+
+    advisor job   ⊇ openhands turn (runtime.advisor.budget.wall_seconds) + JOB_OVERHEAD_SECONDS
+    student job   = target budget.wall_seconds + openhands turn (runtime.student.budget.wall_seconds)
+                    ⊇ train command (TRAIN_SHARE of the budget, cut to end POST_SHARE before the deadline)
+    verifier job  ⊇ test + 2 sides x seeds x (train step + score step), each step budget.wall_seconds,
+                    + JOB_OVERHEAD_SECONDS
+    stale_after_seconds ⊇ tick_seconds + steering.batch_seconds + the longest relaunch backoff
+    full_refresh_seconds ⊇ tick_seconds
+"""
+
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from senpai.errors import ConfigError
+
+if TYPE_CHECKING:  # harness.py imports this module for its own checks
+    from senpai.config.harness import HarnessConfig
+    from senpai.config.target import TargetConfig
+
+JOB_OVERHEAD_SECONDS = 300  # an advisor or verifier job's work around its turn or steps: clone, forge reads, its record
+SEARCH_ADVISOR_SECONDS = 600  # a search advisor job's deadline when `advisor_wall_seconds` is unset
+TRAIN_SHARE = 0.9  # of the target's budget: the student's train command
+POST_SHARE = 0.1  # of the target's budget: kept after the train command to read the run and post evidence
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Retries(_Row):
+    """How one network operation is retried (tenacity): `attempts` tries, waits from `backoff_seconds`
+    doubling, capped at `max_wait_seconds` (a longer Retry-After is raised as TransientError)."""
+
+    attempts: int = Field(ge=1, description="Tries per operation, the first included.")
+    backoff_seconds: float = Field(ge=0, description="First wait, seconds; doubled each retry.")
+    max_wait_seconds: float = Field(ge=0, description="Longest single wait slept, seconds.")
+
+
+class GitRetries(Retries):
+    total_seconds: float = Field(gt=0, description="Bound on one git network command, retries included, seconds.")
+
+
+class ForgeRetries(Retries):
+    timeout_seconds: int = Field(gt=0, description="Per REST request, whole seconds (PyGithub takes an int).")
+
+
+class Relaunch(_Row):
+    """How the wrapper relaunches work that failed on infrastructure (`senpai.wrapper.policy.infra_failure`)
+    or an advisor turn that died: the k-th relaunch waits `wait(k)` after the failed run finished."""
+
+    runs: int = Field(3, ge=1, description="Runs of one student or verifier job, relaunches included, before escalation.")
+    advisor_runs: int = Field(3, ge=1, description="Advisor turns of one event batch, dead ones included, before escalation.")
+    backoff_seconds: float = Field(15.0, ge=0, description="Wait before the first relaunch, seconds; doubled per relaunch.")
+
+    def wait(self, k: int) -> float:
+        """Seconds the k-th relaunch (k >= 1) waits after the failed run finished."""
+        return self.backoff_seconds * 2 ** (k - 1)
+
+    def longest_wait(self) -> float:
+        """Seconds the last relaunch a job may get waits."""
+        return self.wait(max(self.runs, self.advisor_runs) - 1)
+
+
+RELAUNCH = Relaunch()
+GIT = GitRetries(attempts=5, backoff_seconds=1.0, max_wait_seconds=30.0, total_seconds=120.0)  # a job's fetch, push, clone
+FORGE = ForgeRetries(attempts=4, backoff_seconds=0.5, max_wait_seconds=30.0, timeout_seconds=30)  # one REST operation
+MIRROR_UPDATE_SECONDS = 60.0  # one git step of the wrapper's base mirror update (no retry); a tick waits for it
+
+
+class AdvisorBudget(_Row):
+    """One advisor job."""
+
+    deadline: int = Field(gt=0, description="Job deadline, seconds.")
+    turn: int | None = Field(description="The openhands turn's wall_seconds; None for the search runtime.")
+
+    @classmethod
+    def of(cls, harness: "HarnessConfig") -> "AdvisorBudget":
+        """`advisor_wall_seconds` if set; else SEARCH_ADVISOR_SECONDS (search), or the turn's wall
+        time plus JOB_OVERHEAD_SECONDS (openhands), so the turn's own budget stop, with its report,
+        comes before the fleet's kill."""
+        rt = harness.runtime.advisor
+        turn = rt.budget.wall_seconds if rt.kind == "openhands" else None
+        derived = SEARCH_ADVISOR_SECONDS if turn is None else turn + JOB_OVERHEAD_SECONDS
+        return cls(deadline=harness.advisor_wall_seconds or derived, turn=turn)
+
+
+class StudentBudget(_Row):
+    """One student job: an optional agent turn, then the train command, then its evidence."""
+
+    deadline: int = Field(gt=0, description="Job deadline, seconds: the target's budget plus the openhands turn.")
+    train: float = Field(gt=0, description="The train command's timeout, seconds, before `train_timeout` cuts it.")
+    post: float = Field(ge=0, description="Seconds kept between the train command's end and the deadline.")
+    turn: int | None = Field(description="The openhands turn's wall_seconds; None for the search runtime.")
+    attempts: int = Field(ge=1, description="Attempts an experiment gets (recorded in its hypothesis).")
+
+    @classmethod
+    def of(cls, harness: "HarnessConfig", target: "TargetConfig") -> "StudentBudget":
+        rt, wall = harness.runtime.student, target.budget.wall_seconds
+        turn = rt.budget.wall_seconds if rt.kind == "openhands" else None
+        return cls(
+            deadline=wall + (turn or 0),
+            train=TRAIN_SHARE * wall,
+            post=POST_SHARE * wall,
+            turn=turn,
+            attempts=target.budget.attempts,
+        )
+
+
+class VerifierSteps(_Row):
+    """The verifier's steps, from senpai.yaml alone (a Kubernetes train container has no harness config)."""
+
+    train: float = Field(gt=0, description="One train step (checkout reset and train command), seconds: budget.wall_seconds.")
+    score: float = Field(gt=0, description="One score step, seconds: budget.wall_seconds.")
+    test: float | None = Field(description="The candidate's test command, seconds; None without `test`.")
+    seeds: int = Field(ge=1, description="Seeds per side at most: holdout.max_seeds, else the seeds.")
+
+    @classmethod
+    def of(cls, target: "TargetConfig") -> "VerifierSteps":
+        wall = float(target.budget.wall_seconds)
+        return cls(train=wall, score=wall, test=wall if target.test else None, seeds=len(target.holdout.all_seeds()))
+
+    def total(self) -> float:
+        """Seconds every step takes at most: the test, then both sides' train and score steps per seed."""
+        return (self.test or 0) + 2 * self.seeds * (self.train + self.score)
+
+
+class VerifierBudget(_Row):
+    """One verifier job."""
+
+    deadline: int = Field(gt=0, description="Job deadline, seconds.")
+    steps: VerifierSteps
+
+    @classmethod
+    def of(cls, harness: "HarnessConfig", target: "TargetConfig") -> "VerifierBudget":
+        """`verifier_wall_seconds` if set, else every step plus JOB_OVERHEAD_SECONDS. Raises
+        ConfigError if the set one cannot hold the steps."""
+        steps = VerifierSteps.of(target)
+        needed = int(steps.total()) + JOB_OVERHEAD_SECONDS
+        wall = harness.verifier_wall_seconds
+        if wall is not None and wall < needed:
+            test = f"test {steps.test:g} s + " if steps.test else ""
+            raise ConfigError(
+                f"verifier_wall_seconds ({wall} s, harness config) cannot hold the verifier's steps under senpai.yaml: "
+                f"{test}2 sides x {steps.seeds} seeds (holdout.seeds, holdout.max_seeds) x (train {steps.train:g} s + "
+                f"score {steps.score:g} s; budget.wall_seconds) + {JOB_OVERHEAD_SECONDS} s = {needed} s; "
+                "raise it, or leave it unset to derive it"
+            )
+        return cls(deadline=wall or needed, steps=steps)
+
+
+class Budgets(_Row):
+    """The table: every role's deadline and inner limits, and the retry policies."""
+
+    advisor: AdvisorBudget
+    student: StudentBudget
+    verifier: VerifierBudget
+    relaunch: Relaunch = RELAUNCH
+    git: GitRetries = GIT
+    forge: ForgeRetries = FORGE
+
+    @classmethod
+    def of(cls, harness: "HarnessConfig", target: "TargetConfig") -> "Budgets":
+        """The table for `harness` and `target`. Raises ConfigError naming the settings if an inner
+        limit does not fit its outer one (the harness alone was checked when it loaded)."""
+        return cls(
+            advisor=AdvisorBudget.of(harness),
+            student=StudentBudget.of(harness, target),
+            verifier=VerifierBudget.of(harness, target),
+        )
+
+    def deadline(self, role: str) -> int:
+        """Job deadline of `role` (advisor, student or verifier), seconds."""
+        return {"advisor": self.advisor, "student": self.student, "verifier": self.verifier}[role].deadline
+
+
+def harness_problems(harness: "HarnessConfig") -> list[str]:
+    """Where an inner limit of the harness config alone does not fit its outer one, one sentence each."""
+    problems = []
+    rt, wall = harness.runtime.advisor, harness.advisor_wall_seconds
+    if rt.kind == "openhands" and wall is not None and wall < rt.budget.wall_seconds + JOB_OVERHEAD_SECONDS:
+        problems.append(
+            f"advisor_wall_seconds ({wall} s) cannot hold the advisor's turn: runtime.advisor.budget.wall_seconds "
+            f"({rt.budget.wall_seconds} s) + {JOB_OVERHEAD_SECONDS} s for clone and report; "
+            "raise it, or leave it unset to derive it"
+        )
+    if harness.full_refresh_seconds < harness.tick_seconds:
+        problems.append(
+            f"full_refresh_seconds ({harness.full_refresh_seconds:g} s) is shorter than tick_seconds "
+            f"({harness.tick_seconds:g} s): a refresh happens on a tick"
+        )
+    gap = harness.tick_seconds + harness.steering.batch_seconds + RELAUNCH.longest_wait()
+    if harness.stale_after_seconds <= gap:
+        problems.append(
+            f"stale_after_seconds ({harness.stale_after_seconds:g} s) must exceed the longest a healthy WIP PR waits for "
+            f"its next job: tick_seconds ({harness.tick_seconds:g}) + steering.batch_seconds "
+            f"({harness.steering.batch_seconds:g}) + the last relaunch backoff ({RELAUNCH.longest_wait():g}) = {gap:g} s"
+        )
+    return problems

@@ -1,0 +1,104 @@
+"""The budget table: each role's deadline and the limits inside it, from the config; a setting whose
+inner limit does not fit its outer one is refused when the config loads, naming the settings."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from senpai.config.budgets import Budgets, ForgeRetries, GitRetries, Relaunch, StudentBudget, VerifierSteps
+from senpai.config.harness import HarnessConfig, load_harness
+from senpai.config.target import TargetConfig
+from senpai.errors import ConfigError
+
+HARNESS = {
+    "forge": {"repo": "o/r"},
+    "tracker": {"dir": "/tmp/w"},
+    "fleet": {"dir": "/tmp/f"},
+    "state_dir": "/tmp/s",
+    "students": [{"name": "ada"}],
+}
+TARGET = {  # every budget and holdout setting at its default
+    "name": "t",
+    "train": "python train.py",
+    "metric": {"name": "acc", "direction": "maximize"},
+    "params": {"file": "params.json", "space": {"w": {"type": "float", "low": 0.0, "high": 1.0}}},
+    "holdout": {"command": "python score.py {artifact} {holdout}", "files": ["score.py"], "metric": "acc", "min_floor": 0.01},
+}
+OPENHANDS = {"kind": "openhands", "llm": {"model": "m"}}
+
+
+def harness(**changes) -> HarnessConfig:
+    return HarnessConfig.model_validate({**HARNESS, **changes})
+
+
+def target(**changes) -> TargetConfig:
+    data = yaml.safe_load(yaml.safe_dump(TARGET))
+    for key, value in changes.items():
+        data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) else value
+    return TargetConfig.model_validate(data)
+
+
+def test_the_table_for_the_defaults() -> None:
+    b = Budgets.of(harness(), target())
+    assert b.advisor.deadline == 600 and b.advisor.turn is None
+    assert b.student == StudentBudget(deadline=600, train=540, post=60, turn=None, attempts=2)
+    # 2 sides x 3 seeds x (train 600 + score 600) + 300: the verifier's runs fit its deadline
+    assert b.verifier.steps == VerifierSteps(train=600, score=600, test=None, seeds=3)
+    assert b.verifier.deadline == 7500
+    assert b.relaunch == Relaunch(runs=3, advisor_runs=3, backoff_seconds=15) and [b.relaunch.wait(k) for k in (1, 2)] == [15, 30]
+    assert b.git == GitRetries(attempts=5, backoff_seconds=1, max_wait_seconds=30, total_seconds=120)
+    assert b.forge == ForgeRetries(attempts=4, backoff_seconds=0.5, max_wait_seconds=30, timeout_seconds=30)
+    assert [b.deadline(role) for role in ("advisor", "student", "verifier")] == [600, 600, 7500]
+
+
+def test_an_agent_turn_is_inside_its_jobs_deadline() -> None:
+    b = Budgets.of(harness(runtime={"advisor": OPENHANDS, "student": OPENHANDS}), target())
+    assert (b.advisor.deadline, b.advisor.turn) == (1800 + 300, 1800)  # the turn's own stop and report come first
+    assert (b.student.deadline, b.student.turn, b.student.train) == (600 + 1800, 1800, 540)
+
+
+def test_the_verifier_deadline_holds_the_test_and_every_seed_it_may_add() -> None:
+    b = Budgets.of(harness(), target(test="pytest -q", budget={"wall_seconds": 100}, holdout={"max_seeds": 5}))
+    assert b.verifier.steps == VerifierSteps(train=100, score=100, test=100, seeds=5)
+    assert b.verifier.deadline == 100 + 2 * 5 * (100 + 100) + 300
+
+
+def test_a_verifier_wall_that_holds_the_steps_is_the_deadline_and_one_that_does_not_is_refused() -> None:
+    assert Budgets.of(harness(verifier_wall_seconds=7500), target()).verifier.deadline == 7500
+    with pytest.raises(ConfigError) as e:
+        Budgets.of(harness(verifier_wall_seconds=1800), target())
+    message = str(e.value)
+    assert "verifier_wall_seconds (1800 s, harness config)" in message and "senpai.yaml" in message
+    assert "2 sides x 3 seeds (holdout.seeds, holdout.max_seeds) x (train 600 s + score 600 s; budget.wall_seconds)" in message
+    assert "= 7500 s" in message
+
+
+@pytest.mark.parametrize(
+    "changes, expected",
+    [
+        (
+            {"runtime": {"advisor": {**OPENHANDS, "budget": {"wall_seconds": 1800}}}, "advisor_wall_seconds": 600},
+            r"advisor_wall_seconds \(600 s\) cannot hold the advisor's turn: runtime\.advisor\.budget\.wall_seconds \(1800 s\)",
+        ),
+        ({"tick_seconds": 5, "full_refresh_seconds": 2}, r"full_refresh_seconds \(2 s\) is shorter than tick_seconds \(5 s\)"),
+        (
+            {"tick_seconds": 5, "steering": {"batch_seconds": 10}, "stale_after_seconds": 45},
+            r"stale_after_seconds \(45 s\) must exceed .* tick_seconds \(5\) \+ steering\.batch_seconds \(10\) "
+            r"\+ the last relaunch backoff \(30\) = 45 s",
+        ),
+    ],
+    ids=["advisor-turn", "refresh-tick", "stale-relaunch"],
+)
+def test_an_inner_limit_that_does_not_fit_is_refused_at_load(tmp_path: Path, changes: dict, expected: str) -> None:
+    path = tmp_path / "harness.yaml"
+    path.write_text(yaml.safe_dump({**HARNESS, **changes}))
+    with pytest.raises(ConfigError, match=rf"^{path}: <root>: Value error, .*{expected}"):
+        load_harness(path)
+
+
+def test_the_same_settings_load_once_the_inner_limit_fits(tmp_path: Path) -> None:
+    fits = {"runtime": {"advisor": {**OPENHANDS, "budget": {"wall_seconds": 1800}}}, "advisor_wall_seconds": 2100}
+    assert harness(**fits).advisor_wall_seconds == 2100
+    assert harness(tick_seconds=5, full_refresh_seconds=5).full_refresh_seconds == 5
+    assert harness(tick_seconds=5, steering={"batch_seconds": 10}, stale_after_seconds=46).stale_after_seconds == 46
