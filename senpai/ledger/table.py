@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from senpai.config.load import read_bounded
 from senpai.errors import ConfigError
-from senpai.forge.base import Comment, Forge, ForgeMemo, PullRequest
+from senpai.forge.base import Comment, Forge, ForgeMemo, Issue, PullRequest
 from senpai.ledger.consistency import Consistency
 from senpai.ledger.experiment import Experiment, RunSummary, read_experiment
 from senpai.ledger.labels import SENPAI
@@ -58,8 +58,9 @@ class LedgerReader:
         self._parsed: dict[int, tuple[PullRequest, list[Comment], Experiment]] = {}  # by PR number
         self.pulls: list[PullRequest] = []  # every PR listed so far (any label), oldest first
 
-    def comments(self, pr: PullRequest) -> list[Comment]:
-        """The PR's comments, re-fetched only when its `updated_at` moved.  Timestamps have whole
+    def comments(self, pr: PullRequest | Issue) -> list[Comment]:
+        """The comments of a PR or an issue (one cache for both: they share GitHub's numbers),
+        re-fetched only when its `updated_at` moved.  Timestamps have whole
         seconds, so a listing made within `SETTLE` seconds of the last update is not reused (a
         second change in that same second would not move `updated_at`): it is asked for again, a
         conditional request the forge answers 304 (free) if nothing changed."""

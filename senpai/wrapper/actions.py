@@ -95,7 +95,7 @@ class ApplyCommand:
     applies it: the steering state is the fold of these acks), then carry out its `stops`."""
 
     message: Message
-    text: str
+    done: tuple[str, ...]  # one line per command: what it did, and the state it leaves
     record: Steer
     stops: tuple[Stop, ...] = ()
 

@@ -124,10 +124,9 @@ class Dispatcher:
             return f"#{action.message.number}: answered @{action.message.author}" if posted else ""
         if isinstance(action, ApplyCommand):
             m = action.message
-            self._reply(m, action.text, action.record)
-            lines = [self._stop(s, exps) for s in action.stops]
-            summary = "; ".join(f"{c.verb}" + (f" #{c.pr}" if c.pr else "") for c in action.record.commands)
-            return "; ".join([f"#{m.number}: applied from @{m.author}: {summary}", *lines])
+            self._reply(m, "Applied:\n" + "\n".join(f"- {d}" for d in action.done), action.record)
+            stopped = [self._stop(s, exps) for s in action.stops]
+            return "; ".join([f"#{m.number}: applied from @{m.author}: " + "; ".join(action.done), *stopped])
         if isinstance(action, Stop):
             return self._stop(action, exps)
         if isinstance(action, OpenIssue):

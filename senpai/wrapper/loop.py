@@ -111,17 +111,8 @@ class Wrapper:
         return False
 
     def _base_target(self) -> tuple[str, TargetConfig | None]:
-        """(base sha, the target's senpai.yaml there): read once per base sha; None if it is missing
-        or invalid. Raises TransientError (nothing kept) when the forge cannot answer: the tick fails
-        and the next one tries again."""
-        if self._target[0] == self._base_sha:
-            return self._target
-        try:
-            data = yaml.safe_load(self.forge.read_file(CONFIG_FILE, self._base_sha))
-            return self._base_sha, TargetConfig.model_validate(data)
-        except (PermanentError, yaml.YAMLError, ValidationError) as e:
-            log.warning("cannot read %s at %s: %s", CONFIG_FILE, self._base_sha[:8], e)
-            return self._base_sha, None
+        """(base sha, `base_target` there), read once per base sha."""
+        return self._target if self._target[0] == self._base_sha else (self._base_sha, base_target(self.forge, self._base_sha))
 
     def _budgets(self) -> Budgets | str:
         """The budget table for senpai.yaml at the base, or why there is none."""
@@ -249,3 +240,14 @@ class Wrapper:
                 self.health.waiting(period)
             self._stop.wait(max(period - (time.monotonic() - started), 0.0))
         return report
+
+
+def base_target(forge: Forge, sha: str) -> TargetConfig | None:
+    """The target's senpai.yaml at commit (or ref) `sha`; None if it is missing or invalid. Raises
+    TransientError when the forge cannot answer (the tick fails; the next one tries again).
+    GitHub REST: GET /repos/{o}/{r}/contents/senpai.yaml?ref=<sha>."""
+    try:
+        return TargetConfig.model_validate(yaml.safe_load(forge.read_file(CONFIG_FILE, sha)))
+    except (PermanentError, yaml.YAMLError, ValidationError) as e:
+        log.warning("cannot read %s at %s: %s", CONFIG_FILE, sha[:8], e)
+        return None

@@ -71,7 +71,7 @@ def command_action(m: Inbound, w: World, state: SteerState) -> tuple[Ack | Apply
         state = apply_command(state, block, i, c)
         done.append(_describe(c, len(w.exps), w.jobs, state))
     stops = tuple(stop_for(w, c.pr, msg.author) for c in commands if c.verb == "stop" and c.pr is not None)
-    return ApplyCommand(msg, "Applied:\n" + "\n".join(f"- {d}" for d in done), block, stops), state
+    return ApplyCommand(msg, tuple(done), block, stops), state
 
 
 def stop_for(w: World, pr: int, author: str) -> Stop:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import steering_tick
 import yaml
 from click.testing import CliRunner
 from forge_fixtures import BOT_AUTH, add_collaborator, as_user, clone, commit_and_push
@@ -449,17 +450,13 @@ def test_a_human_command_quoted_in_an_ack_is_text(program, tmp_path):
     issue = program.alice.create_issue("steering", "notes", [STEER]).number
     steer = Steer(message=f"{issue}:0:abc", author="alice", commands=[SteerCommand(verb="pause")])
     program.alice.create_comment(issue, f"/senpai budget experiments=oops\n{render(steer)}\n\n{record_marker(steer)}")
-    w = build_wrapper(str(program.config))
-    try:
-        w.ledger.experiments()
-        view = w.steering.read()
-        w.steering.apply_commands([], program.base, [])
-        assert any(m.message.number == issue for m in view.commands)
-        assert not _steer_state(program, issue).paused
-        (ack,) = [b for b in (c.body for c in program.bot.list_comments(issue)) if "Nothing was applied" in b]
-        assert read_record(ack) is None
-    finally:
-        w.store.close()
+    cfg = load_harness(str(program.config))
+    read = steering_tick.read(program.bot, cfg)
+    assert any(m.message.number == issue for m in read[2].commands)
+    steering_tick.act(program.bot, cfg, read, cfg.forge.base_branch)
+    assert not _steer_state(program, issue).paused
+    (ack,) = [b for b in (c.body for c in program.bot.list_comments(issue)) if "Nothing was applied" in b]
+    assert read_record(ack) is None
 
 
 # ------------------------------------------------------------------ hostile YAML: one PR blocked, never the loop

@@ -74,7 +74,7 @@ def test_slash_commands_trust_and_free_text(local_forge, tmp_path):
         assert bot.list_pulls("all") == []
         (ack,) = _acks(bot, issue)
         assert "paused" in ack and read_record(ack).commands[0].verb == "pause"
-        assert w.steering.view.state.paused
+        assert w.view.state.paused
 
         # free text, twice inside the batch window: one advisor turn carries both, each answered once
         alice.create_comment(issue, "Could you look at wider layers first?")
@@ -96,7 +96,7 @@ def test_slash_commands_trust_and_free_text(local_forge, tmp_path):
         rejected = [a for a in _acks(bot, issue) if "Nothing was applied" in a]
         assert len(rejected) == 3 and all("/senpai budget experiments=N" in a for a in rejected)
         assert "unknown param `no_such_param`" in rejected[1] and "out of range [8, 128]" in rejected[2]
-        assert w.steering.view.state.paused and bot.list_pulls("all") == []
+        assert w.view.state.paused and bot.list_pulls("all") == []
 
         # a human-made experiment in wip and a comment on it: it goes to its student, with the attempt
         work = clone(bot, tmp_path / "work", "advisor")
@@ -150,7 +150,7 @@ def test_slash_commands_trust_and_free_text(local_forge, tmp_path):
             f.unlink()
         w = build_wrapper(str(config))
         ticks(w, 3)
-        state = w.steering.view.state
+        state = w.view.state
         assert state.paused and state.experiments == 4 and len(state.tries) == 1
         for n, bodies in before.items():
             assert _answers(bot, n) == bodies, f"#{n} got a new ack or answer after the restart"

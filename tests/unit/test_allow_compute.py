@@ -3,6 +3,7 @@ senpai.yaml's tolerance is refused by the merge gate until a trusted human allow
 wrapper acknowledges the command like any other, and the gate reads the allowance from the ledger."""
 
 import pytest
+import steering_tick
 import yaml
 from forge_fixtures import commit_and_push, hypothesis
 from test_policy import CFG
@@ -15,7 +16,6 @@ from senpai.ledger.inbox import compute_allowance
 from senpai.ledger.labels import Status, with_status
 from senpai.ledger.records import read_record
 from senpai.ledger.table import LedgerReader
-from senpai.wrapper.steer import Steering
 
 TARGET = """\
 name: t
@@ -52,10 +52,7 @@ def _slow_win(pr: int, head: str, base: str) -> Verification:
 
 def _apply_steering(forge) -> list[str]:
     """One wrapper refresh: read the ledger and steering, apply the unacknowledged commands."""
-    steering = Steering(CFG, forge, fleet=None, ledger=LedgerReader(forge))
-    exps = steering.ledger.experiments()
-    steering.read()
-    done, failed = steering.apply_commands(exps, forge.branch_sha("advisor"), [])
+    done, failed = steering_tick.act(forge, CFG, steering_tick.read(forge, CFG))
     assert not failed, failed
     return done
 

@@ -5,6 +5,7 @@ in order and once."""
 import time
 from dataclasses import replace
 
+import steering_tick
 from forge_fixtures import clone, commit_and_push
 from test_policy import CFG, exp
 
@@ -17,7 +18,6 @@ from senpai.ledger.labels import ATTENTION, SENPAI, STEER
 from senpai.ledger.records import MAX_TEXT
 from senpai.ledger.replies import reply_marker, reply_to_human
 from senpai.ledger.table import LedgerReader
-from senpai.wrapper.steer import Steering
 
 
 def test_patience_opens_one_issue_for_humans(fake_forge, tmp_path):
@@ -28,17 +28,17 @@ def test_patience_opens_one_issue_for_humans(fake_forge, tmp_path):
         e = exp(pr, "closed")
         d = Decision(pr=pr, head=e.head, verdict="close", reason=f"no improvement {pr}")
         closed.append(e.model_copy(update={"decisions": [d]}))
+    lines = []
     for _ in range(2):  # a second wrapper (restart, no cache) finds the issue and opens none
-        steering = Steering(cfg, forge, fleet=None, ledger=LedgerReader(forge))
-        steering.read()
-        line = steering.patience_issue(closed)
-        assert steering.patience_issue(closed) is None
+        ledger, _, view = steering_tick.read(forge, cfg)
+        lines += steering_tick.act(forge, cfg, (ledger, closed, view))[0]
     (issue,) = forge.list_issues(STEER, "all")
-    assert set(issue.labels) == {STEER, ATTENTION} and line is None
+    asked = [line for line in lines if "without improvement" in line]  # (the synthetic base is a hand push too)
+    assert set(issue.labels) == {STEER, ATTENTION} and asked == [f"#{issue.number}: opened an issue for humans: {issue.title}"]
     assert "/senpai resume" in issue.body and "no improvement 1" in issue.body and "no improvement 2" in issue.body
     assert issue.user == forge.login  # the bot's own issue body is never read as a message
-    steering.read()
-    assert steering.view.commands == [] and steering.view.free_text == []
+    view = steering_tick.read(forge, cfg)[2]
+    assert view.commands == () and view.free_text == ()
 
 
 def test_an_outsiders_issue_cannot_hide_the_patience_issue(fake_forge):
@@ -51,9 +51,10 @@ def test_an_outsiders_issue_cannot_hide_the_patience_issue(fake_forge):
     for pr in (1, 2):
         e = exp(pr, "closed")
         closed.append(e.model_copy(update={"decisions": [Decision(pr=pr, head=e.head, verdict="close", reason="no")]}))
-    steering = Steering(CFG.model_copy(update={"patience": 2}), forge, fleet=None, ledger=LedgerReader(forge))
-    steering.read()
-    assert steering.patience_issue(closed) is not None
+    cfg = CFG.model_copy(update={"patience": 2})
+    ledger, _, view = steering_tick.read(forge, cfg)
+    lines = steering_tick.act(forge, cfg, (ledger, closed, view))[0]
+    assert any("without improvement" in line for line in lines)
 
 
 def test_one_ack_and_one_answer_per_message_version(fake_forge):
@@ -83,18 +84,6 @@ holdout: {command: "python eval.py {artifact} {holdout}", files: [eval.py], metr
 """
 
 
-def _steering(forge, base: str) -> tuple[Steering, list[str]]:
-    """A fresh read and apply, as a wrapper tick does, then a re-read: (the steering, the lines it reported)."""
-    steering = Steering(CFG, forge, fleet=None, ledger=LedgerReader(forge))
-    steering.ledger.experiments()
-    steering.read()
-    done, failed = steering.apply_commands([], base, [])
-    assert not failed, failed
-    steering.ledger.experiments()
-    steering.read()  # the state as the acks on the forge record it
-    return steering, done
-
-
 def test_a_comment_edited_back_to_an_earlier_text_is_applied_again(fake_forge, monkeypatch):
     forge, fake = fake_forge
     fake.add_collaborator("alice")
@@ -107,35 +96,33 @@ def test_a_comment_edited_back_to_an_earlier_text_is_applied_again(fake_forge, m
             # GitHub timestamps have whole seconds: each edit in its own second
             monkeypatch.setattr(fake, "clock", lambda shift=1.1 * i: time.time() + shift)
             fake.edit_comment(cid, body)
-        states.append(_steering(forge, "advisor")[0].view.state.paused)
+        states.append(steering_tick.tick(forge, CFG)[1].state.paused)
     assert states == [True, False, True]
     acks = [c.body for c in forge.list_comments(issue) if c.user == forge.login]
     assert len(acks) == 3 and "paused" in acks[2]
-    steering, done = _steering(forge, "advisor")  # a restart (no cache, no store) applies nothing again
-    assert done == [] and steering.view.state.paused
+    done, view = steering_tick.tick(forge, CFG)  # a restart (no cache, no store) applies nothing again
+    assert done == [] and view.state.paused
 
 
 def test_commands_of_one_tick_apply_in_written_order_each_reply_telling_the_state_it_leaves(fake_forge, tmp_path):
     forge, fake = fake_forge
     fake.add_collaborator("alice")
-    base = commit_and_push(forge, tmp_path / "seed", "advisor", {"senpai.yaml": TARGET})
+    commit_and_push(forge, tmp_path / "seed", "advisor", {"senpai.yaml": TARGET})
     alice = fake.forge("alice")
     numbers = [alice.create_issue("steer", f"/senpai budget experiments={n}", [STEER]).number for n in (17, 18, 19)]
     issue = alice.create_issue("steer", "/senpai pause", [STEER]).number
     alice.create_comment(issue, "/senpai try alpha=1e-3")
-    steering = Steering(CFG, forge, fleet=None, ledger=LedgerReader(forge))
-    steering.ledger.experiments()
-    view = steering.read()
+    ledger, exps, view = steering_tick.read(forge, CFG)
     # the same second for all (GitHub's resolution): comment ids and issue numbers decide
     first = view.commands[0].at
     newest_first = sorted(view.commands, key=lambda m: (m.message.comment_id or 0, m.message.number), reverse=True)
-    view.commands = [replace(m, at=first) for m in newest_first]
-    done, failed = steering.apply_commands([], base, [])
+    view = replace(view, commands=tuple(replace(m, at=first) for m in newest_first))
+    done, failed = steering_tick.act(forge, CFG, (ledger, exps, view))
     assert not failed and [line.split(":")[0] for line in done] == [f"#{n}" for n in [*numbers, issue, issue]]
-    assert steering.view.state.experiments == 19 and steering.view.state.paused
     (try_ack,) = [c.body for c in forge.list_comments(issue) if "alpha" in c.body and c.user == forge.login]
     assert "after `/senpai resume`" in try_ack
-    assert _steering(forge, base)[0].view.state.experiments == 19  # and so says the fold of the acks
+    state = steering_tick.read(forge, CFG)[2].state  # the fold of the acks
+    assert state.experiments == 19 and state.paused
 
 
 def test_a_command_on_a_closed_senpai_pr_is_answered_once(fake_forge, tmp_path):
@@ -147,13 +134,13 @@ def test_a_command_on_a_closed_senpai_pr_is_answered_once(fake_forge, tmp_path):
     fake.forge("alice").create_comment(pr, "/senpai stop")
     fake.forge("mallory").create_comment(pr, "/senpai stop")  # untrusted: no answer
     for _ in range(2):
-        _steering(forge, "advisor")
+        steering_tick.tick(forge, CFG)
     (answer,) = [c.body for c in forge.list_comments(pr) if c.user == forge.login]
     assert answer.startswith("@alice") and f"PR #{pr} is closed: nothing was done" in answer
 
 
 def test_a_long_reply_is_bounded_and_an_oversize_bot_comment_stops_nothing(fake_forge, tmp_path):
-    """A 280,000-character bot reply once made Steering.read raise on every tick and wedged its PR."""
+    """A 280,000-character bot reply once made the steering read raise on every tick and wedged its PR."""
     forge, fake = fake_forge
     carol = fake.forge("carol", "collaborator")
     body = "what did the runs show? quote the <html> parts"
@@ -161,8 +148,7 @@ def test_a_long_reply_is_bounded_and_an_oversize_bot_comment_stops_nothing(fake_
     m = Message(number=issue, comment_id=None, author="carol", association="COLLABORATOR", body=body, version=version(body))
     assert len(reply_to_human(forge, m, "<" * 70_000).body) < 65_536  # GitHub's cap on a comment
     forge.create_comment(issue, "&lt;" * (MAX_TEXT // 4 + 1) + "\n\n" + reply_marker(m, "ack"))  # as posted before the bound
-    steering = Steering(CFG, forge, fleet=None, ledger=LedgerReader(forge))
-    steering.read()  # raised LedgerFormatError out of inbox.replied -> marker_of
+    steering_tick.read(forge, CFG)  # raised LedgerFormatError out of inbox.replied -> marker_of
     work = clone(forge, tmp_path / "w")
     branch = "senpai/ada/h-7"
     commit_and_push(forge, work, branch, {"params.yaml": "a: 7\n"}, start="main")
