@@ -9,12 +9,12 @@ import click
 
 from senpai import phases
 from senpai.agents.context import prepare_turn
-from senpai.agents.mirror import handed_base
 from senpai.agents.secrets import scrub_environment
 from senpai.cli.main import end_quickly
 from senpai.cli.options import config_option
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import HarnessConfig, LocalFleetSettings, load_harness
+from senpai.forge.mirror import handed_base
 from senpai.ledger.events import ENV_EVENTS, EventBatch
 from senpai.ledger.redact import redact_own_output
 
