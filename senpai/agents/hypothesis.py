@@ -78,7 +78,7 @@ def open_hypothesis(
     hid = hypothesis_id(params, change if request is None else f"{change or ''}\nrequest:{request}", id_salt(ctx.harness))
     # an LLM student's job holds its agent turn as well as the training run
     student_rt = ctx.harness.runtime.student
-    wall = t.budget.wall_seconds + (student_rt.budget.wall_seconds if student_rt.kind == "openhands" else 0)
+    wall = t.budget.wall_seconds + (student_rt.budget.wall_seconds if student_rt.llm_agent else 0)
     h = Hypothesis(
         id=hid,
         hypothesis=hypothesis,

@@ -12,7 +12,7 @@ from senpai.agents.context import prepare_turn
 from senpai.agents.secrets import scrub_environment
 from senpai.cli.main import end_quickly
 from senpai.cli.options import config_option
-from senpai.cli.wiring import make_forge, make_tracker
+from senpai.cli.wiring import make_forge, make_runtime, make_tracker
 from senpai.config.harness import HarnessConfig, LocalFleetSettings, load_harness
 from senpai.forge.mirror import handed_base
 from senpai.ledger.events import ENV_EVENTS, EventBatch
@@ -63,11 +63,7 @@ def advisor(config_path: str) -> None:
 
     ctx = _context(config_path, "advisor")
     opened, events = open_requested(ctx, _events().events)  # human `/senpai try`s go before any proposal
-    if ctx.harness.runtime.advisor.kind == "openhands":
-        from senpai.agents.openhands.advisor import advisor_turn
-    else:
-        from senpai.agents.search.advisor import advisor_turn
-    for line in opened + advisor_turn(ctx, events):
+    for line in opened + make_runtime(ctx.harness.runtime.advisor).advisor_turn(ctx, events):
         click.echo(line)
 
 
@@ -78,11 +74,7 @@ def advisor(config_path: str) -> None:
 def student(config_path: str, pr: int, attempt: int) -> None:
     """Student turn: attempt ATTEMPT on PR with runtime.student.kind (messages in $SENPAI_EVENTS)."""
     ctx = _context(config_path, "student")
-    if ctx.harness.runtime.student.kind == "openhands":
-        from senpai.agents.openhands.student import student_turn
-    else:
-        from senpai.agents.search.student import student_turn
-    ev = student_turn(ctx, pr, attempt, _events().events)
+    ev = make_runtime(ctx.harness.runtime.student).student_turn(ctx, pr, attempt, _events().events)
     click.echo(
         f"outcome: {ev.outcome}\n{ev.primary.name}: {ev.primary.value}\ntokens: {ev.cost.tokens}\ndollars: {ev.cost.dollars}"
     )

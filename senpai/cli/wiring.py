@@ -3,7 +3,10 @@
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from senpai.config.harness import ForgeSettings, HarnessConfig, KubernetesFleetSettings
+from senpai.agents.base import Runtime
+from senpai.agents.openhands.runtime import OpenHandsRuntime
+from senpai.agents.search.runtime import SearchRuntime
+from senpai.config.harness import ForgeSettings, HarnessConfig, KubernetesFleetSettings, RoleRuntime
 from senpai.fleet.base import Fleet
 from senpai.forge.base import Forge
 from senpai.tracker.base import Tracker
@@ -37,6 +40,15 @@ def _register_secrets(cfg: HarnessConfig) -> None:
     for role in (cfg.runtime.advisor, cfg.runtime.student):
         if role.llm is not None:
             register_secret(role.llm.api_key())
+
+
+# runtime kind (`runtime.<role>.kind`) -> the runtime; each imports its heavy packages only when a turn starts
+RUNTIMES: dict[str, Runtime] = {"search": SearchRuntime(), "openhands": OpenHandsRuntime()}
+
+
+def make_runtime(settings: RoleRuntime) -> Runtime:
+    """The runtime one role's settings name (`cfg.runtime.advisor` or `cfg.runtime.student`)."""
+    return RUNTIMES[settings.kind]
 
 
 def make_tracker(cfg: HarnessConfig) -> Tracker:

@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime, timedelta
 
-from senpai.config.harness import HarnessConfig, RoleRuntime
+from senpai.config.harness import HarnessConfig, OpenHandsRuntimeSettings
 from senpai.fleet.base import JobStatus
 from senpai.ledger.blocks import BaselineRef, BudgetRef, Evidence, Hypothesis, MetricRef, PrimaryResult, Verification
 from senpai.ledger.experiment import Experiment
@@ -171,7 +171,9 @@ def test_never_more_idle_events_than_experiments_left():
 def test_an_openhands_advisor_job_outlives_its_turn_budget():
     assert launches(plan(World([], BASE, [], NOW), CFG), "advisor")[0].wall_seconds == 600  # search: advisor_wall_seconds
     llm = {"kind": "openhands", "llm": {"model": "m"}, "budget": {"wall_seconds": 1800}}
-    cfg = CFG.model_copy(update={"runtime": CFG.runtime.model_copy(update={"advisor": RoleRuntime.model_validate(llm)})})
+    cfg = CFG.model_copy(
+        update={"runtime": CFG.runtime.model_copy(update={"advisor": OpenHandsRuntimeSettings.model_validate(llm)})}
+    )
     (adv,) = launches(plan(World([], BASE, [], NOW), cfg), "advisor")
     assert adv.wall_seconds == 2100  # the turn's own budget stop (and its report) comes before the fleet's kill
 
