@@ -12,7 +12,7 @@ from senpai.agents.context import prepare_turn
 from senpai.agents.secrets import scrub_environment
 from senpai.cli.main import end_quickly
 from senpai.cli.options import config_option
-from senpai.cli.wiring import make_forge, make_runtime, make_tracker
+from senpai.cli.wiring import make_forge, make_runtime, make_tracker, secret_envs
 from senpai.config.harness import HarnessConfig, LocalFleetSettings, load_harness
 from senpai.forge.mirror import handed_base
 from senpai.ledger.events import ENV_EVENTS, EventBatch
@@ -30,9 +30,8 @@ def _forge_phase(method: str) -> str:
 def _context(config_path: str, role: str, workdir: Path | None = None):
     with phases.phase("config"):
         cfg = load_harness(config_path)
-    keys = [cfg.forge.token_env, *(r.llm.api_key_env for r in (cfg.runtime.advisor, cfg.runtime.student) if r.llm)]
     with phases.phase("redaction filter"):
-        redact_own_output([*keys, *(s.env for s in getattr(cfg.fleet, "secret_env", []))])  # before anything prints
+        redact_own_output(secret_envs(cfg))  # before anything prints; registers them for the job's posts too
     with phases.phase("adapters"):
         forge = phases.timed(make_forge(cfg, role), _forge_phase)
         tracker = phases.timed(make_tracker(cfg), lambda _: "tracker")
