@@ -7,7 +7,7 @@ of the environment variables that hold them.
 
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
@@ -205,21 +205,40 @@ class TurnBudget(_Strict):
     wall_seconds: int = Field(1800, gt=0)
 
 
-class RoleRuntime(_Strict):
-    kind: Literal["search", "openhands"] = "search"
+class SearchRuntimeSettings(_Strict):
+    """The `search` runtime of a role: no LLM, no agent turn. `llm` and `budget` are accepted and
+    unused, so that a config (or the chart's values) switches runtimes by `kind` alone."""
+
+    kind: Literal["search"] = "search"
     llm: LLMSettings | None = None
     budget: TurnBudget = TurnBudget()
+    llm_agent: ClassVar[bool] = False
 
-    @model_validator(mode="after")
-    def _llm_for_openhands(self) -> "RoleRuntime":
-        if self.kind == "openhands" and self.llm is None:
-            raise ValueError("the openhands runtime needs an llm: {model: ..., api_key_env: ...}")
-        return self
+
+class OpenHandsRuntimeSettings(_Strict):
+    """The `openhands` runtime of a role: an LLM agent's turn, capped by `budget`."""
+
+    kind: Literal["openhands"] = "openhands"
+    llm: LLMSettings
+    budget: TurnBudget = TurnBudget()
+    # an LLM agent: preflight pings its llm, and its job's deadline holds its turn's wall_seconds
+    llm_agent: ClassVar[bool] = True
+
+
+def _kind(v: object) -> str:
+    return v.get("kind", "search") if isinstance(v, dict) else getattr(v, "kind", "search")
+
+
+# The runtimes themselves (senpai.agents.base.Runtime) are registered in senpai.cli.wiring.RUNTIMES.
+RoleRuntime = Annotated[
+    Annotated[SearchRuntimeSettings, Tag("search")] | Annotated[OpenHandsRuntimeSettings, Tag("openhands")],
+    Discriminator(_kind),
+]
 
 
 class RuntimeSettings(_Strict):
-    advisor: RoleRuntime = RoleRuntime()
-    student: RoleRuntime = RoleRuntime()
+    advisor: RoleRuntime = SearchRuntimeSettings()
+    student: RoleRuntime = SearchRuntimeSettings()
     seed: int = Field(0, description="Seed of the search runtime's sampler.")
 
     @field_validator("advisor", "student", mode="before")
