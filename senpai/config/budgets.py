@@ -50,10 +50,14 @@ class Retries(_Row):
 
 
 class GitRetries(Retries):
+    """Retries of a git network command (clone, fetch, push), bounded in all by `total_seconds`."""
+
     total_seconds: float = Field(gt=0, description="Bound on one git network command, retries included, seconds.")
 
 
 class ForgeRetries(Retries):
+    """Retries of a forge REST request, each request bounded by `timeout_seconds`."""
+
     timeout_seconds: int = Field(gt=0, description="Per REST request, whole seconds (PyGithub takes an int).")
 
 
@@ -108,6 +112,7 @@ class StudentBudget(_Row):
 
     @classmethod
     def of(cls, harness: "HarnessConfig", target: "TargetConfig") -> "StudentBudget":
+        """The student row for the student runtime of `harness` and the budget of `target`."""
         rt, wall = harness.runtime.student, target.budget.wall_seconds
         turn = rt.budget.wall_seconds if rt.llm_agent else None
         return cls(
@@ -129,6 +134,7 @@ class VerifierSteps(_Row):
 
     @classmethod
     def of(cls, target: "TargetConfig") -> "VerifierSteps":
+        """The verifier's steps for `target` (its budget, test and holdout seeds)."""
         wall = float(target.budget.wall_seconds)
         return cls(train=wall, score=wall, test=wall if target.test else None, seeds=len(target.holdout.all_seeds()))
 
