@@ -4,12 +4,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from senpai import phases
-from senpai.agents.mirror import mirror_path
 from senpai.agents.workcopy import WorkCopy
 from senpai.config.budgets import Budgets
 from senpai.config.harness import HarnessConfig
 from senpai.config.target import TargetConfig, load_target
 from senpai.forge.base import Forge
+from senpai.forge.mirror import mirror_path
 from senpai.ledger.table import LedgerReader, Snapshot
 from senpai.tracker.base import Tracker
 
@@ -34,7 +34,7 @@ def prepare_turn(
     harness: HarnessConfig, forge: Forge, tracker: Tracker, workdir: Path, mirrored_base: str | None = None
 ) -> TurnContext:
     """Clone the research base branch into `workdir/repo` and load its senpai.yaml. With
-    `mirrored_base` (the sha the wrapper mirrored, `senpai.agents.mirror.handed_base`), the clone is
+    `mirrored_base` (the sha the wrapper mirrored, `senpai.forge.mirror.handed_base`), the clone is
     copied from the wrapper's mirror if it holds that sha, else it comes from the forge.
 
     Raises TransientError if the clone fails on the network, ConfigError if senpai.yaml is bad or

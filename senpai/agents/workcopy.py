@@ -81,7 +81,7 @@ class WorkCopy:
         mirror: tuple[Path, str] | None = None,
     ) -> "WorkCopy":
         """Clone `branch` of `url` at `path`. With `mirror` (a bare repository, the sha its `branch`
-        must be at), copy it from there if it holds exactly that (`senpai.agents.mirror`), else
+        must be at), copy it from there if it holds exactly that (`senpai.forge.mirror`), else
         clone from `url`; either way `origin` is `url`."""
         wc = cls(path, env, sleep)
         path.parent.mkdir(parents=True, exist_ok=True)

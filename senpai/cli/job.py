@@ -9,12 +9,12 @@ import click
 
 from senpai import phases
 from senpai.agents.context import prepare_turn
-from senpai.agents.mirror import handed_base
 from senpai.agents.secrets import scrub_environment
 from senpai.cli.main import end_quickly
 from senpai.cli.options import config_option
-from senpai.cli.wiring import make_forge, make_tracker
+from senpai.cli.wiring import make_forge, make_runtime, make_tracker, secret_envs
 from senpai.config.harness import HarnessConfig, LocalFleetSettings, load_harness
+from senpai.forge.mirror import handed_base
 from senpai.ledger.events import ENV_EVENTS, EventBatch
 from senpai.ledger.redact import redact_own_output
 
@@ -30,9 +30,8 @@ def _forge_phase(method: str) -> str:
 def _context(config_path: str, role: str, workdir: Path | None = None):
     with phases.phase("config"):
         cfg = load_harness(config_path)
-    keys = [cfg.forge.token_env, *(r.llm.api_key_env for r in (cfg.runtime.advisor, cfg.runtime.student) if r.llm)]
     with phases.phase("redaction filter"):
-        redact_own_output([*keys, *(s.env for s in getattr(cfg.fleet, "secret_env", []))])  # before anything prints
+        redact_own_output(secret_envs(cfg))  # before anything prints; registers them for the job's posts too
     with phases.phase("adapters"):
         forge = phases.timed(make_forge(cfg, role), _forge_phase)
         tracker = phases.timed(make_tracker(cfg), lambda _: "tracker")
@@ -63,11 +62,7 @@ def advisor(config_path: str) -> None:
 
     ctx = _context(config_path, "advisor")
     opened, events = open_requested(ctx, _events().events)  # human `/senpai try`s go before any proposal
-    if ctx.harness.runtime.advisor.kind == "openhands":
-        from senpai.agents.openhands.advisor import advisor_turn
-    else:
-        from senpai.agents.search.advisor import advisor_turn
-    for line in opened + advisor_turn(ctx, events):
+    for line in opened + make_runtime(ctx.harness.runtime.advisor).advisor_turn(ctx, events):
         click.echo(line)
 
 
@@ -78,11 +73,7 @@ def advisor(config_path: str) -> None:
 def student(config_path: str, pr: int, attempt: int) -> None:
     """Student turn: attempt ATTEMPT on PR with runtime.student.kind (messages in $SENPAI_EVENTS)."""
     ctx = _context(config_path, "student")
-    if ctx.harness.runtime.student.kind == "openhands":
-        from senpai.agents.openhands.student import student_turn
-    else:
-        from senpai.agents.search.student import student_turn
-    ev = student_turn(ctx, pr, attempt, _events().events)
+    ev = make_runtime(ctx.harness.runtime.student).student_turn(ctx, pr, attempt, _events().events)
     click.echo(
         f"outcome: {ev.outcome}\n{ev.primary.name}: {ev.primary.value}\ntokens: {ev.cost.tokens}\ndollars: {ev.cost.dollars}"
     )

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from senpai.cli.options import config_option
-from senpai.cli.wiring import make_forge, make_tracker
+from senpai.cli.wiring import make_forge, make_tracker, redact_secrets
 from senpai.config.harness import HarnessConfig, load_harness
 from senpai.errors import ConfigError, LedgerInconsistent
 from senpai.ledger.consistency import check
@@ -43,6 +43,7 @@ def ledger(config_path: str, as_json: bool, as_csv: bool, local_forge: str | Non
         raise click.UsageError("--json, --csv and --check are alternatives: give one")
     cfg = load_harness(config_path)
     with _served(cfg, local_forge) as cfg:
+        redact_secrets(cfg)  # a token `_served` made too
         forge = make_forge(cfg)
         exps = LedgerReader(forge, make_tracker(cfg)).experiments()
         flags = check(exps, forge.branch_sha(cfg.forge.base_branch))

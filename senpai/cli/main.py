@@ -11,9 +11,8 @@ from typing import NoReturn
 import click
 import requests
 
+from senpai import startup
 from senpai.errors import SenpaiError, TransientError
-
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
 class _JsonFormatter(logging.Formatter):
@@ -100,6 +99,7 @@ def main() -> None:
     A network error that no adapter translated (ConnectionError, TimeoutError, or a `requests`
     error) is transient too: exit 3, so the wrapper relaunches a job it killed instead of taking
     it for the hypothesis's failure (`senpai.wrapper.policy.infra_failure`)."""
+    startup.apply()  # before a command imports pydantic models, LiteLLM or OpenHands
     try:
         # without standalone mode Click returns an Exit's code instead of raising it
         status = cli.main(standalone_mode=False)

@@ -1,20 +1,38 @@
 """Build the adapters named by a harness config. The only place that picks implementations."""
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from senpai.config.harness import ForgeSettings, HarnessConfig, KubernetesFleetSettings
+from senpai.agents.base import Runtime
+from senpai.agents.openhands.runtime import OpenHandsRuntime
+from senpai.agents.search.runtime import SearchRuntime
+from senpai.config.harness import ForgeSettings, HarnessConfig, KubernetesFleetSettings, RoleRuntime
 from senpai.fleet.base import Fleet
 from senpai.forge.base import Forge
+from senpai.ledger.redact import register_secret
 from senpai.tracker.base import Tracker
 
 if TYPE_CHECKING:  # the kubernetes client is imported only when a kubernetes fleet is configured
     from senpai.fleet.k8s_cluster import ClusterProbe
 
 
+def secret_envs(cfg: HarnessConfig) -> list[str]:
+    """Names of the env vars holding `cfg`'s secrets: the forge token, each role's LLM key and the
+    fleet's `secret_env` (Kubernetes)."""
+    llm_keys = [r.llm.api_key_env for r in (cfg.runtime.advisor, cfg.runtime.student) if r.llm]
+    return [cfg.forge.token_env, *llm_keys, *(s.env for s in getattr(cfg.fleet, "secret_env", []))]
+
+
+def redact_secrets(cfg: HarnessConfig) -> None:
+    """From now on, redact the values of `secret_envs(cfg)`, whatever their names, from all that this
+    process posts (`senpai.ledger.redact`). Every command calls it once it has read its config."""
+    for name in secret_envs(cfg):
+        register_secret(os.environ.get(name))
+
+
 def make_forge(cfg: HarnessConfig, role: str = "cli") -> Forge:
     """The forge adapter of `cfg`, its requests sent as `role` (`forge_from`)."""
-    _register_secrets(cfg)
     return forge_from(cfg.forge, role)
 
 
@@ -24,19 +42,17 @@ def forge_from(settings: ForgeSettings, role: str = "cli") -> Forge:
     cli, so the forge's logs (and bench/forge_requests.py) tell the roles apart."""
     from senpai import __version__
     from senpai.forge.github import GitHubForge
-    from senpai.ledger.redact import register_secret
 
-    register_secret(settings.token())
     return GitHubForge(settings, settings.token(), user_agent=f"senpai/{__version__} ({role})")
 
 
-def _register_secrets(cfg: HarnessConfig) -> None:
-    """The LLM keys, whatever env vars hold them, are redacted from all posts (the forge token: `forge_from`)."""
-    from senpai.ledger.redact import register_secret
+# runtime kind (`runtime.<role>.kind`) -> the runtime; each imports its heavy packages only when a turn starts
+RUNTIMES: dict[str, Runtime] = {"search": SearchRuntime(), "openhands": OpenHandsRuntime()}
 
-    for role in (cfg.runtime.advisor, cfg.runtime.student):
-        if role.llm is not None:
-            register_secret(role.llm.api_key())
+
+def make_runtime(settings: RoleRuntime) -> Runtime:
+    """The runtime one role's settings name (`cfg.runtime.advisor` or `cfg.runtime.student`)."""
+    return RUNTIMES[settings.kind]
 
 
 def make_tracker(cfg: HarnessConfig) -> Tracker:

@@ -50,10 +50,14 @@ class Retries(_Row):
 
 
 class GitRetries(Retries):
+    """Retries of a git network command (clone, fetch, push), bounded in all by `total_seconds`."""
+
     total_seconds: float = Field(gt=0, description="Bound on one git network command, retries included, seconds.")
 
 
 class ForgeRetries(Retries):
+    """Retries of a forge REST request, each request bounded by `timeout_seconds`."""
+
     timeout_seconds: int = Field(gt=0, description="Per REST request, whole seconds (PyGithub takes an int).")
 
 
@@ -92,7 +96,7 @@ class AdvisorBudget(_Row):
         time plus JOB_OVERHEAD_SECONDS (openhands), so the turn's own budget stop, with its report,
         comes before the fleet's kill."""
         rt = harness.runtime.advisor
-        turn = rt.budget.wall_seconds if rt.kind == "openhands" else None
+        turn = rt.budget.wall_seconds if rt.llm_agent else None
         derived = SEARCH_ADVISOR_SECONDS if turn is None else turn + JOB_OVERHEAD_SECONDS
         return cls(deadline=harness.advisor_wall_seconds or derived, turn=turn)
 
@@ -108,8 +112,9 @@ class StudentBudget(_Row):
 
     @classmethod
     def of(cls, harness: "HarnessConfig", target: "TargetConfig") -> "StudentBudget":
+        """The student row for the student runtime of `harness` and the budget of `target`."""
         rt, wall = harness.runtime.student, target.budget.wall_seconds
-        turn = rt.budget.wall_seconds if rt.kind == "openhands" else None
+        turn = rt.budget.wall_seconds if rt.llm_agent else None
         return cls(
             deadline=wall + (turn or 0),
             train=TRAIN_SHARE * wall,
@@ -129,6 +134,7 @@ class VerifierSteps(_Row):
 
     @classmethod
     def of(cls, target: "TargetConfig") -> "VerifierSteps":
+        """The verifier's steps for `target` (its budget, test and holdout seeds)."""
         wall = float(target.budget.wall_seconds)
         return cls(train=wall, score=wall, test=wall if target.test else None, seeds=len(target.holdout.all_seeds()))
 
@@ -190,7 +196,7 @@ def harness_problems(harness: "HarnessConfig") -> list[str]:
     """Where an inner limit of the harness config alone does not fit its outer one, one sentence each."""
     problems = []
     rt, wall = harness.runtime.advisor, harness.advisor_wall_seconds
-    if rt.kind == "openhands" and wall is not None and wall < rt.budget.wall_seconds + JOB_OVERHEAD_SECONDS:
+    if rt.llm_agent and wall is not None and wall < rt.budget.wall_seconds + JOB_OVERHEAD_SECONDS:
         problems.append(
             f"advisor_wall_seconds ({wall} s) cannot hold the advisor's turn: runtime.advisor.budget.wall_seconds "
             f"({rt.budget.wall_seconds} s) + {JOB_OVERHEAD_SECONDS} s for clone and report; "

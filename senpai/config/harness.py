@@ -7,7 +7,7 @@ of the environment variables that hold them.
 
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
@@ -23,6 +23,9 @@ class _Strict(BaseModel):
 
 
 class StudentSpec(_Strict):
+    """One configured student: its name (the `student:<name>` label, job names) and the GPUs and CPU
+    cores each of its jobs and its verifier's get."""
+
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,30}$")
     gpus: int = Field(0, ge=0)
     cpus: int = Field(
@@ -36,6 +39,9 @@ class StudentSpec(_Strict):
 
 
 class ForgeSettings(_Strict):
+    """Which forge and repository: the REST root, `owner/name`, the env var holding the bot's token, the
+    research base branch and the author associations trusted to steer."""
+
     base_url: str = Field("https://api.github.com", description="REST root: github.com, GHES or local.")
     repo: str = Field(pattern=r"^[\w.-]+/[\w.-]+$", description="owner/name of the target repository.")
     token_env: str = Field(
@@ -45,6 +51,7 @@ class ForgeSettings(_Strict):
     trusted: list[str] = Field(default=["OWNER", "MEMBER", "COLLABORATOR"], description="author_association values that steer.")
 
     def token(self) -> str | None:
+        """The bot's token, read from `$token_env` now; None if unset or empty."""
         return os.environ.get(self.token_env) or None
 
     @property
@@ -54,18 +61,23 @@ class ForgeSettings(_Strict):
 
 
 class TrackerSettings(_Strict):
+    """The W&B project, entity, shared `WANDB_DIR` and mode of every run."""
+
     project: str = "senpai"
     entity: str | None = None
     dir: str = Field(description="WANDB_DIR shared by every job; offline runs are written under it.")
     mode: Literal["auto", "online", "offline"] = Field("auto", description="auto: online if WANDB_API_KEY is set, else offline.")
 
     def resolved_mode(self) -> str:
+        """`online` or `offline`: `mode`, with `auto` resolved by whether `WANDB_API_KEY` is set now."""
         if self.mode != "auto":
             return self.mode
         return "online" if os.environ.get("WANDB_API_KEY") else "offline"
 
 
 class LocalFleetSettings(_Strict):
+    """Local backend: jobs are supervised subprocesses on this machine, one folder each under `dir`."""
+
     backend: Literal["local"] = "local"
     dir: str = Field(description="Local backend: one folder per job (work copy, log, status).")
     holdout_dir: str | None = Field(
@@ -170,6 +182,7 @@ class KubernetesFleetSettings(_Strict):
         return self
 
     def resources_for(self, role: str) -> Resources:
+        """The container resources of `role`'s jobs (advisor, student, verifier); `Resources()` if not listed."""
         return self.resources.get(role, Resources())  # type: ignore[call-overload]
 
 
@@ -193,6 +206,7 @@ class LLMSettings(_Strict):
     output_cost_per_token: float | None = Field(None, ge=0, description="Dollars; overrides LiteLLM's price map.")
 
     def api_key(self) -> str | None:
+        """The provider key, read from `$api_key_env` now; None if unset or empty."""
         return os.environ.get(self.api_key_env) or None
 
 
@@ -205,21 +219,43 @@ class TurnBudget(_Strict):
     wall_seconds: int = Field(1800, gt=0)
 
 
-class RoleRuntime(_Strict):
-    kind: Literal["search", "openhands"] = "search"
+class SearchRuntimeSettings(_Strict):
+    """The `search` runtime of a role: no LLM, no agent turn. `llm` and `budget` are accepted and
+    unused, so that a config (or the chart's values) switches runtimes by `kind` alone."""
+
+    kind: Literal["search"] = "search"
     llm: LLMSettings | None = None
     budget: TurnBudget = TurnBudget()
+    llm_agent: ClassVar[bool] = False
 
-    @model_validator(mode="after")
-    def _llm_for_openhands(self) -> "RoleRuntime":
-        if self.kind == "openhands" and self.llm is None:
-            raise ValueError("the openhands runtime needs an llm: {model: ..., api_key_env: ...}")
-        return self
+
+class OpenHandsRuntimeSettings(_Strict):
+    """The `openhands` runtime of a role: an LLM agent's turn, capped by `budget`."""
+
+    kind: Literal["openhands"] = "openhands"
+    llm: LLMSettings
+    budget: TurnBudget = TurnBudget()
+    # an LLM agent: preflight pings its llm, and its job's deadline holds its turn's wall_seconds
+    llm_agent: ClassVar[bool] = True
+
+
+def _kind(v: object) -> str:
+    return v.get("kind", "search") if isinstance(v, dict) else getattr(v, "kind", "search")
+
+
+# The runtimes themselves (senpai.agents.base.Runtime) are registered in senpai.cli.wiring.RUNTIMES.
+RoleRuntime = Annotated[
+    Annotated[SearchRuntimeSettings, Tag("search")] | Annotated[OpenHandsRuntimeSettings, Tag("openhands")],
+    Discriminator(_kind),
+]
 
 
 class RuntimeSettings(_Strict):
-    advisor: RoleRuntime = RoleRuntime()
-    student: RoleRuntime = RoleRuntime()
+    """The advisor's and the students' runtimes (a bare string is the kind: `advisor: search`) and the
+    search sampler's seed."""
+
+    advisor: RoleRuntime = SearchRuntimeSettings()
+    student: RoleRuntime = SearchRuntimeSettings()
     seed: int = Field(0, description="Seed of the search runtime's sampler.")
 
     @field_validator("advisor", "student", mode="before")
@@ -229,6 +265,8 @@ class RuntimeSettings(_Strict):
 
 
 class SteeringSettings(_Strict):
+    """How the wrapper batches human messages into one agent turn."""
+
     batch_seconds: float = Field(10.0, ge=0, description="Messages within this window of the first go in one turn, seconds.")
 
 

@@ -77,6 +77,8 @@ def _user_path(loc: tuple, data: object) -> list:
             node = node[part]
         elif isinstance(node, dict) and isinstance(part, str) and part in {str(v) for v in node.values()}:
             continue  # a union tag (the value of the discriminator field), not a field of the file
+        elif part == node:
+            continue  # a union tag written as a shorthand (`advisor: openhands`)
         else:
             path.append(part)  # a missing field: name it
             node = None

@@ -35,6 +35,8 @@ class Metric(_Strict):
 
 
 class IntParam(_Strict):
+    """An integer param searched in [`low`, `high`], both included; `log`: sampled on a log scale (then `low` > 0)."""
+
     type: Literal["int"]
     low: int
     high: int
@@ -48,6 +50,8 @@ class IntParam(_Strict):
 
 
 class FloatParam(_Strict):
+    """A float param searched in [`low`, `high`], both finite; `log`: sampled on a log scale (then `low` > 0)."""
+
     type: Literal["float"]
     low: float
     high: float
@@ -63,6 +67,8 @@ class FloatParam(_Strict):
 
 
 class CategoricalParam(_Strict):
+    """A param that takes one of `choices` (strings, numbers or booleans, at least one)."""
+
     type: Literal["categorical"]
     choices: list[str | int | float | bool] = Field(min_length=1)
 

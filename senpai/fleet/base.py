@@ -90,6 +90,7 @@ class JobStatus(BaseModel):
 
     @property
     def done(self) -> bool:
+        """Whether the job has ended: phase `succeeded` or `failed`."""
         return self.phase in ("succeeded", "failed")
 
 

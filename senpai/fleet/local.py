@@ -51,6 +51,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+from senpai import startup
 from senpai.errors import NotFound, PermanentError, TransientError
 from senpai.fleet.base import JobSpec, JobStatus
 from senpai.fleet.procs import ENV_JOB, kill_tagged
@@ -287,12 +288,14 @@ class LocalFleet:
     def _start(self, path: Path, launch_id: str) -> None:
         """Start the supervisor and wait for its claim; if it never comes, declare the job Lost."""
         cmd = [sys.executable, "-m", "senpai.fleet.supervise", str(path), launch_id]
+        env = dict(os.environ)
+        startup.apply(env)  # the supervisor, and the job it starts, skip pydantic's plugin scan even under an embedded wrapper
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         problem = None
         try:
             with open(path / LOG, "ab") as out:
                 intermediate = subprocess.Popen(
-                    cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                    cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env
                 )
             if (code := intermediate.wait(timeout=START_TIMEOUT_SECONDS)) != 0:
                 problem = f"the supervisor exited with status {code}"

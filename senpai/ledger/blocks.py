@@ -38,6 +38,8 @@ class Block(BaseModel):
 
 
 class MetricRef(BaseModel):
+    """The hypothesis's primary metric, copied from the target's `senpai.yaml` `metric` when the PR opens."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str
     direction: Literal["maximize", "minimize"]
@@ -45,6 +47,10 @@ class MetricRef(BaseModel):
 
 
 class BaselineRef(BaseModel):
+    """The baseline a hypothesis is measured against: the base head it was cut from and that head's
+    metric as the ledger knew it (`senpai.ledger.baseline.current_baseline`; None before the first
+    verified merge)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     commit: str = Field(description="Base branch head the hypothesis was cut from.")
     run_id: str | None = Field(description="W&B run that measured the baseline; None if not yet measured.")
@@ -52,6 +58,10 @@ class BaselineRef(BaseModel):
 
 
 class BudgetRef(BaseModel):
+    """What the experiment may spend: the wall seconds of one student job (`senpai.yaml`
+    `budget.wall_seconds`, plus the turn's wall budget for an openhands student) and the student
+    attempts in all (`budget.attempts`)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     wall_seconds: int
     attempts: int
@@ -76,6 +86,9 @@ class Hypothesis(Block):
 
 
 class RunRef(BaseModel):
+    """The tracker run of one attempt: W&B run id, its web URL (None offline) and its `RunRecord.state`
+    (`finished`, `crashed`, `running`, `unknown`), or `missing` when no run was found."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     id: str
     url: str | None
@@ -83,6 +96,9 @@ class RunRef(BaseModel):
 
 
 class PrimaryResult(BaseModel):
+    """An attempt's primary metric: its value (None: not reported) and the hypothesis's baseline value,
+    in the metric's units."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str
     value: float | None
@@ -91,6 +107,9 @@ class PrimaryResult(BaseModel):
 
 
 class Cost(BaseModel):
+    """What one attempt spent: train seconds times the job's GPUs (`gpu_seconds`), wall seconds, and
+    for an LLM turn its prompt + completion tokens and LiteLLM's cost in dollars."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     gpu_seconds: float = 0.0
     wall_seconds: float = 0.0

@@ -46,10 +46,10 @@ def llm_checks(cfg: HarnessConfig) -> list[CheckResult]:
     for role in ("advisor", "student"):
         runtime = getattr(cfg.runtime, role)
         check = f"{role} LLM"
-        if runtime.kind != "openhands" or runtime.llm is None:
+        llm = runtime.llm if runtime.llm_agent else None
+        if llm is None:
             out.append(skipped("llm", check, f"{runtime.kind} runtime: no LLM"))
             continue
-        llm = runtime.llm
         key = llm.api_key()
         if key is None and llm.base_url is None:
             out.append(failed("llm", check, f"${llm.api_key_env} is not set", f"export {llm.api_key_env}=<provider key>"))

@@ -19,12 +19,12 @@ from datetime import UTC, datetime
 import yaml
 from pydantic import ValidationError
 
-from senpai.agents import mirror
 from senpai.config.budgets import Budgets
 from senpai.config.harness import HarnessConfig
 from senpai.config.target import CONFIG_FILE, TargetConfig
 from senpai.errors import ConfigError, PermanentError, SenpaiError, TransientError
 from senpai.fleet.base import Fleet, JobStatus
+from senpai.forge import mirror
 from senpai.forge.base import Forge
 from senpai.ledger.escalation import escalated
 from senpai.ledger.experiment import Experiment
@@ -80,7 +80,7 @@ class Wrapper:
         self.ticks = 0
         self._exps: list[Experiment] | None = None
         self._base_sha = ""
-        self._mirrored: str | None = None  # the base sha the mirror holds (`senpai.agents.mirror`)
+        self._mirrored: str | None = None  # the base sha the mirror holds (`senpai.forge.mirror`)
         self._mirror_tried: str | None = None  # the base sha the last update tried for
         self._done_seen: set[str] = set()
         self._last_refresh = 0.0

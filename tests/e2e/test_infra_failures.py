@@ -16,11 +16,11 @@ from forge_fixtures import clone, commit_and_push
 from research import assert_no_duplicates, make_program, reader
 from test_failures import GOOD, _hypothesis
 
-from senpai.agents import mirror
 from senpai.cli.wiring import make_forge
 from senpai.cli.wrapper import build_wrapper
 from senpai.config.budgets import GIT, RELAUNCH
 from senpai.config.harness import load_harness
+from senpai.forge import mirror
 from senpai.ledger import transitions
 from senpai.ledger.labels import ATTENTION, SENPAI, Status
 from senpai.wrapper.policy import INFRA_EXIT
@@ -32,7 +32,7 @@ CLONE_FAULT = (503, {"Retry-After": "0"}, "Service Unavailable")  # Retry-After 
 @pytest.fixture(autouse=True)
 def _no_base_mirror(monkeypatch):
     """These tests fail the jobs' clones from the forge, so the wrapper hands its jobs no base mirror
-    (`senpai.agents.mirror`; its own fetch would also take one of the queued faults)."""
+    (`senpai.forge.mirror`; its own fetch would also take one of the queued faults)."""
     monkeypatch.setattr(mirror, "update", lambda *args, **kwargs: None)
 
 

@@ -88,6 +88,18 @@ def test_a_search_student_does_not_import_optuna():
     assert proc.stdout.strip() == "[]", proc.stderr
 
 
+def test_picking_a_runtime_imports_none_of_its_heavy_packages():
+    """`senpai.cli.wiring` registers both runtimes; OpenHands and LiteLLM wait for an openhands turn."""
+    code = (
+        "import sys; from senpai.cli.wiring import make_runtime; from senpai.config.harness import RuntimeSettings\n"
+        "rt = RuntimeSettings.model_validate({'advisor': {'kind': 'openhands', 'llm': {'model': 'm'}}})\n"
+        "picked = [type(make_runtime(r)).__name__ for r in (rt.advisor, rt.student)]\n"
+        f"print(picked, sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "['OpenHandsRuntime', 'SearchRuntime'] []", proc.stderr
+
+
 def test_a_job_command_imports_only_its_own_command_module():
     """`senpai job ...` loads `senpai.cli.job`, not the demo, the wrapper loop or preflight (and their
     rich, numpy), and pydantic never scans the installed distributions for plugins."""

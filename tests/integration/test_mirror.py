@@ -1,4 +1,4 @@
-"""The base mirror (`senpai.agents.mirror`): the wrapper fetches the base branch next to its jobs, and
+"""The base mirror (`senpai.forge.mirror`): the wrapper fetches the base branch next to its jobs, and
 a job copies it only if it holds exactly the sha it was handed; anything else clones from the forge.
 
 Against the real local forge and real git. A "student" that writes into the mirror (a moved
@@ -12,8 +12,8 @@ import pytest
 from forge_fixtures import commit_and_push, run_git
 
 from senpai import phases
-from senpai.agents import mirror
 from senpai.agents.workcopy import WorkCopy
+from senpai.forge import mirror
 
 
 @pytest.fixture

@@ -114,23 +114,27 @@ def test_blocks_are_redacted_before_yaml_folds_a_long_line(monkeypatch):
 
 
 def test_wiring_registers_the_forge_token_and_llm_keys_whatever_their_names(monkeypatch):
-    from senpai.cli.wiring import make_forge
+    """The names are odd on purpose: values of secret-looking names (`*_KEY`, `*_PAT`) are redacted anyway."""
+    from senpai.cli.wiring import make_forge, redact_secrets
     from senpai.config.harness import HarnessConfig
 
-    monkeypatch.setenv("FORGE_PAT", "pat-value-for-the-forge-123")
-    monkeypatch.setenv("PROVIDER_KEY", "provider-key-value-456789")
+    monkeypatch.setenv("FORGE_ODD", "pat-value-for-the-forge-123")
+    monkeypatch.setenv("PROVIDER_ODD", "provider-key-value-456789")
     cfg = HarnessConfig.model_validate(
         {
-            "forge": {"repo": "o/r", "base_url": "http://127.0.0.1:9", "token_env": "FORGE_PAT"},
+            "forge": {"repo": "o/r", "base_url": "http://127.0.0.1:9", "token_env": "FORGE_ODD"},
             "tracker": {"dir": "/tmp/w"},
             "fleet": {"dir": "/tmp/f"},
             "state_dir": "/tmp/s",
             "students": [{"name": "ada"}],
-            "runtime": {"advisor": {"kind": "openhands", "llm": {"model": "m", "api_key_env": "PROVIDER_KEY"}}},
+            "runtime": {"advisor": {"kind": "openhands", "llm": {"model": "m", "api_key_env": "PROVIDER_ODD"}}},
         }
     )
-    make_forge(cfg)  # lazy: no request is sent
-    assert redact("pat-value-for-the-forge-123 provider-key-value-456789") == f"{REDACTED} {REDACTED}"
+    both = "pat-value-for-the-forge-123 provider-key-value-456789"
+    make_forge(cfg)  # lazy: no request is sent; and it registers nothing
+    assert redact(both) == both
+    redact_secrets(cfg)
+    assert redact(both) == f"{REDACTED} {REDACTED}"
 
 
 def test_fenced_code_and_quotes_are_not_commands():

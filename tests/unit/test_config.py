@@ -2,15 +2,19 @@
 
 import re
 import shutil
+import typing
 from pathlib import Path
 
 import pytest
 import yaml
 from click.testing import CliRunner
 
+from senpai.agents.openhands.runtime import OpenHandsRuntime
+from senpai.agents.search.runtime import SearchRuntime
 from senpai.cli.demo import write_config
 from senpai.cli.main import cli, main
-from senpai.config.harness import load_harness
+from senpai.cli.wiring import RUNTIMES, make_runtime
+from senpai.config.harness import RoleRuntime, RuntimeSettings, load_harness
 from senpai.config.target import load_target
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
@@ -122,6 +126,29 @@ def test_bad_harness_config_names_the_field_as_written(tmp_path, monkeypatch, ca
     (tmp_path / "h.yaml").write_text(yaml.safe_dump(config))
     code, err = _run_main(["ledger", "--config", str(tmp_path / "h.yaml")], monkeypatch, capsys)
     assert code == 2 and re.search(expected, err), err
+
+
+@pytest.mark.parametrize(
+    "advisor, expected",
+    [
+        ({"kind": "openhands"}, r"h\.yaml: runtime\.advisor\.llm: Field required"),
+        ("openhands", r"h\.yaml: runtime\.advisor\.llm: Field required"),
+        ({"kind": "openhand"}, r"h\.yaml: runtime\.advisor: unknown kind 'openhand'; expected one of 'search', 'openhands'"),
+    ],
+)
+def test_an_agent_runtime_without_an_llm_is_refused_at_load(tmp_path, monkeypatch, capsys, advisor, expected):
+    config = {"forge": {"repo": "o/r"}, "tracker": {"dir": "w"}, "fleet": {"dir": "j"}, "students": [{"name": "ada"}]}
+    (tmp_path / "h.yaml").write_text(yaml.safe_dump({**config, "state_dir": "s", "runtime": {"advisor": advisor}}))
+    code, err = _run_main(["ledger", "--config", str(tmp_path / "h.yaml")], monkeypatch, capsys)
+    assert code == 2 and re.search(expected, err), err
+
+
+def test_every_runtime_kind_the_config_accepts_is_registered_and_picked_per_role():
+    union = typing.get_args(RoleRuntime)[0]
+    kinds = {typing.get_args(variant)[0].model_fields["kind"].default for variant in typing.get_args(union)}
+    assert kinds == set(RUNTIMES) == {"search", "openhands"}
+    rt = RuntimeSettings.model_validate({"advisor": {"kind": "openhands", "llm": {"model": "m"}}, "student": "search"})
+    assert (type(make_runtime(rt.advisor)), type(make_runtime(rt.student))) == (OpenHandsRuntime, SearchRuntime)
 
 
 @pytest.mark.parametrize(

@@ -3,11 +3,6 @@
 The agent gets terminal and file-editor tools plus senpai's typed tools (tools.py), which write
 the ledger through the same functions as the `search` runtime.  The harness, not the prompt,
 enforces budgets (budget.py), keeps secrets out of the agent's reach (secrets.py) and marks
-untrusted text (prompts.py).
+untrusted text (prompts.py). The entry points set the environment LiteLLM and the SDK read at
+import (`senpai.startup`).
 """
-
-import os
-
-# litellm fetches its price map from the network at import unless told to use its bundled copy
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-os.environ.setdefault("OPENHANDS_SUPPRESS_BANNER", "1")

@@ -30,7 +30,6 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from senpai.agents.workcopy import IDENTITY
 from senpai.config.budgets import MIRROR_UPDATE_SECONDS
 
 log = logging.getLogger(__name__)
@@ -56,7 +55,7 @@ def update(path: Path, url: str, env: Mapping[str, str], branch: str, want: str 
     (logged) if a git step failed or took over MIRROR_UPDATE_SECONDS: the mirror is then removed, so that
     what a killed fetch left (a lock file) cannot fail the next update. `env` carries the forge
     credentials (`Forge.git_env`)."""
-    full = {**os.environ, **IDENTITY, **env}
+    full = {**os.environ, **env}  # no git identity: a fetch into a bare repository writes no commit or reflog
     head = ["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}"]
     if want is not None and (path / "HEAD").is_file() and _git(path, full, head, quiet=True) == want:
         return want

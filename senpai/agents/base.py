@@ -1,0 +1,26 @@
+"""The agent runtime port: how a role takes one bounded turn.
+
+Two runtimes implement it: `search` (`senpai.agents.search`, no LLM) and `openhands`
+(`senpai.agents.openhands`, an LLM agent). `senpai.cli.wiring.RUNTIMES` registers them and picks
+one per role from `runtime.<role>.kind`; nothing else tells them apart. Both write the ledger
+through `senpai.ledger.transitions`. A runtime imports its heavy packages (Optuna, the OpenHands
+SDK, LiteLLM) only once a turn starts, so a job loads what its own role's runtime needs, no more.
+"""
+
+from typing import Protocol
+
+from senpai.agents.context import TurnContext
+from senpai.ledger.blocks import Evidence
+from senpai.ledger.events import Event
+
+
+class Runtime(Protocol):
+    def advisor_turn(self, ctx: TurnContext, events: list[Event]) -> list[str]:
+        """One advisor turn over `events` (reviews, verifications, idle students, stale work and
+        human messages); returns one line per ledger effect, for the job's stdout."""
+        ...
+
+    def student_turn(self, ctx: TurnContext, pr: int, attempt: int, events: list[Event]) -> Evidence:
+        """Attempt `attempt` on PR `pr` (`events`: the humans' messages routed to it); returns the
+        evidence it posted. Raises PermanentError if the PR has no hypothesis."""
+        ...
