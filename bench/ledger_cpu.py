@@ -20,8 +20,8 @@ time minus that, divided by the requests the forge answered):
 - **idle**: the mean of `--idle` ticks with nothing changed.
 
 A tick here is `Wrapper.tick()` without the dispatch: the fleet listing, the observe step (the
-ledger and the steering issues re-read when the forge changed), the slash-command step, and
-`policy.plan`; its actions are computed, not applied (the seeded students would get jobs).
+ledger and the steering issues re-read when the forge changed), and `policy.plan` with the
+steering rules; its actions are computed, not applied (the seeded students would get jobs).
 
 Writes bench/results/cpu-<UTC>.json and .md and prints the table.
 """
@@ -127,14 +127,12 @@ def seed(server: LocalForgeServer, cfg, tmp: Path, prs: int, log: bytes) -> list
 
 
 def tick(w) -> list:
-    """`Wrapper.tick()` up to its actions: fleet listing, observe, slash commands, plan (not applied)."""
+    """`Wrapper.tick()` up to its actions: fleet listing, observe, plan with the steering rules (not applied)."""
     jobs = w.fleet.list()
     done = {j.name for j in jobs if j.done}
     refreshed = w._observe(bool(done - w._done_seen))
     w._done_seen = done
-    if refreshed:
-        w._steer(type("Report", (), {"exps": list(w._exps or []), "actions": [], "errors": []})(), jobs)
-    return plan(w._world(list(w._exps or []), jobs), w.cfg)
+    return plan(w._world(list(w._exps or []), jobs, fresh=refreshed), w.cfg)
 
 
 def cpu(fn, requests) -> dict:

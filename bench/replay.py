@@ -128,7 +128,7 @@ def replay(tmp: Path, events: list[dict]) -> dict:
             _apply(forge, ev, prs, base)
             t0, c0 = time.perf_counter(), time.process_time()
             w._observe(True)
-            plan(w._world(w._exps or [], []), w.cfg)
+            plan(w._world(w._exps or [], [], fresh=True), w.cfg)
             dt, dc = time.perf_counter() - t0, time.process_time() - c0
             wall, cpu = wall + dt, cpu + dc
             tail_cpu += dc if n >= len(events) * 9 // 10 else 0.0

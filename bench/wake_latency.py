@@ -78,7 +78,7 @@ def measure(tmp: Path, trials: int, tick: float) -> dict:
         try:
             _wait("the wrapper to start", built.is_set, 120)
             w = wrappers[0]
-            _wait("the pause to be acknowledged", lambda: w.steering.view.state.paused, 120)
+            _wait("the pause to be acknowledged", lambda: w.view.state.paused, 120)
             idle = lambda: all(j.done for j in w.fleet.list())  # noqa: E731
             _wait("the first jobs to end", idle, 300)
             latencies = []

@@ -32,6 +32,11 @@ class Message(BaseModel):
     url: str | None = None
 
 
+def message_ref(m: Message) -> str:
+    """`<number>:<comment id, 0 for an issue body>:<version>`: names one version of a message."""
+    return f"{m.number}:{m.comment_id or 0}:{m.version}"
+
+
 class Event(BaseModel):
     """One thing an agent turn should look at (the advisor; a student only gets `message` events)."""
 

@@ -20,10 +20,10 @@ from datetime import UTC, datetime
 from senpai.errors import LedgerFormatError
 from senpai.forge.base import Comment, Issue, PullRequest
 from senpai.ledger.blocks import Scalar, Steer, SteerCommand
-from senpai.ledger.events import Message
+from senpai.ledger.events import Message, message_ref
 from senpai.ledger.labels import student_of
 from senpai.ledger.records import read_record
-from senpai.ledger.replies import message_ref, replied
+from senpai.ledger.replies import replied
 
 
 def version(body: str, edited_at: datetime | None = None) -> str:

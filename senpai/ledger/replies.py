@@ -10,16 +10,11 @@ from typing import Literal
 
 from senpai.forge.base import Comment, Forge
 from senpai.ledger.blocks import Steer, render
-from senpai.ledger.events import Message
+from senpai.ledger.events import Message, message_ref
 from senpai.ledger.records import marker, marker_of, neutral
 from senpai.ledger.redact import redact
 
 ReplyKind = Literal["reply", "ack"]
-
-
-def message_ref(m: Message) -> str:
-    """`<number>:<comment id, 0 for an issue body>:<version>`: names one version of a message."""
-    return f"{m.number}:{m.comment_id or 0}:{m.version}"
 
 
 def reply_marker(m: Message, kind: ReplyKind = "reply") -> str:

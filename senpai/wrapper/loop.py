@@ -34,8 +34,9 @@ from senpai.wrapper.dispatch import Dispatcher
 from senpai.wrapper.health import TickHealth
 from senpai.wrapper.humans import HumanReader, HumansView
 from senpai.wrapper.pace import tick_wait
-from senpai.wrapper.policy import World, pending_messages, plan
+from senpai.wrapper.policy import pending_messages, plan
 from senpai.wrapper.state import StateStore
+from senpai.wrapper.world import World
 
 log = logging.getLogger(__name__)
 

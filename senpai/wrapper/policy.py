@@ -28,11 +28,10 @@ from senpai.errors import TransientError
 from senpai.fleet.base import JobStatus
 from senpai.ledger.consistency import reverify
 from senpai.ledger.escalation import escalation_id
-from senpai.ledger.events import Event
+from senpai.ledger.events import Event, message_ref
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.inbox import Inbound
 from senpai.ledger.labels import STUDENT_PREFIX, student_label
-from senpai.ledger.replies import message_ref
 from senpai.wrapper.actions import (
     Action,
     ApplyCommand,

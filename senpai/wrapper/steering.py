@@ -23,10 +23,10 @@ from senpai.fleet.base import JobStatus
 from senpai.ledger.blocks import Steer, SteerCommand
 from senpai.ledger.commands import SYNTAX, CommandError, parse_commands
 from senpai.ledger.consistency import check, seen_bases, verified_merge
+from senpai.ledger.events import message_ref
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.inbox import Inbound, SteerState, apply_command
 from senpai.ledger.labels import ATTENTION, SENPAI, STEER
-from senpai.ledger.replies import message_ref
 from senpai.wrapper.actions import Ack, Action, ApplyCommand, Launch, OpenIssue, Stop
 from senpai.wrapper.patience import patience_issue
 from senpai.wrapper.world import World

@@ -46,12 +46,12 @@ from senpai.ledger.blocks import (
     Verification,
     render,
 )
-from senpai.ledger.events import Message
+from senpai.ledger.events import Message, message_ref
 from senpai.ledger.experiment import Experiment, read_experiment
 from senpai.ledger.inbox import fold, issue_inbox, steer_blocks, version
 from senpai.ledger.labels import SENPAI, STEER, Status, student_label
 from senpai.ledger.records import read_record, record_marker, record_text
-from senpai.ledger.replies import message_ref, reply_to_human
+from senpai.ledger.replies import reply_to_human
 from senpai.ledger.table import LedgerReader
 
 pytestmark = pytest.mark.e2e

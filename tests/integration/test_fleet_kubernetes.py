@@ -24,8 +24,8 @@ from senpai.fleet.k8s_job import build_job
 from senpai.ledger import transitions
 from senpai.ledger.blocks import BaselineRef, BudgetRef, Hypothesis, MetricRef
 from senpai.ledger.experiment import read_experiment
+from senpai.wrapper.actions import FailureEvidence
 from senpai.wrapper.dispatch import Dispatcher
-from senpai.wrapper.policy import FailureEvidence
 
 CONFIG = "/etc/senpai/harness.yaml"
 

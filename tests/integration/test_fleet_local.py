@@ -21,8 +21,8 @@ from senpai.errors import NotFound, PermanentError
 from senpai.fleet.base import JobSpec, JobStatus
 from senpai.fleet.local import LocalFleet
 from senpai.fleet.supervise import Claim, JobDir, StatusRecord, classify, proc_start
+from senpai.wrapper.actions import Launch
 from senpai.wrapper.dispatch import Dispatcher
-from senpai.wrapper.policy import Launch
 
 REPO = Path(__file__).resolve().parents[2]
 

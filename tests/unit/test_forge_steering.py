@@ -158,3 +158,33 @@ def test_a_long_reply_is_bounded_and_an_oversize_bot_comment_stops_nothing(fake_
     assert e.error is None  # a bot comment that is no record is not an error
     transitions.block(forge, forge.get_pull(pr.number), "a human must look")  # raised in _post_once -> marker_of
     assert "status:blocked" in forge.get_pull(pr.number).labels
+
+
+WRITES = {"create_comment", "create_issue", "create_pull", "update_pull", "set_labels", "close_with_labels", "merge_pull"}
+
+
+class ReadOnly:
+    """The forge as the reader and the rules may use it: any write raises."""
+
+    def __init__(self, forge) -> None:
+        self._forge = forge
+
+    def __getattr__(self, name: str):
+        if name in WRITES:
+            raise AssertionError(f"{name} outside the Dispatcher")
+        return getattr(self._forge, name)
+
+
+def test_steering_reads_and_decides_without_writing_and_the_dispatcher_posts_it(fake_forge, tmp_path):
+    forge, fake = fake_forge
+    fake.add_collaborator("alice")
+    commit_and_push(forge, tmp_path / "seed", "advisor", {"senpai.yaml": TARGET})
+    issue = fake.forge("alice").create_issue("steer", "/senpai pause\n/senpai try alpha=1e-3", [STEER]).number
+    fake.forge("alice").create_comment(issue, "/senpai budget experiments=oops")
+    read = steering_tick.read(ReadOnly(forge), CFG)  # reading what humans wrote writes nothing
+    assert [m.message.number for m in read[2].commands] == [issue, issue]
+    done, failed = steering_tick.act(forge, CFG, read)  # the rules are pure; the Dispatcher posts
+    assert not failed and len(done) == 2 and "paused" in done[0] and "answered @alice" in done[1]
+    assert steering_tick.act(forge, CFG, steering_tick.read(forge, CFG)) == ([], [])  # once
+    state = steering_tick.read(forge, CFG)[2].state
+    assert state.paused and [t.params for t in state.tries] == [{"alpha": 1e-3}] and state.experiments is None

@@ -6,7 +6,9 @@ from senpai.config.harness import HarnessConfig
 from senpai.fleet.base import JobStatus
 from senpai.ledger.blocks import BaselineRef, BudgetRef, Evidence, Hypothesis, MetricRef, PrimaryResult, Verification
 from senpai.ledger.experiment import Experiment
-from senpai.wrapper.policy import Block, DeleteJob, FailureEvidence, FinishAttempts, Launch, RestoreStudent, World, plan
+from senpai.wrapper.actions import Block, DeleteJob, FailureEvidence, FinishAttempts, Launch, RestoreStudent
+from senpai.wrapper.policy import plan
+from senpai.wrapper.world import World
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 BASE = "b" * 40

@@ -11,14 +11,9 @@ from test_policy import BASE, CFG, NOW, exp, launches
 from senpai.config.budgets import RELAUNCH
 from senpai.fleet.base import JobStatus
 from senpai.ledger.escalation import escalation_id
-from senpai.wrapper.policy import (
-    Block,
-    Escalate,
-    FailureEvidence,
-    World,
-    infra_failure,
-    plan,
-)
+from senpai.wrapper.actions import Block, Escalate, FailureEvidence
+from senpai.wrapper.policy import infra_failure, plan
+from senpai.wrapper.world import World
 
 
 def test_a_duplicated_evidence_counts_as_one_attempt():

@@ -17,7 +17,9 @@ from senpai.config.harness import HarnessConfig
 from senpai.fleet.base import JobStatus
 from senpai.ledger.blocks import BudgetRef, Decision, Evidence, PrimaryResult, Verification
 from senpai.ledger.experiment import Experiment
-from senpai.wrapper.policy import Block, Escalate, FailureEvidence, FinishAttempts, Launch, World, job_attempt, plan
+from senpai.wrapper.actions import Block, Escalate, FailureEvidence, FinishAttempts, Launch
+from senpai.wrapper.policy import job_attempt, plan
+from senpai.wrapper.world import World
 
 STUDENTS = ["ada", "bo", "cy"]
 CFG = HarnessConfig.model_validate(

@@ -9,7 +9,9 @@ from senpai.ledger.blocks import Steer, SteerCommand
 from senpai.ledger.events import Message
 from senpai.ledger.inbox import Inbound, SteerState, Try, fold, pr_inbox, steer_blocks, version
 from senpai.ledger.records import record_text
-from senpai.wrapper.policy import World, paused_for_patience, plan
+from senpai.wrapper.patience import paused_for_patience
+from senpai.wrapper.policy import plan
+from senpai.wrapper.world import World
 
 CAPPED = CFG.model_copy(update={"max_experiments": None, "patience": 2})
 
