@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -24,7 +25,7 @@ from pathlib import Path
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, stop_after_delay
 
 from senpai import phases
-from senpai.config.budgets import GIT
+from senpai.config.budgets import GIT, MIRROR_COPY_SECONDS
 from senpai.errors import PermanentError, TransientError
 from senpai.ledger.redact import redact
 
@@ -52,6 +53,20 @@ IDENTITY = {
     "GIT_COMMITTER_NAME": "senpai",
     "GIT_COMMITTER_EMAIL": "senpai@localhost",
 }
+
+
+def _run_bounded(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of `argv` in its own process group; the whole group is killed
+    after `timeout` seconds (status -9): a git blocked on a FIFO is a child of the git we started."""
+    pipe = subprocess.PIPE
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=pipe, stderr=pipe, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        return -9, out, f"{err}timed out after {timeout:.0f} s"
+    return proc.returncode, out, err
 
 
 def _wait(state: RetryCallState) -> float:
@@ -92,22 +107,30 @@ class WorkCopy:
 
     def _copy_mirror(self, mirror: Path, sha: str, url: str, branch: str) -> bool:
         """Clone `branch` of the bare repository `mirror` through git's pack protocol (every object
-        copied and hashed again, no alternates) and keep it only if its head is `sha`; then point
-        `origin` at `url`. False (nothing left at `path`) on any failure or another sha."""
+        copied and hashed again, no alternates), that branch alone and no tags, and keep it only if
+        it is whole (not shallow) and its head is `sha`; then point `origin` at `url` (every branch
+        and tag fetched from there, as after a clone). False (nothing
+        left at `path`) on any failure, another sha, or a step over MIRROR_COPY_SECONDS. The mirror
+        is writable by code a student wrote: a planted ref or tag must not reach the copy, a shallow
+        file must not cut its history (the base would share none with an earlier PR), and a FIFO
+        must not hold the job."""
         steps = [
-            ["clone", "--quiet", "--branch", branch, mirror.resolve().as_uri(), str(self.path)],
-            ["-C", str(self.path), "rev-parse", "--verify", "HEAD^{commit}"],
+            ["clone", "--quiet", "--single-branch", "--no-tags", "--branch", branch, mirror.resolve().as_uri(), str(self.path)],
+            ["-C", str(self.path), "rev-parse", "--is-shallow-repository", "--verify", "HEAD^{commit}"],
             ["-C", str(self.path), "remote", "set-url", "origin", url],
+            # from here on `origin` is fetched as after a clone from the forge: every branch, and tags
+            ["-C", str(self.path), "config", "remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*"],
+            ["-C", str(self.path), "config", "--unset", "remote.origin.tagOpt"],
         ]
         why = None
         with phases.phase("git clone (mirror)"):
             for args in steps:
-                proc = subprocess.run(["git", *args], cwd=self.path.parent, env=self.env, capture_output=True, text=True)
-                if proc.returncode != 0:
-                    why = f"git {args[0] if args[0] != '-C' else args[2]}: {proc.stderr.strip()[-300:]}"
+                code, out, err = _run_bounded(["git", *args], self.path.parent, self.env, MIRROR_COPY_SECONDS)
+                if code != 0:
+                    why = f"git {args[0] if args[0] != '-C' else args[2]}: {err.strip()[-300:]}"
                     break
-                if args[-1] == "HEAD^{commit}" and proc.stdout.strip() != sha:
-                    why = f"its {branch} is {proc.stdout.strip()[:12]}, not {sha[:12]}"
+                if args[-1] == "HEAD^{commit}" and out.split() != ["false", sha]:
+                    why = f"its {branch} is {' '.join(out.split())[:24]}, not whole at {sha[:12]}"
                     break
         if why is None:
             return True

@@ -82,6 +82,7 @@ RELAUNCH = Relaunch()
 GIT = GitRetries(attempts=5, backoff_seconds=1.0, max_wait_seconds=30.0, total_seconds=120.0)  # a job's fetch, push, clone
 FORGE = ForgeRetries(attempts=4, backoff_seconds=0.5, max_wait_seconds=30.0, timeout_seconds=30)  # one REST operation
 MIRROR_UPDATE_SECONDS = 60.0  # one git step of the wrapper's base mirror update (no retry); a tick waits for it
+MIRROR_COPY_SECONDS = 60.0  # each step of a job's copy of the base mirror (killed with its process group after it)
 
 
 class AdvisorBudget(_Row):

@@ -56,6 +56,9 @@ FLUSH_SECONDS = "1"
 LIVE_SECONDS = 60.0
 # Runs whose record (finished) or folded log (not finished) a tracker keeps: a few KiB each.
 MAX_CACHED_RUNS = 10_000
+# A run's transaction log is read whole, in the wrapper too: a larger one is not read (the run's
+# own program writes it), and the run reads as if its log were empty (state unknown, no summary).
+MAX_LOG_BYTES = 512 * 1024**2
 FINAL = frozenset({"finished", "crashed"})  # run states that never change again
 
 _OFFLINE_DIR = re.compile(r"^offline-run-(?P<stamp>\d{8}_\d{6})-(?P<id>.+)$")
@@ -190,7 +193,7 @@ class WandbTracker:
             run = cached[1]
         else:
             self.parses += 1
-            run = fold(records(log_file.read_bytes() if st else b""))
+            run = fold(records(_log_bytes(log_file) if st else b""))
         rec = _run_record(run_dir, run_id, run, st.st_mtime if st and st.st_size else None)
         if rec.state not in FINAL:
             self._live[run_id] = (key, run)
@@ -279,6 +282,17 @@ def _from_api(run: Any) -> RunRecord:  # pragma: no cover - needs a W&B server
 
 
 # -------------------------------------------------------------------- the transaction log
+
+
+def _log_bytes(path: Path) -> bytes:
+    """The bytes of a run's log, or b"" (logged) if it holds over MAX_LOG_BYTES; a FIFO put in its
+    place meanwhile reads as empty (opened without blocking)."""
+    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as f:
+        data = f.read(MAX_LOG_BYTES + 1)
+    if len(data) > MAX_LOG_BYTES:
+        log.warning("W&B run log %s is over %d bytes: not read", path, MAX_LOG_BYTES)
+        return b""
+    return data
 
 
 def _run_record(run_dir: Path, run_id: str, run: dict[str, Any], mtime: float | None) -> RunRecord:

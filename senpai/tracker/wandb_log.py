@@ -17,7 +17,8 @@ tracker folds into a run:
 Field numbers are protobuf's wire contract and do not change between versions; a test decodes
 real logs with wandb's own `Record` as well and compares. Every other field is skipped by its
 wire type, as protobuf skips unknown fields. A payload that is not valid protobuf, or where a string
-read here is not UTF-8, is skipped with a warning, as a protobuf decode error was.
+read here is not UTF-8, is skipped with a warning, as a protobuf decode error was; so is an item
+whose `value_json` does not decode. The run's own program writes the log: any bytes at all.
 """
 
 import json
@@ -184,14 +185,17 @@ def _changes(buf: bytes, into: Changes) -> None:
 def decode(payload: bytes) -> Record:
     """The fields this module reads of one `Record` payload; raises Malformed."""
     rec = Record()
-    member: tuple[int, bytes] | None = None
-    for number, wire, value in _fields(payload):
-        if wire == _LEN and number in _KINDS:
+    number, parts = 0, []
+    for n, wire, value in _fields(payload):
+        if wire == _LEN and n in _KINDS:
             # a oneof: the last member seen wins; the same member twice merges, as concatenation does
-            member = (number, member[1] + value if member and member[0] == number else value)
-    if member is None:
+            # (joined once at the end: concatenating as they come is quadratic in a hostile payload)
+            if n != number:
+                number, parts = n, []
+            parts.append(value)
+    if not parts:
         return rec
-    number, body = member
+    body = b"".join(parts)
     rec.kind = _KINDS[number]
     for n, wire, value in _fields(body):
         if rec.kind == "exit":
@@ -261,7 +265,10 @@ def _apply(target: dict, updates: Iterable[Item], removes: Iterable[Item] = ()) 
             if not isinstance(node.get(k), dict):
                 node[k] = {}
             node = node[k]
-        node[leaf] = _value(item)
+        try:
+            node[leaf] = _value(item)
+        except Malformed as e:
+            log.warning("skipping an item of a .wandb log: %s", e)
     for item in removes:
         if not (path := _key_path(item)):
             continue
@@ -278,5 +285,10 @@ def _key_path(item: Item) -> list[str]:
 
 
 def _value(item: Item) -> Any:
-    """An item's value: `value_json` is Python-flavoured JSON (NaN, Infinity, -Infinity)."""
-    return json.loads(item.value_json) if item.value_json else None
+    """An item's value: `value_json` is Python-flavoured JSON (NaN, Infinity, -Infinity). Raises
+    Malformed if it is not JSON, nests deeper than the interpreter recurses, or holds an integer
+    over Python's 4,300 digits (the run's own program wrote it: any bytes at all)."""
+    try:
+        return json.loads(item.value_json) if item.value_json else None
+    except (ValueError, RecursionError) as e:
+        raise Malformed(f"value of {_key_path(item)[:3]} is not JSON: {str(e)[:100]}") from None

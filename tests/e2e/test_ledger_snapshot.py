@@ -192,3 +192,27 @@ def test_a_planted_snapshot_file_is_ignored_without_blocking_or_crashing(ledger,
     wrapper.experiments()
     assert wrapper.save() and LedgerReader(fresh(), snapshot=snap).load()
     assert (snap.path.stat().st_mode & 0o777) == 0o600 and [p.name for p in snap.path.parent.iterdir()] == [snap.path.name]
+
+
+def test_an_old_snapshot_put_back_serves_no_stale_pull_or_thread(ledger, local_forge, tmp_path):
+    """Student code cannot sign a snapshot but can keep a copy of one and put it back later: a
+    replayed snapshot verifies, and the job's conditional reads still see the forge as it is now."""
+    forge, fresh, _ = ledger
+    snap = Snapshot.of(str(tmp_path / "state"), TOKEN, f"{local_forge.base_url} {forge.settings.repo}")
+    wrapper = LedgerReader(fresh(), snapshot=snap)
+    wrapper.experiments()
+    assert wrapper.save()
+    old = snap.path.read_bytes()
+    head = commit_and_push(forge, tmp_path / "seed", forge.get_pull(2).head_ref, {"moved.md": "moved\n"})
+    forge.create_comment(2, "/senpai stop")
+    forge.set_labels(2, [SENPAI, "status:review"])
+    wrapper.experiments()
+    assert wrapper.save()
+    snap.path.write_bytes(old)  # the replay
+    job = LedgerReader(fresh(), snapshot=snap)
+    assert job.load()
+    pr = job.pull(2)
+    assert pr.head_sha == head and pr.labels == [SENPAI, "status:review"]
+    thread = [c.body for c in forge.list_comments(2)]
+    assert thread[-1] == "/senpai stop" and [c.body for c in job.comments(pr)] == thread
+    assert [c.body for c in job.forge.list_comments(2)] == thread  # the memo's page, asked for conditionally

@@ -5,6 +5,7 @@ Against the real local forge and real git. A "student" that writes into the mirr
 branch, a changed object) must never change what a job reads.
 """
 
+import os
 import zlib
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from forge_fixtures import commit_and_push, run_git
 
 from senpai import phases
+from senpai.agents import workcopy
 from senpai.agents.workcopy import WorkCopy
 from senpai.forge import mirror
 
@@ -50,6 +52,9 @@ def test_a_job_copies_the_mirror_when_it_holds_the_handed_sha(mirrored, tmp_path
     assert not (wc.path / ".git" / "objects" / "info" / "alternates").exists()  # nothing points back at the mirror
     wc.git("fetch", "--quiet", "origin", "main", network=True)
     assert wc.git("rev-parse", "origin/main") == forge.branch_sha("main")
+    wc.git("fetch", "--quiet", "origin", network=True)  # as after a clone from the forge: every branch and tag
+    assert wc.git("config", "--get-all", "remote.origin.fetch") == "+refs/heads/*:refs/remotes/origin/*"
+    assert "remote.origin.tagopt" not in wc.git("config", "--list", "--local")
 
 
 def test_a_moved_mirror_branch_sends_the_job_to_the_forge(mirrored, tmp_path):
@@ -87,7 +92,7 @@ def test_no_mirror_or_a_failed_update_clones_from_the_forge(forge_repo, tmp_path
     assert "git clone" in timed and wc.head() == sha
     broken = tmp_path / "state" / mirror.MIRROR_DIR
     assert mirror.update(broken, forge.clone_url + "-no-such-repo", forge.git_env(), "advisor") is None
-    assert not broken.exists()  # removed: a lock a killed fetch left cannot fail the next update
+    assert not broken.exists()  # the fetch went into a private repository, which is gone
     assert mirror.update(broken, forge.clone_url, forge.git_env(), "advisor") == sha
 
 
@@ -96,3 +101,52 @@ def test_the_handed_sha_is_read_from_the_environment():
     assert mirror.handed_base({mirror.ENV_MIRROR_BASE: sha}) == sha
     assert mirror.handed_base({mirror.ENV_MIRROR_BASE: "HEAD"}) is None
     assert mirror.handed_base({}) is None
+
+
+def test_a_hook_planted_in_the_mirror_never_runs_in_the_wrapper(mirrored, tmp_path, monkeypatch):
+    # a student's code (local fleet: the wrapper's user; Kubernetes: the shared volume) plants a hook
+    # that git runs on a fetch's ref update, with the fetching process's environment: the wrapper's
+    forge, path, sha = mirrored
+    leak = tmp_path / "leak.txt"
+    hook = path / "hooks" / "reference-transaction"
+    hook.write_text(f"#!/bin/sh\nenv >> {leak}\ncat > /dev/null\n")
+    hook.chmod(0o755)
+    run_git(path, "config", "core.hooksPath", str(path / "hooks"))
+    monkeypatch.setenv("SENPAI_TEST_SECRET", "s3cret")  # what the wrapper's environment holds (the forge token)
+    moved = commit_and_push(forge, tmp_path / "seed", "advisor", {"train.py": "print('v2')\n"})
+    assert mirror.update(path, forge.clone_url, forge.git_env(), "advisor", want=moved) == moved
+    assert not leak.exists()
+    wc, timed = _clone(forge, (path, moved), tmp_path / "job" / "repo")
+    assert "git clone (mirror)" in timed and wc.head() == moved
+
+
+def test_refs_and_tags_planted_in_the_mirror_never_reach_a_job(mirrored, tmp_path):
+    forge, path, sha = mirrored
+    tree = run_git(path, "rev-parse", f"{sha}^{{tree}}")
+    planted = run_git(path, "commit-tree", tree, "-p", sha, "-m", "planted")
+    run_git(path, "update-ref", "refs/heads/senpai/ada/h-other", planted)
+    run_git(path, "update-ref", "refs/tags/v1", planted)
+    wc, timed = _clone(forge, (path, sha), tmp_path / "job" / "repo")
+    assert "git clone (mirror)" in timed and wc.head() == sha
+    assert wc.git("for-each-ref", "--format=%(refname)").split() == ["refs/heads/advisor", "refs/remotes/origin/advisor"]
+
+
+def test_a_shallow_mirror_sends_the_job_to_the_forge(forge_repo, tmp_path):
+    # a shallow copy has the base without its history: a PR cut from an earlier base then shares no
+    # history with it, and the verifier would refuse it as unmergeable
+    forge, _ = forge_repo
+    path = tmp_path / "state" / mirror.MIRROR_DIR
+    commit_and_push(forge, tmp_path / "seed", "advisor", {"train.py": "print('v2')\n"})
+    sha = mirror.update(path, forge.clone_url, forge.git_env(), "advisor")
+    (path / "shallow").write_text(sha + "\n")
+    wc, timed = _clone(forge, (path, sha), tmp_path / "job" / "repo")
+    assert "git clone" in timed and wc.head() == sha
+    assert wc.git("rev-parse", "--is-shallow-repository") == "false"
+
+
+def test_a_mirror_that_blocks_the_copy_sends_the_job_to_the_forge(mirrored, tmp_path, monkeypatch):
+    forge, path, sha = mirrored
+    os.mkfifo(path / "objects" / "info" / "alternates")  # git's open of it waits for a writer, forever
+    monkeypatch.setattr(workcopy, "MIRROR_COPY_SECONDS", 2.0)
+    wc, timed = _clone(forge, (path, sha), tmp_path / "job" / "repo")
+    assert "git clone" in timed and wc.head() == sha
