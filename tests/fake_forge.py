@@ -218,6 +218,7 @@ class FakeForge:
         self.clone_url = str(repo.path)
         self.calls = 0
         self.not_modified = 0
+        self.answered_at: datetime | None = None  # the fake's clock at its last conditional answer
         self._per_page = per_page
         self._pages: dict[tuple, tuple[str, list]] = {}  # what a conditional read was last answered: (ETag, items)
 
@@ -234,6 +235,7 @@ class FakeForge:
     def _conditional(self, key: tuple, etag: str, items: list) -> list:
         """Count one request; an answer whose ETag is the one cached under `key` is a 304."""
         self.calls += 1
+        self.answered_at = datetime.fromtimestamp(int(self.fake.clock()), UTC)  # whole seconds, as an HTTP Date
         cached = self._pages.get(key)
         if cached and cached[0] == etag:
             self.not_modified += 1

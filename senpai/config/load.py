@@ -4,7 +4,7 @@ the file, the field and what was expected."""
 import os
 import stat
 from pathlib import Path
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -15,28 +15,30 @@ M = TypeVar("M", bound=BaseModel)
 MAX_CONFIG_BYTES = 1024**2  # senpai.yaml and the harness config
 
 
-def read_bounded(path: Path, limit: int, follow: bool = False) -> str:
-    """The UTF-8 text of the regular file at `path`, never more than `limit` bytes, and unless
-    `follow`, without following a symlink at its last component (a checkout may hold a FIFO, a
-    device, a huge file or a link to anything where a config is expected; an operator's config
+def open_regular(path: Path, limit: int, follow: bool = False) -> BinaryIO:
+    """The regular file at `path` opened for binary reading, if it holds at most `limit` bytes, and
+    unless `follow`, without following a symlink at its last component (a checkout may hold a FIFO,
+    a device, a huge file or a link to anything where a config is expected; an operator's config
     mounted from a ConfigMap is a symlink). Raises ConfigError naming the file if it is missing, a
-    symlink (unless `follow`), not a regular file, over `limit` bytes or not UTF-8."""
+    symlink (unless `follow`), not a regular file or over `limit` bytes. The caller closes it."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags)
     except OSError as e:
         what = "a symlink (not followed)" if e.errno == 40 else e.strerror  # ELOOP: O_NOFOLLOW met a symlink
         raise ConfigError(f"{path}: cannot read: {what}") from None
-    try:
-        regular = stat.S_ISREG(os.fstat(fd).st_mode)
-        data = b""
-        if regular:
-            with os.fdopen(os.dup(fd), "rb") as f:
-                data = f.read(limit + 1)
-    finally:
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
         os.close(fd)
-    if not regular:
-        raise ConfigError(f"{path}: not a regular file")
+        raise ConfigError(f"{path}: " + ("not a regular file" if not stat.S_ISREG(info.st_mode) else f"over {limit} bytes"))
+    return os.fdopen(fd, "rb")
+
+
+def read_bounded(path: Path, limit: int, follow: bool = False) -> str:
+    """The UTF-8 text of the regular file at `path` (`open_regular`), never more than `limit` bytes
+    read even if it grows meanwhile. Raises ConfigError as `open_regular`, and if it is not UTF-8."""
+    with open_regular(path, limit, follow) as f:
+        data = f.read(limit + 1)
     if len(data) > limit:
         raise ConfigError(f"{path}: over {limit} bytes")
     try:

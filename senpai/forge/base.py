@@ -118,6 +118,7 @@ class Forge(Protocol):
     clone_url: str  # git URL to clone/push, credentials NOT embedded
     calls: int  # forge API calls made so far (the wrapper reports calls per tick)
     not_modified: int  # of `calls`, those answered 304 (free on GitHub)
+    answered_at: datetime | None  # the forge's own clock (its Date header) at its last read's answer; None: unknown
 
     def git_env(self) -> dict[str, str]:
         """Env vars that let `git` authenticate to `clone_url` without putting the token in argv."""

@@ -139,6 +139,15 @@ def _translate(what: str, exc: GithubException, merge: bool = False) -> SenpaiEr
     return PermanentError(text)
 
 
+def _date(header: str | None) -> datetime | None:
+    """An HTTP `Date` header as an aware UTC datetime; None if absent or not a date (hostile text too)."""
+    try:
+        when = email.utils.parsedate_to_datetime(header) if header else None
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return when.astimezone(UTC) if when is not None and when.tzinfo is not None else None
+
+
 def _field(obj: Any, *path: str) -> Any:
     """`obj.a.b` of a PyGithub object, or `obj["a"]["b"]` of the REST JSON it is built from; None
     once a step is missing.  An ISO 8601 time string becomes an aware datetime, as PyGithub makes it."""
@@ -243,6 +252,7 @@ class GitHubForge:
         self.settings = settings
         self.calls = 0
         self.not_modified = 0  # of `calls`, answered 304: free on GitHub
+        self.answered_at: datetime | None = None  # the forge's clock (Date header) at its last conditional answer
         self._token = token if token is not None else settings.token()
         self._attempts, self._backoff, self._max_wait, self._sleep = max(1, attempts), backoff, max_wait, sleep
         self._per_page = per_page
@@ -345,7 +355,11 @@ class GitHubForge:
         reset = self._gh.requester.rate_limiting_resettime
         if limit <= 0 or remaining < 0:
             return None
-        return RateLimit(remaining=remaining, limit=limit, reset_at=datetime.fromtimestamp(reset, UTC) if reset else None)
+        try:  # a header is hostile text too: a reset past year 9999 is no reset time
+            reset_at = datetime.fromtimestamp(reset, UTC) if reset else None
+        except (OverflowError, OSError, ValueError):
+            reset_at = None
+        return RateLimit(remaining=remaining, limit=limit, reset_at=reset_at)
 
     # ---------------------------------------------------------------- pull requests
 
@@ -514,6 +528,7 @@ class GitHubForge:
         headers = {"If-None-Match": etag} if etag else {}
         status, out_headers, body = self._gh.requester.requestJson("GET", url, params, headers)
         self.not_modified += status == 304
+        self.answered_at = _date(out_headers.get("date")) or self.answered_at
         try:
             data = json.loads(body) if body and status != 304 else None
         except ValueError:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from senpai.config.load import read_bounded
+from senpai.config.load import open_regular
 from senpai.errors import ConfigError
 from senpai.forge.base import Comment, Forge, ForgeMemo, Issue, PullRequest
 from senpai.ledger.consistency import Consistency
@@ -68,11 +68,19 @@ class LedgerReader:
         if cached is None or cached[0] != pr.updated_at.isoformat():
             fetched_at = datetime.now(UTC)
             comments = self.forge.list_comments(pr.number)
-            settled = fetched_at - pr.updated_at > timedelta(seconds=SETTLE)
+            # judged on the forge's clock, which stamped updated_at (ours may run ahead of it)
+            settled = (self.forge.answered_at or fetched_at) - pr.updated_at > timedelta(seconds=SETTLE)
             cached = (pr.updated_at.isoformat() if settled else "", comments)
             self._comments[pr.number] = cached
             self._dirty = True
         return cached[1]
+
+    @property
+    def unsettled(self) -> bool:
+        """True while a thread was read within SETTLE seconds of its last change (by the forge's
+        clock): a change in that same second moves no `updated_at`, and on GitHub no listing's
+        answer either (a PR list item counts no comments), so the reader reads it again."""
+        return any(key == "" for key, _ in self._comments.values())
 
     def forget(self, number: int) -> None:
         """Drop the cached comments of `number` (after writing to it)."""
@@ -164,7 +172,7 @@ class LedgerReader:
 
     def load(self) -> bool:
         """Start from the cache `save` wrote at `snapshot.path`; True if it did. A missing, oversized
-        (over MAX_SNAPSHOT bytes), unreadable or not regular file (`read_bounded`), or one whose HMAC
+        (over MAX_SNAPSHOT bytes), unreadable or not regular file (`_authentic`), or one whose HMAC
         under `snapshot.key` does not match (not written by a holder of the forge token), is ignored:
         the reader reads the forge."""
         if self.snapshot is None:
@@ -173,12 +181,7 @@ class LedgerReader:
         if not os.path.lexists(path):
             return False
         try:
-            # a regular file only (a FIFO or a link to /dev/zero planted there is refused at once), UTF-8
-            mac, _, data = read_bounded(path, MAX_SNAPSHOT).partition("\n")
-            expected = hmac.new(key, data.encode(), hashlib.sha256).hexdigest()
-            if not hmac.compare_digest(mac.encode(), expected.encode()):  # bytes: any first line compares
-                raise ValueError("its HMAC does not match")
-            snap = _Cache.model_validate_json(data)  # only a file a holder of the token wrote is parsed
+            snap = _Cache.model_validate_json(_authentic(path, key))  # only a file a holder of the token wrote is parsed
         except (ConfigError, ValueError, MemoryError) as e:
             log.warning("ledger snapshot %s not used: %s", path, e)
             return False
@@ -186,6 +189,23 @@ class LedgerReader:
         self.pulls = sorted(snap.pulls, key=lambda p: p.number)
         self.forge.recall(snap.forge)
         return True
+
+
+def _authentic(path: Path, key: bytes) -> bytearray:
+    """What follows the first line of the snapshot at `path` if that line is its HMAC-SHA256 under
+    `key`. A regular file only (a FIFO or a link to /dev/zero planted there is refused at once), of
+    at most MAX_SNAPSHOT bytes, read once (what is checked is what is parsed) into one buffer: a
+    planted file costs a job its size in memory, no copies. Raises ConfigError (the file) or
+    ValueError (the HMAC)."""
+    with open_regular(path, MAX_SNAPSHOT) as f:
+        mac = f.readline(256).rstrip(b"\n")
+        digest, data = hmac.new(key, digestmod=hashlib.sha256), bytearray()
+        while (chunk := f.read(1 << 20)) and len(data) <= MAX_SNAPSHOT:
+            digest.update(chunk)
+            data += chunk
+    if len(data) > MAX_SNAPSHOT or not hmac.compare_digest(mac, digest.hexdigest().encode()):
+        raise ValueError("its HMAC does not match")
+    return data
 
 
 class _Cache(BaseModel):

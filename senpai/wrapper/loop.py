@@ -98,7 +98,7 @@ class Wrapper:
         changed = self.ledger.refresh()
         changed = self.humans.poll() or changed
         stale = time.monotonic() - self._last_refresh > self.cfg.full_refresh_seconds
-        if self._exps is None or changed or newly_done or stale:
+        if self._exps is None or changed or newly_done or stale or self.ledger.unsettled:
             self._base_sha = self.forge.branch_sha(self.cfg.forge.base_branch)
             self._target = self._base_target()
             self.dispatcher.budgets = self._budgets()

@@ -7,7 +7,7 @@ tokens, repository creation) run against the adapter alone.
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -156,6 +156,15 @@ def test_set_labels_update_body_close_and_reopen(side, tmp_path):
     assert (closed.state, closed.merged) == ("closed", False)
     assert forge.list_pulls("open") == [] and [p.number for p in forge.list_pulls("all")] == [pr.number]
     assert forge.update_pull(pr.number, state="open").state == "open"
+
+
+def test_a_read_says_when_the_forge_answered_by_its_own_clock(side, tmp_path):
+    forge = side.forge
+    pr = open_pull(forge, tmp_path / "seed")
+    forge.list_comments(pr.number)
+    answered = forge.answered_at
+    assert answered is not None and answered.utcoffset() == timedelta(0)
+    assert abs((answered - pr.updated_at).total_seconds()) < 60  # the clock that stamped the PR
 
 
 def test_close_with_labels_closes_and_relabels_in_one_request(side, tmp_path):

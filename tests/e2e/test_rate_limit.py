@@ -42,6 +42,8 @@ def test_the_forge_states_its_limit_a_304_is_free_and_a_spent_budget_is_senpais_
             limited.commit_parents(sha)  # never conditional: each one is charged
     assert caught.value.retry_after is not None and caught.value.retry_after > 3000  # until the window resets
     assert limited.rate_limit().remaining == 0
+    limited._gh.requester.rate_limiting_resettime = 10**18  # as PyGithub keeps a hostile X-RateLimit-Reset
+    assert limited.rate_limit().reset_at is None and limited.rate_limit().remaining == 0  # no crash out of the loop
 
 
 def test_the_wrapper_slows_before_the_limit_and_waits_for_the_reset_once_at_the_reserve():
@@ -54,3 +56,5 @@ def test_the_wrapper_slows_before_the_limit_and_waits_for_the_reset_once_at_the_
     assert tick_wait(5.0, RateLimit(remaining=600, limit=5000, reset_at=hour), 10, now) == pytest.approx(360.0)
     assert tick_wait(5.0, RateLimit(remaining=500, limit=5000, reset_at=hour), 1, now) == 3601.0  # at the reserve
     assert tick_wait(5.0, RateLimit(remaining=0, limit=5000, reset_at=now - timedelta(seconds=9)), 1, now) == 5.0
+    far = RateLimit(remaining=0, limit=5000, reset_at=now + timedelta(days=400))  # a bad header or clock
+    assert tick_wait(5.0, far, 1, now) == 3601.0  # never past GitHub's one-hour window

@@ -2,6 +2,7 @@
 real subprocess jobs through the local fleet, the search runtime and the verifier."""
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from senpai import phases
 from senpai.cli.main import cli
 from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import load_harness
-from senpai.ledger.table import to_json
+from senpai.ledger.table import SETTLE, to_json
 
 pytestmark = pytest.mark.e2e
 
@@ -59,6 +60,8 @@ def test_loop_decides_merges_and_the_ledger_rebuilds(local_forge, tmp_path):
     w = build_wrapper(str(config))
     tick = w.tick()
     assert tick.actions == [] and tick.errors == []
+    time.sleep(SETTLE + 0.5)  # threads read within SETTLE s of their last change are read again once more
+    assert w.tick().refreshed and not w.ledger.unsettled
     # an idle wrapper (everything decided, no live job) costs two conditional requests per tick, both
     # 304s (free): the PRs updated since its last listing, and the steering issues
     idle = [w.tick() for _ in range(3)]

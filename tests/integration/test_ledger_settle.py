@@ -1,6 +1,7 @@
-"""Whether the ledger reader can miss a comment: its comments cache holds a thread while the PR's
+"""The ledger reader never misses a comment: its comments cache holds a thread while the PR's
 `updated_at` (whole seconds, the forge's clock) stays, once read more than SETTLE seconds after it
-by the reader's own clock. Against a local forge on a clock of its own (bench/forge_seed.serve)."""
+by the forge's own clock (its answers' Date header), whatever the reader's clock says. Against a
+local forge on a clock of its own (bench/forge_seed.serve)."""
 
 import sys
 from datetime import UTC, datetime, timedelta
@@ -27,12 +28,6 @@ def skewed_forge(tmp_path):
         stop(proc)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="settledness is judged on the reader's clock against the forge's stamps: with the forge's "
-    "clock 10 s behind, a thread read once counts as settled, and a comment in the same forge "
-    "second never moves updated_at, so it is never read (until the PR changes in another second)",
-)
 def test_a_comment_in_the_same_forge_second_is_read_whatever_the_clocks(skewed_forge, tmp_path):
     forge, _ = new_repository(skewed_forge, tmp_path / "seed")
     commit_and_push(forge, tmp_path / "seed", "senpai/ada/h1", {"x.txt": "x\n"}, start="advisor")

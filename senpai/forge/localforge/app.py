@@ -10,13 +10,14 @@ import logging
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from email.utils import formatdate
 from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from senpai.forge.localforge import api_issues, api_pulls, api_repos
 from senpai.forge.localforge.git import BadName, GitError, GitRepos
@@ -78,6 +79,27 @@ class RefuseControlChars:
         await self.app(scope, receive, send)
 
 
+class ForgeDate:
+    """ASGI middleware: every answer's `Date` header is the store's clock, the one its `updated_at`
+    stamps come from, as GitHub's are one clock (a reader judges how settled a stamp is by it)."""
+
+    def __init__(self, app: ASGIApp, store: Store) -> None:
+        self.app, self.store = app, store
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def dated(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                date = formatdate(self.store.now(), usegmt=True).encode()
+                message["headers"] = [*[h for h in message.get("headers", []) if h[0].lower() != b"date"], (b"date", date)]
+            await send(message)
+
+        await self.app(scope, receive, dated)
+
+
 DEFAULT_PROTECTED = ("main", "advisor")
 
 
@@ -105,6 +127,7 @@ def create_app(data_dir: Path, protected: tuple[str, ...] = DEFAULT_PROTECTED, r
     app.state.git = git
     _install_error_handlers(app)
     app.add_middleware(RefuseControlChars)
+    app.add_middleware(ForgeDate, store=store)
     if rate_limit is not None:
         app.add_middleware(RateLimited, limit=rate_limit)
     for module in (api_repos, api_issues, api_pulls):

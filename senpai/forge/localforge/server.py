@@ -44,7 +44,8 @@ class LocalForgeServer:
             raise ConfigError(f"the local forge cannot listen on {host}:{port}: {e.strerror}") from e
         self._socket.listen(128)  # connections wait in the backlog until uvicorn accepts them
         self.host, self.port = host, self._socket.getsockname()[1]
-        config = uvicorn.Config(self.app, log_level="warning", access_log=False, timeout_keep_alive=30)
+        # the app dates its answers by the store's clock (`app.ForgeDate`), not uvicorn by the wall clock
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False, timeout_keep_alive=30, date_header=False)
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
 
