@@ -126,3 +126,10 @@ def test_the_local_supervisor_loads_only_pydantic_before_it_starts_its_job():
     pydantic = {"pydantic", "pydantic_core", "annotated_types", "typing_extensions", "typing_inspection"}
     assert _third_party("import senpai.fleet.supervise") == {"senpai", *pydantic}
 
+
+def test_the_redaction_filter_finds_prctl_without_ldconfig():
+    """Every job starts a redaction filter (`python -m senpai.ledger.redact`), which makes itself
+    non-dumpable: through the process's own symbols, not `ctypes.util.find_library` (`ldconfig -p`)."""
+    code = "import sys, senpai.ledger.redact as r; print(r.set_not_dumpable(), 'ctypes.util' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.split() == ["True", "False"], proc.stderr
