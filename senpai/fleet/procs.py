@@ -8,20 +8,27 @@ same user, or of any user as root). A process that rewrites its own environment 
 a process that runs untrusted commands also makes itself their orphans' reaper (`become_subreaper`,
 Linux): a daemon that dropped its tag and its group is still one of its `descendants()`. A cgroup
 (the Kubernetes fleet's pod) does not have that hole.
+
+psutil is imported by the functions that use it: the local supervisor imports this module but
+needs psutil only once its job has ended, so the job starts without it (0.015-0.025 s of CPU).
 """
 
 import ctypes
 import os
+from typing import TYPE_CHECKING
 
-import psutil
+if TYPE_CHECKING:
+    import psutil
 
 ENV_JOB = "SENPAI_JOB_LAUNCH"
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 ENV_RUN = "SENPAI_RUN_TAG"
 
 
-def tagged(name: str, value: str) -> list[psutil.Process]:
+def tagged(name: str, value: str) -> "list[psutil.Process]":
     """Live processes other than this one whose environment has `name`=`value`."""
+    import psutil
+
     found = []
     for proc in psutil.process_iter():
         if proc.pid == os.getpid():
@@ -37,6 +44,8 @@ def tagged(name: str, value: str) -> list[psutil.Process]:
 def kill_tagged(name: str, value: str, grace: float) -> int:
     """SIGTERM every process tagged `name`=`value`, SIGKILL those alive `grace` seconds later.
     Returns how many processes were signalled."""
+    import psutil
+
     procs = tagged(name, value)
     _signal(procs, psutil.Process.terminate)
     _, alive = psutil.wait_procs(procs, timeout=grace)
@@ -57,6 +66,8 @@ def become_subreaper() -> bool:
 
 def descendants() -> set[int]:
     """Pids of every live descendant of this process."""
+    import psutil
+
     try:
         return {p.pid for p in psutil.Process().children(recursive=True)}
     except psutil.Error:
@@ -66,6 +77,8 @@ def descendants() -> set[int]:
 def kill_new_descendants(before: set[int], grace: float) -> int:
     """SIGTERM every descendant of this process whose pid is not in `before`, SIGKILL (and reap)
     those alive `grace` seconds later. Returns how many were signalled."""
+    import psutil
+
     try:
         procs = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
     except psutil.Error:
@@ -77,7 +90,9 @@ def kill_new_descendants(before: set[int], grace: float) -> int:
     return len(procs)
 
 
-def _signal(procs: list[psutil.Process], send) -> None:
+def _signal(procs: "list[psutil.Process]", send) -> None:
+    import psutil
+
     for proc in procs:
         try:
             send(proc)

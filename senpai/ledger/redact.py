@@ -27,7 +27,6 @@ job is killed (it ignores SIGTERM/SIGINT/SIGHUP, lives in its own session, and e
 import atexit
 import base64
 import ctypes
-import ctypes.util
 import os
 import re
 import signal
@@ -219,7 +218,9 @@ def set_not_dumpable() -> bool:
     /proc/<pid>/environ or memory; True if the process is now non-dumpable."""
     if not sys.platform.startswith("linux"):
         return False
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    # the process's own symbols hold libc's: `find_library("c")` would run `ldconfig -p` in every
+    # redaction filter, beside every job's start
+    libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     return libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0
 

@@ -120,3 +120,28 @@ def test_the_proposal_imports_optuna_without_redis_and_leaves_redis_importable()
     code = "import sys, senpai.agents.search.propose; print('redis' in sys.modules); import redis; print(redis.__name__)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.stdout.split() == ["False", "redis"], proc.stderr
+
+
+def _third_party(code: str) -> set[str]:
+    """The top-level packages outside the standard library (private names aside: `__main__`, an
+    editable install's finder) that `code` has imported, run in a fresh interpreter."""
+    names = "{m.split('.')[0] for m in sys.modules if not m.startswith('_')} - set(sys.stdlib_module_names)"
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted({names})))"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return set(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def test_the_local_supervisor_loads_only_pydantic_before_it_starts_its_job():
+    """`python -m senpai.fleet.supervise` runs before every local job starts: psutil (the clean-up of
+    what the job leaves) is imported once the job has ended."""
+    pydantic = {"pydantic", "pydantic_core", "annotated_types", "typing_extensions", "typing_inspection"}
+    assert _third_party("import senpai.fleet.supervise") == {"senpai", *pydantic}
+
+
+def test_the_redaction_filter_finds_prctl_without_ldconfig():
+    """Every job starts a redaction filter (`python -m senpai.ledger.redact`), which makes itself
+    non-dumpable: through the process's own symbols, not `ctypes.util.find_library` (`ldconfig -p`)."""
+    code = "import sys, senpai.ledger.redact as r; print(r.set_not_dumpable(), 'ctypes.util' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.split() == ["True", "False"], proc.stderr
