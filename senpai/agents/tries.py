@@ -12,6 +12,7 @@ from senpai.agents.params import read_params
 from senpai.errors import TransitionError
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.events import Event
+from senpai.ledger.labels import ASSIGNED
 
 
 def open_requested(ctx: TurnContext, events: list[Event]) -> tuple[list[str], list[Event]]:
@@ -26,7 +27,7 @@ def _open(ctx: TurnContext, ev: Event) -> str:
     done = next((e for e in exps if e.hypothesis and e.hypothesis.request == ref), None)
     if done is not None:
         return f"#{done.pr}: already opened for /senpai try {ref}"
-    if any(e.student == student and e.state in ("wip", "changes") for e in exps):
+    if any(e.student == student and e.state in ASSIGNED for e in exps):
         return f"{student}: busy; /senpai try {ref} waits for the next idle student"
     baseline = current_baseline(exps, ctx.forge.branch_sha(ctx.base))
     current = baseline.params or read_params(ctx.repo.path / ctx.target.params.file)

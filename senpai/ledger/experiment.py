@@ -1,17 +1,14 @@
 """One experiment as read from the ledger: a PR, its blocks, and its tracker runs."""
 
 import math
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from senpai.errors import LedgerFormatError
 from senpai.forge.base import Comment, PullRequest
 from senpai.ledger.blocks import Block, BudgetReport, Decision, Evidence, Hypothesis, Verification
-from senpai.ledger.labels import status_of, student_of
+from senpai.ledger.labels import DECIDED, ExperimentState, status_of, student_of
 from senpai.ledger.records import read_record
-
-State = Literal["wip", "review", "verifying", "changes", "blocked", "merged", "closed", "unlabelled"]
 
 
 class RunSummary(BaseModel):
@@ -35,7 +32,7 @@ class Experiment(BaseModel):
     head: str
     merge_commit: str | None = None
     student: str | None
-    state: State
+    state: ExperimentState
     updated_at: str = Field(description="PR updated_at, ISO8601 UTC, from the forge.")
     hypothesis: Hypothesis | None
     evidence: list[Evidence]
@@ -51,7 +48,7 @@ class Experiment(BaseModel):
 
     @property
     def decided(self) -> bool:
-        return self.state in ("merged", "closed")
+        return self.state in DECIDED
 
     @property
     def attempts(self) -> int:
@@ -73,13 +70,13 @@ class Experiment(BaseModel):
         return value if value is not None and math.isfinite(value) else None
 
 
-def pr_state(pr: PullRequest) -> State:
+def pr_state(pr: PullRequest) -> ExperimentState:
+    """Merged or closed (the PR's own state), else its status label's state, else unlabelled."""
     if pr.merged:
-        return "merged"
+        return ExperimentState.MERGED
     if pr.state == "closed":
-        return "closed"
-    status = status_of(pr.labels)
-    return status.value.split(":", 1)[1] if status else "unlabelled"  # type: ignore[return-value]
+        return ExperimentState.CLOSED
+    return status_of(pr.labels) or ExperimentState.UNLABELLED
 
 
 def own_pull(pr: PullRequest, bot: str) -> bool:

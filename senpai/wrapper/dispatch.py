@@ -19,7 +19,7 @@ from senpai.ledger import escalation, transitions
 from senpai.ledger.blocks import Decision, Evidence, PrimaryResult
 from senpai.ledger.events import ENV_EVENTS, EventBatch
 from senpai.ledger.experiment import Experiment
-from senpai.ledger.labels import Status, with_student
+from senpai.ledger.labels import ExperimentState, with_student
 from senpai.ledger.records import neutral
 from senpai.ledger.redact import redact
 from senpai.ledger.replies import reply_to_human
@@ -207,7 +207,7 @@ class Dispatcher:
         number = escalation.open_issue(self.forge, a.key, f"senpai: repeated infrastructure failures ({prs})", body)
         for n in a.prs:
             pr = self.forge.get_pull(n)
-            if pr.state == "open" and Status.BLOCKED.value not in pr.labels:
+            if pr.state == "open" and ExperimentState.BLOCKED.label not in pr.labels:
                 transitions.block(self.forge, pr, a.reason)
         log.warning("escalated %s: %s", prs, a.reason)
         return f"{prs}: escalated to issue #{number}: {a.reason}"

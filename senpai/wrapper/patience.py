@@ -9,7 +9,7 @@ ack records the PRs decided before it, `SteerCommand.decided`).
 from senpai.config.harness import HarnessConfig
 from senpai.ledger.commands import SYNTAX
 from senpai.ledger.experiment import Experiment
-from senpai.ledger.labels import ATTENTION, STEER
+from senpai.ledger.labels import ATTENTION, STEER, ExperimentState
 from senpai.ledger.records import neutral
 from senpai.wrapper.actions import OpenIssue
 from senpai.wrapper.world import World
@@ -20,9 +20,9 @@ def patience_streak(exps: list[Experiment], resumed_after: frozenset[int] = froz
     decided before the last `/senpai resume`."""
     streak: list[Experiment] = []
     for e in exps:
-        if e.state == "merged":
+        if e.state == ExperimentState.MERGED:
             streak = []
-        elif e.state == "closed" and e.pr not in resumed_after:
+        elif e.state == ExperimentState.CLOSED and e.pr not in resumed_after:
             streak.append(e)
     return streak
 

@@ -16,6 +16,7 @@ from senpai.agents.openhands.session import Session
 from senpai.agents.openhands.tools import senpai_tools
 from senpai.agents.openhands.turn import conversations_dir, open_session, post_budget_report
 from senpai.agents.params import apply_params
+from senpai.config.roles import Role
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Cost, Evidence, PrimaryResult, render
 from senpai.ledger.events import Event
@@ -23,7 +24,7 @@ from senpai.ledger.events import Event
 
 def student_turn(ctx: TurnContext, number: int, attempt: int, events: list[Event] = (), now: datetime | None = None) -> Evidence:
     """Attempt `attempt` on PR `number`. Raises PermanentError if the PR has no hypothesis."""
-    session, llm, guard = open_session(ctx, "student", list(events))
+    session, llm, guard = open_session(ctx, Role.STUDENT, list(events))
     h, branch = checkout_for_attempt(ctx, number)
     apply_params(ctx.repo.path / ctx.target.params.file, h.params)
     head = ctx.repo.head()
@@ -48,11 +49,11 @@ def student_turn(ctx: TurnContext, number: int, attempt: int, events: list[Event
     result = run_turn(
         llm=llm,
         senpai_tools=senpai_tools(session),
-        system=system_suffix("student", read_program(ctx.repo.path, t)),
+        system=system_suffix(Role.STUDENT, read_program(ctx.repo.path, t)),
         user=user_turn(now or datetime.now(UTC), ctx.repo.path, sections),
         workspace=ctx.repo.path,
-        state_dir=conversations_dir(ctx, "student"),
-        key=turn_key("student", number, head, extra=f"attempt-{attempt}"),
+        state_dir=conversations_dir(ctx, Role.STUDENT),
+        key=turn_key(Role.STUDENT, number, head, extra=f"attempt-{attempt}"),
         guard=guard,
     )
     return session.evidence or _no_evidence(session, guard, result, head)
