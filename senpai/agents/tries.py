@@ -11,7 +11,7 @@ from senpai.agents.hypothesis import open_hypothesis
 from senpai.agents.params import read_params
 from senpai.errors import TransitionError
 from senpai.ledger.baseline import current_baseline
-from senpai.ledger.events import Event
+from senpai.ledger.events import Event, parse_event_id
 from senpai.ledger.labels import ASSIGNED
 
 
@@ -22,7 +22,7 @@ def open_requested(ctx: TurnContext, events: list[Event]) -> tuple[list[str], li
 
 
 def _open(ctx: TurnContext, ev: Event) -> str:
-    ref, student = ev.id.removeprefix("try:"), ev.student or ""
+    ref, student = parse_event_id(ev.id).ref, ev.student or ""
     exps = ctx.ledger.experiments()
     done = next((e for e in exps if e.hypothesis and e.hypothesis.request == ref), None)
     if done is not None:

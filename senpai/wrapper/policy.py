@@ -29,7 +29,7 @@ from senpai.errors import TransientError
 from senpai.fleet.base import JobStatus
 from senpai.ledger.consistency import reverify
 from senpai.ledger.escalation import escalation_id
-from senpai.ledger.events import Event, message_ref
+from senpai.ledger.events import Event, idle_event, message_event, pr_event, try_event
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.inbox import Inbound
 from senpai.ledger.labels import ASSIGNED, STUDENT_PREFIX, ExperimentState, student_label
@@ -111,11 +111,6 @@ def _live(jobs: list[JobStatus]) -> list[JobStatus]:
     return [j for j in jobs if not j.done]
 
 
-def message_event(m: Inbound, pr: int | None) -> Event:
-    """The event of one message version; `pr` is the student PR it is routed to (None: the advisor)."""
-    return Event(id=f"message:{message_ref(m.message)}", kind="message", pr=pr, message=m.message)
-
-
 def route(m: Inbound, w: World, cfg: HarnessConfig) -> int | None:
     """Where a free-text message goes: the PR of the student work it addresses, or None (the advisor).
 
@@ -137,7 +132,7 @@ def pending_messages(w: World, cfg: HarnessConfig) -> list[Event]:
     names = {j.name for j in w.jobs}
     out = []
     for m in sorted(w.inbox, key=lambda m: m.order):
-        ev = message_event(m, route(m, w, cfg))
+        ev = message_event(m.message, route(m, w, cfg))
         if not m.acked and w.handed.get(ev.id) not in names:
             out.append(ev)
     return out
@@ -166,15 +161,15 @@ def advisor_events(w: World, cfg: HarnessConfig) -> list[Event]:
     for e in w.exps:
         if e.error or e.decided:
             continue
-        at = f"{e.head}{evidence_version(e)}"
+        version = evidence_version(e)
         if e.state == ExperimentState.REVIEW:
-            events.append(Event(id=f"review:pr-{e.pr}@{at}", kind="review", pr=e.pr, head=e.head))
+            events.append(pr_event("review", e.pr, e.head, version))
         elif e.state == ExperimentState.VERIFYING and e.verification_for(e.head, w.base_sha):
-            events.append(Event(id=f"verified:pr-{e.pr}@{at}..{w.base_sha}", kind="verified", pr=e.pr, head=e.head))
+            events.append(pr_event("verified", e.pr, e.head, version, base=w.base_sha))
         elif (
             e.state == ExperimentState.WIP and e.pr not in busy_prs and w.now - datetime.fromisoformat(e.updated_at) > stale_after
         ):
-            events.append(Event(id=f"stale:pr-{e.pr}@{at}", kind="stale", pr=e.pr, head=e.head))
+            events.append(pr_event("stale", e.pr, e.head, version))
     return events + idle_events(w, cfg)
 
 
@@ -188,15 +183,13 @@ def idle_events(w: World, cfg: HarnessConfig) -> list[Event]:
     idle = [s.name for s in cfg.students if s.name not in assigned]
     opened = {e.hypothesis.request for e in w.exps if e.hypothesis and e.hypothesis.request}
     tries = [t for t in w.steer.tries if t.ref not in opened]
-    events = [
-        Event(id=f"try:{t.ref}", kind="try", student=s, params=t.params, by=t.author) for s, t in zip(idle, tries, strict=False)
-    ]
+    events = [try_event(t.ref, s, t.params, t.author) for s, t in zip(idle, tries, strict=False)]
     idle = idle[len(events) :]
     cap = w.steer.experiments if w.steer.experiments is not None else cfg.max_experiments
     room = len(idle) if cap is None else cap - len(w.exps) - len(events)
     if room <= 0 or paused_for_patience(w.exps, cfg, w.steer.resumed_after):
         return events
-    return events + [Event(id=f"idle:{s}@{w.base_sha}:{len(w.exps)}", kind="idle", student=s) for s in idle[:room]]
+    return events + [idle_event(s, w.base_sha, len(w.exps)) for s in idle[:room]]
 
 
 def plan(w: World, cfg: HarnessConfig) -> list[Action]:

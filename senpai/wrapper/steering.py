@@ -24,7 +24,7 @@ from senpai.fleet.base import JobStatus
 from senpai.ledger.blocks import Steer, SteerCommand
 from senpai.ledger.commands import SYNTAX, CommandError, parse_commands
 from senpai.ledger.consistency import check, seen_bases, verified_merge
-from senpai.ledger.events import message_ref
+from senpai.ledger.events import message_id, message_ref
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.inbox import Inbound, SteerState, apply_command
 from senpai.ledger.labels import ATTENTION, SENPAI, STEER, ExperimentState
@@ -121,7 +121,7 @@ def delivery_repairs(w: World) -> list[Ack]:
     by_name = {j.name: j for j in w.jobs}
     out = []
     for m in w.inbox:
-        job = by_name.get(w.handed.get(f"message:{message_ref(m.message)}", ""))
+        job = by_name.get(w.handed.get(message_id(m.message), ""))
         if not m.acked and job is not None:
             target = "the advisor" if job.role == Role.ADVISOR else f"student {job.student} (PR #{job.pr})"
             out.append(Ack(m.message, f"Delivered to {target} (job `{job.name}`)."))
