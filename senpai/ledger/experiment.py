@@ -8,7 +8,7 @@ from senpai.errors import LedgerFormatError
 from senpai.forge.base import Comment, PullRequest
 from senpai.ledger.blocks import Block, BudgetReport, Decision, Evidence, Hypothesis, Verification
 from senpai.ledger.labels import DECIDED, ExperimentState, status_of, student_of
-from senpai.ledger.records import read_record
+from senpai.ledger.records import by_bot, read_record
 
 
 class RunSummary(BaseModel):
@@ -81,7 +81,7 @@ def pr_state(pr: PullRequest) -> ExperimentState:
 
 def own_pull(pr: PullRequest, bot: str) -> bool:
     """True if the bot (login `bot`) opened `pr` from a branch of the repository itself (not a fork)."""
-    return pr.user == bot and pr.head_repo is not None and pr.head_repo == pr.base_repo
+    return by_bot(pr, bot) and pr.head_repo is not None and pr.head_repo == pr.base_repo
 
 
 def _student(pr: PullRequest, h: Hypothesis | None) -> str | None:
@@ -111,7 +111,7 @@ def read_experiment(pr: PullRequest, comments: list[Comment], bot: str) -> Exper
     else:
         errors.append(f"PR #{pr.number} was not opened by {bot} from this repository: its body is not a hypothesis")
         sources = []
-    for c in (c for c in comments if c.user == bot):
+    for c in (c for c in comments if by_bot(c, bot)):
         if c.updated_at != c.created_at:  # a record rewritten, or one made into text
             errors.append(f"comment {c.id}: edited after {bot} posted it (senpai never edits its comments)")
         else:

@@ -13,13 +13,14 @@ posting twice.  A precondition that does not hold raises TransitionError.
 
 from senpai.config.target import TargetConfig
 from senpai.errors import FileListTruncated, MergeRefused, TransitionError
-from senpai.forge.base import Forge, Issue, PullRequest
+from senpai.forge.base import Forge, PullRequest
 from senpai.ledger.blocks import BudgetReport, Decision, Evidence, Hypothesis, Verification
+from senpai.ledger.escalation import open_issue_once
 from senpai.ledger.experiment import Experiment, own_pull
 from senpai.ledger.gate import check_merge
 from senpai.ledger.inbox import compute_allowance
 from senpai.ledger.labels import ASSIGNED, LABELLED, SENPAI, ExperimentState, status_of, student_label, with_status
-from senpai.ledger.records import hashed, marker, marker_of, neutral, record_marker, record_text
+from senpai.ledger.records import by_bot, hashed, marker, marker_of, neutral, record_marker, record_text
 from senpai.ledger.redact import redact
 
 
@@ -92,7 +93,7 @@ def _marker(kind: str, key: str) -> str:
 
 
 def _comment_bodies(forge: Forge, pr: int) -> list[str]:
-    return [c.body for c in forge.list_comments(pr) if c.user == forge.login]
+    return [c.body for c in forge.list_comments(pr) if by_bot(c, forge.login)]
 
 
 def submit_evidence(forge: Forge, pr: PullRequest, ev: Evidence, to_review: bool = True) -> None:
@@ -221,8 +222,8 @@ def report_budget(forge: Forge, r: BudgetReport) -> int:
     """Post the budget report `r` once per (role, PR, revision); returns the issue/PR number used.
 
     On PR `r.pr` if set (any state: it is a record, labels are not touched), else on an issue
-    labelled `senpai` (found again by its marker on replay).  GitHub REST: POST .../issues/{n}/comments
-    or POST .../issues.
+    labelled `senpai` (`escalation.open_issue_once`: found again by its marker on replay).  GitHub
+    REST: POST .../issues/{n}/comments, or GET .../issues and POST .../issues.
     """
     mark = record_marker(r)
     what = ", ".join(r.exhausted)
@@ -231,7 +232,4 @@ def report_budget(forge: Forge, r: BudgetReport) -> int:
     if r.pr is not None:
         _post_once(forge, r.pr, mark, body, _comment_bodies(forge, r.pr))
         return r.pr
-    found: list[Issue] = [i for i in forge.list_issues(SENPAI, "all") if i.user == forge.login and marker_of(i.body) == mark]
-    if found:
-        return found[0].number
-    return forge.create_issue(BUDGET_ISSUE_TITLE, body, [SENPAI]).number
+    return open_issue_once(forge, mark, BUDGET_ISSUE_TITLE, body, [SENPAI])[0]

@@ -177,17 +177,13 @@ class Dispatcher:
         return f"#{s.pr}: stopped by @{s.author}"
 
     def _open_issue(self, a: OpenIssue) -> str:
-        """Open `a` unless an issue of the bot's labelled `a.labels[0]` ends in its marker (looked up
-        once per marker per process). GitHub REST: GET .../issues?labels=..&state=all, POST .../issues."""
+        """Open `a` once (`escalation.open_issue_once`), its marker looked up on the forge once per
+        process; "" if it was there already."""
         if a.marker in self._issues:
             return ""
-        found = self.forge.list_issues(a.labels[0], "all")
-        self._issues |= {a.marker for i in found if i.user == self.forge.login and a.marker in i.body}
-        if a.marker in self._issues:
-            return ""
-        issue = self.forge.create_issue(a.title, a.body, list(a.labels))
+        number, opened = escalation.open_issue_once(self.forge, a.marker, a.title, a.body, list(a.labels))
         self._issues.add(a.marker)
-        return f"#{issue.number}: opened an issue for humans: {a.title.removeprefix('senpai: ')}"
+        return f"#{number}: opened an issue for humans: {a.title.removeprefix('senpai: ')}" if opened else ""
 
     def _tail(self, job: str | None) -> str:
         """The last ESCALATION_TAIL lines of `job`'s log as neutral prose ("" if none is left):

@@ -8,6 +8,7 @@ ack records the PRs decided before it, `SteerCommand.decided`).
 
 from senpai.config.harness import HarnessConfig
 from senpai.ledger.commands import SYNTAX
+from senpai.ledger.escalation import marked
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import ATTENTION, STEER, ExperimentState
 from senpai.ledger.records import neutral
@@ -39,7 +40,7 @@ def patience_issue(w: World, cfg: HarnessConfig) -> OpenIssue | None:
     if cfg.patience is None or len(streak) < cfg.patience or w.steer.paused:
         return None
     marker = f"<!-- senpai:attention:{'-'.join(str(e.pr) for e in streak)} -->"
-    if any(marker in i.body for i in w.issues if i.user == w.bot):  # only the bot's own: anyone could copy a marker
+    if marked(w.issues, marker, w.bot):
         return None
     tried = "\n".join(
         f"- #{e.pr} `{e.hypothesis.id if e.hypothesis else '?'}` "
