@@ -16,7 +16,7 @@ from senpai.errors import ConfigError, SenpaiError
 from senpai.fleet.base import Fleet, JobSpec
 from senpai.forge.base import Forge
 from senpai.ledger import escalation, transitions
-from senpai.ledger.blocks import Decision, Evidence, PrimaryResult
+from senpai.ledger.blocks import Decision, Evidence
 from senpai.ledger.events import ENV_EVENTS, EventBatch
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import ExperimentState, with_student
@@ -68,18 +68,20 @@ def job_spec(
 
 
 def failure_evidence(exp: Experiment, a: FailureEvidence, logs: str, reason: str) -> Evidence:
-    """Evidence for an attempt whose job ended without posting any (crash, deadline, lost)."""
-    metric = exp.hypothesis.metric.name if exp.hypothesis else "metric"
-    return Evidence(
+    """Evidence for an attempt whose job ended without posting any (crash, deadline, lost); its
+    primary result names the hypothesis's metric and baseline value, as a student's own does."""
+    h = exp.hypothesis
+    return Evidence.of(
+        h,
+        metric=h.metric.name if h else "metric",
+        value=None,
+        failure=f"job {a.job} ended without evidence: {reason}",
+        interpretation="the job died before it could report; see the log tail",
         pr=exp.pr,
         attempt=a.attempt,
         student=exp.student or "unknown",
         head=exp.head,
         command=f"senpai job student --pr {exp.pr} --attempt {a.attempt}",
-        outcome="failed",
-        failure=f"job {a.job} ended without evidence: {reason}",
-        primary=PrimaryResult(name=metric, value=None, baseline=None, delta=None),
-        interpretation="the job died before it could report; see the log tail",
         log_tail=logs[-4000:],
     )
 

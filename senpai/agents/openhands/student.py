@@ -18,7 +18,7 @@ from senpai.agents.openhands.turn import conversations_dir, open_session, post_b
 from senpai.agents.params import apply_params
 from senpai.config.roles import Role
 from senpai.ledger import transitions
-from senpai.ledger.blocks import Cost, Evidence, PrimaryResult, render
+from senpai.ledger.blocks import Cost, Evidence, render
 from senpai.ledger.events import Event
 
 
@@ -75,16 +75,17 @@ def _no_evidence(s: Session, guard, result: TurnResult, head: str) -> Evidence:
         failure = f"budget exhausted ({', '.join(result.exhausted)}) before evidence; report on #{where}"
     else:
         failure = f"the agent ended its turn ({result.status}) without submitting evidence"
-    ev = Evidence(
+    ev = Evidence.of(
+        h,
+        metric=h.metric.name,
+        value=None,
+        failure=failure,
+        interpretation=result.last_message or failure,
         pr=s.pr,
         attempt=s.attempt,
         student=h.student,
         head=head,
         command=s.ctx.target.train,
-        outcome="failed",
-        failure=failure,
-        primary=PrimaryResult(name=h.metric.name, value=None, baseline=h.baseline.value, delta=None),
-        interpretation=result.last_message or failure,
         cost=Cost(wall_seconds=result.usage.wall_seconds, tokens=result.usage.tokens, dollars=result.usage.dollars),
     )
     transitions.submit_evidence(s.ctx.forge, s.ctx.forge.get_pull(s.pr), ev, to_review=s.attempt >= h.budget.attempts)
