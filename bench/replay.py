@@ -47,7 +47,7 @@ from senpai.cli.wiring import make_forge  # noqa: E402
 from senpai.cli.wrapper import build_wrapper  # noqa: E402
 from senpai.config.harness import load_harness  # noqa: E402
 from senpai.ledger.blocks import Decision, Evidence, PrimaryResult, Verification  # noqa: E402
-from senpai.ledger.labels import SENPAI, Status, student_label, with_status  # noqa: E402
+from senpai.ledger.labels import SENPAI, ExperimentState, student_label, with_status  # noqa: E402
 from senpai.ledger.records import record_text  # noqa: E402
 from senpai.ledger.transitions import hypothesis_body  # noqa: E402
 from senpai.wrapper.policy import plan  # noqa: E402
@@ -80,7 +80,7 @@ def _apply(forge, ev: dict, prs: dict[int, object], base: str) -> None:
     i, student = ev["experiment"], ev["student"]
     if ev["kind"] == "open":
         h = hand_hypothesis(f"h-{i}", base).model_copy(update={"student": student})
-        labels = [SENPAI, student_label(student), Status.WIP.value]
+        labels = [SENPAI, student_label(student), ExperimentState.WIP.label]
         prs[i] = forge.create_pull(f"h-{i}", hypothesis_body(h), head=f"senpai/{student}/h-{i}", base="advisor", labels=labels)
         return
     pr = prs[i]
@@ -90,7 +90,7 @@ def _apply(forge, ev: dict, prs: dict[int, object], base: str) -> None:
                          interpretation="as planned", log_tail=None, failure=None, outcome="ok")  # fmt: skip
         forge.create_comment(pr.number, record_text(block, "**Evidence**"))
     elif ev["kind"] == "verifying":
-        forge.set_labels(pr.number, with_status(pr.labels, Status.VERIFYING))
+        forge.set_labels(pr.number, with_status(pr.labels, ExperimentState.VERIFYING))
     elif ev["kind"] == "verification":
         v = ev["value"]
         block = Verification(pr=pr.number, candidate=pr.head_sha, baseline=base, metric="holdout_accuracy", direction="maximize",

@@ -17,7 +17,7 @@ from senpai.config.budgets import StudentBudget
 from senpai.errors import NotFound
 from senpai.fleet.base import job_deadline, job_gpus
 from senpai.ledger import transitions
-from senpai.ledger.blocks import Cost, Evidence, Hypothesis, PrimaryResult, RunRef
+from senpai.ledger.blocks import Cost, Evidence, Hypothesis, RunRef
 from senpai.tracker.base import RunIdentity, RunRecord
 
 
@@ -67,24 +67,20 @@ def measure_and_post(
     metric = ctx.target.metric
     value = out.value(metric.name) if metric.source == "stdout" else _summary_value(record, metric.name)
     failure = _failure(out.returncode, timeout, value, metric.name, record)
-    base = h.baseline.value
-    ev = Evidence(
+    ev = Evidence.of(
+        h,
+        metric=metric.name,
+        value=value,
+        failure=failure,
+        interpretation=(interpretation if interpretation and not failure else None)
+        or _interpret(value, h.baseline.value, metric, failure),
         pr=number,
         attempt=attempt,
         student=h.student,
         head=head,
         command=ctx.target.train,
-        outcome="failed" if failure else "ok",
-        failure=failure,
         runs=[RunRef(id=identity.id, url=record.url if record else None, state=record.state if record else "missing")],
         metrics=_numbers(record),
-        primary=PrimaryResult(
-            name=metric.name,
-            value=value,
-            baseline=base,
-            delta=value - base if finite(value) and base is not None else None,
-        ),
-        interpretation=(interpretation if interpretation and not failure else None) or _interpret(value, base, metric, failure),
         cost=Cost(gpu_seconds=out.seconds * job_gpus(), wall_seconds=round(out.seconds, 3), tokens=tokens, dollars=dollars),
         log_tail=out.tail(20) if failure else None,
     )

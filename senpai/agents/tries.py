@@ -11,7 +11,8 @@ from senpai.agents.hypothesis import open_hypothesis
 from senpai.agents.params import read_params
 from senpai.errors import TransitionError
 from senpai.ledger.baseline import current_baseline
-from senpai.ledger.events import Event
+from senpai.ledger.events import Event, parse_event_id
+from senpai.ledger.labels import ASSIGNED
 
 
 def open_requested(ctx: TurnContext, events: list[Event]) -> tuple[list[str], list[Event]]:
@@ -21,12 +22,12 @@ def open_requested(ctx: TurnContext, events: list[Event]) -> tuple[list[str], li
 
 
 def _open(ctx: TurnContext, ev: Event) -> str:
-    ref, student = ev.id.removeprefix("try:"), ev.student or ""
+    ref, student = parse_event_id(ev.id).ref, ev.student or ""
     exps = ctx.ledger.experiments()
     done = next((e for e in exps if e.hypothesis and e.hypothesis.request == ref), None)
     if done is not None:
         return f"#{done.pr}: already opened for /senpai try {ref}"
-    if any(e.student == student and e.state in ("wip", "changes") for e in exps):
+    if any(e.student == student and e.state in ASSIGNED for e in exps):
         return f"{student}: busy; /senpai try {ref} waits for the next idle student"
     baseline = current_baseline(exps, ctx.forge.branch_sha(ctx.base))
     current = baseline.params or read_params(ctx.repo.path / ctx.target.params.file)

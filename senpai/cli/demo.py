@@ -30,6 +30,7 @@ from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import ForgeSettings, load_harness
 from senpai.config.target import load_target
 from senpai.errors import PermanentError
+from senpai.ledger.labels import ExperimentState
 from senpai.ledger.table import ledger_rows
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ def demo(students: int, experiments: int, out: str | None, example: str, timeout
         server.stop()
     show_leaderboard(ledger_rows(report.exps), load_target(Path(example)).metric.direction)
     click.echo(f"\nwall_seconds: {time.monotonic() - start:.1f}\ndecided: {report.decided}")
-    click.echo(f"merged: {sum(e.state == 'merged' for e in report.exps)}")
+    click.echo(f"merged: {sum(e.state == ExperimentState.MERGED for e in report.exps)}")
     click.echo(
         f"forge_data: {root / 'forge'}\nwandb_offline_runs: {root / 'wandb'}\njobs: {root / 'jobs'}\n"
         f"sealed_holdout: {root / 'holdout'}\nconfig: {config_path}"

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from senpai.config.roles import Role
 from senpai.errors import ConfigError
 
 if TYPE_CHECKING:  # harness.py imports this module for its own checks
@@ -188,9 +189,9 @@ class Budgets(_Row):
             verifier=VerifierBudget.of(harness, target),
         )
 
-    def deadline(self, role: str) -> int:
+    def deadline(self, role: Role) -> int:
         """Job deadline of `role` (advisor, student or verifier), seconds."""
-        return {"advisor": self.advisor, "student": self.student, "verifier": self.verifier}[role].deadline
+        return {Role.ADVISOR: self.advisor, Role.STUDENT: self.student, Role.VERIFIER: self.verifier}[role].deadline
 
 
 def harness_problems(harness: "HarnessConfig") -> list[str]:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_val
 
 from senpai.config.budgets import harness_problems
 from senpai.config.load import load_yaml_model
+from senpai.config.roles import Role
 from senpai.errors import ConfigError
 
 ENV_CONFIG = "SENPAI_CONFIG"
@@ -152,7 +153,7 @@ class KubernetesFleetSettings(_Strict):
         description="Value of the app.kubernetes.io/instance label (the Helm release); the fleet lists only Jobs of its "
         "instance, and Jobs of other instances are named `<instance>-<role>-...` instead of `senpai-<role>-...`.",
     )
-    images: dict[Literal["advisor", "student", "verifier"], str] = Field(description="Image per job role.")
+    images: dict[Role, str] = Field(description="Image per job role.")
     image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = "IfNotPresent"
     service_account: str | None = Field(None, description="ServiceAccount of job pods (none: namespace default).")
     pvc: str = Field(description="Shared PersistentVolumeClaim mounted in every job (datasets, checkpoints, W&B dir).")
@@ -165,7 +166,7 @@ class KubernetesFleetSettings(_Strict):
     gpu_resource: str = Field("nvidia.com/gpu", description="Extended resource a student's `gpus` is requested as.")
     node_selector: dict[str, str] = Field(default_factory=dict, description="Applied to GPU (student) jobs.")
     tolerations: list[Toleration] = Field(default_factory=list, description="Applied to GPU (student) jobs.")
-    resources: dict[Literal["advisor", "student", "verifier"], Resources] = Field(
+    resources: dict[Role, Resources] = Field(
         default_factory=dict, description="Container requests/limits per role; a role not listed gets Resources()."
     )
     ttl_seconds_after_finished: int = Field(
@@ -181,9 +182,9 @@ class KubernetesFleetSettings(_Strict):
             raise ValueError(f"fleet.holdout.claim is the shared claim {self.pvc!r} that every job mounts: {who}")
         return self
 
-    def resources_for(self, role: str) -> Resources:
+    def resources_for(self, role: Role) -> Resources:
         """The container resources of `role`'s jobs (advisor, student, verifier); `Resources()` if not listed."""
-        return self.resources.get(role, Resources())  # type: ignore[call-overload]
+        return self.resources.get(role, Resources())
 
 
 def _backend(v: object) -> str:

@@ -17,7 +17,8 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Role = Literal["advisor", "student", "verifier"]
+from senpai.config.roles import Role
+
 Phase = Literal["pending", "running", "succeeded", "failed"]
 ENV_DEADLINE = "SENPAI_JOB_DEADLINE"
 ENV_GPUS = "SENPAI_GPUS"  # set by the Kubernetes fleet in the containers that get GPUs

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from kubernetes import client
 
 from senpai.config.harness import ENV_CONFIG, KubernetesFleetSettings
+from senpai.config.roles import Role
 from senpai.errors import PermanentError
 from senpai.fleet.base import ENV_DEADLINE, ENV_GPUS, ENV_TRAIN_GPUS, JobSpec, JobStatus, Phase
 
@@ -92,7 +93,7 @@ def _env(spec: JobSpec, settings: KubernetesFleetSettings, deadline: int, secret
     if `secrets`, each secret_env entry by reference (the verifier's train steps get none)."""
     env = {"HOME": HOME_DIR, "TMPDIR": TMP_DIR, **spec.thread_env(), **spec.env, ENV_DEADLINE: str(deadline)}
     env |= {ENV_GPUS: str(gpus)} if gpus else {}
-    env |= {ENV_TRAIN_GPUS: str(spec.gpus)} if spec.role == "verifier" else {}
+    env |= {ENV_TRAIN_GPUS: str(spec.gpus)} if spec.role == Role.VERIFIER else {}
     out = [client.V1EnvVar(name=k, value=v) for k, v in env.items()]
     for s in settings.secret_env if secrets else ():
         ref = client.V1SecretKeySelector(name=s.secret, key=s.key, optional=s.optional)
@@ -114,7 +115,7 @@ def _volumes(spec: JobSpec, settings: KubernetesFleetSettings) -> tuple[list[cli
     config_path = spec.env.get(ENV_CONFIG, DEFAULT_CONFIG_PATH)
     config_dir, config_file = posixpath.split(config_path)
     empty = client.V1EmptyDirVolumeSource()
-    sides = SIDES if spec.role == "verifier" else ()  # a verifier's per-side emptyDirs, under /work
+    sides = SIDES if spec.role == Role.VERIFIER else ()  # a verifier's per-side emptyDirs, under /work
     volumes = [
         client.V1Volume(name="work", empty_dir=empty),
         *(client.V1Volume(name=f"side-{side}", empty_dir=empty) for side in sides),
@@ -182,7 +183,7 @@ def _train_mounts(mounts: list[client.V1VolumeMount], side: str) -> list[client.
 
 def _scheduling(spec: JobSpec, settings: KubernetesFleetSettings) -> dict:
     """nodeSelector and tolerations: only for students (and verifiers, as their student) that ask for GPUs."""
-    if spec.role == "advisor" or spec.gpus == 0:
+    if spec.role == Role.ADVISOR or spec.gpus == 0:
         return {}
     tolerations = [
         client.V1Toleration(
@@ -231,9 +232,9 @@ def _containers(spec: JobSpec, settings: KubernetesFleetSettings) -> tuple[list,
     holdout, their side only, and the GPUs."""
     volumes, mounts = _volumes(spec, settings)
     deadline = int(time.time()) + spec.wall_seconds  # activeDeadlineSeconds counts from now: the Job is created at once
-    own = spec.gpus if spec.role == "student" else 0  # a verifier's GPUs are its train steps'
+    own = spec.gpus if spec.role == Role.STUDENT else 0  # a verifier's GPUs are its train steps'
     with_secrets = _env(spec, settings, deadline, True, own)
-    if spec.role != "verifier":
+    if spec.role != Role.VERIFIER:
         return [], [_container(CONTAINER, list(spec.command), with_secrets, mounts, spec, settings, own)], volumes
     score_mounts = list(mounts)
     if settings.holdout is not None:
@@ -386,7 +387,7 @@ def job_status(job: client.V1Job, pod: client.V1Pod | None) -> JobStatus:
         finished = finished or (done_ok or done_bad).last_transition_time
     return JobStatus(
         name=lab.get(JOB, meta.name),
-        role=lab.get(ROLE, "student"),
+        role=lab.get(ROLE, Role.STUDENT),
         pr=int(lab[PR]) if PR in lab else None,
         student=lab.get(STUDENT),
         phase=phase,

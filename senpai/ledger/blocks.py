@@ -12,6 +12,7 @@ not match its schema raises LedgerFormatError naming the block kind and the fiel
 bounded excerpt of the text.
 """
 
+import math
 import re
 from typing import Any, ClassVar, Literal
 
@@ -149,6 +150,27 @@ class Evidence(Block):
             if isinstance(data.get(field), str):
                 data[field] = _fit(data[field], _TEXT_BYTES)
         return data
+
+    @classmethod
+    def of(
+        cls,
+        h: Hypothesis | None,
+        *,
+        metric: str,
+        value: float | None,
+        failure: str | None,
+        interpretation: str,
+        **fields: Any,
+    ) -> "Evidence":
+        """Evidence for hypothesis `h`: outcome `failed` if there is a `failure` (else `ok`), and the
+        primary result `value` of `metric` against `h`'s baseline value (None without `h`, or before
+        the first verified merge), with `delta` = value - baseline when both are known and `value`
+        is finite. `fields`: the rest (pr, attempt, student, head, command, and any optional ones)."""
+        base = h.baseline.value if h else None
+        delta = value - base if value is not None and math.isfinite(value) and base is not None else None
+        primary = PrimaryResult(name=metric, value=value, baseline=base, delta=delta)
+        outcome = "failed" if failure else "ok"
+        return cls(outcome=outcome, failure=failure, primary=primary, interpretation=interpretation, **fields)
 
 
 def _yaml_bytes(text: str) -> int:

@@ -16,6 +16,7 @@ merge).  Everything else a human did by hand shows up here:
 from dataclasses import dataclass, field
 
 from senpai.ledger.experiment import Experiment
+from senpai.ledger.labels import ExperimentState
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class Consistency:
 def seen_bases(exps: list[Experiment]) -> set[str]:
     """Base commits senpai worked from: each hypothesis's baseline and each merge commit."""
     bases = {e.hypothesis.baseline.commit for e in exps if e.hypothesis}
-    return bases | {e.merge_commit for e in exps if e.state == "merged" and e.merge_commit}
+    return bases | {e.merge_commit for e in exps if e.state == ExperimentState.MERGED and e.merge_commit}
 
 
 def verified_merge(e: Experiment, bases: set[str]) -> bool:
@@ -47,7 +48,7 @@ def verified_merge(e: Experiment, bases: set[str]) -> bool:
     it landed on: see `reverify`)."""
     decided = any(d.verdict == "merge" and d.head == e.head for d in e.decisions)
     verified = any(v.passed and v.candidate == e.head and v.baseline in bases for v in e.verifications)
-    return e.state == "merged" and decided and verified and (moved_base(e) is None or _reverified(e))
+    return e.state == ExperimentState.MERGED and decided and verified and (moved_base(e) is None or _reverified(e))
 
 
 def moved_base(e: Experiment) -> str | None:
@@ -75,19 +76,21 @@ def _reverified(e: Experiment) -> bool:
 def _flags(e: Experiment, bases: set[str]) -> list[str]:
     d = e.decision
     out = []
-    if e.state == "closed" and d is not None and d.verdict == "merge":
+    if e.state == ExperimentState.CLOSED and d is not None and d.verdict == "merge":
         out.append("merge decision on a PR closed without a merge")
-    if e.state == "closed" and d is None:
+    if e.state == ExperimentState.CLOSED and d is None:
         out.append("closed with no decision (by hand?)")
     if not e.decided and d is not None and d.verdict in ("merge", "close"):
         out.append(f"open after a {d.verdict} decision (reopened by hand?)")
-    if e.state == "merged" and d is not None and d.verdict != "merge":
+    if e.state == ExperimentState.MERGED and d is not None and d.verdict != "merge":
         out.append(f"{d.verdict} decision on a merged PR")
-    if e.state == "merged" and not any(x.verdict == "merge" for x in e.decisions):
+    if e.state == ExperimentState.MERGED and not any(x.verdict == "merge" for x in e.decisions):
         out.append("merged with no merge decision (by hand?)")
-    if e.state == "merged" and not any(v.passed and v.candidate == e.head and v.baseline in bases for v in e.verifications):
+    if e.state == ExperimentState.MERGED and not any(
+        v.passed and v.candidate == e.head and v.baseline in bases for v in e.verifications
+    ):
         out.append(f"merged head {e.head[:8]} has no passing verification against a senpai base")
-    if e.state == "merged" and (onto := moved_base(e)) and not _reverified(e):
+    if e.state == ExperimentState.MERGED and (onto := moved_base(e)) and not _reverified(e):
         state = "pending" if reverify(e) else "failed"
         out.append(f"merged onto {onto[:8]}, a base that moved after verification (re-verification {state})")
     return out
@@ -101,7 +104,7 @@ def check(exps: list[Experiment], base_sha: str) -> Consistency:
     """
     bases = seen_bases(exps)
     prs = {e.pr: flags for e in exps if (flags := _flags(e, bases))}
-    merges = {e.merge_commit for e in exps if e.state == "merged"}
+    merges = {e.merge_commit for e in exps if e.state == ExperimentState.MERGED}
     first = [e.hypothesis.baseline.commit for e in exps if e.hypothesis][:1]
     base = []
     known = merges | set(first)  # empty while no experiment has a readable hypothesis: nothing to compare

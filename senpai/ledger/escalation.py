@@ -1,20 +1,38 @@
-"""Escalation: senpai's own repeated failures, handed to humans once.
+"""Issues for humans, each opened once, and senpai's own repeated failures handed to humans.
 
-When a job keeps failing on infrastructure (see `senpai.wrapper.policy.infra_failure`), the
-wrapper blocks the PRs it was for (`transitions.block`, one comment each) and opens one issue for
-humans through `open_issue`.  The issue carries a hidden marker derived from a stable key (the
-job's base name, or the advisor batch's digest), so a replay or a restarted wrapper finds it again
-instead of opening a second one.
+Every issue senpai opens for humans carries a hidden marker; `open_issue_once` finds it again among
+the bot's own issues (anyone could copy a marker into theirs), so a replay or a restarted wrapper
+never opens a second one.  When a job keeps failing on infrastructure (see
+`senpai.wrapper.policy.infra_failure`), the wrapper blocks the PRs it was for
+(`transitions.block`, one comment each) and opens one issue through `open_issue`, whose marker is
+derived from a stable key (the job's base name, or the advisor batch's digest).
 """
 
 import hashlib
 import re
+from collections.abc import Iterable
 
 from senpai.forge.base import Forge, Issue
 from senpai.ledger.labels import ATTENTION, SENPAI, STEER
+from senpai.ledger.records import by_bot
 from senpai.ledger.redact import redact
 
 _MARKER = re.compile(r"<!-- senpai:escalation:([0-9a-f]{16}) -->")
+
+
+def marked(issues: Iterable[Issue], marker: str, bot: str) -> list[Issue]:
+    """The issues among `issues` that the bot (login `bot`) wrote and that carry `marker`."""
+    return [i for i in issues if by_bot(i, bot) and marker in i.body]
+
+
+def open_issue_once(forge: Forge, marker: str, title: str, body: str, labels: list[str]) -> tuple[int, bool]:
+    """Open the issue `title`/`body` (which carries `marker`) labelled `labels`, unless one of the
+    bot's issues labelled `labels[0]` carries `marker` already; returns (its number, True if opened
+    now).  GitHub REST: GET .../issues?labels=<labels[0]>&state=all, then POST .../issues."""
+    found = marked(forge.list_issues(labels[0], "all"), marker, forge.login)
+    if found:
+        return found[0].number, False
+    return forge.create_issue(title, body, labels).number, True
 
 
 def escalation_id(key: str) -> str:
@@ -24,18 +42,12 @@ def escalation_id(key: str) -> str:
 
 def escalated(issues: list[Issue], bot: str) -> frozenset[str]:
     """Ids of the escalations that already have an issue written by `bot` among `issues`."""
-    return frozenset(m for i in issues if i.user == bot for m in _MARKER.findall(i.body))
+    return frozenset(m for i in issues if by_bot(i, bot) for m in _MARKER.findall(i.body))
 
 
 def open_issue(forge: Forge, key: str, title: str, body: str) -> int:
-    """Open the issue for escalation `key` once; returns its number (the existing one on replay).
-
-    Labelled `senpai`, `senpai:steer` and `senpai:attention`, like every issue senpai opens for
-    humans, so replies on it reach the advisor.  GitHub REST: GET .../issues?labels=senpai&state=all,
-    then POST .../issues if none carries the marker.
-    """
+    """Open the issue for escalation `key` once (`open_issue_once`); returns its number (the existing
+    one on replay). Labelled `senpai`, `senpai:steer` and `senpai:attention`, like every issue
+    senpai opens for humans, so replies on it reach the advisor."""
     marker = f"<!-- senpai:escalation:{escalation_id(key)} -->"
-    found = [i for i in forge.list_issues(SENPAI, "all") if i.user == forge.login and marker in i.body]
-    if found:
-        return found[0].number
-    return forge.create_issue(redact(title), f"{redact(body)}\n\n{marker}", [SENPAI, STEER, ATTENTION]).number
+    return open_issue_once(forge, marker, redact(title), f"{redact(body)}\n\n{marker}", [SENPAI, STEER, ATTENTION])[0]

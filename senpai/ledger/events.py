@@ -1,10 +1,16 @@
 """Events: what the wrapper saw change, with stable ids, handed to an agent turn.
 
-An id names the fact and the version it is about (`review:pr-12@<head>`), so the same fact seen
-twice (after a restart, or on two ticks) is the same event.
+An id names the fact and the version it is about, so the same fact seen twice (after a restart, or
+on two ticks) is the same event.  The ids, built only by the constructors below and read back by
+`parse_event_id`:
+
+    review:pr-<n>@<head>/a<attempts>d<decisions>      stale:pr-<n>@<head>/a<attempts>d<decisions>
+    verified:pr-<n>@<head>/a<attempts>d<decisions>..<base>
+    idle:<student>@<base>:<experiments>               try:<try ref>      message:<message ref>
 """
 
-from typing import Literal
+import re
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -59,3 +65,65 @@ class EventBatch(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     schema_version: Literal[1] = 1
     events: list[Event]
+
+
+class EventId(NamedTuple):
+    """The parts of an event id (`parse_event_id`); a part the kind does not have is None.
+    `version`: `/a<attempts>d<decisions>` (`senpai.wrapper.policy.evidence_version`);
+    `experiments`: how many experiments the ledger held; `ref`: a try's or a message's ref."""
+
+    kind: Kind
+    pr: int | None = None
+    head: str | None = None
+    version: str | None = None
+    base: str | None = None
+    student: str | None = None
+    experiments: int | None = None
+    ref: str | None = None
+
+
+_AT = r"pr-(?P<pr>\d+)@(?P<head>[^/]+)(?P<version>/a\d+d\d+)"
+_PARTS = {  # each kind's grammar after `<kind>:`
+    "review": re.compile(_AT),
+    "stale": re.compile(_AT),
+    "verified": re.compile(rf"{_AT}\.\.(?P<base>.+)"),
+    "idle": re.compile(r"(?P<student>[^@]+)@(?P<base>[^:]+):(?P<experiments>\d+)"),
+    "try": re.compile(r"(?P<ref>.+)", re.DOTALL),
+    "message": re.compile(r"(?P<ref>.+)", re.DOTALL),
+}
+
+
+def parse_event_id(event_id: str) -> EventId:
+    """The parts of an id the constructors below built. Raises ValueError on any other string."""
+    kind, _, rest = event_id.partition(":")
+    m = _PARTS[kind].fullmatch(rest) if kind in _PARTS else None
+    if m is None:
+        raise ValueError(f"not an event id: {event_id[:80]!r}")
+    numbers = ("pr", "experiments")
+    return EventId(kind, **{k: int(v) if k in numbers else v for k, v in m.groupdict().items()})  # type: ignore[arg-type]
+
+
+def pr_event(kind: Literal["review", "stale", "verified"], pr: int, head: str, version: str, base: str | None = None) -> Event:
+    """A PR's event at `head` and evidence `version`; `verified` also names the `base` it was verified on."""
+    at = f"pr-{pr}@{head}{version}" + (f"..{base}" if kind == "verified" else "")
+    return Event(id=f"{kind}:{at}", kind=kind, pr=pr, head=head)
+
+
+def idle_event(student: str, base: str, experiments: int) -> Event:
+    """New work for `student`, idle at base head `base` while the ledger held `experiments` experiments."""
+    return Event(id=f"idle:{student}@{base}:{experiments}", kind="idle", student=student)
+
+
+def try_event(ref: str, student: str, params: dict[str, Scalar], by: str) -> Event:
+    """The `/senpai try` `ref` (`<n>:<comment>:<version>/<i>`) by `by`, to open for `student`."""
+    return Event(id=f"try:{ref}", kind="try", student=student, params=params, by=by)
+
+
+def message_id(m: Message) -> str:
+    """The id of the event of message version `m`."""
+    return f"message:{message_ref(m)}"
+
+
+def message_event(m: Message, pr: int | None) -> Event:
+    """The event of message version `m`; `pr`: the student PR it is routed to (None: the advisor)."""
+    return Event(id=message_id(m), kind="message", pr=pr, message=m)

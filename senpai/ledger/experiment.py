@@ -1,17 +1,14 @@
 """One experiment as read from the ledger: a PR, its blocks, and its tracker runs."""
 
 import math
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from senpai.errors import LedgerFormatError
 from senpai.forge.base import Comment, PullRequest
 from senpai.ledger.blocks import Block, BudgetReport, Decision, Evidence, Hypothesis, Verification
-from senpai.ledger.labels import status_of, student_of
-from senpai.ledger.records import read_record
-
-State = Literal["wip", "review", "verifying", "changes", "blocked", "merged", "closed", "unlabelled"]
+from senpai.ledger.labels import DECIDED, ExperimentState, status_of, student_of
+from senpai.ledger.records import by_bot, read_record
 
 
 class RunSummary(BaseModel):
@@ -35,7 +32,7 @@ class Experiment(BaseModel):
     head: str
     merge_commit: str | None = None
     student: str | None
-    state: State
+    state: ExperimentState
     updated_at: str = Field(description="PR updated_at, ISO8601 UTC, from the forge.")
     hypothesis: Hypothesis | None
     evidence: list[Evidence]
@@ -51,7 +48,7 @@ class Experiment(BaseModel):
 
     @property
     def decided(self) -> bool:
-        return self.state in ("merged", "closed")
+        return self.state in DECIDED
 
     @property
     def attempts(self) -> int:
@@ -73,18 +70,18 @@ class Experiment(BaseModel):
         return value if value is not None and math.isfinite(value) else None
 
 
-def pr_state(pr: PullRequest) -> State:
+def pr_state(pr: PullRequest) -> ExperimentState:
+    """Merged or closed (the PR's own state), else its status label's state, else unlabelled."""
     if pr.merged:
-        return "merged"
+        return ExperimentState.MERGED
     if pr.state == "closed":
-        return "closed"
-    status = status_of(pr.labels)
-    return status.value.split(":", 1)[1] if status else "unlabelled"  # type: ignore[return-value]
+        return ExperimentState.CLOSED
+    return status_of(pr.labels) or ExperimentState.UNLABELLED
 
 
 def own_pull(pr: PullRequest, bot: str) -> bool:
     """True if the bot (login `bot`) opened `pr` from a branch of the repository itself (not a fork)."""
-    return pr.user == bot and pr.head_repo is not None and pr.head_repo == pr.base_repo
+    return by_bot(pr, bot) and pr.head_repo is not None and pr.head_repo == pr.base_repo
 
 
 def _student(pr: PullRequest, h: Hypothesis | None) -> str | None:
@@ -114,7 +111,7 @@ def read_experiment(pr: PullRequest, comments: list[Comment], bot: str) -> Exper
     else:
         errors.append(f"PR #{pr.number} was not opened by {bot} from this repository: its body is not a hypothesis")
         sources = []
-    for c in (c for c in comments if c.user == bot):
+    for c in (c for c in comments if by_bot(c, bot)):
         if c.updated_at != c.created_at:  # a record rewritten, or one made into text
             errors.append(f"comment {c.id}: edited after {bot} posted it (senpai never edits its comments)")
         else:

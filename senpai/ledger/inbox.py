@@ -22,7 +22,7 @@ from senpai.forge.base import Comment, Issue, PullRequest
 from senpai.ledger.blocks import Scalar, Steer, SteerCommand
 from senpai.ledger.events import Message, message_ref
 from senpai.ledger.labels import student_of
-from senpai.ledger.records import read_record
+from senpai.ledger.records import by_bot, read_record
 from senpai.ledger.replies import replied
 
 
@@ -75,15 +75,15 @@ def _message(number: int, comment: Comment | None, author: str, association: str
     )
 
 
-def is_trusted(author: str, association: str, trusted: list[str], bot: str) -> bool:
+def is_trusted(x: Comment | Issue, trusted: list[str], bot: str) -> bool:
     """The trust rule: a trusted association, and not the bot's own words."""
-    return author != bot and association in trusted
+    return not by_bot(x, bot) and x.author_association in trusted
 
 
 def issue_inbox(issue: Issue, comments: list[Comment], trusted: list[str], bot: str) -> list[Inbound]:
     """Trusted messages of one steering issue: its body, then its comments, oldest first."""
     out = []
-    if issue.body.strip() and is_trusted(issue.user, issue.author_association, trusted, bot):
+    if issue.body.strip() and is_trusted(issue, trusted, bot):
         m = _message(issue.number, None, issue.user, issue.author_association, issue.body, None)
         out.append(Inbound(m, False, issue.labels, issue.created_at, replied(comments, m, bot, "ack")))
     return out + _comments_inbox(issue.number, False, issue.labels, comments, trusted, bot, None)
@@ -97,7 +97,7 @@ def pr_inbox(pr: PullRequest, comments: list[Comment], trusted: list[str], bot: 
 def _comments_inbox(number, on_pr, labels, comments, trusted, bot, url, closed=False) -> list[Inbound]:
     out = []
     for c in comments:
-        if c.body.strip() and is_trusted(c.user, c.author_association, trusted, bot):
+        if c.body.strip() and is_trusted(c, trusted, bot):
             m = _message(number, c, c.user, c.author_association, c.body, f"{url}#issuecomment-{c.id}" if url else None)
             out.append(Inbound(m, on_pr, labels, c.updated_at, replied(comments, m, bot, "ack"), closed))
     return out
@@ -131,7 +131,7 @@ def steer_blocks(comments: list[Comment], bot: str, current: list[Inbound]) -> l
     refs = {message_ref(m.message) for m in current}
     out = []
     for c in comments:
-        if c.user != bot:
+        if not by_bot(c, bot):
             continue
         try:
             block = read_record(c.body)

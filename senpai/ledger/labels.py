@@ -1,4 +1,5 @@
-"""Every label senpai reads or writes, in one place (no scattered string literals)."""
+"""Every label senpai reads or writes, and the experiment states the status labels name, in one
+place (no scattered string literals)."""
 
 from enum import StrEnum
 
@@ -8,14 +9,32 @@ ATTENTION = "senpai:attention"  # issues senpai opened for humans (patience); al
 STUDENT_PREFIX = "student:"
 
 
-class Status(StrEnum):
-    """Experiment state labels. Merged/closed are PR states, not labels."""
+class ExperimentState(StrEnum):
+    """An experiment's state (`Experiment.state`). An open PR's state is its status label
+    (`status:<state>`, `label`); merged and closed are the PR's own states, never labels; an open
+    senpai PR with no status label is unlabelled."""
 
-    WIP = "status:wip"
-    REVIEW = "status:review"
-    VERIFYING = "status:verifying"
-    CHANGES = "status:changes"
-    BLOCKED = "status:blocked"
+    WIP = "wip"
+    REVIEW = "review"
+    VERIFYING = "verifying"
+    CHANGES = "changes"
+    BLOCKED = "blocked"
+    MERGED = "merged"
+    CLOSED = "closed"
+    UNLABELLED = "unlabelled"
+
+    @property
+    def label(self) -> str:
+        """The status label `status:<state>` (only the LABELLED states are ever set)."""
+        return f"status:{self.value}"
+
+
+LABELLED = frozenset(
+    {ExperimentState.WIP, ExperimentState.REVIEW, ExperimentState.VERIFYING, ExperimentState.CHANGES, ExperimentState.BLOCKED}
+)
+_BY_LABEL = {s.label: s for s in LABELLED}
+ASSIGNED = frozenset({ExperimentState.WIP, ExperimentState.CHANGES})  # the student works on it (or will)
+DECIDED = frozenset({ExperimentState.MERGED, ExperimentState.CLOSED})
 
 
 def student_label(name: str) -> str:
@@ -30,18 +49,18 @@ def student_of(labels: list[str]) -> str | None:
     return None
 
 
-def status_of(labels: list[str]) -> Status | None:
-    """The status label on a PR; `blocked` wins if several are present (a human must look)."""
-    found = [Status(label) for label in labels if label in Status._value2member_map_]
-    if Status.BLOCKED in found:
-        return Status.BLOCKED
+def status_of(labels: list[str]) -> ExperimentState | None:
+    """The state a PR's status label names; `blocked` wins if several are present (a human must look)."""
+    found = [_BY_LABEL[label] for label in labels if label in _BY_LABEL]
+    if ExperimentState.BLOCKED in found:
+        return ExperimentState.BLOCKED
     return found[0] if found else None
 
 
-def with_status(labels: list[str], status: Status | None) -> list[str]:
-    """`labels` with every status label replaced by `status` (None: just removed), order kept."""
-    kept = [label for label in labels if label not in Status._value2member_map_]
-    return kept + ([status.value] if status else [])
+def with_status(labels: list[str], status: ExperimentState | None) -> list[str]:
+    """`labels` with every status label replaced by `status`'s (None: just removed), order kept."""
+    kept = [label for label in labels if label not in _BY_LABEL]
+    return kept + ([status.label] if status else [])
 
 
 def with_student(labels: list[str], name: str) -> list[str]:

@@ -17,7 +17,7 @@ other fence is text: fences in blockquotes, lists, other fences or HTML comments
 indented code, and any fence in prose.  Prose cannot produce the shape: `neutral` (the one
 function every posted prose goes through) escapes backtick and tilde runs that could open a fence
 and `<` (no HTML block, no comment, no marker).  Whose text it is (the bot's comment, the bot's
-PR) is the caller's check: see `experiment.read_experiment` and `inbox.steer_blocks`.
+PR: `by_bot`) is the caller's check: see `experiment.read_experiment` and `inbox.steer_blocks`.
 """
 
 import functools
@@ -27,6 +27,7 @@ import re
 from markdown_it import MarkdownIt
 
 from senpai.errors import LedgerFormatError
+from senpai.forge.base import Comment, Issue, PullRequest
 from senpai.ledger.blocks import (
     Block,
     BudgetReport,
@@ -55,6 +56,13 @@ _MARKER = re.compile(r"<!-- senpai:([a-z]+):([0-9a-z:_-]{1,100}) -->")
 _MARKER_AT_END = re.compile(_MARKER.pattern + r"\s*\Z")
 _RUN = re.compile(r"`{3,}|~{3,}")
 _MD = MarkdownIt("commonmark")
+
+
+def by_bot(x: Comment | Issue | PullRequest, bot: str) -> bool:
+    """True if the bot wrote `x` (`bot`: the login senpai writes as, `Forge.login`). The one test of
+    whose text is senpai's own: only the bot's texts are records, acks and markers (anyone can copy
+    a block or a marker into their own), and the bot's own words are never a human's message."""
+    return x.user == bot
 
 
 def neutral(text: str) -> str:

@@ -11,7 +11,7 @@ from typing import Literal
 from senpai.forge.base import Comment, Forge
 from senpai.ledger.blocks import Steer, render
 from senpai.ledger.events import Message, message_ref
-from senpai.ledger.records import marker, marker_of, neutral
+from senpai.ledger.records import by_bot, marker, marker_of, neutral
 from senpai.ledger.redact import redact
 
 ReplyKind = Literal["reply", "ack"]
@@ -25,7 +25,7 @@ def reply_marker(m: Message, kind: ReplyKind = "reply") -> str:
 def replied(comments: list[Comment], m: Message, bot: str, kind: ReplyKind = "reply") -> bool:
     """True if the bot (login `bot`) already posted a `kind` answer to this version of `m`."""
     mark = reply_marker(m, kind)
-    return any(c.user == bot and marker_of(c.body) == mark for c in comments)
+    return any(by_bot(c, bot) and marker_of(c.body) == mark for c in comments)
 
 
 def reply_to_human(forge: Forge, m: Message, text: str, kind: ReplyKind = "reply", record: Steer | None = None) -> Comment | None:

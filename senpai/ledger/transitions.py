@@ -13,26 +13,27 @@ posting twice.  A precondition that does not hold raises TransitionError.
 
 from senpai.config.target import TargetConfig
 from senpai.errors import FileListTruncated, MergeRefused, TransitionError
-from senpai.forge.base import Forge, Issue, PullRequest
+from senpai.forge.base import Forge, PullRequest
 from senpai.ledger.blocks import BudgetReport, Decision, Evidence, Hypothesis, Verification
+from senpai.ledger.escalation import open_issue_once
 from senpai.ledger.experiment import Experiment, own_pull
 from senpai.ledger.gate import check_merge
 from senpai.ledger.inbox import compute_allowance
-from senpai.ledger.labels import SENPAI, Status, status_of, student_label, with_status
-from senpai.ledger.records import hashed, marker, marker_of, neutral, record_marker, record_text
+from senpai.ledger.labels import ASSIGNED, LABELLED, SENPAI, ExperimentState, status_of, student_label, with_status
+from senpai.ledger.records import by_bot, hashed, marker, marker_of, neutral, record_marker, record_text
 from senpai.ledger.redact import redact
 
 
-def _require(pr: PullRequest, allowed: set[Status | None], action: str) -> None:
+def _require(pr: PullRequest, allowed: set[ExperimentState | None], action: str) -> None:
     if pr.state != "open":
         raise TransitionError(f"PR #{pr.number} is {'merged' if pr.merged else 'closed'}; cannot {action}")
     status = status_of(pr.labels)
     if status not in allowed:
-        names = ", ".join(sorted(s.value if s else "no status" for s in allowed))
-        raise TransitionError(f"PR #{pr.number} is {status and status.value}; {action} needs one of {names}")
+        names = ", ".join(sorted(s.label if s else "no status" for s in allowed))
+        raise TransitionError(f"PR #{pr.number} is {status and status.label}; {action} needs one of {names}")
 
 
-def _set_status(forge: Forge, pr: PullRequest, status: Status | None) -> None:
+def _set_status(forge: Forge, pr: PullRequest, status: ExperimentState | None) -> None:
     labels = with_status(pr.labels, status)
     if set(labels) != set(pr.labels):  # the forge's order is its own: a reordering is no change
         forge.set_labels(pr.number, labels)
@@ -61,7 +62,7 @@ def open_experiment(
     A fork's branch of the same name is ignored.  GitHub REST: POST .../pulls, PATCH
     .../pulls/{n} (state closed), POST .../issues/{n}/comments.
     """
-    labels = [SENPAI, student_label(h.student), Status.WIP.value]
+    labels = [SENPAI, student_label(h.student), ExperimentState.WIP.label]
     for pr in forge.list_pulls("open") if pulls is None else pulls:
         # a fork's branch of the same name does not hold ours
         if pr.state != "open" or pr.head_ref != branch or pr.head_repo != pr.base_repo:
@@ -92,38 +93,38 @@ def _marker(kind: str, key: str) -> str:
 
 
 def _comment_bodies(forge: Forge, pr: int) -> list[str]:
-    return [c.body for c in forge.list_comments(pr) if c.user == forge.login]
+    return [c.body for c in forge.list_comments(pr) if by_bot(c, forge.login)]
 
 
 def submit_evidence(forge: Forge, pr: PullRequest, ev: Evidence, to_review: bool = True) -> None:
     """Post evidence for attempt `ev.attempt` and (if `to_review`) move wip/changes → review."""
-    _require(pr, {Status.WIP, Status.CHANGES, Status.REVIEW}, "submit evidence")
+    _require(pr, {*ASSIGNED, ExperimentState.REVIEW}, "submit evidence")
     summary = (
         f"**Evidence** attempt {ev.attempt} on `{ev.head[:8]}`: {ev.outcome}"
         f" · {ev.primary.name} = {ev.primary.value} (baseline {ev.primary.baseline})"
     )
     _post_once(forge, pr.number, record_marker(ev), record_text(ev, summary), _comment_bodies(forge, pr.number))
     if to_review:
-        _set_status(forge, pr, Status.REVIEW)
+        _set_status(forge, pr, ExperimentState.REVIEW)
 
 
 def start_work(forge: Forge, pr: PullRequest) -> None:
     """changes → wip, when a student picks the PR up again. No-op if already wip."""
-    _require(pr, {Status.WIP, Status.CHANGES}, "start work")
-    _set_status(forge, pr, Status.WIP)
+    _require(pr, set(ASSIGNED), "start work")
+    _set_status(forge, pr, ExperimentState.WIP)
 
 
 def request_verification(forge: Forge, pr: PullRequest) -> None:
     """review → verifying: the wrapper launches the verifier for (head, base)."""
-    _require(pr, {Status.REVIEW, Status.VERIFYING}, "request verification")
-    _set_status(forge, pr, Status.VERIFYING)
+    _require(pr, {ExperimentState.REVIEW, ExperimentState.VERIFYING}, "request verification")
+    _set_status(forge, pr, ExperimentState.VERIFYING)
 
 
 def record_verification(forge: Forge, pr: PullRequest, v: Verification) -> None:
     """Post the verifier's block for (candidate, baseline), once: on a PR in verifying, or on a merged
     PR whose merge landed on a moved base (`consistency.reverify`: its merge commit measured again)."""
     if not (pr.merged and v.candidate == pr.merge_commit_sha):
-        _require(pr, {Status.VERIFYING}, "record a verification")
+        _require(pr, {ExperimentState.VERIFYING}, "record a verification")
     verdict = "passed" if v.passed else "failed"
     summary = f"**Verification** `{v.candidate[:8]}` vs baseline `{v.baseline[:8]}`: {verdict} — {v.reason}"
     _post_once(forge, pr.number, record_marker(v), record_text(v, summary), _comment_bodies(forge, pr.number))
@@ -132,11 +133,11 @@ def record_verification(forge: Forge, pr: PullRequest, v: Verification) -> None:
 def block(forge: Forge, pr: PullRequest, reason: str) -> None:
     """Any open state, or none (a senpai PR whose labels are gone) → blocked, with a comment saying
     what is wrong (posted once per reason)."""
-    _require(pr, {*Status, None}, "block")
+    _require(pr, {*LABELLED, None}, "block")
     mark = _marker("blocked", reason)
     body = f"{neutral(redact(f'**Blocked**: a human must look. {reason}'))}\n\n{mark}"
     _post_once(forge, pr.number, mark, body, _comment_bodies(forge, pr.number))
-    _set_status(forge, pr, Status.BLOCKED)
+    _set_status(forge, pr, ExperimentState.BLOCKED)
 
 
 def _decision_text(d: Decision) -> str:
@@ -187,7 +188,7 @@ def decide(
         d = _pinned(forge, d, base_sha, pr.merge_commit_sha)
         _post_once(forge, pr.number, mark, _decision_text(d), _comment_bodies(forge, pr.number))
         return
-    allowed = set(Status) if d.verdict == "close" else {Status.REVIEW, Status.VERIFYING}
+    allowed = set(LABELLED) if d.verdict == "close" else {ExperimentState.REVIEW, ExperimentState.VERIFYING}
     _require(pr, allowed, f"decide {d.verdict}")
     if d.head != pr.head_sha:
         raise TransitionError(f"decision is for {d.head[:8]} but PR #{pr.number} head is {pr.head_sha[:8]}")
@@ -211,7 +212,7 @@ def decide(
     if d.verdict == "close":
         forge.close_with_labels(pr.number, with_status(pr.labels, None))
     else:
-        _set_status(forge, pr, Status.CHANGES)
+        _set_status(forge, pr, ExperimentState.CHANGES)
 
 
 BUDGET_ISSUE_TITLE = "senpai: an advisor turn ran out of budget"
@@ -221,8 +222,8 @@ def report_budget(forge: Forge, r: BudgetReport) -> int:
     """Post the budget report `r` once per (role, PR, revision); returns the issue/PR number used.
 
     On PR `r.pr` if set (any state: it is a record, labels are not touched), else on an issue
-    labelled `senpai` (found again by its marker on replay).  GitHub REST: POST .../issues/{n}/comments
-    or POST .../issues.
+    labelled `senpai` (`escalation.open_issue_once`: found again by its marker on replay).  GitHub
+    REST: POST .../issues/{n}/comments, or GET .../issues and POST .../issues.
     """
     mark = record_marker(r)
     what = ", ".join(r.exhausted)
@@ -231,7 +232,4 @@ def report_budget(forge: Forge, r: BudgetReport) -> int:
     if r.pr is not None:
         _post_once(forge, r.pr, mark, body, _comment_bodies(forge, r.pr))
         return r.pr
-    found: list[Issue] = [i for i in forge.list_issues(SENPAI, "all") if i.user == forge.login and marker_of(i.body) == mark]
-    if found:
-        return found[0].number
-    return forge.create_issue(BUDGET_ISSUE_TITLE, body, [SENPAI]).number
+    return open_issue_once(forge, mark, BUDGET_ISSUE_TITLE, body, [SENPAI])[0]

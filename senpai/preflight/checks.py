@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 from senpai.config.harness import HarnessConfig, LocalFleetSettings
 from senpai.errors import SenpaiError
 from senpai.forge.base import Access, Forge
-from senpai.ledger.labels import SENPAI, STEER, Status
+from senpai.ledger.labels import SENPAI, STEER, ExperimentState
 from senpai.preflight import CheckResult, failed, passed, skipped
 from senpai.preflight.llm import llm_checks
 from senpai.tracker.base import Tracker
@@ -18,11 +18,11 @@ if TYPE_CHECKING:  # the kubernetes client is imported only when a kubernetes fl
 LABELS = {
     SENPAI: "5319e7",
     STEER: "fbca04",
-    Status.WIP.value: "c5def5",
-    Status.REVIEW.value: "0e8a16",
-    Status.VERIFYING.value: "1d76db",
-    Status.CHANGES.value: "d93f0b",
-    Status.BLOCKED.value: "b60205",
+    ExperimentState.WIP.label: "c5def5",
+    ExperimentState.REVIEW.label: "0e8a16",
+    ExperimentState.VERIFYING.label: "1d76db",
+    ExperimentState.CHANGES.label: "d93f0b",
+    ExperimentState.BLOCKED.label: "b60205",
 }
 GH = "github"
 

@@ -12,6 +12,7 @@ import contextlib
 import sys
 
 from senpai.config.harness import HarnessConfig, LLMSettings
+from senpai.config.roles import Role
 from senpai.preflight import CheckResult, failed, passed, skipped
 
 TIMEOUT_SECONDS = 30
@@ -43,7 +44,7 @@ def ping(llm: LLMSettings, key: str) -> str:
 def llm_checks(cfg: HarnessConfig) -> list[CheckResult]:
     out: list[CheckResult] = []
     done: dict[tuple, CheckResult] = {}
-    for role in ("advisor", "student"):
+    for role in (Role.ADVISOR, Role.STUDENT):
         runtime = getattr(cfg.runtime, role)
         check = f"{role} LLM"
         llm = runtime.llm if runtime.llm_agent else None

@@ -7,13 +7,14 @@ become fleet jobs, forge writes and replies to humans.
 
 from dataclasses import dataclass
 
+from senpai.config.roles import Role
 from senpai.ledger.blocks import Steer
 from senpai.ledger.events import Event, Message
 
 
 @dataclass(frozen=True)
 class Launch:
-    role: str
+    role: Role
     name: str
     args: list[str]
     pr: int | None = None

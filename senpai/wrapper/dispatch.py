@@ -16,10 +16,10 @@ from senpai.errors import ConfigError, SenpaiError
 from senpai.fleet.base import Fleet, JobSpec
 from senpai.forge.base import Forge
 from senpai.ledger import escalation, transitions
-from senpai.ledger.blocks import Decision, Evidence, PrimaryResult
+from senpai.ledger.blocks import Decision, Evidence
 from senpai.ledger.events import ENV_EVENTS, EventBatch
 from senpai.ledger.experiment import Experiment
-from senpai.ledger.labels import Status, with_student
+from senpai.ledger.labels import ExperimentState, with_student
 from senpai.ledger.records import neutral
 from senpai.ledger.redact import redact
 from senpai.ledger.replies import reply_to_human
@@ -68,18 +68,20 @@ def job_spec(
 
 
 def failure_evidence(exp: Experiment, a: FailureEvidence, logs: str, reason: str) -> Evidence:
-    """Evidence for an attempt whose job ended without posting any (crash, deadline, lost)."""
-    metric = exp.hypothesis.metric.name if exp.hypothesis else "metric"
-    return Evidence(
+    """Evidence for an attempt whose job ended without posting any (crash, deadline, lost); its
+    primary result names the hypothesis's metric and baseline value, as a student's own does."""
+    h = exp.hypothesis
+    return Evidence.of(
+        h,
+        metric=h.metric.name if h else "metric",
+        value=None,
+        failure=f"job {a.job} ended without evidence: {reason}",
+        interpretation="the job died before it could report; see the log tail",
         pr=exp.pr,
         attempt=a.attempt,
         student=exp.student or "unknown",
         head=exp.head,
         command=f"senpai job student --pr {exp.pr} --attempt {a.attempt}",
-        outcome="failed",
-        failure=f"job {a.job} ended without evidence: {reason}",
-        primary=PrimaryResult(name=metric, value=None, baseline=None, delta=None),
-        interpretation="the job died before it could report; see the log tail",
         log_tail=logs[-4000:],
     )
 
@@ -177,17 +179,13 @@ class Dispatcher:
         return f"#{s.pr}: stopped by @{s.author}"
 
     def _open_issue(self, a: OpenIssue) -> str:
-        """Open `a` unless an issue of the bot's labelled `a.labels[0]` ends in its marker (looked up
-        once per marker per process). GitHub REST: GET .../issues?labels=..&state=all, POST .../issues."""
+        """Open `a` once (`escalation.open_issue_once`), its marker looked up on the forge once per
+        process; "" if it was there already."""
         if a.marker in self._issues:
             return ""
-        found = self.forge.list_issues(a.labels[0], "all")
-        self._issues |= {a.marker for i in found if i.user == self.forge.login and a.marker in i.body}
-        if a.marker in self._issues:
-            return ""
-        issue = self.forge.create_issue(a.title, a.body, list(a.labels))
+        number, opened = escalation.open_issue_once(self.forge, a.marker, a.title, a.body, list(a.labels))
         self._issues.add(a.marker)
-        return f"#{issue.number}: opened an issue for humans: {a.title.removeprefix('senpai: ')}"
+        return f"#{number}: opened an issue for humans: {a.title.removeprefix('senpai: ')}" if opened else ""
 
     def _tail(self, job: str | None) -> str:
         """The last ESCALATION_TAIL lines of `job`'s log as neutral prose ("" if none is left):
@@ -207,7 +205,7 @@ class Dispatcher:
         number = escalation.open_issue(self.forge, a.key, f"senpai: repeated infrastructure failures ({prs})", body)
         for n in a.prs:
             pr = self.forge.get_pull(n)
-            if pr.state == "open" and Status.BLOCKED.value not in pr.labels:
+            if pr.state == "open" and ExperimentState.BLOCKED.label not in pr.labels:
                 transitions.block(self.forge, pr, a.reason)
         log.warning("escalated %s: %s", prs, a.reason)
         return f"{prs}: escalated to issue #{number}: {a.reason}"

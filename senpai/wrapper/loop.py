@@ -28,6 +28,7 @@ from senpai.forge import mirror
 from senpai.forge.base import Forge
 from senpai.ledger.escalation import escalated
 from senpai.ledger.experiment import Experiment
+from senpai.ledger.labels import ExperimentState
 from senpai.ledger.table import LedgerReader
 from senpai.wrapper.actions import Launch
 from senpai.wrapper.dispatch import Dispatcher
@@ -57,7 +58,9 @@ class TickReport:
         """Experiments decided with their record complete: a merged PR counts once its `merge` decision
         is posted (the advisor merges first, then records where the merge landed), so a run that stops
         at N decided never stops between the two."""
-        return sum(e.decided and (e.state == "closed" or any(d.verdict == "merge" for d in e.decisions)) for e in self.exps)
+        return sum(
+            e.decided and (e.state == ExperimentState.CLOSED or any(d.verdict == "merge" for d in e.decisions)) for e in self.exps
+        )
 
 
 class Wrapper:

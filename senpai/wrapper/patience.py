@@ -8,8 +8,9 @@ ack records the PRs decided before it, `SteerCommand.decided`).
 
 from senpai.config.harness import HarnessConfig
 from senpai.ledger.commands import SYNTAX
+from senpai.ledger.escalation import marked
 from senpai.ledger.experiment import Experiment
-from senpai.ledger.labels import ATTENTION, STEER
+from senpai.ledger.labels import ATTENTION, STEER, ExperimentState
 from senpai.ledger.records import neutral
 from senpai.wrapper.actions import OpenIssue
 from senpai.wrapper.world import World
@@ -20,9 +21,9 @@ def patience_streak(exps: list[Experiment], resumed_after: frozenset[int] = froz
     decided before the last `/senpai resume`."""
     streak: list[Experiment] = []
     for e in exps:
-        if e.state == "merged":
+        if e.state == ExperimentState.MERGED:
             streak = []
-        elif e.state == "closed" and e.pr not in resumed_after:
+        elif e.state == ExperimentState.CLOSED and e.pr not in resumed_after:
             streak.append(e)
     return streak
 
@@ -39,7 +40,7 @@ def patience_issue(w: World, cfg: HarnessConfig) -> OpenIssue | None:
     if cfg.patience is None or len(streak) < cfg.patience or w.steer.paused:
         return None
     marker = f"<!-- senpai:attention:{'-'.join(str(e.pr) for e in streak)} -->"
-    if any(marker in i.body for i in w.issues if i.user == w.bot):  # only the bot's own: anyone could copy a marker
+    if marked(w.issues, marker, w.bot):
         return None
     tried = "\n".join(
         f"- #{e.pr} `{e.hypothesis.id if e.hypothesis else '?'}` "

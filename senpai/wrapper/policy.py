@@ -24,14 +24,15 @@ from datetime import datetime, timedelta
 
 from senpai.config.budgets import RELAUNCH
 from senpai.config.harness import HarnessConfig
+from senpai.config.roles import Role
 from senpai.errors import TransientError
 from senpai.fleet.base import JobStatus
 from senpai.ledger.consistency import reverify
 from senpai.ledger.escalation import escalation_id
-from senpai.ledger.events import Event, message_ref
+from senpai.ledger.events import Event, idle_event, message_event, pr_event, try_event
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.inbox import Inbound
-from senpai.ledger.labels import STUDENT_PREFIX, student_label
+from senpai.ledger.labels import ASSIGNED, STUDENT_PREFIX, ExperimentState, student_label
 from senpai.wrapper.actions import (
     Action,
     ApplyCommand,
@@ -110,11 +111,6 @@ def _live(jobs: list[JobStatus]) -> list[JobStatus]:
     return [j for j in jobs if not j.done]
 
 
-def message_event(m: Inbound, pr: int | None) -> Event:
-    """The event of one message version; `pr` is the student PR it is routed to (None: the advisor)."""
-    return Event(id=f"message:{message_ref(m.message)}", kind="message", pr=pr, message=m.message)
-
-
 def route(m: Inbound, w: World, cfg: HarnessConfig) -> int | None:
     """Where a free-text message goes: the PR of the student work it addresses, or None (the advisor).
 
@@ -124,7 +120,7 @@ def route(m: Inbound, w: World, cfg: HarnessConfig) -> int | None:
     """
     students = {s.name for s in cfg.students}
     for e in w.exps:
-        if e.state not in ("wip", "changes") or e.student not in students or e.error:
+        if e.state not in ASSIGNED or e.student not in students or e.error:
             continue
         if (m.on_pr and e.pr == m.message.number) or (m.student is not None and m.student == e.student):
             return e.pr
@@ -136,7 +132,7 @@ def pending_messages(w: World, cfg: HarnessConfig) -> list[Event]:
     names = {j.name for j in w.jobs}
     out = []
     for m in sorted(w.inbox, key=lambda m: m.order):
-        ev = message_event(m, route(m, w, cfg))
+        ev = message_event(m.message, route(m, w, cfg))
         if not m.acked and w.handed.get(ev.id) not in names:
             out.append(ev)
     return out
@@ -160,18 +156,20 @@ def evidence_version(e: Experiment) -> str:
 def advisor_events(w: World, cfg: HarnessConfig) -> list[Event]:
     """What the advisor should look at: reviews, verifications and stale WIP, then new work."""
     events: list[Event] = []
-    busy_prs = {j.pr for j in _live(w.jobs) if j.role in ("student", "verifier")}
+    busy_prs = {j.pr for j in _live(w.jobs) if j.role in (Role.STUDENT, Role.VERIFIER)}
     stale_after = timedelta(seconds=cfg.stale_after_seconds)
     for e in w.exps:
         if e.error or e.decided:
             continue
-        at = f"{e.head}{evidence_version(e)}"
-        if e.state == "review":
-            events.append(Event(id=f"review:pr-{e.pr}@{at}", kind="review", pr=e.pr, head=e.head))
-        elif e.state == "verifying" and e.verification_for(e.head, w.base_sha):
-            events.append(Event(id=f"verified:pr-{e.pr}@{at}..{w.base_sha}", kind="verified", pr=e.pr, head=e.head))
-        elif e.state == "wip" and e.pr not in busy_prs and w.now - datetime.fromisoformat(e.updated_at) > stale_after:
-            events.append(Event(id=f"stale:pr-{e.pr}@{at}", kind="stale", pr=e.pr, head=e.head))
+        version = evidence_version(e)
+        if e.state == ExperimentState.REVIEW:
+            events.append(pr_event("review", e.pr, e.head, version))
+        elif e.state == ExperimentState.VERIFYING and e.verification_for(e.head, w.base_sha):
+            events.append(pr_event("verified", e.pr, e.head, version, base=w.base_sha))
+        elif (
+            e.state == ExperimentState.WIP and e.pr not in busy_prs and w.now - datetime.fromisoformat(e.updated_at) > stale_after
+        ):
+            events.append(pr_event("stale", e.pr, e.head, version))
     return events + idle_events(w, cfg)
 
 
@@ -181,19 +179,17 @@ def idle_events(w: World, cfg: HarnessConfig) -> list[Event]:
     allow.  Nothing while a human has paused (`/senpai pause`)."""
     if w.steer.paused:
         return []
-    assigned = {e.student for e in w.exps if e.state in ("wip", "changes")}
+    assigned = {e.student for e in w.exps if e.state in ASSIGNED}
     idle = [s.name for s in cfg.students if s.name not in assigned]
     opened = {e.hypothesis.request for e in w.exps if e.hypothesis and e.hypothesis.request}
     tries = [t for t in w.steer.tries if t.ref not in opened]
-    events = [
-        Event(id=f"try:{t.ref}", kind="try", student=s, params=t.params, by=t.author) for s, t in zip(idle, tries, strict=False)
-    ]
+    events = [try_event(t.ref, s, t.params, t.author) for s, t in zip(idle, tries, strict=False)]
     idle = idle[len(events) :]
     cap = w.steer.experiments if w.steer.experiments is not None else cfg.max_experiments
     room = len(idle) if cap is None else cap - len(w.exps) - len(events)
     if room <= 0 or paused_for_patience(w.exps, cfg, w.steer.resumed_after):
         return events
-    return events + [Event(id=f"idle:{s}@{w.base_sha}:{len(w.exps)}", kind="idle", student=s) for s in idle[:room]]
+    return events + [idle_event(s, w.base_sha, len(w.exps)) for s in idle[:room]]
 
 
 def plan(w: World, cfg: HarnessConfig) -> list[Action]:
@@ -206,7 +202,7 @@ def plan(w: World, cfg: HarnessConfig) -> list[Action]:
     actions: list[Action] = [
         Block(e.pr, f"a senpai block is invalid: {e.error}")
         for e in w.exps
-        if e.error and e.state not in ("blocked", "merged", "closed")
+        if e.error and not e.decided and e.state != ExperimentState.BLOCKED
     ]
     actions += _human_changes(w)
     actions += _reap(w)
@@ -241,15 +237,15 @@ def _reap(w: World) -> list[Action]:
     exps, out = _by_pr(w), []
     for j in w.jobs:
         e = exps.get(j.pr) if j.pr is not None else None
-        if not j.done or e is None or e.decided or e.state == "blocked":
+        if not j.done or e is None or e.decided or e.state == ExperimentState.BLOCKED:
             continue
-        if j.role == "student" and e.attempts < job_attempt(j) and e.state in ("wip", "changes"):
+        if j.role == Role.STUDENT and e.attempts < job_attempt(j) and e.state in ASSIGNED:
             if infra_failure(j):
                 out += _spent(j, e.pr, w)  # relaunched by _students until the runs are spent
                 continue
             budget = e.hypothesis.budget.attempts if e.hypothesis else 1
             out.append(FailureEvidence(e.pr, job_attempt(j), j.name, to_review=job_attempt(j) >= budget))
-        elif j.role == "verifier" and e.state == "verifying" and not e.verification_for(e.head, w.base_sha):
+        elif j.role == Role.VERIFIER and e.state == ExperimentState.VERIFYING and not e.verification_for(e.head, w.base_sha):
             if len(e.verifications) >= job_attempt(j):
                 continue
             if infra_failure(j):
@@ -268,7 +264,7 @@ def _spent(j: JobStatus, pr: int, w: World) -> list[Action]:
     # the target's or senpai's problem, not the hypothesis's; the log tail in the issue says which
     why = (
         "on infrastructure, or because the base head failed its own train or score step,"
-        if j.role == "verifier"
+        if j.role == Role.VERIFIER
         else "on infrastructure,"
     )
     reason = (
@@ -279,15 +275,15 @@ def _spent(j: JobStatus, pr: int, w: World) -> list[Action]:
 
 
 def _students(w: World, cfg: HarnessConfig) -> list[Action]:
-    live = {j.student for j in _live(w.jobs) if j.role == "student"}
+    live = {j.student for j in _live(w.jobs) if j.role == Role.STUDENT}
     busy = {j.pr for j in _live(w.jobs)}
     messages = [ev for ev in pending_messages(w, cfg) if ev.pr is not None]
     out: list[Action] = []
     for e in w.exps:
-        if e.state not in ("wip", "changes") or e.error or e.student is None or e.hypothesis is None:
+        if e.state not in ASSIGNED or e.error or e.student is None or e.hypothesis is None:
             continue
         attempt = e.attempts + 1
-        if e.state == "wip" and attempt > e.hypothesis.budget.attempts:
+        if e.state == ExperimentState.WIP and attempt > e.hypothesis.budget.attempts:
             out += [FinishAttempts(e.pr)] if e.pr not in busy and e.evidence else []
             continue  # out of attempts: to review (the reaper or the job's own evidence normally does it)
         if e.student in live or e.student not in {s.name for s in cfg.students}:
@@ -299,7 +295,7 @@ def _students(w: World, cfg: HarnessConfig) -> list[Action]:
         if window_open(mine, w, cfg):
             continue  # a message for this student is on its way: wait for the batch, then go with it
         args = ["student", "--pr", str(e.pr), "--attempt", str(attempt)]
-        out.append(Launch("student", name, args, e.pr, e.student, tuple(mine)))
+        out.append(Launch(Role.STUDENT, name, args, e.pr, e.student, tuple(mine)))
         live.add(e.student)
     return out
 
@@ -314,9 +310,9 @@ def _verifiers(w: World) -> list[Action]:
     measured: dict[str, list[int]] | None = None  # worked out once a verifier is owed (most ticks owe none)
     owed = [(e, base) for e in w.exps if (base := _owed_base(e, w.base_sha))]
     runs = [f"senpai-verifier-pr{e.pr}-{len(e.verifications) + 1}" for e, _ in owed]
-    failed = {job_work(j) for j in w.jobs if j.role == "verifier" and j.phase == "failed"}
+    failed = {job_work(j) for j in w.jobs if j.role == Role.VERIFIER and j.phase == "failed"}
     stalled = bool(failed.intersection(runs))  # an owed verifier failed: nobody waits for it
-    busy = any(j.role == "verifier" for j in _live(w.jobs)) and not stalled
+    busy = any(j.role == Role.VERIFIER for j in _live(w.jobs)) and not stalled
     for (e, base), run in zip(owed, runs, strict=True):
         name = next_run(run, w.jobs, w.now)
         if name is None:
@@ -332,9 +328,9 @@ def _verifiers(w: World) -> list[Action]:
 def _owed_base(e: Experiment, base_sha: str) -> str | None:
     """The base `e` owes a verification against, if any: a merged PR's base that moved after its
     verification (`reverify`), or the current base for a PR in verifying without one."""
-    if e.state == "merged" and (owed := reverify(e)):
+    if e.state == ExperimentState.MERGED and (owed := reverify(e)):
         return owed[1]
-    if e.state == "verifying" and not e.error and not e.verification_for(e.head, base_sha):
+    if e.state == ExperimentState.VERIFYING and not e.error and not e.verification_for(e.head, base_sha):
         return base_sha
     return None
 
@@ -358,11 +354,11 @@ def _verifier(name: str, e: Experiment, sources: list[int]) -> Launch:
     """The verifier of `e`, as its student: the job gets the student's GPUs to train both sides.
     `sources`: PRs whose verifications measured the base, for it to reuse (`--baseline-from`)."""
     args = ["verify", "--pr", str(e.pr), *(a for pr in sources if pr != e.pr for a in ("--baseline-from", str(pr)))]
-    return Launch("verifier", name, args, e.pr, e.student)
+    return Launch(Role.VERIFIER, name, args, e.pr, e.student)
 
 
 def _advisor(w: World, cfg: HarnessConfig) -> Launch | Escalate | None:
-    if any(j.role == "advisor" for j in _live(w.jobs)):
+    if any(j.role == Role.ADVISOR for j in _live(w.jobs)):
         return None
     messages = [ev for ev in pending_messages(w, cfg) if ev.pr is None]
     if window_open(messages, w, cfg):
@@ -371,7 +367,7 @@ def _advisor(w: World, cfg: HarnessConfig) -> Launch | Escalate | None:
     if not events:
         return None
     digest = hashlib.sha256("\n".join(sorted(ev.id for ev in events)).encode()).hexdigest()[:10]
-    tries = [j for j in w.jobs if j.role == "advisor" and j.name.startswith(f"senpai-advisor-{digest}-")]
+    tries = [j for j in w.jobs if j.role == Role.ADVISOR and j.name.startswith(f"senpai-advisor-{digest}-")]
     if len(tries) >= RELAUNCH.advisor_runs:
         return _advisor_spent(events, tries, digest, w)
     last = max(tries, key=lambda j: int(j.name.rsplit("-", 1)[1]), default=None)
@@ -379,7 +375,7 @@ def _advisor(w: World, cfg: HarnessConfig) -> Launch | Escalate | None:
         if w.now < last.finished_at + timedelta(seconds=RELAUNCH.wait(len(tries))):
             return None  # the same batch just died: back off as for any relaunch
     name = f"senpai-advisor-{digest}-{len(tries) + 1}"
-    return Launch("advisor", name, ["advisor"], events=tuple(events))
+    return Launch(Role.ADVISOR, name, ["advisor"], events=tuple(events))
 
 
 def _advisor_spent(events: list[Event], tries: list[JobStatus], digest: str, w: World) -> Escalate | None:

@@ -19,14 +19,15 @@ when a merge or a base head is not senpai's verified work (`hand_made_issues`).
 """
 
 from senpai.config.harness import HarnessConfig
+from senpai.config.roles import Role
 from senpai.fleet.base import JobStatus
 from senpai.ledger.blocks import Steer, SteerCommand
 from senpai.ledger.commands import SYNTAX, CommandError, parse_commands
 from senpai.ledger.consistency import check, seen_bases, verified_merge
-from senpai.ledger.events import message_ref
+from senpai.ledger.events import message_id, message_ref
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.inbox import Inbound, SteerState, apply_command
-from senpai.ledger.labels import ATTENTION, SENPAI, STEER
+from senpai.ledger.labels import ATTENTION, SENPAI, STEER, ExperimentState
 from senpai.wrapper.actions import Ack, Action, ApplyCommand, Launch, OpenIssue, Stop
 from senpai.wrapper.patience import patience_issue
 from senpai.wrapper.world import World
@@ -110,7 +111,7 @@ def _describe(c: SteerCommand, opened: int, jobs: list[JobStatus], state: SteerS
 
 def delivered_text(launch: Launch) -> str:
     """The ack of a message handed to the job `launch` starts."""
-    if launch.role == "advisor":
+    if launch.role == Role.ADVISOR:
         return f"Delivered to the advisor (job `{launch.name}`)."
     return f"Delivered to student {launch.student} on PR #{launch.pr} (job `{launch.name}`)."
 
@@ -120,9 +121,9 @@ def delivery_repairs(w: World) -> list[Ack]:
     by_name = {j.name: j for j in w.jobs}
     out = []
     for m in w.inbox:
-        job = by_name.get(w.handed.get(f"message:{message_ref(m.message)}", ""))
+        job = by_name.get(w.handed.get(message_id(m.message), ""))
         if not m.acked and job is not None:
-            target = "the advisor" if job.role == "advisor" else f"student {job.student} (PR #{job.pr})"
+            target = "the advisor" if job.role == Role.ADVISOR else f"student {job.student} (PR #{job.pr})"
             out.append(Ack(m.message, f"Delivered to {target} (job `{job.name}`)."))
     return out
 
@@ -132,11 +133,11 @@ def hand_made_issues(w: World) -> list[OpenIssue]:
     one per base head no senpai merge produced (a push by hand), each with its marker so that none
     is opened twice (the `Dispatcher` looks the markers up). None while an advisor turn runs: it
     may be between its merge and its decision comment."""
-    if any(j.role == "advisor" and not j.done for j in w.jobs):
+    if any(j.role == Role.ADVISOR and not j.done for j in w.jobs):
         return []
     bases, flags, out = seen_bases(w.exps), check(w.exps, w.base_sha), []
     for e in w.exps:
-        if e.state != "merged" or verified_merge(e, bases):
+        if e.state != ExperimentState.MERGED or verified_merge(e, bases):
             continue
         what = "\n".join(f"- {f}" for f in flags.prs.get(e.pr, []))
         body = (

@@ -15,7 +15,7 @@ from senpai.cli.wiring import make_forge
 from senpai.config.harness import load_harness
 from senpai.ledger import transitions
 from senpai.ledger.blocks import BaselineRef, BudgetRef, Hypothesis, MetricRef
-from senpai.ledger.labels import Status
+from senpai.ledger.labels import ExperimentState
 
 pytestmark = pytest.mark.e2e
 
@@ -112,7 +112,7 @@ def test_protected_diff_is_refused_and_a_corrupted_block_blocks_only_its_pr(loca
     assert a.evidence[-1].outcome == "ok"  # the training itself was fine; the gate refused it
 
     b_pr = forge.get_pull(pr_b.number)
-    assert Status.BLOCKED.value in b_pr.labels and b_pr.state == "open" and b_pr.body == broken
+    assert ExperimentState.BLOCKED.label in b_pr.labels and b_pr.state == "open" and b_pr.body == broken
     comments = [c.body for c in forge.list_comments(pr_b.number)]
     assert len(comments) == 1 and "not valid YAML" in comments[0]
     assert_no_duplicates(config)

@@ -17,7 +17,7 @@ from senpai.config.harness import load_harness
 from senpai.ledger import transitions
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import Decision, Evidence, PrimaryResult
-from senpai.ledger.labels import SENPAI, Status, student_label
+from senpai.ledger.labels import SENPAI, ExperimentState, student_label
 from senpai.ledger.records import record_text
 from senpai.wrapper.loop import Wrapper
 
@@ -149,7 +149,7 @@ def test_a_removed_student_label_is_restored_and_the_experiment_goes_on(local_fo
 
         def one_pr_while_open() -> None:
             labels = bot.get_pull(pr.number).labels  # a student with work in wip or changes gets no second PR
-            if Status.WIP.value in labels or Status.CHANGES.value in labels:
+            if ExperimentState.WIP.label in labels or ExperimentState.CHANGES.label in labels:
                 assert len(bot.list_pulls("all")) == 1, "a second PR was opened for a student with work"
 
         _step(w, lambda: student_label("ada") in bot.get_pull(pr.number).labels, "the label back", each=one_pr_while_open)
@@ -163,4 +163,8 @@ def test_a_removed_student_label_is_restored_and_the_experiment_goes_on(local_fo
     finally:
         _stop_jobs(w)
     exp = reader(config).experiment(bot.get_pull(pr.number))
-    assert exp.evidence and "stale" not in exp.decision.reason and Status.BLOCKED.value not in bot.get_pull(pr.number).labels
+    assert (
+        exp.evidence
+        and "stale" not in exp.decision.reason
+        and ExperimentState.BLOCKED.label not in bot.get_pull(pr.number).labels
+    )

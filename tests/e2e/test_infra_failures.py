@@ -22,7 +22,7 @@ from senpai.config.budgets import GIT, RELAUNCH
 from senpai.config.harness import load_harness
 from senpai.forge import mirror
 from senpai.ledger import transitions
-from senpai.ledger.labels import ATTENTION, SENPAI, Status
+from senpai.ledger.labels import ATTENTION, SENPAI, ExperimentState
 from senpai.wrapper.policy import INFRA_EXIT
 
 pytestmark = pytest.mark.e2e
@@ -102,7 +102,7 @@ def test_repeated_infra_failures_block_once_and_open_one_issue_across_restarts(f
     forge = make_forge(load_harness(config))
     app.fail(r"^/git/senpai/infra-block\.git/info/refs$", *[CLONE_FAULT] * (GIT.attempts * RELAUNCH.runs))
     try:
-        _tick_until(config, lambda: Status.BLOCKED.value in forge.get_pull(pr).labels, "the block")
+        _tick_until(config, lambda: ExperimentState.BLOCKED.label in forge.get_pull(pr).labels, "the block")
         for _ in range(3):  # more restarts and ticks: nothing is posted again
             _tick_until(config, lambda: True, "a tick")
             w = build_wrapper(str(config))

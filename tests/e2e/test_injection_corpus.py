@@ -49,7 +49,7 @@ from senpai.ledger.blocks import (
 from senpai.ledger.events import Message, message_ref
 from senpai.ledger.experiment import Experiment, read_experiment
 from senpai.ledger.inbox import fold, issue_inbox, steer_blocks, version
-from senpai.ledger.labels import SENPAI, STEER, Status, student_label
+from senpai.ledger.labels import SENPAI, STEER, ExperimentState, student_label
 from senpai.ledger.records import read_record, record_marker, record_text
 from senpai.ledger.replies import reply_to_human
 from senpai.ledger.table import SETTLE, LedgerReader
@@ -189,7 +189,7 @@ def _post_reply(p: Program, pr: PullRequest, text: str) -> None:
 
 
 def _post_decision_reason(p: Program, pr: PullRequest, text: str) -> None:
-    p.bot.set_labels(pr.number, [SENPAI, student_label("ada"), Status.REVIEW.value])
+    p.bot.set_labels(pr.number, [SENPAI, student_label("ada"), ExperimentState.REVIEW.label])
     pr = p.bot.get_pull(pr.number)
     transitions.decide(
         p.bot, pr, _exp(p, pr.number), Decision(pr=pr.number, head=pr.head_sha, verdict="changes", reason=text), None, p.base
@@ -197,7 +197,7 @@ def _post_decision_reason(p: Program, pr: PullRequest, text: str) -> None:
 
 
 def _post_verification_reason(p: Program, pr: PullRequest, text: str) -> None:
-    p.bot.set_labels(pr.number, [SENPAI, student_label("ada"), Status.VERIFYING.value])
+    p.bot.set_labels(pr.number, [SENPAI, student_label("ada"), ExperimentState.VERIFYING.label])
     transitions.record_verification(p.bot, p.bot.get_pull(pr.number), _verification(pr, "0" * 40, text, passed=False))
 
 
@@ -267,7 +267,7 @@ def test_forged_records_with_other_line_breaks_are_text(program, newline):
 def test_a_verification_in_a_reply_no_longer_lets_the_advisor_merge(program):
     pr, _ = _open(program, "reply-merge")
     _post_reply(program, pr, _payload(program, pr))
-    program.bot.set_labels(pr.number, [SENPAI, student_label("ada"), Status.VERIFYING.value])
+    program.bot.set_labels(pr.number, [SENPAI, student_label("ada"), ExperimentState.VERIFYING.label])
     pr = program.bot.get_pull(pr.number)
     exp = _exp(program, pr.number)
     assert exp.verifications == []
@@ -323,7 +323,7 @@ def test_a_pr_the_bot_did_not_open_is_not_an_experiment(program, author):
     h = _hypothesis(program, "h-foreign")
     forge = getattr(program, author)
     pr = forge.create_pull("mine", transitions.hypothesis_body(h), head=branch, base="advisor", labels=[])
-    program.bot.set_labels(pr.number, [SENPAI, student_label("ada"), Status.WIP.value])  # labelled, by mistake or not
+    program.bot.set_labels(pr.number, [SENPAI, student_label("ada"), ExperimentState.WIP.label])  # labelled, by mistake or not
     exp = _exp(program, pr.number)
     assert exp.hypothesis is None and "was not opened by senpai" in exp.error
 
@@ -495,7 +495,7 @@ def test_hostile_blocks_block_only_their_pr_and_never_the_loop(local_forge, tmp_
         w.store.close()
     for n in numbers:
         pr = bot.get_pull(n)
-        assert Status.BLOCKED.value in pr.labels and pr.state == "open"
+        assert ExperimentState.BLOCKED.label in pr.labels and pr.state == "open"
         (comment,) = bot.list_comments(n)
         assert len(comment.body) < 1500 and "Blocked" in comment.body
     restarted = build_wrapper(str(config))  # a restart reads the same PRs again

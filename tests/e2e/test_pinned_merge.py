@@ -25,7 +25,7 @@ from senpai.ledger import transitions
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import BaselineRef, BudgetRef, Decision, Hypothesis, MetricRef, Verification
 from senpai.ledger.consistency import check, reverify, verified_merge
-from senpai.ledger.labels import SENPAI, Status, student_label
+from senpai.ledger.labels import SENPAI, ExperimentState, student_label
 from senpai.ledger.table import LedgerReader
 
 pytestmark = pytest.mark.e2e
@@ -52,7 +52,7 @@ def _verified_pr(bot, work, base: str, name: str):
     branch = f"senpai/ada/{name}"
     commit_and_push(bot, work, branch, {"params.json": json.dumps(params)}, start="advisor")
     pr = transitions.open_experiment(bot, h, branch, "advisor", name)
-    bot.set_labels(pr.number, [SENPAI, student_label("ada"), Status.VERIFYING.value])
+    bot.set_labels(pr.number, [SENPAI, student_label("ada"), ExperimentState.VERIFYING.label])
     pr = bot.get_pull(pr.number)
     transitions.record_verification(bot, pr, _verification(pr.number, pr.head_sha, base))
     return bot.get_pull(pr.number)

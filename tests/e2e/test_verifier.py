@@ -34,7 +34,7 @@ from senpai.config.harness import load_harness
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Verification, render
 from senpai.ledger.events import Event
-from senpai.ledger.labels import Status, status_of
+from senpai.ledger.labels import ExperimentState, status_of
 
 pytestmark = pytest.mark.e2e
 
@@ -607,7 +607,7 @@ def test_a_pr_that_conflicts_with_a_moved_base_is_sent_back_to_re_apply_not_clos
     assert lines == [f"#{pr}: changes requested (merge conflict)"]
     (d,) = ctx.ledger.experiment(forge.get_pull(pr)).decisions
     assert d.verdict == "changes" and "re-apply on the new base" in d.reason
-    assert status_of(forge.get_pull(pr).labels) == Status.CHANGES
+    assert status_of(forge.get_pull(pr).labels) == ExperimentState.CHANGES
     # the student re-applied, and the base moved under it again: sent back at most budget.attempts
     # times (the tiny hypothesis-less PR: once), then closed, so a base that keeps moving has a cost cap
     forge.set_labels(pr, ["senpai", "student:ada", "status:verifying"])

@@ -13,7 +13,7 @@ from senpai.errors import MergeRefused
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Decision, Hypothesis, Verification
 from senpai.ledger.inbox import compute_allowance
-from senpai.ledger.labels import Status, with_status
+from senpai.ledger.labels import ExperimentState, with_status
 from senpai.ledger.records import read_record
 from senpai.ledger.table import LedgerReader
 
@@ -73,7 +73,7 @@ def test_allow_compute_lets_a_slow_win_merge_only_after_a_trusted_human_says_so(
     base = commit_and_push(forge, tmp_path / "seed", "advisor", {"senpai.yaml": TARGET, "params.json": '{"width": 32}\n'})
     head = commit_and_push(forge, tmp_path / "seed", "senpai/ada/h-wide", {"params.json": '{"width": 128}\n'}, start="advisor")
     pull = transitions.open_experiment(forge, _hypothesis(base), "senpai/ada/h-wide", "advisor", "wider")
-    forge.set_labels(pull.number, with_status(pull.labels, Status.VERIFYING))
+    forge.set_labels(pull.number, with_status(pull.labels, ExperimentState.VERIFYING))
     transitions.record_verification(forge, forge.get_pull(pull.number), _slow_win(pull.number, head, base))
 
     with pytest.raises(MergeRefused, match=r"training seconds 20 vs 10 is x2.00.*`/senpai allow compute`"):

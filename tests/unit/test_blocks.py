@@ -279,3 +279,16 @@ def test_render_never_writes_an_evidence_the_parser_refuses(n, key, unit, length
     ev = Evidence.model_validate({**data, "metrics": {f"{key}{i}": 0.5 for i in range(n)}})
     assert len(render(ev).encode("utf-8", "surrogatepass")) < MAX_BYTES
     assert read_record(record_text(ev, big)) == ev
+
+
+@pytest.mark.parametrize(
+    ("value", "failure", "outcome", "delta"),
+    [(0.9, None, "ok", pytest.approx(0.1)), (math.nan, "val_accuracy is nan", "failed", None), (None, "died", "failed", None)],
+)
+def test_evidence_of_a_hypothesis_measures_against_its_baseline_value_whatever_the_outcome(value, failure, outcome, delta):
+    h = HYP.model_copy(update={"baseline": BaselineRef(commit="a" * 40, run_id="r", value=0.8)})
+    fields = dict(pr=3, attempt=1, student="ada", head="b" * 40, command="python train.py")
+    ev = Evidence.of(h, metric="val_accuracy", value=value, failure=failure, interpretation="i", **fields)
+    assert (ev.outcome, ev.failure, ev.primary.baseline, ev.primary.delta) == (outcome, failure, 0.8, delta)
+    assert render(parse(render(ev))) == render(ev)  # a record (NaN is not equal to itself)
+    assert Evidence.of(None, metric="m", value=None, failure="lost", interpretation="i", **fields).primary.baseline is None

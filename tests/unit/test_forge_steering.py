@@ -12,6 +12,7 @@ from test_policy import CFG, exp
 from senpai.agents.search.advisor import answer_free_text
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Decision
+from senpai.ledger.escalation import open_issue_once
 from senpai.ledger.events import Message
 from senpai.ledger.inbox import version
 from senpai.ledger.labels import ATTENTION, SENPAI, STEER
@@ -55,6 +56,17 @@ def test_an_outsiders_issue_cannot_hide_the_patience_issue(fake_forge):
     ledger, _, view = steering_tick.read(forge, cfg)
     lines = steering_tick.act(forge, cfg, (ledger, closed, view))[0]
     assert any("without improvement" in line for line in lines)
+
+
+def test_an_issue_for_humans_is_opened_once_per_marker_and_only_the_bots_own_issues_hold_it(fake_forge):
+    forge, fake = fake_forge
+    marker = "<!-- senpai:escalation:0123456789abcdef -->"
+    fake.forge("mallory", "read").create_issue("copied", f"look\n\n{marker}", [])
+    fake.forge("carol", "collaborator").set_labels(1, [SENPAI])  # labelled like the bot's: still not the bot's
+    number, opened = open_issue_once(forge, marker, "senpai: help", f"body\n\n{marker}", [SENPAI, STEER])
+    assert opened and number != 1
+    assert open_issue_once(forge, marker, "senpai: help", f"body\n\n{marker}", [SENPAI, STEER]) == (number, False)
+    assert sorted(i.number for i in forge.list_issues(SENPAI, "all")) == [1, number]  # one opened, in all
 
 
 def test_one_ack_and_one_answer_per_message_version(fake_forge):

@@ -10,8 +10,10 @@ from test_policy import BASE, CFG, NOW, exp, launches
 
 from senpai.config.budgets import RELAUNCH
 from senpai.fleet.base import JobStatus
+from senpai.ledger.blocks import BaselineRef
 from senpai.ledger.escalation import escalation_id
 from senpai.wrapper.actions import Block, Escalate, FailureEvidence
+from senpai.wrapper.dispatch import failure_evidence
 from senpai.wrapper.policy import infra_failure, plan
 from senpai.wrapper.world import World
 
@@ -139,3 +141,19 @@ def test_a_dead_advisor_turn_is_retried_after_a_backoff():
     later = NOW + timedelta(seconds=RELAUNCH.wait(1))
     (again,) = launches(plan(World(w.exps, BASE, [died], later), CFG), "advisor")
     assert again.name == adv.name[:-1] + "2"
+
+
+def test_the_wrappers_failure_evidence_names_the_hypothesiss_metric_and_baseline_like_a_students_own():
+    e = exp(1, "wip")
+    h = e.hypothesis.model_copy(update={"baseline": BaselineRef(commit=BASE, run_id="r", value=0.8)})
+    ev = failure_evidence(
+        e.model_copy(update={"hypothesis": h}), FailureEvidence(1, 1, "senpai-student-pr1-1", False), "boom", "Error"
+    )
+    assert (ev.outcome, ev.primary.name, ev.primary.value, ev.primary.baseline, ev.primary.delta) == (
+        "failed",
+        "acc",
+        None,
+        0.8,
+        None,
+    )
+    assert ev.failure == "job senpai-student-pr1-1 ended without evidence: Error" and ev.log_tail == "boom"

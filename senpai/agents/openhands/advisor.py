@@ -12,13 +12,14 @@ from senpai.agents.openhands.conversation import run_turn, turn_key
 from senpai.agents.openhands.prompts import digest, event_line, read_program, system_suffix, user_turn
 from senpai.agents.openhands.tools import senpai_tools
 from senpai.agents.openhands.turn import conversations_dir, open_session, post_budget_report
+from senpai.config.roles import Role
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.events import Event
 
 
 def advisor_turn(ctx: TurnContext, events: list[Event], now: datetime | None = None) -> list[str]:
     """One advisor turn over `events`; returns one line per ledger effect, then the turn's outcome."""
-    session, llm, guard = open_session(ctx, "advisor", events)
+    session, llm, guard = open_session(ctx, Role.ADVISOR, events)
     base_sha = ctx.forge.branch_sha(ctx.base)
     exps = ctx.ledger.experiments()
     space = {k: v.model_dump(exclude_none=True) for k, v in ctx.target.params.space.items()}
@@ -30,15 +31,15 @@ def advisor_turn(ctx: TurnContext, events: list[Event], now: datetime | None = N
     user = user_turn(now or datetime.now(UTC), ctx.repo.path, sections)
     prs = sorted({e.pr for e in events if e.pr is not None})
     pr = prs[0] if len(prs) == 1 else None
-    key = turn_key("advisor", pr, base_sha, extra=",".join(sorted(e.id for e in events)))
+    key = turn_key(Role.ADVISOR, pr, base_sha, extra=",".join(sorted(e.id for e in events)))
     tools = senpai_tools(session)
     result = run_turn(
         llm=llm,
         senpai_tools=tools,
-        system=system_suffix("advisor", read_program(ctx.repo.path, ctx.target)),
+        system=system_suffix(Role.ADVISOR, read_program(ctx.repo.path, ctx.target)),
         user=user,
         workspace=ctx.repo.path,
-        state_dir=conversations_dir(ctx, "advisor"),
+        state_dir=conversations_dir(ctx, Role.ADVISOR),
         key=key,
         guard=guard,
     )

@@ -26,6 +26,7 @@ from openhands.tools.terminal import TerminalTool
 
 from senpai.agents.openhands.budget import BudgetGuard
 from senpai.agents.openhands.prompts import ROOT, untrusted
+from senpai.config.roles import Role
 from senpai.errors import TransientError
 from senpai.ledger.blocks import TurnUsage
 
@@ -97,7 +98,7 @@ def conversation_id(key: str) -> uuid.UUID:
     return uuid.uuid5(uuid.NAMESPACE_URL, f"senpai:{key}")
 
 
-def turn_key(role: str, pr: int | None, revision: str, extra: str = "") -> str:
+def turn_key(role: Role, pr: int | None, revision: str, extra: str = "") -> str:
     """`<role>-pr<n>-<revision[:12]>[-<hash of extra>]`: one conversation per (role, PR, revision)."""
     tail = f"-{hashlib.sha256(extra.encode()).hexdigest()[:8]}" if extra else ""
     return f"{role}-pr{pr if pr is not None else 'none'}-{revision[:12]}{tail}"

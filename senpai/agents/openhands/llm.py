@@ -4,10 +4,11 @@ from openhands.sdk import LLM
 from pydantic import SecretStr
 
 from senpai.config.harness import LLMSettings
+from senpai.config.roles import Role
 from senpai.errors import ConfigError
 
 
-def make_llm(settings: LLMSettings, role: str, api_key: str | None) -> LLM:
+def make_llm(settings: LLMSettings, role: Role, api_key: str | None) -> LLM:
     """An LLM for `role`; `api_key` is read by the caller from `settings.api_key_env` before the
     environment is scrubbed.  Raises ConfigError if a provider other than a custom `base_url`
     gets no key."""

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 from senpai.config.load import read_bounded
+from senpai.config.roles import Role
 from senpai.config.target import TargetConfig
 from senpai.errors import ConfigError
 from senpai.ledger.baseline import Baseline
@@ -44,7 +45,7 @@ def untrusted(source: str, text: str, limit: int = LIMIT) -> str:
     return f'<untrusted source="{src}">\n{body}\n</untrusted>'
 
 
-def system_suffix(role: str, program: str) -> str:
+def system_suffix(role: Role, program: str) -> str:
     """The role's system prefix after the SDK's own: instructions, trust rules, program.md."""
     instructions = (ROOT / role / "INSTRUCTIONS.md").read_text()
     return f"{instructions.strip()}\n\n{TRUST}\n\n<RESEARCH_PROGRAM>\n{program.strip()}\n</RESEARCH_PROGRAM>"

@@ -4,6 +4,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from senpai.agents.context import TurnContext
+from senpai.config.roles import Role
 from senpai.ledger.blocks import Evidence, Hypothesis, TurnUsage
 from senpai.ledger.events import Event
 
@@ -11,7 +12,7 @@ from senpai.ledger.events import Event
 @dataclass
 class Session:
     ctx: TurnContext
-    role: str
+    role: Role
     usage: Callable[[], TurnUsage]
     events: list[Event] = field(default_factory=list)
     pr: int | None = None  # student: the assigned PR

@@ -16,14 +16,15 @@ from senpai.agents.openhands.session import Session
 from senpai.agents.openhands.tools import senpai_tools
 from senpai.agents.openhands.turn import conversations_dir, open_session, post_budget_report
 from senpai.agents.params import apply_params
+from senpai.config.roles import Role
 from senpai.ledger import transitions
-from senpai.ledger.blocks import Cost, Evidence, PrimaryResult, render
+from senpai.ledger.blocks import Cost, Evidence, render
 from senpai.ledger.events import Event
 
 
 def student_turn(ctx: TurnContext, number: int, attempt: int, events: list[Event] = (), now: datetime | None = None) -> Evidence:
     """Attempt `attempt` on PR `number`. Raises PermanentError if the PR has no hypothesis."""
-    session, llm, guard = open_session(ctx, "student", list(events))
+    session, llm, guard = open_session(ctx, Role.STUDENT, list(events))
     h, branch = checkout_for_attempt(ctx, number)
     apply_params(ctx.repo.path / ctx.target.params.file, h.params)
     head = ctx.repo.head()
@@ -48,11 +49,11 @@ def student_turn(ctx: TurnContext, number: int, attempt: int, events: list[Event
     result = run_turn(
         llm=llm,
         senpai_tools=senpai_tools(session),
-        system=system_suffix("student", read_program(ctx.repo.path, t)),
+        system=system_suffix(Role.STUDENT, read_program(ctx.repo.path, t)),
         user=user_turn(now or datetime.now(UTC), ctx.repo.path, sections),
         workspace=ctx.repo.path,
-        state_dir=conversations_dir(ctx, "student"),
-        key=turn_key("student", number, head, extra=f"attempt-{attempt}"),
+        state_dir=conversations_dir(ctx, Role.STUDENT),
+        key=turn_key(Role.STUDENT, number, head, extra=f"attempt-{attempt}"),
         guard=guard,
     )
     return session.evidence or _no_evidence(session, guard, result, head)
@@ -74,16 +75,17 @@ def _no_evidence(s: Session, guard, result: TurnResult, head: str) -> Evidence:
         failure = f"budget exhausted ({', '.join(result.exhausted)}) before evidence; report on #{where}"
     else:
         failure = f"the agent ended its turn ({result.status}) without submitting evidence"
-    ev = Evidence(
+    ev = Evidence.of(
+        h,
+        metric=h.metric.name,
+        value=None,
+        failure=failure,
+        interpretation=result.last_message or failure,
         pr=s.pr,
         attempt=s.attempt,
         student=h.student,
         head=head,
         command=s.ctx.target.train,
-        outcome="failed",
-        failure=failure,
-        primary=PrimaryResult(name=h.metric.name, value=None, baseline=h.baseline.value, delta=None),
-        interpretation=result.last_message or failure,
         cost=Cost(wall_seconds=result.usage.wall_seconds, tokens=result.usage.tokens, dollars=result.usage.dollars),
     )
     transitions.submit_evidence(s.ctx.forge, s.ctx.forge.get_pull(s.pr), ev, to_review=s.attempt >= h.budget.attempts)

@@ -31,10 +31,11 @@ from senpai.agents.openhands.prompts import digest, untrusted
 from senpai.agents.openhands.session import Session
 from senpai.agents.params import read_params
 from senpai.agents.workcopy import WorkCopy
+from senpai.config.roles import Role
 from senpai.errors import PermanentError, SenpaiError, TransitionError
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import Scalar, render
-from senpai.ledger.labels import Status, status_of
+from senpai.ledger.labels import ASSIGNED, ExperimentState, status_of
 from senpai.ledger.redact import redact
 from senpai.ledger.replies import reply_to_human
 
@@ -167,7 +168,7 @@ def _create_hypothesis(s: Session, a: CreateHypothesisAction) -> str:
     if not a.params and not a.change:
         raise PermanentError("give params, a change, or both")
     exps = ctx.ledger.experiments()
-    if any(e.student == a.student and e.state in ("wip", "changes") for e in exps):
+    if any(e.student == a.student and e.state in ASSIGNED for e in exps):
         raise TransitionError(f"student {a.student} already has an open assignment")
     baseline = current_baseline(exps, ctx.forge.branch_sha(ctx.base))
     hctx = harness_context(s, "hypothesis", ctx.base)
@@ -205,13 +206,13 @@ def _decide(s: Session, a: DecideAction) -> str:
 
 def _merge(s: Session, pr, exp, baseline, status, reason: str) -> str:
     ctx = s.ctx
-    if status == Status.REVIEW:
+    if status == ExperimentState.REVIEW:
         ev = exp.evidence_for(pr.head_sha)
         if ev is None or ev.outcome != "ok":
             raise TransitionError(f"PR #{pr.number} has no ok evidence for head {pr.head_sha[:8]}; close it or ask for changes")
         return review.send_to_verifier(ctx, pr, exp) + "; you will be woken when the verifier has measured it"
-    if status != Status.VERIFYING:
-        raise TransitionError(f"PR #{pr.number} is {status and status.value}; merge needs status:review or status:verifying")
+    if status != ExperimentState.VERIFYING:
+        raise TransitionError(f"PR #{pr.number} is {status and status.label}; merge needs status:review or status:verifying")
     v = exp.verification_for(pr.head_sha, baseline.commit)
     if v is None:
         raise TransitionError(
@@ -300,8 +301,8 @@ TOOL_CLASSES: dict[str, type[SenpaiTool]] = {
     name: type(f"{name.title().replace('_', '')}Tool", (SenpaiTool,), {"name": name}) for name in SPECS
 }
 ROLE_TOOLS = {
-    "advisor": ["create_hypothesis", "decide", "query_ledger", "query_runs", "reply_to_human"],
-    "student": ["query_ledger", "query_runs", "reply_to_human", "submit_evidence"],
+    Role.ADVISOR: ["create_hypothesis", "decide", "query_ledger", "query_runs", "reply_to_human"],
+    Role.STUDENT: ["query_ledger", "query_runs", "reply_to_human", "submit_evidence"],
 }
 
 

@@ -11,12 +11,13 @@ from senpai.agents.openhands.conversation import TurnResult
 from senpai.agents.openhands.llm import make_llm
 from senpai.agents.openhands.session import Session
 from senpai.agents.secrets import scrub_environment
+from senpai.config.roles import Role
 from senpai.ledger import transitions
 from senpai.ledger.blocks import BudgetReport
 from senpai.ledger.events import Event
 
 
-def open_session(ctx: TurnContext, role: str, events: list[Event]) -> tuple[Session, LLM, BudgetGuard]:
+def open_session(ctx: TurnContext, role: Role, events: list[Event]) -> tuple[Session, LLM, BudgetGuard]:
     """Read the LLM key, scrub every secret from os.environ, and build the turn's session, LLM and guard.
 
     Raises ConfigError if the role's LLM has no key and no custom base URL.
@@ -30,7 +31,7 @@ def open_session(ctx: TurnContext, role: str, events: list[Event]) -> tuple[Sess
     return session, llm, guard
 
 
-def conversations_dir(ctx: TurnContext, role: str) -> Path:
+def conversations_dir(ctx: TurnContext, role: Role) -> Path:
     """Conversation state lives under the harness state dir (the shared volume), so a resumed job finds it."""
     return Path(ctx.harness.state_dir) / "conversations" / role
 

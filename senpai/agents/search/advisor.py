@@ -18,7 +18,7 @@ from senpai.ledger.baseline import Baseline, current_baseline
 from senpai.ledger.commands import SYNTAX
 from senpai.ledger.events import Event, Message
 from senpai.ledger.experiment import Experiment
-from senpai.ledger.labels import Status, status_of
+from senpai.ledger.labels import ASSIGNED, ExperimentState, status_of
 from senpai.ledger.replies import reply_to_human
 
 log = logging.getLogger(__name__)
@@ -60,12 +60,12 @@ def _review(ctx: TurnContext, ev: Event, exp: Experiment, baseline: Baseline) ->
     if pr.state != "open" or pr.head_sha != ev.head:
         return []  # moved on since the wrapper looked
     decide = lambda d: transitions.decide(ctx.forge, pr, exp, d, ctx.target, baseline.commit)  # noqa: E731
-    if ev.kind == "stale" and status == Status.WIP:
+    if ev.kind == "stale" and status == ExperimentState.WIP:
         decide(_decision(exp, "close", f"stale: no live job and no progress; {exp.attempts} attempt(s) made"))
         return [f"#{exp.pr}: closed as stale"]
-    if ev.kind == "review" and status == Status.REVIEW:
+    if ev.kind == "review" and status == ExperimentState.REVIEW:
         return _review_evidence(ctx, pr, exp, baseline, decide)
-    if ev.kind == "verified" and status == Status.VERIFYING:
+    if ev.kind == "verified" and status == ExperimentState.VERIFYING:
         return _decide_verified(ctx, pr, exp, baseline)
     return []
 
@@ -101,7 +101,7 @@ def _history(exps: list[Experiment]) -> list[tuple[dict, float | None]]:
 
 
 def _assign(ctx: TurnContext, students: list[str], exps: list[Experiment], baseline: Baseline) -> list[str]:
-    busy = {e.student for e in exps if e.state in ("wip", "changes")}
+    busy = {e.student for e in exps if e.state in ASSIGNED}
     students = [s for s in students if s not in busy]
     if not students:
         return []
