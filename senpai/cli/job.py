@@ -14,6 +14,7 @@ from senpai.cli.main import end_quickly
 from senpai.cli.options import config_option
 from senpai.cli.wiring import make_forge, make_runtime, make_tracker, secret_envs
 from senpai.config.harness import HarnessConfig, LocalFleetSettings, load_harness
+from senpai.config.roles import Role
 from senpai.forge.mirror import handed_base
 from senpai.ledger.events import ENV_EVENTS, EventBatch
 from senpai.ledger.redact import redact_own_output
@@ -27,7 +28,7 @@ def _forge_phase(method: str) -> str:
     return "forge write" if method in FORGE_WRITES else "forge read"
 
 
-def _context(config_path: str, role: str, workdir: Path | None = None):
+def _context(config_path: str, role: Role, workdir: Path | None = None):
     with phases.phase("config"):
         cfg = load_harness(config_path)
     with phases.phase("redaction filter"):
@@ -60,7 +61,7 @@ def advisor(config_path: str) -> None:
     """Advisor turn over the events in $SENPAI_EVENTS (JSON EventBatch), with runtime.advisor.kind."""
     from senpai.agents.tries import open_requested
 
-    ctx = _context(config_path, "advisor")
+    ctx = _context(config_path, Role.ADVISOR)
     opened, events = open_requested(ctx, _events().events)  # human `/senpai try`s go before any proposal
     for line in opened + make_runtime(ctx.harness.runtime.advisor).advisor_turn(ctx, events):
         click.echo(line)
@@ -72,7 +73,7 @@ def advisor(config_path: str) -> None:
 @click.option("--attempt", type=int, required=True)
 def student(config_path: str, pr: int, attempt: int) -> None:
     """Student turn: attempt ATTEMPT on PR with runtime.student.kind (messages in $SENPAI_EVENTS)."""
-    ctx = _context(config_path, "student")
+    ctx = _context(config_path, Role.STUDENT)
     ev = make_runtime(ctx.harness.runtime.student).student_turn(ctx, pr, attempt, _events().events)
     click.echo(
         f"outcome: {ev.outcome}\n{ev.primary.name}: {ev.primary.value}\ntokens: {ev.cost.tokens}\ndollars: {ev.cost.dollars}"
@@ -117,11 +118,11 @@ def verify(config_path: str, pr: int, step: str, side: str | None, work: str | N
         return
     root.mkdir(parents=True, exist_ok=True)
     if step == "checkout":
-        ctx = _context(config_path, "verifier", root)
+        ctx = _context(config_path, Role.VERIFIER, root)
         plan = steps.checkout_step(ctx, pr, root, _holdout_dir(ctx.harness) or steps.empty_dir(root / "holdout"), sources)
         click.echo(plan.model_dump_json())
         return
-    ctx = _context(config_path, "verifier", Path(tempfile.mkdtemp(prefix="score-", dir=root)) if step == "score" else root)
+    ctx = _context(config_path, Role.VERIFIER, Path(tempfile.mkdtemp(prefix="score-", dir=root)) if step == "score" else root)
     scrub_environment(ctx.harness, [])  # train steps (all) and the evaluator loading an artifact are our children
     holdout = _holdout_dir(ctx.harness) or steps.empty_dir(ctx.workdir / "holdout")
     if step == "score":

@@ -52,6 +52,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from senpai import startup
+from senpai.config.roles import Role
 from senpai.errors import NotFound, PermanentError, TransientError
 from senpai.fleet.base import JobSpec, JobStatus
 from senpai.fleet.procs import ENV_JOB, kill_tagged
@@ -347,7 +348,7 @@ class LocalFleet:
         supervisor, if alive, is told to stop (it will never be read right again)."""
         log.warning("local job %s cannot be read, reported lost: %s", name, str(error)[:300])
         m = _PARTS.match(name)
-        who = {"role": m["role"] if m else "advisor", "pr": int(m["pr"]) if m and m["pr"] else None, "student": None}
+        who = {"role": m["role"] if m else Role.ADVISOR, "pr": int(m["pr"]) if m and m["pr"] else None, "student": None}
         claim = None
         with contextlib.suppress(OSError, ValueError), JobDir(self.root / name) as jd:
             claim = jd.claimant()
