@@ -1,8 +1,7 @@
 """The wrapper's SQLite state store. It is only a cache: delete it and the next tick rebuilds
 everything from the forge and the fleet; only idempotent actions replay.
 
-Tables:
-    kv(key TEXT PRIMARY KEY, value TEXT)          poll ETag and other cursors
+Tables (an older file's `kv` table is left alone, unread):
     events(id TEXT PRIMARY KEY, first_seen TEXT,  event ids, when first seen (ISO8601 UTC; the
            job TEXT)                              batch window of messages), and the job each was
                                                   handed to (recorded just before the launch)
@@ -13,7 +12,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS events (id TEXT PRIMARY KEY, first_seen TEXT NOT NULL, job TEXT);
 """
 
@@ -27,22 +25,10 @@ class StateStore:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.executescript(SCHEMA)
 
-    def get(self, key: str) -> str | None:
-        row = self.db.execute("SELECT value FROM kv WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else None
-
-    def put(self, key: str, value: str | None) -> None:
-        self.db.execute("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", (key, value))
-
-    def see(self, event_ids: list[str], now: datetime | None = None) -> list[str]:
-        """Record event ids (first seen `now`, default the current UTC time); return those not seen before."""
+    def see(self, event_ids: list[str], now: datetime | None = None) -> None:
+        """Record event ids first seen `now` (default the current UTC time); one seen before keeps its time."""
         stamp = (now or datetime.now(UTC)).isoformat()
-        new = []
-        for eid in event_ids:
-            cur = self.db.execute("INSERT OR IGNORE INTO events (id, first_seen) VALUES (?, ?)", (eid, stamp))
-            if cur.rowcount:
-                new.append(eid)
-        return new
+        self.db.executemany("INSERT OR IGNORE INTO events (id, first_seen) VALUES (?, ?)", [(e, stamp) for e in event_ids])
 
     def first_seen(self, event_ids: list[str]) -> dict[str, datetime]:
         """event id -> when it was first seen, for the ids recorded."""
