@@ -63,6 +63,11 @@ class Run:
     waiter: threading.Thread | None = None
 
 
+def _nested(markdown: str) -> str:
+    """A figure's Markdown with every heading one level under the figure's own `##`."""
+    return "\n".join(("###" + line.lstrip("#") if line.startswith("#") else line) for line in markdown.splitlines())
+
+
 def _newest(prefix: str, since: float) -> Path | None:
     """The newest `<prefix><UTC>.md` written after `since` (epoch seconds)."""
     found = [p for p in RESULTS.glob(f"{prefix}2*.md") if p.stat().st_mtime >= since]
@@ -112,7 +117,8 @@ class Bench:
         f, result = run.figure, _newest(run.figure.prefix, run.since)
         if run.proc.returncode != 0 or result is None:
             return f"## {f.title}\n\nfailed: `{f.script}` exited {run.proc.returncode} after {run.wall:.0f} s\n", False
-        return f"## {f.title}\n\n({run.wall:.0f} s, `{result.relative_to(ROOT)}`)\n\n{result.read_text().strip()}\n", True
+        table = _nested(result.read_text().strip())
+        return f"## {f.title}\n\n({run.wall:.0f} s, `{result.relative_to(ROOT)}`)\n\n{table}\n", True
 
 
 @click.command()

@@ -70,6 +70,7 @@ def demo(students: int, experiments: int, out: str | None, example: str, timeout
     """Run the research loop end to end on the local forge, then print the leaderboard."""
     from senpai.forge.localforge.server import LocalForgeServer
 
+    direction = load_target(Path(example)).metric.direction  # a bad senpai.yaml stops here (exit 2), not at the timeout
     root = Path(out or f"demo-out/{datetime.now():%Y%m%d-%H%M%S}").resolve()
     root.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
@@ -84,7 +85,7 @@ def demo(students: int, experiments: int, out: str | None, example: str, timeout
         report = run_until(config_path, experiments, start + timeout)
     finally:
         server.stop()
-    show_leaderboard(ledger_rows(report.exps), load_target(Path(example)).metric.direction)
+    show_leaderboard(ledger_rows(report.exps), direction)
     click.echo(f"\nwall_seconds: {time.monotonic() - start:.1f}\ndecided: {report.decided}")
     click.echo(f"merged: {sum(e.state == ExperimentState.MERGED for e in report.exps)}")
     click.echo(

@@ -183,7 +183,8 @@ class LedgerReader:
         try:
             snap = _Cache.model_validate_json(_authentic(path, key))  # only a file a holder of the token wrote is parsed
         except (ConfigError, ValueError, MemoryError) as e:
-            log.warning("ledger snapshot %s not used: %s", path, e)
+            # a cache: after a new token it no longer verifies, which is expected; the forge is read instead
+            log.info("ledger snapshot %s not used (reading the forge instead): %s", path, e)
             return False
         self._etag, self._pulls, self._comments = snap.etag, {p.number: p for p in snap.pulls}, snap.comments
         self.pulls = sorted(snap.pulls, key=lambda p: p.number)

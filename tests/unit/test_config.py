@@ -190,3 +190,13 @@ def test_validate_accepts_a_scope_that_admits_the_params_file(tmp_path, scope):
     result = CliRunner().invoke(cli, ["validate", str(tmp_path / "repo")])
     assert result.exit_code == 0, result.output
     assert f"scope: {', '.join(scope) or 'params.json'}" in result.output
+
+
+def test_the_demo_refuses_a_bad_target_before_it_starts_anything(tmp_path, monkeypatch, capsys):
+    """It used to start the forge and wait out its timeout (15 minutes) while no job could launch."""
+    example = tmp_path / "example"
+    shutil.copytree(EXAMPLE, example, ignore=shutil.ignore_patterns("__pycache__", "wandb"))
+    _write(example, lambda d: d["metric"].update(direction="up"))
+    code, err = _run_main(["demo", "--example", str(example), "--out", str(tmp_path / "out")], monkeypatch, capsys)
+    assert code == 2 and f"{example / 'senpai.yaml'}: metric.direction" in err
+    assert not (tmp_path / "out").exists()  # no forge, no folder
