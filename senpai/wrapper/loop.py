@@ -3,9 +3,9 @@
 An idle tick costs two conditional forge requests (304s, free on GitHub: the PRs updated since the
 last listing, and the steering issues) and a look at the fleet; the experiments are worked out
 again only when either changed, a job finished, or `full_refresh_seconds` passed (W&B runs move
-without the forge).  Slash commands are applied right after a re-read (`senpai.wrapper.steering`);
-a tick that applied any does nothing else, so the next one decides on the ledger as the commands
-left it.
+without the forge), and a quiet tick does not plan again (`Wrapper._quiet`). Slash commands are
+applied right after a re-read (`senpai.wrapper.steering`); a tick that applied any does nothing
+else, so the next one decides on the ledger as the commands left it.
 """
 
 import logging
@@ -14,12 +14,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import yaml
 from pydantic import ValidationError
 
-from senpai.config.budgets import Budgets
+from senpai.config.budgets import RELAUNCH, Budgets
 from senpai.config.harness import HarnessConfig
 from senpai.config.target import CONFIG_FILE, TargetConfig
 from senpai.errors import ConfigError, PermanentError, SenpaiError, TransientError
@@ -88,6 +88,8 @@ class Wrapper:
         self._mirror_tried: str | None = None  # the base sha the last update tried for
         self._done_seen: set[str] = set()
         self._last_refresh = 0.0
+        self._planned_nothing = False  # the last tick's plan was empty
+        self._jobs_seen: set[tuple[str, str]] = set()  # (name, phase) of the fleet's jobs at the last tick
         self._stop = threading.Event()
         self.health = TickHealth(cfg.tick_seconds)  # read by the HTTP probes (senpai.wrapper.health)
 
@@ -157,14 +159,16 @@ class Wrapper:
         refreshed = self._observe(bool(done - self._done_seen))
         self._done_seen = done
         report = TickReport(self.ticks, 0, refreshed, exps=list(self._exps or []))
-        world = self._world(report.exps, jobs, fresh=refreshed)
-        actions = plan(world, self.cfg)
+        quiet = self._quiet(refreshed, jobs)
+        world = None if quiet else self._world(report.exps, jobs, fresh=refreshed)
+        actions = [] if world is None else plan(world, self.cfg)
+        self._planned_nothing, self._jobs_seen = not actions, {(j.name, j.phase) for j in jobs}
         by_pr = {e.pr: e for e in report.exps}
         for action in actions:
             try:
                 if isinstance(action, Launch) and action.events:
                     # recorded before the launch: a crash after it leaves no second delivery
-                    self.store.see([e.id for e in action.events], world.now)
+                    self.store.see([e.id for e in action.events], world.now)  # (a plan was made: world is set)
                     self.store.handed([e.id for e in action.events], action.name)
                 if line := self.dispatcher.apply(action, by_pr):
                     report.actions.append(line)
@@ -181,6 +185,20 @@ class Wrapper:
         report.live_jobs = sum(not j.done for j in self.fleet.list()) if report.actions else sum(not j.done for j in jobs)
         report.calls, report.free = self.forge.calls - calls0, self.forge.not_modified - free0
         return report
+
+    def _quiet(self, refreshed: bool, jobs: list[JobStatus]) -> bool:
+        """True if this tick can decide nothing the last one did not: nothing was re-read, the fleet
+        holds the jobs it held (in the same phases), the last plan was empty, no trusted message
+        waits (its batch window closes by the clock alone), and no job failed within the longest
+        relaunch backoff (its relaunch falls due by the clock alone). A stale WIP (also due by the
+        clock) waits for the periodic full refresh, which re-reads and plans. Planning walks every
+        experiment, so a quiet tick costs what the forge's two 304s and the fleet's listing cost."""
+        if refreshed or not self._planned_nothing or {(j.name, j.phase) for j in jobs} != self._jobs_seen:
+            return False
+        if any(not m.acked for m in self.view.free_text):
+            return False
+        backoff, now = timedelta(seconds=RELAUNCH.longest_wait() + self.cfg.tick_seconds), self.clock()
+        return not any(j.phase == "failed" and (j.finished_at is None or now - j.finished_at < backoff) for j in jobs)
 
     def _world(self, exps: list[Experiment], jobs: list[JobStatus], fresh: bool) -> World:
         view, now, bot = self.view, self.clock(), self.forge.login

@@ -14,11 +14,12 @@ from senpai.cli.main import cli
 from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import load_harness
 from senpai.ledger.table import SETTLE, to_json
+from senpai.wrapper import loop, policy
 
 pytestmark = pytest.mark.e2e
 
 
-def test_loop_decides_merges_and_the_ledger_rebuilds(local_forge, tmp_path):
+def test_loop_decides_merges_and_the_ledger_rebuilds(local_forge, tmp_path, monkeypatch):
     config = make_program(local_forge.base_url, tmp_path, "loop", students=2, experiments=3)
     report = run(config, decided=3, timeout=900)  # generous: each verification now trains and scores both sides
     assert sum(e.state == "merged" for e in report.exps) >= 1
@@ -63,9 +64,13 @@ def test_loop_decides_merges_and_the_ledger_rebuilds(local_forge, tmp_path):
     time.sleep(SETTLE + 0.5)  # threads read within SETTLE s of their last change are read again once more
     assert w.tick().refreshed and not w.ledger.unsettled
     # an idle wrapper (everything decided, no live job) costs two conditional requests per tick, both
-    # 304s (free): the PRs updated since its last listing, and the steering issues
+    # 304s (free): the PRs updated since its last listing, and the steering issues; once a tick
+    # planned nothing, the next quiet ones do not plan again (planning walks every experiment)
+    planned = []
+    monkeypatch.setattr(loop, "plan", lambda *a: planned.append(1) or policy.plan(*a))
     idle = [w.tick() for _ in range(3)]
     assert [(t.calls, t.free) for t in idle] == [(2, 2)] * 3 and not any(t.refreshed or t.actions for t in idle)
+    assert planned == []
     w.store.close()
     assert to_json(reader(config).experiments()) == before
     assert_no_duplicates(config)
