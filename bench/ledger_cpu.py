@@ -17,7 +17,10 @@ time minus that, divided by the requests the forge answered):
 - **first**: the first tick (every PR and its comments read, every run read);
 - **busy**: a tick after `--changed` PRs got a new comment and the running runs got new data
   (their full logs, with the exit record);
-- **idle**: the mean of `--idle` ticks with nothing changed.
+- **idle**: the mean of `--idle` ticks with nothing changed, each planning (the seeded students'
+  launches are never applied, so there is always a plan to make);
+- **quiet**: the mean of `--idle` quiet ticks: what `Wrapper.tick()` runs when nothing changed and
+  the last plan was empty (`Wrapper._quiet`): the fleet listing and the observe step, no plan.
 
 A tick here is `Wrapper.tick()` without the dispatch: the fleet listing, the observe step (the
 ledger and the steering issues re-read when the forge changed), and `policy.plan` with the
@@ -135,6 +138,15 @@ def tick(w) -> list:
     return plan(w._world(list(w._exps or []), jobs, fresh=refreshed), w.cfg)
 
 
+def quiet_tick(w) -> None:
+    """What `Wrapper.tick()` runs when the tick is quiet (`Wrapper._quiet`): the fleet listing, the
+    observe step and the quiet check, no plan (here the seeded students' launches are never applied,
+    so the bench's own ticks always have a plan to make)."""
+    jobs = w.fleet.list()
+    w._observe(False)
+    w._quiet(False, jobs)
+
+
 def cpu(fn, requests) -> dict:
     """Run `fn` once: the calling thread's CPU seconds, the forge's (the rest of the process) and its requests."""
     n0, t0, p0 = requests(), time.thread_time(), time.process_time()
@@ -170,6 +182,7 @@ def measure(tmp: Path, prs: int, changed: int, idle: int, log: bytes, profile: P
         requests = lambda: w.forge.calls  # noqa: E731 - the forge adapter counts its REST requests
         first = cpu(lambda: tick(w), requests)
         idles = [cpu(lambda: tick(w), requests) for _ in range(idle)]
+        quiets = [cpu(lambda: quiet_tick(w), requests) for _ in range(idle)]
         forge, store = make_forge(cfg), server.store
         owner, name = cfg.forge.repo.split("/")
         repo = store.repo(owner, name)
@@ -182,8 +195,9 @@ def measure(tmp: Path, prs: int, changed: int, idle: int, log: bytes, profile: P
     finally:
         server.stop()
     mean = {k: sum(i[k] for i in idles) / idle for k in idles[0]}
+    quiet = {k: sum(i[k] for i in quiets) / idle for k in quiets[0]}
     row = {"prs": prs, "changed": changed, "running_runs": len(running), "seeding_seconds": round(seeding, 1)}
-    for label, m in (("first", first), ("busy", busy), ("idle", mean)):
+    for label, m in (("first", first), ("busy", busy), ("idle", mean), ("quiet", quiet)):
         row |= {f"{label}_{k}": round(v, 4) if isinstance(v, float) else v for k, v in m.items()}
     return row
 
@@ -193,12 +207,12 @@ def _per_request(cpu_s: float, n: float) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    head = ["code", "PRs", "first tick CPU (s)", "busy tick CPU (s)", "idle tick CPU (ms)",
+    head = ["code", "PRs", "first tick CPU (s)", "busy tick CPU (s)", "idle tick CPU (ms)", "quiet tick CPU (ms)",
             "forge requests (first / busy / idle)", "forge CPU per request (ms, first / busy)"]  # fmt: skip
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [r["code"], r["prs"], f"{r['first_wrapper_cpu']:.3f}", f"{r['busy_wrapper_cpu']:.3f}",
-                 f"{1000 * r['idle_wrapper_cpu']:.1f}",
+                 f"{1000 * r['idle_wrapper_cpu']:.1f}", f"{1000 * r['quiet_wrapper_cpu']:.1f}",
                  f"{r['first_forge_requests']} / {r['busy_forge_requests']} / {r['idle_forge_requests']:g}",
                  f"{_per_request(r['first_forge_cpu'], r['first_forge_requests'])} / "
                  f"{_per_request(r['busy_forge_cpu'], r['busy_forge_requests'])}"]  # fmt: skip

@@ -52,6 +52,8 @@ class LedgerReader:
         self.tracker = tracker
         self.snapshot = snapshot  # where `save` writes and `load` reads; None: neither does anything
         self._comments: dict[int, tuple[str, list[Comment]]] = {}
+        self._unsettled: set[int] = set()  # numbers whose thread was read before it settled (key "")
+        self._newest: datetime | None = None  # the latest updated_at of `_pulls` (a tick needs it, O(1))
         self._pulls: dict[int, PullRequest] = {}
         self._etag: str | None = None  # of the last listing's first page
         self._dirty = False  # read something since the last `save`
@@ -72,6 +74,7 @@ class LedgerReader:
             settled = (self.forge.answered_at or fetched_at) - pr.updated_at > timedelta(seconds=SETTLE)
             cached = (pr.updated_at.isoformat() if settled else "", comments)
             self._comments[pr.number] = cached
+            (self._unsettled.discard if settled else self._unsettled.add)(pr.number)
             self._dirty = True
         return cached[1]
 
@@ -80,11 +83,12 @@ class LedgerReader:
         """True while a thread was read within SETTLE seconds of its last change (by the forge's
         clock): a change in that same second moves no `updated_at`, and on GitHub no listing's
         answer either (a PR list item counts no comments), so the reader reads it again."""
-        return any(key == "" for key, _ in self._comments.values())
+        return bool(self._unsettled)
 
     def forget(self, number: int) -> None:
         """Drop the cached comments of `number` (after writing to it)."""
         self._comments.pop(number, None)
+        self._unsettled.discard(number)
 
     def list_pulls(self) -> list[PullRequest]:
         """Every PR, any state or label, oldest first, as `refresh` left them (`refresh` first)."""
@@ -94,13 +98,13 @@ class LedgerReader:
     def refresh(self) -> bool:
         """List the PRs updated since the last listing (less `SETTLE` seconds), page by page, into
         `pulls`; True if any changed. One conditional request when nothing changed (a 304, free)."""
-        newest = max((p.updated_at for p in self._pulls.values()), default=None)
-        since = newest - timedelta(seconds=SETTLE) if newest else None
+        since = self._newest - timedelta(seconds=SETTLE) if self._newest else None
         # a 304 is safe even within a second of a change: what the listing does not show (a comment)
         # moves a PR's updated_at to a later second, or is re-read by `comments` (not yet settled)
         page = self.forge.pulls_updated(since, self._etag)
         if page.changed:
             self._pulls.update({p.number: p for p in page.pulls})
+            self._newest = max([p.updated_at for p in page.pulls] + ([self._newest] if self._newest else []), default=None)
             self.pulls = sorted(self._pulls.values(), key=lambda p: p.number)
             self._etag = page.etag
             self._dirty = True
@@ -187,6 +191,8 @@ class LedgerReader:
             log.info("ledger snapshot %s not used (reading the forge instead): %s", path, e)
             return False
         self._etag, self._pulls, self._comments = snap.etag, {p.number: p for p in snap.pulls}, snap.comments
+        self._unsettled = {n for n, (key, _) in snap.comments.items() if key == ""}
+        self._newest = max((p.updated_at for p in snap.pulls), default=None)
         self.pulls = sorted(snap.pulls, key=lambda p: p.number)
         self.forge.recall(snap.forge)
         return True
