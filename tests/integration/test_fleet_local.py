@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_policy import CFG
 from tiny_target import files
 
 from senpai.config.budgets import Budgets
+from senpai.config.harness import HarnessConfig
 from senpai.config.target import TargetConfig
 from senpai.errors import NotFound, PermanentError
 from senpai.fleet.base import JobSpec, JobStatus
@@ -144,9 +144,13 @@ class Recorder:
 
 
 def test_the_wrapper_gives_a_students_jobs_its_cpus_and_an_advisors_one() -> None:
+    cfg = HarnessConfig.model_validate(
+        {"forge": {"repo": "o/r"}, "tracker": {"dir": "/tmp/w"}, "fleet": {"dir": "/tmp/f"}, "state_dir": "/tmp/s",
+         "students": [{"name": "ada"}]}
+    )  # fmt: skip
     fleet = Recorder()
     dispatcher = Dispatcher(None, fleet, "/h.yaml", {"ada": 1}, {"ada": 6})  # type: ignore[arg-type]
-    dispatcher.budgets = Budgets.of(CFG, TargetConfig.model_validate(yaml.safe_load(files()["senpai.yaml"])))
+    dispatcher.budgets = Budgets.of(cfg, TargetConfig.model_validate(yaml.safe_load(files()["senpai.yaml"])))
     for launch in (
         Launch("student", "senpai-student-pr3-1", ["student"], pr=3, student="ada"),
         Launch("verifier", "senpai-verifier-pr3-1", ["verify"], pr=3, student="ada"),
