@@ -1,7 +1,7 @@
 """The target's params file (`params.file` in senpai.yaml) in JSON, YAML or TOML, chosen by its suffix.
 
 The file lives in a work copy that students and agents edit, so it is read as hostile data: at most
-MAX_BYTES, YAML through `senpai.ledger.safe_yaml` (no aliases, tags or deep nesting), and the top
+MAX_BYTES, YAML through `senpai.config.safe_yaml` (no aliases, tags or deep nesting), and the top
 level must be a mapping with string keys. Every failure is a ConfigError that names the file and
 what was wrong, never a raw JSONDecodeError. TOML is read with the standard library's tomllib; no
 TOML writer is installed, so writing a TOML file raises ConfigError (a hypothesis with no params,
@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
+from senpai.config import safe_yaml
 from senpai.config.load import read_bounded
 from senpai.errors import ConfigError
-from senpai.ledger import safe_yaml
 
 MAX_BYTES = 64 * 1024
 FORMATS = {".json": "json", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml"}

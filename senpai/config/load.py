@@ -9,6 +9,7 @@ from typing import BinaryIO, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from senpai.config import safe_yaml
 from senpai.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
@@ -91,19 +92,29 @@ def load_yaml_model(path: Path | str, model: type[M], follow: bool = True) -> M:
     """Parse the YAML file at `path` into `model`.
 
     Raises ConfigError (exit 2) if the file cannot be read (`read_bounded`, MAX_CONFIG_BYTES;
-    a symlink is followed only if `follow`: the target's senpai.yaml lives in a checkout), is
-    not YAML, is not a mapping, or fails the model's validation; the message names the file and
-    each bad field.
+    a symlink is followed only if `follow`: the target's senpai.yaml lives in a checkout), or as
+    `parse_yaml_model`; the message names the file and each bad field.
     """
     path = Path(path)
-    text = read_bounded(path, MAX_CONFIG_BYTES, follow)
+    return parse_yaml_model(read_bounded(path, MAX_CONFIG_BYTES, follow), str(path), model)
+
+
+def parse_yaml_model(text: str, source: str, model: type[M]) -> M:
+    """Parse the YAML document `text` (named `source` in errors, e.g. "senpai.yaml at 1a2b3c4d") into
+    `model`, through `safe_yaml.load` with MAX_CONFIG_BYTES: no anchors, aliases or explicit tags
+    (a config written in a candidate's checkout is hostile: an alias bomb of a few hundred bytes
+    expands to megabytes).
+
+    Raises ConfigError if `text` is over MAX_CONFIG_BYTES, is not YAML senpai reads, is not a
+    mapping, or fails the model's validation.
+    """
     try:
-        data = yaml.safe_load(text)
+        data = safe_yaml.load(text, MAX_CONFIG_BYTES)
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from e
+        raise ConfigError(f"{source}: not valid YAML: {e}") from e
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
+        raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(describe_validation_error(str(path), e, data)) from e
+        raise ConfigError(describe_validation_error(source, e, data)) from e

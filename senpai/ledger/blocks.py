@@ -19,8 +19,8 @@ from typing import Any, ClassVar, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from senpai.config import safe_yaml
 from senpai.errors import LedgerFormatError
-from senpai.ledger import safe_yaml
 from senpai.ledger.redact import redact_data
 
 Scalar = str | int | float | bool | None

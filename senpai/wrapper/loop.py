@@ -16,11 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
-import yaml
-from pydantic import ValidationError
-
 from senpai.config.budgets import RELAUNCH, Budgets
 from senpai.config.harness import HarnessConfig
+from senpai.config.load import parse_yaml_model
 from senpai.config.target import CONFIG_FILE, TargetConfig
 from senpai.errors import ConfigError, PermanentError, SenpaiError, TransientError
 from senpai.fleet.base import Fleet, JobStatus
@@ -269,7 +267,7 @@ def base_target(forge: Forge, sha: str) -> TargetConfig | None:
     TransientError when the forge cannot answer (the tick fails; the next one tries again).
     GitHub REST: GET /repos/{o}/{r}/contents/senpai.yaml?ref=<sha>."""
     try:
-        return TargetConfig.model_validate(yaml.safe_load(forge.read_file(CONFIG_FILE, sha)))
-    except (PermanentError, yaml.YAMLError, ValidationError) as e:
+        return parse_yaml_model(forge.read_file(CONFIG_FILE, sha), f"{CONFIG_FILE} at {sha[:8]}", TargetConfig)
+    except (PermanentError, ConfigError) as e:
         log.warning("cannot read %s at %s: %s", CONFIG_FILE, sha[:8], e)
         return None

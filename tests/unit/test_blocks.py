@@ -6,6 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from senpai.config.safe_yaml import MAX_BYTES
 from senpai.errors import LedgerFormatError
 from senpai.ledger.blocks import (
     MAX_METRICS,
@@ -23,7 +24,6 @@ from senpai.ledger.blocks import (
     render,
 )
 from senpai.ledger.records import MAX_PROSE, MAX_TEXT, marker, marker_of, neutral, read_record, record_marker, record_text
-from senpai.ledger.safe_yaml import MAX_BYTES
 
 HYP = Hypothesis(
     id="h-0123456789",

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from forge_fixtures import commit_and_push
 
 from senpai.agents.openhands.runtime import OpenHandsRuntime
 from senpai.agents.search.runtime import SearchRuntime
@@ -16,6 +17,7 @@ from senpai.cli.main import cli, main
 from senpai.cli.wiring import RUNTIMES, make_runtime
 from senpai.config.harness import RoleRuntime, RuntimeSettings, load_harness
 from senpai.config.target import load_target
+from senpai.wrapper.loop import base_target
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
 
@@ -200,3 +202,23 @@ def test_the_demo_refuses_a_bad_target_before_it_starts_anything(tmp_path, monke
     code, err = _run_main(["demo", "--example", str(example), "--out", str(tmp_path / "out")], monkeypatch, capsys)
     assert code == 2 and f"{example / 'senpai.yaml'}: metric.direction" in err
     assert not (tmp_path / "out").exists()  # no forge, no folder
+
+
+ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(9)
+)
+
+
+def test_an_alias_bomb_in_senpai_yaml_is_refused_naming_the_file(tmp_path, monkeypatch, capsys):
+    (tmp_path / "senpai.yaml").write_text(ALIAS_BOMB)
+    code, err = _run_main(["validate", str(tmp_path)], monkeypatch, capsys)
+    assert code == 2
+    assert f"{tmp_path / 'senpai.yaml'}: not valid YAML" in err and "anchors and aliases are not allowed" in err
+
+
+def test_the_wrapper_reads_no_alias_bomb_from_a_commit(fake_forge, tmp_path):
+    forge, _ = fake_forge
+    good = commit_and_push(forge, tmp_path / "seed", "main", {"senpai.yaml": (EXAMPLE / "senpai.yaml").read_text()})
+    bomb = commit_and_push(forge, tmp_path / "seed", "main", {"senpai.yaml": ALIAS_BOMB})
+    assert base_target(forge, good) is not None
+    assert base_target(forge, bomb) is None

@@ -1,4 +1,5 @@
-"""YAML for ledger blocks, with limits: the only YAML senpai reads from the forge goes through `load`.
+"""YAML with limits: every YAML text senpai reads goes through `load` (ledger blocks from the forge,
+senpai.yaml from a checkout or a commit, the harness config, a params file).
 
 `dump` writes the subset `load` accepts: no anchors or aliases, strings that carry a line separator
 YAML would fold (CR, U+0085, U+2028, U+2029) or a control character double-quoted and escaped, so
@@ -23,7 +24,7 @@ import yaml
 from yaml.composer import ComposerError
 from yaml.constructor import ConstructorError
 
-MAX_BYTES = 64 * 1024  # per block; an evidence is bounded under it (blocks.Evidence keeps MAX_METRICS numbers)
+MAX_BYTES = 64 * 1024  # default, per block; an evidence is bounded under it (blocks.Evidence keeps MAX_METRICS numbers)
 MAX_DEPTH = 20  # collections nested; senpai's blocks nest 3 deep
 MAX_DIGITS = 100  # characters of one integer scalar
 _FOLDED = frozenset("\r\x85\u2028\u2029\ufeff")
@@ -90,16 +91,16 @@ def _excerpt(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
 
 
-def load(text: str) -> Any:
-    """The value of one YAML document `text`.
+def load(text: str, max_bytes: int = MAX_BYTES) -> Any:
+    """The value of one YAML document `text` of at most `max_bytes` bytes (UTF-8).
 
-    Raises yaml.YAMLError and nothing else (LimitError for a text over MAX_BYTES, ConstructError
+    Raises yaml.YAMLError and nothing else (LimitError for a text over `max_bytes`, ConstructError
     when a constructor raised); its message holds PyYAML's bounded snippet around the problem or
     a bounded excerpt of the constructor's error, never the parsed value.
     """
     size = len(text.encode("utf-8", "surrogatepass"))
-    if size > MAX_BYTES:
-        raise LimitError(f"{size} bytes (at most {MAX_BYTES})")
+    if size > max_bytes:
+        raise LimitError(f"{size} bytes (at most {max_bytes})")
     try:
         _check_events(text)
         return yaml.load(text, Loader=_Loader)  # a SafeLoader subclass
