@@ -65,12 +65,14 @@ def open_hypothesis(
     baseline: Baseline,
     change: str | None = None,
     request: str | None = None,
+    exploration: str | None = None,
 ) -> PullRequest:
     """Push branch `senpai/<student>/<hid>` at the baseline commit and open its PR in state wip.
 
     `params` is the full params point the student writes into the target's params file; `change`
     describes a code change in words (LLM runtimes); `request` is the ref of the `/senpai try` that
-    asked for it (its id then differs from a proposal of the same point, so a fresh branch is cut).
+    asked for it (its id then differs from a proposal of the same point, so a fresh branch is cut);
+    `exploration` is the diversity alarm's reason when it was raised for this turn (recorded in the block).
     Idempotent: an existing branch and open PR are reused. Raises TransitionError if the PR exists
     but cannot be (re)opened.
     """
@@ -90,6 +92,7 @@ def open_hypothesis(
         stop_condition=f"{budget.attempts} attempt(s) of at most {budget.deadline} s each",
         student=student,
         request=request,
+        exploration=exploration,
     )
     branch = f"senpai/{student}/{hid}"
     # git, not REST: a branch check costs no rate limit

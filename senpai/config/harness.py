@@ -251,13 +251,27 @@ RoleRuntime = Annotated[
 ]
 
 
+class DiversitySettings(_Strict):
+    """Thresholds of the diversity alarm (`senpai.ledger.diversity`): over the newest `window`
+    hypotheses, it is raised when their params spread is under `min_spread`, when more than
+    `max_near_rejected` of them lie within `radius` of a rejected point, or when their code-change
+    texts are more alike than `max_change_similarity`. Distances and fractions are 0..1."""
+
+    window: int = Field(6, ge=2, description="Newest hypotheses measured.")
+    min_spread: float = Field(0.1, ge=0, le=1, description="Mean pairwise params distance under which the alarm is raised.")
+    radius: float = Field(0.05, ge=0, le=1, description="Distance within which a point counts as near a rejected one.")
+    max_near_rejected: float = Field(0.5, ge=0, le=1, description="Fraction of near-rejected points over which it is raised.")
+    max_change_similarity: float = Field(0.8, ge=0, le=1, description="Code-change similarity over which it is raised.")
+
+
 class RuntimeSettings(_Strict):
-    """The advisor's and the students' runtimes (a bare string is the kind: `advisor: search`) and the
-    search sampler's seed."""
+    """The advisor's and the students' runtimes (a bare string is the kind: `advisor: search`), the
+    search sampler's seed, and the diversity alarm's thresholds."""
 
     advisor: RoleRuntime = SearchRuntimeSettings()
     student: RoleRuntime = SearchRuntimeSettings()
     seed: int = Field(0, description="Seed of the search runtime's sampler.")
+    diversity: DiversitySettings = DiversitySettings()
 
     @field_validator("advisor", "student", mode="before")
     @classmethod

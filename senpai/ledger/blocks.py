@@ -84,6 +84,9 @@ class Hypothesis(Block):
     stop_condition: str
     student: str
     request: str | None = Field(None, description="Ref of the `/senpai try` that asked for it (`<n>:<comment>:<version>/<i>`).")
+    exploration: str | None = Field(
+        None, description="The diversity alarm's reading when it was proposed under the alarm (`senpai.ledger.diversity`)."
+    )
 
 
 class RunRef(BaseModel):

@@ -147,7 +147,13 @@ def test_every_harness_field_is_documented():
     # a section documented field by field (forge.repo, ...) documents all of its fields
     for top in {d.split(".")[0] for d in documented if "." in d}:
         inner = model_in(HarnessConfig.model_fields[top].annotation)
-        assert {f"{top}.{name}" for name in inner.model_fields} <= documented, top
+        # ...itself, or each of its own fields (runtime.diversity.window, ...)
+        missing = {
+            f"{top}.{n}"
+            for n in inner.model_fields
+            if not any(d == f"{top}.{n}" or d.startswith(f"{top}.{n}.") for d in documented)
+        }
+        assert not missing, missing
 
 
 def test_the_target_table_documents_exactly_the_fields_of_senpai_yaml():

@@ -13,6 +13,7 @@ from senpai.agents.openhands.prompts import digest, event_line, read_program, sy
 from senpai.agents.openhands.tools import senpai_tools
 from senpai.agents.openhands.turn import conversations_dir, open_session, post_budget_report
 from senpai.config.roles import Role
+from senpai.ledger import diversity
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.events import Event
 
@@ -28,6 +29,9 @@ def advisor_turn(ctx: TurnContext, events: list[Event], now: datetime | None = N
         ("Ledger digest", digest(exps, current_baseline(exps, base_sha), ctx.target)),
         ("Target", f"train: `{ctx.target.train}`; params file {ctx.target.params.file}; space {json.dumps(space)}"),
     ]
+    alarm = diversity.read(exps, ctx.target.params.space, ctx.harness.runtime.diversity)
+    if alarm.collapsed:
+        sections.append(("Exploration directive", alarm.directive()))
     user = user_turn(now or datetime.now(UTC), ctx.repo.path, sections)
     prs = sorted({e.pr for e in events if e.pr is not None})
     pr = prs[0] if len(prs) == 1 else None

@@ -33,6 +33,7 @@ from senpai.agents.params import read_params
 from senpai.agents.workcopy import WorkCopy
 from senpai.config.roles import Role
 from senpai.errors import PermanentError, SenpaiError, TransitionError
+from senpai.ledger import diversity
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import Scalar, render
 from senpai.ledger.labels import ASSIGNED, ExperimentState, status_of
@@ -173,6 +174,7 @@ def _create_hypothesis(s: Session, a: CreateHypothesisAction) -> str:
     baseline = current_baseline(exps, ctx.forge.branch_sha(ctx.base))
     hctx = harness_context(s, "hypothesis", ctx.base)
     current = baseline.params or read_params(hctx.repo.path / ctx.target.params.file)
+    alarm = diversity.read(exps, ctx.target.params.space, ctx.harness.runtime.diversity)
     pr = open_hypothesis(
         hctx,
         a.student,
@@ -182,6 +184,7 @@ def _create_hypothesis(s: Session, a: CreateHypothesisAction) -> str:
         params={**current, **a.params},
         baseline=baseline,
         change=a.change,
+        exploration=alarm.reason if alarm.collapsed else None,
     )
     s.actions.append(f"#{pr.number}: opened {pr.head_ref.rsplit('/', 1)[-1]} for {a.student}")
     return f"opened PR #{pr.number} on branch {pr.head_ref} for {a.student}"

@@ -13,7 +13,7 @@ from senpai.agents.hypothesis import open_hypothesis
 from senpai.agents.params import read_params
 from senpai.errors import TransitionError
 from senpai.forge.base import Forge
-from senpai.ledger import transitions
+from senpai.ledger import diversity, transitions
 from senpai.ledger.baseline import Baseline, current_baseline
 from senpai.ledger.commands import SYNTAX
 from senpai.ledger.events import Event, Message
@@ -107,14 +107,24 @@ def _assign(ctx: TurnContext, students: list[str], exps: list[Experiment], basel
         return []
     current = baseline.params or read_params(ctx.repo.path / ctx.target.params.file)
     history = _history(exps) + [(current, baseline.value)]
+    settings, space = ctx.harness.runtime.diversity, ctx.target.params.space
+    alarm = diversity.read(exps, space, settings)
+    avoid = diversity.recent_points(exps, settings) if alarm.collapsed else []
+    if alarm.collapsed:
+        log.warning("%s: sampling at random away from %d recent and rejected points", alarm.reason, len(avoid))
     with phases.phase("propose"):
         from senpai.agents.search.propose import propose  # optuna (0.8 s to import) only for a turn that proposes
 
-        points = propose(ctx.target.params.space, ctx.target.metric, history, len(students), ctx.harness.runtime.seed)
-    return [_open(ctx, s, {**current, **p}, p, baseline, len(exps)) for s, p in zip(students, points, strict=True)]
+        points = propose(
+            space, ctx.target.metric, history, len(students), ctx.harness.runtime.seed, avoid=avoid, radius=settings.min_spread
+        )
+    exploration = alarm.reason if alarm.collapsed else None
+    return [_open(ctx, s, {**current, **p}, p, baseline, len(exps), exploration) for s, p in zip(students, points, strict=True)]
 
 
-def _open(ctx: TurnContext, student: str, full: dict, point: dict, baseline: Baseline, prior: int) -> str:
+def _open(
+    ctx: TurnContext, student: str, full: dict, point: dict, baseline: Baseline, prior: int, exploration: str | None
+) -> str:
     changed = {k: v for k, v in full.items() if (baseline.params or {}).get(k) != v} if baseline.params else point
     t = ctx.target
     try:
@@ -122,10 +132,15 @@ def _open(ctx: TurnContext, student: str, full: dict, point: dict, baseline: Bas
             ctx,
             student,
             hypothesis=f"setting {', '.join(f'{k}={v}' for k, v in changed.items())} improves {t.metric.name}",
-            rationale=f"TPE proposal (seeded) from {prior} prior experiments and the baseline",
+            rationale=(
+                f"random proposal away from the recent points (diversity alarm: {exploration})"
+                if exploration
+                else f"TPE proposal (seeded) from {prior} prior experiments and the baseline"
+            ),
             plan=f"write the params into {t.params.file}, run `{t.train}`, report {t.metric.name} from the W&B run",
             params=full,
             baseline=baseline,
+            exploration=exploration,
         )
     except TransitionError as e:
         return f"{student}: not assigned: {e}"

@@ -1,4 +1,5 @@
-"""Propose the next points of the search space with Optuna TPE, seeded, never repeating a point."""
+"""Propose the next points of the search space with Optuna TPE, seeded, never repeating a point; under
+the diversity alarm, with Optuna's random sampler away from the recent points instead."""
 
 import json
 import logging
@@ -7,6 +8,7 @@ import sys
 
 from senpai.config.target import Metric, ParamSpec
 from senpai.errors import PermanentError
+from senpai.ledger.diversity import distance
 
 # Optuna imports redis, if installed (litellm brings it), for a journal storage senpai never uses:
 # half of Optuna's import, 0.1 s of CPU in every proposal. `import redis` fails during Optuna's
@@ -53,13 +55,22 @@ def propose(
     n: int,
     seed: int,
     tries: int = 50,
+    avoid: list[Point] = (),
+    radius: float = 0.0,
 ) -> list[Point]:
     """`n` new points. `history` holds every point tried so far, with its metric (None: no value,
     failed or still running).  The sampler is seeded with `seed` and the history size, so a replayed
-    turn proposes the same points.  Raises PermanentError if the space has no untried point left."""
+    turn proposes the same points.  With `avoid` (the diversity alarm's recent and rejected points),
+    the sampler is Optuna's RandomSampler, which TPE's exploitation cannot pull back into the
+    collapsed region, and a point within `radius` (`senpai.ledger.diversity.distance`) of one of
+    them is drawn again, up to `tries` times (then the farthest draw is kept).  Raises
+    PermanentError if the space has no untried point left."""
     dists = {k: distribution(s) for k, s in space.items()}
     direction = "maximize" if metric.direction == "maximize" else "minimize"
-    sampler = optuna.samplers.TPESampler(seed=seed + len(history), n_startup_trials=4)
+    if avoid:
+        sampler = optuna.samplers.RandomSampler(seed=seed + len(history))
+    else:
+        sampler = optuna.samplers.TPESampler(seed=seed + len(history), n_startup_trials=4)
     study = optuna.create_study(direction=direction, sampler=sampler)
     tried = set()
     for params, value in history:
@@ -72,14 +83,20 @@ def propose(
         study.add_trial(optuna.trial.create_trial(params=known, distributions=dists, value=value if ok else None, state=state))
     points: list[Point] = []
     for _ in range(n):
+        best: tuple[float, Point] | None = None
         for _ in range(tries):
             trial = study.ask(dists)
             point = {k: _tidy(v, dists[k]) for k, v in trial.params.items()}
-            if point_key(point) not in tried:
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)  # a draw, not a result: TPE learns nothing from it
+            if point_key(point) in tried:
+                continue
+            away = min((distance(point, a, space) for a in [*avoid, *points]), default=1.0) if avoid else 1.0
+            if best is None or away > best[0]:
+                best = (away, point)
+            if away > radius:
                 break
-            study.tell(trial, state=optuna.trial.TrialState.FAIL)
-        else:
+        if best is None:
             raise PermanentError(f"no untried point found in {tries} samples: the search space looks exhausted")
-        tried.add(point_key(point))
-        points.append(point)
+        tried.add(point_key(best[1]))
+        points.append(best[1])
     return points
