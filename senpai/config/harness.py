@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from senpai.config.budgets import harness_problems
 from senpai.config.load import load_yaml_model
@@ -285,6 +285,23 @@ class SteeringSettings(_Strict):
     batch_seconds: float = Field(10.0, ge=0, description="Messages within this window of the first go in one turn, seconds.")
 
 
+class LimitSettings(_Strict):
+    """Fleet-wide budgets of the whole programme, summed from the ledger (`senpai.ledger.spend`); unset
+    means no cap. With `max_experiments` (the experiment cap) and `patience` (no merge in the last N
+    decided experiments) they are the programme's stop conditions. Once one is reached the wrapper
+    opens no new experiment and opens one issue with an exhaustion report; `/senpai budget key=value`
+    from a trusted human there raises it and the work resumes (`senpai.wrapper.limits`)."""
+
+    dollars: float | None = Field(None, gt=0, description="LLM dollars in all.")
+    tokens: int | None = Field(None, gt=0, description="LLM tokens in all.")
+    gpu_hours: float | None = Field(None, gt=0, description="GPU hours of student and verifier jobs.")
+    cpu_hours: float | None = Field(None, gt=0, description="CPU-core hours of student and verifier jobs.")
+    end_at: AwareDatetime | None = Field(None, description="Wall-clock end (ISO 8601 with a zone): nothing new after it.")
+    on_exhausted: Literal["finish", "stop"] = Field(
+        "finish", description="finish: running student and verifier jobs go on; stop: they are deleted (no attempt is spent)."
+    )
+
+
 class HarnessConfig(_Strict):
     """Schema of the harness config file (schema_version 1)."""
 
@@ -304,6 +321,7 @@ class HarnessConfig(_Strict):
     full_refresh_seconds: float = Field(60.0, gt=0, description="Re-list the forge even without a change.")
     max_experiments: int | None = Field(None, ge=1, description="Open no more than this many experiments in all (any state).")
     patience: int | None = Field(None, ge=1, description="Pause assignments after this many decided experiments without a merge.")
+    limits: LimitSettings = LimitSettings()
     advisor_wall_seconds: int | None = Field(
         None,
         gt=0,

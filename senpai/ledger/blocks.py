@@ -283,6 +283,11 @@ class SteerCommand(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     verb: Literal["pause", "resume", "budget", "try", "stop", "allow"]
     experiments: int | None = Field(None, description="budget: the new experiment cap.")
+    dollars: float | None = Field(None, description="budget: the new cap of LLM dollars.")
+    tokens: int | None = Field(None, description="budget: the new cap of LLM tokens.")
+    gpu_hours: float | None = Field(None, description="budget: the new cap of job GPU hours.")
+    cpu_hours: float | None = Field(None, description="budget: the new cap of job CPU-core hours.")
+    end_at: str | None = Field(None, description="budget: the new wall-clock end, ISO 8601 UTC.")
     params: dict[str, Scalar] = Field(default_factory=dict, description="try: the human's params, typed by the space.")
     pr: int | None = Field(None, description="stop: the PR stopped; allow: the PR allowed more compute than the tolerance.")
     decided: list[int] = Field(default_factory=list, description="resume: PRs decided before it (patience restarts).")

@@ -9,7 +9,8 @@ All commands of a message are checked before any is applied: one bad line and no
 
     /senpai pause                       stop opening new experiments (running work finishes)
     /senpai resume                      open new experiments again (also after a patience pause)
-    /senpai budget experiments=N        cap experiments in all at N (overrides max_experiments)
+    /senpai budget key=value ...        raise fleet-wide caps: experiments, dollars, tokens, gpu_hours,
+                                        cpu_hours, end (override the harness config's)
     /senpai try key=value ...           open this params point next, before any proposal
     /senpai stop                        on a PR: stop its job and close it with a decision
     /senpai allow compute               on a PR: the merge gate accepts its compute over the tolerance
@@ -18,6 +19,7 @@ All commands of a message are checked before any is applied: one bad line and no
 import math
 import re
 import shlex
+from datetime import UTC, datetime
 
 from senpai.config.target import CategoricalParam, FloatParam, IntParam, ParamSpec
 from senpai.ledger.blocks import Scalar, SteerCommand
@@ -28,7 +30,7 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 SYNTAX = """Slash commands (one per line, from the repository's owner, members or collaborators):
 - `/senpai pause`: stop opening new experiments; running jobs, reviews and verifications go on
 - `/senpai resume`: open new experiments again (also after a patience pause)
-- `/senpai budget experiments=N`: allow N experiments in all (N >= 1)
+- `/senpai budget key=value ...`: set caps: experiments, dollars, tokens, gpu_hours, cpu_hours (> 0), end (ISO time)
 - `/senpai try key=value ...`: open this hypothesis for the next idle student, before any proposal
 - `/senpai stop`: on an experiment PR: stop its job and close the PR
 - `/senpai allow compute`: on an experiment PR: let it merge although it trains with more compute than senpai.yaml's tolerance"""
@@ -101,15 +103,7 @@ def to_command(line: str, space: dict[str, ParamSpec] | None, on_pr: int | None)
         raise CommandError(f"`{_quote(line)}`: unknown command `{_quote(verb)}`")
     args = _pairs(line, words)
     if verb == "budget":
-        if set(args) != {"experiments"}:
-            raise CommandError(f"`{_quote(line)}`: expected `/senpai budget experiments=N`")
-        try:
-            n = int(args["experiments"])
-        except ValueError:
-            n = 0
-        if n < 1:
-            raise CommandError(f"`{_quote(line)}`: experiments must be a whole number >= 1")
-        return SteerCommand(verb="budget", experiments=n)
+        return _budget(line, args)
     if not args:
         raise CommandError(f"`{_quote(line)}`: give at least one key=value")
     if space is None:
@@ -123,6 +117,44 @@ def to_command(line: str, space: dict[str, ParamSpec] | None, on_pr: int | None)
     if problems:
         raise CommandError("; ".join(problems))
     return SteerCommand(verb="try", params=params)
+
+
+BUDGET_KEYS = {  # key -> (SteerCommand field, type, what it caps)
+    "experiments": ("experiments", int, "experiments in all"),
+    "dollars": ("dollars", float, "LLM dollars"),
+    "tokens": ("tokens", int, "LLM tokens"),
+    "gpu_hours": ("gpu_hours", float, "GPU hours of jobs"),
+    "cpu_hours": ("cpu_hours", float, "CPU-core hours of jobs"),
+    "end": ("end_at", datetime, "the wall-clock end, ISO 8601 with a zone (2026-12-31T18:00Z)"),
+}
+
+
+def _budget(line: str, args: dict[str, str]) -> SteerCommand:
+    """`/senpai budget key=value ...`: new fleet-wide caps, each > 0 (a time: in the future is the
+    wrapper's business, any aware time is taken). Raises CommandError."""
+    unknown = sorted(set(args) - set(BUDGET_KEYS))
+    if not args or unknown:
+        raise CommandError(f"`{_quote(line)}`: expected `/senpai budget key=value ...` with keys {', '.join(BUDGET_KEYS)}")
+    fields: dict[str, object] = {}
+    for key, raw in args.items():
+        name, kind, what = BUDGET_KEYS[key]
+        if kind is datetime:
+            try:
+                when = datetime.fromisoformat(raw)
+            except ValueError:
+                when = None
+            if when is None or when.tzinfo is None:
+                raise CommandError(f"`{key}` must be {what}, got `{_quote(raw)}`")
+            fields[name] = when.astimezone(UTC).isoformat(timespec="seconds")
+            continue
+        try:
+            value = kind(raw)
+        except ValueError:
+            value = 0
+        if not (math.isfinite(value) and value > 0):
+            raise CommandError(f"`{key}` ({what}) must be a {'whole ' if kind is int else ''}number > 0, got `{_quote(raw)}`")
+        fields[name] = value
+    return SteerCommand(verb="budget", **fields)
 
 
 def parse_commands(body: str, space: dict[str, ParamSpec] | None, on_pr: int | None) -> list[SteerCommand]:

@@ -112,12 +112,16 @@ class Try:
     params: dict[str, Scalar]
 
 
+LIMIT_FIELDS = {"dollars", "tokens", "gpu_hours", "cpu_hours", "end_at"}  # of SteerCommand and LimitSettings
+
+
 @dataclass(frozen=True)
 class SteerState:
     """What the humans' slash commands set, as recorded in the acks (oldest applied first)."""
 
     paused: bool = False
     experiments: int | None = None  # `/senpai budget experiments=N`; None: the config's max_experiments
+    limits: dict[str, float | int | str] = field(default_factory=dict)  # `/senpai budget` other keys: field -> value
     resumed_after: frozenset[int] = frozenset()  # PRs decided before the last resume (patience restarts)
     tries: tuple[Try, ...] = ()
     stops: dict[int, str] = field(default_factory=dict)  # PR -> login that sent `/senpai stop`
@@ -158,7 +162,9 @@ def apply_command(state: SteerState, block: Steer, index: int, c: SteerCommand) 
         decided = frozenset(c.decided) if c.verb == "resume" else state.resumed_after
         return replace(state, paused=c.verb == "pause", resumed_after=decided)
     if c.verb == "budget":
-        return replace(state, experiments=c.experiments)
+        raised = c.model_dump(include=LIMIT_FIELDS, exclude_none=True)
+        experiments = c.experiments if c.experiments is not None else state.experiments
+        return replace(state, experiments=experiments, limits={**state.limits, **raised})
     if c.verb == "try":
         return replace(state, tries=(*state.tries, Try(f"{block.message}/{index}", block.author, dict(c.params))))
     if c.verb == "allow" and c.pr is not None:

@@ -38,7 +38,8 @@ class Block:
 
 @dataclass(frozen=True)
 class DeleteJob:
-    """Delete a live job whose PR was decided under it (closed or merged by hand): free its slot now."""
+    """Delete a live job: its PR was decided under it (closed or merged by hand), or a budget is exhausted
+    with `limits.on_exhausted: stop`. Frees its slot now."""
 
     name: str
     pr: int

@@ -45,6 +45,7 @@ from senpai.wrapper.actions import (
     RestoreStudent,
     Stop,
 )
+from senpai.wrapper.limits import exhausted
 from senpai.wrapper.patience import paused_for_patience
 from senpai.wrapper.steering import steering_actions
 from senpai.wrapper.world import World
@@ -177,8 +178,8 @@ def idle_events(w: World, cfg: HarnessConfig) -> list[Event]:
     """New work for students with nothing assigned: queued `/senpai try`s first (one per student,
     oldest first), then an `idle` event per remaining student while the experiment cap and patience
     allow.  Nothing while a human has paused (`/senpai pause`)."""
-    if w.steer.paused:
-        return []
+    if w.steer.paused or set(exhausted(w, cfg)) - {"experiments"}:
+        return []  # a spent budget or time stops even a human's `/senpai try`; the experiment cap does not
     assigned = {e.student for e in w.exps if e.state in ASSIGNED}
     idle = [s.name for s in cfg.students if s.name not in assigned]
     opened = {e.hypothesis.request for e in w.exps if e.hypothesis and e.hypothesis.request}
@@ -206,10 +207,20 @@ def plan(w: World, cfg: HarnessConfig) -> list[Action]:
     ]
     actions += _human_changes(w)
     actions += _reap(w)
-    actions += _students(w, cfg)
-    actions += _verifiers(w)
+    if _stopping(w, cfg):
+        actions += [DeleteJob(j.name, j.pr, "the budget is exhausted") for j in _live(w.jobs) if j.role != Role.ADVISOR]
+    else:
+        actions += _students(w, cfg)
+        actions += _verifiers(w)
     advisor = _advisor(w, cfg)
     return steering + actions + ([advisor] if advisor else [])
+
+
+def _stopping(w: World, cfg: HarnessConfig) -> bool:
+    """True when a spent budget or time stops running student and verifier jobs (`limits.on_exhausted:
+    stop`): they are deleted and not relaunched until a `/senpai budget` raises the cap. The
+    deleted attempt runs again then; it spends no attempt (the job is gone, so nothing reaps it)."""
+    return cfg.limits.on_exhausted == "stop" and bool(set(exhausted(w, cfg)) - {"experiments"})
 
 
 def _by_pr(w: World) -> dict[int, Experiment]:

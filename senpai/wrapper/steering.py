@@ -14,7 +14,8 @@ Free-text messages become events (`senpai.wrapper.policy.pending_messages`); the
 acknowledges each as it launches the job it is handed to ("delivered to ..."), and
 `delivery_repairs` acknowledges one whose ack was lost (a crash after the launch).
 
-Humans are also asked, once each: when patience paused new work (`senpai.wrapper.patience`), and
+Humans are also asked, once each: when patience paused new work (`senpai.wrapper.patience`), when
+a budget is exhausted (`senpai.wrapper.limits`), and
 when a merge or a base head is not senpai's verified work (`hand_made_issues`).
 """
 
@@ -26,9 +27,10 @@ from senpai.ledger.commands import SYNTAX, CommandError, parse_commands
 from senpai.ledger.consistency import check, seen_bases, verified_merge
 from senpai.ledger.events import message_id, message_ref
 from senpai.ledger.experiment import Experiment
-from senpai.ledger.inbox import Inbound, SteerState, apply_command
+from senpai.ledger.inbox import LIMIT_FIELDS, Inbound, SteerState, apply_command
 from senpai.ledger.labels import ATTENTION, SENPAI, STEER, ExperimentState
 from senpai.wrapper.actions import Ack, Action, ApplyCommand, Launch, OpenIssue, Stop
+from senpai.wrapper.limits import exhaustion_issue
 from senpai.wrapper.patience import patience_issue
 from senpai.wrapper.world import World
 
@@ -51,8 +53,8 @@ def steering_actions(w: World, cfg: HarnessConfig) -> list[Action]:
         if (author := w.steer.stops.get(e.pr)) and not e.decided and e.pr not in stopped:
             out.append(stop_for(w, e.pr, author))
     out += delivery_repairs(w)
-    issue = patience_issue(w, cfg)
-    return out + ([issue] if issue else []) + hand_made_issues(w)
+    issues = [patience_issue(w, cfg), exhaustion_issue(w, cfg)]
+    return out + [i for i in issues if i] + hand_made_issues(w)
 
 
 def command_action(m: Inbound, w: World, state: SteerState) -> tuple[Ack | ApplyCommand, SteerState]:
@@ -91,6 +93,9 @@ def _check(c: SteerCommand, exps: list[Experiment]) -> SteerCommand:
     return c
 
 
+BUDGET_FIELDS = {"experiments", *LIMIT_FIELDS}
+
+
 def _describe(c: SteerCommand, opened: int, jobs: list[JobStatus], state: SteerState) -> str:
     """The reply line of `c`; `state` is the steering state right after it."""
     if c.verb == "pause":
@@ -98,7 +103,11 @@ def _describe(c: SteerCommand, opened: int, jobs: list[JobStatus], state: SteerS
     if c.verb == "resume":
         return "resumed: new experiments are opened again (patience counts from now)"
     if c.verb == "budget":
-        return f"experiment cap set to {c.experiments} ({opened} opened so far)"
+        return (
+            "caps set: "
+            + ", ".join(f"{k} {v}" for k, v in c.model_dump(include=BUDGET_FIELDS, exclude_none=True).items())
+            + (f" ({opened} experiments opened so far)")
+        )
     if c.verb == "try":
         point = ", ".join(f"`{k}={v}`" for k, v in c.params.items())
         when = " after `/senpai resume`" if state.paused else ""

@@ -94,7 +94,7 @@ def test_slash_commands_trust_and_free_text(local_forge, tmp_path):
             alice.create_comment(issue, body)
         ticks(w, 3)
         rejected = [a for a in _acks(bot, issue) if "Nothing was applied" in a]
-        assert len(rejected) == 3 and all("/senpai budget experiments=N" in a for a in rejected)
+        assert len(rejected) == 3 and all("/senpai budget key=value ..." in a for a in rejected)
         assert "unknown param `no_such_param`" in rejected[1] and "out of range [8, 128]" in rejected[2]
         assert w.view.state.paused and bot.list_pulls("all") == []
 

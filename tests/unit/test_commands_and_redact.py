@@ -32,6 +32,9 @@ def test_command_lines_are_lines_starting_with_the_word():
 def test_commands_are_checked_and_typed():
     cmds = parse_commands("/senpai budget experiments=4\n/senpai try width=32 lr=0.01 act=tanh batch=64 bn=true", SPACE, None)
     assert [c.verb for c in cmds] == ["budget", "try"] and cmds[0].experiments == 4
+    (b,) = parse_commands("/senpai budget dollars=12.5 tokens=200000 cpu_hours=3 end=2026-12-31T18:00+01:00", SPACE, None)
+    assert (b.experiments, b.dollars, b.tokens, b.cpu_hours, b.gpu_hours) == (None, 12.5, 200000, 3.0, None)
+    assert b.end_at == "2026-12-31T17:00:00+00:00"
     assert cmds[1].params == {"width": 32, "lr": 0.01, "act": "tanh", "batch": 64, "bn": True}
     assert parse_commands("/senpai stop", SPACE, 12)[0].pr == 12
     assert parse_commands("/senpai allow Compute", None, 12) == [SteerCommand(verb="allow", pr=12)]
@@ -48,8 +51,13 @@ def test_commands_are_checked_and_typed():
         ("/senpai allow compute", None, "works in a comment on the experiment PR it allows"),
         ("/senpai allow", 12, "expected `/senpai allow compute`"),
         ("/senpai allow gpus", 12, "expected `/senpai allow compute`"),
-        ("/senpai budget experiments=0", None, "whole number >= 1"),
-        ("/senpai budget gpus=3", None, "expected `/senpai budget experiments=N`"),
+        ("/senpai budget experiments=0", None, "must be a whole number > 0, got `0`"),
+        ("/senpai budget experiments=2.5", None, "must be a whole number > 0"),
+        ("/senpai budget dollars=-1", None, "`dollars` (LLM dollars) must be a number > 0"),
+        ("/senpai budget gpu_hours=inf", None, "must be a number > 0"),
+        ("/senpai budget end=2026-12-31", None, "`end` must be the wall-clock end, ISO 8601 with a zone"),
+        ("/senpai budget gpus=3", None, "with keys experiments, dollars, tokens, gpu_hours, cpu_hours, end"),
+        ("/senpai budget", None, "expected `/senpai budget key=value ...`"),
         ("/senpai try", None, "at least one key=value"),
         ("/senpai try depth=3", None, "unknown param `depth`"),
         ("/senpai try width=500", None, "out of range [8, 128]"),

@@ -1,0 +1,185 @@
+"""Fleet-wide budgets: the caps in force, which are exhausted, and the issue that reports it.
+
+Both halves live here, as for patience: `exhausted` gates the policy's new work, `exhaustion_issue`
+is the issue humans get, once per set of caps (its marker digests them, so a `/senpai budget` that
+raises a cap and is exhausted again later gets a new report). The caps are the harness config's
+(`max_experiments`, `limits`), each overridden by the newest `/senpai budget` that set it
+(`SteerState`); the spend is the ledger's (`senpai.ledger.spend`), so a restart changes nothing.
+"""
+
+import hashlib
+import json
+from datetime import datetime
+
+from senpai.config.harness import HarnessConfig
+from senpai.ledger.escalation import marked
+from senpai.ledger.labels import ATTENTION, STEER, ExperimentState
+from senpai.ledger.records import neutral
+from senpai.ledger.spend import Spend, spend
+from senpai.wrapper.actions import OpenIssue
+from senpai.wrapper.world import World
+
+MONEY = ("dollars", "tokens", "gpu_hours", "cpu_hours")
+TRIED_SHOWN = 20  # decided experiments listed in a report, newest first
+
+
+def caps(w: World, cfg: HarnessConfig) -> dict[str, float | int | datetime]:
+    """The caps in force, by `/senpai budget` key (`experiments`, `dollars`, `tokens`, `gpu_hours`,
+    `cpu_hours`, `end`); a key without a cap is absent."""
+    out: dict[str, float | int | datetime] = {}
+    experiments = w.steer.experiments if w.steer.experiments is not None else cfg.max_experiments
+    if experiments is not None:
+        out["experiments"] = experiments
+    for key in MONEY:
+        value = w.steer.limits.get(key, getattr(cfg.limits, key))
+        if value is not None:
+            out[key] = value
+    end = w.steer.limits.get("end_at")
+    end_at = datetime.fromisoformat(end) if isinstance(end, str) else cfg.limits.end_at
+    if end_at is not None:
+        out["end"] = end_at
+    return out
+
+
+def spent(w: World, cfg: HarnessConfig) -> Spend:
+    """The ledger's spend, with each student's configured CPU cores."""
+    return spend(w.exps, {s.name: s.cpus for s in cfg.students})
+
+
+def exhausted(w: World, cfg: HarnessConfig) -> dict[str, str]:
+    """Cap key -> "spent of cap" for every cap reached now (empty: none)."""
+    used, out = spent(w, cfg), {}
+    for key, cap in caps(w, cfg).items():
+        if key == "end":
+            if w.now >= cap:
+                out[key] = f"the end {cap.isoformat(timespec='minutes')} has passed"
+        elif getattr(used, key) >= cap:
+            out[key] = f"{_amount(key, getattr(used, key))} of {_amount(key, cap)}"
+    return out
+
+
+def exhaustion_issue(w: World, cfg: HarnessConfig) -> OpenIssue | None:
+    """The exhaustion report once a cap is reached: one per set of caps in force, none once the bot's
+    steering issues carry it, and none while a human has paused anyway."""
+    reached = exhausted(w, cfg)
+    if not reached or w.steer.paused:
+        return None
+    in_force = caps(w, cfg)
+    digest = hashlib.sha256(json.dumps(in_force, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    marker = f"<!-- senpai:exhausted:{digest} -->"
+    if marked(w.issues, marker, w.bot):
+        return None
+    title = "senpai stopped: budget exhausted (" + "; ".join(f"{k} {v}" for k, v in reached.items()) + ")"
+    return OpenIssue(marker, title, report(w, cfg, reached) + f"\n\n{marker}", (STEER, ATTENTION))
+
+
+def report(w: World, cfg: HarnessConfig, reached: dict[str, str]) -> str:
+    """The exhaustion report, Markdown: what is known, what evidence is missing, what was tried, and
+    the budget needed to go on. Every text from the ledger is neutralised."""
+    used, in_force = spent(w, cfg), caps(w, cfg)
+    named = [e.hypothesis.metric.name for e in w.exps if e.hypothesis]
+    metric = w.target.metric.name if w.target else named[-1] if named else "metric"
+    merged = sorted((e for e in w.exps if e.state == ExperimentState.MERGED), key=lambda e: e.pr)
+    valued = [e for e in w.exps if e.primary_value() is not None]
+    better = (lambda v: v) if not w.target or w.target.metric.direction == "maximize" else (lambda v: -v)
+    best = sorted(valued, key=lambda e: better(e.primary_value()), reverse=True)[:3]
+    open_ = [e for e in w.exps if not e.decided]
+    decided = sorted((e for e in w.exps if e.decided), key=lambda e: -e.pr)
+    action = "running student and verifier jobs are stopped" if cfg.limits.on_exhausted == "stop" else "running work finishes"
+    lines = [
+        f"senpai opens no new experiment: {', '.join(f'**{k}** {v}' for k, v in reached.items())}. {action.capitalize()}.",
+        "",
+        "## What is known",
+        f"- Baseline: {_baseline(merged, metric)}",
+        "- Best results: " + (", ".join(f"#{e.pr} {metric} = {e.primary_value():.4g} ({e.state})" for e in best) or "none yet"),
+        f"- Experiments: {len(w.exps)} opened, {len(merged)} merged, "
+        f"{sum(e.state == ExperimentState.CLOSED for e in w.exps)} closed, {len(open_)} open"
+        + (": " + ", ".join(f"#{e.pr} ({e.state})" for e in sorted(open_, key=lambda e: e.pr)) if open_ else ""),
+        f"- Spent: {_spend_line(used)}",
+        "",
+        "## What evidence is missing",
+        *(_missing(e, w.base_sha) for e in sorted(open_, key=lambda e: e.pr)),
+        *([] if open_ else ["- Nothing pending: every experiment opened was decided."]),
+        "",
+        f"## What was tried ({len(decided)} decided{f', newest {TRIED_SHOWN}' if len(decided) > TRIED_SHOWN else ''})",
+        *(_tried(e, metric) for e in decided[:TRIED_SHOWN]),
+        *([] if decided else ["- Nothing decided yet."]),
+        "",
+        "## Budget needed to go on",
+        *(f"- {k}: {_amount(k, in_force[k])} now; {_need(k, in_force[k], used, w)}" for k in reached),
+        "",
+        f"To go on, comment `{_command(reached, in_force, used, w)}` here (a trusted human; any cap may be raised).",
+    ]
+    return neutral("\n".join(lines))
+
+
+def _baseline(merged: list, metric: str) -> str:
+    if not merged:
+        return "the base branch as it was (no merge yet)"
+    last = merged[-1]
+    value = last.primary_value()
+    return f"#{last.pr} merged last" + (f", {metric} = {value:.4g}" if value is not None else "")
+
+
+def _missing(e, base_sha: str) -> str:
+    if e.state in (ExperimentState.WIP, ExperimentState.CHANGES):
+        what = f"student evidence ({e.attempts} of {e.hypothesis.budget.attempts if e.hypothesis else 1} attempts made)"
+    elif e.state == ExperimentState.REVIEW:
+        what = "the advisor's review of its evidence"
+    elif e.state == ExperimentState.VERIFYING:
+        what = "the holdout verification against the current base"
+    else:
+        what = f"a human ({e.state})"
+    return f"- #{e.pr} {e.title[:120]}: {what}"
+
+
+def _tried(e, metric: str) -> str:
+    value = e.primary_value()
+    reason = e.decision.reason if e.decision else str(e.state)
+    shown = f"{metric} = {value:.4g}" if value is not None else "no value"
+    return f"- #{e.pr} ({e.state}) {e.title[:120]}: {shown}; {reason[:300]}"
+
+
+def _amount(key: str, value) -> str:
+    if key == "dollars":
+        return f"${value:,.2f}"
+    if key in ("gpu_hours", "cpu_hours"):
+        return f"{value:,.2f} h"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _spend_line(used: Spend) -> str:
+    return (
+        f"{used.experiments} experiments, ${used.dollars:,.2f} and {used.tokens:,} tokens of LLM, "
+        f"{used.gpu_hours:,.2f} GPU hours, {used.cpu_hours:,.2f} CPU-core hours"
+    )
+
+
+def _suggest(key: str, cap, used: Spend, w: World):
+    """A cap that allows about as many more experiments as there are students (at least 2), at the
+    spend per experiment so far; at least half as much again as the cap."""
+    more = max(len({e.student for e in w.exps if e.student}), 2)
+    if key == "experiments":
+        return cap + more
+    per = getattr(used, key) / max(used.experiments, 1)
+    value = max(max(cap, getattr(used, key)) + more * per, cap * 1.5)
+    return int(value) + 1 if key == "tokens" else round(value + 0.005, 2)
+
+
+def _need(key: str, cap, used: Spend, w: World) -> str:
+    if key == "end":
+        return "set a later end"
+    if key == "experiments":
+        return f"{_suggest(key, cap, used, w)} allows {_suggest(key, cap, used, w) - cap} more"
+    per = getattr(used, key) / max(used.experiments, 1)
+    return f"about {_amount(key, per)} per experiment so far: {_amount(key, _suggest(key, cap, used, w))} allows a few more"
+
+
+def _command(reached: dict, in_force: dict, used: Spend, w: World) -> str:
+    parts = []
+    for key in reached:
+        if key == "end":
+            parts.append("end=<a later ISO 8601 time, e.g. 2026-12-31T18:00Z>")
+        else:
+            parts.append(f"{key}={_suggest(key, in_force[key], used, w)}")
+    return "/senpai budget " + " ".join(parts)

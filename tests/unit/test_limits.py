@@ -1,0 +1,125 @@
+"""Fleet-wide budgets: spend summed from the ledger, new work stopped at a cap, one exhaustion issue
+with every section filled, and a trusted `/senpai budget` that resumes the work."""
+
+from datetime import timedelta
+
+import steering_tick
+from test_policy import BASE, CFG, NOW, exp, job, launches
+
+from senpai.ledger.blocks import BudgetReport, Cost, Decision, TurnUsage, Verification
+from senpai.ledger.inbox import SteerState, Try
+from senpai.ledger.labels import ATTENTION, STEER
+from senpai.ledger.spend import spend
+from senpai.wrapper.actions import DeleteJob
+from senpai.wrapper.limits import exhausted, exhaustion_issue
+from senpai.wrapper.policy import plan
+from senpai.wrapper.world import World
+
+
+def _costly(pr: int, state: str, student: str = "ada", dollars: float = 0.0, value: float | None = None):
+    """An experiment with one attempt that cost `dollars`, 1,000 tokens, 1,800 wall s and 900 GPU s."""
+    e = exp(pr, state, student, attempts=1)
+    ev = e.evidence[0]
+    primary = ev.primary.model_copy(update={"value": value})
+    ev = ev.model_copy(
+        update={
+            "outcome": "ok" if value is not None else "failed",
+            "primary": primary,
+            "cost": Cost(gpu_seconds=900, wall_seconds=1800, tokens=1000, dollars=dollars),
+        }
+    )
+    decisions = [Decision(pr=pr, head=e.head, verdict="close", reason=f"no improvement on #{pr}")] if state == "closed" else []
+    return e.model_copy(update={"evidence": [ev], "decisions": decisions})
+
+
+def test_spend_sums_evidence_verifications_and_stopped_advisor_turns_from_the_ledger():
+    a = _costly(1, "merged", dollars=0.5)
+    v = Verification(
+        pr=1, candidate=a.head, baseline=BASE, metric="acc", direction="maximize", seeds=[0], candidate_values=[0.9],
+        baseline_values=[0.8], candidate_mean=0.9, passed=True, reason="r", baseline_mean=0.8, improvement=0.1, noise_floor=0.01,
+        candidate_seconds=[600.0], baseline_seconds=[600.0], candidate_gpu_seconds=[600.0], baseline_gpu_seconds=[0.0],
+    )  # fmt: skip
+    usage = TurnUsage(llm_calls=3, tokens=500, dollars=0.25)
+    stopped = BudgetReport(
+        role="advisor", pr=1, revision=BASE, exhausted=["dollars"], spent=usage, limits=usage, known="k", missing="m",
+        needed=usage,
+    )  # fmt: skip
+    a = a.model_copy(update={"verifications": [v], "budget_reports": [stopped]})
+    b = _costly(2, "wip", "bo", dollars=1.0)
+    s = spend([a, b], {"ada": 2, "bo": 1})
+    assert s.experiments == 2 and s.dollars == 1.75 and s.tokens == 2500
+    assert s.gpu_hours == (900 + 900 + 600) / 3600  # evidence of both, the candidate's verifier seed
+    assert s.cpu_hours == (1800 * 2 + 1200 * 2 + 1800 * 1) / 3600  # ada's jobs hold 2 cores
+
+
+def test_a_spent_budget_stops_new_work_even_a_try_and_a_raise_resumes_it():
+    cfg = CFG.model_copy(update={"max_experiments": None, "limits": CFG.limits.model_copy(update={"dollars": 1.0})})
+    exps = [_costly(1, "closed", dollars=0.6), _costly(2, "closed", "bo", dollars=0.6)]
+    steer = SteerState(tries=(Try("9:1:v/0", "alice", {"a": 1}),))
+    assert exhausted(World(exps, BASE, [], NOW, steer=steer), cfg) == {"dollars": "$1.20 of $1.00"}
+    assert launches(plan(World(exps, BASE, [], NOW, steer=steer), cfg), "advisor") == []
+    raised = SteerState(tries=steer.tries, limits={"dollars": 5.0})
+    (adv,) = launches(plan(World(exps, BASE, [], NOW, steer=raised), cfg), "advisor")
+    assert [e.kind for e in adv.events] == ["try", "idle"]
+
+
+def test_a_wall_clock_end_stops_new_work_once_passed():
+    cfg = CFG.model_copy(update={"max_experiments": None, "limits": CFG.limits.model_copy(update={"end_at": NOW})})
+    assert exhausted(World([], BASE, [], NOW - timedelta(seconds=1)), cfg) == {}
+    assert set(exhausted(World([], BASE, [], NOW), cfg)) == {"end"}
+    later = SteerState(limits={"end_at": (NOW + timedelta(days=1)).isoformat()})
+    assert exhausted(World([], BASE, [], NOW, steer=later), cfg) == {}
+
+
+def test_on_exhausted_stop_deletes_running_jobs_and_launches_none_until_raised():
+    limits = CFG.limits.model_copy(update={"gpu_hours": 0.25, "on_exhausted": "stop"})
+    cfg = CFG.model_copy(update={"max_experiments": None, "limits": limits})
+    exps = [_costly(1, "wip"), _costly(2, "verifying", "bo")]
+    jobs = [job("senpai-student-pr1-2", "student", 1, "ada"), job("senpai-verifier-pr2-1", "verifier", 2, "bo")]
+    actions = plan(World(exps, BASE, jobs, NOW), cfg)
+    assert sorted(a.name for a in actions if isinstance(a, DeleteJob)) == [j.name for j in jobs]
+    assert launches(actions, "student") == [] and launches(actions, "verifier") == []
+    # the jobs are gone; a raise runs the same attempt again (no attempt spent) and the verifier
+    raised = plan(World(exps, BASE, [], NOW, steer=SteerState(limits={"gpu_hours": 10.0})), cfg)
+    assert [a.name for a in launches(raised, "student")] == ["senpai-student-pr1-2"]
+    assert [a.pr for a in launches(raised, "verifier")] == [2]
+
+
+def test_the_experiment_cap_opens_one_exhaustion_issue_and_a_trusted_budget_resumes_to_the_new_cap(fake_forge):
+    forge, fake = fake_forge
+    cfg = CFG  # max_experiments: 4
+    exps = [
+        _costly(1, "merged", value=0.91),
+        _costly(2, "closed", "bo", dollars=0.02, value=0.88),
+        _costly(3, "closed", value=0.87),
+        _costly(4, "verifying", "bo", value=0.93),
+    ]
+    lines = []
+    for _ in range(2):  # a second wrapper (restart, no cache) finds the issue and opens none
+        ledger, _, view = steering_tick.read(forge, cfg)
+        lines += steering_tick.act(forge, cfg, (ledger, exps, view))[0]
+    (issue,) = [i for i in forge.list_issues(STEER, "all") if "exhausted" in i.title]
+    assert [line for line in lines if "exhausted" in line] == [f"#{issue.number}: opened an issue for humans: {issue.title}"]
+    assert set(issue.labels) == {STEER, ATTENTION} and "experiments 4 of 4" in issue.title
+    body = issue.body
+    for section in ("## What is known", "## What evidence is missing", "## What was tried", "## Budget needed to go on"):
+        assert section in body
+    assert "#1 merged last, acc = 0.91" in body and "#4 acc = 0.93 (verifying)" in body  # baseline, best result
+    assert "#4 t: the holdout verification against the current base" in body  # missing evidence
+    assert "no improvement on #2" in body and "no improvement on #3" in body  # tried, with reasons
+    assert "`/senpai budget experiments=6`" in body  # the budget needed, as a command to paste
+    w = World(exps, BASE, [], NOW)
+    assert launches(plan(w, cfg), "advisor") == []  # no new experiment at the cap
+
+    # an outsider's raise does nothing; a collaborator's resumes the work up to 6
+    fake.forge("mallory", "read").create_comment(issue.number, "/senpai budget experiments=100")
+    fake.add_collaborator("carol")
+    fake.forge("carol", "collaborator").create_comment(issue.number, "/senpai budget experiments=6")
+    ledger, _, view = steering_tick.read(forge, cfg)
+    lines = steering_tick.act(forge, cfg, (ledger, exps, view))[0]
+    assert any("caps set: experiments 6 (4 experiments opened so far)" in line for line in lines), lines
+    state = steering_tick.read(forge, cfg)[2].state
+    assert state.experiments == 6
+    (adv,) = launches(plan(World(exps, BASE, [], NOW, steer=state), cfg), "advisor")
+    assert [e.kind for e in adv.events] == ["idle", "idle"]  # ada and bo: 6 - 4 = 2 more
+    assert exhaustion_issue(World(exps, BASE, [], NOW, steer=state, issues=view.issues, bot=forge.login), cfg) is None
