@@ -14,6 +14,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
 from senpai.report.summary import Summary  # noqa: E402
 
@@ -109,22 +111,22 @@ def experiments_plot(s: Summary) -> str:
 
         bottom.set_title("Verifier: improvement on the holdout vs the noise floor")
         verified = [r for r in s.rows if r.improvement is not None]
-        if verified:
-            colors = [COLORS[r.outcome] for r in verified]
-            bottom.bar([r.pr for r in verified], [r.improvement for r in verified], width=0.6, color=colors, label="improvement")
-            floors = [r for r in verified if r.floor is not None]
-            if floors:
-                bottom.plot(
-                    [r.pr for r in floors], [r.floor for r in floors], "_", ms=28, mew=2.5, color="#bf8700", label="noise floor"
-                )
-        else:
+        for r in verified:
+            bottom.bar(r.pr, r.improvement, width=0.6, color=COLORS[r.outcome])
+            if r.floor is not None:
+                bottom.hlines(r.floor, r.pr - 0.4, r.pr + 0.4, colors="#bf8700", lw=2.5, linestyles="--")
+        if not verified:
             bottom.text(0.5, 0.5, "nothing verified yet", ha="center", va="center", transform=bottom.transAxes, color="#57606a")
+        kinds = sorted({r.outcome for r in verified}, key=list(COLORS).index)
+        handles = [Patch(color=COLORS[k], label=f"{k}: improvement") for k in kinds]
+        if any(r.floor is not None for r in verified):
+            handles.append(Line2D([], [], color="#bf8700", lw=2.5, ls="--", label="noise floor"))
         bottom.axhline(0, color="#24292f", lw=0.8)
         bottom.set_ylabel("improvement\n(positive is better)")
         bottom.set_xlabel("experiment (PR number)")
         bottom.set_xticks([r.pr for r in s.rows], [f"#{r.pr}" for r in s.rows])
-        if verified:
-            bottom.legend(loc="best", frameon=False)
+        if handles:
+            bottom.legend(handles=handles, loc="best", frameon=False)
         return _svg(fig)
 
 

@@ -33,7 +33,7 @@ def number(value: float | None, digits: int = 4, signed: bool = False) -> str:
 
 
 def seconds(value: float) -> str:
-    return f"{value:,.0f} s" if value >= 10 else f"{value:.1f} s"
+    return f"{value:,.0f} s" if value >= 10 or value == 0 else f"{value:.1f} s"
 
 
 _ENV = Environment(
