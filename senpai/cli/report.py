@@ -9,8 +9,6 @@ from senpai.cli.options import config_option
 from senpai.cli.wiring import make_forge, make_tracker, redact_secrets
 from senpai.config.harness import load_harness
 from senpai.ledger.table import LedgerReader
-from senpai.report import render
-from senpai.report.summary import summarise
 
 
 @click.command()
@@ -37,6 +35,9 @@ def report(config_path: str, out: str | None, fmt: str, local_forge: str | None,
     Example, after `senpai demo --out demo-out/run1`:
       senpai report --config demo-out/run1/harness.yaml --local-forge demo-out/run1/forge --out demo-out/run1/report.html
     """
+    from senpai.report import render  # matplotlib: only when a report is made, not for `senpai --help`
+    from senpai.report.summary import summarise
+
     cfg = load_harness(config_path)
     tracker = make_tracker(cfg)
     with _served(cfg, local_forge) as served:

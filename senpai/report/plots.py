@@ -107,7 +107,8 @@ def experiments_plot(s: Summary) -> str:
                 label="baseline then",
             )
         top.set_ylabel(f"{s.metric} (validation)\n{s.better}")
-        top.legend(loc="best", frameon=False, ncols=2)
+        if top.get_legend_handles_labels()[0]:
+            top.legend(loc="best", frameon=False, ncols=2)
 
         bottom.set_title("Verifier: improvement on the holdout vs the noise floor")
         verified = [r for r in s.rows if r.improvement is not None]
