@@ -7,13 +7,13 @@ Every text here comes from the forge or W&B, so it is hostile: `clip` bounds it 
 (jinja2's autoescape for HTML, `markdown_cell` for Markdown).
 """
 
-import json
 import math
 from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from senpai.ledger.blocks import Hypothesis
 from senpai.ledger.consistency import seen_bases, verified_merge
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import ExperimentState
@@ -77,9 +77,9 @@ class RunLink(BaseModel):
 
 class Row(BaseModel):
     """One experiment as the report shows it. `value`/`baseline`: the student's latest ok evidence
-    (validation), in metric units; `improvement`/`floor`: the verifier's last verification of the PR
-    on the sealed holdout, signed so that positive is better, and its noise floor (None for the
-    test rules)."""
+    (validation), in metric units; `improvement`/`floor`: the PR's last verification that measured
+    (not one refused for a conflict), on the sealed holdout, signed so that positive is better, and
+    its noise floor (None for the test rules); `params`: `k=v` by name."""
 
     model_config = ConfigDict(frozen=True)
     pr: int
@@ -176,10 +176,18 @@ def spend(e: Experiment) -> Spend:
     )
 
 
+def _params(h: Hypothesis | None) -> str:
+    if h is None:
+        return ""
+    return " ".join(f"{k}={v}" for k, v in sorted(h.params.items())) if h.params else h.change or ""
+
+
 def row(e: Experiment) -> Row:
     ok = [ev for ev in e.evidence if ev.outcome == "ok"]
     failed = [ev for ev in e.evidence if ev.outcome == "failed"]
-    v = e.verifications[-1] if e.verifications else None
+    # the latest verification that measured something (a refusal for a conflict with a moved base has no numbers)
+    measured = [v for v in e.verifications if v.improvement is not None and not v.conflict]
+    v = measured[-1] if measured else (e.verifications[-1] if e.verifications else None)
     d = e.decision
     urls = {r.id: r.url for r in e.runs}
     runs = [RunLink(id=clip(r.id, 64), url=safe_url(urls.get(r.id) or r.url)) for ev in e.evidence for r in ev.runs]
@@ -192,7 +200,7 @@ def row(e: Experiment) -> Row:
         outcome=outcome(e),
         state=str(e.state),
         hypothesis=clip(h.hypothesis if h else e.error, TEXT_CHARS),
-        params=clip(json.dumps(h.params, sort_keys=True) if h and h.params else (h.change if h else ""), TITLE_CHARS),
+        params=clip(_params(h), TITLE_CHARS),
         value=e.primary_value(),
         baseline=_finite(ok[-1].primary.baseline) if ok else None,
         improvement=_finite(v.improvement) if v else None,

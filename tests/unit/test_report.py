@@ -168,3 +168,12 @@ def test_an_empty_ledger_still_makes_a_page():
 def test_the_help_has_an_example():
     out = CliRunner().invoke(report, ["--help"]).output
     assert "Example" in out and "senpai report --config demo-out/run1/harness.yaml --local-forge demo-out/run1/forge" in out
+
+
+def test_a_refusal_for_a_conflict_does_not_hide_what_the_verifier_measured(ledger):
+    exps, (merged, closed, failed) = ledger
+    e = next(e for e in exps if e.pr == closed)
+    v = e.verifications[-1]
+    refused = v.model_copy(update={"improvement": None, "noise_floor": None, "conflict": True, "passed": False})
+    s = summarise([e.model_copy(update={"verifications": [v, refused]})], "senpai/target")
+    assert (s.rows[0].improvement, s.rows[0].floor) == (0.002, 0.01)
