@@ -6,6 +6,7 @@ its blocks (not saved: there is no server here)."""
 import base64
 import logging
 import re
+import sys
 
 import pytest
 import yaml
@@ -15,6 +16,7 @@ from forge_fixtures import commit_and_push, hypothesis
 from senpai.cli.report import report
 from senpai.config.harness import TrackerSettings
 from senpai.config.target import TargetConfig
+from senpai.errors import ConfigError
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Cost, Decision, Evidence, RunRef, Verification
 from senpai.ledger.table import LedgerReader
@@ -177,3 +179,10 @@ def test_a_refusal_for_a_conflict_does_not_hide_what_the_verifier_measured(ledge
     refused = v.model_copy(update={"improvement": None, "noise_floor": None, "conflict": True, "passed": False})
     s = summarise([e.model_copy(update={"verifications": [v, refused]})], "senpai/target")
     assert (s.rows[0].improvement, s.rows[0].floor) == (0.002, 0.01)
+
+
+def test_without_wandb_workspaces_publishing_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "wandb_workspaces", None)  # what an environment without the extra imports
+    spec = render.tracker_spec(summarise([], "senpai/target"))
+    with pytest.raises(ConfigError, match=r"pip install 'senpai\[report\]'"):
+        build_report(spec, "team", "senpai-demo")
