@@ -186,3 +186,11 @@ def test_without_wandb_workspaces_publishing_says_how_to_install_it(monkeypatch)
     spec = render.tracker_spec(summarise([], "senpai/target"))
     with pytest.raises(ConfigError, match=r"pip install 'senpai\[report\]'"):
         build_report(spec, "team", "senpai-demo")
+
+
+def test_a_metric_name_with_dollars_is_drawn_as_text(ledger):
+    exps, _ = ledger
+    h = exps[-1].hypothesis
+    odd = h.model_copy(update={"metric": h.metric.model_copy(update={"name": r"acc $\undefinedmacro{x}$ <b>"})})
+    page = render.html(summarise([*exps[:-1], exps[-1].model_copy(update={"hypothesis": odd})], "senpai/target"))
+    assert len(_svgs(page)) == 3 and r"acc $\undefinedmacro{x}$ &lt;b&gt;" in page
