@@ -25,6 +25,7 @@ class _JsonFormatter(logging.Formatter):
 COMMANDS = {
     "forge": "senpai.cli.forge:forge",
     "ledger": "senpai.cli.ledger:ledger",
+    "report": "senpai.cli.report:report",
     "wrapper": "senpai.cli.wrapper:wrapper",
     "job": "senpai.cli.job:job",
     "demo": "senpai.cli.demo:demo",

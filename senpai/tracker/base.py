@@ -41,6 +41,19 @@ class RunRecord(BaseModel):
     path: str | None = Field(None, description="Offline run directory, when offline.")
 
 
+class ReportSpec(BaseModel):
+    """What `senpai report` publishes to the tracker: a W&B Report (title, the Markdown summary, and
+    panels of `metric` over the runs tagged `tag`) and a saved workspace with the same panels."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    title: str = Field(max_length=128, description="Report title (W&B allows 128 characters).")
+    description: str = Field(max_length=1000)
+    markdown: str = Field(max_length=200_000, description="The ledger summary (`senpai report --format md`).")
+    metric: str = Field(description="Primary metric: the summary key the panels plot.")
+    tag: str = Field("senpai", description="Runs carrying this tag are the report's run set.")
+
+
 class Tracker(Protocol):
     """Port over the experiment tracker."""
 
@@ -64,4 +77,10 @@ class Tracker(Protocol):
 
     def check_access(self) -> str:
         """Online mode: check the API key and entity, return who they are. Raises Forbidden, TransientError."""
+        ...
+
+    def publish_report(self, spec: ReportSpec) -> list[str]:
+        """Online mode: save `spec` as a W&B Report and a saved workspace of the project; return their
+        URLs. Offline: nothing, and []. Raises ConfigError (the optional `report` extra is missing),
+        TransientError (W&B cannot be reached)."""
         ...

@@ -42,7 +42,7 @@ import yaml
 
 from senpai.config.harness import TrackerSettings
 from senpai.errors import ConfigError, Forbidden, NotFound, TransientError
-from senpai.tracker.base import RunIdentity, RunRecord
+from senpai.tracker.base import ReportSpec, RunIdentity, RunRecord
 from senpai.tracker.wandb_log import fold, records
 
 log = logging.getLogger(__name__)
@@ -243,6 +243,25 @@ class WandbTracker:
                 f"W&B user {viewer.username} is not a member of entity {entity!r} (teams: {', '.join(teams) or 'none'})"
             )
         return f"user {viewer.username}, entity {entity}"
+
+    def publish_report(self, spec: ReportSpec) -> list[str]:
+        """Online: save `spec` as a W&B Report and a saved workspace (`wandb_report`); their URLs.
+        Offline: one log line, and []. Raises ConfigError (wandb-workspaces missing), TransientError."""
+        if self.settings.resolved_mode() != "online":
+            log.warning("W&B is offline (no WANDB_API_KEY): no W&B report or workspace published")
+            return []
+        return self._save_report(spec)
+
+    def _save_report(self, spec: ReportSpec) -> list[str]:  # pragma: no cover - needs a W&B server
+        import wandb
+
+        from senpai.tracker.wandb_report import build_report, build_workspace
+
+        entity = self.settings.entity or self._api().default_entity
+        try:
+            return [build(spec, entity, self.settings.project).save().url for build in (build_report, build_workspace)]
+        except wandb.errors.CommError as e:
+            raise TransientError(f"W&B API: {e}") from e
 
     def _api_path(self, *parts: str) -> str:
         return "/".join(p for p in (self.settings.entity, self.settings.project, *parts) if p)

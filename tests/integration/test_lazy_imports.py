@@ -1,4 +1,4 @@
-"""A `senpai` process imports the kubernetes client, OpenHands, LiteLLM, scipy and Optuna only when
+"""A `senpai` process imports the kubernetes client, OpenHands, LiteLLM, scipy, Optuna and matplotlib only when
 it uses them: each adds 0.3–1 s to every job's start (bench/job_start.py measures it).
 
 Each command runs in a fresh interpreter through the console entry point, which then reports the
@@ -16,7 +16,7 @@ import yaml
 from forge_fixtures import TOKEN
 from k8s_fixtures import k8s_settings
 
-HEAVY = ("kubernetes", "openhands", "litellm", "scipy", "optuna", "wandb")
+HEAVY = ("kubernetes", "openhands", "litellm", "scipy", "optuna", "wandb", "matplotlib")
 TOKEN_ENV = "SENPAI_LAZY_TOKEN"
 PROBE = f"""
 import json, sys
@@ -40,7 +40,9 @@ def run(tmp_path: Path, *args: str) -> dict:
     return json.loads(out.read_text()) | {"stdout": proc.stdout}
 
 
-@pytest.mark.parametrize("args", [["--help"], ["ledger", "--help"], ["job", "advisor", "--help"], ["wrapper", "run", "--help"]])
+@pytest.mark.parametrize(
+    "args", [["--help"], ["ledger", "--help"], ["report", "--help"], ["job", "advisor", "--help"], ["wrapper", "run", "--help"]]
+)
 def test_help_imports_no_heavy_package(tmp_path, args):
     result = run(tmp_path, *args)
     assert (result["code"], result["loaded"]) == (0, [])

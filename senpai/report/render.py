@@ -1,0 +1,79 @@
+"""Render a `Summary` as one self-contained HTML page or as Markdown, from the jinja2 templates in
+`senpai/report/templates/`.
+
+HTML: autoescape is on, so every forge or W&B text is escaped; figures are base64 SVG images
+(`plots`), links are http(s) only (`summary.safe_url`); no script, no external file, no network.
+Markdown: each cell goes through `markdown_cell` (the ledger's `neutral`, then `|` escaped), so a
+PR title can neither open an HTML block nor break the table.
+"""
+
+import base64
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+from senpai.ledger.records import neutral
+from senpai.report import plots
+from senpai.report.summary import Summary
+from senpai.tracker.base import ReportSpec
+
+REBUILD = "senpai report --format md"
+
+
+def markdown_cell(value: object) -> str:
+    """`value` as inert Markdown on one line: backslashes doubled, then `neutral` (no fence, HTML or
+    marker), then `|`, `[` and `]` escaped (no table break, no link made from it)."""
+    text = " ".join(str(value if value is not None else "").split()).replace("\\", "\\\\")
+    return neutral(text).replace("|", "\\|").replace("[", "\\[").replace("]", "\\]")
+
+
+def number(value: float | None, digits: int = 4, signed: bool = False) -> str:
+    if value is None:
+        return "–"
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def seconds(value: float) -> str:
+    return f"{value:,.0f} s" if value >= 10 or value == 0 else f"{value:.1f} s"
+
+
+_ENV = Environment(
+    loader=PackageLoader("senpai.report", "templates"),
+    autoescape=select_autoescape(["html"], default_for_string=True, default=True),
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+)
+_ENV.filters.update(md=markdown_cell, num=number, secs=seconds)
+# the Markdown template is not HTML: its cells are escaped by `md`, not by autoescape
+_MD_ENV = _ENV.overlay(autoescape=False)
+
+
+def _img(svg: str) -> str:
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
+
+
+def html(s: Summary) -> str:
+    """The report as one HTML page (UTF-8 text)."""
+    figures = [
+        ("Baseline over time", _img(plots.baseline_plot(s))),
+        ("Metric per experiment", _img(plots.experiments_plot(s))),
+        ("Cost", _img(plots.cost_plot(s))),
+    ]
+    return _ENV.get_template("report.html").render(s=s, figures=figures, rebuild=REBUILD)
+
+
+def markdown(s: Summary) -> str:
+    """The report as Markdown (for a GitHub issue or a BASELINE.md); its first line says it is a
+    cache of the ledger and how to rebuild it."""
+    return _MD_ENV.get_template("report.md").render(s=s, rebuild=REBUILD)
+
+
+def tracker_spec(s: Summary) -> ReportSpec:
+    """What the tracker publishes for `s` (a W&B Report and workspace): the Markdown summary and the metric."""
+    return ReportSpec(
+        title=f"senpai: {s.repo}"[:128],
+        description=f"{s.counts['experiments']} experiments, {s.merges} verified merges; {s.better}",
+        markdown=markdown(s)[:200_000],
+        metric=s.metric or "metric",
+    )
