@@ -1,9 +1,10 @@
 """Slash commands: the steering humans can do with no LLM, parsed and checked by code.
 
-A message is a command message if any line, stripped, starts with `/senpai` (as a word, in any
-case); every such line is one command and the other lines are ignored.  Lines inside a fenced code
-block (``` or ~~~) and quoted lines (`> ...`, and the lines right after one up to a blank line,
-which Markdown renders inside the quote) are never commands: quoting a command must not run it.
+A message is a command message if a line of one of its top-level Markdown paragraphs starts with
+`/senpai` (as a word, in any case); every such line is one command and the other lines are ignored.
+The body is parsed as CommonMark (`command_lines`), so a line that Markdown renders as code (fenced
+or indented), inside a block quote, a list or an HTML comment is never a command: quoting or
+hiding a command must not run it.
 All commands of a message are checked before any is applied: one bad line and nothing is applied
 (the reply explains the syntax, naming every error).
 
@@ -19,12 +20,16 @@ import math
 import re
 import shlex
 
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
 from senpai.config.target import CategoricalParam, FloatParam, IntParam, ParamSpec
 from senpai.ledger.blocks import Scalar, SteerCommand
 
 PREFIX = "/senpai"
 _LINE = re.compile(r"^/senpai(?:\s|$)", re.IGNORECASE)
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_MD = MarkdownIt("commonmark")
+MAX_BODY = 65_536  # characters of a message read for commands: GitHub's cap on a comment
 SYNTAX = """Slash commands (one per line, from the repository's owner, members or collaborators):
 - `/senpai pause`: stop opening new experiments; running jobs, reviews and verifications go on
 - `/senpai resume`: open new experiments again (also after a patience pause)
@@ -41,21 +46,38 @@ class CommandError(ValueError):
 def command_lines(body: str) -> list[str]:
     """The `/senpai ...` lines of a message body, stripped, in order (empty: not a command message).
 
-    Skips fenced code blocks (CommonMark: a fence closes with the same character, at least as long;
-    an unclosed fence runs to the end) and block quotes (a `>` line and its lazy continuation lines)."""
-    out, fence, quote = [], "", False
-    for line in (body or "").splitlines():
-        opened, text = _FENCE.match(line), line.strip()
-        if fence:
-            if opened and opened.group(1).startswith(fence) and not text.strip(fence[0]):
-                fence = ""
-            continue
-        quote = text.startswith(">") or (quote and bool(text) and not opened)
-        if opened:
-            fence = opened.group(1)
-        elif not quote and _LINE.match(text):
-            out.append(text)
+    The body is parsed as CommonMark (markdown-it-py), and only the lines of top-level paragraphs
+    count: never a line inside fenced or indented code, an HTML block or comment (inline ones too),
+    a block quote, a list or a heading. A line is rebuilt from its inline tokens (`_inline_lines`)
+    and counts if it starts with text that starts with the word `/senpai`. A body over MAX_BODY
+    characters is not read: nothing in it is a command."""
+    if not body or len(body) > MAX_BODY:
+        return []
+    out, depth = [], 0  # depth: the blocks around a token, paragraphs aside (a quote, a list, a heading)
+    for token in _MD.parse(body):
+        if token.type not in ("paragraph_open", "paragraph_close"):
+            depth += token.nesting
+        if token.type == "inline" and depth == 0 and token.children is not None:
+            out += [line for line in _inline_lines(token.children) if _LINE.match(line)]
     return out
+
+
+def _inline_lines(children: list[Token]) -> list[str]:
+    """The lines of one paragraph that start with text, stripped, rebuilt from its inline tokens
+    (a line that starts with a code span, inline HTML, emphasis or a link is dropped)."""
+    lines: list[list[str]] = [[]]
+    first: list[str | None] = [None]  # the type of each line's first token that is not blank text
+    for t in children:
+        if t.type in ("softbreak", "hardbreak"):
+            lines.append([])
+            first.append(None)
+            continue
+        if first[-1] is None and (t.type != "text" or t.content.strip()):
+            first[-1] = t.type
+        # code spans keep their backticks; inline HTML is dropped; emphasis keeps its delimiters
+        spans = {"text": t.content, "code_inline": f"{t.markup}{t.content}{t.markup}", "html_inline": ""}
+        lines[-1].append(spans.get(t.type, t.markup))
+    return ["".join(parts).strip() for parts, kind in zip(lines, first, strict=True) if kind == "text"]
 
 
 def parse_line(line: str) -> tuple[str, list[str]]:
