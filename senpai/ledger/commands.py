@@ -14,6 +14,10 @@ All commands of a message are checked before any is applied: one bad line and no
     /senpai try key=value ...           open this params point next, before any proposal
     /senpai stop                        on a PR: stop its job and close it with a decision
     /senpai allow compute               on a PR: the merge gate accepts its compute over the tolerance
+    /senpai help                        answered with this syntax
+    /senpai status                      answered with senpai's status (`senpai.wrapper.status`)
+
+`help` and `status` are queries (QUERIES): they are answered, change nothing and leave no record.
 """
 
 import math
@@ -30,13 +34,16 @@ PREFIX = "/senpai"
 _LINE = re.compile(r"^/senpai(?:\s|$)", re.IGNORECASE)
 _MD = MarkdownIt("commonmark")
 MAX_BODY = 65_536  # characters of a message read for commands: GitHub's cap on a comment
+QUERIES = ("help", "status")  # verbs answered in the ack that change nothing (no `senpai-steer` record)
 SYNTAX = """Slash commands (one per line, from the repository's owner, members or collaborators):
 - `/senpai pause`: stop opening new experiments; running jobs, reviews and verifications go on
 - `/senpai resume`: open new experiments again (also after a patience pause)
 - `/senpai budget experiments=N`: allow N experiments in all (N >= 1)
 - `/senpai try key=value ...`: open this hypothesis for the next idle student, before any proposal
 - `/senpai stop`: on an experiment PR: stop its job and close the PR
-- `/senpai allow compute`: on an experiment PR: let it merge although it trains with more compute than senpai.yaml's tolerance"""
+- `/senpai allow compute`: on an experiment PR: let it merge although it trains with more compute than senpai.yaml's tolerance
+- `/senpai help`: this list
+- `/senpai status`: students, open experiments, live jobs, budget and the forge's rate limit"""
 
 
 class CommandError(ValueError):
@@ -103,15 +110,18 @@ def _pairs(line: str, words: list[str]) -> dict[str, str]:
     return args
 
 
-def to_command(line: str, space: dict[str, ParamSpec] | None, on_pr: int | None) -> SteerCommand:
-    """The command one line asks for, checked. `space` is the target's params space (None if unknown),
-    `on_pr` the PR the message was written on (None on an issue). Raises CommandError."""
+def to_command(line: str, space: dict[str, ParamSpec] | None, on_pr: int | None) -> SteerCommand | str:
+    """The command one line asks for, checked: a SteerCommand, or a query's verb (QUERIES). `space`
+    is the target's params space (None if unknown), `on_pr` the PR the message was written on (None
+    on an issue). Raises CommandError."""
     verb, words = parse_line(line)
-    if verb in ("pause", "resume", "stop"):
+    if verb in (*QUERIES, "pause", "resume", "stop"):
         if words:
             raise CommandError(f"`{_quote(line)}`: `{verb}` takes no arguments")
         if verb == "stop" and on_pr is None:
             raise CommandError("`/senpai stop` works in a comment on the experiment PR to stop")
+        if verb in QUERIES:
+            return verb
         return SteerCommand(verb=verb, pr=on_pr if verb == "stop" else None)
     if verb == "allow":
         if [w.lower() for w in words] != ["compute"]:
@@ -147,8 +157,10 @@ def to_command(line: str, space: dict[str, ParamSpec] | None, on_pr: int | None)
     return SteerCommand(verb="try", params=params)
 
 
-def parse_commands(body: str, space: dict[str, ParamSpec] | None, on_pr: int | None) -> list[SteerCommand]:
-    """Every command of a command message, all checked. Raises CommandError (naming every bad line)."""
+def parse_commands(body: str, space: dict[str, ParamSpec] | None, on_pr: int | None) -> list[SteerCommand | str]:
+    """Every command of a command message, all checked, in order: a SteerCommand for each command
+    that changes the steering state, a verb for each query (QUERIES). Raises CommandError (naming
+    every bad line)."""
     out, problems = [], []
     for line in command_lines(body):
         try:

@@ -99,6 +99,7 @@ class ApplyCommand:
     done: tuple[str, ...]  # one line per command: what it did, and the state it leaves
     record: Steer
     stops: tuple[Stop, ...] = ()
+    answers: str = ""  # the answers to the message's queries (`/senpai help`, `/senpai status`), after `done`
 
 
 @dataclass(frozen=True)
