@@ -72,24 +72,26 @@ def command_action(m: Inbound, w: World, state: SteerState, cfg: HarnessConfig) 
         commands = [_check(c, w.exps) for c in parsed if isinstance(c, SteerCommand)]
     except CommandError as e:
         return Ack(msg, f"Nothing was applied: {e}\n\n{SYNTAX}"), state
-    answers = "\n\n".join(_answer(q, w, cfg) for q in dict.fromkeys(c for c in parsed if isinstance(c, str)))
+    queries = dict.fromkeys(c for c in parsed if isinstance(c, str))  # each answered once, in order
     if not commands:
-        return Ack(msg, answers), state
+        return Ack(msg, "\n\n".join(_answer(q, w, state, cfg) for q in queries)), state
     block = Steer(message=message_ref(msg), author=msg.author, commands=commands)
     done = []
     for i, c in enumerate(commands):  # each reply tells the state its command leaves
         state = apply_command(state, block, i, c)
         done.append(_describe(c, len(w.exps), w.jobs, state))
     stops = tuple(stop_for(w, c.pr, msg.author) for c in commands if c.verb == "stop" and c.pr is not None)
+    answers = "\n\n".join(_answer(q, w, state, cfg) for q in queries)  # the status the commands leave
     return ApplyCommand(msg, tuple(done), block, stops, answers), state
 
 
-def _answer(query: str, w: World, cfg: HarnessConfig) -> str:
-    """The answer to a query: the syntax (`help`), or the status from this tick's reads (`status`)."""
+def _answer(query: str, w: World, state: SteerState, cfg: HarnessConfig) -> str:
+    """The answer to a query: the syntax (`help`), or the status from this tick's reads and the
+    steering state `state` (`status`)."""
     if query == "help":
         return SYNTAX
     tick = LastTick(at=w.now, source="wrapper", detail="this tick answers")
-    return build_status(cfg, w.exps, w.jobs, w.steer, w.now, tick, w.rate_limit).markdown()
+    return build_status(cfg, w.exps, w.jobs, state, w.now, tick, w.rate_limit).markdown()
 
 
 def stop_for(w: World, pr: int, author: str) -> Stop:
