@@ -42,8 +42,9 @@ class StatusReader:
 
     def _tick(self, threads: list[PullRequest | Issue]) -> LastTick:
         """The last tick from the wrapper's `GET /healthz` (`senpai.wrapper.health`) if it answers;
-        else the newest comment by the bot's login on `threads` (the wrapper and its jobs write as
-        the bot, so it bounds the last tick that did something from below)."""
+        else the newest PR, issue or comment by the bot's login among `threads` and their comments
+        (the wrapper and its jobs write as the bot, so it bounds the last tick that did something
+        from below)."""
         why = ""
         if self.health:
             try:
@@ -54,8 +55,9 @@ class StatusReader:
             except (requests.RequestException, ValueError, AttributeError) as e:
                 why = f"{self.health} did not answer ({type(e).__name__}); "
         bot = self.forge.login
-        newest = max((c.created_at for t in threads for c in self.ledger.comments(t) if by_bot(c, bot)), default=None)
-        return LastTick(at=newest, source="ledger" if newest else "none", detail=f"{why}the bot's newest comment")
+        written = [x for t in threads for x in (t, *self.ledger.comments(t)) if by_bot(x, bot)]
+        newest = max((x.created_at for x in written), default=None)
+        return LastTick(at=newest, source="ledger" if newest else "none", detail=f"{why}the bot's newest post")
 
 
 @click.command()

@@ -102,7 +102,7 @@ class LastTick(_Row):
     at: datetime | None
     source: Literal["wrapper", "health", "ledger", "none"] = Field(
         description="wrapper: the tick answering now; health: the wrapper's /healthz; ledger: the bot's newest "
-        "comment (the wrapper's or a job's; a lower bound of its activity); none: nothing found."
+        "PR, issue or comment (the wrapper's or a job's; a lower bound of its activity); none: nothing found."
     )
     detail: str = ""
 
