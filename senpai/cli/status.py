@@ -15,6 +15,7 @@ from senpai.cli.wiring import make_fleet, make_forge, redact_secrets
 from senpai.config.harness import HarnessConfig, load_harness
 from senpai.fleet.base import Fleet
 from senpai.forge.base import Forge, Issue, PullRequest
+from senpai.ledger.labels import SENPAI
 from senpai.ledger.records import by_bot
 from senpai.ledger.table import LedgerReader
 from senpai.wrapper.humans import HumanReader
@@ -37,7 +38,7 @@ class StatusReader:
         self.humans.poll()
         view = self.humans.read()
         jobs = self.fleet.list()
-        tick = self._tick([*self.ledger.pulls, *view.issues])
+        tick = self._tick([*(p for p in self.ledger.pulls if SENPAI in p.labels), *view.issues])
         return build_status(self.cfg, exps, jobs, view.state, datetime.now(UTC), tick, self.forge.rate_limit())
 
     def _tick(self, threads: list[PullRequest | Issue]) -> LastTick:

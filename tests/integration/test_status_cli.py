@@ -16,6 +16,7 @@ from senpai.fleet.base import JobSpec
 from senpai.fleet.local import LocalFleet
 from senpai.forge.localforge.server import LocalForgeServer
 from senpai.ledger import transitions
+from senpai.wrapper.health import HealthServer, TickHealth
 
 SCRIPT = "import time; print('one', flush=True); time.sleep(1.5); print('two', flush=True)"
 
@@ -71,6 +72,18 @@ def test_status_reads_the_forge_folder_and_the_fleet(demo_like):
         assert status["last_tick"]["source"] == "ledger"  # the bot opened the PR
         text = CliRunner().invoke(cli, ["status", "--config", str(config), "--local-forge", str(data)]).output
         assert "senpai status" in text and "wider \\| deeper" not in text  # rich renders the table, unescaped
+        health = TickHealth(5.0)
+        health.tick_started()
+        health.tick_finished()
+        server = HealthServer(health).start()
+        args = ["status", "--config", str(config), "--local-forge", str(data), "--json", "--health", server.url]
+        try:
+            tick = json.loads(CliRunner().invoke(cli, args).output)["last_tick"]
+            assert tick["source"] == "health" and tick["at"] is not None and tick["detail"].startswith("1 ticks, ok")
+        finally:
+            server.stop()
+        tick = json.loads(CliRunner().invoke(cli, args).output)["last_tick"]  # the wrapper is gone: the ledger's
+        assert tick["source"] == "ledger" and f"{server.url} did not answer (ConnectionError)" in tick["detail"]
     finally:
         fleet.delete("senpai-student-pr1-1")
 
