@@ -73,8 +73,9 @@ class Escalate:
 
 @dataclass(frozen=True)
 class Ack:
-    """Answer a human's message (kind `ack`): a rejected or pointless command, or where a message
-    was delivered. Once per message version (`senpai.ledger.replies.reply_to_human`)."""
+    """Answer a human's message (kind `ack`): a rejected or pointless command, the answer to
+    `/senpai help` or `/senpai status`, or where a message was delivered. Once per message version
+    (`senpai.ledger.replies.reply_to_human`)."""
 
     message: Message
     text: str

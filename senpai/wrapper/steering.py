@@ -4,9 +4,9 @@ Slash commands are applied by code, whatever the runtime. Each command message i
 one acknowledgement: the applied commands in a `senpai-steer` block (`ApplyCommand`), or, if any
 line is bad, the syntax and nothing applied (`Ack`). The queries `/senpai help` and `/senpai status`
 are answered in that same ack (a message of queries alone: a plain `Ack`), so a replay answers
-nothing twice. The ack *is* the record: the steering state
-(paused, experiment cap, queued tries, stops) is folded from these blocks, so replaying a tick,
-restarting the wrapper or deleting its state store applies nothing twice and loses nothing.
+nothing twice. The ack *is* the record: the steering state (paused, experiment cap, queued tries,
+stops) is folded from these blocks, so replaying a tick, restarting the wrapper or deleting its
+state store applies nothing twice and loses nothing.
 `/senpai stop` has effects outside the ack (job deleted, PR closed): they follow the ack, and every
 acknowledged stop is made true again on each fresh read (`Stop`), so a crash in between is
 finished by the next tick. `/senpai allow compute` is only its ack: the merge gate reads it from
