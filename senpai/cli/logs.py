@@ -42,7 +42,8 @@ def overlap(old: list[str], new: list[str]) -> int:
 
 def follow(fleet: Fleet, name: str, shown: list[str], interval: float) -> None:
     """Print the lines `name`'s log gains, polling every `interval` seconds, until the job ends (its
-    last lines printed) or is deleted. `shown`: the lines already printed."""
+    last lines printed) or is deleted. `shown`: the log's last FOLLOW_WINDOW lines as last read (each
+    poll reads as many, so a poll's first lines are the last ones of the one before)."""
     while True:
         job = fleet.get(name)  # read before the log: a job done by now has written all of it
         new = fleet.logs(name, FOLLOW_WINDOW).splitlines() if job else []
@@ -77,11 +78,12 @@ def logs(config_path: str, target: str, lines: int, follow_: bool, interval: flo
     redact_secrets(cfg)
     fleet = make_fleet(cfg)
     name = resolve_job(fleet.list(), target)
-    text = fleet.logs(name, lines)
-    if text:
-        click.echo(redact(text), nl=not text.endswith("\n"))
+    # following compares each poll's tail with the last one: both must span the same FOLLOW_WINDOW lines
+    read = fleet.logs(name, max(lines, FOLLOW_WINDOW) if follow_ else lines).splitlines()
+    for line in read[-lines:]:
+        click.echo(redact(line))
     if follow_:
         try:
-            follow(fleet, name, text.splitlines(), interval)
+            follow(fleet, name, read, interval)
         except KeyboardInterrupt:
             pass
