@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from senpai.cli.options import config_option
+from senpai.cli.options import config_option, local_forge_option
 from senpai.cli.wiring import make_forge, make_tracker, redact_secrets
 from senpai.config.harness import HarnessConfig, load_harness
 from senpai.errors import ConfigError, LedgerInconsistent
@@ -23,12 +23,7 @@ COLUMNS = ("pr", "state", "student", "params", "value", "verifier_delta", "verdi
 @config_option
 @click.option("--json", "as_json", is_flag=True, help="Every experiment with all its blocks and runs.")
 @click.option("--csv", "as_csv", is_flag=True, help="One flat row per experiment.")
-@click.option(
-    "--local-forge",
-    type=click.Path(exists=True, file_okay=False),
-    default=None,
-    help="Serve this local forge data dir on a free port for the duration (e.g. after `senpai demo`).",
-)
+@local_forge_option
 @click.option(
     "--check",
     "check_only",
@@ -42,8 +37,8 @@ def ledger(config_path: str, as_json: bool, as_csv: bool, local_forge: str | Non
     if as_json + as_csv + check_only > 1:
         raise click.UsageError("--json, --csv and --check are alternatives: give one")
     cfg = load_harness(config_path)
-    with _served(cfg, local_forge) as cfg:
-        redact_secrets(cfg)  # a token `_served` made too
+    with served(cfg, local_forge) as cfg:
+        redact_secrets(cfg)  # a token `served` made too
         forge = make_forge(cfg)
         exps = LedgerReader(forge, make_tracker(cfg)).experiments()
         flags = check(exps, forge.branch_sha(cfg.forge.base_branch))
@@ -63,7 +58,7 @@ def ledger(config_path: str, as_json: bool, as_csv: bool, local_forge: str | Non
 
 
 @contextmanager
-def _served(cfg: HarnessConfig, local_forge: str | None) -> Iterator[HarnessConfig]:
+def served(cfg: HarnessConfig, local_forge: str | None) -> Iterator[HarnessConfig]:
     """`cfg`, or with `local_forge` (a forge data folder) served on a free port for the duration.
 
     With no token set, the ledger reads as the repository's owner (the bot) with a token made for

@@ -31,6 +31,8 @@ COMMANDS = {
     "demo": "senpai.cli.demo:demo",
     "validate": "senpai.cli.validate:validate",
     "preflight": "senpai.cli.preflight:preflight",
+    "status": "senpai.cli.status:status",
+    "logs": "senpai.cli.logs:logs",
 }
 
 

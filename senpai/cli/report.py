@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from senpai.cli.ledger import _served
+from senpai.cli.ledger import served
 from senpai.cli.options import config_option
 from senpai.cli.wiring import make_forge, make_tracker, redact_secrets
 from senpai.config.harness import load_harness
@@ -40,9 +40,9 @@ def report(config_path: str, out: str | None, fmt: str, local_forge: str | None,
 
     cfg = load_harness(config_path)
     tracker = make_tracker(cfg)
-    with _served(cfg, local_forge) as served:
-        redact_secrets(served)  # a token `_served` made too
-        exps = LedgerReader(make_forge(served), tracker).experiments()
+    with served(cfg, local_forge) as live:
+        redact_secrets(live)  # a token `served` made too
+        exps = LedgerReader(make_forge(live), tracker).experiments()
     summary = summarise(exps, cfg.forge.repo)
     path = Path(out or f"report.{fmt}")
     path.write_text(render.html(summary) if fmt == "html" else render.markdown(summary), encoding="utf-8")

@@ -88,6 +88,11 @@ class JobStatus(BaseModel):
     reason: str | None = Field(None, description="DeadlineExceeded, OOMKilled, Error, Killed ...")
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    deadline_at: datetime | None = Field(
+        None,
+        description="When the fleet kills the job, UTC: its start plus the spec's wall_seconds (local: the command's "
+        "start; Kubernetes: the Job's status.startTime + activeDeadlineSeconds); None until it started.",
+    )
 
     @property
     def done(self) -> bool:

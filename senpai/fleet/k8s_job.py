@@ -17,7 +17,7 @@ containers only; every container that gets GPUs also gets ENV_GPUS, their count.
 
 import posixpath
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from kubernetes import client
 
@@ -395,4 +395,11 @@ def job_status(job: client.V1Job, pod: client.V1Pod | None) -> JobStatus:
         reason=reason,
         started_at=_utc(started),
         finished_at=_utc(finished),
+        deadline_at=_deadline(job),
     )
+
+
+def _deadline(job: client.V1Job) -> datetime | None:
+    """When Kubernetes ends the Job: status.startTime + spec.activeDeadlineSeconds (None before it starts)."""
+    start, wall = job.status and job.status.start_time, job.spec and job.spec.active_deadline_seconds
+    return _utc(start + timedelta(seconds=wall)) if start and wall else None

@@ -49,6 +49,7 @@ import sys
 import time
 import uuid
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 
 from senpai import startup
@@ -252,6 +253,7 @@ class LocalFleet:
             reason=record.reason,
             started_at=record.started_at,
             finished_at=record.finished_at,
+            deadline_at=record.started_at and record.started_at + timedelta(seconds=spec.wall_seconds),
         )
         if status.done:
             self._finished[name] = (identity, status)

@@ -1,9 +1,10 @@
 """Slash commands: the steering humans can do with no LLM, parsed and checked by code.
 
-A message is a command message if any line, stripped, starts with `/senpai` (as a word, in any
-case); every such line is one command and the other lines are ignored.  Lines inside a fenced code
-block (``` or ~~~) and quoted lines (`> ...`, and the lines right after one up to a blank line,
-which Markdown renders inside the quote) are never commands: quoting a command must not run it.
+A message is a command message if a line of one of its top-level Markdown paragraphs starts with
+`/senpai` (as a word, in any case); every such line is one command and the other lines are ignored.
+The body is parsed as CommonMark (`command_lines`), so a line that Markdown renders as code (fenced
+or indented), inside a block quote, a list or an HTML comment is never a command: quoting or
+hiding a command must not run it.
 All commands of a message are checked before any is applied: one bad line and nothing is applied
 (the reply explains the syntax, naming every error).
 
@@ -14,6 +15,10 @@ All commands of a message are checked before any is applied: one bad line and no
     /senpai try key=value ...           open this params point next, before any proposal
     /senpai stop                        on a PR: stop its job and close it with a decision
     /senpai allow compute               on a PR: the merge gate accepts its compute over the tolerance
+    /senpai help                        answered with this syntax
+    /senpai status                      answered with senpai's status (`senpai.wrapper.status`)
+
+`help` and `status` are queries (QUERIES): they are answered, change nothing and leave no record.
 """
 
 import math
@@ -21,19 +26,26 @@ import re
 import shlex
 from datetime import UTC, datetime
 
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
 from senpai.config.target import CategoricalParam, FloatParam, IntParam, ParamSpec
 from senpai.ledger.blocks import Scalar, SteerCommand
 
 PREFIX = "/senpai"
 _LINE = re.compile(r"^/senpai(?:\s|$)", re.IGNORECASE)
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_MD = MarkdownIt("commonmark")
+MAX_BODY = 65_536  # characters of a message read for commands: GitHub's cap on a comment
+QUERIES = ("help", "status")  # verbs answered in the ack that change nothing (no `senpai-steer` record)
 SYNTAX = """Slash commands (one per line, from the repository's owner, members or collaborators):
 - `/senpai pause`: stop opening new experiments; running jobs, reviews and verifications go on
 - `/senpai resume`: open new experiments again (also after a patience pause)
 - `/senpai budget key=value ...`: set caps: experiments, dollars, tokens, gpu_hours, cpu_hours (> 0), end (ISO time)
 - `/senpai try key=value ...`: open this hypothesis for the next idle student, before any proposal
 - `/senpai stop`: on an experiment PR: stop its job and close the PR
-- `/senpai allow compute`: on an experiment PR: let it merge although it trains with more compute than senpai.yaml's tolerance"""
+- `/senpai allow compute`: on an experiment PR: let it merge although it trains with more compute than senpai.yaml's tolerance
+- `/senpai help`: this list
+- `/senpai status`: students, open experiments, live jobs, budget and the forge's rate limit"""
 
 
 class CommandError(ValueError):
@@ -43,21 +55,38 @@ class CommandError(ValueError):
 def command_lines(body: str) -> list[str]:
     """The `/senpai ...` lines of a message body, stripped, in order (empty: not a command message).
 
-    Skips fenced code blocks (CommonMark: a fence closes with the same character, at least as long;
-    an unclosed fence runs to the end) and block quotes (a `>` line and its lazy continuation lines)."""
-    out, fence, quote = [], "", False
-    for line in (body or "").splitlines():
-        opened, text = _FENCE.match(line), line.strip()
-        if fence:
-            if opened and opened.group(1).startswith(fence) and not text.strip(fence[0]):
-                fence = ""
-            continue
-        quote = text.startswith(">") or (quote and bool(text) and not opened)
-        if opened:
-            fence = opened.group(1)
-        elif not quote and _LINE.match(text):
-            out.append(text)
+    The body is parsed as CommonMark (markdown-it-py), and only the lines of top-level paragraphs
+    count: never a line inside fenced or indented code, an HTML block or comment (inline ones too),
+    a block quote, a list or a heading. A line is rebuilt from its inline tokens (`_inline_lines`)
+    and counts if it starts with text that starts with the word `/senpai`. A body over MAX_BODY
+    characters is not read: nothing in it is a command."""
+    if not body or len(body) > MAX_BODY:
+        return []
+    out, depth = [], 0  # depth: the blocks around a token, paragraphs aside (a quote, a list, a heading)
+    for token in _MD.parse(body):
+        if token.type not in ("paragraph_open", "paragraph_close"):
+            depth += token.nesting
+        if token.type == "inline" and depth == 0 and token.children is not None:
+            out += [line for line in _inline_lines(token.children) if _LINE.match(line)]
     return out
+
+
+def _inline_lines(children: list[Token]) -> list[str]:
+    """The lines of one paragraph that start with text, stripped, rebuilt from its inline tokens
+    (a line that starts with a code span, inline HTML, emphasis or a link is dropped)."""
+    lines: list[list[str]] = [[]]
+    first: list[str | None] = [None]  # the type of each line's first token that is not blank text
+    for t in children:
+        if t.type in ("softbreak", "hardbreak"):
+            lines.append([])
+            first.append(None)
+            continue
+        if first[-1] is None and (t.type != "text" or t.content.strip()):
+            first[-1] = t.type
+        # code spans keep their backticks; inline HTML is dropped; emphasis keeps its delimiters
+        spans = {"text": t.content, "code_inline": f"{t.markup}{t.content}{t.markup}", "html_inline": ""}
+        lines[-1].append(spans.get(t.type, t.markup))
+    return ["".join(parts).strip() for parts, kind in zip(lines, first, strict=True) if kind == "text"]
 
 
 def parse_line(line: str) -> tuple[str, list[str]]:
@@ -83,15 +112,18 @@ def _pairs(line: str, words: list[str]) -> dict[str, str]:
     return args
 
 
-def to_command(line: str, space: dict[str, ParamSpec] | None, on_pr: int | None) -> SteerCommand:
-    """The command one line asks for, checked. `space` is the target's params space (None if unknown),
-    `on_pr` the PR the message was written on (None on an issue). Raises CommandError."""
+def to_command(line: str, space: dict[str, ParamSpec] | None, on_pr: int | None) -> SteerCommand | str:
+    """The command one line asks for, checked: a SteerCommand, or a query's verb (QUERIES). `space`
+    is the target's params space (None if unknown), `on_pr` the PR the message was written on (None
+    on an issue). Raises CommandError."""
     verb, words = parse_line(line)
-    if verb in ("pause", "resume", "stop"):
+    if verb in (*QUERIES, "pause", "resume", "stop"):
         if words:
             raise CommandError(f"`{_quote(line)}`: `{verb}` takes no arguments")
         if verb == "stop" and on_pr is None:
             raise CommandError("`/senpai stop` works in a comment on the experiment PR to stop")
+        if verb in QUERIES:
+            return verb
         return SteerCommand(verb=verb, pr=on_pr if verb == "stop" else None)
     if verb == "allow":
         if [w.lower() for w in words] != ["compute"]:
@@ -157,8 +189,10 @@ def _budget(line: str, args: dict[str, str]) -> SteerCommand:
     return SteerCommand(verb="budget", **fields)
 
 
-def parse_commands(body: str, space: dict[str, ParamSpec] | None, on_pr: int | None) -> list[SteerCommand]:
-    """Every command of a command message, all checked. Raises CommandError (naming every bad line)."""
+def parse_commands(body: str, space: dict[str, ParamSpec] | None, on_pr: int | None) -> list[SteerCommand | str]:
+    """Every command of a command message, all checked, in order: a SteerCommand for each command
+    that changes the steering state, a verb for each query (QUERIES). Raises CommandError (naming
+    every bad line)."""
     out, problems = [], []
     for line in command_lines(body):
         try:

@@ -74,8 +74,9 @@ class Escalate:
 
 @dataclass(frozen=True)
 class Ack:
-    """Answer a human's message (kind `ack`): a rejected or pointless command, or where a message
-    was delivered. Once per message version (`senpai.ledger.replies.reply_to_human`)."""
+    """Answer a human's message (kind `ack`): a rejected or pointless command, the answer to
+    `/senpai help` or `/senpai status`, or where a message was delivered. Once per message version
+    (`senpai.ledger.replies.reply_to_human`)."""
 
     message: Message
     text: str
@@ -100,6 +101,7 @@ class ApplyCommand:
     done: tuple[str, ...]  # one line per command: what it did, and the state it leaves
     record: Steer
     stops: tuple[Stop, ...] = ()
+    answers: str = ""  # the answers to the message's queries (`/senpai help`, `/senpai status`), after `done`
 
 
 @dataclass(frozen=True)

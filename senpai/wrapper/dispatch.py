@@ -126,7 +126,8 @@ class Dispatcher:
             return f"#{action.message.number}: answered @{action.message.author}" if posted else ""
         if isinstance(action, ApplyCommand):
             m = action.message
-            self._reply(m, "Applied:\n" + "\n".join(f"- {d}" for d in action.done), action.record)
+            answers = f"\n\n{action.answers}" if action.answers else ""
+            self._reply(m, "Applied:\n" + "\n".join(f"- {d}" for d in action.done) + answers, action.record)
             stopped = [self._stop(s, exps) for s in action.stops]
             return "; ".join([f"#{m.number}: applied from @{m.author}: " + "; ".join(action.done), *stopped])
         if isinstance(action, Stop):

@@ -13,6 +13,8 @@ from datetime import datetime
 
 from senpai.config.harness import HarnessConfig
 from senpai.ledger.escalation import marked
+from senpai.ledger.experiment import Experiment
+from senpai.ledger.inbox import SteerState
 from senpai.ledger.labels import ATTENTION, STEER, ExperimentState
 from senpai.ledger.records import neutral
 from senpai.ledger.spend import Spend, spend
@@ -23,35 +25,35 @@ MONEY = ("dollars", "tokens", "gpu_hours", "cpu_hours")
 TRIED_SHOWN = 20  # decided experiments listed in a report, newest first
 
 
-def caps(w: World, cfg: HarnessConfig) -> dict[str, float | int | datetime]:
+def caps(steer: SteerState, cfg: HarnessConfig) -> dict[str, float | int | datetime]:
     """The caps in force, by `/senpai budget` key (`experiments`, `dollars`, `tokens`, `gpu_hours`,
     `cpu_hours`, `end`); a key without a cap is absent."""
     out: dict[str, float | int | datetime] = {}
-    experiments = w.steer.experiments if w.steer.experiments is not None else cfg.max_experiments
+    experiments = steer.experiments if steer.experiments is not None else cfg.max_experiments
     if experiments is not None:
         out["experiments"] = experiments
     for key in MONEY:
-        value = w.steer.limits.get(key, getattr(cfg.limits, key))
+        value = steer.limits.get(key, getattr(cfg.limits, key))
         if value is not None:
             out[key] = value
-    end = w.steer.limits.get("end_at")
+    end = steer.limits.get("end_at")
     end_at = datetime.fromisoformat(end) if isinstance(end, str) else cfg.limits.end_at
     if end_at is not None:
         out["end"] = end_at
     return out
 
 
-def spent(w: World, cfg: HarnessConfig) -> Spend:
+def spent(exps: list[Experiment], cfg: HarnessConfig) -> Spend:
     """The ledger's spend, with each student's configured CPU cores."""
-    return spend(w.exps, {s.name: s.cpus for s in cfg.students})
+    return spend(exps, {s.name: s.cpus for s in cfg.students})
 
 
-def exhausted(w: World, cfg: HarnessConfig) -> dict[str, str]:
-    """Cap key -> "spent of cap" for every cap reached now (empty: none)."""
-    used, out = spent(w, cfg), {}
-    for key, cap in caps(w, cfg).items():
+def exhausted(exps: list[Experiment], steer: SteerState, now: datetime, cfg: HarnessConfig) -> dict[str, str]:
+    """Cap key -> "spent of cap" for every cap reached at `now` (empty: none)."""
+    used, out = spent(exps, cfg), {}
+    for key, cap in caps(steer, cfg).items():
         if key == "end":
-            if w.now >= cap:
+            if now >= cap:
                 out[key] = f"the end {cap.isoformat(timespec='minutes')} has passed"
         elif getattr(used, key) >= cap:
             out[key] = f"{_amount(key, getattr(used, key))} of {_amount(key, cap)}"
@@ -61,10 +63,10 @@ def exhausted(w: World, cfg: HarnessConfig) -> dict[str, str]:
 def exhaustion_issue(w: World, cfg: HarnessConfig) -> OpenIssue | None:
     """The exhaustion report once a cap is reached: one per set of caps in force, none once the bot's
     steering issues carry it, and none while a human has paused anyway."""
-    reached = exhausted(w, cfg)
+    reached = exhausted(w.exps, w.steer, w.now, cfg)
     if not reached or w.steer.paused:
         return None
-    in_force = caps(w, cfg)
+    in_force = caps(w.steer, cfg)
     digest = hashlib.sha256(json.dumps(in_force, sort_keys=True, default=str).encode()).hexdigest()[:12]
     marker = f"<!-- senpai:exhausted:{digest} -->"
     if marked(w.issues, marker, w.bot):
@@ -76,7 +78,7 @@ def exhaustion_issue(w: World, cfg: HarnessConfig) -> OpenIssue | None:
 def report(w: World, cfg: HarnessConfig, reached: dict[str, str]) -> str:
     """The exhaustion report, Markdown: what is known, what evidence is missing, what was tried, and
     the budget needed to go on. Every text from the ledger is neutralised."""
-    used, in_force = spent(w, cfg), caps(w, cfg)
+    used, in_force = spent(w.exps, cfg), caps(w.steer, cfg)
     named = [e.hypothesis.metric.name for e in w.exps if e.hypothesis]
     metric = w.target.metric.name if w.target else named[-1] if named else "metric"
     merged = sorted((e for e in w.exps if e.state == ExperimentState.MERGED), key=lambda e: e.pr)

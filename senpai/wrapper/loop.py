@@ -215,6 +215,7 @@ class Wrapper:
             target=self._target[1],
             fresh=fresh,
             bot=bot,
+            rate_limit=self.forge.rate_limit(),
         )
         ids = [ev.id for ev in pending_messages(w, self.cfg)]
         if not ids:

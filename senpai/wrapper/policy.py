@@ -178,7 +178,7 @@ def idle_events(w: World, cfg: HarnessConfig) -> list[Event]:
     """New work for students with nothing assigned: queued `/senpai try`s first (one per student,
     oldest first), then an `idle` event per remaining student while the experiment cap and patience
     allow.  Nothing while a human has paused (`/senpai pause`)."""
-    if w.steer.paused or set(exhausted(w, cfg)) - {"experiments"}:
+    if w.steer.paused or set(exhausted(w.exps, w.steer, w.now, cfg)) - {"experiments"}:
         return []  # a spent budget or time stops even a human's `/senpai try`; the experiment cap does not
     assigned = {e.student for e in w.exps if e.state in ASSIGNED}
     idle = [s.name for s in cfg.students if s.name not in assigned]
@@ -220,7 +220,7 @@ def _stopping(w: World, cfg: HarnessConfig) -> bool:
     """True when a spent budget or time stops running student and verifier jobs (`limits.on_exhausted:
     stop`): they are deleted and not relaunched until a `/senpai budget` raises the cap. The
     deleted attempt runs again then; it spends no attempt (the job is gone, so nothing reaps it)."""
-    return cfg.limits.on_exhausted == "stop" and bool(set(exhausted(w, cfg)) - {"experiments"})
+    return cfg.limits.on_exhausted == "stop" and bool(set(exhausted(w.exps, w.steer, w.now, cfg)) - {"experiments"})
 
 
 def _by_pr(w: World) -> dict[int, Experiment]:

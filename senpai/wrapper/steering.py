@@ -2,9 +2,11 @@
 
 Slash commands are applied by code, whatever the runtime. Each command message is answered by
 one acknowledgement: the applied commands in a `senpai-steer` block (`ApplyCommand`), or, if any
-line is bad, the syntax and nothing applied (`Ack`). The ack *is* the record: the steering state
-(paused, experiment cap, queued tries, stops) is folded from these blocks, so replaying a tick,
-restarting the wrapper or deleting its state store applies nothing twice and loses nothing.
+line is bad, the syntax and nothing applied (`Ack`). The queries `/senpai help` and `/senpai status`
+are answered in that same ack (a message of queries alone: a plain `Ack`), so a replay answers
+nothing twice. The ack *is* the record: the steering state (paused, experiment cap, queued tries,
+stops) is folded from these blocks, so replaying a tick, restarting the wrapper or deleting its
+state store applies nothing twice and loses nothing.
 `/senpai stop` has effects outside the ack (job deleted, PR closed): they follow the ack, and every
 acknowledged stop is made true again on each fresh read (`Stop`), so a crash in between is
 finished by the next tick. `/senpai allow compute` is only its ack: the merge gate reads it from
@@ -32,6 +34,7 @@ from senpai.ledger.labels import ATTENTION, SENPAI, STEER, ExperimentState
 from senpai.wrapper.actions import Ack, Action, ApplyCommand, Launch, OpenIssue, Stop
 from senpai.wrapper.limits import exhaustion_issue
 from senpai.wrapper.patience import patience_issue
+from senpai.wrapper.status import LastTick, build_status
 from senpai.wrapper.world import World
 
 
@@ -46,7 +49,7 @@ def steering_actions(w: World, cfg: HarnessConfig) -> list[Action]:
     out: list[Action] = []
     state, stopped = w.steer, set()
     for m in sorted(w.commands, key=lambda m: m.order):
-        action, state = command_action(m, w, state)
+        action, state = command_action(m, w, state, cfg)
         out.append(action)
         stopped |= {s.pr for s in action.stops} if isinstance(action, ApplyCommand) else set()
     for e in w.exps:
@@ -57,24 +60,40 @@ def steering_actions(w: World, cfg: HarnessConfig) -> list[Action]:
     return out + [i for i in issues if i] + hand_made_issues(w)
 
 
-def command_action(m: Inbound, w: World, state: SteerState) -> tuple[Ack | ApplyCommand, SteerState]:
+def command_action(m: Inbound, w: World, state: SteerState, cfg: HarnessConfig) -> tuple[Ack | ApplyCommand, SteerState]:
     """The answer to one command message and the steering state after it. A `/senpai try` is
-    checked against the params space of the base's senpai.yaml (`World.target`)."""
+    checked against the params space of the base's senpai.yaml (`World.target`). Queries (`help`,
+    `status`) are answered in the same ack, after what the other commands did; a message of
+    queries alone gets a plain ack (no record: it changes nothing)."""
     msg = m.message
     if m.closed:
         return Ack(msg, f"PR #{msg.number} is closed: nothing was done. Steer on an open PR or a `{STEER}` issue."), state
     space = w.target.params.space if w.target else None
     try:
-        commands = [_check(c, w.exps) for c in parse_commands(msg.body, space, msg.number if m.on_pr else None)]
+        parsed = parse_commands(msg.body, space, msg.number if m.on_pr else None)
+        commands = [_check(c, w.exps) for c in parsed if isinstance(c, SteerCommand)]
     except CommandError as e:
         return Ack(msg, f"Nothing was applied: {e}\n\n{SYNTAX}"), state
+    queries = dict.fromkeys(c for c in parsed if isinstance(c, str))  # each answered once, in order
+    if not commands:
+        return Ack(msg, "\n\n".join(_answer(q, w, state, cfg) for q in queries)), state
     block = Steer(message=message_ref(msg), author=msg.author, commands=commands)
     done = []
     for i, c in enumerate(commands):  # each reply tells the state its command leaves
         state = apply_command(state, block, i, c)
         done.append(_describe(c, len(w.exps), w.jobs, state))
     stops = tuple(stop_for(w, c.pr, msg.author) for c in commands if c.verb == "stop" and c.pr is not None)
-    return ApplyCommand(msg, tuple(done), block, stops), state
+    answers = "\n\n".join(_answer(q, w, state, cfg) for q in queries)  # the status the commands leave
+    return ApplyCommand(msg, tuple(done), block, stops, answers), state
+
+
+def _answer(query: str, w: World, state: SteerState, cfg: HarnessConfig) -> str:
+    """The answer to a query: the syntax (`help`), or the status from this tick's reads and the
+    steering state `state` (`status`)."""
+    if query == "help":
+        return SYNTAX
+    tick = LastTick(at=w.now, source="wrapper", detail="this tick answers")
+    return build_status(cfg, w.exps, w.jobs, state, w.now, tick, w.rate_limit).markdown()
 
 
 def stop_for(w: World, pr: int, author: str) -> Stop:

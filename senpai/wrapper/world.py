@@ -5,7 +5,7 @@ from datetime import datetime
 
 from senpai.config.target import TargetConfig
 from senpai.fleet.base import JobStatus
-from senpai.forge.base import Issue
+from senpai.forge.base import Issue, RateLimit
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.inbox import Inbound, SteerState
 
@@ -30,3 +30,4 @@ class World:
     target: TargetConfig | None = None  # the base's senpai.yaml (None: missing or invalid)
     fresh: bool = False  # the humans' messages were read this tick: the steering rules act only on a fresh read
     bot: str = ""  # the bot's login: only its own issues' markers count
+    rate_limit: RateLimit | None = None  # the forge's last stated rate limit (`Forge.rate_limit`), for `/senpai status`

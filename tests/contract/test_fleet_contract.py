@@ -84,6 +84,8 @@ def test_success(fleet: Fleet) -> None:
     assert status.started_at is not None and status.finished_at is not None
     assert status.started_at.utcoffset().total_seconds() == 0
     assert status.started_at <= status.finished_at
+    # the kill time: the start plus wall_seconds (Kubernetes counts from the Job's start, its pod starts a little later)
+    assert status.deadline_at is not None and 15 <= (status.deadline_at - status.started_at).total_seconds() <= 20
     assert "hello" in fleet.logs("ok")
 
 

@@ -163,3 +163,40 @@ def test_a_try_reports_every_bad_param():
     with pytest.raises(CommandError) as e:
         parse_commands("/senpai try width=9999 act=swish lr=0.01", SPACE, None)
     assert "out of range [8, 128]" in str(e.value) and "one of relu, tanh, got `swish`" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "<!--\n/senpai stop\n-->",  # an HTML block (a comment)
+        "Hi <!-- hidden\n/senpai stop\n--> there",  # an inline HTML comment spanning lines
+        "<!-- x -->/senpai stop",
+        "<div>\n/senpai stop\n</div>",
+        "text\n\n    /senpai stop",  # indented code
+        "```python\n/senpai stop\n```",
+        "> quoted\n/senpai stop",  # a lazy continuation line of the quote
+        "> > /senpai stop",
+        "- /senpai stop",  # a list item
+        "1. item\n\n   /senpai stop",  # a paragraph inside a list item
+        "# /senpai stop",
+        "`/senpai stop`",
+        "*/senpai stop*",
+        "[/senpai stop](https://example.com)",
+        "/senpai stop\n" + "x" * 70_000,  # over MAX_BODY: not read at all
+    ],
+)
+def test_hidden_quoted_or_code_commands_are_not_commands(body):
+    assert command_lines(body) == []
+
+
+def test_commands_in_top_level_paragraphs_are_found():
+    body = (
+        "Please:\n/senpai pause <!-- because -->\n\n<!-- /senpai stop -->\n\n> /senpai stop\n\n"
+        "/senpai try act=`tanh` width=*8*\n/senpai budget experiments=3\\\n/senpai resume"
+    )
+    assert command_lines(body) == [
+        "/senpai pause",
+        "/senpai try act=`tanh` width=*8*",
+        "/senpai budget experiments=3",
+        "/senpai resume",
+    ]

@@ -16,6 +16,10 @@ from senpai.wrapper.policy import plan
 from senpai.wrapper.world import World
 
 
+def _exhausted(w: World, cfg) -> dict[str, str]:
+    return exhausted(w.exps, w.steer, w.now, cfg)
+
+
 def _costly(pr: int, state: str, student: str = "ada", dollars: float = 0.0, value: float | None = None):
     """An experiment with one attempt that cost `dollars`, 1,000 tokens, 1,800 wall s and 900 GPU s."""
     e = exp(pr, state, student, attempts=1)
@@ -56,7 +60,7 @@ def test_a_spent_budget_stops_new_work_even_a_try_and_a_raise_resumes_it():
     cfg = CFG.model_copy(update={"max_experiments": None, "limits": CFG.limits.model_copy(update={"dollars": 1.0})})
     exps = [_costly(1, "closed", dollars=0.6), _costly(2, "closed", "bo", dollars=0.6)]
     steer = SteerState(tries=(Try("9:1:v/0", "alice", {"a": 1}),))
-    assert exhausted(World(exps, BASE, [], NOW, steer=steer), cfg) == {"dollars": "$1.20 of $1.00"}
+    assert _exhausted(World(exps, BASE, [], NOW, steer=steer), cfg) == {"dollars": "$1.20 of $1.00"}
     assert launches(plan(World(exps, BASE, [], NOW, steer=steer), cfg), "advisor") == []
     raised = SteerState(tries=steer.tries, limits={"dollars": 5.0})
     (adv,) = launches(plan(World(exps, BASE, [], NOW, steer=raised), cfg), "advisor")
@@ -65,10 +69,10 @@ def test_a_spent_budget_stops_new_work_even_a_try_and_a_raise_resumes_it():
 
 def test_a_wall_clock_end_stops_new_work_once_passed():
     cfg = CFG.model_copy(update={"max_experiments": None, "limits": CFG.limits.model_copy(update={"end_at": NOW})})
-    assert exhausted(World([], BASE, [], NOW - timedelta(seconds=1)), cfg) == {}
-    assert set(exhausted(World([], BASE, [], NOW), cfg)) == {"end"}
+    assert _exhausted(World([], BASE, [], NOW - timedelta(seconds=1)), cfg) == {}
+    assert set(_exhausted(World([], BASE, [], NOW), cfg)) == {"end"}
     later = SteerState(limits={"end_at": (NOW + timedelta(days=1)).isoformat()})
-    assert exhausted(World([], BASE, [], NOW, steer=later), cfg) == {}
+    assert _exhausted(World([], BASE, [], NOW, steer=later), cfg) == {}
 
 
 def test_on_exhausted_stop_deletes_running_jobs_and_launches_none_until_raised():

@@ -1,0 +1,280 @@
+"""What senpai is doing now, computed from the ledger, the fleet and the forge (never from a cache).
+
+`build_status` is a pure function of what was read: the experiments (`LedgerReader`), the fleet's
+jobs (`Fleet.list`), the steering state (the fold of the acks, `HumansView.state`), the forge's
+last stated rate limit (`Forge.rate_limit`) and the last tick. `senpai status` (the CLI) and the
+wrapper's answer to `/senpai status` both build it and render it with `Status.markdown()`.
+
+Every text in it that came from the forge (PR titles) is hostile: `markdown()` bounds it and
+keeps it to one table cell; the wrapper's reply is neutralised on top (`reply_to_human`).
+"""
+
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from senpai.config.harness import HarnessConfig
+from senpai.config.roles import Role
+from senpai.fleet.base import JobStatus, Phase
+from senpai.forge.base import RateLimit
+from senpai.ledger.experiment import Experiment
+from senpai.ledger.inbox import SteerState
+from senpai.ledger.labels import ASSIGNED, ExperimentState
+from senpai.ledger.spend import Spend
+from senpai.wrapper.limits import MONEY, caps, exhausted, spent
+from senpai.wrapper.patience import patience_streak
+
+TITLE_CHARS = 80  # characters of a PR title shown in a table cell
+OPEN_ORDER = (
+    ExperimentState.WIP,
+    ExperimentState.CHANGES,
+    ExperimentState.REVIEW,
+    ExperimentState.VERIFYING,
+    ExperimentState.BLOCKED,
+    ExperimentState.UNLABELLED,
+)
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class StudentRow(_Row):
+    """One configured student and what it does now."""
+
+    name: str
+    activity: Literal["running", "assigned", "idle"] = Field(
+        description="running: a live job of its; assigned: a wip or changes PR of its waits for its next job; idle: neither."
+    )
+    pr: int | None = Field(None, description="The PR its live job (else its assigned PR) is for.")
+    title: str | None = None
+    job: str | None = Field(None, description="Its live job's name.")
+
+
+class ExperimentRow(_Row):
+    """One open experiment (a `senpai` PR not merged or closed)."""
+
+    pr: int
+    title: str
+    state: ExperimentState
+    student: str | None
+    attempts: int = Field(description="Attempts with evidence so far.")
+
+
+class JobRow(_Row):
+    """One live job of the fleet (pending or running)."""
+
+    name: str
+    role: Role
+    pr: int | None
+    student: str | None
+    phase: Phase
+    started_at: datetime | None
+    age_seconds: float | None = Field(description="Seconds since it started; None while pending.")
+    deadline_at: datetime | None = Field(description="When the fleet kills it, UTC (`JobStatus.deadline_at`).")
+    left_seconds: float | None = Field(description="Seconds until its deadline (negative: overdue).")
+
+
+class BudgetStatus(_Row):
+    """The caps the wrapper enforces and how much of each is used."""
+
+    experiments: int = Field(description="Experiments opened so far (any state).")
+    experiment_cap: int | None = Field(description="The cap: `/senpai budget experiments=N` if given, else max_experiments.")
+    cap_source: Literal["steering", "config", "none"]
+    patience: int | None = Field(description="The harness config's patience (None: no patience stop).")
+    streak: int = Field(description="Experiments closed without a merge since the last merge or resume.")
+    paused: bool = Field(description="A human's `/senpai pause` holds.")
+    paused_for_patience: bool
+    spent: Spend = Field(description="Summed from the ledger (`senpai.ledger.spend`).")
+    caps: dict[str, float | int | datetime] = Field(
+        description="Fleet-wide caps in force by `/senpai budget` key (`senpai.wrapper.limits.caps`); absent: no cap."
+    )
+    exhausted: dict[str, str] = Field(description="Cap key -> 'spent of cap' for each cap reached: no new experiment opens.")
+
+
+class LastTick(_Row):
+    """The wrapper's last tick, and where that was learnt."""
+
+    at: datetime | None
+    source: Literal["wrapper", "health", "ledger", "none"] = Field(
+        description="wrapper: the tick answering now; health: the wrapper's /healthz; ledger: the bot's newest "
+        "PR, issue or comment (the wrapper's or a job's; a lower bound of its activity); none: nothing found."
+    )
+    detail: str = ""
+
+
+class Status(_Row):
+    """senpai's state now: students, open experiments by state, live jobs, budget, last tick, rate limit."""
+
+    schema_version: Literal[1] = 1
+    at: datetime = Field(description="When it was computed, UTC.")
+    repo: str
+    students: list[StudentRow]
+    open: list[ExperimentRow] = Field(description="Open experiments, in OPEN_ORDER of their state, then by PR.")
+    merged: int
+    closed: int
+    jobs: list[JobRow]
+    budget: BudgetStatus
+    last_tick: LastTick
+    rate_limit: RateLimit | None = Field(description="The forge's core rate limit as last stated; None: it states none.")
+
+    def markdown(self) -> str:
+        """The status as GitHub Markdown: a summary line, then a table per part."""
+        return "\n\n".join(
+            [
+                f"**senpai status** for `{self.repo}` at {_time(self.at)}",
+                self._summary(),
+                _table(("student", "doing", "PR", "job"), [_student_cells(s) for s in self.students]),
+                _table(("PR", "state", "student", "attempts", "title"), [_exp_cells(e) for e in self.open])
+                if self.open
+                else "No open experiments.",
+                _table(("job", "phase", "PR", "age", "deadline in"), [_job_cells(j) for j in self.jobs])
+                if self.jobs
+                else "No live jobs.",
+            ]
+        )
+
+    def _summary(self) -> str:
+        b, s = self.budget, self.budget.spent
+        cap = f"{b.experiments} of {b.experiment_cap}" if b.experiment_cap else f"{b.experiments} (no cap)"
+        patience = f"{b.streak} of {b.patience}" if b.patience else f"{b.streak} (no patience stop)"
+        paused = "; **paused** by `/senpai pause`" if b.paused else ""
+        paused += "; **paused** for patience (`/senpai resume` goes on)" if b.paused_for_patience else ""
+        tick = self.last_tick
+        tick_line = f"{_time(tick.at)} ({tick.source}{': ' + tick.detail if tick.detail else ''})" if tick.at else "unknown"
+        rate = self.rate_limit
+        rate_line = f"{rate.remaining} of {rate.limit} left" if rate else "not stated by the forge"
+        if rate and rate.reset_at:
+            rate_line += f", resets {_time(rate.reset_at)}"
+        return "\n".join(
+            [
+                f"- experiments: {cap}, {len(self.open)} open, {self.merged} merged, {self.closed} closed{paused}",
+                f"- without improvement: {patience}",
+                "- spent: " + ", ".join(_against(k, getattr(s, k), b.caps.get(k)) for k in MONEY),
+                *([f"- end: {_time(b.caps['end'])}"] if "end" in b.caps else []),
+                *([f"- **budget exhausted**: {'; '.join(f'{k} {v}' for k, v in b.exhausted.items())}"] if b.exhausted else []),
+                f"- last tick: {tick_line}",
+                f"- forge rate limit: {rate_line}",
+            ]
+        )
+
+
+def build_status(
+    cfg: HarnessConfig,
+    exps: list[Experiment],
+    jobs: list[JobStatus],
+    steer: SteerState,
+    now: datetime,
+    last_tick: LastTick,
+    rate_limit: RateLimit | None,
+) -> Status:
+    """The status for the harness config `cfg` from what was read: the experiments, the fleet's jobs
+    (finished ones are left out), the steering state, `now` (aware UTC), the last tick and the
+    forge's rate limit. Pure: reads nothing itself."""
+    live = [j for j in jobs if not j.done]
+    titles = {e.pr: e.title for e in exps}
+    cap = steer.experiments if steer.experiments is not None else cfg.max_experiments
+    source = "steering" if steer.experiments is not None else "config" if cfg.max_experiments else "none"
+    streak = len(patience_streak(exps, steer.resumed_after))
+    return Status(
+        at=now,
+        repo=cfg.forge.repo,
+        students=[_student(s.name, exps, live, titles) for s in cfg.students],
+        open=[
+            ExperimentRow(pr=e.pr, title=e.title, state=e.state, student=e.student, attempts=e.attempts)
+            for e in sorted((e for e in exps if not e.decided), key=lambda e: (OPEN_ORDER.index(e.state), e.pr))
+        ],
+        merged=sum(e.state == ExperimentState.MERGED for e in exps),
+        closed=sum(e.state == ExperimentState.CLOSED for e in exps),
+        jobs=[_job(j, now) for j in live],
+        budget=BudgetStatus(
+            experiments=len(exps),
+            experiment_cap=cap,
+            cap_source=source,
+            patience=cfg.patience,
+            streak=streak,
+            paused=steer.paused,
+            paused_for_patience=cfg.patience is not None and streak >= cfg.patience and not steer.paused,
+            spent=spent(exps, cfg),
+            caps=caps(steer, cfg),
+            exhausted=exhausted(exps, steer, now, cfg),
+        ),
+        last_tick=last_tick,
+        rate_limit=rate_limit,
+    )
+
+
+def _against(key: str, used: float, cap: float | None) -> str:
+    names = {"dollars": "LLM $", "tokens": "tokens", "gpu_hours": "GPU-h", "cpu_hours": "CPU-core-h"}
+    shown = f"{used:,.2f}" if isinstance(used, float) else f"{used:,}"
+    return f"{shown}{f' of {cap:,}' if cap is not None else ''} {names[key]}"
+
+
+def _student(name: str, exps: list[Experiment], live: list[JobStatus], titles: dict[int, str]) -> StudentRow:
+    job = next((j for j in live if j.role == Role.STUDENT and j.student == name), None)
+    if job is not None:
+        return StudentRow(name=name, activity="running", pr=job.pr, title=titles.get(job.pr or 0), job=job.name)
+    assigned = next((e for e in exps if e.student == name and e.state in ASSIGNED), None)
+    if assigned is not None:
+        return StudentRow(name=name, activity="assigned", pr=assigned.pr, title=assigned.title)
+    return StudentRow(name=name, activity="idle")
+
+
+def _job(j: JobStatus, now: datetime) -> JobRow:
+    age = (now - j.started_at).total_seconds() if j.started_at else None
+    left = (j.deadline_at - now).total_seconds() if j.deadline_at else None
+    return JobRow(
+        name=j.name,
+        role=j.role,
+        pr=j.pr,
+        student=j.student,
+        phase=j.phase,
+        started_at=j.started_at,
+        age_seconds=age,
+        deadline_at=j.deadline_at,
+        left_seconds=left,
+    )
+
+
+def _cell(text: str | None) -> str:
+    """Forge text as one bounded table cell: one line, `|` escaped, at most TITLE_CHARS characters."""
+    one = " ".join((text or "").split())
+    one = one if len(one) <= TITLE_CHARS else one[: TITLE_CHARS - 1] + "…"
+    return one.replace("\\", "\\\\").replace("|", "\\|")
+
+
+def _pr(n: int | None) -> str:
+    return f"#{n}" if n is not None else ""
+
+
+def _student_cells(s: StudentRow) -> tuple[str, ...]:
+    pr = f"{_pr(s.pr)} {_cell(s.title)}".strip()
+    return (s.name, s.activity, pr, f"`{s.job}`" if s.job else "")
+
+
+def _exp_cells(e: ExperimentRow) -> tuple[str, ...]:
+    return (_pr(e.pr), e.state.value, e.student or "", str(e.attempts), _cell(e.title))
+
+
+def _job_cells(j: JobRow) -> tuple[str, ...]:
+    return (f"`{j.name}`", j.phase, _pr(j.pr), _duration(j.age_seconds), _duration(j.left_seconds))
+
+
+def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def _duration(seconds: float | None) -> str:
+    """`1h02m`, `3m05s`, `12s`; `-` prefix when negative; "" for None."""
+    if seconds is None:
+        return ""
+    sign, s = ("-" if seconds < 0 else ""), int(abs(seconds))
+    if s >= 3600:
+        return f"{sign}{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{sign}{s // 60}m{s % 60:02d}s" if s >= 60 else f"{sign}{s}s"
+
+
+def _time(t: datetime) -> str:
+    return t.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

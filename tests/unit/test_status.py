@@ -1,0 +1,128 @@
+"""senpai's status (`senpai.wrapper.status`) as the pure function of the ledger and the fleet it is,
+and `/senpai help` and `/senpai status` answered on the forge through the steering path."""
+
+import json
+from datetime import timedelta
+
+import steering_tick
+from forge_fixtures import commit_and_push
+from test_forge_steering import TARGET
+from test_policy import CFG, NOW, exp, job
+
+from senpai.fleet.base import JobStatus
+from senpai.forge.base import RateLimit
+from senpai.ledger.blocks import Cost
+from senpai.ledger.commands import SYNTAX
+from senpai.ledger.inbox import SteerState
+from senpai.ledger.labels import STEER, ExperimentState
+from senpai.wrapper.status import LastTick, Status, build_status
+
+TICK = LastTick(at=NOW, source="wrapper")
+
+
+def test_students_experiments_jobs_and_budget_are_computed_from_what_was_read():
+    costly = exp(2, "review", student="bo", attempts=2)
+    costly = costly.model_copy(
+        update={
+            "title": "wide | deep\nnets " + "x" * 200,
+            "evidence": [
+                e.model_copy(update={"cost": Cost(gpu_seconds=1800, wall_seconds=60, tokens=10, dollars=0.5)})
+                for e in costly.evidence
+            ],
+        }
+    )
+    exps = [exp(1, "merged"), costly, exp(3, "wip"), exp(4, "closed"), exp(5, "blocked", student="bo")]
+    started = NOW - timedelta(minutes=5)
+    ran = JobStatus(name="senpai-student-pr3-1", role="student", pr=3, student="ada", phase="running", started_at=started)
+    jobs = [
+        ran.model_copy(update={"deadline_at": started + timedelta(minutes=20)}),
+        job("senpai-verifier-pr2-1", "verifier", pr=2, phase="pending"),
+        job("senpai-student-pr1-1", "student", pr=1, student="ada", phase="succeeded"),
+    ]
+    s = build_status(
+        CFG, exps, jobs, SteerState(experiments=7, paused=True), NOW, TICK, RateLimit(remaining=4000, limit=5000, reset_at=None)
+    )
+    assert [(r.name, r.activity, r.pr, r.job) for r in s.students] == [
+        ("ada", "running", 3, "senpai-student-pr3-1"),
+        ("bo", "idle", None, None),
+    ]
+    assert [(e.pr, e.state) for e in s.open] == [
+        (3, ExperimentState.WIP),
+        (2, ExperimentState.REVIEW),
+        (5, ExperimentState.BLOCKED),
+    ]
+    assert (s.merged, s.closed) == (1, 1)
+    running, pending = s.jobs  # finished jobs are left out
+    assert (running.age_seconds, running.left_seconds) == (300, 900) and pending.age_seconds is None
+    b = s.budget
+    assert (b.experiments, b.experiment_cap, b.cap_source, b.paused, b.streak) == (5, 7, "steering", True, 1)
+    assert (b.spent.gpu_hours, b.spent.tokens, b.spent.dollars) == (1.0, 20, 1.0)
+    assert b.caps == {"experiments": 7} and b.exhausted == {}
+    text = s.markdown()
+    assert "| `senpai-student-pr3-1` | running | #3 | 5m00s | 15m00s |" in text
+    assert "wide \\| deep nets xxx" in text and "x" * 100 not in text  # one bounded cell
+    assert "5 of 7" in text and "1.00 GPU-h" in text and "1.00 LLM $" in text
+    assert "4000 of 5000 left" in text and "**paused**" in text
+    assert Status.model_validate(json.loads(s.model_dump_json())) == s  # --json round-trips
+
+
+def test_spend_is_shown_against_each_cap_and_an_exhausted_one_is_named():
+    limits = CFG.limits.model_copy(update={"dollars": 0.75, "gpu_hours": 10.0, "end_at": NOW + timedelta(days=1)})
+    cfg = CFG.model_copy(update={"limits": limits})
+    e = exp(1, "review", attempts=1)
+    e = e.model_copy(update={"evidence": [e.evidence[0].model_copy(update={"cost": Cost(gpu_seconds=3600, dollars=1.0)})]})
+    s = build_status(cfg, [e], [], SteerState(), NOW, TICK, None)
+    assert s.budget.exhausted == {"dollars": "$1.00 of $0.75"}
+    text = s.markdown()
+    assert "1.00 of 0.75 LLM $" in text and "1.00 of 10.0 GPU-h" in text and "- end: " in text
+    assert "**budget exhausted**: dollars $1.00 of $0.75" in text
+
+
+def test_an_assigned_student_waiting_for_its_job_and_no_caps():
+    cfg = CFG.model_copy(update={"max_experiments": None})
+    s = build_status(cfg, [exp(1, "changes", student="bo")], [], SteerState(), NOW, LastTick(at=None, source="none"), None)
+    assert [(r.name, r.activity, r.pr) for r in s.students] == [("ada", "idle", None), ("bo", "assigned", 1)]
+    assert s.budget.cap_source == "none" and "1 (no cap)" in s.markdown() and "not stated by the forge" in s.markdown()
+
+
+def _acks(forge, number: int) -> list[str]:
+    return [c.body for c in forge.list_comments(number) if c.user == forge.login]
+
+
+def test_help_and_status_are_answered_once_to_a_trusted_human_and_never_to_others(fake_forge, tmp_path):
+    forge, fake = fake_forge
+    fake.add_collaborator("alice")
+    commit_and_push(forge, tmp_path / "seed", "advisor", {"senpai.yaml": TARGET})
+    alice, mallory = fake.forge("alice"), fake.forge("mallory", "read")
+    issue = alice.create_issue("steer", "How do I steer?\n\n/senpai help", [STEER]).number
+    asked = alice.create_comment(issue, "/senpai status").id
+    mallory.create_comment(issue, "/senpai status\n/senpai help")  # untrusted: never read, never answered
+    for _ in range(2):  # the second tick is a replay (a restart: no cache, no store): nothing again
+        steering_tick.tick(forge, CFG)
+    help_ack, status_ack = _acks(forge, issue)
+    assert help_ack.startswith("@alice ") and SYNTAX.splitlines()[1] in help_ack and "/senpai status" in help_ack
+    assert status_ack.startswith("@alice **senpai status** for `o/r`") and f":{asked}:" in status_ack
+    assert "| student | doing | PR | job |" in status_ack and "| ada | idle |" in status_ack
+    assert "senpai-steer" not in help_ack + status_ack  # queries change nothing: no record
+    assert steering_tick.read(forge, CFG)[2].state == SteerState()
+
+
+def test_a_query_beside_a_command_is_answered_in_the_commands_ack(fake_forge, tmp_path):
+    forge, fake = fake_forge
+    fake.add_collaborator("alice")
+    commit_and_push(forge, tmp_path / "seed", "advisor", {"senpai.yaml": TARGET})
+    issue = fake.forge("alice").create_issue("steer", "/senpai pause\n/senpai status", [STEER]).number
+    done, view = steering_tick.tick(forge, CFG)
+    (ack,) = _acks(forge, issue)
+    assert view.state.paused and "Applied:\n- paused" in ack and "**paused** by `/senpai pause`" in ack
+    assert steering_tick.tick(forge, CFG)[0] == []
+
+
+def test_a_query_with_arguments_is_refused_with_the_syntax(fake_forge, tmp_path):
+    forge, fake = fake_forge
+    fake.add_collaborator("alice")
+    issue = fake.forge("alice").create_issue("steer", "/senpai status now\n/senpai pause", [STEER]).number
+    steering_tick.tick(forge, CFG)
+    (ack,) = _acks(forge, issue)
+    assert "Nothing was applied: `/senpai status now`: `status` takes no arguments" in ack and "/senpai help" in ack
+    assert not steering_tick.read(forge, CFG)[2].state.paused
