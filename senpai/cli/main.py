@@ -29,6 +29,7 @@ COMMANDS = {
     "job": "senpai.cli.job:job",
     "demo": "senpai.cli.demo:demo",
     "validate": "senpai.cli.validate:validate",
+    "init": "senpai.cli.init:init",
     "preflight": "senpai.cli.preflight:preflight",
 }
 
