@@ -89,7 +89,8 @@ def test_detects_an_argparse_sklearn_script(tmp_path):
 def test_detects_a_pytorch_wandb_script_and_its_params_file(tmp_path):
     found = detect_text(tmp_path, {"main.py": TORCH_WANDB, "params.yaml": "lr: 0.001\nepochs: 5\n"})
     assert (found.train_cmd, found.framework, found.params_file) == ("python main.py", "torch", "params.yaml")
-    assert found.metric == "val_loss" and found.how("val_loss") == "wandb"  # also printed as `val_loss=`, which senpai does not read
+    # also printed as `val_loss=`, which senpai does not read
+    assert found.metric == "val_loss" and found.how("val_loss") == "wandb"
     assert guess_direction(found.metric) == "minimize"
     a = Answers("python main.py", "val_loss", "minimize", "params.yaml")
     (only,) = advice(a, found)  # it reads params.yaml and SEED, reports val_loss to W&B: only the artifact is missing
@@ -125,7 +126,8 @@ def test_yes_writes_a_target_that_validates(tmp_path):
     result = CliRunner().invoke(cli, ["init", str(root), "--yes"])
     assert result.exit_code == 0, result.output
     t = load_target(root)
-    assert (t.train, t.metric.name, t.metric.direction, t.metric.source) == ("python train.py", "val_accuracy", "maximize", "stdout")
+    assert (t.train, t.metric.name, t.metric.direction) == ("python train.py", "val_accuracy", "maximize")
+    assert t.metric.source == "stdout"
     assert json.loads((root / "params.json").read_text()) == {"C": 0.5, "max_iter": 200, "penalty": "l2"}
     assert set(t.params.space) == {"C", "max_iter", "penalty"} and t.params.space["C"].log
     assert t.protected == ["data/", "eval/", "senpai.yaml"] and t.scope == ["params.json", "train.py"]
@@ -163,7 +165,8 @@ def test_prompts_offer_the_detected_defaults(tmp_path):
     assert "Primary metric (a validation metric) [val_loss]:" in result.output
     assert "Direction (maximize, minimize) [minimize]:" in result.output and "Params file [params.yaml]:" in result.output
     t = load_target(root)
-    assert (t.train, t.metric.name, t.metric.direction, t.metric.source) == ("python main.py", "val_perplexity", "minimize", "wandb")
+    assert (t.train, t.metric.name, t.metric.direction) == ("python main.py", "val_perplexity", "minimize")
+    assert t.metric.source == "wandb"
     assert yaml.safe_load((root / "senpai.yaml").read_text())["params"]["space"] == {
         "lr": {"type": "float", "low": 0.0001, "high": 0.01, "log": True},
         "epochs": {"type": "int", "low": 2, "high": 10},

@@ -1,0 +1,113 @@
+"""From a plain scikit-learn script to a running research loop: `senpai init --yes`, the snippets it
+prints applied as written, `senpai validate`, init's evaluator on a trained artifact, then the
+demo's loop (local forge, local fleet, search runtime) until an experiment has evidence."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from click.testing import CliRunner
+from forge_fixtures import TOKEN
+from sklearn.datasets import load_breast_cancer
+
+from senpai.cli.demo import seed_target, write_config
+from senpai.cli.main import cli
+from senpai.cli.progress import TickPrinter
+from senpai.cli.scaffold import Answers, advice, detect
+from senpai.cli.wrapper import build_wrapper
+from senpai.config.harness import load_harness
+
+PLAIN = '''"""Logistic regression on the breast cancer data: how well does it classify the validation split?"""
+
+import argparse
+
+from sklearn.datasets import load_breast_cancer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--C", type=float, default=0.01, help="inverse regularisation strength")
+parser.add_argument("--max-iter", type=int, default=100)
+args = parser.parse_args()
+
+x, y = load_breast_cancer(return_X_y=True)
+x_train, x_val, y_train, y_val = train_test_split(x, y, test_size=0.25, random_state=0)
+model = make_pipeline(StandardScaler(), LogisticRegression(C=args.C, max_iter=args.max_iter))
+model.fit(x_train, y_train)
+accuracy = model.score(x_val, y_val)
+print(f"accuracy: {accuracy:.4f}")
+'''
+
+
+def apply_advice(root: Path) -> None:
+    """Add to train.py exactly the snippets `senpai init` printed: params before parse_args, SEED
+    near the top, the artifact at the end."""
+    found = detect(root)
+    params, seed, artifact = (a.snippet for a in advice(Answers("python train.py", "accuracy", "maximize", "params.json"), found))
+    text = PLAIN.replace("args = parser.parse_args()", f"{params}\nargs = parser.parse_args()")
+    text = text.replace("parser = argparse.ArgumentParser()", f"{seed}\nparser = argparse.ArgumentParser()")
+    (root / "train.py").write_text(f"{text}{artifact}\n")
+
+
+def test_init_turns_a_plain_script_into_a_target_whose_loop_runs(local_forge, tmp_path, monkeypatch):
+    root = tmp_path / "cancer"
+    root.mkdir()
+    (root / "train.py").write_text(PLAIN)
+    result = CliRunner().invoke(cli, ["init", str(root), "--yes"])
+    assert result.exit_code == 0, result.output
+    assert result.output.count("    ") >= 3 and "needs:" in result.output  # the three snippets the script lacks
+    apply_advice(root)
+    assert not advice(Answers("python train.py", "accuracy", "maximize", "params.json"), detect(root))
+    assert CliRunner().invoke(cli, ["validate", str(root)]).exit_code == 0
+
+    holdout = tmp_path / "holdout"  # the sealed holdout, outside the target, as init's next steps say
+    holdout.mkdir()
+    x, y = load_breast_cancer(return_X_y=True)
+    header = ",".join([*(f"f{i}" for i in range(x.shape[1])), "label"])
+    np.savetxt(holdout / "holdout.csv", np.column_stack([x, y]), delimiter=",", header=header, comments="")
+    assert 0.9 < score_step(root, holdout, tmp_path / "artifact") <= 1.0  # the verifier's two steps, by hand
+
+    config = write_config(tmp_path / "run", local_forge.base_url, 1, 1, repo="senpai/cancer", holdout=holdout)
+    cfg = load_harness(config)
+    monkeypatch.setenv(cfg.forge.token_env, TOKEN)
+    seed_target(cfg.forge, root, tmp_path / "seed")
+    exps = run_until_evidence(config, time.monotonic() + 300)
+    with_evidence = [e for e in exps if e.evidence]
+    assert with_evidence, [(e.pr, e.state, e.error) for e in exps]
+    primary = with_evidence[0].evidence[0].primary
+    assert primary.name == "accuracy" and 0.5 < primary.value <= 1.0
+
+
+def score_step(root: Path, holdout: Path, artifact: Path) -> float:
+    """Train once as the verifier does (SEED, SENPAI_ARTIFACT_DIR), then score with init's evaluator
+    under `python -I -P` from a directory of its own; return its `holdout_score`."""
+    artifact.mkdir()
+    env = {**os.environ, "SEED": "0", "SENPAI_ARTIFACT_DIR": str(artifact), "WANDB_MODE": "disabled"}
+    subprocess.run([sys.executable, "train.py"], cwd=root, env=env, check=True, capture_output=True)
+    evaluator = root / "eval" / "evaluate.py"
+    cmd = [sys.executable, "-I", "-P", str(evaluator), "--artifact", str(artifact), "--holdout", str(holdout)]
+    out = subprocess.run(cmd, cwd=artifact.parent, check=True, capture_output=True, text=True).stdout
+    (line,) = [line for line in out.splitlines() if line.startswith("holdout_score: ")]
+    return float(line.split(": ")[1])
+
+
+def run_until_evidence(config: Path, deadline: float):
+    """Run the wrapper (as `senpai demo` does) until an experiment has evidence or `deadline` passes."""
+
+    def done(report) -> bool:
+        return any(e.evidence for e in report.exps) or time.monotonic() > deadline
+
+    w = build_wrapper(str(config))
+    try:
+        report = w.run(until=done, on_tick=TickPrinter(quiet=True))
+        return (report or w.tick()).exps
+    finally:
+        for job in w.fleet.list():
+            if not job.done:
+                w.fleet.delete(job.name)
+        w.store.close()
