@@ -1,24 +1,23 @@
 """From a plain scikit-learn script to a running research loop: `senpai init --yes`, the snippets it
-prints applied as written, `senpai validate`, init's evaluator on a trained artifact, then the
-demo's loop (local forge, local fleet, search runtime) until an experiment has evidence."""
+prints applied as written, `senpai validate`, the verifier's train and score steps with init's
+evaluator, then the demo's loop (local forge, local fleet, search runtime) until an experiment has evidence."""
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 from click.testing import CliRunner
-from forge_fixtures import TOKEN
+from forge_fixtures import TOKEN, run_git
 from sklearn.datasets import load_breast_cancer
 
+from senpai.agents.evaluate import EvaluatorFiles, score_step, train_step
 from senpai.cli.demo import seed_target, write_config
 from senpai.cli.main import cli
 from senpai.cli.progress import TickPrinter
 from senpai.cli.scaffold import Answers, advice, detect
 from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import load_harness
+from senpai.config.target import load_target
 
 PLAIN = '''"""Logistic regression on the breast cancer data: how well does it classify the validation split?"""
 
@@ -70,12 +69,12 @@ def test_init_turns_a_plain_script_into_a_target_whose_loop_runs(local_forge, tm
     x, y = load_breast_cancer(return_X_y=True)
     header = ",".join([*(f"f{i}" for i in range(x.shape[1])), "label"])
     np.savetxt(holdout / "holdout.csv", np.column_stack([x, y]), delimiter=",", header=header, comments="")
-    assert 0.9 < score_step(root, holdout, tmp_path / "artifact") <= 1.0  # the verifier's two steps, by hand
 
     config = write_config(tmp_path / "run", local_forge.base_url, 1, 1, repo="senpai/cancer", holdout=holdout)
     cfg = load_harness(config)
     monkeypatch.setenv(cfg.forge.token_env, TOKEN)
     seed_target(cfg.forge, root, tmp_path / "seed")
+    assert 0.9 < verify_once(tmp_path / "seed", holdout, tmp_path / "verify") <= 1.0
     exps = run_until_evidence(config, time.monotonic() + 300)
     with_evidence = [e for e in exps if e.evidence]
     assert with_evidence, [(e.pr, e.state, e.error) for e in exps]
@@ -83,17 +82,16 @@ def test_init_turns_a_plain_script_into_a_target_whose_loop_runs(local_forge, tm
     assert primary.name == "accuracy" and 0.5 < primary.value <= 1.0
 
 
-def score_step(root: Path, holdout: Path, artifact: Path) -> float:
-    """Train once as the verifier does (SEED, SENPAI_ARTIFACT_DIR), then score with init's evaluator
-    under `python -I -P` from a directory of its own; return its `holdout_score`."""
-    artifact.mkdir()
-    env = {**os.environ, "SEED": "0", "SENPAI_ARTIFACT_DIR": str(artifact), "WANDB_MODE": "disabled"}
-    subprocess.run([sys.executable, "train.py"], cwd=root, env=env, check=True, capture_output=True)
-    evaluator = root / "eval" / "evaluate.py"
-    cmd = [sys.executable, "-I", "-P", str(evaluator), "--artifact", str(artifact), "--holdout", str(holdout)]
-    out = subprocess.run(cmd, cwd=artifact.parent, check=True, capture_output=True, text=True).stdout
-    (line,) = [line for line in out.splitlines() if line.startswith("holdout_score: ")]
-    return float(line.split(": ")[1])
+def verify_once(checkout: Path, holdout: Path, work: Path) -> float:
+    """The verifier's train and score steps for seed 0 on `checkout`'s head, with init's evaluator;
+    return the `holdout_score` it prints."""
+    target, sha = load_target(checkout), run_git(checkout, "rev-parse", "HEAD")
+    trained = train_step(target.train, checkout, sha, "candidate", 0, work / "artifacts", 120, None)
+    assert trained.returncode == 0, trained.tail
+    evaluator = EvaluatorFiles(checkout, sha, target.holdout.files)
+    out, refused = score_step(target.holdout, evaluator, trained, holdout, work / "score", 120)
+    assert refused is None and out.returncode == 0, refused or out.output
+    return out.value(target.holdout.metric)
 
 
 def run_until_evidence(config: Path, deadline: float):
