@@ -24,6 +24,7 @@ import yaml
 
 from senpai.agents.params import FORMATS, read_params
 from senpai.config.target import CONFIG_FILE
+from senpai.errors import ConfigError
 
 SCRIPTS = ["train.py", "main.py", "run.py", "src/train.py", "scripts/train.py"]
 PARAMS_FILES = [f"{stem}{ext}" for stem in ("params", "hparams", "hyperparams", "config") for ext in FORMATS]
@@ -32,6 +33,7 @@ EVALUATOR = "eval/evaluate.py"
 HOLDOUT_METRIC = "holdout_score"
 MAX_SOURCE_BYTES = 1024 * 1024  # a larger script is not parsed
 _NAME = re.compile(r"^\s*([A-Za-z0-9_./-]+)\s*([:=])\s*$")  # `accuracy: ` or `accuracy=` before the value
+_KEY = re.compile(r"[A-Za-z0-9_./-]+")  # a key senpai reads from a `key: value` line (senpai.agents.measure.LINE)
 _MINIMIZE = ("loss", "error", "err", "rmse", "mse", "mae", "perplexity", "ppl", "bpb", "nll", "wer", "cer")
 _PREFERRED = ("val", "valid", "test", "dev", "eval")
 _METRIC_WORDS = ("acc", "f1", "auc", "loss", "score", "r2", "rmse", "mse", "mae", "precision", "recall", "bpb", "ppl")
@@ -250,7 +252,10 @@ def params_of(repo: Path, answers: Answers, found: Detected) -> tuple[dict[str, 
 def render(repo: Path, answers: Answers, found: Detected) -> dict[str, str]:
     """Repo-relative path → text of each file `senpai init` writes: senpai.yaml, program.md, the
     evaluator, and the params file when it is made from the argparse defaults (JSON or YAML).
-    Raises ConfigError (via read_params) for a params file that does not parse."""
+    Raises ConfigError for a params file that does not parse, or a stdout metric senpai could not read."""
+    source = "stdout" if found.how(answers.metric) in (None, "stdout", "equals", "json", "file") else "wandb"
+    if source == "stdout" and not _KEY.fullmatch(answers.metric):
+        raise ConfigError(f"metric {answers.metric!r}: a metric printed as `name: value` is named with A-Z a-z 0-9 _ . / - only")
     params, new_params = params_of(repo, answers, found)
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("senpai.cli", "templates"),
@@ -259,8 +264,7 @@ def render(repo: Path, answers: Answers, found: Detected) -> dict[str, str]:
         autoescape=False,  # YAML, Markdown and Python, not HTML; values go through `yaml`/`code`
     )
     env.filters["yaml"] = _yaml
-    env.filters["code"] = lambda v: "`" + str(v).replace("`", "'") + "`"
-    source = "stdout" if found.how(answers.metric) in (None, "stdout", "equals", "json", "file") else "wandb"
+    env.filters["code"] = lambda v: "`" + str(v).replace("`", "'").replace("|", "\\|") + "`"  # a Markdown table cell
     scope = [answers.params_file, *([found.script] if found.script and found.script != answers.params_file else [])]
     ctx = {
         "name": found.name,

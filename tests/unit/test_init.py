@@ -156,6 +156,13 @@ def test_yes_lists_everything_it_cannot_guess(tmp_path):
     assert "--params-file" in str(result.exception) and "--train-cmd" not in str(result.exception)
 
 
+def test_a_metric_name_senpai_cannot_read_from_stdout_is_refused(tmp_path):
+    root = repo(tmp_path, {"train.py": SKLEARN_ARGPARSE})
+    result = CliRunner().invoke(cli, ["init", str(root), "--yes", "--metric", "val accuracy"])
+    assert isinstance(result.exception, ConfigError) and "A-Z a-z 0-9" in str(result.exception)
+    assert not (root / "senpai.yaml").exists()
+
+
 def test_prompts_offer_the_detected_defaults(tmp_path):
     root = repo(tmp_path, {"main.py": TORCH_WANDB, "params.yaml": "lr: 0.001\nepochs: 5\nopt: adamw\n"})
     # accept the command, pick another metric, accept its guessed direction, accept the params file
