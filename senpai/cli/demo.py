@@ -80,13 +80,14 @@ def demo(students: int, experiments: int, out: str | None, example: str, holdout
     """Run the research loop end to end on the local forge, then print the leaderboard."""
     from senpai.forge.localforge.server import LocalForgeServer
 
-    direction = load_target(Path(example)).metric.direction  # a bad senpai.yaml stops here (exit 2), not at the timeout
+    target = load_target(Path(example))  # a bad senpai.yaml stops here (exit 2), not at the timeout
+    repo = "senpai/digits" if Path(example).resolve() == EXAMPLE else f"senpai/{target.name}"
     root = Path(out or f"demo-out/{datetime.now():%Y%m%d-%H%M%S}").resolve()
     root.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     server = LocalForgeServer(root / "forge").start()
     try:
-        config_path = write_config(root, server.base_url, students, experiments, holdout=Path(holdout) if holdout else None)
+        config_path = write_config(root, server.base_url, students, experiments, repo, Path(holdout) if holdout else None)
         cfg = load_harness(config_path)
         human = forge_tokens(server, cfg.forge.token_env)
         seed_target(cfg.forge, Path(example), root / "seed")
@@ -95,7 +96,7 @@ def demo(students: int, experiments: int, out: str | None, example: str, holdout
         report = run_until(config_path, experiments, start + timeout)
     finally:
         server.stop()
-    show_leaderboard(ledger_rows(report.exps), direction)
+    show_leaderboard(ledger_rows(report.exps), target.metric.direction)
     click.echo(f"\nwall_seconds: {time.monotonic() - start:.1f}\ndecided: {report.decided}")
     click.echo(f"merged: {sum(e.state == ExperimentState.MERGED for e in report.exps)}")
     click.echo(
