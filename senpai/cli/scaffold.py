@@ -127,8 +127,8 @@ def _train_command(repo: Path) -> tuple[str | None, str | None]:
         if (repo / script).is_file():
             return f"python {script}", script
     makefile = _read(repo / "Makefile")
-    if re.search(r"^train\s*:", makefile, re.MULTILINE):
-        ran = re.search(r"python[0-9.]*\s+(?:-u\s+)?([\w./-]+\.py)", makefile.split("train", 1)[1])
+    if target := re.search(r"^train\s*:", makefile, re.MULTILINE):
+        ran = re.search(r"python[0-9.]*\s+(?:-u\s+)?([\w./-]+\.py)", makefile[target.end() :])
         return "make train", ran.group(1) if ran and (repo / ran.group(1)).is_file() else None
     try:
         scripts = tomllib.loads(_read(repo / "pyproject.toml")).get("project", {}).get("scripts", {})
