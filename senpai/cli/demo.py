@@ -39,15 +39,19 @@ if TYPE_CHECKING:
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
 
 
-def write_config(out: Path, base_url: str, students: int, experiments: int, repo: str = "senpai/digits") -> Path:
-    """Write `out/harness.yaml` (local forge, offline W&B, local fleet, search runtime) and the sealed
-    digits holdout in `out/holdout` (`fleet.holdout_dir`, outside every work copy); return the config's path."""
+def write_config(
+    out: Path, base_url: str, students: int, experiments: int, repo: str = "senpai/digits", holdout: Path | None = None
+) -> Path:
+    """Write `out/harness.yaml` (local forge, offline W&B, local fleet, search runtime) and return its path.
+    `fleet.holdout_dir` is `holdout` when given, else the sealed digits holdout written in `out/holdout`;
+    either lies outside every work copy."""
     out.mkdir(parents=True, exist_ok=True)
+    holdout_dir = holdout.resolve() if holdout else seal_holdout(out / "holdout")
     cfg = {
         "schema_version": 1,
         "forge": {"base_url": base_url, "repo": repo, "token_env": "SENPAI_DEMO_TOKEN", "base_branch": "advisor"},
         "tracker": {"project": "senpai-demo", "dir": str(out / "wandb"), "mode": "offline"},
-        "fleet": {"backend": "local", "dir": str(out / "jobs"), "holdout_dir": str(seal_holdout(out / "holdout"))},
+        "fleet": {"backend": "local", "dir": str(out / "jobs"), "holdout_dir": str(holdout_dir)},
         "students": [{"name": n} for n in ["ada", "bo", "cy", "dee", "eli", "fay", "gus", "hal"][:students]],
         "state_dir": str(out / "state"),
         "tick_seconds": 1.0,
@@ -65,18 +69,25 @@ def write_config(out: Path, base_url: str, students: int, experiments: int, repo
 @click.option("--experiments", type=click.IntRange(1, 100), default=6, show_default=True, help="Stop once this many are decided.")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="Folder for all demo data [demo-out/<time>].")
 @click.option("--example", type=click.Path(exists=True, file_okay=False), default=str(EXAMPLE), show_default=True)
+@click.option(
+    "--holdout",
+    type=click.Path(exists=True, file_okay=False),
+    default=None,
+    help="The sealed holdout folder the example's evaluator reads (outside the example) [the digits holdout].",
+)
 @click.option("--timeout", type=float, default=900, show_default=True, help="Give up after this many seconds.")
-def demo(students: int, experiments: int, out: str | None, example: str, timeout: float) -> None:
+def demo(students: int, experiments: int, out: str | None, example: str, holdout: str | None, timeout: float) -> None:
     """Run the research loop end to end on the local forge, then print the leaderboard."""
     from senpai.forge.localforge.server import LocalForgeServer
 
-    direction = load_target(Path(example)).metric.direction  # a bad senpai.yaml stops here (exit 2), not at the timeout
+    target = load_target(Path(example))  # a bad senpai.yaml stops here (exit 2), not at the timeout
+    repo = "senpai/digits" if Path(example).resolve() == EXAMPLE else f"senpai/{target.name}"
     root = Path(out or f"demo-out/{datetime.now():%Y%m%d-%H%M%S}").resolve()
     root.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     server = LocalForgeServer(root / "forge").start()
     try:
-        config_path = write_config(root, server.base_url, students, experiments)
+        config_path = write_config(root, server.base_url, students, experiments, repo, Path(holdout) if holdout else None)
         cfg = load_harness(config_path)
         human = forge_tokens(server, cfg.forge.token_env)
         seed_target(cfg.forge, Path(example), root / "seed")
@@ -85,12 +96,12 @@ def demo(students: int, experiments: int, out: str | None, example: str, timeout
         report = run_until(config_path, experiments, start + timeout)
     finally:
         server.stop()
-    show_leaderboard(ledger_rows(report.exps), direction)
+    show_leaderboard(ledger_rows(report.exps), target.metric.direction)
     click.echo(f"\nwall_seconds: {time.monotonic() - start:.1f}\ndecided: {report.decided}")
     click.echo(f"merged: {sum(e.state == ExperimentState.MERGED for e in report.exps)}")
     click.echo(
         f"forge_data: {root / 'forge'}\nwandb_offline_runs: {root / 'wandb'}\njobs: {root / 'jobs'}\n"
-        f"sealed_holdout: {root / 'holdout'}\nconfig: {config_path}"
+        f"sealed_holdout: {cfg.fleet.holdout_dir}\nconfig: {config_path}"
     )
     senpai = Path(sys.executable).with_name("senpai")  # the venv's: `make demo` puts none on PATH
     command = senpai if senpai.exists() else "senpai"

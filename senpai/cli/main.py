@@ -30,6 +30,7 @@ COMMANDS = {
     "job": "senpai.cli.job:job",
     "demo": "senpai.cli.demo:demo",
     "validate": "senpai.cli.validate:validate",
+    "init": "senpai.cli.init:init",
     "preflight": "senpai.cli.preflight:preflight",
     "status": "senpai.cli.status:status",
     "logs": "senpai.cli.logs:logs",

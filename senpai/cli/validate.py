@@ -20,7 +20,12 @@ def validate(repo: str) -> None:
     evaluator imports a repository file that is not protected and listed in holdout.files, or if an
     evaluator module is named like a standard-library or installed module it would shadow.
     """
-    root = Path(repo)
+    check_target(Path(repo))
+
+
+def check_target(root: Path) -> None:
+    """What `senpai validate` checks and prints (`senpai init` checks what it wrote with it).
+    Raises ConfigError (exit 2) listing every problem, each prefixed by the file."""
     t = load_target(root)
     params = read_params(root / t.params.file)
     problems = scope_problems(t) + evaluator_problems(root, t)

@@ -1,0 +1,190 @@
+"""`senpai init`: what it detects in a training repository, what it asks, what it writes, and the
+snippets it gives when the script does not fit the target contract."""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from senpai.cli.main import cli
+from senpai.cli.scaffold import Answers, advice, detect, guess_direction
+from senpai.config.target import load_target
+from senpai.errors import ConfigError
+
+SKLEARN_ARGPARSE = '''"""Logistic regression on the wine data."""
+import argparse
+
+from sklearn.datasets import load_wine
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--C", type=float, default=0.5)
+parser.add_argument("--max-iter", type=int, default=200)
+parser.add_argument("--penalty", default="l2")
+parser.add_argument("--data")
+args = parser.parse_args()
+x, y = load_wine(return_X_y=True)
+x_train, x_val, y_train, y_val = train_test_split(x, y, random_state=0)
+model = LogisticRegression(C=args.C, max_iter=args.max_iter, penalty=args.penalty).fit(x_train, y_train)
+print(f"train_accuracy: {model.score(x_train, y_train)}")
+print(f"val_accuracy: {model.score(x_val, y_val):.4f}")
+'''
+
+# A PyTorch-style script: text only (torch is not installed); it reads params.yaml, logs to W&B.
+TORCH_WANDB = """import os
+import torch
+import wandb
+import yaml
+
+params = yaml.safe_load(open("params.yaml"))
+torch.manual_seed(int(os.environ.get("SEED", "0")))
+run = wandb.init(config=params)
+model = torch.nn.Linear(10, 1)
+opt = torch.optim.AdamW(model.parameters(), lr=params["lr"])
+for epoch in range(params["epochs"]):
+    loss = model(torch.randn(32, 10)).pow(2).mean()
+    loss.backward(); opt.step(); opt.zero_grad()
+    wandb.log({"epoch": epoch, "train_loss": loss.item()})
+wandb.log({"val_loss": 0.5, "val_perplexity": 1.6})
+print(f"val_loss={0.5}")
+"""
+
+TORCH_JSON = """import json
+import torch
+
+def main():
+    model = torch.nn.Linear(4, 2)
+    metrics = {"val_f1": 0.8}
+    print(json.dumps({"val_f1": 0.8, "epoch": 3}))
+    json.dump({"val_f1": 0.8}, open("metrics.json", "w"))
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def repo(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "proj"
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def detect_text(tmp_path: Path, files: dict[str, str]):
+    return detect(repo(tmp_path, files))
+
+
+def test_detects_an_argparse_sklearn_script(tmp_path):
+    found = detect_text(tmp_path, {"train.py": SKLEARN_ARGPARSE})
+    assert (found.train_cmd, found.script, found.framework) == ("python train.py", "train.py", "sklearn")
+    assert found.metric == "val_accuracy" and found.how("val_accuracy") == "stdout"
+    assert found.argparse_defaults == {"C": 0.5, "max_iter": 200, "penalty": "l2"}  # --data has no default
+    assert found.params_file is None
+
+
+def test_detects_a_pytorch_wandb_script_and_its_params_file(tmp_path):
+    found = detect_text(tmp_path, {"main.py": TORCH_WANDB, "params.yaml": "lr: 0.001\nepochs: 5\n"})
+    assert (found.train_cmd, found.framework, found.params_file) == ("python main.py", "torch", "params.yaml")
+    # also printed as `val_loss=`, which senpai does not read
+    assert found.metric == "val_loss" and found.how("val_loss") == "wandb"
+    assert guess_direction(found.metric) == "minimize"
+    a = Answers("python main.py", "val_loss", "minimize", "params.yaml")
+    (only,) = advice(a, found)  # it reads params.yaml and SEED, reports val_loss to W&B: only the artifact is missing
+    assert "save_file(model.state_dict()" in only.snippet and "torch.save" in only.why
+
+
+def test_metrics_senpai_cannot_read_get_a_print_snippet(tmp_path):
+    found = detect_text(tmp_path, {"Makefile": "train:\n\tpython -u src/fit.py --epochs 3\n", "src/fit.py": TORCH_JSON})
+    assert (found.train_cmd, found.script) == ("make train", "src/fit.py")
+    assert found.metric == "val_f1" and found.how("val_f1") == "json"
+    tips = advice(Answers("make train", "val_f1", "maximize", "params.json"), found)
+    assert tips[0].snippet == 'print(f"val_f1: {val_f1}")' and "prints it as JSON" in tips[0].why
+    assert any("params.json" in t.why and "json.load(f)" in t.snippet for t in tips)
+    assert any("SEED" in t.why for t in tips) and any("safetensors" in t.snippet for t in tips)
+
+
+def test_a_pyproject_train_script_is_found(tmp_path):
+    pyproject = '[project]\nname = "p"\n[project.scripts]\nmy-train = "pkg.train:main"\n'
+    found = detect_text(tmp_path, {"pyproject.toml": pyproject, "src/pkg/train.py": "print('loss:', 1.0)\n"})
+    assert (found.train_cmd, found.script, found.metric) == ("my-train", "src/pkg/train.py", "loss")
+
+
+@pytest.mark.parametrize(
+    ("name", "direction"),
+    [("val_loss", "minimize"), ("rmse", "minimize"), ("val_bpb", "minimize"), ("accuracy", "maximize"), ("val_auc", "maximize")],
+)
+def test_direction_from_the_name(name, direction):
+    assert guess_direction(name) == direction
+
+
+def test_yes_writes_a_target_that_validates(tmp_path):
+    root = repo(tmp_path, {"train.py": SKLEARN_ARGPARSE, "data/README": "fixed splits\n"})
+    result = CliRunner().invoke(cli, ["init", str(root), "--yes"])
+    assert result.exit_code == 0, result.output
+    t = load_target(root)
+    assert (t.train, t.metric.name, t.metric.direction) == ("python train.py", "val_accuracy", "maximize")
+    assert t.metric.source == "stdout"
+    assert json.loads((root / "params.json").read_text()) == {"C": 0.5, "max_iter": 200, "penalty": "l2"}
+    assert set(t.params.space) == {"C", "max_iter", "penalty"} and t.params.space["C"].log
+    assert t.protected == ["data/", "eval/", "senpai.yaml"] and t.scope == ["params.json", "train.py"]
+    assert "parser.set_defaults(**json.load(f))" in result.output  # what the script must add to read params.json
+    assert f"validate {root.resolve()}" in result.output and f"demo --example {root.resolve()} --holdout" in result.output
+    assert CliRunner().invoke(cli, ["validate", str(root)]).exit_code == 0
+    assert "val_accuracy" in (root / "program.md").read_text()
+
+
+def test_existing_files_are_kept_unless_force(tmp_path):
+    root = repo(tmp_path, {"train.py": SKLEARN_ARGPARSE, "program.md": "# mine\n"})
+    result = CliRunner().invoke(cli, ["init", str(root), "--yes"])
+    assert isinstance(result.exception, ConfigError) and "program.md already exist" in str(result.exception)
+    assert (root / "program.md").read_text() == "# mine\n" and not (root / "senpai.yaml").exists()
+    assert CliRunner().invoke(cli, ["init", str(root), "--yes", "--force"]).exit_code == 0
+    assert (root / "program.md").read_text() != "# mine\n"
+
+
+def test_yes_lists_everything_it_cannot_guess(tmp_path):
+    root = repo(tmp_path, {"notes.txt": "nothing to train\n"})
+    result = CliRunner().invoke(cli, ["init", str(root), "--no-input"])
+    message = str(result.exception)
+    assert isinstance(result.exception, ConfigError)
+    assert "--train-cmd" in message and "--metric" in message and "--params-file" in message
+    result = CliRunner().invoke(cli, ["init", str(root), "--no-input", "--train-cmd", "python fit.py", "--metric", "auc"])
+    assert "--params-file" in str(result.exception) and "--train-cmd" not in str(result.exception)
+
+
+def test_a_metric_name_senpai_cannot_read_from_stdout_is_refused(tmp_path):
+    root = repo(tmp_path, {"train.py": SKLEARN_ARGPARSE})
+    result = CliRunner().invoke(cli, ["init", str(root), "--yes", "--metric", "val accuracy"])
+    assert isinstance(result.exception, ConfigError) and "A-Z a-z 0-9" in str(result.exception)
+    assert not (root / "senpai.yaml").exists()
+
+
+def test_prompts_offer_the_detected_defaults(tmp_path):
+    root = repo(tmp_path, {"main.py": TORCH_WANDB, "params.yaml": "lr: 0.001\nepochs: 5\nopt: adamw\n"})
+    # accept the command, pick another metric, accept its guessed direction, accept the params file
+    result = CliRunner().invoke(cli, ["init", str(root)], input="\nval_perplexity\n\n\n")
+    assert result.exit_code == 0, result.output
+    assert "Train command [python main.py]:" in result.output
+    assert "Primary metric (a validation metric) [val_loss]:" in result.output
+    assert "Direction (maximize, minimize) [minimize]:" in result.output and "Params file [params.yaml]:" in result.output
+    t = load_target(root)
+    assert (t.train, t.metric.name, t.metric.direction) == ("python main.py", "val_perplexity", "minimize")
+    assert t.metric.source == "wandb"
+    assert yaml.safe_load((root / "senpai.yaml").read_text())["params"]["space"] == {
+        "lr": {"type": "float", "low": 0.0001, "high": 0.01, "log": True},
+        "epochs": {"type": "int", "low": 2, "high": 10},
+        "opt": {"type": "categorical", "choices": ["adamw"]},
+    }
+    assert "torch.save" in result.output  # the artifact advice for a PyTorch model
+
+
+def test_a_flag_skips_its_prompt(tmp_path):
+    root = repo(tmp_path, {"train.py": SKLEARN_ARGPARSE})
+    result = CliRunner().invoke(cli, ["init", str(root), "--metric", "train_accuracy", "--direction", "maximize"], input="\n\n")
+    assert result.exit_code == 0, result.output
+    assert "Primary metric" not in result.output and "Direction" not in result.output
+    assert load_target(root).metric.name == "train_accuracy"
