@@ -70,7 +70,7 @@ def signed(x: float | None) -> Safe:
 
 
 def duration(seconds: float | None) -> Safe:
-    """Seconds for people: 0.4 s, 42 s, 4 min 12 s, 2 h 05 min; None → —."""
+    """Seconds for people: 0.4 s, 42 s, 4 min 12 s, 15 min, 2 h 05 min; None → —."""
     if seconds is None or not math.isfinite(seconds):
         return number(seconds)
     if seconds < 10:
@@ -79,7 +79,7 @@ def duration(seconds: float | None) -> Safe:
     if whole < 60:
         return Safe(f"{whole} s")
     if whole < 3600:
-        return Safe(f"{whole // 60} min {whole % 60} s")
+        return Safe(f"{whole // 60} min" + (f" {whole % 60} s" if whole % 60 else ""))
     return Safe(f"{whole // 3600:,} h {whole % 3600 // 60:02d} min")
 
 

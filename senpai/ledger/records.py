@@ -152,9 +152,10 @@ def _tail(text: str):
     if last is None or last.type != "html_block" or last.level != 0:
         return None, None
     found = _MARKER.fullmatch(last.content.strip())
-    # the shape record_tail renders (fence wrapped in <details>), or the older bare fence
+    # the shape record_tail renders (fence wrapped in <details>), or the older bare fence after prose
     wrapped = len(tokens) >= 4 and _html(tokens[-2], DETAILS_CLOSE) and _html(tokens[-4], DETAILS_OPEN)
-    before = tokens[-3] if wrapped else tokens[-2] if len(tokens) > 1 else None
+    bare = len(tokens) == 2 or (len(tokens) > 2 and tokens[-3].type != "html_block")
+    before = tokens[-3] if wrapped else tokens[-2] if bare else None
     fence = before if before is not None and before.type == "fence" and before.level == 0 else None
     return found, fence
 
