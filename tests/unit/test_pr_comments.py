@@ -113,7 +113,7 @@ def test_an_evidence_comment_leads_with_its_numbers_and_collapses_its_record(fak
 def test_a_hypothesis_body_shows_its_plan_and_the_commands_before_its_record(fake_forge, tmp_path):
     forge, _ = fake_forge
     pull, h, base, _ = _pull(forge, tmp_path / "seed")
-    assert _table(pull.body)[1] == ["acc", "maximize", f"0.800 at `{base[:8]}`", "—", "1 attempts of 1 min"]
+    assert _table(pull.body)[1] == ["acc", "maximize", f"0.800 at `{base[:8]}`", "—", "1 attempt of 1 min"]
     before, after = pull.body.split(DETAILS_OPEN)
     hint = before.strip().splitlines()[-1]
     assert all(f"`/senpai {c}`" in hint for c in ("stop", "allow compute", "help"))
