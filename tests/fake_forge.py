@@ -33,7 +33,7 @@ from forge_fixtures import seed_repository
 from pydantic import BaseModel
 
 from senpai.errors import FileListTruncated, Forbidden, MergeConflict, NotFound, PermanentError
-from senpai.forge.base import Access, Comment, ForgeMemo, Issue, IssuesPage, PullRequest, PullsPage, RateLimit
+from senpai.forge.base import Access, Comment, ForgeMemo, Issue, IssuesPage, LabelSpec, PullRequest, PullsPage, RateLimit
 from senpai.forge.localforge.git import Conflict, GitRepos, Moved
 
 T = TypeVar("T", bound=BaseModel)
@@ -82,7 +82,7 @@ class FakeRepo:
         self.git = GitRepos(Path(root) / "git")
         self.path = self.git.init(self.owner, name)
         self.items: dict[int, _Item] = {}
-        self.labels: dict[str, str] = {}  # name -> colour
+        self.labels: dict[str, LabelSpec] = {}
         self.roles: dict[str, str] = {self.owner: "owner"}  # login -> site-wide role: owner, collaborator, read
         self.collaborators: set[str] = set()
         self.lock = threading.RLock()
@@ -378,7 +378,7 @@ class FakeForge:
 
     def _label(self, item: _Item, labels: list[str]) -> None:
         for name in labels:
-            self.fake.labels.setdefault(name, DEFAULT_LABEL_COLOR)
+            self.fake.labels.setdefault(name, LabelSpec(color=DEFAULT_LABEL_COLOR))
         item.labels, item.updated = list(dict.fromkeys(labels)), self.fake.now()
 
     def create_pull(self, title: str, body: str, head: str, base: str, labels: list[str]) -> PullRequest:
@@ -482,7 +482,7 @@ class FakeForge:
         permission = self.fake.permission(self.login)
         return Access(login=self.login, scopes=None, push=permission != "read", admin=permission == "admin")
 
-    def ensure_labels(self, labels: dict[str, str]) -> list[str]:
+    def ensure_labels(self, labels: dict[str, LabelSpec]) -> list[str]:
         with self.fake.lock:
             self._require_write()
             created = [name for name in labels if name not in self.fake.labels]
@@ -490,6 +490,11 @@ class FakeForge:
             for name in created:
                 self.fake.labels[name] = labels[name]
             return created
+
+    def list_labels(self) -> dict[str, LabelSpec]:
+        with self.fake.lock:
+            self.calls += 1
+            return dict(self.fake.labels)
 
 
 @pytest.fixture

@@ -111,6 +111,13 @@ class Access(_Model):
     admin: bool
 
 
+class LabelSpec(_Model):
+    """A repository label's looks. GitHub REST: a label's `color` and `description`."""
+
+    color: str = Field(pattern=r"^[0-9a-f]{6}$", description="6 lowercase hex digits, no `#`.")
+    description: str = Field("", max_length=100, description="Shown where GitHub lists or offers the label.")
+
+
 class Forge(Protocol):
     """Port over one repository on a GitHub-compatible forge."""
 
@@ -230,9 +237,17 @@ class Forge(Protocol):
         """The token's login, scopes and repository permissions. Raises NotFound if the repo is not visible."""
         ...
 
-    def ensure_labels(self, labels: dict[str, str]) -> list[str]:
-        """Create the missing labels (name -> 6-hex colour); returns the names created.
+    def ensure_labels(self, labels: dict[str, LabelSpec]) -> list[str]:
+        """Create the missing labels (name -> colour and description); returns the names created.
+        Existing labels are left as they are (a human may have restyled them).
 
         GitHub REST: POST /repos/{o}/{r}/labels.
+        """
+        ...
+
+    def list_labels(self) -> dict[str, LabelSpec]:
+        """The repository's labels (name -> colour and description; no description is "").
+
+        GitHub REST: GET /repos/{o}/{r}/labels (every page).
         """
         ...

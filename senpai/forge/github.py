@@ -47,7 +47,7 @@ from senpai import __version__
 from senpai.config.budgets import FORGE
 from senpai.config.harness import ForgeSettings
 from senpai.errors import FileListTruncated, Forbidden, MergeConflict, NotFound, PermanentError, SenpaiError, TransientError
-from senpai.forge.base import Access, Comment, ForgeMemo, Issue, IssuesPage, PullRequest, PullsPage, RateLimit
+from senpai.forge.base import Access, Comment, ForgeMemo, Issue, IssuesPage, LabelSpec, PullRequest, PullsPage, RateLimit
 
 T = TypeVar("T")
 GITHUB_MAX_PULL_FILES = 3000  # "Responses include a maximum of 3000 files" (GET .../pulls/{n}/files)
@@ -644,24 +644,31 @@ class GitHubForge:
 
         return self._call("get repository", run)
 
-    def ensure_labels(self, labels: dict[str, str]) -> list[str]:
-        """Create each missing repository label (name -> 6-hex colour); existing ones are left alone.
+    def ensure_labels(self, labels: dict[str, LabelSpec]) -> list[str]:
+        """Create each missing repository label (name -> colour and description); existing ones are
+        left alone.
 
         Returns the names it created. GitHub REST: POST /repos/{o}/{r}/labels (422 = exists).
         """
 
-        def create(name: str, color: str) -> bool:
+        def create(name: str, spec: LabelSpec) -> bool:
             try:
-                self._repo.create_label(name, color)
+                self._repo.create_label(name, spec.color, spec.description)
             except GithubException as exc:
                 if exc.status != 422:  # 422: already exists
                     raise
                 return False
             return True
 
-        return [
-            name for name, color in labels.items() if self._call(f"create label {name}", lambda n=name, c=color: create(n, c))
-        ]
+        return [name for name, spec in labels.items() if self._call(f"create label {name}", lambda n=name, s=spec: create(n, s))]
+
+    def list_labels(self) -> dict[str, LabelSpec]:
+        """The repository's labels. GitHub REST: GET /repos/{o}/{r}/labels (every page)."""
+
+        def run() -> dict[str, LabelSpec]:
+            return {x.name: LabelSpec(color=x.color.lower(), description=x.description or "") for x in self._repo.get_labels()}
+
+        return self._call("list labels", run)
 
 
 def create_repository(settings: ForgeSettings, token: str | None, name: str, private: bool = False) -> str:

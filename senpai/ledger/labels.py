@@ -1,7 +1,9 @@
-"""Every label senpai reads or writes, and the experiment states the status labels name, in one
-place (no scattered string literals)."""
+"""Every label senpai reads or writes, the experiment states the status labels name, and how the
+labels look on the forge (`LABELS`), in one place (no scattered string literals)."""
 
 from enum import StrEnum
+
+from senpai.forge.base import LabelSpec
 
 SENPAI = "senpai"
 STEER = "senpai:steer"  # issues humans steer through (slash commands, free text)
@@ -11,8 +13,11 @@ STUDENT_PREFIX = "student:"
 
 class ExperimentState(StrEnum):
     """An experiment's state (`Experiment.state`). An open PR's state is its status label
-    (`status:<state>`, `label`); merged and closed are the PR's own states, never labels; an open
-    senpai PR with no status label is unlabelled."""
+    (`status:<state>`, `label`); an open senpai PR with no status label is unlabelled.  Merged and
+    closed are the PR's own states: senpai labels a PR it merged `status:merged` and one it closed
+    by a decision `status:closed` (FINAL) so a closed PR still shows how it ended, but readers take
+    those two from the PR (`experiment.pr_state`), never from a label; on an open PR (a human
+    reopened it) a final label names no state (`status_of`: None)."""
 
     WIP = "wip"
     REVIEW = "review"
@@ -25,7 +30,7 @@ class ExperimentState(StrEnum):
 
     @property
     def label(self) -> str:
-        """The status label `status:<state>` (only the LABELLED states are ever set)."""
+        """The status label `status:<state>` (only the LABELLED and FINAL states are ever set)."""
         return f"status:{self.value}"
 
 
@@ -35,6 +40,22 @@ LABELLED = frozenset(
 _BY_LABEL = {s.label: s for s in LABELLED}
 ASSIGNED = frozenset({ExperimentState.WIP, ExperimentState.CHANGES})  # the student works on it (or will)
 DECIDED = frozenset({ExperimentState.MERGED, ExperimentState.CLOSED})
+FINAL = DECIDED  # the states whose label a PR keeps once senpai merged or closed it
+_STATUS_LABELS = {s.label for s in LABELLED | FINAL}
+
+# How senpai's labels look on the forge (created by `senpai preflight`, `Forge.ensure_labels`).
+LABELS: dict[str, LabelSpec] = {
+    SENPAI: LabelSpec(color="5319e7", description="An experiment or issue of the senpai research harness"),
+    STEER: LabelSpec(color="fbca04", description="Humans steer senpai here: /senpai commands or free text"),
+    ATTENTION: LabelSpec(color="e99695", description="senpai needs a human's answer"),
+    ExperimentState.WIP.label: LabelSpec(color="c5def5", description="A student is working on it"),
+    ExperimentState.REVIEW.label: LabelSpec(color="0e8a16", description="Evidence posted: the advisor reviews it"),
+    ExperimentState.VERIFYING.label: LabelSpec(color="1d76db", description="The verifier re-measures it before a merge"),
+    ExperimentState.CHANGES.label: LabelSpec(color="d93f0b", description="The advisor asked for another attempt"),
+    ExperimentState.BLOCKED.label: LabelSpec(color="b60205", description="A human must look: see the last comment"),
+    ExperimentState.MERGED.label: LabelSpec(color="6f42c1", description="Verified and merged into the research base"),
+    ExperimentState.CLOSED.label: LabelSpec(color="cfd3d7", description="Closed by a decision: a negative result, kept"),
+}
 
 
 def student_label(name: str) -> str:
@@ -58,8 +79,9 @@ def status_of(labels: list[str]) -> ExperimentState | None:
 
 
 def with_status(labels: list[str], status: ExperimentState | None) -> list[str]:
-    """`labels` with every status label replaced by `status`'s (None: just removed), order kept."""
-    kept = [label for label in labels if label not in _BY_LABEL]
+    """`labels` with every status label (final ones too) replaced by `status`'s (None: just
+    removed), order kept."""
+    kept = [label for label in labels if label not in _STATUS_LABELS]
     return kept + ([status.label] if status else [])
 
 

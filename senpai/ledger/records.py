@@ -4,19 +4,27 @@ A record is one text senpai posted, shaped by `record_text`:
 
     <prose, neutralised>
 
+    <details><summary>senpai record</summary>
+
     ```senpai-<kind>
     <YAML>
     ```
 
+    </details>
+
     <!-- senpai:<marker kind>:<key> -->
 
-`read_record` parses the text as CommonMark (markdown-it-py) and accepts a block only when the
-last two top-level tokens are that fence and that marker, the marker's kind is the one that
-renders this block kind (`MARKERS`) and its key names this very block (`record_key`).  Every
-other fence is text: fences in blockquotes, lists, other fences or HTML comments, `~~~` and
-indented code, and any fence in prose.  Prose cannot produce the shape: `neutral` (the one
-function every posted prose goes through) escapes backtick and tilde runs that could open a fence
-and `<` (no HTML block, no comment, no marker).  Whose text it is (the bot's comment, the bot's
+The block sits in a collapsed `<details>` so a PR page shows the prose (`senpai.ledger.comments`
+renders it) and hides the YAML until asked.  Texts posted before that wrapper (the fence directly
+before the marker) still read the same.  `read_record` parses the text as CommonMark
+(markdown-it-py) and accepts a block only when the last top-level tokens are exactly one of those
+two shapes: `<details>` opener, fence, `</details>`, marker; or fence, marker.  The marker's kind
+must be the one that renders this block kind (`MARKERS`) and its key must name this very block
+(`record_key`).  Every other fence is text: fences in blockquotes, lists, other fences or HTML
+comments, `~~~` and indented code, any fence in prose, and a fence in any other HTML wrapper.
+Prose cannot produce the shape: `neutral` (the one function every posted prose goes through)
+escapes backtick and tilde runs that could open a fence and `<` (no HTML block, no `<details>`,
+no comment, no marker).  Whose text it is (the bot's comment, the bot's
 PR: `by_bot`) is the caller's check: see `experiment.read_experiment` and `inbox.steer_blocks`.
 """
 
@@ -56,6 +64,8 @@ _MARKER = re.compile(r"<!-- senpai:([a-z]+):([0-9a-z:_-]{1,100}) -->")
 _MARKER_AT_END = re.compile(_MARKER.pattern + r"\s*\Z")
 _RUN = re.compile(r"`{3,}|~{3,}")
 _MD = MarkdownIt("commonmark")
+DETAILS_OPEN = "<details><summary>senpai record</summary>"
+DETAILS_CLOSE = "</details>"
 
 
 def by_bot(x: Comment | Issue | PullRequest, bot: str) -> bool:
@@ -112,9 +122,18 @@ def record_marker(block: Block) -> str:
     return marker(kind, record_key(block))
 
 
+def record_tail(block: Block) -> str:
+    """`block` in its collapsed `<details>` wrapper, then its marker: what ends its record."""
+    return f"{DETAILS_OPEN}\n\n{render(block)}\n\n{DETAILS_CLOSE}\n\n{record_marker(block)}"
+
+
 def record_text(block: Block, prose: str) -> str:
-    """The text to post for `block`: `prose` (redacted, neutralised), the block, its marker."""
-    return f"{neutral(redact(prose.strip()))}\n\n{render(block)}\n\n{record_marker(block)}"
+    """The text to post for `block`: `prose` (redacted, neutralised), then `record_tail(block)`."""
+    return f"{neutral(redact(prose.strip()))}\n\n{record_tail(block)}"
+
+
+def _html(token, content: str) -> bool:
+    return token.type == "html_block" and token.level == 0 and token.content.strip() == content
 
 
 def _tail(text: str):
@@ -133,7 +152,10 @@ def _tail(text: str):
     if last is None or last.type != "html_block" or last.level != 0:
         return None, None
     found = _MARKER.fullmatch(last.content.strip())
-    before = tokens[-2] if len(tokens) > 1 else None
+    # the shape record_tail renders (fence wrapped in <details>), or the older bare fence after prose
+    wrapped = len(tokens) >= 4 and _html(tokens[-2], DETAILS_CLOSE) and _html(tokens[-4], DETAILS_OPEN)
+    bare = len(tokens) == 2 or (len(tokens) > 2 and tokens[-3].type != "html_block")
+    before = tokens[-3] if wrapped else tokens[-2] if bare else None
     fence = before if before is not None and before.type == "fence" and before.level == 0 else None
     return found, fence
 

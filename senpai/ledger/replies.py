@@ -9,10 +9,10 @@ whoever posts them and however often a crashed step is replayed.
 from typing import Literal
 
 from senpai.forge.base import Comment, Forge
-from senpai.ledger.blocks import Steer, render
+from senpai.ledger.blocks import Steer
+from senpai.ledger.comments import prose
 from senpai.ledger.events import Message, message_ref
-from senpai.ledger.records import by_bot, marker, marker_of, neutral
-from senpai.ledger.redact import redact
+from senpai.ledger.records import by_bot, marker, marker_of, record_marker, record_tail
 
 ReplyKind = Literal["reply", "ack"]
 
@@ -32,13 +32,16 @@ def reply_to_human(forge: Forge, m: Message, text: str, kind: ReplyKind = "reply
     """Answer `m` on the issue or PR it came from, quoting who it answers.
 
     `text` (an agent's words, or the wrapper's with a human's quoted) is redacted and neutralised
-    (`records.neutral`): it is never a record.  `record`, the wrapper's `senpai-steer` block for an
-    ack, is rendered after it, so the comment is that block's record (`records.read_record`).
+    (`comments.prose`, `templates/reply.md.j2`): it is never a record.  `record`, the wrapper's
+    `senpai-steer` block for an ack, follows it collapsed with its marker (`records.record_tail`),
+    so the comment is that block's record (`records.read_record`); its key must be `m`'s ref.
     Idempotent per (message version, kind): returns None (posts nothing) if already answered.
     GitHub REST: GET then POST /repos/{owner}/{repo}/issues/{number}/comments.
     """
+    if record is not None and record_marker(record) != reply_marker(m, kind):  # replied() would never see it
+        raise ValueError(f"the {kind} of {message_ref(m)} carries the record of another message ({record.message})")
     if replied(forge.list_comments(m.number), m, forge.login, kind):
         return None
-    block = f"\n\n{render(record)}" if record is not None else ""
-    body = f"{neutral(redact(f'@{m.author} {text.strip()}'))}{block}\n\n{reply_marker(m, kind)}"
+    tail = record_tail(record) if record is not None else reply_marker(m, kind)
+    body = f"{prose('reply.md.j2', author=m.author, text=text.strip())}\n\n{tail}"
     return forge.create_comment(m.number, body)

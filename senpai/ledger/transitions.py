@@ -6,6 +6,9 @@
     any open ──block──▶ blocked                    decide(close) ──▶ closed                 │
                                                    decide(merge) ──▶ merged ◀── gate ───────┘
 
+A PR senpai merged keeps the label `status:merged`, one it closed `status:closed` (labels.FINAL),
+so the forge's PR list shows how each experiment ended.
+
 Every function re-reads nothing it is not given, checks its precondition, and is idempotent:
 replaying it after a crash (comment posted, label not yet set) finishes the step without
 posting twice.  A precondition that does not hold raises TransitionError.
@@ -15,12 +18,13 @@ from senpai.config.target import TargetConfig
 from senpai.errors import FileListTruncated, MergeRefused, TransitionError
 from senpai.forge.base import Forge, PullRequest
 from senpai.ledger.blocks import BudgetReport, Decision, Evidence, Hypothesis, Verification
+from senpai.ledger.comments import prose
 from senpai.ledger.escalation import open_issue_once
 from senpai.ledger.experiment import Experiment, own_pull
 from senpai.ledger.gate import check_merge
 from senpai.ledger.inbox import compute_allowance
 from senpai.ledger.labels import ASSIGNED, LABELLED, SENPAI, ExperimentState, status_of, student_label, with_status
-from senpai.ledger.records import by_bot, hashed, marker, marker_of, neutral, record_marker, record_text
+from senpai.ledger.records import by_bot, hashed, marker, marker_of, record_marker, record_text
 from senpai.ledger.redact import redact
 
 
@@ -40,13 +44,9 @@ def _set_status(forge: Forge, pr: PullRequest, status: ExperimentState | None) -
 
 
 def hypothesis_body(h: Hypothesis) -> str:
-    """PR body for a hypothesis: prose for humans (neutralised), then the block and its marker."""
-    params = ", ".join(f"`{k}={v}`" for k, v in h.params.items()) or h.change or "(code change)"
-    prose = (
-        f"**Hypothesis** {h.hypothesis}\n\n**Rationale** {h.rationale}\n\n**Plan** {h.plan}\n\n"
-        f"**Change** {params}\n\n**Student** `{h.student}` · **Stop** {h.stop_condition}"
-    )
-    return record_text(h, prose)
+    """PR body for a hypothesis: prose for humans (`templates/hypothesis.md.j2`: the metric table,
+    the slash commands that steer it), then the collapsed block and its marker."""
+    return record_text(h, prose("hypothesis.md.j2", h=h))
 
 
 def open_experiment(
@@ -78,7 +78,7 @@ def open_experiment(
 
 def _close_foreign(forge: Forge, number: int, branch: str) -> None:
     """Close PR `number`, opened by someone else from senpai's own `branch`, saying why."""
-    forge.create_comment(number, f"Closed by senpai: `{branch}` is senpai's experiment branch; it opens its own PR from it.")
+    forge.create_comment(number, prose("foreign.md.j2", branch=branch))
     forge.update_pull(number, state="closed")
 
 
@@ -99,11 +99,8 @@ def _comment_bodies(forge: Forge, pr: int) -> list[str]:
 def submit_evidence(forge: Forge, pr: PullRequest, ev: Evidence, to_review: bool = True) -> None:
     """Post evidence for attempt `ev.attempt` and (if `to_review`) move wip/changes → review."""
     _require(pr, {*ASSIGNED, ExperimentState.REVIEW}, "submit evidence")
-    summary = (
-        f"**Evidence** attempt {ev.attempt} on `{ev.head[:8]}`: {ev.outcome}"
-        f" · {ev.primary.name} = {ev.primary.value} (baseline {ev.primary.baseline})"
-    )
-    _post_once(forge, pr.number, record_marker(ev), record_text(ev, summary), _comment_bodies(forge, pr.number))
+    text = record_text(ev, prose("evidence.md.j2", ev=ev))
+    _post_once(forge, pr.number, record_marker(ev), text, _comment_bodies(forge, pr.number))
     if to_review:
         _set_status(forge, pr, ExperimentState.REVIEW)
 
@@ -125,9 +122,8 @@ def record_verification(forge: Forge, pr: PullRequest, v: Verification) -> None:
     PR whose merge landed on a moved base (`consistency.reverify`: its merge commit measured again)."""
     if not (pr.merged and v.candidate == pr.merge_commit_sha):
         _require(pr, {ExperimentState.VERIFYING}, "record a verification")
-    verdict = "passed" if v.passed else "failed"
-    summary = f"**Verification** `{v.candidate[:8]}` vs baseline `{v.baseline[:8]}`: {verdict} — {v.reason}"
-    _post_once(forge, pr.number, record_marker(v), record_text(v, summary), _comment_bodies(forge, pr.number))
+    text = record_text(v, prose("verification.md.j2", v=v))
+    _post_once(forge, pr.number, record_marker(v), text, _comment_bodies(forge, pr.number))
 
 
 def block(forge: Forge, pr: PullRequest, reason: str) -> None:
@@ -135,19 +131,13 @@ def block(forge: Forge, pr: PullRequest, reason: str) -> None:
     what is wrong (posted once per reason)."""
     _require(pr, {*LABELLED, None}, "block")
     mark = _marker("blocked", reason)
-    body = f"{neutral(redact(f'**Blocked**: a human must look. {reason}'))}\n\n{mark}"
+    body = f"{prose('blocked.md.j2', reason=reason)}\n\n{mark}"
     _post_once(forge, pr.number, mark, body, _comment_bodies(forge, pr.number))
     _set_status(forge, pr, ExperimentState.BLOCKED)
 
 
 def _decision_text(d: Decision) -> str:
-    moved = ""
-    if d.merged_onto and d.base and d.merged_onto != d.base:
-        moved = (
-            f"\n\n**The base moved** before the merge landed: it was merged onto `{d.merged_onto[:8]}`, not the "
-            f"verified `{d.base[:8]}`. senpai verifies the merge commit against `{d.merged_onto[:8]}` again."
-        )
-    return record_text(d, f"**Decision** `{d.verdict}` on `{d.head[:8]}`: {d.reason}{moved}")
+    return record_text(d, prose("decision.md.j2", d=d))
 
 
 def _pinned(forge: Forge, d: Decision, base_sha: str, merge_commit: str | None) -> Decision:
@@ -176,7 +166,8 @@ def decide(
     """Apply the advisor's verdict on `pr` at head `d.head`.
 
     merge: passes the merge gate (raises MergeRefused), then a real merge (raises MergeConflict),
-    then the decision comment.  close: comment, then close.  changes: comment, then → changes.
+    then the decision comment, then the label `status:merged`.  close: comment, then close with
+    the label `status:closed`.  changes: comment, then → changes.
     Preconditions: PR open in review or verifying and `d.head` is its current head; a merge needs
     `target` (its protected paths); close and changes do not read it.  For a merge, `trusted`
     (author associations, `forge.trusted`) says whose `/senpai allow compute` on the PR counts (None:
@@ -187,6 +178,7 @@ def decide(
     if pr.merged and d.verdict == "merge":
         d = _pinned(forge, d, base_sha, pr.merge_commit_sha)
         _post_once(forge, pr.number, mark, _decision_text(d), _comment_bodies(forge, pr.number))
+        _set_status(forge, pr, ExperimentState.MERGED)
         return
     allowed = set(LABELLED) if d.verdict == "close" else {ExperimentState.REVIEW, ExperimentState.VERIFYING}
     _require(pr, allowed, f"decide {d.verdict}")
@@ -206,11 +198,11 @@ def decide(
         merged = forge.merge_pull(pr.number, f"senpai: merge #{pr.number} ({d.reason})", pr.head_sha)
         d = _pinned(forge, d, base_sha, merged)
         _post_once(forge, pr.number, mark, _decision_text(d), _comment_bodies(forge, pr.number))
-        forge.set_labels(pr.number, with_status(pr.labels, None))
+        _set_status(forge, pr, ExperimentState.MERGED)
         return
     _post_once(forge, pr.number, mark, _decision_text(d), _comment_bodies(forge, pr.number))
     if d.verdict == "close":
-        forge.close_with_labels(pr.number, with_status(pr.labels, None))
+        forge.close_with_labels(pr.number, with_status(pr.labels, ExperimentState.CLOSED))
     else:
         _set_status(forge, pr, ExperimentState.CHANGES)
 
@@ -226,9 +218,7 @@ def report_budget(forge: Forge, r: BudgetReport) -> int:
     REST: POST .../issues/{n}/comments, or GET .../issues and POST .../issues.
     """
     mark = record_marker(r)
-    what = ", ".join(r.exhausted)
-    summary = f"**Budget** the {r.role} turn on `{r.revision[:8]}` stopped: {what} exhausted. Missing: {r.missing}"
-    body = record_text(r, summary)
+    body = record_text(r, prose("budget.md.j2", r=r))
     if r.pr is not None:
         _post_once(forge, r.pr, mark, body, _comment_bodies(forge, r.pr))
         return r.pr

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 from senpai.config.harness import HarnessConfig, LocalFleetSettings
 from senpai.errors import SenpaiError
 from senpai.forge.base import Access, Forge
-from senpai.ledger.labels import SENPAI, STEER, ExperimentState
+from senpai.ledger.labels import LABELS
 from senpai.preflight import CheckResult, failed, passed, skipped
 from senpai.preflight.llm import llm_checks
 from senpai.tracker.base import Tracker
@@ -14,16 +14,6 @@ from senpai.tracker.base import Tracker
 if TYPE_CHECKING:  # the kubernetes client is imported only when a kubernetes fleet is configured
     from senpai.fleet.k8s_cluster import ClusterProbe
 
-# Labels the ledger reads and writes (senpai/ledger/labels.py), with their colours on the forge.
-LABELS = {
-    SENPAI: "5319e7",
-    STEER: "fbca04",
-    ExperimentState.WIP.label: "c5def5",
-    ExperimentState.REVIEW.label: "0e8a16",
-    ExperimentState.VERIFYING.label: "1d76db",
-    ExperimentState.CHANGES.label: "d93f0b",
-    ExperimentState.BLOCKED.label: "b60205",
-}
 GH = "github"
 
 

@@ -25,7 +25,7 @@ from forge_fixtures import (
 )
 
 from senpai.errors import FileListTruncated, Forbidden, MergeConflict, NotFound
-from senpai.forge.base import Forge, IssuesPage, PullsPage
+from senpai.forge.base import Forge, IssuesPage, LabelSpec, PullsPage
 from senpai.forge.github import GitHubForge, create_repository
 
 BRANCH = "senpai/alice/lr-sweep"
@@ -394,7 +394,16 @@ def test_access_states_the_tokens_rights(side):
     assert side.forge.access().model_dump(exclude={"scopes"}) == {"login": OWNER, "push": True, "admin": True}
     outsider = side.as_user("mallory").access()
     assert (outsider.login, outsider.push, outsider.admin) == ("mallory", False, False)
-    assert side.forge.ensure_labels({"senpai": "0e8a16"}) == ["senpai"] and side.forge.ensure_labels({"senpai": "0e8a16"}) == []
+
+
+def test_labels_are_created_once_with_their_colour_and_description(side, tmp_path):
+    specs = {"senpai": LabelSpec(color="5319e7", description="An experiment"), "status:merged": LabelSpec(color="6f42c1")}
+    assert side.forge.ensure_labels(specs) == list(specs)
+    assert side.forge.ensure_labels({"senpai": LabelSpec(color="000000", description="restyled?")}) == []  # left alone
+    listed = side.forge.list_labels()
+    assert {name: listed[name] for name in specs} == specs
+    open_pull(side.forge, tmp_path / "seed", labels=("by-hand",))  # a label a PR names is made as GitHub does
+    assert side.forge.list_labels()["by-hand"] == LabelSpec(color="ededed")
 
 
 def test_list_issues_excludes_pulls_and_filters_state(side, tmp_path):
