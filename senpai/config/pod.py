@@ -56,7 +56,7 @@ class JobPodSettings(BaseModel):
 
     env: list[K8sObject] = Field(default_factory=list, description="core/v1 EnvVar list, into every container.")
     env_from: list[K8sObject] = Field(
-        default_factory=list, description="core/v1 EnvFromSource list (configMapRef only), into the containers that hold the token."
+        default_factory=list, description="core/v1 EnvFromSource list (configMapRef only), for the containers holding the token."
     )
     volumes: list[K8sObject] = Field(default_factory=list, description="core/v1 Volume list (VOLUME_SOURCES only).")
     volume_mounts: list[K8sObject] = Field(default_factory=list, description="core/v1 VolumeMount list, into every container.")
@@ -99,12 +99,9 @@ class JobPodSettings(BaseModel):
         return out
 
     def _security_problems(self) -> list[str]:
-        out = [
-            f"pod_security_context.{k} must be {v!r} ({WHY})" for k, v in POD_REQUIRED.items() if self.pod_security_context.get(k) != v
-        ]
-        out += [
-            f"security_context.{k} must be {v!r} ({WHY})" for k, v in CONTAINER_REQUIRED.items() if self.security_context.get(k) != v
-        ]
+        pod, container = self.pod_security_context, self.security_context
+        out = [f"pod_security_context.{k} must be {v!r} ({WHY})" for k, v in POD_REQUIRED.items() if pod.get(k) != v]
+        out += [f"security_context.{k} must be {v!r} ({WHY})" for k, v in CONTAINER_REQUIRED.items() if container.get(k) != v]
         caps: Any = self.security_context.get("capabilities") or {}
         if self.security_context.get("privileged") or caps.get("add") or "ALL" not in (caps.get("drop") or []):
             out.append(f"security_context: not privileged, capabilities drop [ALL] and add none ({WHY})")

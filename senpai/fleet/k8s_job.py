@@ -288,8 +288,8 @@ def _containers(spec: JobSpec, settings: KubernetesFleetSettings) -> tuple[list,
         command = [*spec.command, "--step", "train", "--side", side, "--work", WORK_DIR]
         train_mounts, cwd = _train_mounts(mounts, side, own), f"{WORK_DIR}/{side}"
         init.append(_container(step, command, bare, train_mounts, spec, settings, spec.gpus, cwd, env_from=False))
-    empty = {v.name: v.empty_dir for v in volumes if v.empty_dir is not None}
-    volumes += [client.V1Volume(name=twin, empty_dir=empty.get(name) or client.V1EmptyDirVolumeSource()) for name, twin in own.items()]
+    empty = {v.name: v.empty_dir for v in volumes if v.empty_dir is not None}  # home, tmp and the operator's emptyDirs
+    volumes += [client.V1Volume(name=twin, empty_dir=empty[name]) for name, twin in own.items()]
     score = [*spec.command, "--step", "score", "--work", WORK_DIR]
     return init, [_container("score", score, with_secrets, score_mounts, spec, settings)], volumes
 

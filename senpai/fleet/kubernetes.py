@@ -124,7 +124,8 @@ class KubernetesFleet:
 
     `api` is the ApiClient to use (tests pass one pointed at a stand-in API server); None builds
     one with `api_client(settings)`. `retry_wait` is the first retry delay, seconds (doubling,
-    capped at 8 s). Raises ConfigError if `settings.pod` does not build a pod (`k8s_job.check_pod`). Safe to use from several threads: every call is one or two HTTP requests.
+    capped at 8 s). Raises ConfigError if `settings.pod` does not build a pod (`k8s_job.check_pod`).
+    Safe to use from several threads: every call is one or two HTTP requests.
     """
 
     def __init__(self, settings: KubernetesFleetSettings, api: client.ApiClient | None = None, retry_wait: float = 0.5) -> None:
