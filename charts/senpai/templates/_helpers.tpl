@@ -139,3 +139,26 @@ app.kubernetes.io/part-of: senpai
 {{- end -}}{{- end -}}
 {{- toJson $rt -}}
 {{- end -}}
+
+{{/* podSecurityContext as YAML; fsGroup left out on OpenShift, whose restricted SCC assigns one from the namespace's range. */}}
+{{- define "senpai.podSecurityContext" -}}
+{{- $sc := deepCopy .Values.podSecurityContext -}}
+{{- if .Capabilities.APIVersions.Has "security.openshift.io/v1" -}}
+{{- $_ := unset $sc "fsGroup" -}}
+{{- end -}}
+{{- toYaml $sc -}}
+{{- end -}}
+
+{{/* The secret env of the wrapper and the helm test pod: every secrets.* entry by reference. */}}
+{{- define "senpai.secretEnvVars" -}}
+{{- range (include "senpai.secretEnv" . | fromJsonArray) }}
+- name: {{ .env }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secret | quote }}
+      key: {{ .key | quote }}
+      {{- if .optional }}
+      optional: true
+      {{- end }}
+{{- end }}
+{{- end -}}
