@@ -144,7 +144,8 @@ def handle(req: dict) -> dict:
             install.run(req.get("release", "senpai"), req["chart"], values=req.get("values") or {}, wait=False, timeout=60)
         )
         hooks = [h.get("manifest", "") for h in rel.get("hooks") or []]
-        return {"manifest": rel.get("manifest", ""), "hooks": hooks, "notes": rel.get("info", {}).get("notes", ""), "posted": api.posted}
+        notes = rel.get("info", {}).get("notes", "")
+        return {"manifest": rel.get("manifest", ""), "hooks": hooks, "notes": notes, "posted": api.posted}
     except helm_sdkpy.HelmError as e:
         return {"error": str(e)}
     finally:

@@ -155,6 +155,9 @@ def check_pod(settings: KubernetesFleetSettings) -> None:
     try:
         volumes, mounts = _volumes(spec, settings)
         _pod_security(settings)
+        [client.V1EnvVar.model_validate(e) for e in settings.pod.env]
+        [client.V1EnvFromSource.model_validate(e) for e in settings.pod.env_from]
+        client.V1Affinity.model_validate(settings.pod.affinity or {})
     except ValueError as e:  # pydantic's ValidationError
         raise ConfigError(f"fleet.pod does not build a Kubernetes pod: {e}") from None
     own = {v.name for v in volumes[: -len(settings.pod.volumes) or None]} | {HOLDOUT_VOLUME, *TRAIN_OWN.values()}
