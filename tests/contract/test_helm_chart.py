@@ -560,6 +560,9 @@ def test_notes_say_what_to_do_next(helm: dict) -> None:
         "port-forward deploy/digits-senpai-wrapper 8080:8080",
         "senpai ledger --json",
         "senpai preflight",
+        "helm test digits -n research",
+        "logs digits-senpai-preflight",
+        "/metrics | grep ^senpai_",
         "get configmap digits-senpai-config -o jsonpath='{.data.harness\\.yaml}'",  # for preflight from a workstation
     ):
         assert expected in notes
