@@ -91,6 +91,7 @@ def test_probes_follow_the_forge(tmp_path: Path) -> None:
         assert samples["senpai_wrapper_ticks_total"] >= 1 and samples["senpai_wrapper_tick_failures_total"] == 0
         assert samples['senpai_forge_requests_total{cached="false"}'] > 0  # the first tick's listings
         assert 'senpai_experiments{state="wip"}' in samples and samples["senpai_wrapper_tick_duration_seconds_count"] >= 1
+        assert samples['senpai_jobs_launched_total{role="advisor"}'] == 0  # no senpai.yaml in this repository: no job
 
         port = server.port
         server.stop()
