@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from kubernetes import client
 
 from senpai.config.harness import ENV_CONFIG, KubernetesFleetSettings
+from senpai.config.pod import JobPodSettings
 from senpai.config.roles import Role
 from senpai.errors import ConfigError, PermanentError
 from senpai.fleet.base import ENV_DEADLINE, ENV_GPUS, ENV_TRAIN_GPUS, JobSpec, JobStatus, Phase
@@ -150,22 +151,24 @@ def _volumes(spec: JobSpec, settings: KubernetesFleetSettings) -> tuple[list[cli
 
 def check_pod(settings: KubernetesFleetSettings) -> None:
     """Raise ConfigError if `fleet.pod` does not build (a field the client's models refuse) or its
-    volumes or mounts take a name or path of senpai's own (work, home, tmp, data, config, ...)."""
+    volumes or mounts take a name or path of senpai's own (work, home, tmp, data, config, holdout,
+    `side-*`, `train-*`; /work, /data, ...)."""
     spec = JobSpec(name="senpai-verifier-pr1-1", role=Role.VERIFIER, command=["senpai"], wall_seconds=60)
     try:
-        volumes, mounts = _volumes(spec, settings)
+        _volumes(spec, settings)
         _pod_security(settings)
         [client.V1EnvVar.model_validate(e) for e in settings.pod.env]
         [client.V1EnvFromSource.model_validate(e) for e in settings.pod.env_from]
         client.V1Affinity.model_validate(settings.pod.affinity or {})
     except ValueError as e:  # pydantic's ValidationError
         raise ConfigError(f"fleet.pod does not build a Kubernetes pod: {e}") from None
-    own = {v.name for v in volumes[: -len(settings.pod.volumes) or None]} | {HOLDOUT_VOLUME, *TRAIN_OWN.values()}
-    own |= {f"train-{v.name}" for v in volumes}
-    paths = {m.mount_path.rstrip("/") for m in mounts[: -len(settings.pod.volume_mounts) or None]}
-    paths |= {settings.holdout.mount_path.rstrip("/")} if settings.holdout else set()
+    volumes, mounts = _volumes(spec, settings.model_copy(update={"pod": JobPodSettings()}))  # senpai's own alone
+    names = {v.name for v in volumes} | {HOLDOUT_VOLUME}
+    paths = {m.mount_path.rstrip("/") for m in mounts}
+    if settings.holdout is not None:
+        paths.add(settings.holdout.mount_path.rstrip("/"))
     for v in settings.pod.volumes:
-        if v["name"] in own:
+        if v["name"] in names or str(v["name"]).startswith(("side-", "train-")):
             raise ConfigError(f"fleet.pod.volumes: the name {v['name']!r} is senpai's own; pick another")
     for m in settings.pod.volume_mounts:
         if str(m.get("mountPath", "")).rstrip("/") in paths:
