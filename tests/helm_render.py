@@ -12,7 +12,7 @@ Input:  a JSON list of requests {"action": "install" | "lint", "chart": path, "v
         CRD's or OpenShift's).
 Output: a JSON list of answers, in order: {"manifest": str, "hooks": [str, ...], "notes": str,
         "posted": [object, ...]} (install; hooks: the manifests of hooks such as `helm test` pods,
-        which Install renders but does not run) , {"lint": {...}} (lint) or {"error": str} (Helm
+        which Install renders but does not run), {"lint": {...}} (lint) or {"error": str} (Helm
         refused: schema, `fail`, template).
 """
 

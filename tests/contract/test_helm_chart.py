@@ -1,8 +1,9 @@
 """The Helm chart charts/senpai, rendered and linted by the real Helm engine (helm-sdkpy, Helm v4).
 
-Every rendered manifest is checked against the Kubernetes 1.30 and 1.37 schemas in strict mode
-(kubernetes-validate), the rendered harness.yaml against HarnessConfig, and bad values against
-the messages of values.schema.json and of the chart's own checks. All renders run in one
+Every rendered manifest (and the `helm test` hook) is checked against the Kubernetes 1.30 and 1.37
+schemas in strict mode (kubernetes-validate; the ServiceMonitor, a CRD, by its shape), the rendered
+harness.yaml against HarnessConfig and, built into Jobs by `k8s_job.build_job`, against the same
+schemas; bad values against the messages of values.schema.json and of the chart's own checks. All renders run in one
 subprocess (tests/helm_render.py) because Helm reads HELM_DRIVER=memory only at process start.
 """
 
