@@ -7,9 +7,13 @@ memory instead of as Secrets. `install` serves a minimal Kubernetes API on 127.0
 POST echoes the object back with 201) and runs Install without waiting.
 
 Input:  a JSON list of requests {"action": "install" | "lint", "chart": path, "values": {...},
-        "release": name, "namespace": ns, "kube_version": "1.30"} (one process for many renders).
-Output: a JSON list of answers, in order: {"manifest": str, "notes": str, "posted": [object, ...]}
-        (install), {"lint": {...}} (lint) or {"error": str} (Helm refused: schema, `fail`, template).
+        "release": name, "namespace": ns, "kube_version": "1.30", "api_versions": [group/version, ...]}
+        (one process for many renders; api_versions: groups of OPTIONAL_RESOURCES to serve too, e.g. a
+        CRD's or OpenShift's).
+Output: a JSON list of answers, in order: {"manifest": str, "hooks": [str, ...], "notes": str,
+        "posted": [object, ...]} (install; hooks: the manifests of hooks such as `helm test` pods,
+        which Install renders but does not run), {"lint": {...}} (lint) or {"error": str} (Helm
+        refused: schema, `fail`, template).
 """
 
 import asyncio
@@ -34,22 +38,28 @@ API_RESOURCES = {
     ],
     "apps/v1": [("deployments", "Deployment", True)],
     "batch/v1": [("jobs", "Job", True)],
+    "networking.k8s.io/v1": [("networkpolicies", "NetworkPolicy", True)],
     "rbac.authorization.k8s.io/v1": [("roles", "Role", True), ("rolebindings", "RoleBinding", True)],
+}
+# served only when a request names them: a CRD's (prometheus-operator) or a distribution's (OpenShift)
+OPTIONAL_RESOURCES = {
+    "monitoring.coreos.com/v1": [("servicemonitors", "ServiceMonitor", True)],
+    "security.openshift.io/v1": [("securitycontextconstraints", "SecurityContextConstraints", False)],
 }
 
 
-def _resource_list(group_version: str) -> dict:
+def _resource_list(group_version: str, served: dict) -> dict:
     verbs = ["create", "delete", "get", "list", "patch", "update", "watch"]
     resources = [
-        {"name": p, "singularName": k.lower(), "namespaced": ns, "kind": k, "verbs": verbs}
-        for p, k, ns in API_RESOURCES[group_version]
+        {"name": p, "singularName": k.lower(), "namespaced": ns, "kind": k, "verbs": verbs} for p, k, ns in served[group_version]
     ]
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
 
 
-def _discovery(kube_version: str) -> dict[str, dict]:
+def _discovery(kube_version: str, api_versions: list[str]) -> dict[str, dict]:
     major, minor = kube_version.split(".")[:2]
-    groups = sorted({gv.split("/")[0] for gv in API_RESOURCES if "/" in gv})
+    served = API_RESOURCES | {gv: OPTIONAL_RESOURCES[gv] for gv in api_versions}
+    groups = sorted({gv.split("/")[0] for gv in served if "/" in gv})
     docs = {
         "/version": {"major": major, "minor": minor, "gitVersion": f"v{major}.{minor}.0", "platform": "linux/amd64"},
         "/api": {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []},
@@ -66,8 +76,8 @@ def _discovery(kube_version: str) -> dict[str, dict]:
             ],
         },
     }
-    for gv in API_RESOURCES:
-        docs["/api/v1" if gv == "v1" else f"/apis/{gv}"] = _resource_list(gv)
+    for gv in served:
+        docs["/api/v1" if gv == "v1" else f"/apis/{gv}"] = _resource_list(gv, served)
     return docs
 
 
@@ -101,9 +111,9 @@ class _API(BaseHTTPRequestHandler):
 class FakeAPIServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, kube_version: str) -> None:
+    def __init__(self, kube_version: str, api_versions: list[str]) -> None:
         super().__init__(("127.0.0.1", 0), _API)
-        self.docs, self.posted = _discovery(kube_version), []
+        self.docs, self.posted = _discovery(kube_version, api_versions), []
         threading.Thread(target=self.serve_forever, daemon=True).start()
 
     def kubeconfig(self, namespace: str) -> str:
@@ -124,7 +134,7 @@ def handle(req: dict) -> dict:
     import helm_sdkpy
 
     namespace = req.get("namespace", "default")
-    api = FakeAPIServer(req.get("kube_version", "1.30"))
+    api = FakeAPIServer(req.get("kube_version", "1.30"), req.get("api_versions", []))
     try:
         cfg = helm_sdkpy.Configuration(namespace=namespace, kubeconfig=api.kubeconfig(namespace))
         if req["action"] == "lint":
@@ -133,7 +143,9 @@ def handle(req: dict) -> dict:
         rel = asyncio.run(
             install.run(req.get("release", "senpai"), req["chart"], values=req.get("values") or {}, wait=False, timeout=60)
         )
-        return {"manifest": rel.get("manifest", ""), "notes": rel.get("info", {}).get("notes", ""), "posted": api.posted}
+        hooks = [h.get("manifest", "") for h in rel.get("hooks") or []]
+        notes = rel.get("info", {}).get("notes", "")
+        return {"manifest": rel.get("manifest", ""), "hooks": hooks, "notes": notes, "posted": api.posted}
     except helm_sdkpy.HelmError as e:
         return {"error": str(e)}
     finally:

@@ -41,7 +41,7 @@ def wrapper() -> None:
     "--health-port",
     type=click.IntRange(0, 65535),
     default=None,
-    help="Serve GET /healthz and /readyz on this port (0: a free one) [default: off].",
+    help="Serve GET /healthz, /readyz and /metrics on this port (0: a free one) [default: off].",
 )
 @click.option(
     "--health-host",
@@ -55,7 +55,7 @@ def run(
     """Tick until stopped (SIGTERM/Ctrl-C stop cleanly after the current tick)."""
     w = build_wrapper(config_path)
     printer = TickPrinter(quiet=quiet)
-    health = None if health_port is None else HealthServer(w.health, health_host, health_port).start()
+    health = None if health_port is None else HealthServer(w.health, w.metrics.registry, health_host, health_port).start()
     if health:
         click.echo(f"health: {health.url}", err=True)
 

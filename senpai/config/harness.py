@@ -13,6 +13,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Discriminator, Field,
 
 from senpai.config.budgets import harness_problems
 from senpai.config.load import load_yaml_model
+from senpai.config.pod import JobPodSettings, env_problems
 from senpai.config.roles import Role
 from senpai.errors import ConfigError
 
@@ -174,12 +175,22 @@ class KubernetesFleetSettings(_Strict):
     )
     kubeconfig_context: str | None = Field(None, description="Outside a cluster: kubeconfig context (None: current).")
     holdout: SealedHoldout | None = Field(None, description="The sealed holdout, mounted only into verifier scoring.")
+    pod: JobPodSettings = Field(
+        default_factory=JobPodSettings,
+        description="What the operator adds to every Job pod: env, volumes, labels, scheduling, security contexts "
+        "(senpai.config.pod says what is refused: no credential reaches code agents wrote).",
+    )
 
     @model_validator(mode="after")
     def _holdout_not_shared(self) -> "KubernetesFleetSettings":
+        who = "students would read the holdout"
         if self.holdout is not None and self.holdout.claim == self.pvc:
-            who = "students would read the holdout"
             raise ValueError(f"fleet.holdout.claim is the shared claim {self.pvc!r} that every job mounts: {who}")
+        claims = {(v.get("persistentVolumeClaim") or {}).get("claimName") for v in self.pod.volumes}  # type: ignore[union-attr]
+        if self.holdout is not None and self.holdout.claim in claims:
+            raise ValueError(f"fleet.pod.volumes mounts the holdout claim {self.holdout.claim!r} into every job: {who}")
+        if problems := env_problems(self.pod.env, [s.env for s in self.secret_env]):
+            raise ValueError("fleet.pod." + "; fleet.pod.".join(problems))
         return self
 
     def resources_for(self, role: Role) -> Resources:
@@ -338,6 +349,10 @@ class HarnessConfig(_Strict):
 
     @model_validator(mode="after")
     def _budgets_fit(self) -> "HarnessConfig":
+        if isinstance(self.fleet, KubernetesFleetSettings):
+            keys = [self.forge.token_env, *(r.llm.api_key_env for r in (self.runtime.advisor, self.runtime.student) if r.llm)]
+            if problems := env_problems(self.fleet.pod.env, keys):
+                raise ValueError("fleet.pod." + "; fleet.pod.".join(problems))
         if problems := harness_problems(self):
             raise ValueError("; ".join(problems))
         return self

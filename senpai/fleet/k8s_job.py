@@ -13,6 +13,11 @@ secret of any kind, only its own side's volume, not `/work`, not the other side,
 /tmp, the shared PVC read-only), then container `score` (`/work`, both sides, the sealed holdout
 read-only). A verifier's GPUs (its student's) go to the two train
 containers only; every container that gets GPUs also gets ENV_GPUS, their count.
+
+The operator's additions (`fleet.pod`, `senpai.config.pod`: env, envFrom, volumes, labels,
+scheduling, security contexts) are built into the client's models here; their env and volume
+mounts reach every container (read-only in the train steps, an emptyDir there their own copy),
+their envFrom only the containers that hold the token.
 """
 
 import posixpath
@@ -22,8 +27,9 @@ from datetime import UTC, datetime, timedelta
 from kubernetes import client
 
 from senpai.config.harness import ENV_CONFIG, KubernetesFleetSettings
+from senpai.config.pod import JobPodSettings
 from senpai.config.roles import Role
-from senpai.errors import PermanentError
+from senpai.errors import ConfigError, PermanentError
 from senpai.fleet.base import ENV_DEADLINE, ENV_GPUS, ENV_TRAIN_GPUS, JobSpec, JobStatus, Phase
 
 NAME = "app.kubernetes.io/name"
@@ -41,7 +47,6 @@ CONTAINER = "job"  # the one container of advisor and student Jobs
 SIDES = ("baseline", "candidate")
 VERIFY_STEPS = ("checkout", "train-baseline", "train-candidate", "score")  # verifier Jobs: 3 init containers, then the main one
 HOLDOUT_VOLUME = "holdout"
-RUN_AS = 10001
 WORK_DIR = "/work"
 HOME_DIR = "/home/senpai"
 TMP_DIR = "/tmp"
@@ -89,12 +94,14 @@ def labels(spec: JobSpec, settings: KubernetesFleetSettings) -> dict[str, str]:
 def _env(spec: JobSpec, settings: KubernetesFleetSettings, deadline: int, secrets: bool, gpus: int) -> list[client.V1EnvVar]:
     """HOME/TMPDIR and the thread counts (`JobSpec.thread_env`), the spec's env by value over them,
     then the job's deadline (epoch seconds), if the container gets `gpus` > 0 ENV_GPUS, and in a
-    verifier's containers ENV_TRAIN_GPUS (its train steps' GPUs, part of the baseline key); then,
-    if `secrets`, each secret_env entry by reference (the verifier's train steps get none)."""
+    verifier's containers ENV_TRAIN_GPUS (its train steps' GPUs, part of the baseline key); then
+    the operator's `fleet.pod.env`; then, if `secrets`, each secret_env entry by reference (the
+    verifier's train steps get none)."""
     env = {"HOME": HOME_DIR, "TMPDIR": TMP_DIR, **spec.thread_env(), **spec.env, ENV_DEADLINE: str(deadline)}
     env |= {ENV_GPUS: str(gpus)} if gpus else {}
     env |= {ENV_TRAIN_GPUS: str(spec.gpus)} if spec.role == Role.VERIFIER else {}
     out = [client.V1EnvVar(name=k, value=v) for k, v in env.items()]
+    out += [client.V1EnvVar.model_validate(e) for e in settings.pod.env]  # no credential: senpai.config.pod
     for s in settings.secret_env if secrets else ():
         ref = client.V1SecretKeySelector(name=s.secret, key=s.key, optional=s.optional)
         out.append(client.V1EnvVar(name=s.env, value_from=client.V1EnvVarSource(secret_key_ref=ref)))
@@ -137,7 +144,44 @@ def _volumes(spec: JobSpec, settings: KubernetesFleetSettings) -> tuple[list[cli
         client.V1VolumeMount(name="data", mount_path=settings.mount_path),
         client.V1VolumeMount(name="config", mount_path=config_dir or "/", read_only=True),
     ]
+    volumes += [client.V1Volume.model_validate(v) for v in settings.pod.volumes]
+    mounts += [client.V1VolumeMount.model_validate(m) for m in settings.pod.volume_mounts]
     return volumes, mounts
+
+
+def check_pod(settings: KubernetesFleetSettings) -> None:
+    """Raise ConfigError if `fleet.pod` does not build (a field the client's models refuse) or its
+    volumes or mounts take a name or path of senpai's own (work, home, tmp, data, config, holdout,
+    `side-*`, `train-*`; /work, /data, ...)."""
+    spec = JobSpec(name="senpai-verifier-pr1-1", role=Role.VERIFIER, command=["senpai"], wall_seconds=60)
+    try:
+        _volumes(spec, settings)
+        _pod_security(settings)
+        [client.V1EnvVar.model_validate(e) for e in settings.pod.env]
+        [client.V1EnvFromSource.model_validate(e) for e in settings.pod.env_from]
+        client.V1Affinity.model_validate(settings.pod.affinity or {})
+    except ValueError as e:  # pydantic's ValidationError
+        raise ConfigError(f"fleet.pod does not build a Kubernetes pod: {e}") from None
+    volumes, mounts = _volumes(spec, settings.model_copy(update={"pod": JobPodSettings()}))  # senpai's own alone
+    names = {v.name for v in volumes} | {HOLDOUT_VOLUME}
+    paths = {m.mount_path.rstrip("/") for m in mounts}
+    if settings.holdout is not None:
+        paths.add(settings.holdout.mount_path.rstrip("/"))
+    for v in settings.pod.volumes:
+        if v["name"] in names or str(v["name"]).startswith(("side-", "train-")):
+            raise ConfigError(f"fleet.pod.volumes: the name {v['name']!r} is senpai's own; pick another")
+    for m in settings.pod.volume_mounts:
+        if str(m.get("mountPath", "")).rstrip("/") in paths:
+            raise ConfigError(f"fleet.pod.volume_mounts: {m.get('mountPath')} is a mount of senpai's own; pick another path")
+
+
+def _pod_security(settings: KubernetesFleetSettings) -> tuple[client.V1PodSecurityContext, client.V1SecurityContext]:
+    """The pod's and every container's security context (`fleet.pod`; senpai.config.pod keeps them safe)."""
+    pod = settings.pod
+    return (
+        client.V1PodSecurityContext.model_validate(pod.pod_security_context),
+        client.V1SecurityContext.model_validate(pod.security_context),
+    )
 
 
 def _holdout(
@@ -163,20 +207,26 @@ def _holdout(
 TRAIN_OWN = {"home": "train-home", "tmp": "train-tmp"}  # emptyDirs of the verifier's train step alone
 
 
-def _train_mounts(mounts: list[client.V1VolumeMount], side: str) -> list[client.V1VolumeMount]:
+def _train_own(settings: KubernetesFleetSettings) -> dict[str, str]:
+    """TRAIN_OWN, plus each emptyDir of `fleet.pod.volumes` -> `train-<name>`: its train steps' own copy."""
+    return TRAIN_OWN | {v["name"]: f"train-{v['name']}" for v in settings.pod.volumes if "emptyDir" in v}
+
+
+def _train_mounts(mounts: list[client.V1VolumeMount], side: str, own: dict[str, str]) -> list[client.V1VolumeMount]:
     """The verifier's `train-<side>` step shares only its side's volume (`/work/<side>`) with the
     other steps: not `/work` (plan, the base clone) nor the other side (its artifacts and
-    train.json). Its HOME and /tmp are its own emptyDirs (TRAIN_OWN: the candidate's code cannot
-    leave a ~/.gitconfig or a temp file for the steps that hold the token), and the shared PVC is
-    read-only (datasets; no writes into W&B or state)."""
+    train.json). Its HOME, /tmp and the operator's emptyDirs are its own (`own`: the candidate's
+    code cannot leave a ~/.gitconfig or a temp file for the steps that hold the token), and every
+    other volume is read-only (the shared PVC, the operator's: datasets; no writes into W&B,
+    state, or what the score step reads)."""
     out = []
     for m in mounts:
         if m.name == "work" or (m.name.startswith("side-") and m.name != f"side-{side}"):
             continue
-        if m.name in TRAIN_OWN:
-            m = client.V1VolumeMount(name=TRAIN_OWN[m.name], mount_path=m.mount_path)
-        elif m.name == "data":
-            m = client.V1VolumeMount(name="data", mount_path=m.mount_path, read_only=True)
+        if m.name in own:
+            m = m.model_copy(update={"name": own[m.name]})
+        elif not m.name.startswith("side-") and m.name != "config":
+            m = m.model_copy(update={"read_only": True})
         out.append(m)
     return out
 
@@ -203,25 +253,20 @@ def _container(
     settings: KubernetesFleetSettings,
     gpus: int = 0,
     working_dir: str = WORK_DIR,
+    env_from: bool = True,
 ) -> client.V1Container:
+    """One container; `env_from`: with the operator's `fleet.pod.env_from` (the containers that hold the token)."""
     return client.V1Container(
         name=name,
         image=settings.images[spec.role],
         image_pull_policy=settings.image_pull_policy,
         command=command,
         env=env,
+        env_from=([client.V1EnvFromSource.model_validate(e) for e in settings.pod.env_from] or None) if env_from else None,
         working_dir=working_dir,
         resources=_resources(spec, settings, gpus),
         volume_mounts=mounts,
-        security_context=client.V1SecurityContext(
-            run_as_non_root=True,
-            run_as_user=RUN_AS,
-            run_as_group=RUN_AS,
-            allow_privilege_escalation=False,
-            read_only_root_filesystem=True,
-            capabilities=client.V1Capabilities(drop=["ALL"]),
-            seccomp_profile=client.V1SeccompProfile(type="RuntimeDefault"),
-        ),
+        security_context=_pod_security(settings)[1],
     )
 
 
@@ -243,32 +288,41 @@ def _containers(spec: JobSpec, settings: KubernetesFleetSettings) -> tuple[list,
         score_mounts.append(mount)
     checkout = [*spec.command, "--step", "checkout", "--work", WORK_DIR]
     init = [_container("checkout", checkout, with_secrets, score_mounts, spec, settings)]
-    bare = _env(spec, settings, deadline, False, spec.gpus)
+    bare, own = _env(spec, settings, deadline, False, spec.gpus), _train_own(settings)
     for step in VERIFY_STEPS[1:-1]:  # train-baseline, train-candidate
         side = step.removeprefix("train-")
         command = [*spec.command, "--step", "train", "--side", side, "--work", WORK_DIR]
-        train_mounts, cwd = _train_mounts(mounts, side), f"{WORK_DIR}/{side}"
-        init.append(_container(step, command, bare, train_mounts, spec, settings, spec.gpus, cwd))
-    volumes += [client.V1Volume(name=name, empty_dir=client.V1EmptyDirVolumeSource()) for name in TRAIN_OWN.values()]
+        train_mounts, cwd = _train_mounts(mounts, side, own), f"{WORK_DIR}/{side}"
+        init.append(_container(step, command, bare, train_mounts, spec, settings, spec.gpus, cwd, env_from=False))
+    empty = {v.name: v.empty_dir for v in volumes if v.empty_dir is not None}  # home, tmp and the operator's emptyDirs
+    volumes += [client.V1Volume(name=twin, empty_dir=empty[name]) for name, twin in own.items()]
     score = [*spec.command, "--step", "score", "--work", WORK_DIR]
     return init, [_container("score", score, with_secrets, score_mounts, spec, settings)], volumes
 
 
 def build_job(spec: JobSpec, settings: KubernetesFleetSettings) -> client.V1Job:
     """The batch/v1 Job that runs `spec` (see the module docstring). Raises PermanentError if its
-    name is too long or the holdout's mount_path overlaps another mount."""
+    name is too long or the holdout's mount_path overlaps another mount, ConfigError if `fleet.pod`
+    does not build (`check_pod`)."""
+    check_pod(settings)
     init, containers, volumes = _containers(spec, settings)
+    extra = settings.pod
     pod = client.V1PodSpec(
         restart_policy="Never",
         service_account_name=settings.service_account,
         automount_service_account_token=False,  # jobs talk to the forge and W&B, never to the API server
-        security_context=client.V1PodSecurityContext(run_as_non_root=True, run_as_user=RUN_AS, fs_group=RUN_AS),
+        security_context=_pod_security(settings)[0],
         init_containers=init or None,
         containers=containers,
         volumes=volumes,
+        image_pull_secrets=[client.V1LocalObjectReference(name=n) for n in extra.image_pull_secrets] or None,
+        priority_class_name=extra.priority_class_name,
+        runtime_class_name=extra.runtime_class_name,
+        affinity=client.V1Affinity.model_validate(extra.affinity) if extra.affinity else None,
         **_scheduling(spec, settings),
     )
     meta_labels = labels(spec, settings)
+    pod_meta = client.V1ObjectMeta(labels={**extra.labels, **meta_labels}, annotations=dict(extra.annotations) or None)
     return client.V1Job(
         api_version="batch/v1",
         kind="Job",
@@ -277,7 +331,7 @@ def build_job(spec: JobSpec, settings: KubernetesFleetSettings) -> client.V1Job:
             active_deadline_seconds=spec.wall_seconds,
             backoff_limit=0,
             ttl_seconds_after_finished=settings.ttl_seconds_after_finished,
-            template=client.V1PodTemplateSpec(metadata=client.V1ObjectMeta(labels=meta_labels), spec=pod),
+            template=client.V1PodTemplateSpec(metadata=pod_meta, spec=pod),
         ),
     )
 

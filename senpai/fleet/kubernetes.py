@@ -33,7 +33,15 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_expo
 from senpai.config.harness import KubernetesFleetSettings
 from senpai.errors import ConfigError, Forbidden, NotFound, PermanentError, SenpaiError, TransientError
 from senpai.fleet.base import JobSpec, JobStatus
-from senpai.fleet.k8s_job import CONTROLLER_UID, build_job, instance_selector, job_name, job_status, started_containers
+from senpai.fleet.k8s_job import (
+    CONTROLLER_UID,
+    build_job,
+    check_pod,
+    instance_selector,
+    job_name,
+    job_status,
+    started_containers,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -116,10 +124,12 @@ class KubernetesFleet:
 
     `api` is the ApiClient to use (tests pass one pointed at a stand-in API server); None builds
     one with `api_client(settings)`. `retry_wait` is the first retry delay, seconds (doubling,
-    capped at 8 s). Safe to use from several threads: every call is one or two HTTP requests.
+    capped at 8 s). Raises ConfigError if `settings.pod` does not build a pod (`k8s_job.check_pod`).
+    Safe to use from several threads: every call is one or two HTTP requests.
     """
 
     def __init__(self, settings: KubernetesFleetSettings, api: client.ApiClient | None = None, retry_wait: float = 0.5) -> None:
+        check_pod(settings)  # a bad fleet.pod stops the wrapper at start, not each launch
         self.settings = settings
         self.ns = settings.namespace
         api = api or api_client(settings)

@@ -36,12 +36,9 @@ from collections.abc import Iterable, Mapping
 from typing import BinaryIO
 from urllib.parse import quote, quote_plus, urlsplit
 
+from senpai.config.secret_env import SECRET_ENV
+
 REDACTED = "[REDACTED]"
-SECRET_ENV = re.compile(
-    r"(?:^|_)(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?|AUTH|COOKIE|DSN|PAT)(?:_|$)"
-    r"|PASSWORD|PASSWD|SECRET|APIKEY|^GIT_CONFIG_VALUE_\d+$",
-    re.IGNORECASE,
-)
 URL_ENV = re.compile(r"(?:_URL|_URI)$", re.IGNORECASE)
 MIN_SECRET = 8  # shorter values ("1", "true") would redact ordinary words
 MIN_PREFIX, PREFIX_FROM = 8, 16  # a secret of 16+ characters is caught from its first 8 on

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from senpai.config.harness import HarnessConfig, KubernetesFleetSettings
 from senpai.errors import ConfigError, Forbidden, SenpaiError
 from senpai.fleet.k8s_cluster import WRAPPER_PERMISSIONS, ClusterProbe
-from senpai.fleet.k8s_job import CONFIG_KEY
+from senpai.fleet.k8s_job import CONFIG_KEY, check_pod
 from senpai.preflight import CheckResult, failed, passed, skipped
 
 K8S = "cluster"
@@ -69,6 +69,23 @@ def _secret(s: KubernetesFleetSettings, probe: ClusterProbe, name: str) -> Check
     return passed(K8S, f"Secret {name}", f"keys {', '.join(sorted({e.key for e in entries} & set(keys)))} present")
 
 
+def _job_pod(s: KubernetesFleetSettings) -> CheckResult:
+    """`fleet.pod` builds into a pod and takes none of senpai's own volumes or paths (no API call)."""
+    try:
+        check_pod(s)
+    except ConfigError as e:
+        return failed(
+            K8S,
+            "Job pod",
+            str(e),
+            "fix fleet.pod (the chart's jobs.* values); docs/kubernetes.md#what-the-operator-adds-fleetpod",
+        )
+    pod = s.pod
+    classes = [f"{k} {v}" for k, v in (("runtimeClass", pod.runtime_class_name), ("priorityClass", pod.priority_class_name)) if v]
+    added = f"{len(pod.env)} env, {len(pod.env_from)} envFrom, {len(pod.volumes)} volumes added"
+    return passed(K8S, "Job pod", ", ".join([added, *classes]))
+
+
 def _holdout(s: KubernetesFleetSettings, probe: ClusterProbe) -> CheckResult:
     """The sealed holdout's Secret has at least one key, or its claim is Bound (its files are not read)."""
     hold = s.holdout
@@ -102,8 +119,8 @@ def _gpus(cfg: HarnessConfig, s: KubernetesFleetSettings, probe: ClusterProbe) -
 
 
 def cluster_checks(cfg: HarnessConfig, probe: ClusterProbe) -> list[CheckResult]:
-    """The connection (a failure is the only row), namespace, PVC, GPU nodes, ConfigMap, Secrets,
-    the sealed holdout (if set), then one RBAC row per wrapper permission."""
+    """The connection (a failure is the only row), namespace, PVC, GPU nodes, ConfigMap, the Job
+    pod (`fleet.pod`), Secrets, the sealed holdout (if set), then one RBAC row per wrapper permission."""
     s = cfg.fleet
     assert isinstance(s, KubernetesFleetSettings)
     try:
@@ -116,6 +133,7 @@ def cluster_checks(cfg: HarnessConfig, probe: ClusterProbe) -> list[CheckResult]
         _guard("PVC", lambda: _pvc(s, probe)),
         _guard("GPU nodes", lambda: _gpus(cfg, s, probe)),
         _guard("ConfigMap", lambda: _config_map(s, probe)),
+        _job_pod(s),
     ]
     for name in sorted({e.secret for e in s.secret_env}):
         out.append(_guard(f"Secret {name}", lambda n=name: _secret(s, probe, n)))

@@ -1,7 +1,11 @@
-"""Liveness and readiness of the wrapper loop over HTTP, for Kubernetes probes.
+"""Liveness, readiness and metrics of the wrapper loop over HTTP, for Kubernetes probes and Prometheus.
 
 `TickHealth` is written by `Wrapper.run` (tick start, success, failure, planned wait) and read
-by `HealthServer`, a stdlib HTTP server in a daemon thread:
+by `HealthServer`, a stdlib HTTP server in a daemon thread. Its handler is prometheus_client's own
+`MetricsHandler`, which serves `GET /metrics` (text or OpenMetrics by the Accept header, gzip if
+asked) from the wrapper's registry (`senpai.wrapper.metrics`); the probes are routed beside it.
+prometheus_client's `start_http_server` alone would answer metrics on every path and has no way
+to answer 503, so one server with three routes is the least code of our own.
 
 - `GET /healthz` (liveness) answers 200 while the loop thread is alive and either is still in its
   first tick or finished a tick within `max(3 * tick_seconds, 60)` seconds of now (a longer wait the
@@ -10,7 +14,10 @@ by `HealthServer`, a stdlib HTTP server in a daemon thread:
 - `GET /readyz` (readiness) answers 200 when the last finished tick reached the forge and the fleet
   without a transient error, else 503.
 
-Both return JSON: `status`, `reason`, `ticks`, `in_tick`, `last_tick_started`, `last_tick_finished`,
+- `GET /metrics`: the Prometheus exposition of `senpai.wrapper.metrics` (ticks, failures, tick
+  duration, forge requests and rate limit, Jobs launched, experiments by state).
+
+The probes return JSON: `status`, `reason`, `ticks`, `in_tick`, `last_tick_started`, `last_tick_finished`,
 `last_success` (ISO 8601 UTC or null), `consecutive_failures`, `last_error`, and `action_errors`
 (actions of the last tick that failed on their own, e.g. a Job the cluster refused; they do not
 make the wrapper unready, its log names them).
@@ -21,7 +28,10 @@ import logging
 import threading
 import time
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import MetricsHandler
 
 log = logging.getLogger(__name__)
 MIN_LIVENESS_SECONDS = 60.0
@@ -102,14 +112,19 @@ class TickHealth:
             return True, "ok"
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(MetricsHandler):
     server: "HealthServer"
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        path = self.path.split("?", 1)[0]
+        if path == "/metrics":
+            self.registry = self.server.registry
+            super().do_GET()
+            return
         probes = {"/healthz": self.server.health.live, "/readyz": self.server.health.ready}
-        probe = probes.get(self.path.split("?", 1)[0])
+        probe = probes.get(path)
         if probe is None:
-            self._reply(404, {"status": "not found", "paths": sorted(probes)})
+            self._reply(404, {"status": "not found", "paths": sorted([*probes, "/metrics"])})
             return
         ok, reason = probe()
         self._reply(200 if ok else 503, {"status": "ok" if ok else "failing", "reason": reason, **self.server.health.snapshot()})
@@ -127,12 +142,13 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class HealthServer(ThreadingHTTPServer):
-    """HTTP server for `health` on `host:port` (port 0: a free one); bound on construction."""
+    """HTTP server for `health` and the metrics of `registry` on `host:port` (port 0: a free one);
+    bound on construction."""
 
     daemon_threads = True
 
-    def __init__(self, health: TickHealth, host: str = "127.0.0.1", port: int = 0) -> None:
-        self.health = health
+    def __init__(self, health: TickHealth, registry: CollectorRegistry, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.health, self.registry = health, registry
         super().__init__((host, port), _Handler)
         self._thread = threading.Thread(target=self.serve_forever, name=f"health-{self.server_address[1]}", daemon=True)
 

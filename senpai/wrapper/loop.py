@@ -32,6 +32,7 @@ from senpai.wrapper.actions import Launch
 from senpai.wrapper.dispatch import Dispatcher
 from senpai.wrapper.health import TickHealth
 from senpai.wrapper.humans import HumanReader, HumansView
+from senpai.wrapper.metrics import WrapperMetrics
 from senpai.wrapper.pace import tick_wait
 from senpai.wrapper.policy import pending_messages, plan
 from senpai.wrapper.state import StateStore
@@ -90,6 +91,7 @@ class Wrapper:
         self._jobs_seen: set[tuple[str, str]] = set()  # (name, phase) of the fleet's jobs at the last tick
         self._stop = threading.Event()
         self.health = TickHealth(cfg.tick_seconds)  # read by the HTTP probes (senpai.wrapper.health)
+        self.metrics = WrapperMetrics()  # served at /metrics beside them
 
     def stop(self, *_: object) -> None:
         """Ask the loop to stop after the current tick (SIGTERM/SIGINT handler)."""
@@ -170,6 +172,8 @@ class Wrapper:
                     self.store.handed([e.id for e in action.events], action.name)
                 if line := self.dispatcher.apply(action, by_pr):
                     report.actions.append(line)
+                if isinstance(action, Launch):
+                    self.metrics.job_launched(action.role)
             except SenpaiError as e:
                 report.errors.append(f"{type(action).__name__} {getattr(action, 'name', getattr(action, 'pr', ''))}: {e}")
             except Exception as e:  # the per-item guard: one bad action must not stop the loop
@@ -245,12 +249,14 @@ class Wrapper:
             except TransientError as e:  # forge down: keep the loop alive, try again next tick
                 log.warning("tick %d: %s", self.ticks, e)
                 self.health.tick_finished(str(e))
+                self.metrics.tick(time.monotonic() - started, True, self.forge, None)
                 if max_ticks is not None and self.ticks >= max_ticks:
                     break
                 self.health.waiting(wait := max(self.cfg.tick_seconds, e.retry_after or 0))
                 self._stop.wait(wait)
                 continue
             self.health.tick_finished(action_errors=len(report.errors))
+            self.metrics.tick(time.monotonic() - started, False, self.forge, report.exps)
             if on_tick:
                 on_tick(report)
             if (until and until(report)) or (max_ticks is not None and self.ticks >= max_ticks):

@@ -1,8 +1,9 @@
 """The Helm chart charts/senpai, rendered and linted by the real Helm engine (helm-sdkpy, Helm v4).
 
-Every rendered manifest is checked against the Kubernetes 1.30 and 1.37 schemas in strict mode
-(kubernetes-validate), the rendered harness.yaml against HarnessConfig, and bad values against
-the messages of values.schema.json and of the chart's own checks. All renders run in one
+Every rendered manifest (and the `helm test` hook) is checked against the Kubernetes 1.30 and 1.37
+schemas in strict mode (kubernetes-validate; the ServiceMonitor, a CRD, by its shape), the rendered
+harness.yaml against HarnessConfig and, built into Jobs by `k8s_job.build_job`, against the same
+schemas; bad values against the messages of values.schema.json and of the chart's own checks. All renders run in one
 subprocess (tests/helm_render.py) because Helm reads HELM_DRIVER=memory only at process start.
 """
 
@@ -21,6 +22,7 @@ import yaml
 from kubernetes import client
 
 from senpai.config.harness import HarnessConfig
+from senpai.config.secret_env import SECRET_ENV
 from senpai.fleet.base import JobSpec
 from senpai.fleet.k8s_job import build_job
 
@@ -65,6 +67,77 @@ BIG = {
     "loop": {"maxExperiments": 40, "patience": 8},
     "wrapper": {"logFormat": "json"},
 }
+
+
+# Every value this chart added for operators, set at once (beside BIG's): they must land in the
+# Deployment, in the Jobs the wrapper builds from the ConfigMap, and in the optional objects.
+NODE_NAME = {"fieldRef": {"fieldPath": "spec.nodeName"}}
+JOB_ENV = [{"name": "NCCL_DEBUG", "value": "INFO"}, {"name": "NODE_NAME", "valueFrom": NODE_NAME}]
+OPERATOR = {
+    "imagePullSecrets": [{"name": "registry-creds"}],
+    "podSecurityContext": {
+        "runAsNonRoot": True,
+        "runAsUser": 1000680000,
+        "fsGroup": 1000680000,
+        "fsGroupChangePolicy": "OnRootMismatch",
+        "seccompProfile": {"type": "RuntimeDefault"},
+    },
+    "securityContext": {
+        "runAsNonRoot": True,
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seLinuxOptions": {"level": "s0:c26,c5"},
+    },
+    "wrapper": {
+        "logFormat": "json",
+        "podLabels": {"team": "ml", "app.kubernetes.io/component": "not-the-wrapper"},
+        "podAnnotations": {"example.com/owner": "ml-platform"},
+        "priorityClassName": "senpai-control",
+        "runtimeClassName": "runc",
+        "extraEnv": [
+            # the wrapper runs no agent code: a Secret may reach it
+            {"name": "HTTPS_PROXY", "valueFrom": {"secretKeyRef": {"name": "proxy", "key": "url"}}},
+            {"name": "NO_PROXY", "value": ".svc,.cluster.local"},
+        ],
+        "extraEnvFrom": [{"configMapRef": {"name": "proxy-env"}}],
+        "extraVolumes": [{"name": "corp-ca", "configMap": {"name": "corp-ca"}}],
+        "extraVolumeMounts": [{"name": "corp-ca", "mountPath": "/etc/ssl/corp", "readOnly": True}],
+    },
+    "jobs": {
+        "extraEnv": JOB_ENV,
+        "extraEnvFrom": [{"configMapRef": {"name": "job-env"}, "prefix": "ACME_"}],
+        "extraVolumes": [
+            {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}},
+            {"name": "datasets", "persistentVolumeClaim": {"claimName": "imagenet"}},
+        ],
+        "extraVolumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}, {"name": "datasets", "mountPath": "/datasets"}],
+        "podLabels": {"team": "ml", "app.kubernetes.io/instance": "someone-else"},
+        "podAnnotations": {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"},
+        "priorityClassName": "research",
+        "runtimeClassName": "gvisor",
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": "pool", "operator": "In", "values": ["research"]}]}]
+                }
+            }
+        },
+    },
+    "metrics": {
+        "service": {"enabled": True, "annotations": {"prometheus.io/scrape": "true"}},
+        "serviceMonitor": {"enabled": True, "interval": "15s", "labels": {"release": "kube-prometheus-stack"}},
+    },
+    "networkPolicy": {
+        "enabled": True,
+        "egress": [
+            {"cidr": "140.82.112.0/20", "ports": [443]},
+            {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"], "ports": [3128, 8080]},
+        ],
+    },
+}
+SERVICE_MONITOR = "monitoring.coreos.com/v1"
+DEFAULTS = yaml.safe_load((CHART / "values.yaml").read_text())
 
 
 def with_required(**changes: object) -> dict:
@@ -146,6 +219,45 @@ BAD = {  # values -> what Helm must say
         with_required(holdout={"secret": "h", "labels": "3,1,4"}),
         "at '/holdout': additional properties 'labels' not allowed",
     ),
+    "a Secret in Jobs' env": (
+        with_required(jobs={"extraEnv": [{"name": "HF_HOME", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}]}),
+        "at '/jobs/extraEnv/0/valueFrom': additional properties 'secretKeyRef' not allowed",
+    ),
+    "a credential's name in Jobs' env": (
+        with_required(jobs={"extraEnv": [{"name": "HF_TOKEN", "value": "hf_0123456789"}]}),
+        "at '/jobs/extraEnv/0/name'",
+    ),
+    "an LLM key's env in Jobs' env": (
+        with_required(
+            secrets={**REQUIRED["secrets"], "llm": [{"env": "OPENAI", "name": "llm", "key": "openai"}]},
+            jobs={"extraEnv": [{"name": "OPENAI", "value": "placeholder"}]},
+        ),
+        "jobs.extraEnv OPENAI is filled from a Secret (secrets.*)",
+    ),
+    "a Secret's keys as Jobs' env": (
+        with_required(jobs={"extraEnvFrom": [{"secretRef": {"name": "cloud-keys"}}]}),
+        "at '/jobs/extraEnvFrom/0': additional properties 'secretRef' not allowed",
+    ),
+    "a Secret volume in Jobs": (
+        with_required(jobs={"extraVolumes": [{"name": "keys", "secret": {"secretName": "cloud-keys"}}]}),
+        "at '/jobs/extraVolumes/0': additional properties 'secret' not allowed",
+    ),
+    "a writable root filesystem": (
+        with_required(securityContext={**OPERATOR["securityContext"], "readOnlyRootFilesystem": False}),
+        "at '/securityContext/readOnlyRootFilesystem': value must be true",
+    ),
+    "root pods": (
+        with_required(podSecurityContext={"runAsNonRoot": False}),
+        "at '/podSecurityContext/runAsNonRoot': value must be true",
+    ),
+    "an added capability": (
+        with_required(securityContext={**OPERATOR["securityContext"], "capabilities": {"drop": ["ALL"], "add": ["NET_ADMIN"]}}),
+        "at '/securityContext/capabilities/add'",
+    ),
+    "an egress rule without ports": (
+        with_required(networkPolicy={"enabled": True, "egress": [{"cidr": "0.0.0.0/0"}]}),
+        "at '/networkPolicy/egress/0': missing property 'ports'",
+    ),
 }
 
 
@@ -189,6 +301,10 @@ def helm(tmp_path_factory: pytest.TempPathFactory) -> dict:
     for kv in KUBE_VERSIONS:
         requests[f"default-{kv}"] = {**base, "values": REQUIRED, "kube_version": kv}
         requests[f"big-{kv}"] = {**base, "values": BIG, "kube_version": kv}
+        operator = {**base, "values": deep_merge(BIG, OPERATOR), "kube_version": kv, "api_versions": [SERVICE_MONITOR]}
+        requests[f"operator-{kv}"] = operator
+    requests["openshift"] = {**base, "values": REQUIRED, "api_versions": ["security.openshift.io/v1"]}
+    requests["service monitor without its CRD"] = {**base, "values": with_required(metrics=OPERATOR["metrics"])}
     requests |= {name: {**base, "values": values} for name, (values, _) in BAD.items()}
     requests["keyless"] = {**base, "values": KEYLESS, "kube_version": KUBE_VERSIONS[-1]}
     for kv in KUBE_VERSIONS:
@@ -229,12 +345,15 @@ def test_lint_passes_with_the_required_values_and_fails_without(helm: dict) -> N
     assert {m["Path"] for m in missing["Messages"] if m["Severity"] == 3} >= {"values.yaml"}, missing
 
 
-@pytest.mark.parametrize("case", ["default", "big", "holdout-secret", "holdout-claim"])
+@pytest.mark.parametrize("case", ["default", "big", "holdout-secret", "holdout-claim", "operator"])
 @pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
 def test_every_manifest_is_valid_kubernetes(helm: dict, case: str, kube_version: str) -> None:
-    docs = manifests(helm[f"{case}-{kube_version}"])
+    answer = helm[f"{case}-{kube_version}"]
+    docs = manifests(answer) + [d for h in answer["hooks"] for d in yaml.safe_load_all(h) if d]
     assert docs
     for doc in docs:
+        if doc["apiVersion"] == SERVICE_MONITOR:  # a CRD: no schema in kubernetes-validate (test_operator_values checks it)
+            continue
         try:
             kubernetes_validate.validate(doc, kube_version, strict=True)
         except kubernetes_validate.ValidationError as e:
@@ -350,7 +469,8 @@ def test_four_students_with_eight_gpus_land_in_the_harness_config(helm: dict) ->
     assert cfg.max_experiments == 40 and cfg.patience == 8
     assert not [d for d in docs if d["kind"] == "PersistentVolumeClaim"]  # existingClaim: none created
     job_sa = [d for d in docs if d["kind"] == "ServiceAccount" and d["metadata"]["name"].endswith("-job")][0]
-    assert job_sa["imagePullSecrets"] == [{"name": "registry-creds"}] and job_sa["automountServiceAccountToken"] is False
+    assert "imagePullSecrets" not in job_sa and job_sa["automountServiceAccountToken"] is False
+    assert fleet.pod.image_pull_secrets == ["registry-creds"]  # in each Job's pod spec instead
 
 
 def test_a_keyless_base_url_llm_needs_no_secret(helm: dict) -> None:
@@ -370,12 +490,14 @@ def test_wrapper_deployment(helm: dict) -> None:
     assert dep["spec"]["replicas"] == 1 and dep["spec"]["strategy"] == {"type": "Recreate"}
     pod = dep["spec"]["template"]["spec"]
     [c] = pod["containers"]
-    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] == 10001
-    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    # no uid: the image's USER, or the one OpenShift assigns
+    assert pod["securityContext"] == {"runAsNonRoot": True, "fsGroup": 10001, "seccompProfile": {"type": "RuntimeDefault"}}
     assert c["securityContext"] == {
+        "runAsNonRoot": True,
         "allowPrivilegeEscalation": False,
         "readOnlyRootFilesystem": True,
         "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
     }
     assert c["args"][:4] == ["--log-format=json", "wrapper", "run", "--config=/etc/senpai/harness.yaml"]
     assert "--health-port=8080" in c["args"]
@@ -439,6 +561,9 @@ def test_notes_say_what_to_do_next(helm: dict) -> None:
         "port-forward deploy/digits-senpai-wrapper 8080:8080",
         "senpai ledger --json",
         "senpai preflight",
+        "helm test digits -n research",
+        "logs digits-senpai-preflight",
+        "/metrics | grep ^senpai_",
         "get configmap digits-senpai-config -o jsonpath='{.data.harness\\.yaml}'",  # for preflight from a workstation
     ):
         assert expected in notes
@@ -454,10 +579,151 @@ def test_every_value_is_documented_in_the_chart_readme() -> None:
         out = []
         for k, v in d.items():
             key = f"{prefix}{k}"
-            whole = re.search(r"^(images|resources)\.\w+$|nodeSelector$|\.llm$|\.budget$", key)  # one row each
+            whole = re.search(r"^(images|resources)\.\w+$|^(pod)?[sS]ecurityContext$|[sS]elector$|\.llm$|\.budget$", key)
             out += leaves(v, key + ".") if isinstance(v, dict) and v and not whole else [key]
         return out
 
     keys = set(leaves(yaml.safe_load((CHART / "values.yaml").read_text())))
     assert keys - documented == set(), "undocumented values"
     assert documented - keys == set(), "documented values that do not exist"
+
+
+def hooks(answer: dict) -> list[dict]:
+    return [d for h in answer["hooks"] for d in yaml.safe_load_all(h) if d]
+
+
+def built_jobs(fleet, kube_version: str = "1.37") -> dict[str, dict]:
+    """The Job of each role as the wrapper builds it from the rendered fleet settings, valid in strict mode."""
+    jobs = {}
+    for role in ("advisor", "student", "verifier"):
+        command = ["senpai", "job", role]
+        spec = JobSpec(name=f"senpai-{role}-pr3-1", role=role, student="ada", command=command, wall_seconds=60, gpus=1)
+        jobs[role] = client.ApiClient().sanitize_for_serialization(build_job(spec, fleet))
+        kubernetes_validate.validate(jobs[role], kube_version, strict=True)
+    return jobs
+
+
+def test_optional_objects_are_off_by_default_and_helm_test_runs_preflight(helm: dict) -> None:
+    answer = helm["default-1.30"]
+    kinds = {d["kind"] for d in manifests(answer)}
+    assert not kinds & {"NetworkPolicy", "Service", "ServiceMonitor"}
+    [pod] = hooks(answer)
+    assert pod["kind"] == "Pod" and pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    [c] = pod["spec"]["containers"]
+    assert c["args"] == ["preflight", "--config=/etc/senpai/harness.yaml"] and c["image"] == "senpai/wrapper:0.1.0"
+    assert pod["spec"]["serviceAccountName"] == "digits-senpai-wrapper"  # the RBAC rows check the wrapper's own rights
+    assert {e["name"] for e in c["env"] if "valueFrom" in e} == {"GITHUB_TOKEN"}
+    assert c["securityContext"]["readOnlyRootFilesystem"] is True and pod["spec"]["securityContext"]["runAsNonRoot"] is True
+    # every secrets.* entry, the LLM keys too: preflight pings the LLMs
+    [big_pod] = hooks(helm["big-1.30"])
+    assert {e["name"] for e in big_pod["spec"]["containers"][0]["env"] if "valueFrom" in e} == {
+        "GITHUB_TOKEN",
+        "WANDB_API_KEY",
+        "LLM_API_KEY",
+    }
+
+
+def test_operator_values_reach_the_wrapper(helm: dict) -> None:
+    dep = one(manifests(helm["operator-1.30"]), "Deployment")
+    meta, pod = dep["spec"]["template"]["metadata"], dep["spec"]["template"]["spec"]
+    assert meta["labels"]["team"] == "ml" and meta["labels"]["app.kubernetes.io/component"] == "wrapper"  # the selector wins
+    assert meta["annotations"]["example.com/owner"] == "ml-platform"
+    assert (pod["priorityClassName"], pod["runtimeClassName"]) == ("senpai-control", "runc")
+    assert pod["imagePullSecrets"] == [{"name": "registry-creds"}]
+    assert pod["securityContext"] == OPERATOR["podSecurityContext"]
+    [c] = pod["containers"]
+    assert c["securityContext"] == deep_merge(DEFAULTS["securityContext"], OPERATOR["securityContext"])  # Helm merges values
+    env = {e["name"]: e for e in c["env"]}
+    assert env["HTTPS_PROXY"]["valueFrom"] == {"secretKeyRef": {"name": "proxy", "key": "url"}}
+    assert env["NO_PROXY"]["value"] == ".svc,.cluster.local" and "GITHUB_TOKEN" in env
+    assert c["envFrom"] == [{"configMapRef": {"name": "proxy-env"}}]
+    assert {"name": "corp-ca", "mountPath": "/etc/ssl/corp", "readOnly": True} in c["volumeMounts"]
+    assert {"name": "corp-ca", "configMap": {"name": "corp-ca"}} in pod["volumes"]
+
+
+def test_operator_values_reach_every_job(helm: dict) -> None:
+    """The Jobs the wrapper builds from the ConfigMap carry every jobs.* value; the credential rule holds."""
+    fleet = harness(manifests(helm["operator-1.37"])).fleet
+    jobs = built_jobs(fleet)
+    for role, job in jobs.items():
+        meta, pod = job["spec"]["template"]["metadata"], job["spec"]["template"]["spec"]
+        assert meta["labels"]["team"] == "ml" and meta["labels"]["app.kubernetes.io/instance"] == RELEASE, role  # senpai's win
+        assert meta["annotations"] == {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
+        assert (pod["priorityClassName"], pod["runtimeClassName"]) == ("research", "gvisor")
+        assert pod["affinity"] == OPERATOR["jobs"]["affinity"] and pod["imagePullSecrets"] == [{"name": "registry-creds"}]
+        assert pod["securityContext"] == OPERATOR["podSecurityContext"]
+        assert {"name": "datasets", "persistentVolumeClaim": {"claimName": "imagenet"}} in pod["volumes"]
+        containers = {c["name"]: c for c in [*pod.get("initContainers", []), *pod["containers"]]}
+        for name, c in containers.items():
+            assert c["securityContext"] == deep_merge(DEFAULTS["securityContext"], OPERATOR["securityContext"]), name
+            assert [e for e in c["env"] if e["name"] in ("NCCL_DEBUG", "NODE_NAME")] == JOB_ENV, name
+            mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+            assert {"/dev/shm", "/datasets"} <= set(mounts), name
+        with_env_from = {n for n, c in containers.items() if c.get("envFrom")}
+        assert with_env_from == ({"checkout", "score"} if role == "verifier" else {"job"}), role
+        for n in with_env_from:
+            assert containers[n]["envFrom"] == [{"configMapRef": {"name": "job-env"}, "prefix": "ACME_"}]
+    # the verifier's train steps run the candidate's code: no secret, the datasets read-only, an shm of their own
+    verifier = jobs["verifier"]["spec"]["template"]["spec"]
+    for train in verifier["initContainers"][1:]:
+        assert not [e for e in train["env"] if "valueFrom" in e and "secretKeyRef" in e["valueFrom"]]
+        mounts = {m["mountPath"]: m for m in train["volumeMounts"]}
+        assert mounts["/datasets"]["readOnly"] is True and mounts["/dev/shm"]["name"] == "train-shm"
+    volumes = {v["name"]: v for v in verifier["volumes"]}
+    assert volumes["train-shm"]["emptyDir"] == volumes["shm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "8Gi"}
+
+
+def test_network_policy_selects_the_job_pods_and_allows_only_dns_and_the_listed_endpoints(helm: dict) -> None:
+    docs = manifests(helm["operator-1.37"])
+    policy = one(docs, "NetworkPolicy")
+    job_labels = built_jobs(harness(docs).fleet)["student"]["spec"]["template"]["metadata"]["labels"]
+    selector = policy["spec"]["podSelector"]["matchLabels"]
+    assert selector.items() <= job_labels.items()
+    dep_labels = one(docs, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert not selector.items() <= dep_labels.items()  # the wrapper is not a Job: it keeps its egress
+    assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"] and "ingress" not in policy["spec"]  # nothing connects in
+    dns, *rest = policy["spec"]["egress"]
+    assert dns["ports"] == [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]
+    assert dns["to"][0]["podSelector"] == {"matchLabels": {"k8s-app": "kube-dns"}}
+    assert [(r["to"], r["ports"]) for r in rest] == [
+        ([{"ipBlock": {"cidr": "140.82.112.0/20"}}], [{"port": 443, "protocol": "TCP"}]),
+        (
+            [{"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}}],
+            [{"port": 3128, "protocol": "TCP"}, {"port": 8080, "protocol": "TCP"}],
+        ),
+    ]
+
+
+def test_metrics_service_and_service_monitor(helm: dict) -> None:
+    docs = manifests(helm["operator-1.37"])
+    service, monitor, dep = one(docs, "Service"), one(docs, "ServiceMonitor"), one(docs, "Deployment")
+    pod_labels = dep["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= pod_labels.items()
+    [port] = service["spec"]["ports"]
+    assert port["targetPort"] == dep["spec"]["template"]["spec"]["containers"][0]["ports"][0]["name"] == "health"
+    assert service["metadata"]["annotations"] == {"prometheus.io/scrape": "true"}
+    # the CRD's own shape, the fields prometheus-operator reads (kubernetes-validate has no schema for it)
+    assert monitor["apiVersion"] == SERVICE_MONITOR and monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
+    assert monitor["spec"]["endpoints"] == [{"port": port["name"], "path": "/metrics", "interval": "15s", "scrapeTimeout": "10s"}]
+    assert set(monitor) == {"apiVersion", "kind", "metadata", "spec"}
+    assert "ServiceMonitor" in helm["service monitor without its CRD"].get("error", "rendered anyway")
+
+
+def test_openshift_assigns_the_group(helm: dict) -> None:
+    docs = manifests(helm["openshift"])
+    pod = one(docs, "Deployment")["spec"]["template"]["spec"]
+    assert pod["securityContext"] == {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    fleet = harness(docs).fleet
+    assert "fsGroup" not in fleet.pod.pod_security_context
+    for job in built_jobs(fleet).values():
+        assert "fsGroup" not in job["spec"]["template"]["spec"]["securityContext"]
+        assert all("runAsUser" not in c["securityContext"] for c in job["spec"]["template"]["spec"]["containers"])
+
+
+def test_the_schema_refuses_the_names_senpai_treats_as_secret() -> None:
+    """values.schema.json's pattern for Jobs' env names is senpai's SECRET_ENV, so Helm refuses what the config would."""
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    name = schema["properties"]["jobs"]["properties"]["extraEnv"]["items"]["properties"]["name"]
+    assert name["not"]["pattern"] == "(?i)" + SECRET_ENV.pattern

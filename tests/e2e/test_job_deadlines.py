@@ -9,6 +9,7 @@ from tiny_target import tiny_repo
 
 from senpai.cli.wiring import make_tracker
 from senpai.config.harness import HarnessConfig
+from senpai.config.roles import Role
 from senpai.fleet.base import JobSpec
 from senpai.ledger import transitions
 from senpai.ledger.blocks import BudgetRef
@@ -60,11 +61,14 @@ def test_a_students_deadline_comes_from_the_config_not_the_pr_body(local_forge, 
     assert not report.errors, report.errors
     (student,) = [s for s in fleet.specs if s.role == "student"]
     assert (student.pr, student.wall_seconds) == (pr.number, 60)
+    launched = {role: w.metrics.registry.get_sample_value("senpai_jobs_launched_total", {"role": role}) for role in Role}
+    assert launched == {role: float(sum(s.role == role for s in fleet.specs)) for role in Role} and launched["student"] == 1
 
     # a verifier deadline too short for senpai.yaml's steps (2 x 2 seeds x (60 + 60) + 300 = 780 s): nothing launches
     w, fleet = _wrapper(forge, settings, tmp_path / "short", verifier_wall_seconds=600)
     report = w.tick()
     assert fleet.specs == []
+    assert w.metrics.registry.get_sample_value("senpai_jobs_launched_total", {"role": "student"}) == 0  # refused: not counted
     (error,) = report.errors
     assert f"senpai-student-pr{pr.number}-1 not launched" in error and "verifier_wall_seconds (600 s" in error
     assert str(tmp_path / "short" / "h.yaml") in error and f"senpai.yaml at {base[:8]}" in error

@@ -1,7 +1,8 @@
-"""`senpai wrapper run --health-port`: real HTTP probes against a running wrapper and local forge.
+"""`senpai wrapper run --health-port`: real HTTP probes and metrics against a running wrapper and local forge.
 
 Readiness follows the forge: 200 while ticks reach it, 503 once it is stopped, 200 again when it
 comes back on the same port. Liveness stays 200 throughout, since failing ticks still finish.
+/metrics counts the ticks, the forge's requests and the failed ticks.
 """
 
 import json
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 from forge_fixtures import TOKEN, new_repository, register_bot, wait_healthy
+from prometheus_client.parser import text_string_to_metric_families
 
 from senpai.fleet.local import LocalFleet
 from senpai.forge.localforge.server import LocalForgeServer
@@ -31,6 +33,17 @@ def get(url: str) -> tuple[int, dict]:
             return r.status, json.loads(r.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read())
+
+
+def metrics(url: str) -> dict[str, float]:
+    """The samples of GET /metrics, as `name{labels}` -> value, parsed by prometheus_client."""
+    with urllib.request.urlopen(f"{url}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    return {
+        s.name + ("{" + ",".join(f'{k}="{v}"' for k, v in sorted(s.labels.items())) + "}" if s.labels else ""): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 def wait_for(what: str, check, timeout: float = 60.0):
@@ -74,7 +87,11 @@ def test_probes_follow_the_forge(tmp_path: Path) -> None:
         status, body = wait_for("readiness", lambda: (r := get(f"{url}/readyz"))[0] == 200 and r, 30)
         assert body["status"] == "ok" and body["consecutive_failures"] == 0 and body["last_success"]
         assert get(f"{url}/healthz")[0] == 200
-        assert get(f"{url}/metrics")[0] == 404
+        samples = metrics(url)
+        assert samples["senpai_wrapper_ticks_total"] >= 1 and samples["senpai_wrapper_tick_failures_total"] == 0
+        assert samples['senpai_forge_requests_total{cached="false"}'] > 0  # the first tick's listings
+        assert 'senpai_experiments{state="wip"}' in samples and samples["senpai_wrapper_tick_duration_seconds_count"] >= 1
+        assert samples['senpai_jobs_launched_total{role="advisor"}'] == 0  # no senpai.yaml in this repository: no job
 
         port = server.port
         server.stop()
@@ -83,6 +100,7 @@ def test_probes_follow_the_forge(tmp_path: Path) -> None:
         assert "last tick failed" in body["reason"]
         status, body = get(f"{url}/healthz")
         assert status == 200, body  # the loop is alive: failing ticks still finish
+        assert metrics(url)["senpai_wrapper_tick_failures_total"] >= 1
 
         server = LocalForgeServer(tmp_path / "forge", port=port).start()
         status, body = wait_for("readiness to recover", lambda: (r := get(f"{url}/readyz"))[0] == 200 and r)

@@ -134,11 +134,10 @@ def test_job_shape():
         "allowPrivilegeEscalation": False,
         "capabilities": {"drop": ["ALL"]},
         "readOnlyRootFilesystem": True,
-        "runAsGroup": 10001,
-        "runAsNonRoot": True,
-        "runAsUser": 10001,
+        "runAsNonRoot": True,  # no uid: the image's USER, or the one the platform assigns (OpenShift)
         "seccompProfile": {"type": "RuntimeDefault"},
     }
+    assert pod["securityContext"] == {"runAsNonRoot": True, "fsGroup": 10001, "seccompProfile": {"type": "RuntimeDefault"}}
     mounts = {m["name"]: m for m in c["volumeMounts"]}
     assert mounts["data"]["mountPath"] == "/data" and mounts["work"]["mountPath"] == "/work"
     assert mounts["config"] == {"name": "config", "mountPath": "/etc/senpai", "readOnly": True}

@@ -320,6 +320,15 @@ def test_cluster_checks_pass_on_a_ready_cluster(cluster_cfg, apiserver):
     }
 
 
+def test_a_job_pod_that_takes_senpais_own_path_fails(cluster_cfg, apiserver):
+    pod = {"volumes": [{"name": "scratch", "emptyDir": {}}], "volume_mounts": [{"name": "scratch", "mountPath": "/work"}]}
+    cfg = cluster_cfg.model_copy(update={"fleet": k8s_settings(pod=pod)})
+    row = preflight(cfg, probe_for(apiserver))["Job pod"]
+    assert row.outcome == "fail" and "/work is a mount of senpai's own" in row.detail and "jobs.*" in row.fix
+    ok = preflight(cluster_cfg, probe_for(apiserver))["Job pod"]
+    assert (ok.outcome, ok.detail) == ("pass", "0 env, 0 envFrom, 0 volumes added")
+
+
 def test_cluster_failures_name_their_fix(cluster_cfg):
     with ApiServer() as server:
         c = server.cluster

@@ -118,6 +118,14 @@ app.kubernetes.io/part-of: senpai
 {{- fail (printf "holdout.mountPath %s collides with a Job mount (/work, /data, /home/senpai, /tmp, /etc/senpai)" .mountPath) -}}
 {{- end -}}
 {{- end -}}
+{{- /* Jobs' env reaches code agents wrote: no name that a Secret fills (the schema refuses secret-looking names) */ -}}
+{{- $secretEnvs := list -}}
+{{- range (include "senpai.secretEnv" . | fromJsonArray) -}}{{- $secretEnvs = append $secretEnvs .env -}}{{- end -}}
+{{- range .Values.jobs.extraEnv -}}
+{{- if has .name $secretEnvs -}}
+{{- fail (printf "jobs.extraEnv %s is filled from a Secret (secrets.*): Jobs' extraEnv reaches code agents wrote, so it never carries a credential" .name) -}}
+{{- end -}}
+{{- end -}}
 {{- $names := list -}}
 {{- range .Values.students -}}
 {{- if has .name $names -}}{{- fail (printf "students: the name %s is used twice" .name) -}}{{- end -}}
@@ -138,4 +146,27 @@ app.kubernetes.io/part-of: senpai
 {{- $_ := set $rt "llm" $llm -}}
 {{- end -}}{{- end -}}
 {{- toJson $rt -}}
+{{- end -}}
+
+{{/* podSecurityContext as YAML; fsGroup left out on OpenShift, whose restricted SCC assigns one from the namespace's range. */}}
+{{- define "senpai.podSecurityContext" -}}
+{{- $sc := deepCopy .Values.podSecurityContext -}}
+{{- if .Capabilities.APIVersions.Has "security.openshift.io/v1" -}}
+{{- $_ := unset $sc "fsGroup" -}}
+{{- end -}}
+{{- toYaml $sc -}}
+{{- end -}}
+
+{{/* The secret env of the wrapper and the helm test pod: every secrets.* entry by reference. */}}
+{{- define "senpai.secretEnvVars" -}}
+{{- range (include "senpai.secretEnv" . | fromJsonArray) }}
+- name: {{ .env }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secret | quote }}
+      key: {{ .key | quote }}
+      {{- if .optional }}
+      optional: true
+      {{- end }}
+{{- end }}
 {{- end -}}
