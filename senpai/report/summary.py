@@ -98,6 +98,7 @@ class Row(BaseModel):
     verdict: str | None
     reason: str
     failure: str
+    exploration: str = ""  # the diversity alarm's reading when it was proposed under the alarm
     runs: list[RunLink]
     spend: Spend
 
@@ -143,6 +144,11 @@ class Summary(BaseModel):
     def per_improvement(self) -> Spend | None:
         """Total spend divided by the verified merges; None before the first."""
         return self.total.per(self.merges) if self.merges else None
+
+    @property
+    def explored(self) -> list[Row]:
+        """The experiments proposed under the diversity alarm (`senpai.ledger.diversity`)."""
+        return [r for r in self.rows if r.exploration]
 
     @property
     def rejected(self) -> list[Row]:
@@ -209,6 +215,7 @@ def row(e: Experiment) -> Row:
         verdict=d.verdict if d else None,
         reason=clip(d.reason if d else (v.reason if v and not v.passed else ""), TEXT_CHARS),
         failure=clip(failed[-1].failure if failed and not ok else "", TEXT_CHARS),
+        exploration=clip(h.exploration if h else "", TEXT_CHARS),
         runs=runs[-5:],
         spend=spend(e),
     )

@@ -194,3 +194,18 @@ def test_a_metric_name_with_dollars_is_drawn_as_text(ledger):
     odd = h.model_copy(update={"metric": h.metric.model_copy(update={"name": r"acc $\undefinedmacro{x}$ <b>"})})
     page = render.html(summarise([*exps[:-1], exps[-1].model_copy(update={"hypothesis": odd})], "senpai/target"))
     assert len(_svgs(page)) == 3 and r"acc $\undefinedmacro{x}$ &lt;b&gt;" in page
+
+
+def test_hypotheses_proposed_under_the_diversity_alarm_are_shown_with_its_reading(ledger):
+    exps, (merged, closed, failed) = ledger
+    assert "Never raised" in render.html(summarise(exps, "senpai/target"))
+    reading = "params spread 0.012 < 0.1 over the last 6 points <i>"
+    marked = [
+        e.model_copy(update={"hypothesis": e.hypothesis.model_copy(update={"exploration": reading})}) if e.pr == closed else e
+        for e in exps
+    ]
+    s = summarise(marked, "senpai/target")
+    assert [r.pr for r in s.explored] == [closed]
+    page, md = render.html(s), render.markdown(s)
+    assert "params spread 0.012 &lt; 0.1 over the last 6 points &lt;i&gt;" in page and "<i>" not in page
+    assert f"#{closed}]" in md.split("## Diversity alarm")[1] and "params spread 0.012" in md
