@@ -2,7 +2,6 @@
 
 import atexit
 import importlib
-import json
 import logging
 import os
 import sys
@@ -15,9 +14,11 @@ from senpai import startup
 from senpai.errors import SenpaiError, TransientError
 
 
-class _JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        return json.dumps({"level": record.levelname, "logger": record.name, "message": record.getMessage()})
+def _json_formatter() -> logging.Formatter:
+    """One JSON object a line: {"level", "logger", "message"} (python-json-logger)."""
+    from pythonjsonlogger.json import JsonFormatter
+
+    return JsonFormatter("%(levelname)s %(name)s %(message)s", rename_fields={"levelname": "level", "name": "logger"})
 
 
 # name -> "module:attribute"; a command's module is imported only when that command runs (or for
@@ -59,7 +60,7 @@ class _LazyGroup(click.Group):
 def cli(log_format: str, verbose: bool) -> None:
     """senpai: a self-improvement research harness. Results go to stdout, logs to stderr."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_JsonFormatter() if log_format == "json" else logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(_json_formatter() if log_format == "json" else logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, handlers=[handler], force=True)
 
 
