@@ -20,6 +20,7 @@ the wrapper relaunches it and spends no attempt (`senpai.wrapper.policy.infra_fa
 """
 
 import contextlib
+import errno
 import importlib.util
 from collections.abc import Iterator
 
@@ -86,6 +87,17 @@ class LedgerInconsistent(SenpaiError):
     lists each flag.  Raised by `senpai ledger --check`."""
 
     exit_code = 5
+
+
+def cannot_listen(what: str, host: str, port: int, err: OSError, flag: str) -> ConfigError:
+    """The ConfigError for a server that could not bind `host:port`: a port in use names the flag
+    that picks another; other causes (a host not on this machine) keep the system's words."""
+    if err.errno == errno.EADDRINUSE:
+        return ConfigError(
+            f"{what} cannot listen on {host}:{port}: the port is in use (another senpai, or another program?): "
+            f"stop what listens there, or pick another {flag} (0 picks a free one)"
+        )
+    return ConfigError(f"{what} cannot listen on {host}:{port}: {err.strerror or err}: check the host and {flag}")
 
 
 # extra of pyproject.toml -> the modules it installs that senpai imports (the demo needs none of them)

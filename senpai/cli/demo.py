@@ -67,7 +67,12 @@ def write_config(out: Path, base_url: str, students: int, experiments: int, repo
 @click.option("--example", type=click.Path(exists=True, file_okay=False), default=str(EXAMPLE), show_default=True)
 @click.option("--timeout", type=float, default=900, show_default=True, help="Give up after this many seconds.")
 def demo(students: int, experiments: int, out: str | None, example: str, timeout: float) -> None:
-    """Run the research loop end to end on the local forge, then print the leaderboard."""
+    """Run the research loop end to end on the local forge, then print the leaderboard.
+
+    \b
+    Example:
+      senpai demo --students 2 --experiments 6 --out demo-out/run1
+    """
     from senpai.forge.localforge.server import LocalForgeServer
 
     direction = load_target(Path(example)).metric.direction  # a bad senpai.yaml stops here (exit 2), not at the timeout

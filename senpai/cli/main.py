@@ -47,7 +47,7 @@ class _LazyGroup(click.Group):
         return self.commands.get(cmd_name)
 
 
-@click.group(cls=_LazyGroup)
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--log-format",
     type=click.Choice(["plain", "json"]),
@@ -58,7 +58,14 @@ class _LazyGroup(click.Group):
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 @click.version_option(package_name="senpai")
 def cli(log_format: str, verbose: bool) -> None:
-    """senpai: a self-improvement research harness. Results go to stdout, logs to stderr."""
+    """senpai: a self-improvement research harness. Results go to stdout, logs to stderr.
+
+    \b
+    Example:
+      senpai demo                 # the research loop on this machine, no keys
+      senpai validate examples/digits
+      senpai COMMAND -h           # a command's options
+    """
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_json_formatter() if log_format == "json" else logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, handlers=[handler], force=True)
