@@ -1,6 +1,5 @@
 """`senpai ledger`: rebuild the experiment table from the forge and the tracker alone."""
 
-import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,8 +18,9 @@ from senpai.errors import ConfigError, LedgerInconsistent
 from senpai.ledger.consistency import check
 from senpai.ledger.table import LedgerReader, current_best, ledger_rows, to_csv, to_json
 
-# the table's columns (row key -> header); --csv and --json carry every field (run ids, hypotheses)
-COLUMNS = {"pr": "PR", "state": "state", "student": "student", "params": "params", "value": "val", "verifier_delta": "Δ holdout"}
+# the table's columns (row key -> header), then the reason; --csv and --json carry every field (params,
+# run ids, hypotheses): a demo's seven params alone would fill 80 columns
+COLUMNS = {"pr": "PR", "state": "state", "student": "student", "value": "val", "verifier_delta": "Δ holdout"}
 BEST = "★"
 MAX_REASON = 160  # characters of a decision's reason in the table (--json has it whole)
 
@@ -105,18 +105,18 @@ def _served(cfg: HarnessConfig, local_forge: str | None) -> Iterator[HarnessConf
 
 
 def print_table(rows: list[dict], best: int | None, console: Console | None = None) -> None:
-    """One row per experiment, readable at 80 columns (long cells wrap): the PR (`BEST` marks the
-    current best, `current_best`), its state, student, params, validation value, the verifier's
-    holdout delta and the decision's reason, led by the consistency flags when there are any."""
+    """One row per experiment, readable at 80 columns (the reason wraps): the PR (`BEST` marks the
+    current best, `current_best`), its state, student, validation value, the verifier's holdout
+    delta and the decision's reason, led by the consistency flags when there are any."""
     title = "senpai ledger" + (f" ({BEST} current best: #{best}, the best holdout of the merges)" if best else "")
-    table = Table(title=title, expand=False)
+    caption = "params, runs and hypotheses: senpai ledger --csv or --json"
+    table = Table(title=title, caption=caption, expand=False)
     for key, header in COLUMNS.items():
-        table.add_column(header, no_wrap=key in ("pr", "value", "verifier_delta"), justify="right" if key == "pr" else "left")
+        table.add_column(header, no_wrap=key != "student", justify="right" if key == "pr" else "left")
     table.add_column("reason", ratio=1, min_width=16)
     for r in rows:
         cells = [_cell(c, r.get(c)) for c in COLUMNS]
         cells[0] = f"{BEST} {r['pr']}" if r["pr"] == best else str(r["pr"])
-        cells[3] = " ".join(f"{k}={v}" for k, v in json.loads(r.get("params") or "{}").items())
         reason = r.get("reason") or r.get("error") or ""
         reason = reason if len(reason) <= MAX_REASON else reason[: MAX_REASON - 1] + "…"
         flags = r.get("consistency")

@@ -50,6 +50,8 @@ def test_the_table_fits_80_columns_with_the_reason_and_the_best_marked():
     ]
     lines = render(exps)
     assert max(len(line) for line in lines) <= 80
+    borders = [line for line in lines if line[:1] in "┏┃┡│└"]
+    assert len(borders) > 6 and all(line.rstrip()[-1] in "┓┃┩│┘" for line in borders)  # whole: rich crops a wider table
     text = "\n".join(lines)
     assert "reason" in text and "under the noise" in text and "[bold]forged[/bold]" in " ".join(text.split())  # no markup
     assert [line for line in lines if BEST in line and "current best" not in line][0].split()[1:3] == [BEST, "5"]
