@@ -77,8 +77,7 @@ def outcome(e: Experiment) -> str | None:
         case ExperimentState.BLOCKED:
             return f"blocked: {_line(e.error or 'waiting for a human')}"
         case ExperimentState.WIP if e.hypothesis is not None and not e.evidence:
-            params = " ".join(f"{k}={v}" for k, v in e.hypothesis.params.items())
-            return f"proposed: {_line(e.hypothesis.hypothesis)}" + (f" ({_line(params)})" if params else "")
+            return f"proposed: {_line(e.hypothesis.hypothesis)}"
     return None
 
 
