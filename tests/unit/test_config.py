@@ -111,7 +111,7 @@ def test_a_target_config_that_is_a_symlink_is_refused_and_a_harness_config_may_b
 def test_missing_harness_config_exits_2(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("SENPAI_CONFIG", raising=False)
     code, err = _run_main(["ledger", "--config", str(tmp_path / "nope.yaml")], monkeypatch, capsys)
-    assert code == 2 and "cannot read" in err
+    assert code == 2 and f"{tmp_path / 'nope.yaml'}: no such harness config: check --config" in err
 
 
 @pytest.mark.parametrize(
