@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING
 import click
 import yaml
 from rich.console import Console
+from rich.control import strip_control_codes
 from rich.table import Table
+from rich.text import Text
 
 from senpai.agents.workcopy import IDENTITY
 from senpai.cli.digits_split import seal_holdout
@@ -187,14 +189,16 @@ def show_leaderboard(rows: list[dict], direction: str) -> None:
     The verifier delta is shown but not ranked on: each merge is measured against the base of its
     time, so deltas of different merges are not comparable.
     """
-    table = Table(title="leaderboard (merged first, then by validation metric)")
-    for col in ("PR", "params", "val metric", "verifier delta", "verdict", "W&B run"):
-        table.add_column(col)
+    table = Table(title="leaderboard (merged first, then by validation metric)", caption="W&B runs: senpai ledger --csv")
+    for col in ("PR", "val", "Δ holdout", "verdict"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("params", ratio=1, min_width=20)  # wraps: the rest fit 80 columns on one line
     sign = -1 if direction == "maximize" else 1
     order = sorted(rows, key=lambda r: (r["verdict"] != "merge", r["value"] is None, sign * (r["value"] or 0.0)))
     for r in order:
         value = "" if r["value"] is None else f"{r['value']:.4f}"
         delta = "" if r["verifier_delta"] is None else f"{r['verifier_delta']:+.4f}"
         params = " ".join(f"{k}={v}" for k, v in json.loads(r["params"] or "{}").items())
-        table.add_row(f"#{r['pr']}", params, value, delta, r["verdict"] or r["state"], r["run_id"] or "")
-    Console(width=max(Console().width, 150)).print(table)
+        cells = (f"#{r['pr']}", value, delta, r["verdict"] or r["state"], params)
+        table.add_row(*(Text(strip_control_codes(c)) for c in cells))  # the advisor's params: text, not markup
+    Console().print(table)  # the terminal's width: a wider table would wrap line by line in an 80-column one
