@@ -25,7 +25,9 @@ EXTRA_REQUIREMENTS ?=
 
 # Two stamps: `make demo` installs the core alone (.venv/.demo); `make test` and the other targets
 # install the `test` extra, which adds the agents and kubernetes extras and the test tools (.venv/.test).
-# pip shows a progress bar for each download; the first install takes minutes (README.md#first-run).
+# pip shows a progress bar for each download; the first install takes minutes (docs/first-run.md).
+# constraints.txt pins every version (as the images do): pip resolves nothing, where the open
+# ranges of openhands-sdk and wandb sent it backtracking through opentelemetry releases for minutes.
 $(VENV)/bin/python:
 	@test -n "$(PYTHON)" || { echo "error: no Python >= 3.12 found on PATH or under $(PYENV_ROOT)/versions" >&2; exit 2; }
 	@echo "== creating $(VENV) with $(PYTHON)"
@@ -33,14 +35,14 @@ $(VENV)/bin/python:
 	@echo "== upgrading pip"
 	$(VENV)/bin/pip install --progress-bar on --upgrade pip
 
-$(VENV)/.demo: pyproject.toml | $(VENV)/bin/python
+$(VENV)/.demo: pyproject.toml constraints.txt | $(VENV)/bin/python
 	@echo "== installing senpai and what the demo needs (pip install -e .)"
-	$(VENV)/bin/pip install --progress-bar on -e .
+	$(VENV)/bin/pip install --progress-bar on -c constraints.txt -e .
 	@touch $@
 
-$(VENV)/.test: pyproject.toml | $(VENV)/bin/python
+$(VENV)/.test: pyproject.toml constraints.txt | $(VENV)/bin/python
 	@echo "== installing senpai with the test extra (agents, kubernetes, test tools: pip install -e '.[test]')"
-	$(VENV)/bin/pip install --progress-bar on -e '.[test]'
+	$(VENV)/bin/pip install --progress-bar on -c constraints.txt -e '.[test]'
 	@touch $@ $(VENV)/.demo
 
 demo: $(VENV)/.demo
