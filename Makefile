@@ -1,5 +1,6 @@
 # senpai: `make demo` runs the research loop with no keys; `make test` runs the tests.
-# Both create .venv with a Python >= 3.12 if it is missing (openhands-sdk needs 3.12).
+# Both create .venv with a Python >= 3.12 if it is missing; `make demo` installs the core alone,
+# `make test` the `test` extra too (the agents and kubernetes extras and the test tools).
 # `make images` builds the wrapper, advisor and student images; `make kind-e2e` runs the chart on kind.
 
 SHELL := /bin/bash
@@ -22,57 +23,72 @@ DOCKER ?= docker
 # pip arguments for the target's own dependencies in the student image (e.g. "torch==2.7.1").
 EXTRA_REQUIREMENTS ?=
 
-$(VENV)/.installed: pyproject.toml
+# Two stamps: `make demo` installs the core alone (.venv/.demo); `make test` and the other targets
+# install the `test` extra, which adds the agents and kubernetes extras and the test tools (.venv/.test).
+# pip shows a progress bar for each download; the first install takes minutes (docs/first-run.md).
+# constraints.txt pins every version (as the images do): pip resolves nothing, where the open
+# ranges of openhands-sdk and wandb sent it backtracking through opentelemetry releases for minutes.
+$(VENV)/bin/python:
 	@test -n "$(PYTHON)" || { echo "error: no Python >= 3.12 found on PATH or under $(PYENV_ROOT)/versions" >&2; exit 2; }
-	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.[test]'
+	@echo "== creating $(VENV) with $(PYTHON)"
+	$(PYTHON) -m venv $(VENV)
+	@echo "== upgrading pip"
+	$(VENV)/bin/pip install --progress-bar on --upgrade pip
+
+$(VENV)/.demo: pyproject.toml constraints.txt | $(VENV)/bin/python
+	@echo "== installing senpai and what the demo needs (pip install -e .)"
+	$(VENV)/bin/pip install --progress-bar on -c constraints.txt -e .
 	@touch $@
 
-demo: $(VENV)/.installed
+$(VENV)/.test: pyproject.toml constraints.txt | $(VENV)/bin/python
+	@echo "== installing senpai with the test extra (agents, kubernetes, test tools: pip install -e '.[test]')"
+	$(VENV)/bin/pip install --progress-bar on -c constraints.txt -e '.[test]'
+	@touch $@ $(VENV)/.demo
+
+demo: $(VENV)/.demo
 	$(VENV)/bin/senpai demo
 
-test: $(VENV)/.installed
+test: $(VENV)/.test
 	WANDB_MODE=offline $(VENV)/bin/pytest -q
 
 # Every figure of bench/ in turn, one table in bench/results/all-<UTC>.md (see bench/README.md);
 # bench-quick: each figure's small size, robustness in the background beside the request and CPU figures.
 BENCH_ARGS ?=
-bench: $(VENV)/.installed
+bench: $(VENV)/.test
 	WANDB_MODE=offline $(VENV)/bin/python bench/all.py $(BENCH_ARGS)
 
-bench-quick: $(VENV)/.installed
+bench-quick: $(VENV)/.test
 	WANDB_MODE=offline $(VENV)/bin/python bench/all.py --quick $(BENCH_ARGS)
 
 # Robustness alone: wrapper kills and forge faults (bench/README.md).
-bench-robustness: $(VENV)/.installed
+bench-robustness: $(VENV)/.test
 	WANDB_MODE=offline $(VENV)/bin/python bench/run.py $(BENCH_ARGS)
 
 # Forge requests per hour: the wrapper next to a per-student poller, 1 to 100 students, 10 to 10,000 PRs (bench/README.md).
-bench-requests: $(VENV)/.installed
+bench-requests: $(VENV)/.test
 	WANDB_MODE=offline $(VENV)/bin/python bench/forge_requests.py $(BENCH_ARGS)
 
 # Wake latency, a human's comment to the advisor's launch: p50/p95 over 20 trials (bench/README.md).
-bench-wake: $(VENV)/.installed
+bench-wake: $(VENV)/.test
 	WANDB_MODE=offline $(VENV)/bin/python bench/wake_latency.py $(BENCH_ARGS)
 
 # A 70-day programme's 3,480 events through the wrapper's refresh and plan (bench/README.md).
-bench-replay: $(VENV)/.installed
+bench-replay: $(VENV)/.test
 	WANDB_MODE=offline $(VENV)/bin/python bench/replay.py $(BENCH_ARGS)
 
 # CLI import time, local job start and LocalFleet.list() per tick, each next to the code before issue 10 (bench/README.md).
-bench-jobs: $(VENV)/.installed
+bench-jobs: $(VENV)/.test
 	WANDB_MODE=offline $(VENV)/bin/python bench/job_start.py $(BENCH_ARGS)
 
 # Wrapper CPU per first, busy and idle tick at 10, 100 and 1,000 PRs (bench/README.md).
-bench-cpu: $(VENV)/.installed
+bench-cpu: $(VENV)/.test
 	WANDB_MODE=offline $(VENV)/bin/python bench/ledger_cpu.py $(BENCH_ARGS)
 
 # The verifier's false-accept rate on null edits and its power on 0.5/1/2-point edits (bench/README.md).
-bench-verdicts: $(VENV)/.installed
+bench-verdicts: $(VENV)/.test
 	WANDB_MODE=offline $(VENV)/bin/python bench/verdicts.py $(BENCH_ARGS)
 
-lint: $(VENV)/.installed
+lint: $(VENV)/.test
 	$(VENV)/bin/ruff check senpai tests examples
 	$(VENV)/bin/lint-imports
 
@@ -80,7 +96,7 @@ clean:
 	rm -rf $(VENV) demo-out .pytest_cache
 
 # constraints.txt pins every dependency of the images to the versions of the working .venv.
-constraints: $(VENV)/.installed
+constraints: $(VENV)/.test
 	{ echo "# Versions the images install (pip install -c constraints.txt). Regenerate: make constraints"; \
 	  $(VENV)/bin/pip freeze --exclude-editable | grep -v '^senpai=='; } > constraints.txt
 
@@ -92,5 +108,5 @@ images:
 	$(DOCKER) build -f student/Dockerfile --build-arg EXTRA_REQUIREMENTS="$(EXTRA_REQUIREMENTS)" -t $(IMAGE_REPO)/student:$(IMAGE_TAG) .
 
 # Needs docker, kind, kubectl and helm; see the header of scripts/kind-e2e.sh.
-kind-e2e: $(VENV)/.installed
+kind-e2e: $(VENV)/.test
 	IMAGE_REPO=$(IMAGE_REPO) IMAGE_TAG=$(IMAGE_TAG) DOCKER=$(DOCKER) SENPAI=$(VENV)/bin/senpai bash scripts/kind-e2e.sh

@@ -11,12 +11,18 @@
     │   ├── NotFound                 a forge object, run or job does not exist
     │   ├── FileListTruncated        the forge lists only part of a PR's files (GitHub: 3,000)
     │   └── Forbidden                the credentials lack a permission (HTTP 401/403)
+    ├── (ConfigError) MissingExtra   a package of an optional extra (`pip install 'senpai[agents]'`) is missing
     └── LedgerInconsistent           exit 5: `senpai ledger --check` found hand-made changes
 
 Adapters translate library errors (PyGithub, wandb, subprocess) into these at the boundary.
 A job (`senpai job ...`) that exits 3 failed on senpai's infrastructure, not on its hypothesis:
 the wrapper relaunches it and spends no attempt (`senpai.wrapper.policy.infra_failure`).
 """
+
+import contextlib
+import errno
+import importlib.util
+from collections.abc import Iterator
 
 
 class SenpaiError(Exception):
@@ -81,3 +87,52 @@ class LedgerInconsistent(SenpaiError):
     lists each flag.  Raised by `senpai ledger --check`."""
 
     exit_code = 5
+
+
+def cannot_listen(what: str, host: str, port: int, err: OSError, flag: str) -> ConfigError:
+    """The ConfigError for a server that could not bind `host:port`: a port in use names the flag
+    that picks another; other causes (a host not on this machine) keep the system's words."""
+    if err.errno == errno.EADDRINUSE:
+        return ConfigError(
+            f"{what} cannot listen on {host}:{port}: the port is in use (another senpai, or another program?): "
+            f"stop what listens there, or pick another {flag} (0 picks a free one)"
+        )
+    return ConfigError(f"{what} cannot listen on {host}:{port}: {err.strerror or err}: check the host and {flag}")
+
+
+# extra of pyproject.toml -> the modules it installs that senpai imports (the demo needs none of them)
+EXTRAS = {"agents": ("openhands.sdk", "openhands.tools", "litellm"), "kubernetes": ("kubernetes",)}
+
+
+class MissingExtra(ConfigError):
+    """An optional extra's package is not installed; the message names the extra to install. Exit 2."""
+
+    def __init__(self, extra: str, what: str, module: str) -> None:
+        super().__init__(
+            f"{what} needs the {module!r} package, which is not installed: install it with pip install 'senpai[{extra}]'"
+        )
+
+
+def extra_missing(extra: str) -> str | None:
+    """The first module of `EXTRAS[extra]` that cannot be imported, or None when the extra is installed.
+    Looks without importing (importlib.util.find_spec imports at most a parent package)."""
+    for module in EXTRAS[extra]:
+        try:
+            if importlib.util.find_spec(module) is None:
+                return module
+        except ModuleNotFoundError:  # the parent package is missing
+            return module
+    return None
+
+
+@contextlib.contextmanager
+def needs_extra(extra: str, what: str) -> Iterator[None]:
+    """Turn a ModuleNotFoundError for one of `EXTRAS[extra]`'s packages, raised inside the block, into
+    MissingExtra naming `what` ("the openhands runtime") and the extra; other import errors pass."""
+    try:
+        yield
+    except ModuleNotFoundError as e:
+        roots = {m.split(".")[0] for m in EXTRAS[extra]}
+        if (e.name or "").split(".")[0] not in roots:
+            raise
+        raise MissingExtra(extra, what, e.name or "") from e

@@ -19,17 +19,19 @@ from typing import TYPE_CHECKING
 import click
 import yaml
 from rich.console import Console
+from rich.control import strip_control_codes
 from rich.table import Table
+from rich.text import Text
 
 from senpai.agents.workcopy import IDENTITY
 from senpai.cli.digits_split import seal_holdout
 from senpai.cli.forge import BOT, HUMAN
-from senpai.cli.progress import TickPrinter
+from senpai.cli.progress import OutcomePrinter
 from senpai.cli.wiring import forge_from
 from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import ForgeSettings, load_harness
 from senpai.config.target import load_target
-from senpai.errors import PermanentError
+from senpai.errors import ConfigError, PermanentError
 from senpai.ledger.labels import ExperimentState
 from senpai.ledger.table import ledger_rows
 
@@ -77,12 +79,19 @@ def write_config(
 )
 @click.option("--timeout", type=float, default=900, show_default=True, help="Give up after this many seconds.")
 def demo(students: int, experiments: int, out: str | None, example: str, holdout: str | None, timeout: float) -> None:
-    """Run the research loop end to end on the local forge, then print the leaderboard."""
+    """Run the research loop end to end on the local forge, then print the leaderboard.
+
+    \b
+    Example:
+      senpai demo --students 2 --experiments 6 --out demo-out/run1
+    """
     from senpai.forge.localforge.server import LocalForgeServer
 
     target = load_target(Path(example))  # a bad senpai.yaml stops here (exit 2), not at the timeout
     repo = "senpai/digits" if Path(example).resolve() == EXAMPLE else f"senpai/{target.name}"
     root = Path(out or f"demo-out/{datetime.now():%Y%m%d-%H%M%S}").resolve()
+    if root.is_dir() and any(root.iterdir()):  # a second demo would mix its forge, jobs and runs into the first's
+        raise ConfigError(f"--out {out}: {root} is not empty (a demo ran there?): give a new folder, or remove it first")
     root.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     server = LocalForgeServer(root / "forge").start()
@@ -93,6 +102,7 @@ def demo(students: int, experiments: int, out: str | None, example: str, holdout
         seed_target(cfg.forge, Path(example), root / "seed")
         click.echo(f"forge: {server.base_url}  repo: {cfg.forge.repo}  students: {students}  target: {experiments} decided")
         click.echo(f"human token (user {HUMAN}, collaborator; steer with curl or PyGithub): {human}")
+        click.echo(f"each experiment's outcome prints as it happens (the whole run takes a few minutes); data: {_shown(root)}")
         report = run_until(config_path, experiments, start + timeout)
     finally:
         server.stop()
@@ -103,12 +113,30 @@ def demo(students: int, experiments: int, out: str | None, example: str, holdout
         f"forge_data: {root / 'forge'}\nwandb_offline_runs: {root / 'wandb'}\njobs: {root / 'jobs'}\n"
         f"sealed_holdout: {cfg.fleet.holdout_dir}\nconfig: {config_path}"
     )
-    senpai = Path(sys.executable).with_name("senpai")  # the venv's: `make demo` puts none on PATH
-    command = senpai if senpai.exists() else "senpai"
-    click.echo(f"ledger: {command} ledger --config {config_path} --local-forge {root / 'forge'} --json")
-    click.echo(f"report: {command} report --config {config_path} --local-forge {root / 'forge'} --out {root / 'report.html'}")
+    click.echo("\nnext, paste any of these:")
+    for line in next_steps(root, report.exps[-1].pr if report.exps else 1):
+        click.echo(f"  {line}")
     if report.decided < experiments:
         raise PermanentError(f"only {report.decided} of {experiments} experiments decided before the timeout")
+
+
+def next_steps(root: Path, pr: int) -> list[str]:
+    """Commands that read this demo's data, as they can be pasted: the venv's `senpai` (`make demo`
+    puts none on PATH) and paths relative to the current folder when they are inside it."""
+    senpai = Path(sys.executable).with_name("senpai")
+    command = _shown(senpai) if senpai.exists() else "senpai"
+    where = f"--config {_shown(root / 'harness.yaml')} --local-forge {_shown(root / 'forge')}"
+    return [
+        f"{command} ledger {where}        # the experiment table",
+        f"{command} status {where}        # what senpai is doing now",
+        f"{command} report {where} --out {_shown(root / 'report.html')}",
+        f"{command} logs --config {_shown(root / 'harness.yaml')} {pr}        # PR #{pr}'s job log",
+    ]
+
+
+def _shown(path: Path) -> str:
+    """`path` relative to the current folder if it is inside it, else absolute."""
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
 
 
 def forge_tokens(server: "LocalForgeServer", token_env: str) -> str:
@@ -125,7 +153,9 @@ def run_until(config_path: Path, experiments: int, deadline: float):
     """Run the wrapper until `experiments` are decided or `deadline` passes; then stop live jobs."""
     w = build_wrapper(str(config_path))
     try:
-        report = w.run(until=lambda r: r.decided >= experiments or time.monotonic() > deadline, on_tick=TickPrinter(quiet=True))
+        report = w.run(
+            until=lambda r: r.decided >= experiments or time.monotonic() > deadline, on_tick=OutcomePrinter(experiments)
+        )
         report = w.tick() if report is None else report
     finally:
         for job in w.fleet.list():
@@ -170,14 +200,16 @@ def show_leaderboard(rows: list[dict], direction: str) -> None:
     The verifier delta is shown but not ranked on: each merge is measured against the base of its
     time, so deltas of different merges are not comparable.
     """
-    table = Table(title="leaderboard (merged first, then by validation metric)")
-    for col in ("PR", "params", "val metric", "verifier delta", "verdict", "W&B run"):
-        table.add_column(col)
+    table = Table(title="leaderboard (merged first, then by validation metric)", caption="W&B runs: senpai ledger --csv")
+    for col in ("PR", "val", "Δ holdout", "verdict"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("params", ratio=1, min_width=20)  # wraps: the rest fit 80 columns on one line
     sign = -1 if direction == "maximize" else 1
     order = sorted(rows, key=lambda r: (r["verdict"] != "merge", r["value"] is None, sign * (r["value"] or 0.0)))
     for r in order:
         value = "" if r["value"] is None else f"{r['value']:.4f}"
         delta = "" if r["verifier_delta"] is None else f"{r['verifier_delta']:+.4f}"
         params = " ".join(f"{k}={v}" for k, v in json.loads(r["params"] or "{}").items())
-        table.add_row(f"#{r['pr']}", params, value, delta, r["verdict"] or r["state"], r["run_id"] or "")
-    Console(width=max(Console().width, 150)).print(table)
+        cells = (f"#{r['pr']}", value, delta, r["verdict"] or r["state"], params)
+        table.add_row(*(Text(strip_control_codes(c)) for c in cells))  # the advisor's params: text, not markup
+    Console().print(table)  # the terminal's width: a wider table would wrap line by line in an 80-column one

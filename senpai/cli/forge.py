@@ -13,7 +13,12 @@ LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,38}")
 
 @click.group("forge")
 def forge() -> None:
-    """The local forge: GitHub REST at the server root, git smart HTTP under /git/."""
+    """The local forge: GitHub REST at the server root, git smart HTTP under /git/.
+
+    \b
+    Example:
+      senpai forge serve --data ./forge-data --port 8123
+    """
 
 
 @forge.command("serve")
@@ -44,6 +49,10 @@ def serve_cmd(data_dir: Path, host: str, port: int, protect: str, rate_limit: in
     On a data folder with no tokens yet, creates the bot's token (user `senpai`, role owner) and a
     human's (user `human`, role collaborator) and prints them once as `bot_token:` and
     `human_token:` (only their hashes are stored; `senpai forge token` makes more).
+
+    \b
+    Example:
+      senpai forge serve --data ./forge-data --port 8123
     """
     from senpai.forge.localforge.server import LocalForgeServer, serve
 
@@ -76,14 +85,24 @@ def serve_cmd(data_dir: Path, host: str, port: int, protect: str, rate_limit: in
     show_default=True,
     help="owner: admin of every repository; collaborator: write to every repository; read: issues, comments and PRs.",
 )
-def token_cmd(data_dir: Path, login: str, role: str) -> None:
-    """Create a token for USER with ROLE and print it (the only time it is shown)."""
+@click.option("--new", "new_forge", is_flag=True, help="Start a new forge in --data if it holds none (else that is an error).")
+def token_cmd(data_dir: Path, login: str, role: str, new_forge: bool) -> None:
+    """Create a token for USER with ROLE and print it (the only time it is shown).
+
+    \b
+    Example:
+      senpai forge token --data ./forge-data --user alice --role collaborator
+    """
+    from senpai.errors import ConfigError
     from senpai.forge.localforge.store import Store
 
     if not LOGIN.fullmatch(login):
         raise click.BadParameter("letters, digits, '-' and '_' (at most 39)", param_hint="--user")
-    if not (data_dir / "forge.sqlite3").is_file():  # a typo must not pass silently for the real forge
-        click.echo(f"note: {data_dir} held no forge: a new one starts there with this token", err=True)
+    if not new_forge and not (data_dir / "forge.sqlite3").is_file():  # a typo'd --data must not start a forge
+        raise ConfigError(
+            f"--data {data_dir}: no forge there (no forge.sqlite3): check the folder given to `senpai forge serve --data`, "
+            "or pass --new to start a forge there with this token"
+        )
     data_dir.mkdir(parents=True, exist_ok=True)
     store = Store(data_dir / "forge.sqlite3")
     try:
@@ -108,6 +127,10 @@ def seed_cmd(base_url: str, repo: str, example: Path | None, base_branch: str, t
 
     For a forge that runs elsewhere (e.g. in a cluster behind `kubectl port-forward`). Prints
     `repo: <owner/name>` and `clone_url: <url>`. Exit 4 if a git step fails.
+
+    \b
+    Example:
+      GITHUB_TOKEN=<bot_token> senpai forge seed --url http://127.0.0.1:8123 --repo senpai/digits
     """
     from pydantic import ValidationError
 

@@ -49,7 +49,12 @@ def _events() -> EventBatch:
 def job(ctx: click.Context) -> None:
     """Run one job turn (the wrapper launches these through the fleet).
 
-    Each job ends its log (stderr) with one `senpai-phases:` line: where its time went (`senpai.phases`)."""
+    Each job ends its log (stderr) with one `senpai-phases:` line: where its time went (`senpai.phases`).
+
+    \b
+    Example (what the wrapper launches; by hand only to debug a turn):
+      SENPAI_EVENTS='{"events": []}' senpai job advisor --config harness.yaml
+    """
     phases.start(ctx.invoked_subcommand or "job")
     ctx.call_on_close(phases.emit)
     end_quickly()  # `python -m senpai` skips the interpreter's teardown once the turn is done
@@ -58,7 +63,12 @@ def job(ctx: click.Context) -> None:
 @job.command()
 @config_option
 def advisor(config_path: str) -> None:
-    """Advisor turn over the events in $SENPAI_EVENTS (JSON EventBatch), with runtime.advisor.kind."""
+    """Advisor turn over the events in $SENPAI_EVENTS (JSON EventBatch), with runtime.advisor.kind.
+
+    \b
+    Example:
+      SENPAI_EVENTS='{"events": []}' senpai job advisor --config harness.yaml
+    """
     from senpai.agents.tries import open_requested
 
     ctx = _context(config_path, Role.ADVISOR)
@@ -72,7 +82,12 @@ def advisor(config_path: str) -> None:
 @click.option("--pr", type=int, required=True)
 @click.option("--attempt", type=int, required=True)
 def student(config_path: str, pr: int, attempt: int) -> None:
-    """Student turn: attempt ATTEMPT on PR with runtime.student.kind (messages in $SENPAI_EVENTS)."""
+    """Student turn: attempt ATTEMPT on PR with runtime.student.kind (messages in $SENPAI_EVENTS).
+
+    \b
+    Example:
+      senpai job student --config harness.yaml --pr 3 --attempt 1
+    """
     ctx = _context(config_path, Role.STUDENT)
     ev = make_runtime(ctx.harness.runtime.student).student_turn(ctx, pr, attempt, _events().events)
     click.echo(
@@ -106,6 +121,10 @@ def verify(config_path: str, pr: int, step: str, side: str | None, work: str | N
     and WORK/SIDE/artifacts; score re-reads the PR from the forge, scores each side's artifacts on the
     sealed holdout and records the verification. A baseline seed a verification with the same
     baseline key measured (on PR or a --baseline-from PR) is reused, not trained again.
+
+    \b
+    Example:
+      senpai job verify --config harness.yaml --pr 3
     """
     from senpai.agents import verify_steps as steps
 

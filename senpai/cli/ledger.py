@@ -7,16 +7,22 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.control import strip_control_codes
 from rich.table import Table
+from rich.text import Text
 
 from senpai.cli.options import config_option, local_forge_option
 from senpai.cli.wiring import make_forge, make_tracker, redact_secrets
 from senpai.config.harness import HarnessConfig, load_harness
 from senpai.errors import ConfigError, LedgerInconsistent
 from senpai.ledger.consistency import check
-from senpai.ledger.table import LedgerReader, ledger_rows, to_csv, to_json
+from senpai.ledger.table import LedgerReader, current_best, ledger_rows, to_csv, to_json
 
-COLUMNS = ("pr", "state", "student", "params", "value", "verifier_delta", "verdict", "run_id", "consistency")
+# the table's columns (row key -> header), then the reason; --csv and --json carry every field (params,
+# run ids, hypotheses): a demo's seven params alone would fill 80 columns
+COLUMNS = {"pr": "PR", "state": "state", "student": "student", "value": "val", "verifier_delta": "Δ holdout"}
+BEST = "★"
+MAX_REASON = 160  # characters of a decision's reason in the table (--json has it whole)
 
 
 @click.command()
@@ -33,7 +39,13 @@ COLUMNS = ("pr", "state", "student", "params", "value", "verifier_delta", "verdi
 def ledger(config_path: str, as_json: bool, as_csv: bool, local_forge: str | None, check_only: bool) -> None:
     """Print the experiment table (PRs labelled `senpai` + their W&B runs), with a consistency column
     that flags what the forge shows but senpai did not do (see `senpai.ledger.consistency`).
-    Every inconsistency is also printed on stderr, whatever the format."""
+    Every inconsistency is also printed on stderr, whatever the format.
+
+    \b
+    Example, after `senpai demo --out demo-out/run1`:
+      senpai ledger --config demo-out/run1/harness.yaml --local-forge demo-out/run1/forge
+      senpai ledger --config harness.yaml --csv > ledger.csv
+    """
     if as_json + as_csv + check_only > 1:
         raise click.UsageError("--json, --csv and --check are alternatives: give one")
     cfg = load_harness(config_path)
@@ -52,7 +64,7 @@ def ledger(config_path: str, as_json: bool, as_csv: bool, local_forge: str | Non
     elif as_csv:
         click.echo(to_csv(exps, flags), nl=False)
     else:
-        print_table(ledger_rows(exps, flags))
+        print_table(ledger_rows(exps, flags), current_best(exps))
     for line in flags.lines():
         click.echo(f"inconsistent: {line}", err=True)
 
@@ -87,13 +99,25 @@ def served(cfg: HarnessConfig, local_forge: str | None) -> Iterator[HarnessConfi
         server.stop()
 
 
-def print_table(rows: list[dict]) -> None:
-    table = Table(title="senpai ledger")
-    for col in COLUMNS:
-        table.add_column(col)
+def print_table(rows: list[dict], best: int | None, console: Console | None = None) -> None:
+    """One row per experiment, readable at 80 columns (the reason wraps): the PR (`BEST` marks the
+    current best, `current_best`), its state, student, validation value, the verifier's holdout
+    delta and the decision's reason, led by the consistency flags when there are any."""
+    title = "senpai ledger" + (f" ({BEST} current best: #{best}, the best holdout of the merges)" if best else "")
+    caption = "params, runs and hypotheses: senpai ledger --csv or --json"
+    table = Table(title=title, caption=caption, expand=False)
+    for key, header in COLUMNS.items():
+        table.add_column(header, no_wrap=key != "student", justify="right" if key == "pr" else "left")
+    table.add_column("reason", ratio=1, min_width=16)
     for r in rows:
-        table.add_row(*(_cell(c, r.get(c)) for c in COLUMNS))
-    Console().print(table)
+        cells = [_cell(c, r.get(c)) for c in COLUMNS]
+        cells[0] = f"{BEST} {r['pr']}" if r["pr"] == best else str(r["pr"])
+        reason = r.get("reason") or r.get("error") or ""
+        reason = reason if len(reason) <= MAX_REASON else reason[: MAX_REASON - 1] + "…"
+        flags = r.get("consistency")
+        cells.append(f"inconsistent: {flags}; {reason}" if flags and flags != "ok" else reason)
+        table.add_row(*(Text(strip_control_codes(c)) for c in cells))  # forge text: no rich markup, no escapes
+    (console or Console()).print(table)
 
 
 def _cell(column: str, v) -> str:

@@ -2,7 +2,6 @@
 
 import atexit
 import importlib
-import json
 import logging
 import os
 import sys
@@ -15,9 +14,11 @@ from senpai import startup
 from senpai.errors import SenpaiError, TransientError
 
 
-class _JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        return json.dumps({"level": record.levelname, "logger": record.name, "message": record.getMessage()})
+def _json_formatter() -> logging.Formatter:
+    """One JSON object a line: {"level", "logger", "message"} (python-json-logger)."""
+    from pythonjsonlogger.json import JsonFormatter
+
+    return JsonFormatter("%(levelname)s %(name)s %(message)s", rename_fields={"levelname": "level", "name": "logger"})
 
 
 # name -> "module:attribute"; a command's module is imported only when that command runs (or for
@@ -50,7 +51,7 @@ class _LazyGroup(click.Group):
         return self.commands.get(cmd_name)
 
 
-@click.group(cls=_LazyGroup)
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--log-format",
     type=click.Choice(["plain", "json"]),
@@ -61,9 +62,16 @@ class _LazyGroup(click.Group):
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 @click.version_option(package_name="senpai")
 def cli(log_format: str, verbose: bool) -> None:
-    """senpai: a self-improvement research harness. Results go to stdout, logs to stderr."""
+    """senpai: a self-improvement research harness. Results go to stdout, logs to stderr.
+
+    \b
+    Example:
+      senpai demo                 # the research loop on this machine, no keys
+      senpai validate examples/digits
+      senpai COMMAND -h           # a command's options
+    """
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_JsonFormatter() if log_format == "json" else logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(_json_formatter() if log_format == "json" else logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, handlers=[handler], force=True)
 
 

@@ -23,6 +23,10 @@ def preflight(config_path: str, as_json: bool) -> None:
 
     Creates the missing senpai labels on the repository; makes no other change.
     A bad config exits 2.
+
+    \b
+    Example:
+      senpai preflight --config harness.yaml
     """
     cfg = load_harness(config_path)
     redact_secrets(cfg)  # from the errors it reports

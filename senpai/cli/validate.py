@@ -19,8 +19,19 @@ def validate(repo: str) -> None:
     non-empty scope does not match the params file, if an evaluator file is not protected, if the
     evaluator imports a repository file that is not protected and listed in holdout.files, or if an
     evaluator module is named like a standard-library or installed module it would shadow.
+
+    \b
+    Example:
+      senpai validate examples/digits
     """
-    check_target(Path(repo))
+    root = Path(repo)
+    if not (root / "senpai.yaml").exists():
+        here = " (the current folder)" if repo == "." else ""
+        raise ConfigError(
+            f"no senpai.yaml in {root.resolve()}{here}: give the target repository's folder, e.g. "
+            "`senpai validate examples/digits`, or write one (docs/target-contract.md)"
+        )
+    check_target(root)
 
 
 def check_target(root: Path) -> None:

@@ -8,6 +8,7 @@ from senpai.agents.base import Runtime
 from senpai.agents.openhands.runtime import OpenHandsRuntime
 from senpai.agents.search.runtime import SearchRuntime
 from senpai.config.harness import ForgeSettings, HarnessConfig, KubernetesFleetSettings, RoleRuntime
+from senpai.errors import needs_extra
 from senpai.fleet.base import Fleet
 from senpai.forge.base import Forge
 from senpai.ledger.redact import register_secret
@@ -62,9 +63,11 @@ def make_tracker(cfg: HarnessConfig) -> Tracker:
 
 
 def make_fleet(cfg: HarnessConfig) -> Fleet:
-    """LocalFleet, or KubernetesFleet (in-cluster config in a pod, else kubeconfig; ConfigError if neither)."""
+    """LocalFleet, or KubernetesFleet (in-cluster config in a pod, else kubeconfig; ConfigError if
+    neither; MissingExtra if the `kubernetes` extra is not installed)."""
     if cfg.fleet.backend == "kubernetes":
-        from senpai.fleet.kubernetes import KubernetesFleet
+        with needs_extra("kubernetes", "fleet.backend kubernetes"):
+            from senpai.fleet.kubernetes import KubernetesFleet
 
         return KubernetesFleet(cfg.fleet)
     from senpai.fleet.local import LocalFleet
@@ -75,7 +78,8 @@ def make_fleet(cfg: HarnessConfig) -> Fleet:
 def make_cluster_probe(cfg: HarnessConfig) -> "ClusterProbe | None":
     """The cluster of a kubernetes fleet, for `senpai preflight`; None for the local fleet."""
     if isinstance(cfg.fleet, KubernetesFleetSettings):
-        from senpai.fleet.k8s_cluster import ClusterProbe
+        with needs_extra("kubernetes", "fleet.backend kubernetes"):
+            from senpai.fleet.k8s_cluster import ClusterProbe
 
         return ClusterProbe(cfg.fleet)
     return None

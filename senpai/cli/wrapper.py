@@ -9,7 +9,7 @@ from senpai.cli.options import config_option
 from senpai.cli.progress import TickPrinter
 from senpai.cli.wiring import make_fleet, make_forge, make_tracker, redact_secrets
 from senpai.config.harness import load_harness
-from senpai.errors import TransientError
+from senpai.errors import TransientError, cannot_listen
 from senpai.ledger.table import LedgerReader, Snapshot
 from senpai.wrapper.health import HealthServer
 from senpai.wrapper.loop import Wrapper
@@ -29,7 +29,12 @@ def build_wrapper(config_path: str) -> Wrapper:
 
 @click.group()
 def wrapper() -> None:
-    """The wrapper loop."""
+    """The wrapper loop.
+
+    \b
+    Example:
+      senpai wrapper run --config harness.yaml --health-port 8080
+    """
 
 
 @wrapper.command()
@@ -52,10 +57,19 @@ def wrapper() -> None:
 def run(
     config_path: str, until_decided: int | None, max_ticks: int | None, quiet: bool, health_port: int | None, health_host: str
 ) -> None:
-    """Tick until stopped (SIGTERM/Ctrl-C stop cleanly after the current tick)."""
+    """Tick until stopped (SIGTERM/Ctrl-C stop cleanly after the current tick).
+
+    \b
+    Example:
+      senpai wrapper run --config harness.yaml --health-port 8080
+    """
     w = build_wrapper(config_path)
     printer = TickPrinter(quiet=quiet)
-    health = None if health_port is None else HealthServer(w.health, w.metrics.registry, health_host, health_port).start()
+    try:
+        health = None if health_port is None else HealthServer(w.health, w.metrics.registry, health_host, health_port).start()
+    except OSError as e:
+        w.store.close()
+        raise cannot_listen("the wrapper's health endpoint", health_host, health_port, e, "--health-port") from e
     if health:
         click.echo(f"health: {health.url}", err=True)
 

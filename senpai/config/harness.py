@@ -363,4 +363,9 @@ def load_harness(path: Path | str | None = None) -> HarnessConfig:
     path = path or os.environ.get(ENV_CONFIG)
     if not path:
         raise ConfigError(f"no harness config: pass --config or set {ENV_CONFIG}")
+    if not Path(path).exists():
+        raise ConfigError(
+            f"{path}: no such harness config: check --config (or ${ENV_CONFIG}); "
+            "`senpai demo` writes one to its --out folder (demo-out/<time>/harness.yaml)"
+        )
     return load_yaml_model(path, HarnessConfig)

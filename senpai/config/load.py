@@ -59,12 +59,23 @@ def describe_validation_error(source: str, err: ValidationError, data: object = 
         loc = ".".join(str(p) for p in _user_path(e["loc"], data)) or "<root>"
         got = e.get("input")
         shown = f" (got {got!r})" if got is not None and not isinstance(got, dict) else ""
-        msg = e["msg"]
+        msg = _as_person_writes(e["type"], e["msg"])
         if e["type"] == "union_tag_invalid":
             field = e["ctx"]["discriminator"].strip("'_()")  # "'type'" or "_backend()"
             msg = f"unknown {field} {e['ctx']['tag']!r}; expected one of {e['ctx']['expected_tags']}"
         lines.append(f"{source}: {loc}: {msg}{shown}")
     return "\n".join(lines)
+
+
+# pydantic's wording -> a field's sentence ("metric.direction: must be 'maximize' or 'minimize' (got 'up')")
+_REWORDED = {"missing": "is missing: add it", "extra_forbidden": "is not a field senpai knows: remove it or check its spelling"}
+
+
+def _as_person_writes(kind: str, msg: str) -> str:
+    if kind in _REWORDED:
+        return _REWORDED[kind]
+    msg = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    return "must be " + msg.removeprefix("Input should be ") if msg.startswith("Input should be ") else msg
 
 
 def _user_path(loc: tuple, data: object) -> list:

@@ -20,7 +20,7 @@ This module is the launcher and the reader:
   parsed makes that job failed/Lost (`_broken`), a Lost record that cannot be written (ENOSPC) is
   still reported, and a launch that cannot stage or start raises TransientError after freeing the
   name. Everything a job started, `setsid` daemons too, is killed by its tag (`senpai.fleet.procs`).
-- **GPUs.** The pool is the launcher's CUDA_VISIBLE_DEVICES if set, else `nvidia-smi -L`. Every
+- **GPUs.** The pool is the launcher's CUDA_VISIBLE_DEVICES if set, else the devices NVML counts. Every
   job gets CUDA_VISIBLE_DEVICES: ids no other unfinished job holds, or "" when it asks for none,
   so CPU jobs cannot touch pinned GPUs. A job waits (pending) while the GPUs it needs are busy,
   as an unschedulable pod would. Asking for more GPUs than the machine has raises PermanentError.
@@ -79,19 +79,25 @@ _PARTS = re.compile(r"^senpai-(?P<role>advisor|student|verifier)(?:-pr(?P<pr>\d{
 
 def detect_gpus() -> list[str]:
     """GPU ids this machine offers: the entries of CUDA_VISIBLE_DEVICES if it is set (even to
-    ""), else one index per `GPU n:` line of `nvidia-smi -L`, else none."""
+    ""), else one index per device NVML counts (nvidia-ml-py), else none: no NVIDIA driver (NVMLError)
+    means no GPUs, logged at info."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         return [g.strip() for g in visible.split(",") if g.strip()]
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
+    import pynvml  # imported here: only a fleet that looks for GPUs needs it
+
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as e:
+        log.info("no NVIDIA driver (NVML: %s): no GPUs", e)
         return []
     try:
-        out = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=20, check=True).stdout
-    except (OSError, subprocess.SubprocessError) as e:
-        log.warning("nvidia-smi -L failed (%s); assuming no GPUs", e)
+        return [str(i) for i in range(pynvml.nvmlDeviceGetCount())]
+    except pynvml.NVMLError as e:
+        log.warning("NVML could not count the GPUs (%s); assuming none", e)
         return []
-    return [str(i) for i, _ in enumerate(line for line in out.splitlines() if line.startswith("GPU "))]
+    finally:
+        pynvml.nvmlShutdown()
 
 
 def _identity(folder: os.stat_result) -> tuple[int, int]:
@@ -102,6 +108,8 @@ def _identity(folder: os.stat_result) -> tuple[int, int]:
 
 
 def _signal(pid: int, sig: int) -> None:
+    # os.kill, not psutil: the pid is already checked against its start time (`alive`), which is all
+    # psutil.Process(pid).send_signal would add, and this module runs psutil-free on every tick
     try:
         os.kill(pid, sig)
     except ProcessLookupError:

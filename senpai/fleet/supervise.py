@@ -97,6 +97,9 @@ class Claim(BaseModel):
 def proc_start(pid: int | None) -> int | None:
     """Start time of live process `pid` in clock ticks since boot (Linux /proc/<pid>/stat field
     22); None if it is gone or a zombie. Where /proc is missing, 0 for any live pid."""
+    # Not psutil.Process(pid).create_time(): the supervisor calls this before its job starts, which
+    # it does without importing psutil (senpai.fleet.procs), and the integer ticks compare exactly
+    # across processes where psutil's float seconds are derived from the boot time.
     if pid is None or pid <= 0:
         return None
     try:
@@ -128,7 +131,7 @@ def kill_group(pgid: int | None, start: int | None, sig: int) -> None:
     now = proc_start(pgid)
     if now is not None and start and now and now != start:
         return
-    try:
+    try:  # psutil has no process-group signal
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
         pass

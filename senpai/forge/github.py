@@ -90,6 +90,18 @@ def _is_transient(exc: BaseException) -> bool:
     return False
 
 
+def _network_error(base_url: str, exc: requests.exceptions.RequestException) -> str:
+    """A sentence for a request that got no answer: a refused or failed connection names the forge
+    and how to start a local one; other errors (a timeout mid-answer) keep requests' own words."""
+    if isinstance(exc, requests.exceptions.ConnectionError) and not isinstance(exc, requests.exceptions.ReadTimeout):
+        why = "connection refused" if "refused" in str(exc).lower() else f"{type(exc).__name__}"
+        return (
+            f"cannot reach {base_url}: {why}: is the forge running? "
+            "Start a local one with `senpai forge serve --data DIR`, or check forge.base_url"
+        )
+    return f"{type(exc).__name__}: {exc}"
+
+
 def _rate_limited(exc: GithubException) -> bool:
     """GitHub's primary and secondary rate limits: 403 (or 429) with a rate-limit message, a
     Retry-After header, or X-RateLimit-Remaining: 0."""
@@ -299,7 +311,7 @@ class GitHubForge:
         except GithubException as exc:
             raise _translate(what, exc, merge) from exc
         except requests.exceptions.RequestException as exc:
-            raise TransientError(f"{what}: {type(exc).__name__}: {exc}") from exc
+            raise TransientError(f"{what}: {_network_error(self.settings.base_url, exc)}") from exc
 
     def _write(self, what: str, create: Callable[[], T], find: Callable[[], T | None]) -> T:
         """A non-idempotent write (POST): before each retry, `find` looks for what an earlier try

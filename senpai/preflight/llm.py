@@ -13,6 +13,7 @@ import sys
 
 from senpai.config.harness import HarnessConfig, LLMSettings
 from senpai.config.roles import Role
+from senpai.errors import extra_missing
 from senpai.preflight import CheckResult, failed, passed, skipped
 
 TIMEOUT_SECONDS = 30
@@ -50,6 +51,10 @@ def llm_checks(cfg: HarnessConfig) -> list[CheckResult]:
         llm = runtime.llm if runtime.llm_agent else None
         if llm is None:
             out.append(skipped("llm", check, f"{runtime.kind} runtime: no LLM"))
+            continue
+        if module := extra_missing("agents"):
+            fix = "pip install 'senpai[agents]'"
+            out.append(failed("llm", check, f"the openhands runtime's package {module!r} is not installed", fix))
             continue
         key = llm.api_key()
         if key is None and llm.base_url is None:

@@ -1,6 +1,7 @@
 """LocalFleet with real subprocesses: supervisors, deadlines, claims, lost owners and GPU pinning."""
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -341,6 +342,33 @@ def test_detect_gpus_honours_cuda_visible_devices(monkeypatch: pytest.MonkeyPatc
     assert LocalFleet(tmp_path).gpu_pool == ["2", "5"]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     assert LocalFleet(tmp_path).gpu_pool == []
+
+
+def test_no_nvidia_driver_is_no_gpus(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog) -> None:
+    """Without CUDA_VISIBLE_DEVICES the pool is NVML's device count; NVML's error when no driver is
+    loaded (this machine's case, and CI's) means an empty pool, not a crash."""
+    import pynvml
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    caplog.set_level(logging.INFO, logger="senpai.fleet.local")
+    try:  # where a driver is loaded, make NVML fail as it does without one
+        pynvml.nvmlInit()
+        pynvml.nvmlShutdown()
+        monkeypatch.setattr(pynvml, "nvmlInit", lambda: pynvml._nvmlCheckReturn(pynvml.NVML_ERROR_DRIVER_NOT_LOADED))
+    except pynvml.NVMLError:
+        pass
+    assert LocalFleet(tmp_path).gpu_pool == []
+    assert "no NVIDIA driver" in caplog.text
+
+
+def test_nvml_devices_are_the_pool(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import pynvml
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    for name in ("nvmlInit", "nvmlShutdown"):
+        monkeypatch.setattr(pynvml, name, lambda: None)
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetCount", lambda: 2)
+    assert LocalFleet(tmp_path).gpu_pool == ["0", "1"]
 
 
 def test_list_is_sorted_and_bad_names_are_absent(fleet: LocalFleet) -> None:

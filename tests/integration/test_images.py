@@ -18,6 +18,9 @@ from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLES = ["wrapper", "advisor", "student"]
+# the pyproject extras each image installs: the wrapper runs the kubernetes fleet and, in its pod,
+# `senpai preflight` (LLM checks); advisor and student jobs run openhands turns
+EXTRAS = {"wrapper": "all", "advisor": "agents", "student": "agents"}
 PINNED_FROM = re.compile(r"^[\w./-]+:(?P<tag>[\w.-]+)@sha256:[0-9a-f]{64}$")
 
 
@@ -61,7 +64,7 @@ def test_shared_layout(role: str) -> None:
     assert "VIRTUAL_ENV=/opt/senpai" in env and "PATH=/opt/senpai/bin:$PATH" in env
     run = " ".join(args_of(role, "RUN"))
     assert "-m venv /opt/senpai" in run and "useradd --uid 10001" in run
-    assert "pip install -c /opt/senpai/src/constraints.txt -e /opt/senpai/src" in run
+    assert f"pip install -c /opt/senpai/src/constraints.txt -e '/opt/senpai/src[{EXTRAS[role]}]'" in run
     assert re.search(r"--no-install-recommends [^&]*\bgit\b[^&]*\btini\b", run)
 
 
@@ -88,7 +91,9 @@ def test_constraints_pin_every_dependency_within_pyproject() -> None:
             name, _, version = line.partition("==")
             assert version, f"constraints.txt: {line} is not name==version"
             pins[re.sub(r"[-_.]+", "-", name).lower()] = version
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    deps = project["dependencies"] + extras["agents"] + extras["kubernetes"]  # what the images install
     for dep in map(Requirement, deps):
         name = re.sub(r"[-_.]+", "-", dep.name).lower()
         assert name in pins, f"constraints.txt does not pin {dep.name}"

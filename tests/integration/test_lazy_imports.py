@@ -147,3 +147,57 @@ def test_the_redaction_filter_finds_prctl_without_ldconfig():
     code = "import sys, senpai.ledger.redact as r; print(r.set_not_dumpable(), 'ctypes.util' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.stdout.split() == ["True", "False"], proc.stderr
+
+
+# A fresh interpreter in which the `agents` and `kubernetes` extras cannot be imported, as after `pip install senpai`.
+WITHOUT_EXTRAS = "import sys\nfor m in ('openhands', 'openhands.sdk', 'litellm', 'kubernetes'):\n    sys.modules[m] = None\n"
+MINIMAL = {
+    "forge": {"repo": "o/r"},
+    "tracker": {"dir": "wandb", "mode": "offline"},
+    "students": [{"name": "ada"}],
+    "state_dir": "state",
+}
+
+
+def _without_extras(code: str) -> list[str]:
+    proc = subprocess.run([sys.executable, "-c", WITHOUT_EXTRAS + code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().splitlines()
+
+
+def test_an_openhands_turn_without_the_agents_extra_says_what_to_install():
+    code = (
+        "from senpai.agents.openhands.runtime import OpenHandsRuntime\nfrom senpai.errors import MissingExtra\n"
+        "try:\n    OpenHandsRuntime().advisor_turn(None, [])\nexcept MissingExtra as e:\n    print(e.exit_code, e)\n"
+    )
+    assert _without_extras(code) == [
+        "2 the openhands runtime needs the 'openhands.sdk' package, which is not installed: "
+        "install it with pip install 'senpai[agents]'"
+    ]
+
+
+def test_a_kubernetes_fleet_without_the_extra_says_what_to_install():
+    code = (
+        "from senpai.cli.wiring import make_fleet, make_cluster_probe\n"
+        "from senpai.config.harness import HarnessConfig\nfrom senpai.errors import MissingExtra\n"
+        f"cfg = HarnessConfig.model_validate({MINIMAL | {'fleet': k8s_settings().model_dump(mode='json')}!r})\n"
+        "for make in (make_fleet, make_cluster_probe):\n"
+        "    try:\n        make(cfg)\n    except MissingExtra as e:\n        print(e)\n"
+    )
+    line = (
+        "fleet.backend kubernetes needs the 'kubernetes' package, which is not installed: "
+        "install it with pip install 'senpai[kubernetes]'"
+    )
+    assert _without_extras(code) == [line, line]
+
+
+RUNTIME = {"advisor": {"kind": "openhands", "llm": {"model": "m"}}}
+
+
+def test_preflight_without_the_agents_extra_fails_the_llm_rows_with_the_fix():
+    code = (
+        "from senpai.preflight.llm import llm_checks\nfrom senpai.config.harness import HarnessConfig\n"
+        f"cfg = HarnessConfig.model_validate({MINIMAL | {'fleet': {'backend': 'local', 'dir': 'jobs'}, 'runtime': RUNTIME}!r})\n"
+        "for r in llm_checks(cfg):\n    print(r.check, r.outcome, r.fix)\n"
+    )
+    assert _without_extras(code) == ["advisor LLM fail pip install 'senpai[agents]'", "student LLM skip None"]

@@ -94,6 +94,7 @@ def test_output_formats_are_alternatives(stopped_forge):
     data, config = stopped_forge
     result = CliRunner().invoke(cli, ["ledger", "--config", str(config), "--json", "--csv"])
     assert result.exit_code == 2 and "alternatives" in result.output
+    assert "Traceback" not in result.output and not result.stdout.startswith("senpai ledger")  # refused before reading
 
 
 def test_values_are_plain_and_only_deltas_carry_a_sign():
@@ -106,6 +107,7 @@ def test_serving_on_a_port_in_use_is_a_clear_error(tmp_path):
     try:
         result = _senpai("forge", "serve", "--data", str(tmp_path / "b"), "--port", str(server.port))
         assert result.returncode == ConfigError.exit_code
-        assert f"cannot listen on 127.0.0.1:{server.port}" in result.stderr and "Traceback" not in result.stderr
+        assert f"cannot listen on 127.0.0.1:{server.port}: the port is in use" in result.stderr
+        assert "pick another --port" in result.stderr and "Traceback" not in result.stderr
     finally:
         server.stop()

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from forge_fixtures import TOKEN, clone, commit_and_push, new_repository, register_bot, run_git, wait_healthy
 
 from senpai.cli.forge import forge as forge_group
+from senpai.errors import ConfigError
 from senpai.forge.github import GitHubForge
 from senpai.forge.localforge.merges import CRASH_ENV
 from senpai.forge.localforge.server import start_in_thread
@@ -126,10 +127,12 @@ def test_cli_help_names_the_options():
 
 def test_forge_token_creates_a_working_token_for_a_user_and_role(tmp_path):
     data = tmp_path / "forge"
-    result = CliRunner().invoke(forge_group, ["token", "--data", str(data), "--user", "alice", "--role", "collaborator"])
+    args = ["token", "--data", str(data), "--user", "alice", "--role", "collaborator"]
+    typo = CliRunner().invoke(forge_group, args)  # a typo'd --data must not start a forge silently
+    assert isinstance(typo.exception, ConfigError) and "--new" in str(typo.exception) and not data.exists()
+    result = CliRunner().invoke(forge_group, [*args, "--new"])
     assert result.exit_code == 0, result.output
     token = result.stdout.strip()
-    assert "held no forge" in result.stderr  # a typo'd --data must not pass silently
     assert CliRunner().invoke(forge_group, ["token", "--data", str(data), "--user", "../x"]).exit_code == 2
     server = start_in_thread(data)
     try:

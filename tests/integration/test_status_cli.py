@@ -17,6 +17,7 @@ from senpai.fleet.local import LocalFleet
 from senpai.forge.localforge.server import LocalForgeServer
 from senpai.ledger import transitions
 from senpai.wrapper.health import HealthServer, TickHealth
+from senpai.wrapper.metrics import WrapperMetrics
 
 SCRIPT = "import time; print('one', flush=True); time.sleep(1.5); print('two', flush=True)"
 
@@ -75,7 +76,7 @@ def test_status_reads_the_forge_folder_and_the_fleet(demo_like):
         health = TickHealth(5.0)
         health.tick_started()
         health.tick_finished()
-        server = HealthServer(health).start()
+        server = HealthServer(health, WrapperMetrics().registry).start()
         args = ["status", "--config", str(config), "--local-forge", str(data), "--json", "--health", server.url]
         try:
             tick = json.loads(CliRunner().invoke(cli, args).output)["last_tick"]

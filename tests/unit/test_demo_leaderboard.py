@@ -33,3 +33,13 @@ def test_order(capsys: pytest.CaptureFixture[str], direction: str, expected: lis
     show_leaderboard(rows, direction)
     out = capsys.readouterr().out
     assert sorted(expected, key=out.index) == expected
+
+
+def test_the_leaderboard_fits_80_columns_with_its_params_whole(capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    params = '{"activation": "logistic", "alpha": 0.0303, "batch_size": 128, "learning_rate_init": 0.0002381, "max_iter": 16}'
+    show_leaderboard([row(1, 0.90, "merge", delta=0.147) | {"params": params}], "maximize")
+    lines = capsys.readouterr().out.splitlines()
+    table = [line for line in lines if line[:1] in "┏┃┡│└"]
+    assert all(len(line) <= 80 and line.rstrip()[-1] in "┓┃┩│┘" for line in table)
+    assert "learning_rate_init=0.0002381" in "\n".join(lines)

@@ -14,7 +14,7 @@ from pathlib import Path
 import uvicorn
 from starlette.types import ASGIApp
 
-from senpai.errors import ConfigError
+from senpai.errors import cannot_listen
 from senpai.forge.localforge.app import DEFAULT_PROTECTED, create_app
 from senpai.forge.localforge.store import Store
 
@@ -41,7 +41,7 @@ class LocalForgeServer:
             self._socket.bind((host, port))
         except OSError as e:
             self._socket.close()
-            raise ConfigError(f"the local forge cannot listen on {host}:{port}: {e.strerror}") from e
+            raise cannot_listen("the local forge", host, port, e, "--port") from e
         self._socket.listen(128)  # connections wait in the backlog until uvicorn accepts them
         self.host, self.port = host, self._socket.getsockname()[1]
         # the app dates its answers by the store's clock (`app.ForgeDate`), not uvicorn by the wall clock
