@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from senpai.errors import LedgerFormatError
 from senpai.forge.base import Comment, PullRequest
-from senpai.ledger.blocks import Block, BudgetReport, Decision, Evidence, Hypothesis, Verification
+from senpai.ledger.blocks import ApprovalRequest, Block, BudgetReport, Decision, Evidence, Hypothesis, Verification
 from senpai.ledger.labels import DECIDED, ExperimentState, status_of, student_of
 from senpai.ledger.records import by_bot, read_record
 
@@ -40,6 +40,7 @@ class Experiment(BaseModel):
     decisions: list[Decision]
     budget_reports: list[BudgetReport] = Field(default_factory=list, description="Agent turns stopped by their budget.")
     runs: list[RunSummary] = Field(default_factory=list)
+    approval_requests: list[ApprovalRequest] = Field(default_factory=list, description="The bot's requests for a human approval.")
     error: str | None = Field(None, description="Why a block could not be read (PR is blocked).")
 
     @property
@@ -140,8 +141,9 @@ def read_experiment(pr: PullRequest, comments: list[Comment], bot: str) -> Exper
         verifications=[b for b in blocks if isinstance(b, Verification)],
         decisions=[b for b in blocks if isinstance(b, Decision)],
         budget_reports=[b for b in blocks if isinstance(b, BudgetReport)],
+        approval_requests=[b for b in blocks if isinstance(b, ApprovalRequest)],
         error="; ".join(errors[:3]) + (f"; and {len(errors) - 3} more" if len(errors) > 3 else "") or None,
     )
 
 
-_COMMENT_KINDS = (Evidence, Verification, Decision, BudgetReport)
+_COMMENT_KINDS = (Evidence, Verification, Decision, BudgetReport, ApprovalRequest)
