@@ -64,6 +64,14 @@ class Experiment(BaseModel):
         found = [v for v in self.verifications if v.candidate == head and v.baseline == base]
         return found[-1] if found else None
 
+    def pending_approval(self) -> ApprovalRequest | None:
+        """The human approval this PR's merge waits for: its latest `senpai-approval` request, if it
+        names the current head and no decision consumed it (None once decided)."""
+        r = self.approval_requests[-1] if self.approval_requests else None
+        if self.decided or r is None or r.head != self.head or any(d.approval == r.fingerprint for d in self.decisions):
+            return None
+        return r
+
     def primary_value(self) -> float | None:
         """Primary metric of the latest ok evidence, if finite."""
         ok = [e for e in self.evidence if e.outcome == "ok"]

@@ -225,9 +225,8 @@ def build_status(
 
 
 def _waiting(e: Experiment, steer: SteerState) -> ApprovalRow | None:
-    """The approval `e`'s merge waits for: its latest request, at its current head, that no decision consumed."""
-    r = e.approval_requests[-1] if e.approval_requests else None
-    if e.decided or r is None or r.head != e.head or any(d.approval == r.fingerprint for d in e.decisions):
+    """The approval `e`'s merge waits for (`Experiment.pending_approval`), and who gave it if it came."""
+    if (r := e.pending_approval()) is None:
         return None
     by = steer.approvals.get(e.pr, {}).get(r.fingerprint)
     return ApprovalRow(pr=e.pr, title=e.title, fingerprint=r.fingerprint, reasons=r.reasons, approved_by=by)

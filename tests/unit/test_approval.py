@@ -22,6 +22,7 @@ from senpai.ledger.gate import approval_reasons, fingerprint
 from senpai.ledger.labels import ExperimentState, with_status
 from senpai.ledger.records import read_record
 from senpai.ledger.table import LedgerReader
+from senpai.report.summary import row
 from senpai.wrapper.policy import advisor_events
 from senpai.wrapper.status import LastTick, build_status
 from senpai.wrapper.world import World
@@ -130,16 +131,23 @@ def test_an_approval_required_merge_waits_for_the_fingerprint_then_merges(fake_f
     status = build_status(CFG, exps, [], view.state, datetime.now(UTC), LastTick(at=None, source="none"), None)
     assert [(a.pr, a.fingerprint, a.approved_by) for a in status.approvals] == [(pr, fp, None)]
     assert f"`/senpai approve {fp}`" in status.markdown()
+    (waiting,) = [row(e) for e in exps if e.pr == pr]
+    assert waiting.reason.startswith(f"waiting for a human's `/senpai approve {fp}`")
 
     fake.forge("alice").create_comment(pr, f"/senpai approve {fp}")
     (done,) = _steer(forge)
     assert f"approved the merge of PR #{pr} (fingerprint `{fp}`)" in done and _steer(forge) == []
     (woken,) = _advisor_event_ids(forge)
     assert woken not in events and f"/ok{fp}" in woken  # a new event: the advisor is woken once more
+    _, exps, view = steering_tick.read(forge, CFG)
+    status = build_status(CFG, exps, [], view.state, datetime.now(UTC), LastTick(at=None, source="none"), None)
+    assert [(a.pr, a.fingerprint, a.approved_by) for a in status.approvals] == [(pr, fp, "alice")]
 
     assert _advise(forge, pr, tmp_path).startswith(f"#{pr}: merged")
     assert forge.get_pull(pr).merged
-    assert LedgerReader(forge).experiment(forge.get_pull(pr)).decision.approval == fp
+    merged = LedgerReader(forge).experiment(forge.get_pull(pr))
+    assert merged.decision.approval == fp and merged.pending_approval() is None
+    assert row(merged).reason.endswith(f"(approved by a human: fingerprint {fp})")
 
 
 def test_a_stale_fingerprint_does_not_approve_the_moved_head(fake_forge, tmp_path):
