@@ -7,6 +7,7 @@
     │   ├── LedgerFormatError        a senpai-* block is not valid YAML or fails its schema
     │   ├── TransitionError          a label transition's precondition does not hold
     │   ├── MergeRefused             the merge gate refused (protected path, NaN, noise floor)
+    │   │   └── ApprovalRequired     it passes but waits for a human's `/senpai approve <fingerprint>`
     │   ├── MergeConflict            the forge could not merge the head into the base
     │   ├── NotFound                 a forge object, run or job does not exist
     │   ├── FileListTruncated        the forge lists only part of a PR's files (GitHub: 3,000)
@@ -63,6 +64,17 @@ class TransitionError(PermanentError):
 
 class MergeRefused(PermanentError):
     """The merge gate refused a merge; the message says which rule."""
+
+
+class ApprovalRequired(MergeRefused):
+    """The merge passes every other check but senpai.yaml's `approval` rules name it and no valid
+    `/senpai approve <fingerprint>` stands: it waits (it is not closed). `fingerprint` (12 hex) is
+    what a human must approve, `reasons` the rules that apply."""
+
+    def __init__(self, fingerprint: str, reasons: list[str]) -> None:
+        super().__init__(f"a human must approve this merge ({'; '.join(reasons)}): `/senpai approve {fingerprint}`")
+        self.fingerprint = fingerprint
+        self.reasons = reasons
 
 
 class MergeConflict(PermanentError):

@@ -9,11 +9,11 @@ picks them itself; both apply them here.
 import math
 
 from senpai.agents.context import TurnContext
-from senpai.errors import MergeConflict, MergeRefused
+from senpai.errors import ApprovalRequired, MergeConflict, MergeRefused
 from senpai.forge.base import PullRequest
 from senpai.ledger import transitions
 from senpai.ledger.baseline import Baseline
-from senpai.ledger.blocks import Decision, Verification
+from senpai.ledger.blocks import ApprovalRequest, Decision, Verification
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.gate import rival_p_values
 
@@ -53,11 +53,17 @@ def merge_verified(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline:
     """Merge a PR whose verification for (head, base) passed; the gate re-checks everything.
 
     A refused merge closes the PR with the gate's reason; a conflict asks for changes (`reapply`).
+    A merge that waits for a human (ApprovalRequired) stays as it is, and the approval request is
+    posted (once per fingerprint): the wrapper wakes the advisor again when the approval arrives.
     """
     numbers = verified_numbers(v)
     try:
         apply(ctx, pr, exp, baseline, decision(exp, "merge", reason, **numbers))
         return f"#{exp.pr}: merged ({v.reason})"
+    except ApprovalRequired as e:
+        r = ApprovalRequest(pr=exp.pr, head=pr.head_sha, base=baseline.commit, fingerprint=e.fingerprint, reasons=e.reasons)
+        transitions.request_approval(ctx.forge, pr, r)
+        return f"#{exp.pr}: waiting for a human's `/senpai approve {e.fingerprint}`"
     except MergeRefused as e:
         apply(ctx, pr, exp, baseline, decision(exp, "close", f"merge gate refused: {e}", **numbers))
         return f"#{exp.pr}: closed, merge gate refused: {e}"

@@ -187,6 +187,19 @@ class Budget(_Strict):
     attempts: int = Field(2, ge=1, description="Student attempts before the PR goes to review as failed.")
 
 
+class Approval(_Strict):
+    """Which merges wait for a trusted human's `/senpai approve <fingerprint>` (any rule that matches).
+
+    The gate's other checks still run; an approval only adds a condition (`senpai.ledger.gate`)."""
+
+    always: bool = Field(False, description="Every merge needs an approval.")
+    outside_params: bool = Field(False, description="A merge whose diff changes any file other than `params.file`.")
+    improvement_over: float | None = Field(
+        None, ge=0, description="A merge whose verified improvement (in the metric's units, better direction) exceeds this."
+    )
+    paths: list[str] = Field(default_factory=list, description="Globs (fnmatch, repo-relative): a merge changing a match.")
+
+
 class TargetConfig(_Strict):
     """Schema of `senpai.yaml` at the root of the target repository (schema_version 1)."""
 
@@ -204,6 +217,7 @@ class TargetConfig(_Strict):
     )
     test: str | None = Field(None, description="Optional shell command that must pass on the candidate before a merge.")
     budget: Budget = Budget()
+    approval: Approval = Approval()
 
     def in_scope(self, path: str) -> bool:
         """True if repo-relative `path` may be changed by an experiment (`scope`, else the params file)."""

@@ -275,13 +275,28 @@ class Decision(Block):
     baseline: float | None = None
     improvement: float | None = None
     noise_floor: float | None = None
+    approval: str | None = Field(
+        None, description="merge: the fingerprint of the human approval it consumed (`gate.fingerprint`); single-use."
+    )
+
+
+class ApprovalRequest(Block):
+    """`senpai-approval`, the bot's request that a trusted human approve one merge (posted once per
+    fingerprint, by the advisor's merge path when the gate raises ApprovalRequired)."""
+
+    KIND: ClassVar[str] = "approval"
+    pr: int
+    head: str
+    base: str
+    fingerprint: str = Field(description="12 hex: `gate.fingerprint(head, base, verification)`.")
+    reasons: list[str] = Field(description="The senpai.yaml `approval` rules that name this merge.")
 
 
 class SteerCommand(BaseModel):
     """One slash command as the wrapper applied it (the fields its verb uses; the rest stay empty)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    verb: Literal["pause", "resume", "budget", "try", "stop", "allow"]
+    verb: Literal["pause", "resume", "budget", "try", "stop", "allow", "approve", "reject"]
     experiments: int | None = Field(None, description="budget: the new experiment cap.")
     dollars: float | None = Field(None, description="budget: the new cap of LLM dollars.")
     tokens: int | None = Field(None, description="budget: the new cap of LLM tokens.")
@@ -289,8 +304,12 @@ class SteerCommand(BaseModel):
     cpu_hours: float | None = Field(None, description="budget: the new cap of job CPU-core hours.")
     end_at: str | None = Field(None, description="budget: the new wall-clock end, ISO 8601 UTC.")
     params: dict[str, Scalar] = Field(default_factory=dict, description="try: the human's params, typed by the space.")
-    pr: int | None = Field(None, description="stop: the PR stopped; allow: the PR allowed more compute than the tolerance.")
+    pr: int | None = Field(
+        None, description="stop: the PR stopped; allow: the PR allowed more compute than the tolerance; approve/reject: the PR."
+    )
     decided: list[int] = Field(default_factory=list, description="resume: PRs decided before it (patience restarts).")
+    fingerprint: str | None = Field(None, description="approve/reject: the merge fingerprint (12 hex) the human answers.")
+    reason: str | None = Field(None, description="reject: the human's reason, recorded in the closing decision.")
 
 
 class Steer(Block):
@@ -337,7 +356,9 @@ class BudgetReport(Block):
     needed: TurnUsage = Field(description="Budget to ask for to finish the work (a larger TurnBudget).")
 
 
-KINDS: dict[str, type[Block]] = {m.KIND: m for m in (Hypothesis, Evidence, Verification, Decision, Steer, BudgetReport)}
+KINDS: dict[str, type[Block]] = {
+    m.KIND: m for m in (Hypothesis, Evidence, Verification, Decision, Steer, BudgetReport, ApprovalRequest)
+}
 
 
 def render(block: Block) -> str:

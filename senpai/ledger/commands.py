@@ -15,6 +15,8 @@ All commands of a message are checked before any is applied: one bad line and no
     /senpai try key=value ...           open this params point next, before any proposal
     /senpai stop                        on a PR: stop its job and close it with a decision
     /senpai allow compute               on a PR: the merge gate accepts its compute over the tolerance
+    /senpai approve <fingerprint>       on a PR: approve the merge senpai asked about (senpai.yaml `approval`)
+    /senpai reject <fingerprint> why... on a PR: close it with the human's reason instead
     /senpai help                        answered with this syntax
     /senpai status                      answered with senpai's status (`senpai.wrapper.status`)
 
@@ -44,6 +46,8 @@ SYNTAX = """Slash commands (one per line, from the repository's owner, members o
 - `/senpai try key=value ...`: open this hypothesis for the next idle student, before any proposal
 - `/senpai stop`: on an experiment PR: stop its job and close the PR
 - `/senpai allow compute`: on an experiment PR: let it merge although it trains with more compute than senpai.yaml's tolerance
+- `/senpai approve <fingerprint>`: on an experiment PR: approve the merge senpai asked for (head, base, verification)
+- `/senpai reject <fingerprint> reason...`: on an experiment PR: close it instead, with your reason
 - `/senpai help`: this list
 - `/senpai status`: students, open experiments, live jobs, budget and the forge's rate limit"""
 
@@ -131,6 +135,8 @@ def to_command(line: str, space: dict[str, ParamSpec] | None, on_pr: int | None)
         if on_pr is None:
             raise CommandError("`/senpai allow compute` works in a comment on the experiment PR it allows")
         return SteerCommand(verb="allow", pr=on_pr)
+    if verb in ("approve", "reject"):
+        return _answer_request(line, verb, words, on_pr)
     if verb not in ("budget", "try"):
         raise CommandError(f"`{_quote(line)}`: unknown command `{_quote(verb)}`")
     args = _pairs(line, words)
@@ -149,6 +155,22 @@ def to_command(line: str, space: dict[str, ParamSpec] | None, on_pr: int | None)
     if problems:
         raise CommandError("; ".join(problems))
     return SteerCommand(verb="try", params=params)
+
+
+FINGERPRINT = re.compile(r"^[0-9a-f]{12}$")
+MAX_REASON = 1000  # characters of a `/senpai reject` reason kept
+
+
+def _answer_request(line: str, verb: str, words: list[str], on_pr: int | None) -> SteerCommand:
+    """`/senpai approve <fingerprint>` or `/senpai reject <fingerprint> reason...`, on a PR. Raises CommandError."""
+    usage = "`/senpai approve <fingerprint>`" if verb == "approve" else "`/senpai reject <fingerprint> reason...`"
+    fp = words[0].lower() if words else ""
+    if not FINGERPRINT.match(fp) or (verb == "approve" and len(words) != 1) or (verb == "reject" and len(words) < 2):
+        raise CommandError(f"`{_quote(line)}`: expected {usage} (the 12 hex digits senpai's approval request names)")
+    if on_pr is None:
+        raise CommandError(f"{usage} works in a comment on the experiment PR that asks for it")
+    reason = " ".join(words[1:])[:MAX_REASON] if verb == "reject" else None
+    return SteerCommand(verb=verb, pr=on_pr, fingerprint=fp, reason=reason)
 
 
 BUDGET_KEYS = {  # key -> (SteerCommand field, type, what it caps)

@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from senpai.errors import LedgerFormatError
 from senpai.forge.base import Comment, PullRequest
-from senpai.ledger.blocks import Block, BudgetReport, Decision, Evidence, Hypothesis, Verification
+from senpai.ledger.blocks import ApprovalRequest, Block, BudgetReport, Decision, Evidence, Hypothesis, Verification
 from senpai.ledger.labels import DECIDED, ExperimentState, status_of, student_of
 from senpai.ledger.records import by_bot, read_record
 
@@ -40,6 +40,7 @@ class Experiment(BaseModel):
     decisions: list[Decision]
     budget_reports: list[BudgetReport] = Field(default_factory=list, description="Agent turns stopped by their budget.")
     runs: list[RunSummary] = Field(default_factory=list)
+    approval_requests: list[ApprovalRequest] = Field(default_factory=list, description="The bot's requests for a human approval.")
     error: str | None = Field(None, description="Why a block could not be read (PR is blocked).")
 
     @property
@@ -62,6 +63,14 @@ class Experiment(BaseModel):
     def verification_for(self, head: str, base: str) -> Verification | None:
         found = [v for v in self.verifications if v.candidate == head and v.baseline == base]
         return found[-1] if found else None
+
+    def pending_approval(self) -> ApprovalRequest | None:
+        """The human approval this PR's merge waits for: its latest `senpai-approval` request, if it
+        names the current head and no decision consumed it (None once decided)."""
+        r = self.approval_requests[-1] if self.approval_requests else None
+        if self.decided or r is None or r.head != self.head or any(d.approval == r.fingerprint for d in self.decisions):
+            return None
+        return r
 
     def primary_value(self) -> float | None:
         """Primary metric of the latest ok evidence, if finite."""
@@ -140,8 +149,9 @@ def read_experiment(pr: PullRequest, comments: list[Comment], bot: str) -> Exper
         verifications=[b for b in blocks if isinstance(b, Verification)],
         decisions=[b for b in blocks if isinstance(b, Decision)],
         budget_reports=[b for b in blocks if isinstance(b, BudgetReport)],
+        approval_requests=[b for b in blocks if isinstance(b, ApprovalRequest)],
         error="; ".join(errors[:3]) + (f"; and {len(errors) - 3} more" if len(errors) > 3 else "") or None,
     )
 
 
-_COMMENT_KINDS = (Evidence, Verification, Decision, BudgetReport)
+_COMMENT_KINDS = (Evidence, Verification, Decision, BudgetReport, ApprovalRequest)

@@ -5,10 +5,12 @@ gate re-derives the verdict from the numbers in the verification block with `sta
 target's senpai.yaml at the base; the block's `passed` can only make it stricter.
 """
 
+import fnmatch
+import hashlib
 import math
 
 from senpai.config.target import Holdout, Metric, TargetConfig
-from senpai.errors import MergeRefused
+from senpai.errors import ApprovalRequired, MergeRefused
 from senpai.ledger import stats
 from senpai.ledger.blocks import Verification
 from senpai.ledger.experiment import Experiment
@@ -35,8 +37,11 @@ def check_merge(
     *,
     rivals: dict[int, float] | None = None,
     compute_allowed_by: str | None = None,
-) -> None:
-    """Raise MergeRefused (reason names the files or metrics) unless a merge of `head` into `base` is allowed.
+    approved: dict[str, str] | None = None,
+    consumed: set[str] | frozenset[str] = frozenset(),
+) -> str | None:
+    """Raise MergeRefused (reason names the files or metrics) unless a merge of `head` into `base` is
+    allowed; returns the fingerprint of the human approval the merge consumes (None if none is needed).
 
     `files` is what the PR changes, as read from the forge now; the verification's own `files`
     (git's list for exactly the pair it measured) are checked with them, so a file list raced by
@@ -48,6 +53,10 @@ def check_merge(
     on the PR) is set, no guard regressing beyond its tolerance, the target's test passed if it
     declares one, and the p-value still below alpha after Benjamini–Hochberg over `rivals` (PR ->
     one-sided p-value of the latest verification of each other PR against the same `base`).
+    Last, if senpai.yaml's `approval` rules name the merge (`approval_reasons`): `approved`
+    (fingerprint -> trusted login, the PR's acknowledged `/senpai approve`s) must hold the
+    fingerprint of exactly (`head`, `base`, the verification), and that fingerprint must not be in
+    `consumed` (the approvals earlier decisions recorded: single-use); else ApprovalRequired.
     """
     files = sorted({*files, *(verification.files if verification else [])})
     touched = protected_touched(target, files)
@@ -70,6 +79,42 @@ def check_merge(
     if problems:
         raise MergeRefused("; ".join(problems))
     _multiple(hold, judgement, rivals or {}, base)
+    return _approval(target, head, base, files, v, approved or {}, consumed)
+
+
+def fingerprint(head: str, base: str, v: Verification) -> str:
+    """12 hex digits naming one merge: the head and base shas and every field of the verification
+    (its record), so a push, a moved base or a new verification makes a new fingerprint."""
+    return hashlib.sha256(f"{head}\n{base}\n{v.model_dump_json()}".encode()).hexdigest()[:12]
+
+
+def approval_reasons(target: TargetConfig, files: list[str], v: Verification) -> list[str]:
+    """The senpai.yaml `approval` rules that name this merge, one sentence each (empty: none)."""
+    rules, out = target.approval, []
+    if rules.always:
+        out.append("senpai.yaml asks for an approval of every merge")
+    if rules.outside_params and (other := [f for f in files if f != target.params.file]):
+        out.append(f"the diff changes files other than {target.params.file}: {', '.join(other[:10])}")
+    if rules.improvement_over is not None and v.improvement is not None and v.improvement > rules.improvement_over:
+        out.append(f"the verified improvement {v.improvement:.4g} is over {rules.improvement_over:g}")
+    if matched := [f for f in files if any(fnmatch.fnmatchcase(f, g) for g in rules.paths)]:
+        out.append(f"the diff changes paths that need an approval: {', '.join(matched[:10])}")
+    return out
+
+
+def _approval(
+    target: TargetConfig, head: str, base: str, files: list[str], v: Verification, approved: dict[str, str], consumed
+) -> str | None:
+    """The fingerprint a valid approval gives (None: no rule names the merge). Raises ApprovalRequired."""
+    reasons = approval_reasons(target, files, v)
+    if not reasons:
+        return None
+    fp = fingerprint(head, base, v)
+    if fp in consumed:
+        raise MergeRefused(f"the approval {fp} was already consumed by an earlier decision; an approval is single-use")
+    if fp not in approved:
+        raise ApprovalRequired(fp, reasons)
+    return fp
 
 
 def _verdict(hold: Holdout, metric: Metric, v: Verification) -> stats.Judgement:

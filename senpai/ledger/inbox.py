@@ -112,6 +112,15 @@ class Try:
     params: dict[str, Scalar]
 
 
+@dataclass(frozen=True)
+class Reject:
+    """A `/senpai reject <fingerprint> reason...` the wrapper accepted: close the PR with `reason`."""
+
+    author: str
+    fingerprint: str
+    reason: str
+
+
 LIMIT_FIELDS = {"dollars", "tokens", "gpu_hours", "cpu_hours", "end_at"}  # of SteerCommand and LimitSettings
 
 
@@ -126,6 +135,8 @@ class SteerState:
     tries: tuple[Try, ...] = ()
     stops: dict[int, str] = field(default_factory=dict)  # PR -> login that sent `/senpai stop`
     compute_allowed: dict[int, str] = field(default_factory=dict)  # PR -> login that sent `/senpai allow compute`
+    approvals: dict[int, dict[str, str]] = field(default_factory=dict)  # PR -> fingerprint -> login that approved it
+    rejects: dict[int, Reject] = field(default_factory=dict)  # PR -> its `/senpai reject`
 
 
 def steer_blocks(comments: list[Comment], bot: str, current: list[Inbound]) -> list[tuple[Comment, Steer]]:
@@ -171,11 +182,28 @@ def apply_command(state: SteerState, block: Steer, index: int, c: SteerCommand) 
         return replace(state, compute_allowed={**state.compute_allowed, c.pr: block.author})
     if c.verb == "stop" and c.pr is not None:
         return replace(state, stops={**state.stops, c.pr: block.author})
+    if c.verb == "approve" and c.pr is not None and c.fingerprint:
+        approved = {**state.approvals.get(c.pr, {}), c.fingerprint: block.author}
+        return replace(state, approvals={**state.approvals, c.pr: approved})
+    if c.verb == "reject" and c.pr is not None and c.fingerprint:
+        reject = Reject(block.author, c.fingerprint, c.reason or "")
+        return replace(state, rejects={**state.rejects, c.pr: reject})
     return state
+
+
+def pr_steer(pr: PullRequest, comments: list[Comment], trusted: list[str], bot: str) -> SteerState:
+    """The steering state of `pr`'s own thread: the fold of the bot's acks of trusted commands that
+    still stand there (not edited or deleted since).  `comments` are the PR's."""
+    return fold(steer_blocks(comments, bot, pr_inbox(pr, comments, trusted, bot)))
 
 
 def compute_allowance(pr: PullRequest, comments: list[Comment], trusted: list[str], bot: str) -> str | None:
     """The login of the trusted human whose `/senpai allow compute` on `pr` the bot acknowledged and
     that still stands (not edited or deleted since), else None.  `comments` are the PR's."""
-    state = fold(steer_blocks(comments, bot, pr_inbox(pr, comments, trusted, bot)))
-    return state.compute_allowed.get(pr.number)
+    return pr_steer(pr, comments, trusted, bot).compute_allowed.get(pr.number)
+
+
+def approvals(pr: PullRequest, comments: list[Comment], trusted: list[str], bot: str) -> dict[str, str]:
+    """Fingerprint -> login of each trusted human's `/senpai approve <fingerprint>` on `pr` that the
+    bot acknowledged and that still stands (the merge gate checks the fingerprint)."""
+    return pr_steer(pr, comments, trusted, bot).approvals.get(pr.number, {})

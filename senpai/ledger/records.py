@@ -37,6 +37,7 @@ from markdown_it import MarkdownIt
 from senpai.errors import LedgerFormatError
 from senpai.forge.base import Comment, Issue, PullRequest
 from senpai.ledger.blocks import (
+    ApprovalRequest,
     Block,
     BudgetReport,
     Decision,
@@ -59,6 +60,7 @@ MARKERS: dict[str, type[Block]] = {
     "decision": Decision,
     "budget": BudgetReport,
     "ack": Steer,  # the wrapper's acknowledgement of a slash-command message
+    "approval": ApprovalRequest,  # the advisor's merge path asking a human (transitions.request_approval)
 }
 _MARKER = re.compile(r"<!-- senpai:([a-z]+):([0-9a-z:_-]{1,100}) -->")
 _MARKER_AT_END = re.compile(_MARKER.pattern + r"\s*\Z")
@@ -114,6 +116,8 @@ def record_key(block: Block) -> str:
             return hashed(f"{block.pr}:{block.head}:{block.verdict}")
         case BudgetReport():
             return hashed(f"{block.role}:{block.pr}:{block.revision}")
+        case ApprovalRequest():
+            return block.fingerprint
     raise TypeError(f"{type(block).__name__} is not a record")
 
 

@@ -17,12 +17,12 @@ posting twice.  A precondition that does not hold raises TransitionError.
 from senpai.config.target import TargetConfig
 from senpai.errors import FileListTruncated, MergeRefused, TransitionError
 from senpai.forge.base import Forge, PullRequest
-from senpai.ledger.blocks import BudgetReport, Decision, Evidence, Hypothesis, Verification
+from senpai.ledger.blocks import ApprovalRequest, BudgetReport, Decision, Evidence, Hypothesis, Verification
 from senpai.ledger.comments import prose
 from senpai.ledger.escalation import open_issue_once
 from senpai.ledger.experiment import Experiment, own_pull
 from senpai.ledger.gate import check_merge
-from senpai.ledger.inbox import compute_allowance
+from senpai.ledger.inbox import SteerState, pr_steer
 from senpai.ledger.labels import ASSIGNED, LABELLED, SENPAI, ExperimentState, status_of, student_label, with_status
 from senpai.ledger.records import by_bot, hashed, marker, marker_of, record_marker, record_text
 from senpai.ledger.redact import redact
@@ -170,8 +170,11 @@ def decide(
     the label `status:closed`.  changes: comment, then → changes.
     Preconditions: PR open in review or verifying and `d.head` is its current head; a merge needs
     `target` (its protected paths); close and changes do not read it.  For a merge, `trusted`
-    (author associations, `forge.trusted`) says whose `/senpai allow compute` on the PR counts (None:
-    nobody's), and `rivals` are the p-values of competing verifications (`gate.rival_p_values`).
+    (author associations, `forge.trusted`) says whose `/senpai allow compute` and `/senpai approve`
+    on the PR count (None: nobody's), and `rivals` are the p-values of competing verifications
+    (`gate.rival_p_values`).  A merge that senpai.yaml's `approval` names raises ApprovalRequired
+    without a valid approval; the decision records the approval it consumed (`Decision.approval`),
+    and an approval an earlier decision of the PR recorded is refused (single-use).
     Replay after a crash finishes the step (a merged PR with no decision gets its comment).
     """
     mark = record_marker(d)
@@ -188,12 +191,17 @@ def decide(
         if target is None:
             raise TransitionError(f"merging PR #{pr.number} needs the target's senpai.yaml (protected paths)")
         verification = exp.verification_for(pr.head_sha, base_sha)
-        allowed_by = compute_allowance(pr, forge.list_comments(pr.number), trusted, forge.login) if trusted else None
+        steer = pr_steer(pr, forge.list_comments(pr.number), trusted, forge.login) if trusted else SteerState()
         try:
             files = forge.pull_files(pr.number)
         except FileListTruncated as e:
             raise MergeRefused(f"{e}, so its scope cannot be checked") from None
-        check_merge(target, pr.head_sha, base_sha, files, verification, rivals=rivals, compute_allowed_by=allowed_by)
+        consumed = {x.approval for x in exp.decisions if x.approval}
+        approval = check_merge(
+            target, pr.head_sha, base_sha, files, verification, rivals=rivals,
+            compute_allowed_by=steer.compute_allowed.get(pr.number), approved=steer.approvals.get(pr.number), consumed=consumed,
+        )  # fmt: skip
+        d = d.model_copy(update={"approval": approval})
         # the head that was verified: a commit pushed since then makes the forge refuse (MergeConflict)
         merged = forge.merge_pull(pr.number, f"senpai: merge #{pr.number} ({d.reason})", pr.head_sha)
         d = _pinned(forge, d, base_sha, merged)
@@ -205,6 +213,15 @@ def decide(
         forge.close_with_labels(pr.number, with_status(pr.labels, ExperimentState.CLOSED))
     else:
         _set_status(forge, pr, ExperimentState.CHANGES)
+
+
+def request_approval(forge: Forge, pr: PullRequest, r: ApprovalRequest) -> None:
+    """Post the request that a trusted human approve the merge `r` names, once per fingerprint (the
+    PR stays as it is: the wrapper wakes the advisor again when an approval of it is acknowledged).
+    GitHub REST: GET and POST .../issues/{n}/comments."""
+    _require(pr, {ExperimentState.VERIFYING, ExperimentState.REVIEW}, "request an approval")
+    text = record_text(r, prose("approval.md.j2", r=r))
+    _post_once(forge, pr.number, record_marker(r), text, _comment_bodies(forge, pr.number))
 
 
 BUDGET_ISSUE_TITLE = "senpai: an advisor turn ran out of budget"

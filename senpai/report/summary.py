@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from senpai.ledger.blocks import Hypothesis
+from senpai.ledger.blocks import Hypothesis, Verification
 from senpai.ledger.consistency import seen_bases, verified_merge
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import ExperimentState
@@ -188,6 +188,17 @@ def _params(h: Hypothesis | None) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(h.params.items())) if h.params else h.change or ""
 
 
+def _reason(e: Experiment, v: Verification | None) -> str:
+    """The decision's reason (naming the human approval a merge consumed), else why it waits: for a
+    human's approval, or the verifier's refusal."""
+    d = e.decision
+    if d is not None:
+        return d.reason + (f" (approved by a human: fingerprint {d.approval})" if d.approval else "")
+    if (r := e.pending_approval()) is not None:
+        return f"waiting for a human's `/senpai approve {r.fingerprint}`: {'; '.join(r.reasons)}"
+    return v.reason if v and not v.passed else ""
+
+
 def row(e: Experiment) -> Row:
     ok = [ev for ev in e.evidence if ev.outcome == "ok"]
     failed = [ev for ev in e.evidence if ev.outcome == "failed"]
@@ -213,7 +224,7 @@ def row(e: Experiment) -> Row:
         floor=_finite(v.noise_floor) if v else None,
         passed=v.passed if v else None,
         verdict=d.verdict if d else None,
-        reason=clip(d.reason if d else (v.reason if v and not v.passed else ""), TEXT_CHARS),
+        reason=clip(_reason(e, v), TEXT_CHARS),
         failure=clip(failed[-1].failure if failed and not ok else "", TEXT_CHARS),
         exploration=clip(h.exploration if h else "", TEXT_CHARS),
         runs=runs[-5:],

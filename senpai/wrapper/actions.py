@@ -84,12 +84,14 @@ class Ack:
 
 @dataclass(frozen=True)
 class Stop:
-    """Make an acknowledged `/senpai stop` true: delete `jobs` (the PR's live jobs), then close PR
-    `pr` with the decision "stopped by @author" if it is still open. Idempotent."""
+    """Make an acknowledged `/senpai stop` (or `/senpai reject`, with its `reason`) true: delete
+    `jobs` (the PR's live jobs), then close PR `pr` with the decision "stopped by @author" ("rejected
+    by @author: reason") if it is still open. Idempotent."""
 
     pr: int
     author: str
     jobs: tuple[str, ...] = ()
+    reason: str | None = None
 
 
 @dataclass(frozen=True)

@@ -174,10 +174,11 @@ class Dispatcher:
         for name in s.jobs:
             self.fleet.delete(name)
         pr = self.forge.get_pull(s.pr)
+        what = f"stopped by @{s.author}" if s.reason is None else f"rejected by @{s.author}: {s.reason}"
         if pr.state == "open":
-            d = Decision(pr=s.pr, head=pr.head_sha, verdict="close", reason=f"stopped by @{s.author}", metric=None)
+            d = Decision(pr=s.pr, head=pr.head_sha, verdict="close", reason=what, metric=None)
             transitions.decide(self.forge, pr, exps[s.pr], d, None, "")  # a close reads no base
-        return f"#{s.pr}: stopped by @{s.author}"
+        return f"#{s.pr}: {what}"
 
     def _open_issue(self, a: OpenIssue) -> str:
         """Open `a` once (`escalation.open_issue_once`), its marker looked up on the forge once per

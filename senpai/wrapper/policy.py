@@ -47,7 +47,7 @@ from senpai.wrapper.actions import (
 )
 from senpai.wrapper.limits import exhausted
 from senpai.wrapper.patience import paused_for_patience
-from senpai.wrapper.steering import steering_actions
+from senpai.wrapper.steering import current_fingerprint, steering_actions
 from senpai.wrapper.world import World
 
 MAX_BASELINE_SOURCES = 4  # PRs a verifier is told to read for reusable baseline seeds
@@ -166,12 +166,22 @@ def advisor_events(w: World, cfg: HarnessConfig) -> list[Event]:
         if e.state == ExperimentState.REVIEW:
             events.append(pr_event("review", e.pr, e.head, version))
         elif e.state == ExperimentState.VERIFYING and e.verification_for(e.head, w.base_sha):
-            events.append(pr_event("verified", e.pr, e.head, version, base=w.base_sha))
+            events.append(pr_event("verified", e.pr, e.head, version + _approved(e, w), base=w.base_sha))
         elif (
             e.state == ExperimentState.WIP and e.pr not in busy_prs and w.now - datetime.fromisoformat(e.updated_at) > stale_after
         ):
             events.append(pr_event("stale", e.pr, e.head, version))
     return events + idle_events(w, cfg)
+
+
+def _approved(e: Experiment, w: World) -> str:
+    """`/ok<fingerprint>` once a human's approval of the PR's current merge is acknowledged, else "".
+
+    A merge waiting for an approval (`senpai.ledger.gate.ApprovalRequired`) leaves the PR verifying
+    at the same head: its `verified` event was handled, so the advisor is not woken for it again
+    until the approval makes this a new event."""
+    fp = current_fingerprint(e, w.base_sha)
+    return f"/ok{fp}" if fp and fp in w.steer.approvals.get(e.pr, {}) else ""
 
 
 def idle_events(w: World, cfg: HarnessConfig) -> list[Event]:

@@ -62,6 +62,18 @@ class ExperimentRow(_Row):
     attempts: int = Field(description="Attempts with evidence so far.")
 
 
+class ApprovalRow(_Row):
+    """An open experiment whose merge waits for a human (its latest `senpai-approval` request at its head)."""
+
+    pr: int
+    title: str
+    fingerprint: str = Field(description="What `/senpai approve <fingerprint>` must name.")
+    reasons: list[str] = Field(description="The senpai.yaml `approval` rules that name the merge.")
+    approved_by: str | None = Field(
+        description="The trusted login whose acknowledged approval names it (the advisor merges next)."
+    )
+
+
 class JobRow(_Row):
     """One live job of the fleet (pending or running)."""
 
@@ -115,6 +127,7 @@ class Status(_Row):
     merged: int
     closed: int
     jobs: list[JobRow]
+    approvals: list[ApprovalRow] = Field(default_factory=list, description="Merges waiting for a human's approval.")
     budget: BudgetStatus
     last_tick: LastTick
     rate_limit: RateLimit | None = Field(description="The forge's core rate limit as last stated; None: it states none.")
@@ -132,6 +145,11 @@ class Status(_Row):
                 _table(("job", "phase", "PR", "age", "deadline in"), [_job_cells(j) for j in self.jobs])
                 if self.jobs
                 else "No live jobs.",
+                *(
+                    [_table(("PR", "waiting for approval", "approved by", "why"), [_approval_cells(a) for a in self.approvals])]
+                    if self.approvals
+                    else []
+                ),
             ]
         )
 
@@ -188,6 +206,7 @@ def build_status(
         merged=sum(e.state == ExperimentState.MERGED for e in exps),
         closed=sum(e.state == ExperimentState.CLOSED for e in exps),
         jobs=[_job(j, now) for j in live],
+        approvals=[a for e in exps if (a := _waiting(e, steer))],
         budget=BudgetStatus(
             experiments=len(exps),
             experiment_cap=cap,
@@ -203,6 +222,14 @@ def build_status(
         last_tick=last_tick,
         rate_limit=rate_limit,
     )
+
+
+def _waiting(e: Experiment, steer: SteerState) -> ApprovalRow | None:
+    """The approval `e`'s merge waits for (`Experiment.pending_approval`), and who gave it if it came."""
+    if (r := e.pending_approval()) is None:
+        return None
+    by = steer.approvals.get(e.pr, {}).get(r.fingerprint)
+    return ApprovalRow(pr=e.pr, title=e.title, fingerprint=r.fingerprint, reasons=r.reasons, approved_by=by)
 
 
 def _against(key: str, used: float, cap: float | None) -> str:
@@ -255,6 +282,15 @@ def _student_cells(s: StudentRow) -> tuple[str, ...]:
 
 def _exp_cells(e: ExperimentRow) -> tuple[str, ...]:
     return (_pr(e.pr), e.state.value, e.student or "", str(e.attempts), _cell(e.title))
+
+
+def _approval_cells(a: ApprovalRow) -> tuple[str, ...]:
+    return (
+        f"{_pr(a.pr)} {_cell(a.title)}",
+        f"`/senpai approve {a.fingerprint}`",
+        a.approved_by or "",
+        _cell("; ".join(a.reasons)),
+    )
 
 
 def _job_cells(j: JobRow) -> tuple[str, ...]:

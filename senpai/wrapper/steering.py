@@ -9,8 +9,11 @@ stops) is folded from these blocks, so replaying a tick, restarting the wrapper 
 state store applies nothing twice and loses nothing.
 `/senpai stop` has effects outside the ack (job deleted, PR closed): they follow the ack, and every
 acknowledged stop is made true again on each fresh read (`Stop`), so a crash in between is
-finished by the next tick. `/senpai allow compute` is only its ack: the merge gate reads it from
-the PR's comments (`senpai.ledger.inbox.compute_allowance`).
+finished by the next tick; `/senpai reject <fingerprint> reason` is a stop that closes with the
+human's reason. `/senpai allow compute` and `/senpai approve <fingerprint>` are only their acks:
+the merge gate reads them from the PR's comments (`senpai.ledger.inbox.pr_steer`). An approve or
+reject must name the PR's current fingerprint (`senpai.ledger.gate.fingerprint` of its head, the
+base and their verification), so a human never answers a merge that is no longer the one asked about.
 
 Free-text messages become events (`senpai.wrapper.policy.pending_messages`); the `Dispatcher`
 acknowledges each as it launches the job it is handed to ("delivered to ..."), and
@@ -29,6 +32,7 @@ from senpai.ledger.commands import SYNTAX, CommandError, parse_commands
 from senpai.ledger.consistency import check, seen_bases, verified_merge
 from senpai.ledger.events import message_id, message_ref
 from senpai.ledger.experiment import Experiment
+from senpai.ledger.gate import fingerprint
 from senpai.ledger.inbox import LIMIT_FIELDS, Inbound, SteerState, apply_command
 from senpai.ledger.labels import ATTENTION, SENPAI, STEER, ExperimentState
 from senpai.wrapper.actions import Ack, Action, ApplyCommand, Launch, OpenIssue, Stop
@@ -55,6 +59,8 @@ def steering_actions(w: World, cfg: HarnessConfig) -> list[Action]:
     for e in w.exps:
         if (author := w.steer.stops.get(e.pr)) and not e.decided and e.pr not in stopped:
             out.append(stop_for(w, e.pr, author))
+        elif (r := w.steer.rejects.get(e.pr)) and not e.decided and e.pr not in stopped:
+            out.append(stop_for(w, e.pr, r.author, r.reason))
     out += delivery_repairs(w)
     issues = [patience_issue(w, cfg), exhaustion_issue(w, cfg)]
     return out + [i for i in issues if i] + hand_made_issues(w)
@@ -71,7 +77,7 @@ def command_action(m: Inbound, w: World, state: SteerState, cfg: HarnessConfig) 
     space = w.target.params.space if w.target else None
     try:
         parsed = parse_commands(msg.body, space, msg.number if m.on_pr else None)
-        commands = [_check(c, w.exps) for c in parsed if isinstance(c, SteerCommand)]
+        commands = [_check(c, w) for c in parsed if isinstance(c, SteerCommand)]
     except CommandError as e:
         return Ack(msg, f"Nothing was applied: {e}\n\n{SYNTAX}"), state
     queries = dict.fromkeys(c for c in parsed if isinstance(c, str))  # each answered once, in order
@@ -82,7 +88,11 @@ def command_action(m: Inbound, w: World, state: SteerState, cfg: HarnessConfig) 
     for i, c in enumerate(commands):  # each reply tells the state its command leaves
         state = apply_command(state, block, i, c)
         done.append(_describe(c, len(w.exps), w.jobs, state))
-    stops = tuple(stop_for(w, c.pr, msg.author) for c in commands if c.verb == "stop" and c.pr is not None)
+    stops = tuple(
+        stop_for(w, c.pr, msg.author, c.reason if c.verb == "reject" else None)
+        for c in commands
+        if c.verb in ("stop", "reject") and c.pr is not None
+    )
     answers = "\n\n".join(_answer(q, w, state, cfg) for q in queries)  # the status the commands leave
     return ApplyCommand(msg, tuple(done), block, stops, answers), state
 
@@ -96,20 +106,33 @@ def _answer(query: str, w: World, state: SteerState, cfg: HarnessConfig) -> str:
     return build_status(cfg, w.exps, w.jobs, state, w.now, tick, w.rate_limit).markdown()
 
 
-def stop_for(w: World, pr: int, author: str) -> Stop:
-    """The stop of PR `pr` for `author`, with the PR's live jobs to delete."""
-    return Stop(pr, author, tuple(j.name for j in w.jobs if j.pr == pr and not j.done))
+def stop_for(w: World, pr: int, author: str, reason: str | None = None) -> Stop:
+    """The stop of PR `pr` for `author`, with the PR's live jobs to delete; `reason`: a `/senpai
+    reject`'s (the PR is closed as rejected with it)."""
+    return Stop(pr, author, tuple(j.name for j in w.jobs if j.pr == pr and not j.done), reason)
 
 
-def _check(c: SteerCommand, exps: list[Experiment]) -> SteerCommand:
+def _check(c: SteerCommand, w: World) -> SteerCommand:
     """Completes `c` with what the ledger says, or raises CommandError before anything is applied."""
     if c.verb == "resume":
-        return c.model_copy(update={"decided": sorted(e.pr for e in exps if e.decided)})
-    if c.verb in ("stop", "allow"):
-        exp = next((e for e in exps if e.pr == c.pr), None)
+        return c.model_copy(update={"decided": sorted(e.pr for e in w.exps if e.decided)})
+    if c.verb in ("stop", "allow", "approve", "reject"):
+        exp = next((e for e in w.exps if e.pr == c.pr), None)
         if exp is None or exp.decided:
             raise CommandError(f"PR #{c.pr} is not an open senpai experiment")
+        if c.verb in ("approve", "reject") and c.fingerprint != (current := current_fingerprint(exp, w.base_sha)):
+            now = f"the current one is `{current}`" if current else "it has no verification of its head on the current base"
+            raise CommandError(
+                f"`{c.fingerprint}` is not the fingerprint of PR #{c.pr}'s merge as it is now ({now}): "
+                "its head, the base or the verification changed since"
+            )
     return c
+
+
+def current_fingerprint(e: Experiment, base_sha: str) -> str | None:
+    """The fingerprint of merging `e`'s head into `base_sha` as verified now (None: not verified)."""
+    v = e.verification_for(e.head, base_sha)
+    return fingerprint(e.head, base_sha, v) if v else None
 
 
 BUDGET_FIELDS = {"experiments", *LIMIT_FIELDS}
@@ -133,6 +156,10 @@ def _describe(c: SteerCommand, opened: int, jobs: list[JobStatus], state: SteerS
         return f"queued {point}: it is opened for the next idle student{when}, before any proposal"
     if c.verb == "allow":
         return f"allowed PR #{c.pr} more compute than senpai.yaml's tolerance: the merge gate accepts its compute"
+    if c.verb == "approve":
+        return f"approved the merge of PR #{c.pr} (fingerprint `{c.fingerprint}`): the advisor merges it if the gate passes"
+    if c.verb == "reject":
+        return f"rejected PR #{c.pr} (fingerprint `{c.fingerprint}`): closing it with your reason"
     live = [j.name for j in jobs if j.pr == c.pr and not j.done]
     return f"stopped PR #{c.pr}: " + (f"deleting job {', '.join(live)}, " if live else "") + "closing it with a decision"
 
