@@ -95,6 +95,7 @@ def demo(students: int, experiments: int, out: str | None, example: str, timeout
     senpai = Path(sys.executable).with_name("senpai")  # the venv's: `make demo` puts none on PATH
     command = senpai if senpai.exists() else "senpai"
     click.echo(f"ledger: {command} ledger --config {config_path} --local-forge {root / 'forge'} --json")
+    click.echo(f"wandb_sync: WANDB_API_KEY=... {command} sync {root}")
     if report.decided < experiments:
         raise PermanentError(f"only {report.decided} of {experiments} experiments decided before the timeout")
 

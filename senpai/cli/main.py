@@ -30,6 +30,7 @@ COMMANDS = {
     "demo": "senpai.cli.demo:demo",
     "validate": "senpai.cli.validate:validate",
     "preflight": "senpai.cli.preflight:preflight",
+    "sync": "senpai.cli.sync:sync",
 }
 
 

@@ -80,7 +80,7 @@ INSTALLATION_KEY = "senpai_installation"  # the config key that names a run's in
 PENDING_TAGS = "senpai-tags.jsonl"  # offline verdict tags, applied by `senpai sync`
 _INSTALLATION = re.compile(r"^[0-9a-f]{8}$")
 
-_OFFLINE_DIR = re.compile(r"^offline-run-(?P<stamp>\d{8}_\d{6})-(?P<id>.+)$")
+OFFLINE_DIR = re.compile(r"^offline-run-(?P<stamp>\d{8}_\d{6})-(?P<id>.+)$")
 _API_STATES = {
     "finished": "finished",
     "failed": "crashed",
@@ -279,7 +279,7 @@ class WandbTracker:
                 continue
             with entries:
                 for d in entries:
-                    if (m := _OFFLINE_DIR.match(d.name)) and d.is_dir():
+                    if (m := OFFLINE_DIR.match(d.name)) and d.is_dir():
                         found.setdefault(m["id"], []).append((m["stamp"], d))
         return {
             k: [Path(d.path) for _, d in (sorted(v, key=lambda sd: (sd[0], sd[1].stat().st_mtime)) if len(v) > 1 else v)]
@@ -305,7 +305,7 @@ class WandbTracker:
             run = cached[1]
         else:
             self.parses += 1
-            run = fold(records(_log_bytes(log_file) if st else b""))
+            run = fold(records(log_bytes(log_file) if st else b""))
         rec = _run_record(run_dir, run_id, run, st.st_mtime if st and st.st_size else None)
         if rec.state not in FINAL:
             self._live[run_id] = (key, run)
@@ -398,7 +398,7 @@ def _from_api(run: Any) -> RunRecord:  # pragma: no cover - needs a W&B server
 # -------------------------------------------------------------------- the transaction log
 
 
-def _log_bytes(path: Path) -> bytes:
+def log_bytes(path: Path) -> bytes:
     """The bytes of a run's log, or b"" (logged) if it holds over MAX_LOG_BYTES; a FIFO put in its
     place meanwhile reads as empty (opened without blocking)."""
     with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as f:

@@ -8,7 +8,7 @@ tracker folds into a run:
 
     Record          3 summary: SummaryRecord, 5 config: ConfigRecord, 17 run: RunRecord,
                     18 exit: RunExitRecord (members of the `record_type` oneof)
-    RunRecord       4 config: ConfigRecord, 5 summary: SummaryRecord, 6 run_group, 7 job_type,
+    RunRecord       2 entity, 3 project, 4 config: ConfigRecord, 5 summary: SummaryRecord, 6 run_group, 7 job_type,
                     8 display_name, 9 notes, 10 tags (repeated), 21 git: GitRepoRecord
     GitRepoRecord   1 remote_url, 2 commit
     ConfigRecord, SummaryRecord    1 update, 2 remove (repeated items)
@@ -40,7 +40,7 @@ _FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
 # Record.record_type members read (field number -> kind)
 _KINDS = {3: "summary", 5: "config", 17: "run", 18: "exit"}
 # RunRecord's string fields read (field number -> Record attribute)
-_RUN_TEXT = {6: "run_group", 7: "job_type", 8: "display_name", 9: "notes"}
+_RUN_TEXT = {2: "entity", 3: "project", 6: "run_group", 7: "job_type", 8: "display_name", 9: "notes"}
 _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5  # protobuf wire types (3 and 4, groups, are not used by wandb)
 
 
@@ -156,6 +156,8 @@ class Record:
     any other record) and that member's fields."""
 
     kind: str | None = None
+    entity: str = ""
+    project: str = ""
     display_name: str = ""
     run_group: str = ""
     job_type: str = ""
@@ -246,16 +248,16 @@ def records(data: bytes) -> Iterator[Record]:
 
 
 def fold(recs: Iterable[Record]) -> dict[str, Any]:
-    """Replay run, config, summary and exit records into name, group, tags, job type, notes, git
-    commit and remote, config, summary and exit code."""
+    """Replay run, config, summary and exit records into name, group, tags, entity, project, job
+    type, notes, git commit and remote, config, summary and exit code."""
     out: dict[str, Any] = {"name": None, "group": None, "tags": [], "config": {}, "summary": {}}
-    out |= {"job_type": None, "notes": None, "git_commit": None, "git_remote": None, "exit_code": None}
+    out |= dict.fromkeys(_TEXTS + ("exit_code",))
     for rec in recs:
         if rec.kind == "run":
             out["name"] = rec.display_name or None
             out["group"] = rec.run_group or None
             out["tags"] = list(rec.tags)
-            out |= {k: getattr(rec, k) or None for k in ("job_type", "notes", "git_commit", "git_remote")}
+            out |= {k: getattr(rec, k) or None for k in _TEXTS}
             _apply(out["config"], rec.config.update)
             _apply(out["summary"], rec.summary.update)
         elif rec.kind == "config":
@@ -267,6 +269,9 @@ def fold(recs: Iterable[Record]) -> dict[str, Any]:
     for internal in ("_wandb", "wandb_version"):  # as the public API's `Run.config` does
         out["config"].pop(internal, None)
     return out
+
+
+_TEXTS = ("entity", "project", "job_type", "notes", "git_commit", "git_remote")  # fold's texts of a run record
 
 
 def _apply(target: dict, updates: Iterable[Item], removes: Iterable[Item] = ()) -> None:
