@@ -23,6 +23,7 @@ from senpai.tracker.wandb_log import fold, records
 
 MAX_DEPTH = 3  # <out>/wandb/wandb/offline-run-*: the demo's layout
 MAX_TAG_LINES = 100_000  # lines read of one senpai-tags.jsonl
+MAX_LINE = 1_000  # characters shown of one line wandb sync prints
 NO_KEY = (
     "no W&B key: export WANDB_API_KEY=<your key> (`wandb login` shows where to get one; set WANDB_BASE_URL for "
     "a W&B server other than the default), then run senpai sync again; --dry-run lists the runs without a key"
@@ -66,7 +67,9 @@ def sync_offline(root: Path, echo: Callable[[str], None], dry_run: bool = False)
     echo(f"{'would sync' if dry_run else 'syncing'} {len(report.runs)} offline W&B run(s) under {root}")
     env = {k: v for k, v in os.environ.items() if k != "WANDB_MODE"}  # an offline mode would keep wandb sync offline
     args = [sys.executable, "-m", "wandb", "sync", *(["--dry-run"] if dry_run else []), *map(str, report.runs)]
-    proc = subprocess.run(args, env=env, stdout=sys.stderr, stderr=sys.stderr)  # wandb's own progress, on stderr
+    with subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace") as proc:
+        for line in proc.stdout:  # wandb's own progress, line by line
+            echo(line.rstrip()[:MAX_LINE])
     if proc.returncode != 0:
         raise TransientError(f"wandb sync exited {proc.returncode}; its output is above")
     if not dry_run:  # pragma: no cover - needs a W&B server
