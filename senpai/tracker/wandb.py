@@ -175,13 +175,13 @@ class WandbTracker:
     def log_run(self, run: RunIdentity, summary: dict[str, float], table: RunTable | None = None) -> RunRecord:
         """Log `run` from this process: `summary` as its summary, `table` as a `wandb.Table` under
         `table.name`. A second call with the same id resumes the run (a retried job). Returns the
-        run as read back offline; online, as logged, with its url. Raises TransientError if W&B
-        cannot be reached or refuses the run (online)."""
+        run as logged (state finished), with its url online and its folder offline. Raises
+        TransientError if W&B cannot be reached or refuses the run (online)."""
         import wandb
 
         settings = wandb.Settings(
-            silent=True, api_key=self._key, git_commit=run.git_commit, git_remote_url=run.git_remote,
-            x_disable_stats=True, x_disable_machine_info=True,
+            silent=True, api_key=self._key, git_commit=run.git_commit, git_remote_url=run.git_remote, console="off",
+            x_disable_stats=True, x_disable_machine_info=True, x_save_requirements=False,
         )  # fmt: skip
         try:
             with wandb.init(
@@ -192,17 +192,16 @@ class WandbTracker:
                 if table is not None:
                     w.log({table.name: wandb.Table(columns=table.columns, data=table.rows)})
                 w.summary.update(summary)
-                url = w.url
+                online = self.mode == "online"
+                url, path = (w.url, None) if online else (None, str(Path(w.dir).parent))  # w.url warns offline
+            wandb.teardown()  # wait for wandb-core to write the run out: a job may end right after
         except (wandb.errors.Error, OSError) as e:
             raise TransientError(f"W&B run {run.id}: {e}") from e
-        if self.mode != "online":
-            return self.get_run(run.id)
-        rec = RunRecord(
+        return RunRecord(
             id=run.id, name=run.name, group=run.group, tags=run.tags, config=self._config(run), summary=summary,
-            state="finished", url=url, job_type=run.job_type, notes=run.notes, git_commit=run.git_commit,
+            state="finished", url=url, path=path, job_type=run.job_type, notes=run.notes, git_commit=run.git_commit,
             git_remote=run.git_remote,
         )  # fmt: skip
-        return self._remember(rec)
 
     def add_tags(self, group: str, tags: list[str]) -> int:
         """Add `tags` to this installation's runs of `group` (their config's `senpai_installation`).

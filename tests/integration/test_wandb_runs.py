@@ -150,7 +150,9 @@ def test_a_run_senpai_logs_itself_has_its_summary_and_table_and_a_retry_writes_t
     (table_file,) = (tmp_path / "wandb").glob(f"offline-run-*-{run.id}/files/media/table/holdout_*.table.json")
     assert json.loads(table_file.read_text())["data"] == table.rows  # wandb's own table file
     again = tracker.log_run(run, {"candidate_mean": 0.91})
-    assert again.id == rec.id and tracker.get_run(run.id).summary["candidate_mean"] == 0.91
+    assert again.id == rec.id
+    read = tracker.get_run(run.id)  # at once: log_run waits until wandb-core has written the run out
+    assert (read.state, read.summary["candidate_mean"], read.job_type, read.path) == ("finished", 0.91, "verify", again.path)
 
 
 def test_verdict_tags_are_queued_offline_and_sync_finds_the_runs_that_lack_them(tmp_path, checkout):
