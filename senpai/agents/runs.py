@@ -54,25 +54,33 @@ def _digest(*parts: str) -> str:
 def identity(
     ctx: TurnContext, pr: int | None, what: str, name: str, job_type: JobType, head: str | None, config: dict, tags: list[str]
 ) -> RunIdentity:
-    """The identity of a run of PR `pr` (see the module docstring). The PR's URL comes from the
-    ledger's listing (no request when nothing changed)."""
-    notes = None
-    if pr is not None:
-        try:
-            notes = ctx.ledger.pull(pr).html_url
-        except (NotFound, TransientError) as e:  # a missing link must not lose the run
-            log.warning("no link to PR #%d in its W&B run: %s", pr, e)
+    """The identity of a run of PR `pr` (see the module docstring)."""
     return RunIdentity(
         id=run_id(ctx.harness.forge.repo, pr, what, ctx.tracker.installation),
         group=group(pr),
         name=name,
         tags=["senpai", *tags, group(pr)],
         job_type=job_type,
-        notes=notes,
+        notes=pr_url(ctx, pr),
         git_commit=head,
         git_remote=public_url(ctx.forge.clone_url),
         config={"senpai_pr": pr, "senpai_head": head, **config},
     )
+
+
+def pr_url(ctx: TurnContext, pr: int | None) -> str | None:
+    """PR `pr`'s web URL: from the PRs the ledger already holds (a PR's URL never changes), else
+    read (`LedgerReader.pull`); None for no PR, or if the forge cannot say (logged: a missing
+    link must not lose the run)."""
+    if pr is None:
+        return None
+    if known := next((p for p in ctx.ledger.pulls if p.number == pr), None):
+        return known.html_url
+    try:
+        return ctx.ledger.pull(pr).html_url
+    except (NotFound, TransientError) as e:
+        log.warning("no link to PR #%d in its W&B run: %s", pr, e)
+        return None
 
 
 def run_identity(ctx: TurnContext, pr: int, attempt: int, student: str, head: str, hypothesis: str, params: dict) -> RunIdentity:
