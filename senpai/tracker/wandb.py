@@ -56,6 +56,7 @@ from typing import Any
 import yaml
 
 from senpai.config.harness import TrackerSettings
+from senpai.config.load import read_bounded
 from senpai.errors import ConfigError, Forbidden, NotFound, TransientError
 from senpai.tracker.base import RunIdentity, RunRecord, RunTable
 from senpai.tracker.wandb_log import fold, records
@@ -141,7 +142,8 @@ class WandbTracker:
     @property
     def installation(self) -> str:
         """This installation's id: `<dir>/senpai-installation`, created (8 random hex digits) if
-        absent. Concurrent first calls agree: the file appears whole (a hard link) or not at all."""
+        absent. Concurrent first calls agree: the file appears whole (a hard link) or not at all.
+        Raises ConfigError if the file is not a regular file holding such an id."""
         if self._installation is None:
             path = self.dir / INSTALLATION_FILE
             if not path.is_file():
@@ -154,7 +156,7 @@ class WandbTracker:
                     pass
                 finally:
                     tmp.unlink()
-            text = path.read_text().strip()
+            text = read_bounded(path, 64).strip()  # the train command can write under WANDB_DIR: a FIFO, a huge file
             if not _INSTALLATION.match(text):
                 raise ConfigError(f"{path} holds {text[:20]!r}, not an installation id (8 hex digits): delete it")
             self._installation = text

@@ -131,6 +131,11 @@ def test_a_damaged_installation_file_is_a_config_error(tmp_path):
     (tmp_path / "senpai-installation").write_text("not-an-id\n")
     with pytest.raises(ConfigError, match="delete it"):
         _ = tracker_at(tmp_path).installation
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    os.mkfifo(planted / "senpai-installation")  # a train command can write under WANDB_DIR
+    with pytest.raises(ConfigError):  # refused at once, never a read that blocks
+        _ = tracker_at(planted).installation
 
 
 def test_a_clone_url_with_a_credential_never_becomes_the_runs_remote():
