@@ -59,7 +59,7 @@ def identity(
         id=run_id(ctx.harness.forge.repo, pr, what, ctx.tracker.installation),
         group=group(pr),
         name=name,
-        tags=["senpai", *tags, group(pr)],
+        tags=list(dict.fromkeys(["senpai", *tags, group(pr)])),  # an advisor turn about no PR: one `advisor`
         job_type=job_type,
         notes=pr_url(ctx, pr),
         git_commit=head,
