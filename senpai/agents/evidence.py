@@ -2,36 +2,24 @@
 a `senpai-evidence` block.
 
 The target program logs its own W&B run; this gives it its identity through wandb's standard env
-vars, runs the target's train command in the work copy, reads the run back by id, and posts the
-evidence through `transitions.submit_evidence` (which moves the PR to review).
+vars (`senpai.agents.runs.run_identity`: job_type train, the PR head as its git commit), runs the
+target's train command in the work copy, reads the run back by id, and posts the evidence
+through `transitions.submit_evidence` (which moves the PR to review).
 """
 
 import os
-import re
 import time
 
 from senpai.agents.context import TurnContext
 from senpai.agents.environ import train_secrets
 from senpai.agents.measure import finite, run_command
+from senpai.agents.runs import run_identity
 from senpai.config.budgets import StudentBudget
 from senpai.errors import NotFound
 from senpai.fleet.base import job_deadline, job_gpus
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Cost, Evidence, Hypothesis, RunRef
-from senpai.tracker.base import RunIdentity, RunRecord
-
-
-def run_identity(repo: str, pr: int, attempt: int, student: str, head: str, hypothesis: str, params: dict) -> RunIdentity:
-    """W&B identity of attempt `attempt` on PR `pr` (design §2)."""
-    slug = re.sub(r"[^a-z0-9]+", "-", repo.split("/")[-1].lower()).strip("-")[:30]
-    config = {"senpai_pr": pr, "senpai_head": head, "senpai_hypothesis": hypothesis, **params}
-    return RunIdentity(
-        id=f"{slug}-pr{pr}-a{attempt}",
-        group=f"pr-{pr}",
-        name=f"{student}/pr-{pr}/{attempt}",
-        tags=["senpai", f"student:{student}", f"pr-{pr}"],
-        config=config,
-    )
+from senpai.tracker.base import RunRecord
 
 
 def measure_and_post(
@@ -59,7 +47,7 @@ def measure_and_post(
     or the metric is missing or not finite. Posted text is redacted by the ledger
     (`senpai.ledger.redact`). Raises TransitionError if the PR is not in wip/changes/review.
     """
-    identity = run_identity(ctx.harness.forge.repo, number, attempt, h.student, head, h.id, params)
+    identity = run_identity(ctx, number, attempt, h.student, head, h.id, params)
     env = {**train_secrets(os.environ), **(extra_env or {}), **ctx.tracker.env_for(identity), "SEED": "0"}
     timeout = train_timeout(ctx.budgets.student)
     out = run_command(ctx.target.train, ctx.repo.path, env, timeout, log=ctx.workdir / "train.log")

@@ -9,6 +9,7 @@ picks them itself; both apply them here.
 import math
 
 from senpai.agents.context import TurnContext
+from senpai.agents.runs import tag_verdict
 from senpai.errors import ApprovalRequired, MergeConflict, MergeRefused
 from senpai.forge.base import PullRequest
 from senpai.ledger import transitions
@@ -26,13 +27,15 @@ def decision(exp: Experiment, verdict: str, reason: str, **numbers) -> Decision:
 
 def apply(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline: Baseline, d: Decision) -> None:
     """`transitions.decide` for the current base (the merge gate applies to merges, with the trusted
-    associations whose `/senpai allow compute` counts and the p-values of competing verifications)."""
+    associations whose `/senpai allow compute` counts and the p-values of competing verifications),
+    then the PR's W&B runs are tagged with the verdict (`runs.tag_verdict`)."""
     if d.verdict != "merge":
         transitions.decide(ctx.forge, pr, exp, d, ctx.target, baseline.commit)
-        return
-    rivals = rival_p_values(ctx.target, ctx.ledger.experiments(), exp.pr, baseline.commit)
-    trusted = ctx.harness.forge.trusted
-    transitions.decide(ctx.forge, pr, exp, d, ctx.target, baseline.commit, trusted=trusted, rivals=rivals)
+    else:
+        rivals = rival_p_values(ctx.target, ctx.ledger.experiments(), exp.pr, baseline.commit)
+        trusted = ctx.harness.forge.trusted
+        transitions.decide(ctx.forge, pr, exp, d, ctx.target, baseline.commit, trusted=trusted, rivals=rivals)
+    tag_verdict(ctx, d)
 
 
 def verified_numbers(v: Verification) -> dict[str, float | str | None]:

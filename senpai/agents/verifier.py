@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from senpai.agents.context import TurnContext
 from senpai.agents.evaluate import EvaluatorFiles, Trained, score_step
 from senpai.agents.measure import Outcome
+from senpai.agents.runs import log_verification
 from senpai.config.target import Holdout, TargetConfig
 from senpai.errors import PermanentError, TransientError
 from senpai.ledger import gate, stats, transitions
@@ -280,10 +281,15 @@ def _judged(target: TargetConfig, plan: Plan, m: Measurement, j, test_passed: bo
     return v.model_copy(update=update)
 
 
-def record(ctx: TurnContext, v: Verification) -> None:
-    """Post `v` on its PR once (`transitions.record_verification`; raises TransitionError if the PR
-    may not take it, TransientError on forge faults that outlast retries)."""
+def record(ctx: TurnContext, v: Verification) -> Verification:
+    """Log `v`'s holdout numbers as a W&B run (`runs.log_verification`; a verification that
+    measured nothing logs none), then post `v`, naming that run, on its PR once
+    (`transitions.record_verification`; raises TransitionError if the PR may not take it,
+    TransientError on forge faults that outlast retries). Returns the block posted."""
+    if (run := log_verification(ctx, v)) is not None:
+        v = v.model_copy(update={"runs": [run]})
     transitions.record_verification(ctx.forge, ctx.forge.get_pull(v.pr), v)
+    return v
 
 
 def scorer(hold: Holdout, evaluator: EvaluatorFiles, holdout_dir: Path, root: Path, timeout: float) -> Score:

@@ -145,8 +145,7 @@ def verify_all(ctx: TurnContext, number: int, holdout_dir: Path, sources: tuple[
         score = scorer(hold, evaluator, holdout_dir, ctx.workdir / "score", ctx.budgets.verifier.steps.score)
         past = known(ctx, plan, holdout_dir, sources)
         v = measure(ctx.target, plan, lambda side, seed: trainers[side](seed), score, trainers["candidate"].test(), past)
-    record(ctx, v)
-    return v
+    return record(ctx, v)
 
 
 def checkout_step(ctx: TurnContext, number: int, work: Path, holdout_dir: Path, sources: tuple[int, ...] = ()) -> Plan:
@@ -247,8 +246,7 @@ def score_from_work(ctx: TurnContext, number: int, work: Path, holdout_dir: Path
         v = refusal(ctx.target, plan) or _stale(ctx.target, plan, planned)
     else:
         v = refusal(ctx.target, plan) or _score_recorded(ctx, plan, work, holdout_dir, sources)
-    record(ctx, v)
-    return v
+    return record(ctx, v)
 
 
 def _score_recorded(ctx: TurnContext, plan: Plan, work: Path, holdout_dir: Path, sources: tuple[int, ...]) -> Verification:

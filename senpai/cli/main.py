@@ -35,6 +35,7 @@ COMMANDS = {
     "preflight": "senpai.cli.preflight:preflight",
     "status": "senpai.cli.status:status",
     "logs": "senpai.cli.logs:logs",
+    "sync": "senpai.cli.sync:sync",
 }
 
 

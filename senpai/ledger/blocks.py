@@ -254,6 +254,9 @@ class Verification(Block):
     baseline_reused: dict[int, int] = Field(
         default_factory=dict, description="Seed -> the PR whose verification measured that baseline seed (not re-trained here)."
     )
+    runs: list[RunRef] = Field(
+        default_factory=list, description="The W&B run of these holdout numbers (job_type verify); empty: none logged."
+    )
     passed: bool
     reason: str
 

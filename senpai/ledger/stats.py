@@ -149,6 +149,8 @@ def _welch(c: np.ndarray, b: np.ndarray, alpha: float) -> tuple[float, float, st
             warnings.simplefilter("ignore")  # nearly equal values warn of precision loss; the p-value is still usable
             r = stats.ttest_ind(c, b, equal_var=False, alternative="greater")
         t, p = float(r.statistic), float(r.pvalue)
+        if math.isnan(p):  # spreads so small their variance underflows to 0: as exact as equal values
+            t, p = _exact(float(c.mean() - b.mean()))
     return t, p, f"Welch t={t:.2g}"
 
 
@@ -164,6 +166,8 @@ def _paired(c: np.ndarray, b: np.ndarray, alpha: float) -> tuple[float, float, s
             warnings.simplefilter("ignore")  # as in _welch
             r = stats.ttest_rel(c, b, alternative="greater")
         t, p = float(r.statistic), float(r.pvalue)
+        if math.isnan(p):  # as in _welch
+            t, p = _exact(float(d.mean()))
     return t, p, f"paired t={t:.2g}"
 
 

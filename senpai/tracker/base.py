@@ -1,8 +1,10 @@
 """Tracker port: give a run its identity before the program starts, read it back after.
 
 The target program logs its own run with wandb exactly as it would without senpai; the student only
-sets wandb's standard env vars (WANDB_RUN_ID, WANDB_RUN_GROUP, WANDB_NAME, WANDB_TAGS,
-WANDB_PROJECT, WANDB_MODE, WANDB_DIR) so the run carries senpai's identity.
+sets wandb's standard env vars (WANDB_RUN_ID, WANDB_RUN_GROUP, WANDB_NAME, WANDB_TAGS, WANDB_JOB_TYPE,
+WANDB_NOTES, WANDB_GIT_COMMIT, WANDB_GIT_REMOTE_URL, WANDB_PROJECT, WANDB_MODE, WANDB_DIR) so the run
+carries senpai's identity. The runs senpai measures or spends itself (the verifier's holdout numbers,
+an agent turn's LLM and tool calls) it logs itself (`log_run`).
 """
 
 from collections.abc import Iterable
@@ -10,9 +12,14 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+Scalar = str | int | float | bool | None
+JobType = Literal["train", "verify", "agent"]
+
 
 class RunIdentity(BaseModel):
-    """Who a run is. W&B: id, group `pr-<n>`, name `<student>/pr-<n>/<attempt>`, tags, config."""
+    """Who a run is. W&B: id (unique per installation, `senpai.agents.runs.run_id`), group
+    `pr-<n>`, name `<student>/pr-<n>/<attempt>`, tags, job type, notes (a link to the PR), the
+    experiment's git commit and remote, config."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -20,9 +27,23 @@ class RunIdentity(BaseModel):
     group: str
     name: str
     tags: list[str]
-    config: dict[str, str | int | float | bool | None] = Field(
+    job_type: JobType = Field("train", description="train: a student's run; verify: the verifier's; agent: an agent turn.")
+    notes: str | None = Field(None, description="Free text shown with the run: the PR's web URL.")
+    git_commit: str | None = Field(None, description="The commit the run measured (the PR head), not senpai's own.")
+    git_remote: str | None = Field(None, description="The target repository's clone URL, never one with a credential.")
+    config: dict[str, Scalar] = Field(
         default_factory=dict, description="pr, head, hypothesis id; the params are added by senpai."
     )
+
+
+class RunTable(BaseModel):
+    """Rows senpai logs as one W&B Table of a run it logs itself (`Tracker.log_run`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z_]{1,32}$", description="The table's key in the run.")
+    columns: list[str]
+    rows: list[list[Scalar]] = Field(description="One list per row, in `columns` order.")
 
 
 class RunRecord(BaseModel):
@@ -39,6 +60,10 @@ class RunRecord(BaseModel):
     state: Literal["finished", "crashed", "running", "unknown"]
     url: str | None = Field(description="Web URL when synced/online; None offline (never hard-coded).")
     path: str | None = Field(None, description="Offline run directory, when offline.")
+    job_type: str | None = None
+    notes: str | None = None
+    git_commit: str | None = Field(None, description="The commit wandb recorded for the run.")
+    git_remote: str | None = Field(None, description="The remote URL wandb recorded for the run.")
 
 
 class ReportSpec(BaseModel):
@@ -57,10 +82,23 @@ class ReportSpec(BaseModel):
 class Tracker(Protocol):
     """Port over the experiment tracker."""
 
+    installation: str  # this installation's id (8 hex digits): part of every run id, so two never share one
+
     def env_for(self, run: RunIdentity) -> dict[str, str]:
         """Env vars that make the program's own `wandb.init()` log as `run`: WANDB_RUN_ID,
-        WANDB_RUN_GROUP, WANDB_NAME, WANDB_TAGS (comma-separated), WANDB_PROJECT, WANDB_MODE,
-        WANDB_DIR, and a file holding `run.config` (see senpai/tracker/wandb.py for the variable)."""
+        WANDB_RUN_GROUP, WANDB_NAME, WANDB_TAGS (comma-separated), WANDB_JOB_TYPE, WANDB_NOTES,
+        WANDB_GIT_COMMIT, WANDB_GIT_REMOTE_URL, WANDB_PROJECT, WANDB_MODE, WANDB_DIR, and a file
+        holding `run.config` (see senpai/tracker/wandb.py for the variable)."""
+        ...
+
+    def log_run(self, run: RunIdentity, summary: dict[str, float], table: RunTable | None = None) -> RunRecord:
+        """Log a run senpai itself measured (the verifier's holdout numbers, an agent turn's calls):
+        `summary` as its summary, `table` as a W&B Table. Returns it as read back (its url online)."""
+        ...
+
+    def add_tags(self, group: str, tags: list[str]) -> int:
+        """Add `tags` to this installation's runs of `group` (a verdict, once decided): now online;
+        offline, recorded beside the runs for `senpai sync` to apply. Returns the runs tagged now."""
         ...
 
     def get_run(self, run_id: str) -> RunRecord:

@@ -2,8 +2,14 @@
 
 Identity in (checked against wandb 0.31). `env_for` sets wandb's standard variables, so the
 program's own `wandb.init()` (with or without `config=`) logs as senpai's run: WANDB_RUN_ID,
-WANDB_RUN_GROUP, WANDB_NAME, WANDB_TAGS, WANDB_PROJECT, WANDB_ENTITY, WANDB_MODE, WANDB_DIR and
-WANDB_SILENT.
+WANDB_RUN_GROUP, WANDB_NAME, WANDB_TAGS, WANDB_JOB_TYPE, WANDB_NOTES, WANDB_PROJECT, WANDB_ENTITY,
+WANDB_MODE, WANDB_DIR and WANDB_SILENT; WANDB_GIT_COMMIT and WANDB_GIT_REMOTE_URL make the run's git
+information the experiment's (the PR head, the target repository), whatever checkout it runs in.
+
+Installation. `<dir>/senpai-installation` holds a random id (8 hex digits), written once by the
+first tracker to need it; senpai's run ids end with it (`senpai.agents.runs.run_id`), so two
+installations (two demos, two clusters) logging to one W&B project never share a run id, and every
+run's config carries it as `senpai_installation` (a verdict tags only this installation's runs).
 
 Config in. The documented WANDB_CONFIG_PATHS cannot be used: wandb 0.31 types
 `Settings.config_paths` as `Sequence[str]`, rejects the string it reads from the environment, and
@@ -27,11 +33,20 @@ aggregates with last values. A NaN passed to `run.log` survives as float nan (in
 itself writes `run.summary[k] = nan` as null, so that value reads back as None.
 
 Runs out, online (WANDB_API_KEY set): `wandb.Api().run("<entity>/<project>/<id>")`.
+
+Runs senpai logs itself (`log_run`: the verifier's holdout numbers, an agent turn's calls) go
+through `wandb.init` in this process, so only that job pays the `wandb` import. Verdict tags
+(`add_tags`) are set through the W&B API online; offline they are appended to
+`<dir>/senpai-tags.jsonl`, which `senpai sync` applies once it has uploaded the runs
+(`senpai.tracker.wandb_sync`). The mode and the key are read when the tracker is built: a job
+removes the key from its environment before it runs code from a PR.
 """
 
+import json
 import logging
 import os
 import re
+import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -41,8 +56,9 @@ from typing import Any
 import yaml
 
 from senpai.config.harness import TrackerSettings
+from senpai.config.load import read_bounded
 from senpai.errors import ConfigError, Forbidden, NotFound, TransientError
-from senpai.tracker.base import ReportSpec, RunIdentity, RunRecord
+from senpai.tracker.base import ReportSpec, RunIdentity, RunRecord, RunTable
 from senpai.tracker.wandb_log import fold, records
 
 log = logging.getLogger(__name__)
@@ -60,8 +76,12 @@ MAX_CACHED_RUNS = 10_000
 # own program writes it), and the run reads as if its log were empty (state unknown, no summary).
 MAX_LOG_BYTES = 512 * 1024**2
 FINAL = frozenset({"finished", "crashed"})  # run states that never change again
+INSTALLATION_FILE = "senpai-installation"
+INSTALLATION_KEY = "senpai_installation"  # the config key that names a run's installation
+PENDING_TAGS = "senpai-tags.jsonl"  # offline verdict tags, applied by `senpai sync`
+_INSTALLATION = re.compile(r"^[0-9a-f]{8}$")
 
-_OFFLINE_DIR = re.compile(r"^offline-run-(?P<stamp>\d{8}_\d{6})-(?P<id>.+)$")
+OFFLINE_DIR = re.compile(r"^offline-run-(?P<stamp>\d{8}_\d{6})-(?P<id>.+)$")
 _API_STATES = {
     "finished": "finished",
     "failed": "crashed",
@@ -78,6 +98,9 @@ class WandbTracker:
     def __init__(self, settings: TrackerSettings) -> None:
         self.settings = settings
         self.dir = Path(settings.dir).resolve()
+        self.mode = settings.resolved_mode()  # now: a job scrubs the key from os.environ later
+        self._key = os.environ.get("WANDB_API_KEY") or None
+        self._installation: str | None = None
         self._finished: OrderedDict[str, RunRecord] = OrderedDict()  # final runs by id, least recently read first
         self._live: dict[str, tuple[tuple, dict[str, Any]]] = {}  # id -> ((dir, mtime_ns, size), folded log)
         self.parses = 0  # `.wandb` logs read and folded (offline)
@@ -99,32 +122,122 @@ class WandbTracker:
             "WANDB_RUN_GROUP": run.group,
             "WANDB_NAME": run.name,
             "WANDB_PROJECT": self.settings.project,
-            "WANDB_MODE": self.settings.resolved_mode(),
+            "WANDB_MODE": self.mode,
             "WANDB_DIR": str(self.dir),
             "WANDB_SILENT": "true",
             "WANDB__TRANSACTION_LOG_FLUSH_INTERVAL": FLUSH_SECONDS,
         }
-        if run.tags:
-            env["WANDB_TAGS"] = ",".join(run.tags)
-        if self.settings.entity:
-            env["WANDB_ENTITY"] = self.settings.entity
-        if run.config:
-            env["WANDB_SWEEP_PARAM_PATH"] = str(self._write_config(run))
+        optional = {
+            "WANDB_TAGS": ",".join(run.tags),
+            "WANDB_JOB_TYPE": run.job_type,
+            "WANDB_NOTES": run.notes,
+            "WANDB_GIT_COMMIT": run.git_commit,
+            "WANDB_GIT_REMOTE_URL": run.git_remote,
+            "WANDB_ENTITY": self.settings.entity,
+        }
+        env |= {k: v for k, v in optional.items() if v}
+        env["WANDB_SWEEP_PARAM_PATH"] = str(self._write_config(run))
         return env
+
+    @property
+    def installation(self) -> str:
+        """This installation's id: `<dir>/senpai-installation`, created (8 random hex digits) if
+        absent. Concurrent first calls agree: the file appears whole (a hard link) or not at all.
+        Raises ConfigError if the file is not a regular file holding such an id."""
+        if self._installation is None:
+            path = self.dir / INSTALLATION_FILE
+            if not path.is_file():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(f"{INSTALLATION_FILE}.{os.getpid()}.{secrets.token_hex(4)}")
+                tmp.write_text(secrets.token_hex(4) + "\n")
+                try:
+                    os.link(tmp, path)
+                except FileExistsError:
+                    pass
+                finally:
+                    tmp.unlink()
+            text = read_bounded(path, 64).strip()  # the train command can write under WANDB_DIR: a FIFO, a huge file
+            if not _INSTALLATION.match(text):
+                raise ConfigError(f"{path} holds {text[:20]!r}, not an installation id (8 hex digits): delete it")
+            self._installation = text
+        return self._installation
+
+    def _config(self, run: RunIdentity) -> dict[str, Any]:
+        return {**run.config, INSTALLATION_KEY: self.installation}
 
     def _write_config(self, run: RunIdentity) -> Path:
         path = self.dir / "senpai-config" / f"{run.id}.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
-        doc = {"wandb_version": 1, **{k: {"value": v} for k, v in run.config.items()}}
+        doc = {"wandb_version": 1, **{k: {"value": v} for k, v in self._config(run).items()}}
         path.write_text(yaml.safe_dump(doc, sort_keys=True))
         return path
+
+    # ---------------------------------------------------------------- runs senpai logs
+
+    def log_run(self, run: RunIdentity, summary: dict[str, float], table: RunTable | None = None) -> RunRecord:
+        """Log `run` from this process: `summary` as its summary, `table` as a `wandb.Table` under
+        `table.name`. A second call with the same id resumes the run (a retried job). Returns the
+        run as logged (state finished), with its url online and its folder offline. Raises
+        TransientError if W&B cannot be reached or refuses the run (online)."""
+        import wandb
+
+        settings = wandb.Settings(
+            silent=True, api_key=self._key, git_commit=run.git_commit, git_remote_url=run.git_remote, console="off",
+            x_disable_stats=True, x_disable_machine_info=True, x_save_requirements=False,
+        )  # fmt: skip
+        try:
+            with wandb.init(
+                id=run.id, project=self.settings.project, entity=self.settings.entity, dir=str(self.dir),
+                mode=self.mode, group=run.group, name=run.name, tags=run.tags, job_type=run.job_type,
+                notes=run.notes, config=self._config(run), settings=settings, resume="allow", reinit="create_new",
+            ) as w:  # fmt: skip
+                if table is not None:
+                    w.log({table.name: wandb.Table(columns=table.columns, data=table.rows)})
+                w.summary.update(summary)
+                online = self.mode == "online"
+                url, path = (w.url, None) if online else (None, str(Path(w.dir).parent))  # w.url warns offline
+            wandb.teardown()  # wait for wandb-core to write the run out: a job may end right after
+        except (wandb.errors.Error, OSError) as e:
+            raise TransientError(f"W&B run {run.id}: {e}") from e
+        return RunRecord(
+            id=run.id, name=run.name, group=run.group, tags=run.tags, config=self._config(run), summary=summary,
+            state="finished", url=url, path=path, job_type=run.job_type, notes=run.notes, git_commit=run.git_commit,
+            git_remote=run.git_remote,
+        )  # fmt: skip
+
+    def add_tags(self, group: str, tags: list[str]) -> int:
+        """Add `tags` to this installation's runs of `group` (their config's `senpai_installation`).
+        Online: through the W&B API, returns the runs tagged. Offline: appended to
+        `<dir>/senpai-tags.jsonl` for `senpai sync`, returns 0. Raises TransientError if the W&B
+        API cannot be reached."""
+        if self.mode == "online":  # pragma: no cover - needs a W&B server
+            return self._api_tag(group, tags)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        line = json.dumps({"group": group, "tags": tags, "installation": self.installation})
+        with open(self.dir / PENDING_TAGS, "a") as f:
+            f.write(line + "\n")
+        return 0
+
+    def _api_tag(self, group: str, tags: list[str]) -> int:  # pragma: no cover - needs a W&B server
+        import wandb
+
+        done = 0
+        try:
+            for r in self._api().runs(self._api_path(), filters={"group": group}):
+                if r.config.get(INSTALLATION_KEY) == self.installation and not set(tags) <= set(r.tags):
+                    r.tags = sorted({*r.tags, *tags})
+                    r.update()
+                    done += 1
+        except wandb.errors.CommError as e:
+            raise TransientError(f"W&B API: {e}") from e
+        return done
 
     # ---------------------------------------------------------------- runs out
 
     def get_run(self, run_id: str) -> RunRecord:
         """Read run `run_id` back. Raises NotFound if there is no such run, TransientError if the
         W&B API cannot be reached (online)."""
-        if self.settings.resolved_mode() == "online":  # pragma: no cover - needs a W&B server
+        if self.mode == "online":  # pragma: no cover - needs a W&B server
             if (done := self._finished.get(run_id)) is not None:
                 return done
             rec = self._api_get(run_id)
@@ -138,7 +251,7 @@ class WandbTracker:
     def get_runs(self, run_ids: Iterable[str]) -> dict[str, RunRecord]:
         """The runs among `run_ids` that exist, by id: `get_run` for many, with one look at the
         offline run folder for all of them. Raises TransientError if the W&B API cannot be reached."""
-        if self.settings.resolved_mode() == "online":  # pragma: no cover - needs a W&B server
+        if self.mode == "online":  # pragma: no cover - needs a W&B server
             out = {}
             for run_id in dict.fromkeys(run_ids):
                 try:
@@ -151,7 +264,7 @@ class WandbTracker:
 
     def list_runs(self, group: str | None = None) -> list[RunRecord]:
         """All runs (the newest directory of each id), optionally only `group`, sorted by id."""
-        if self.settings.resolved_mode() == "online":
+        if self.mode == "online":
             return self._api_list(group)
         runs = [self._read(dirs[-1], run_id) for run_id, dirs in self._offline_dirs().items()]
         return sorted((r for r in runs if group is None or r.group == group), key=lambda r: r.id)
@@ -167,7 +280,7 @@ class WandbTracker:
                 continue
             with entries:
                 for d in entries:
-                    if (m := _OFFLINE_DIR.match(d.name)) and d.is_dir():
+                    if (m := OFFLINE_DIR.match(d.name)) and d.is_dir():
                         found.setdefault(m["id"], []).append((m["stamp"], d))
         return {
             k: [Path(d.path) for _, d in (sorted(v, key=lambda sd: (sd[0], sd[1].stat().st_mtime)) if len(v) > 1 else v)]
@@ -193,7 +306,7 @@ class WandbTracker:
             run = cached[1]
         else:
             self.parses += 1
-            run = fold(records(_log_bytes(log_file) if st else b""))
+            run = fold(records(log_bytes(log_file) if st else b""))
         rec = _run_record(run_dir, run_id, run, st.st_mtime if st and st.st_size else None)
         if rec.state not in FINAL:
             self._live[run_id] = (key, run)
@@ -215,7 +328,7 @@ class WandbTracker:
     def _api(self):
         import wandb
 
-        return wandb.Api(timeout=30)
+        return wandb.Api(timeout=30, api_key=self._key)
 
     def check_access(self) -> str:  # pragma: no cover - needs a W&B server
         """Check the online API key and entity; returns "user <name>, entity <entity>".
@@ -226,7 +339,7 @@ class WandbTracker:
         """
         import wandb
 
-        if not os.environ.get("WANDB_API_KEY"):
+        if not self._key:
             raise Forbidden("WANDB_API_KEY is not set")
         try:
             viewer = self._api().viewer
@@ -247,7 +360,7 @@ class WandbTracker:
     def publish_report(self, spec: ReportSpec) -> list[str]:
         """Online: save `spec` as a W&B Report and a saved workspace (`wandb_report`); their URLs.
         Offline: one log line, and []. Raises ConfigError (wandb-workspaces missing), TransientError."""
-        if self.settings.resolved_mode() != "online":
+        if self.mode != "online":
             log.warning("W&B is offline (no WANDB_API_KEY): no W&B report or workspace published")
             return []
         return self._save_report(spec)
@@ -297,13 +410,15 @@ def _from_api(run: Any) -> RunRecord:  # pragma: no cover - needs a W&B server
         summary=dict(run.summary_metrics),
         state=_API_STATES.get(run.state, "unknown"),
         url=run.url,
+        job_type=run.job_type,
+        notes=run.notes,
     )
 
 
 # -------------------------------------------------------------------- the transaction log
 
 
-def _log_bytes(path: Path) -> bytes:
+def log_bytes(path: Path) -> bytes:
     """The bytes of a run's log, or b"" (logged) if it holds over MAX_LOG_BYTES; a FIFO put in its
     place meanwhile reads as empty (opened without blocking)."""
     with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as f:
@@ -337,4 +452,5 @@ def _run_record(run_dir: Path, run_id: str, run: dict[str, Any], mtime: float | 
         state=state,
         url=None,
         path=str(run_dir),
+        **{k: run[k] for k in ("job_type", "notes", "git_commit", "git_remote")},
     )

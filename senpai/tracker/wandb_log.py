@@ -8,8 +8,9 @@ tracker folds into a run:
 
     Record          3 summary: SummaryRecord, 5 config: ConfigRecord, 17 run: RunRecord,
                     18 exit: RunExitRecord (members of the `record_type` oneof)
-    RunRecord       4 config: ConfigRecord, 5 summary: SummaryRecord, 6 run_group, 8 display_name,
-                    10 tags (repeated)
+    RunRecord       2 entity, 3 project, 4 config: ConfigRecord, 5 summary: SummaryRecord, 6 run_group, 7 job_type,
+                    8 display_name, 9 notes, 10 tags (repeated), 21 git: GitRepoRecord
+    GitRepoRecord   1 remote_url, 2 commit
     ConfigRecord, SummaryRecord    1 update, 2 remove (repeated items)
     ConfigItem, SummaryItem        1 key, 2 nested_key (repeated), 16 value_json
     RunExitRecord   1 exit_code (int32)
@@ -38,6 +39,8 @@ _FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
 
 # Record.record_type members read (field number -> kind)
 _KINDS = {3: "summary", 5: "config", 17: "run", 18: "exit"}
+# RunRecord's string fields read (field number -> Record attribute)
+_RUN_TEXT = {2: "entity", 3: "project", 6: "run_group", 7: "job_type", 8: "display_name", 9: "notes"}
 _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5  # protobuf wire types (3 and 4, groups, are not used by wandb)
 
 
@@ -153,8 +156,14 @@ class Record:
     any other record) and that member's fields."""
 
     kind: str | None = None
+    entity: str = ""
+    project: str = ""
     display_name: str = ""
     run_group: str = ""
+    job_type: str = ""
+    notes: str = ""
+    git_remote: str = ""
+    git_commit: str = ""
     tags: list[str] = field(default_factory=list)
     config: Changes = field(default_factory=Changes)
     summary: Changes = field(default_factory=Changes)
@@ -173,6 +182,13 @@ def _item(buf: bytes) -> Item:
         elif number == 16:
             item.value_json = _text(value)
     return item
+
+
+def _git(buf: bytes, into: Record) -> None:
+    """Merge a GitRepoRecord's remote_url and commit into `into`."""
+    for number, wire, value in _fields(buf):
+        if wire == _LEN and number in (1, 2):
+            setattr(into, "git_remote" if number == 1 else "git_commit", _text(value))
 
 
 def _changes(buf: bytes, into: Changes) -> None:
@@ -205,12 +221,12 @@ def decode(payload: bytes) -> Record:
         elif rec.kind == "run":
             if wire != _LEN:
                 continue
-            if n == 8:
-                rec.display_name = _text(value)
-            elif n == 6:
-                rec.run_group = _text(value)
+            if n in _RUN_TEXT:
+                setattr(rec, _RUN_TEXT[n], _text(value))
             elif n == 10:
                 rec.tags.append(_text(value))
+            elif n == 21:
+                _git(value, rec)
             elif n in (4, 5):
                 _changes(value, rec.config if n == 4 else rec.summary)
         elif wire == _LEN and n in (1, 2):  # config or summary: the record is the Changes itself
@@ -232,15 +248,16 @@ def records(data: bytes) -> Iterator[Record]:
 
 
 def fold(recs: Iterable[Record]) -> dict[str, Any]:
-    """Replay run, config, summary and exit records into name, group, tags, config, summary and
-    exit code."""
+    """Replay run, config, summary and exit records into name, group, tags, entity, project, job
+    type, notes, git commit and remote, config, summary and exit code."""
     out: dict[str, Any] = {"name": None, "group": None, "tags": [], "config": {}, "summary": {}}
-    out["exit_code"] = None
+    out |= dict.fromkeys(_TEXTS + ("exit_code",))
     for rec in recs:
         if rec.kind == "run":
             out["name"] = rec.display_name or None
             out["group"] = rec.run_group or None
             out["tags"] = list(rec.tags)
+            out |= {k: getattr(rec, k) or None for k in _TEXTS}
             _apply(out["config"], rec.config.update)
             _apply(out["summary"], rec.summary.update)
         elif rec.kind == "config":
@@ -252,6 +269,9 @@ def fold(recs: Iterable[Record]) -> dict[str, Any]:
     for internal in ("_wandb", "wandb_version"):  # as the public API's `Run.config` does
         out["config"].pop(internal, None)
     return out
+
+
+_TEXTS = ("entity", "project", "job_type", "notes", "git_commit", "git_remote")  # fold's texts of a run record
 
 
 def _apply(target: dict, updates: Iterable[Item], removes: Iterable[Item] = ()) -> None:

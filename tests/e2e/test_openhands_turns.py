@@ -7,6 +7,7 @@ import json
 import os
 import re
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from forge_fixtures import register_bot
@@ -16,6 +17,7 @@ from scripted import LLM_KEY, LLM_KEY_ENV, tool_results, use_openhands
 
 from senpai.agents.context import prepare_turn
 from senpai.agents.hypothesis import open_hypothesis
+from senpai.agents.openhands.trace import COLUMNS
 from senpai.agents.secrets import PR_GET_DUMPABLE
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import load_harness
@@ -166,6 +168,14 @@ def test_student_budget_stop_posts_report_and_failed_evidence(local_forge, llm_s
     (report,) = exp.budget_reports
     assert report.role == "student" and report.pr == pr.number and report.missing.startswith("no training run")
     assert FORGE_TOKEN.split(":")[1] not in json.dumps(llm_server.state.requests)
+    # the turn is a W&B run of the PR's group: its spend, and a table of its LLM calls and the tool call each asked for
+    (run,) = [r for r in ctx.tracker.list_runs(f"pr-{pr.number}") if r.job_type == "agent"]
+    assert run.state == "finished" and {"student", f"pr-{pr.number}"} <= set(run.tags) and run.notes == pr.html_url
+    assert run.summary["llm_calls"] == 2 and run.summary["tool_calls"] == 2 and run.summary["tokens"] == ev.cost.tokens
+    (table,) = Path(run.path).glob("files/media/table/calls_*.table.json")
+    rows = [dict(zip(COLUMNS, row, strict=True)) for row in json.loads(table.read_text())["data"]]
+    assert [r["tools"] for r in rows] == ['terminal({"command": "echo step 0"})', 'terminal({"command": "echo step 1"})']
+    assert sum(r["prompt_tokens"] + r["completion_tokens"] for r in rows) == ev.cost.tokens
 
 
 def _hypothesis_pr(config, workdir):

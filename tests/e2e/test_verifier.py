@@ -81,6 +81,17 @@ def test_a_code_change_is_trained_and_scored_and_beats_the_baseline(tiny, tmp_pa
     assert v.guards == {"leak": [0.0, 0.0]}  # the evaluator saw no secret, no PYTHON*, no candidate tree
     logs = sorted((tmp_path / "job").glob("*/artifacts/*-train.log"))
     assert len(logs) == 4 and all("train_leak: 0" in log.read_text() for log in logs)  # nor did the train steps
+    # the holdout numbers are a W&B run of the PR's group, named in the block
+    cfg = load_harness(config)
+    (ref,) = v.runs
+    run = make_tracker(cfg).get_run(ref.id)
+    assert (run.job_type, run.group, run.state, ref.state, ref.url) == ("verify", f"pr-{pr}", "finished", "finished", None)
+    assert run.id.endswith(make_tracker(cfg).installation) and "verifier" in run.tags
+    assert (run.git_commit, run.notes) == (v.candidate, forge.get_pull(pr).html_url) and "@" not in run.git_remote
+    assert run.summary["candidate_mean"] == pytest.approx(0.901) and run.summary["improvement"] == pytest.approx(0.2)
+    (table,) = Path(run.path).glob("files/media/table/holdout_*.table.json")
+    rows = json.loads(table.read_text())["data"]
+    assert sorted((r[0], r[1]) for r in rows) == [(side, seed) for side in ("baseline", "candidate") for seed in (0, 1)]
 
 
 @pytest.mark.parametrize(

@@ -104,6 +104,7 @@ def test_env_for_sets_wandb_identity_and_config_file(tracker):
     assert env["WANDB_DIR"] == str(tracker.dir) and os.path.isabs(env["WANDB_DIR"])
     assert env["WANDB_SILENT"] == "true"
     assert "WANDB_ENTITY" not in env
+    assert env["WANDB_JOB_TYPE"] == "train"
     assert "WANDB_CONFIG_PATHS" not in env  # breaks wandb.init() in 0.31, see the canary below
     doc = yaml.safe_load(open(env["WANDB_SWEEP_PARAM_PATH"]))
     assert doc == {
@@ -111,6 +112,7 @@ def test_env_for_sets_wandb_identity_and_config_file(tracker):
         "pr": {"value": 3},
         "head": {"value": "abc123"},
         "hypothesis": {"value": "h-1"},
+        "senpai_installation": {"value": tracker.installation},
     }
     assert env["WANDB_SWEEP_PARAM_PATH"] == str(tracker.dir / "senpai-config" / "run-env.yaml")
 
@@ -120,7 +122,11 @@ def test_env_for_entity_and_bad_tags(tmp_path):
     bare = RunIdentity(id="r1", group="pr-1", name="a/pr-1/1", tags=[])
     env = tracker.env_for(bare)
     assert env["WANDB_ENTITY"] == "lab"
-    assert "WANDB_TAGS" not in env and "WANDB_SWEEP_PARAM_PATH" not in env
+    assert not {"WANDB_TAGS", "WANDB_NOTES", "WANDB_GIT_COMMIT", "WANDB_GIT_REMOTE_URL"} & set(env)
+    assert yaml.safe_load(open(env["WANDB_SWEEP_PARAM_PATH"])) == {
+        "wandb_version": 1,
+        "senpai_installation": {"value": tracker.installation},
+    }
     with pytest.raises(ConfigError, match="comma"):
         tracker.env_for(RunIdentity(id="r2", group="g", name="n", tags=["a,b"]))
 
@@ -286,6 +292,8 @@ def test_the_log_decoder_reads_what_wandbs_own_record_reads(tracker, runs):
             if kind == "run":
                 r = theirs.run
                 assert (ours.display_name, ours.run_group, ours.tags) == (r.display_name, r.run_group, list(r.tags))
+                assert (ours.job_type, ours.notes, ours.entity, ours.project) == (r.job_type, r.notes, r.entity, r.project)
+                assert (ours.git_commit, ours.git_remote) == (r.git.commit, r.git.remote_url)
                 assert _items(ours.config.update) == _items(r.config.update)
                 assert _items(ours.summary.update) == _items(r.summary.update)
             elif kind in ("config", "summary"):

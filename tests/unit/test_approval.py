@@ -13,6 +13,7 @@ from test_policy import CFG
 
 from senpai.agents import review
 from senpai.agents.context import TurnContext
+from senpai.config.harness import TrackerSettings
 from senpai.config.target import TargetConfig
 from senpai.errors import ApprovalRequired, MergeRefused
 from senpai.ledger import transitions
@@ -23,6 +24,7 @@ from senpai.ledger.labels import ExperimentState, with_status
 from senpai.ledger.records import read_record
 from senpai.ledger.table import LedgerReader
 from senpai.report.summary import row
+from senpai.tracker.wandb import WandbTracker
 from senpai.wrapper.policy import advisor_events
 from senpai.wrapper.status import LastTick, build_status
 from senpai.wrapper.world import World
@@ -71,7 +73,8 @@ def _advise(forge, pr: int, tmp_path) -> str:
     """The advisor's merge path for a verified PR (`review.merge_verified`, both runtimes use it)."""
     target = TargetConfig.model_validate(yaml.safe_load(forge.read_file("senpai.yaml", "advisor")))
     ledger = LedgerReader(forge)
-    ctx = TurnContext(CFG, forge, None, ledger, target, None, tmp_path, None)
+    tracker = WandbTracker(TrackerSettings(dir=str(tmp_path / "wandb"), mode="offline"))  # the verdict tags queue here
+    ctx = TurnContext(CFG, forge, tracker, ledger, target, None, tmp_path, None)
     pull, base = forge.get_pull(pr), forge.branch_sha("advisor")
     exp = ledger.experiment(pull)
     baseline = Baseline(commit=base, pr=None, run_id=None, value=None, params=None)

@@ -44,7 +44,7 @@ EVIDENCE = Evidence(
     head="b" * 40,
     command="python train.py",
     outcome="ok",
-    runs=[RunRef(id="digits-pr3-a1", url=None, state="finished")],
+    runs=[RunRef(id="digits-pr3-a1-0badc0de", url=None, state="finished")],
     metrics={"val_accuracy": 0.95, "loss": 0.1},
     primary=PrimaryResult(name="val_accuracy", value=0.95, baseline=0.8, delta=0.15),
     interpretation="better",

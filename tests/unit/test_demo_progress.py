@@ -76,6 +76,8 @@ def test_a_long_reason_is_cut_to_one_line(capsys: pytest.CaptureFixture[str]) ->
 def test_the_closing_hints_name_this_demos_files(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     steps = next_steps(tmp_path / "demo-out" / "run1", 6)
-    assert [s.split()[1] for s in steps] == ["ledger", "status", "report", "logs"]
-    assert all("--config demo-out/run1/harness.yaml" in s for s in steps)
+    *reads, sync = steps
+    assert [s.split()[1] for s in reads] == ["ledger", "status", "report", "logs"]
+    assert all("--config demo-out/run1/harness.yaml" in s for s in reads)
+    assert sync.split()[2:4] == ["sync", "demo-out/run1"]
     assert "--local-forge demo-out/run1/forge" in steps[0]

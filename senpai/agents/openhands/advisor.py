@@ -11,7 +11,7 @@ from senpai.agents.context import TurnContext
 from senpai.agents.openhands.conversation import run_turn, turn_key
 from senpai.agents.openhands.prompts import digest, event_line, read_program, system_suffix, user_turn
 from senpai.agents.openhands.tools import senpai_tools
-from senpai.agents.openhands.turn import conversations_dir, open_session, post_budget_report
+from senpai.agents.openhands.turn import conversations_dir, log_turn, open_session, post_budget_report
 from senpai.config.roles import Role
 from senpai.ledger import diversity
 from senpai.ledger.baseline import current_baseline
@@ -47,6 +47,7 @@ def advisor_turn(ctx: TurnContext, events: list[Event], now: datetime | None = N
         key=key,
         guard=guard,
     )
+    log_turn(ctx, Role.ADVISOR, pr, base_sha, key, guard, result)
     lines = list(session.actions)
     if result.status == "budget":
         known = "; ".join(session.actions) or "no ledger effect yet"

@@ -12,6 +12,7 @@ import time
 
 from openhands.sdk.event import ActionEvent
 
+from senpai.agents.openhands.trace import ToolCall
 from senpai.config.harness import TurnBudget
 from senpai.ledger.blocks import TurnUsage
 
@@ -23,6 +24,7 @@ class BudgetGuard:
         self.budget = budget
         self.exhausted: list[str] = []
         self.tried: list[str] = []
+        self.calls: list[ToolCall] = []  # the same tool calls, with the LLM response that asked for each
         self._start = time.monotonic()
         self._conversation = None
         self._timer: threading.Timer | None = None
@@ -55,8 +57,9 @@ class BudgetGuard:
     def __call__(self, event) -> None:
         """Conversation callback: note tool calls, stop when a limit is reached."""
         if isinstance(event, ActionEvent):
-            args = event.tool_call.arguments if event.tool_call else ""
-            self.tried.append(f"{event.tool_name}({_short(args)})")
+            args = _short(event.tool_call.arguments if event.tool_call else "")
+            self.tried.append(f"{event.tool_name}({args})")
+            self.calls.append(ToolCall(str(event.llm_response_id), event.tool_name, args))
         u, b = self.usage(), self.budget
         over = [
             name

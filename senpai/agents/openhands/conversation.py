@@ -26,9 +26,11 @@ from openhands.tools.terminal import TerminalTool
 
 from senpai.agents.openhands.budget import BudgetGuard
 from senpai.agents.openhands.prompts import ROOT, untrusted
+from senpai.agents.openhands.trace import call_table
 from senpai.config.roles import Role
 from senpai.errors import TransientError
 from senpai.ledger.blocks import TurnUsage
+from senpai.tracker.base import RunTable
 
 log = logging.getLogger(__name__)
 SKILLS_DIR = ROOT / "skills"
@@ -91,6 +93,7 @@ class TurnResult:
     tried: list[str] = field(default_factory=list)
     last_message: str = ""
     resumed: bool = False
+    calls: RunTable | None = None  # the LLM and tool calls (`trace.call_table`)
 
 
 def conversation_id(key: str) -> uuid.UUID:
@@ -160,6 +163,7 @@ def run_turn(
         tried=list(guard.tried),
         last_message=_last_agent_text(conv),
         resumed=resumed,
+        calls=call_table(conv.conversation_stats.get_combined_metrics(), guard.calls),
     )
     conv.close()
     return result

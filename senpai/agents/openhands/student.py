@@ -14,7 +14,7 @@ from senpai.agents.openhands.conversation import TurnResult, run_turn, turn_key
 from senpai.agents.openhands.prompts import event_line, read_program, system_suffix, user_turn
 from senpai.agents.openhands.session import Session
 from senpai.agents.openhands.tools import senpai_tools
-from senpai.agents.openhands.turn import conversations_dir, open_session, post_budget_report
+from senpai.agents.openhands.turn import conversations_dir, log_turn, open_session, post_budget_report
 from senpai.agents.params import apply_params
 from senpai.config.roles import Role
 from senpai.ledger import transitions
@@ -46,6 +46,7 @@ def student_turn(ctx: TurnContext, number: int, attempt: int, events: list[Event
         ("Earlier attempts and decisions on this PR", "\n".join(earlier) or "none"),
         ("Events", "\n".join(event_line(e) for e in events) or "none"),
     ]
+    key = turn_key(Role.STUDENT, number, head, extra=f"attempt-{attempt}")
     result = run_turn(
         llm=llm,
         senpai_tools=senpai_tools(session),
@@ -53,9 +54,10 @@ def student_turn(ctx: TurnContext, number: int, attempt: int, events: list[Event
         user=user_turn(now or datetime.now(UTC), ctx.repo.path, sections),
         workspace=ctx.repo.path,
         state_dir=conversations_dir(ctx, Role.STUDENT),
-        key=turn_key(Role.STUDENT, number, head, extra=f"attempt-{attempt}"),
+        key=key,
         guard=guard,
     )
+    log_turn(ctx, Role.STUDENT, number, head, key, guard, result)
     return session.evidence or _no_evidence(session, guard, result, head)
 
 

@@ -153,7 +153,9 @@ def _query_runs(s: Session, a: QueryRunsAction) -> str:
     parts = []
     for r in runs:
         numbers = {k: v for k, v in sorted(r.summary.items()) if isinstance(v, (int, float)) and not k.startswith("_")}
-        text = json.dumps({"name": r.name, "group": r.group, "tags": r.tags, "config": r.config}, default=str)
+        text = json.dumps(
+            {"name": r.name, "group": r.group, "job_type": r.job_type, "tags": r.tags, "config": r.config}, default=str
+        )
         parts.append(f"run {r.id}: state {r.state}; summary {json.dumps(numbers)}\n{untrusted(f'wandb:{r.id}', text)}")
     return "\n".join(parts)
 

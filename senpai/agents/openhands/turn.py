@@ -10,11 +10,14 @@ from senpai.agents.openhands.budget import BudgetGuard
 from senpai.agents.openhands.conversation import TurnResult
 from senpai.agents.openhands.llm import make_llm
 from senpai.agents.openhands.session import Session
+from senpai.agents.openhands.trace import turn_summary
+from senpai.agents.runs import log_agent_turn
 from senpai.agents.secrets import scrub_environment
 from senpai.config.roles import Role
 from senpai.ledger import transitions
 from senpai.ledger.blocks import BudgetReport
 from senpai.ledger.events import Event
+from senpai.tracker import weave
 
 
 def open_session(ctx: TurnContext, role: Role, events: list[Event]) -> tuple[Session, LLM, BudgetGuard]:
@@ -24,11 +27,20 @@ def open_session(ctx: TurnContext, role: Role, events: list[Event]) -> tuple[Ses
     """
     runtime = getattr(ctx.harness.runtime, role)
     api_key = os.environ.get(runtime.llm.api_key_env) or None
+    weave.start(ctx.harness.tracker)  # while the W&B key is still in the environment
     train_env = scrub_environment(ctx.harness, [runtime.llm.api_key_env])
     guard = BudgetGuard(runtime.budget)
     llm = make_llm(runtime.llm, role, api_key)
     session = Session(ctx=ctx, role=role, usage=guard.usage, events=events, train_env=train_env)
     return session, llm, guard
+
+
+def log_turn(
+    ctx: TurnContext, role: Role, pr: int | None, revision: str, key: str, guard: BudgetGuard, result: TurnResult
+) -> None:
+    """Log the turn as a W&B run (job_type agent): its spend as the summary, its calls as a table."""
+    if result.calls is not None:
+        log_agent_turn(ctx, role, pr, revision, key, turn_summary(result.usage, len(guard.calls)), result.calls)
 
 
 def conversations_dir(ctx: TurnContext, role: Role) -> Path:

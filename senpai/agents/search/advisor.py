@@ -13,7 +13,7 @@ from senpai.agents.hypothesis import open_hypothesis
 from senpai.agents.params import read_params
 from senpai.errors import TransitionError
 from senpai.forge.base import Forge
-from senpai.ledger import diversity, transitions
+from senpai.ledger import diversity
 from senpai.ledger.baseline import Baseline, current_baseline
 from senpai.ledger.commands import SYNTAX
 from senpai.ledger.events import Event, Message
@@ -59,7 +59,7 @@ def _review(ctx: TurnContext, ev: Event, exp: Experiment, baseline: Baseline) ->
     status = status_of(pr.labels)
     if pr.state != "open" or pr.head_sha != ev.head:
         return []  # moved on since the wrapper looked
-    decide = lambda d: transitions.decide(ctx.forge, pr, exp, d, ctx.target, baseline.commit)  # noqa: E731
+    decide = lambda d: review.apply(ctx, pr, exp, baseline, d)  # noqa: E731
     if ev.kind == "stale" and status == ExperimentState.WIP:
         decide(_decision(exp, "close", f"stale: no live job and no progress; {exp.attempts} attempt(s) made"))
         return [f"#{exp.pr}: closed as stale"]

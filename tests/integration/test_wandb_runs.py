@@ -1,0 +1,193 @@
+"""W&B runs that fit W&B's model, against the real wandb library offline: job type, group, tags,
+notes, the experiment's git commit and remote, run ids unique per installation, runs senpai logs
+itself (a table included), verdict tags queued offline, and `senpai sync`.
+
+Runs are read back with the tracker's reader and with wandb's own protobuf `Record`."""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+from click.testing import CliRunner
+
+from senpai.agents.runs import public_url, run_id
+from senpai.cli.main import cli
+from senpai.config.harness import TrackerSettings
+from senpai.errors import ConfigError
+from senpai.tracker.base import RunIdentity, RunTable
+from senpai.tracker.wandb import PENDING_TAGS, WandbTracker
+from senpai.tracker.wandb_log import log_payloads
+from senpai.tracker.wandb_sync import offline_runs, pending_tags, run_tags
+
+EXPERIMENT = "e" * 40  # the PR head the run measured
+REMOTE = "http://127.0.0.1:9/git/lab/digits.git"
+PROGRAM = "import wandb\nrun = wandb.init()\nrun.log({'val_accuracy': 0.9})\nrun.finish()\n"
+
+
+def git(cwd, *args) -> str:
+    return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def checkout(tmp_path):
+    """A git repository whose HEAD is not the experiment's commit (as senpai's own checkout is not)."""
+    repo = tmp_path / "senpai-checkout"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "x.txt").write_text("x\n")
+    git(repo, "add", "x.txt")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "senpai's own")
+    git(repo, "remote", "add", "origin", "https://github.com/someone/senpai.git")
+    return repo
+
+
+def tracker_at(path) -> WandbTracker:
+    return WandbTracker(TrackerSettings(dir=str(path), mode="offline", project="runs"))
+
+
+def train_identity(tracker: WandbTracker, pr: int = 4, **fields) -> RunIdentity:
+    return RunIdentity(
+        id=run_id("lab/digits", pr, "a1", tracker.installation),
+        group=f"pr-{pr}",
+        name=f"ada/pr-{pr}/1",
+        tags=["senpai", "student:ada", f"pr-{pr}"],
+        notes=f"http://127.0.0.1:9/lab/digits/pull/{pr}",
+        git_commit=EXPERIMENT,
+        git_remote=REMOTE,
+        config={"senpai_pr": pr},
+        **fields,
+    )
+
+
+def run_program(tracker: WandbTracker, run: RunIdentity | None, cwd, tmp_path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    env |= {"WANDB_CONFIG_DIR": str(tmp_path / "cfg"), "WANDB_CACHE_DIR": str(tmp_path / "cache")}
+    env |= tracker.env_for(run) if run else {"WANDB_MODE": "offline", "WANDB_DIR": str(tracker.dir), "WANDB_SILENT": "true"}
+    proc = subprocess.run([sys.executable, "-c", PROGRAM], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def wandb_run_record(run_dir):
+    """The run's RunRecord as wandb's own protobuf classes read it from the log."""
+    from wandb.proto import wandb_internal_pb2
+
+    (log_file,) = (p for p in os.scandir(run_dir) if p.name.endswith(".wandb"))
+    for payload in log_payloads(open(log_file.path, "rb").read()):
+        rec = wandb_internal_pb2.Record()
+        rec.ParseFromString(payload)
+        if rec.WhichOneof("record_type") == "run":
+            return rec.run
+    raise AssertionError(f"no run record in {run_dir}")
+
+
+def test_a_train_run_carries_job_type_notes_and_the_experiments_git_not_its_checkouts(tmp_path, checkout):
+    tracker = tracker_at(tmp_path / "runs")
+    run = train_identity(tracker)
+    run_program(tracker, run, checkout, tmp_path)
+    rec = tracker.get_run(run.id)
+    assert (rec.state, rec.group, rec.job_type) == ("finished", "pr-4", "train")
+    assert rec.tags == ["senpai", "student:ada", "pr-4"] and rec.notes == "http://127.0.0.1:9/lab/digits/pull/4"
+    assert (rec.git_commit, rec.git_remote) == (EXPERIMENT, REMOTE)
+    assert rec.config["senpai_installation"] == tracker.installation and rec.summary["val_accuracy"] == 0.9
+    theirs = wandb_run_record(rec.path)
+    assert (theirs.job_type, theirs.run_group, theirs.notes) == ("train", "pr-4", rec.notes)
+    assert (theirs.git.commit, theirs.git.remote_url) == (EXPERIMENT, REMOTE)
+
+    # the control: without senpai's identity wandb records the checkout it runs in
+    bare = tracker_at(tmp_path / "bare")
+    run_program(bare, None, checkout, tmp_path)
+    (other,) = bare.list_runs()
+    assert other.git_commit == git(checkout, "rev-parse", "HEAD") != EXPERIMENT
+    assert other.job_type is None and other.notes is None
+
+
+def test_two_installations_never_share_a_run_id_and_one_keeps_its_own(tmp_path):
+    first, second = tracker_at(tmp_path / "demo-1" / "wandb"), tracker_at(tmp_path / "demo-2" / "wandb")
+    assert first.installation != second.installation
+    assert all(len(t.installation) == 8 and int(t.installation, 16) >= 0 for t in (first, second))
+    assert run_id("lab/digits", 3, "a1", first.installation) != run_id("lab/digits", 3, "a1", second.installation)
+    # a job retried later in the same installation computes the same id, and reads its run back by it
+    assert tracker_at(tmp_path / "demo-1" / "wandb").installation == first.installation
+    assert run_id("Lab/My Digits!", 12, "a2", "0badc0de") == "my-digits-pr12-a2-0badc0de"
+    assert run_id("lab/" + "x" * 80, 99999, "v0123456789", "0badc0de").__len__() <= 64
+    assert run_id("lab/digits", None, "t0123456789", "0badc0de") == "digits-advisor-t0123456789-0badc0de"
+
+
+def test_concurrent_first_jobs_agree_on_the_installation(tmp_path):
+    seen: list[str] = []
+    threads = [threading.Thread(target=lambda: seen.append(tracker_at(tmp_path).installation)) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(seen)) == 1 and len(seen) == 8
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["senpai-installation"]  # no temporary file left
+
+
+def test_a_damaged_installation_file_is_a_config_error(tmp_path):
+    (tmp_path / "senpai-installation").write_text("not-an-id\n")
+    with pytest.raises(ConfigError, match="delete it"):
+        _ = tracker_at(tmp_path).installation
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    os.mkfifo(planted / "senpai-installation")  # a train command can write under WANDB_DIR
+    with pytest.raises(ConfigError):  # refused at once, never a read that blocks
+        _ = tracker_at(planted).installation
+
+
+def test_a_clone_url_with_a_credential_never_becomes_the_runs_remote():
+    assert public_url("https://x-access-token:ghs_secret@github.com/lab/digits.git") == "https://github.com/lab/digits.git"
+    assert public_url("http://bot@127.0.0.1:8123/git/lab/digits.git") == "http://127.0.0.1:8123/git/lab/digits.git"
+    assert public_url(REMOTE) == REMOTE
+
+
+def test_a_run_senpai_logs_itself_has_its_summary_and_table_and_a_retry_writes_the_same_id(tmp_path):
+    tracker = tracker_at(tmp_path)
+    run = train_identity(tracker, pr=5, job_type="verify").model_copy(update={"tags": ["senpai", "verifier", "pr-5"]})
+    table = RunTable(name="holdout", columns=["side", "seed", "acc"], rows=[["candidate", 0, 0.9], ["baseline", 0, 0.7]])
+    rec = tracker.log_run(run, {"candidate_mean": 0.9, "improvement": 0.2}, table)
+    assert (rec.id, rec.state, rec.job_type, rec.group, rec.url) == (run.id, "finished", "verify", "pr-5", None)
+    assert rec.summary["candidate_mean"] == 0.9 and rec.summary["improvement"] == 0.2
+    assert (rec.git_commit, rec.git_remote, rec.notes) == (EXPERIMENT, REMOTE, run.notes)
+    (table_file,) = (tmp_path / "wandb").glob(f"offline-run-*-{run.id}/files/media/table/holdout_*.table.json")
+    assert json.loads(table_file.read_text())["data"] == table.rows  # wandb's own table file
+    again = tracker.log_run(run, {"candidate_mean": 0.91})
+    assert again.id == rec.id
+    read = tracker.get_run(run.id)  # at once: log_run waits until wandb-core has written the run out
+    assert (read.state, read.summary["candidate_mean"], read.job_type, read.path) == ("finished", 0.91, "verify", again.path)
+
+
+def test_verdict_tags_are_queued_offline_and_sync_finds_the_runs_that_lack_them(tmp_path, checkout):
+    tracker = tracker_at(tmp_path / "out" / "wandb")
+    run = train_identity(tracker)
+    run_program(tracker, run, checkout, tmp_path)
+    other = tracker_at(tmp_path / "elsewhere")  # another installation's verdict on its own pr-4
+    assert tracker.add_tags("pr-4", ["verdict:merge"]) == 0 and other.add_tags("pr-4", ["verdict:close"]) == 0
+    tracker.add_tags("pr-9", ["verdict:close"])
+    queued = pending_tags(tracker.dir)
+    assert queued == {(tracker.installation, "pr-4"): {"verdict:merge"}, (tracker.installation, "pr-9"): {"verdict:close"}}
+    (run_dir,) = offline_runs(tmp_path / "out")  # the demo's layout: <out>/wandb/wandb/offline-run-*
+    assert run_tags(run_dir, queued) == (run.id, "", "runs", {"verdict:merge"})
+    with open(tracker.dir / PENDING_TAGS, "a") as f:
+        f.write("not json\n{}\n")
+    assert pending_tags(tracker.dir) == queued  # a line that is not senpai's is skipped
+
+
+def test_senpai_sync_needs_a_key_and_lists_with_dry_run(tmp_path, checkout, monkeypatch):
+    tracker = tracker_at(tmp_path / "out" / "wandb")
+    run_program(tracker, train_identity(tracker), checkout, tmp_path)
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    runner = CliRunner()
+    missing = runner.invoke(cli, ["sync", str(tmp_path / "out")])
+    assert isinstance(missing.exception, ConfigError) and "export WANDB_API_KEY" in str(missing.exception)
+    listed = runner.invoke(cli, ["sync", str(tmp_path / "out"), "--dry-run"])
+    assert listed.exit_code == 0, listed.output
+    assert "would sync 1 offline W&B run(s)" in listed.stderr and "Would sync 1 run(s)" in listed.stderr
+    assert listed.stdout.splitlines() == ["runs: 1", "synced: 0", "tags_added: 0"]
+    nothing = runner.invoke(cli, ["sync", str(checkout)])
+    assert nothing.exit_code == 0 and "no offline W&B runs left to sync" in nothing.stderr
+    not_a_folder = runner.invoke(cli, ["sync", str(tmp_path / "absent")])
+    assert isinstance(not_a_folder.exception, ConfigError)
