@@ -173,14 +173,15 @@ def _answer_request(line: str, verb: str, words: list[str], on_pr: int | None) -
     return SteerCommand(verb=verb, pr=on_pr, fingerprint=fp, reason=reason)
 
 
-BUDGET_KEYS = {  # key -> (SteerCommand field, type, what it caps)
-    "experiments": ("experiments", int, "experiments in all"),
-    "dollars": ("dollars", float, "LLM dollars"),
-    "tokens": ("tokens", int, "LLM tokens"),
-    "gpu_hours": ("gpu_hours", float, "GPU hours of jobs"),
-    "cpu_hours": ("cpu_hours", float, "CPU-core hours of jobs"),
-    "end": ("end_at", datetime, "the wall-clock end, ISO 8601 with a zone (2026-12-31T18:00Z)"),
+BUDGET_KEYS = {  # key -> (SteerCommand field, type, what it caps, the largest value taken)
+    "experiments": ("experiments", int, "experiments in all", 1_000_000),
+    "dollars": ("dollars", float, "LLM dollars", 1e9),
+    "tokens": ("tokens", int, "LLM tokens", 10**13),
+    "gpu_hours": ("gpu_hours", float, "GPU hours of jobs", 1e9),
+    "cpu_hours": ("cpu_hours", float, "CPU-core hours of jobs", 1e9),
+    "end": ("end_at", datetime, "the wall-clock end, ISO 8601 with a zone (2026-12-31T18:00Z)", None),
 }
+MAX_VALUE_CHARS = 40  # of one budget value: longer is no number or time anyone means
 
 
 def _budget(line: str, args: dict[str, str]) -> SteerCommand:
@@ -191,22 +192,23 @@ def _budget(line: str, args: dict[str, str]) -> SteerCommand:
         raise CommandError(f"`{_quote(line)}`: expected `/senpai budget key=value ...` with keys {', '.join(BUDGET_KEYS)}")
     fields: dict[str, object] = {}
     for key, raw in args.items():
-        name, kind, what = BUDGET_KEYS[key]
+        name, kind, what, most = BUDGET_KEYS[key]
         if kind is datetime:
-            try:
-                when = datetime.fromisoformat(raw)
-            except ValueError:
-                when = None
-            if when is None or when.tzinfo is None:
+            try:  # a year 1 or 9999 with an offset overflows when moved to UTC
+                when = datetime.fromisoformat(raw[:MAX_VALUE_CHARS]) if len(raw) <= MAX_VALUE_CHARS else None
+                fields[name] = when.astimezone(UTC).isoformat(timespec="seconds") if when and when.tzinfo else None
+            except (ValueError, OverflowError):
+                fields[name] = None
+            if fields[name] is None:
                 raise CommandError(f"`{key}` must be {what}, got `{_quote(raw)}`")
-            fields[name] = when.astimezone(UTC).isoformat(timespec="seconds")
             continue
         try:
-            value = kind(raw)
-        except ValueError:
+            value = kind(raw) if len(raw) <= MAX_VALUE_CHARS else 0
+        except (ValueError, OverflowError):
             value = 0
-        if not (math.isfinite(value) and value > 0):
-            raise CommandError(f"`{key}` ({what}) must be a {'whole ' if kind is int else ''}number > 0, got `{_quote(raw)}`")
+        if not (math.isfinite(value) and 0 < value <= most):
+            whole = "whole " if kind is int else ""
+            raise CommandError(f"`{key}` ({what}) must be a {whole}number > 0 and at most {most:,.0f}, got `{_quote(raw)}`")
         fields[name] = value
     return SteerCommand(verb="budget", **fields)
 

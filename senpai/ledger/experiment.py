@@ -8,7 +8,7 @@ from senpai.errors import LedgerFormatError
 from senpai.forge.base import Comment, PullRequest
 from senpai.ledger.blocks import ApprovalRequest, Block, BudgetReport, Decision, Evidence, Hypothesis, Verification
 from senpai.ledger.labels import DECIDED, ExperimentState, status_of, student_of
-from senpai.ledger.records import by_bot, read_record
+from senpai.ledger.records import by_bot, edited, read_record
 
 
 class RunSummary(BaseModel):
@@ -121,7 +121,7 @@ def read_experiment(pr: PullRequest, comments: list[Comment], bot: str) -> Exper
         errors.append(f"PR #{pr.number} was not opened by {bot} from this repository: its body is not a hypothesis")
         sources = []
     for c in (c for c in comments if by_bot(c, bot)):
-        if c.updated_at != c.created_at:  # a record rewritten, or one made into text
+        if edited(c):  # a record rewritten, or one made into text
             errors.append(f"comment {c.id}: edited after {bot} posted it (senpai never edits its comments)")
         else:
             sources.append((f"comment {c.id}", c.body, _COMMENT_KINDS))

@@ -22,7 +22,7 @@ from senpai.forge.base import Comment, Issue, PullRequest
 from senpai.ledger.blocks import Scalar, Steer, SteerCommand
 from senpai.ledger.events import Message, message_ref
 from senpai.ledger.labels import student_of
-from senpai.ledger.records import by_bot, read_record
+from senpai.ledger.records import by_bot, edited, read_record
 from senpai.ledger.replies import replied
 
 
@@ -142,11 +142,14 @@ class SteerState:
 def steer_blocks(comments: list[Comment], bot: str, current: list[Inbound]) -> list[tuple[Comment, Steer]]:
     """The `senpai-steer` records among `comments` of one thread: the bot's acks of a message in
     `current` (the thread's trusted messages, as read now) at its current version.  An ack of a
-    message that is gone, edited or no longer trusted, and an unreadable ack, are skipped."""
+    message that is gone, edited or no longer trusted, an unreadable ack, and an ack edited after
+    the bot posted it (senpai never edits its comments: anyone with write access could put an
+    approval or a budget in it) are skipped; `replies.replied` skips the edited one too, so the
+    message is acknowledged again, as the bot reads it."""
     refs = {message_ref(m.message) for m in current}
     out = []
     for c in comments:
-        if not by_bot(c, bot):
+        if not by_bot(c, bot) or edited(c):
             continue
         try:
             block = read_record(c.body)

@@ -77,6 +77,12 @@ def by_bot(x: Comment | Issue | PullRequest, bot: str) -> bool:
     return x.user == bot
 
 
+def edited(c: Comment) -> bool:
+    """True if comment `c` changed after it was posted (GitHub's `updated_at` moved). senpai never
+    edits its own comments, so an edited bot comment is no record, ack or answer of senpai's."""
+    return c.updated_at != c.created_at
+
+
 def neutral(text: str) -> str:
     """`text` as Markdown prose that can open no fence, HTML block or comment, and forge no marker.
 

@@ -12,7 +12,7 @@ from senpai.forge.base import Comment, Forge
 from senpai.ledger.blocks import Steer
 from senpai.ledger.comments import prose
 from senpai.ledger.events import Message, message_ref
-from senpai.ledger.records import by_bot, marker, marker_of, record_marker, record_tail
+from senpai.ledger.records import by_bot, edited, marker, marker_of, record_marker, record_tail
 
 ReplyKind = Literal["reply", "ack"]
 
@@ -23,9 +23,10 @@ def reply_marker(m: Message, kind: ReplyKind = "reply") -> str:
 
 
 def replied(comments: list[Comment], m: Message, bot: str, kind: ReplyKind = "reply") -> bool:
-    """True if the bot (login `bot`) already posted a `kind` answer to this version of `m`."""
+    """True if the bot (login `bot`) already posted a `kind` answer to this version of `m` and nobody
+    edited it since (`records.edited`: then it is answered again)."""
     mark = reply_marker(m, kind)
-    return any(by_bot(c, bot) and marker_of(c.body) == mark for c in comments)
+    return any(by_bot(c, bot) and not edited(c) and marker_of(c.body) == mark for c in comments)
 
 
 def reply_to_human(forge: Forge, m: Message, text: str, kind: ReplyKind = "reply", record: Steer | None = None) -> Comment | None:

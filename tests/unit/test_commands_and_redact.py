@@ -51,7 +51,7 @@ def test_commands_are_checked_and_typed():
         ("/senpai allow compute", None, "works in a comment on the experiment PR it allows"),
         ("/senpai allow", 12, "expected `/senpai allow compute`"),
         ("/senpai allow gpus", 12, "expected `/senpai allow compute`"),
-        ("/senpai budget experiments=0", None, "must be a whole number > 0, got `0`"),
+        ("/senpai budget experiments=0", None, "must be a whole number > 0 and at most 1,000,000, got `0`"),
         ("/senpai budget experiments=2.5", None, "must be a whole number > 0"),
         ("/senpai budget dollars=-1", None, "`dollars` (LLM dollars) must be a number > 0"),
         ("/senpai budget gpu_hours=inf", None, "must be a number > 0"),
@@ -200,3 +200,15 @@ def test_commands_in_top_level_paragraphs_are_found():
         "/senpai budget experiments=3",
         "/senpai resume",
     ]
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["end=9999-12-31T23:59:59-01:00", "end=0001-01-01T00:00+01:00", "experiments=" + "9" * 400, "tokens=" + "9" * 101,
+     "dollars=1e400", "experiments=1000001", "end=" + "2026-12-31T18:00Z" * 4],
+)  # fmt: skip
+def test_a_budget_value_out_of_bounds_is_refused_not_a_crash_nor_an_unreadable_ack(value):
+    """Overflowing times and numbers once raised OverflowError out of the tick (every tick, as the
+    message stayed unacknowledged); a 101-digit cap made an ack that safe_yaml could not read back."""
+    with pytest.raises(CommandError, match="must be"):
+        parse_commands(f"/senpai budget {value}", SPACE, None)

@@ -200,3 +200,23 @@ def test_steering_reads_and_decides_without_writing_and_the_dispatcher_posts_it(
     assert steering_tick.act(forge, CFG, steering_tick.read(forge, CFG)) == ([], [])  # once
     state = steering_tick.read(forge, CFG)[2].state
     assert state.paused and [t.params for t in state.tries] == [{"alpha": 1e-3}] and state.experiments is None
+
+
+def test_an_edited_ack_counts_for_nothing_and_the_message_is_acknowledged_again(fake_forge):
+    """senpai never edits its comments: a writer who edits the bot's ack of a trusted `/senpai pause`
+    into a budget raise (or an approval) changes nothing; the pause is acknowledged afresh."""
+    forge, fake = fake_forge
+    fake.add_collaborator("alice")
+    issue = fake.forge("alice").create_issue("steer", "/senpai pause", [STEER]).number
+    lines, view = steering_tick.tick(forge, CFG)
+    assert view.state.paused and any("paused" in line for line in lines)
+    (ack,) = [c for c in forge.list_comments(issue) if c.user == forge.login]
+    forged = ack.body.replace("verb: pause", "verb: budget").replace("experiments: null", "experiments: 1000")
+    assert forged != ack.body
+    time.sleep(1.1)  # GitHub's updated_at has one-second resolution
+    fake.edit_comment(ack.id, forged)
+    view = steering_tick.read(forge, CFG)[2]
+    assert view.state.experiments is None and view.state.limits == {} and not view.state.paused
+    lines, view = steering_tick.tick(forge, CFG)
+    assert any("paused" in line for line in lines) and view.state.paused and view.state.limits == {}
+    assert len([c for c in forge.list_comments(issue) if c.user == forge.login]) == 2
