@@ -26,7 +26,8 @@ from senpai.ledger.redact import redact_data
 Scalar = str | int | float | bool | None
 MAX_METRICS = 64  # numbers one evidence keeps (a W&B summary may hold thousands: per-class metrics)
 _KEY_BYTES = 300  # YAML bytes of one kept metric name
-_TEXT_BYTES = 8 * 1024  # YAML bytes of one free text of an evidence (command, failure, interpretation, log tail)
+_TEXT_BYTES = 8 * 1024  # YAML bytes of one free text of an evidence (command, failure, interpretation, log tail) or a decision
+_PLAN_BYTES = 6 * 1024  # YAML bytes of one free text of a hypothesis (five of them, and the prose, in one PR body)
 _FENCE = re.compile(r"\A(`{3,})senpai-([a-z]+)\n(.*)^\1[ \t]*\n?\Z", re.MULTILINE | re.DOTALL)
 
 
@@ -87,6 +88,13 @@ class Hypothesis(Block):
     exploration: str | None = Field(
         None, description="The diversity alarm's reading when it was proposed under the alarm (`senpai.ledger.diversity`)."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bounded(cls, data: Any) -> Any:
+        """At most _PLAN_BYTES per free text (an advisor may write 60,000 characters), so the PR body
+        stays under GitHub's 65,536 characters and `safe_yaml.MAX_BYTES`."""
+        return _fit_fields(data, ("hypothesis", "rationale", "plan", "change", "stop_condition", "exploration"), _PLAN_BYTES)
 
 
 class RunRef(BaseModel):
@@ -149,10 +157,7 @@ class Evidence(Block):
         data = dict(data)
         if isinstance(data.get("metrics"), dict):
             data["metrics"] = _kept_metrics(data["metrics"], data.get("primary"))
-        for field in ("command", "failure", "interpretation", "log_tail"):
-            if isinstance(data.get(field), str):
-                data[field] = _fit(data[field], _TEXT_BYTES)
-        return data
+        return _fit_fields(data, ("command", "failure", "interpretation", "log_tail"), _TEXT_BYTES)
 
     @classmethod
     def of(
@@ -178,6 +183,13 @@ class Evidence(Block):
 
 def _yaml_bytes(text: str) -> int:
     return len(safe_yaml.dump(text).encode("utf-8", "surrogatepass"))
+
+
+def _fit_fields(data: Any, fields: tuple[str, ...], limit: int) -> Any:
+    """`data` (a block's input) with each of its string `fields` `_fit` to `limit` YAML bytes."""
+    if not isinstance(data, dict):
+        return data
+    return {k: _fit(v, limit) if k in fields and isinstance(v, str) else v for k, v in data.items()}
 
 
 def _fit(text: str, limit: int) -> str:
@@ -281,6 +293,13 @@ class Decision(Block):
     approval: str | None = Field(
         None, description="merge: the fingerprint of the human approval it consumed (`gate.fingerprint`); single-use."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bounded(cls, data: Any) -> Any:
+        """At most _TEXT_BYTES of reason: the comment is posted after the merge, and one GitHub
+        refuses (over 65,536 characters) would leave a merge with no decision."""
+        return _fit_fields(data, ("reason",), _TEXT_BYTES)
 
 
 class ApprovalRequest(Block):

@@ -292,3 +292,18 @@ def test_evidence_of_a_hypothesis_measures_against_its_baseline_value_whatever_t
     assert (ev.outcome, ev.failure, ev.primary.baseline, ev.primary.delta) == (outcome, failure, 0.8, delta)
     assert render(parse(render(ev))) == render(ev)  # a record (NaN is not equal to itself)
     assert Evidence.of(None, metric="m", value=None, failure="lost", interpretation="i", **fields).primary.baseline is None
+
+
+def test_an_advisors_60000_character_texts_still_make_a_pr_body_and_a_decision_github_takes():
+    """GitHub refuses a body or comment over 65,536 characters; a decision is posted after its merge,
+    so a refused one left a merge with no decision."""
+    from senpai.ledger.transitions import _decision_text, hypothesis_body
+
+    long = "why " * 15_000
+    h = HYP.model_copy(update={k: long for k in ("hypothesis", "rationale", "plan", "stop_condition")})
+    h = Hypothesis.model_validate(h.model_dump())  # as the advisor's tool builds it
+    body = hypothesis_body(h)
+    assert len(body) < 65_536 and read_record(body) == h and "(cut: 60000 chars)" in h.plan
+    d = Decision(pr=7, head="a" * 40, verdict="merge", reason=long)
+    text = _decision_text(d)
+    assert len(text) < 65_536 and read_record(text) == d
