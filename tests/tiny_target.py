@@ -9,9 +9,9 @@ acc = 1 - |w - target| + a small fixed per-seed noise, so equal params give equa
 import uuid
 from pathlib import Path
 
-import yaml
 from forge_fixtures import TOKEN, commit_and_push, seed_repository
 
+from senpai.config import safe_yaml
 from senpai.config.harness import ForgeSettings
 from senpai.forge.github import GitHubForge, create_repository
 
@@ -78,7 +78,7 @@ def files(test: str | None = None, **holdout) -> dict[str, str]:
         **({"test": test} if test else {}),
     }
     return {
-        "senpai.yaml": yaml.safe_dump(config),
+        "senpai.yaml": safe_yaml.dump(config),
         "program.md": "# tiny\n",
         "params.json": '{"w": 0.5}\n',
         "train.py": train_py(),

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-import yaml
 from rich.console import Console
 from rich.control import strip_control_codes
 from rich.table import Table
@@ -29,6 +28,7 @@ from senpai.cli.forge import BOT, HUMAN
 from senpai.cli.progress import OutcomePrinter
 from senpai.cli.wiring import forge_from
 from senpai.cli.wrapper import build_wrapper
+from senpai.config import safe_yaml
 from senpai.config.harness import ForgeSettings, load_harness
 from senpai.config.target import load_target
 from senpai.errors import ConfigError, PermanentError
@@ -62,7 +62,7 @@ def write_config(
         "stale_after_seconds": 600.0,
     }
     path = out / "harness.yaml"
-    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    path.write_text(safe_yaml.dump(cfg))
     return path
 
 

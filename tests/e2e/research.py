@@ -11,6 +11,7 @@ from forge_fixtures import TOKEN
 
 from senpai.cli.demo import EXAMPLE, run_until, seed_target, write_config
 from senpai.cli.wiring import make_forge, make_tracker
+from senpai.config import safe_yaml
 from senpai.config.harness import load_harness
 from senpai.ledger.blocks import BaselineRef, BudgetRef, Hypothesis, MetricRef
 from senpai.ledger.table import LedgerReader
@@ -26,7 +27,7 @@ def make_program(
     target["holdout"]["seeds"] = [0, 1]  # 2 repeats keep the e2e tests fast; the demo uses 3
     if mutate:
         mutate(target)
-    (example / "senpai.yaml").write_text(yaml.safe_dump(target))
+    (example / "senpai.yaml").write_text(safe_yaml.dump(target))
     for rel, text in (files or {}).items():
         (example / rel).write_text(text)
     config = write_config(tmp / "run", base_url, students, experiments, repo=f"senpai/{name}")

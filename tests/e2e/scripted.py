@@ -11,6 +11,8 @@ from pathlib import Path
 import yaml
 from llm_server import call
 
+from senpai.config import safe_yaml
+
 LLM_KEY_ENV = "SCRIPTED_LLM_API_KEY"
 LLM_KEY = "sk-scripted-test-key-0123456789"
 # The scripted student's code change: train.py's MLP switches from Adam (the default) to L-BFGS.
@@ -35,7 +37,7 @@ def use_openhands(config: Path, base_url: str, budget: dict | None = None, roles
             },
             "budget": budget or {"llm_calls": 12, "wall_seconds": 300},
         }
-    config.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    config.write_text(safe_yaml.dump(cfg))
 
 
 def user_text(body: dict) -> str:

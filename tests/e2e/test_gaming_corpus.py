@@ -20,6 +20,7 @@ from senpai.agents.context import prepare_turn
 from senpai.agents.verify_steps import verify_all
 from senpai.cli.demo import write_config
 from senpai.cli.wiring import make_forge, make_tracker
+from senpai.config import safe_yaml
 from senpai.config.harness import load_harness
 from senpai.config.target import CONFIG_FILE, TargetConfig
 from senpai.errors import MergeRefused
@@ -94,7 +95,7 @@ def tiny(local_forge, tmp_path, monkeypatch):
     config = write_config(tmp_path / "run", local_forge.base_url, 1, 1, repo=settings.repo)
     data = yaml.safe_load(config.read_text())
     data["fleet"]["holdout_dir"] = str(sealed_holdout(tmp_path / "sealed"))
-    config.write_text(yaml.safe_dump(data))
+    config.write_text(safe_yaml.dump(data))
     return forge, config
 
 

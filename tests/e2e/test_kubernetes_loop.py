@@ -15,6 +15,8 @@ from k8s_apiserver import ApiServer
 from k8s_fixtures import NAMESPACE, SECRET_VALUE, k8s_settings, seed
 from research import assert_no_duplicates, make_program, reader, run
 
+from senpai.config import safe_yaml
+
 pytestmark = pytest.mark.e2e
 
 TOKEN_ENV = "SENPAI_DEMO_TOKEN"  # forge.token_env of make_program's config
@@ -44,7 +46,7 @@ def test_research_loop_on_the_kubernetes_fleet(local_forge, tmp_path, monkeypatc
     fleet = k8s_settings(kubeconfig_context="standin", secret_env=secret_env, mount_path=str(config.parent), holdout=holdout)
     raw = yaml.safe_load(config.read_text())
     raw["fleet"] = fleet.model_dump(mode="json", by_alias=True, exclude_none=True)
-    config.write_text(yaml.safe_dump(raw))
+    config.write_text(safe_yaml.dump(raw))
     with ApiServer() as server:
         seed(server).cluster.secrets[(NAMESPACE, "senpai-secrets")] = {"forge-token": TOKEN}
         server.cluster.secrets[(NAMESPACE, "senpai-holdout")] = {HOLDOUT_FILE: to_csv(*digits_split()["holdout"])}

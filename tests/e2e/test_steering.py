@@ -13,6 +13,7 @@ from forge_fixtures import add_collaborator, as_user, clone, commit_and_push
 from research import assert_no_duplicates, hand_hypothesis, make_program, reader, ticks
 
 from senpai.cli.wrapper import build_wrapper
+from senpai.config import safe_yaml
 from senpai.config.harness import load_harness
 from senpai.forge.github import GitHubForge
 from senpai.ledger import transitions
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.e2e
 def _configure(config: Path, **changes) -> None:
     data = yaml.safe_load(config.read_text())
     data.update(changes)
-    config.write_text(yaml.safe_dump(data, sort_keys=False))
+    config.write_text(safe_yaml.dump(data))
 
 
 def _as(local_forge, config: Path, login: str) -> GitHubForge:

@@ -30,6 +30,7 @@ from senpai.agents.verifier import BaselineFailed
 from senpai.agents.verify_steps import verify_all
 from senpai.cli.demo import write_config
 from senpai.cli.wiring import make_forge, make_tracker
+from senpai.config import safe_yaml
 from senpai.config.harness import load_harness
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Verification, render
@@ -53,7 +54,7 @@ def tiny(local_forge, tmp_path, monkeypatch):
         config = write_config(tmp_path / "run", local_forge.base_url, 1, 1, repo=settings.repo)
         data = yaml.safe_load(config.read_text())
         data["fleet"]["holdout_dir"] = str(holdout)
-        config.write_text(yaml.safe_dump(data))
+        config.write_text(safe_yaml.dump(data))
         return forge, config
 
     return make, holdout
