@@ -35,6 +35,7 @@ def check_merge(
     *,
     rivals: dict[int, float] | None = None,
     compute_allowed_by: str | None = None,
+    arms: int = 1,
 ) -> None:
     """Raise MergeRefused (reason names the files or metrics) unless a merge of `head` into `base` is allowed.
 
@@ -48,6 +49,8 @@ def check_merge(
     on the PR) is set, no guard regressing beyond its tolerance, the target's test passed if it
     declares one, and the p-value still below alpha after Benjamini–Hochberg over `rivals` (PR ->
     one-sided p-value of the latest verification of each other PR against the same `base`).
+    `arms` is how many variants the hypothesis ran (its `arm_count`): the rule is then judged
+    corrected for them (`stats.for_arms`).
     """
     files = sorted({*files, *(verification.files if verification else [])})
     touched = protected_touched(target, files)
@@ -59,7 +62,7 @@ def check_merge(
         raise MergeRefused(f"the diff changes files outside the experiment's scope ({allowed}): {', '.join(outside)}")
     if verification is None:
         raise MergeRefused("no verification of this head against the current baseline")
-    v, hold = verification, target.holdout
+    v, hold = verification, stats.for_arms(target.holdout, arms)
     if v.candidate != head or v.baseline != base:
         raise MergeRefused(
             f"verification is stale: it measured {v.candidate[:8]} vs {v.baseline[:8]}, the PR is {head[:8]} vs {base[:8]}"

@@ -193,7 +193,8 @@ def decide(
             files = forge.pull_files(pr.number)
         except FileListTruncated as e:
             raise MergeRefused(f"{e}, so its scope cannot be checked") from None
-        check_merge(target, pr.head_sha, base_sha, files, verification, rivals=rivals, compute_allowed_by=allowed_by)
+        arms = exp.hypothesis.arm_count() if exp.hypothesis else 1
+        check_merge(target, pr.head_sha, base_sha, files, verification, rivals=rivals, compute_allowed_by=allowed_by, arms=arms)
         # the head that was verified: a commit pushed since then makes the forge refuse (MergeConflict)
         merged = forge.merge_pull(pr.number, f"senpai: merge #{pr.number} ({d.reason})", pr.head_sha)
         d = _pinned(forge, d, base_sha, merged)
