@@ -67,7 +67,10 @@ def check_merge(
         raise MergeRefused(
             f"verification is stale: it measured {v.candidate[:8]} vs {v.baseline[:8]}, the PR is {head[:8]} vs {base[:8]}"
         )
-    judgement = _verdict(hold, target.metric, v)
+    try:
+        judgement = _verdict(hold, target.metric, v)
+    except MergeRefused as e:
+        raise MergeRefused(f"{e} (the rule corrected for {arms} arms)" if arms > 1 else str(e)) from None
     problems = [compute_problem(hold, v, compute_allowed_by), *guard_problems(hold, v), _test(target, v)]
     problems = [p for p in problems if p]
     if problems:
