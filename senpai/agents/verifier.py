@@ -32,6 +32,7 @@ from senpai.errors import PermanentError, TransientError
 from senpai.ledger import gate, stats, transitions
 from senpai.ledger.blocks import Verification
 from senpai.ledger.consistency import reverify
+from senpai.ledger.experiment import read_experiment
 from senpai.ledger.gate import out_of_scope, protected_touched
 
 SIDES = ("baseline", "candidate")
@@ -86,7 +87,8 @@ def make_plan(ctx: TurnContext, number: int) -> Plan:
     measured on its old tree would count the base's later changes, reverted, as its own). Raises
     TransientError if the fetch fails."""
     candidate, baseline = pair(ctx, number)
-    h = ctx.ledger.experiment(ctx.forge.get_pull(number)).hypothesis
+    pull = ctx.forge.get_pull(number)
+    h = read_experiment(pull, ctx.ledger.comments(pull), ctx.forge.login).hypothesis  # its arms: no tracker read
     refs = [f"+{candidate}:refs/senpai/candidate", f"+{baseline}:refs/senpai/baseline"]
     ctx.repo.git("fetch", "--quiet", "origin", *refs, network=True)
     merged, unmergeable, conflict = ctx.repo.merged(baseline, candidate)
