@@ -9,6 +9,7 @@ through `transitions.submit_evidence` (which moves the PR to review).
 
 import os
 import time
+from dataclasses import dataclass
 
 from senpai.agents.context import TurnContext
 from senpai.agents.environ import train_secrets
@@ -20,6 +21,49 @@ from senpai.fleet.base import job_deadline, job_gpus
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Cost, Evidence, Hypothesis, RunRef
 from senpai.tracker.base import RunRecord
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One training run of a head, read back: its primary metric value (None: not reported), why it
+    failed (None: it did not), its run, the run's numbers, its train seconds and its log tail."""
+
+    value: float | None
+    failure: str | None
+    run: RunRef
+    metrics: dict[str, float]
+    seconds: float
+    tail: str
+
+
+def measure(
+    ctx: TurnContext,
+    number: int,
+    attempt: int,
+    h: Hypothesis,
+    head: str,
+    params: dict,
+    *,
+    extra_env: dict[str, str] | None = None,
+    arm: str | None = None,
+) -> Measured:
+    """Train the work copy (at commit `head`, plus any uncommitted params) as attempt `attempt` of PR
+    `number` with `SEED=0` and read its W&B run back. An `arm` names the run `<...>-<arm>` (one run
+    per arm, all in the PR's W&B group) and goes into its config as `senpai_arm`."""
+    identity = run_identity(ctx, number, attempt, h.student, head, h.id, params)
+    if arm is not None:
+        config = {**identity.config, "senpai_arm": arm}
+        identity = identity.model_copy(update={"id": f"{identity.id}-{arm}", "name": f"{identity.name}/{arm}", "config": config})
+    env = {**train_secrets(os.environ), **(extra_env or {}), **ctx.tracker.env_for(identity), "SEED": "0"}
+    timeout = train_timeout(ctx.budgets.student)
+    log = ctx.workdir / (f"train-{arm}.log" if arm else "train.log")
+    out = run_command(ctx.target.train, ctx.repo.path, env, timeout, log=log)
+    record = _read_run(ctx, identity.id)
+    metric = ctx.target.metric
+    value = out.value(metric.name) if metric.source == "stdout" else _summary_value(record, metric.name)
+    failure = _failure(out.returncode, timeout, value, metric.name, record)
+    run = RunRef(id=identity.id, url=record.url if record else None, state=record.state if record else "missing")
+    return Measured(value, failure, run, _numbers(record), out.seconds, out.tail(20))
 
 
 def measure_and_post(
@@ -47,30 +91,45 @@ def measure_and_post(
     or the metric is missing or not finite. Posted text is redacted by the ledger
     (`senpai.ledger.redact`). Raises TransitionError if the PR is not in wip/changes/review.
     """
-    identity = run_identity(ctx, number, attempt, h.student, head, h.id, params)
-    env = {**train_secrets(os.environ), **(extra_env or {}), **ctx.tracker.env_for(identity), "SEED": "0"}
-    timeout = train_timeout(ctx.budgets.student)
-    out = run_command(ctx.target.train, ctx.repo.path, env, timeout, log=ctx.workdir / "train.log")
-    record = _read_run(ctx, identity.id)
-    metric = ctx.target.metric
-    value = out.value(metric.name) if metric.source == "stdout" else _summary_value(record, metric.name)
-    failure = _failure(out.returncode, timeout, value, metric.name, record)
+    m = measure(ctx, number, attempt, h, head, params, extra_env=extra_env)
+    return post(ctx, number, attempt, h, head, m, Cost(tokens=tokens, dollars=dollars), interpretation)
+
+
+def post(
+    ctx: TurnContext,
+    number: int,
+    attempt: int,
+    h: Hypothesis,
+    head: str,
+    m: Measured,
+    spent: Cost | None = None,
+    interpretation: str | None = None,
+    *,
+    runs: list[RunRef] | None = None,
+    **fields,
+) -> Evidence:
+    """Post the evidence of measurement `m` of `head`: `spent` gives the agent's tokens and dollars,
+    the train seconds are `m`'s unless `spent` has some (a multi-arm attempt's sum); `runs` default
+    to `m`'s run; `fields` are the multi-arm rows (`arms`, `arm`)."""
+    metric, spent = ctx.target.metric, spent or Cost()
+    seconds = spent.wall_seconds or m.seconds
     ev = Evidence.of(
         h,
         metric=metric.name,
-        value=value,
-        failure=failure,
-        interpretation=(interpretation if interpretation and not failure else None)
-        or _interpret(value, h.baseline.value, metric, failure),
+        value=m.value,
+        failure=m.failure,
+        interpretation=(interpretation if interpretation and not m.failure else None)
+        or _interpret(m.value, h.baseline.value, metric, m.failure),
         pr=number,
         attempt=attempt,
         student=h.student,
         head=head,
         command=ctx.target.train,
-        runs=[RunRef(id=identity.id, url=record.url if record else None, state=record.state if record else "missing")],
-        metrics=_numbers(record),
-        cost=Cost(gpu_seconds=out.seconds * job_gpus(), wall_seconds=round(out.seconds, 3), tokens=tokens, dollars=dollars),
-        log_tail=out.tail(20) if failure else None,
+        runs=runs or [m.run],
+        metrics=m.metrics,
+        cost=Cost(gpu_seconds=seconds * job_gpus(), wall_seconds=round(seconds, 3), tokens=spent.tokens, dollars=spent.dollars),
+        log_tail=m.tail if m.failure else None,
+        **fields,
     )
     transitions.submit_evidence(ctx.forge, ctx.forge.get_pull(number), ev)
     return ev

@@ -14,7 +14,7 @@ from senpai.errors import PermanentError
 from senpai.forge.base import PullRequest
 from senpai.ledger import transitions
 from senpai.ledger.baseline import Baseline
-from senpai.ledger.blocks import BaselineRef, BudgetRef, Hypothesis, MetricRef
+from senpai.ledger.blocks import Arm, BaselineRef, BudgetRef, Hypothesis, MetricRef
 from senpai.ledger.redact import register_secret
 
 ENV_SALT = "SENPAI_ID_SALT"
@@ -66,18 +66,23 @@ def open_hypothesis(
     change: str | None = None,
     request: str | None = None,
     exploration: str | None = None,
+    arms: list[Arm] | None = None,
 ) -> PullRequest:
     """Push branch `senpai/<student>/<hid>` at the baseline commit and open its PR in state wip.
 
     `params` is the full params point the student writes into the target's params file; `change`
     describes a code change in words (LLM runtimes); `request` is the ref of the `/senpai try` that
     asked for it (its id then differs from a proposal of the same point, so a fresh branch is cut);
-    `exploration` is the diversity alarm's reason when it was raised for this turn (recorded in the block).
+    `exploration` is the diversity alarm's reason when it was raised for this turn (recorded in the block);
+    `arms` are its named variants (`Hypothesis.arms`; they enter its id). Raises ValueError for invalid arms.
     Idempotent: an existing branch and open PR are reused. Raises TransitionError if the PR exists
     but cannot be (re)opened.
     """
     t = ctx.target
-    hid = hypothesis_id(params, change if request is None else f"{change or ''}\nrequest:{request}", id_salt(ctx.harness))
+    text = change if request is None else f"{change or ''}\nrequest:{request}"
+    if arms:
+        text = f"{text or ''}\narms:{json.dumps([a.model_dump() for a in arms], sort_keys=True)}"
+    hid = hypothesis_id(params, text, id_salt(ctx.harness))
     budget = ctx.budgets.student  # an LLM student's job holds its agent turn as well as the training run
     h = Hypothesis(
         id=hid,
@@ -93,6 +98,7 @@ def open_hypothesis(
         student=student,
         request=request,
         exploration=exploration,
+        arms=arms,
     )
     branch = f"senpai/{student}/{hid}"
     # git, not REST: a branch check costs no rate limit

@@ -22,7 +22,22 @@ from senpai.ledger.gate import rival_p_values
 def decision(exp: Experiment, verdict: str, reason: str, **numbers) -> Decision:
     """A decision on `exp`'s head; `numbers` name the metric they are in (default: the hypothesis's)."""
     numbers.setdefault("metric", exp.hypothesis.metric.name if exp.hypothesis else None)
+    numbers.setdefault("findings", findings(exp))
     return Decision(pr=exp.pr, head=exp.head, verdict=verdict, reason=reason, **numbers)
+
+
+def findings(exp: Experiment) -> list[str]:
+    """Multi-arm: one line per arm of the head's evidence that is not the winner (it does not merge:
+    it is recorded as a finding), with its params and validation value; empty for a single arm."""
+    ev = exp.evidence_for(exp.head)
+    if ev is None or not ev.arms:
+        return []
+    shown = lambda r: r.failure or f"{ev.primary.name} = {r.value}"  # noqa: E731
+    return [
+        f"arm {r.name}{' (control)' if r.control else ''} {r.params}: {shown(r)}; not chosen (winner: {ev.arm})"
+        for r in ev.arms
+        if r.name != ev.arm
+    ]
 
 
 def apply(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline: Baseline, d: Decision) -> None:

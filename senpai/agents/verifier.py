@@ -33,6 +33,7 @@ from senpai.errors import PermanentError, TransientError
 from senpai.ledger import gate, stats, transitions
 from senpai.ledger.blocks import Verification
 from senpai.ledger.consistency import reverify
+from senpai.ledger.experiment import read_experiment
 from senpai.ledger.gate import out_of_scope, protected_touched
 
 SIDES = ("baseline", "candidate")
@@ -62,6 +63,7 @@ class Plan(BaseModel):
     merged: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")
     unmergeable: str | None = None
     conflict: bool = False  # `unmergeable` because the trees conflict (re-applied on the base, it may merge)
+    arms: int = Field(1, ge=1)  # variants the hypothesis ran: the rule is corrected for them (`stats.for_arms`)
 
 
 def pair(ctx: TurnContext, number: int) -> tuple[str, str]:
@@ -86,6 +88,8 @@ def make_plan(ctx: TurnContext, number: int) -> Plan:
     measured on its old tree would count the base's later changes, reverted, as its own). Raises
     TransientError if the fetch fails."""
     candidate, baseline = pair(ctx, number)
+    pull = ctx.forge.get_pull(number)
+    h = read_experiment(pull, ctx.ledger.comments(pull), ctx.forge.login).hypothesis  # its arms: no tracker read
     refs = [f"+{candidate}:refs/senpai/candidate", f"+{baseline}:refs/senpai/baseline"]
     ctx.repo.git("fetch", "--quiet", "origin", *refs, network=True)
     merged, unmergeable, conflict = ctx.repo.merged(baseline, candidate)
@@ -98,7 +102,7 @@ def make_plan(ctx: TurnContext, number: int) -> Plan:
         files = []
     return Plan(
         pr=number, candidate=candidate, baseline=baseline, files=files, unlisted=unlisted, merged=merged,
-        unmergeable=unmergeable, conflict=conflict,
+        unmergeable=unmergeable, conflict=conflict, arms=h.arm_count() if h else 1,
         protected_touched=protected_touched(ctx.target, files), out_of_scope=out_of_scope(ctx.target, files),
     )  # fmt: skip
 
@@ -109,7 +113,7 @@ def verification_block(target: TargetConfig, plan: Plan, seeds: list[int], **fie
         pr=plan.pr, candidate=plan.candidate, baseline=plan.baseline, metric=target.holdout.metric,
         direction=target.metric.direction, rule=target.holdout.rule, protected_touched=plan.protected_touched,
         out_of_scope=plan.out_of_scope, files=plan.files, seeds=seeds, candidate_values=[], baseline_values=[],
-        candidate_mean=None, baseline_mean=None, improvement=None, noise_floor=None,
+        candidate_mean=None, baseline_mean=None, improvement=None, noise_floor=None, arms=plan.arms,
     )  # fmt: skip
     return Verification(**{**common, **fields})
 
@@ -213,8 +217,8 @@ def measure(
     """Train and score both sides over the seeds, adding seeds while `judge` is inconclusive; a
     baseline seed in `known.samples` is taken from there, not run. A candidate that fails a step
     gives a failed block; raises BaselineFailed if the baseline fails one, and PermanentError if a
-    checkout cannot be reset (`reset_checkout`)."""
-    hold = target.holdout
+    checkout cannot be reset (`reset_checkout`). The rule is corrected for the plan's arms."""
+    hold = stats.for_arms(target.holdout, plan.arms)
     if test_passed is False:
         reason = "the target's test command failed on the candidate"
         return verification_block(target, plan, [], test_passed=False, passed=False, reason=reason)

@@ -282,6 +282,9 @@ class RuntimeSettings(_Strict):
     advisor: RoleRuntime = SearchRuntimeSettings()
     student: RoleRuntime = SearchRuntimeSettings()
     seed: int = Field(0, description="Seed of the search runtime's sampler.")
+    arms: int = Field(
+        1, ge=1, le=5, description="Arms per search experiment: the proposed point (control) and arms - 1 neighbours."
+    )
     diversity: DiversitySettings = DiversitySettings()
 
     @field_validator("advisor", "student", mode="before")

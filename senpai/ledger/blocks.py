@@ -69,6 +69,19 @@ class BudgetRef(BaseModel):
     attempts: int
 
 
+MAX_ARMS = 8  # arms one experiment may run: each is a full training run of the student's job
+
+
+class Arm(BaseModel):
+    """One variant of a multi-arm hypothesis: `params` override the hypothesis's `params` for this
+    arm (the control's are usually empty). The student trains every arm under the same seed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(pattern=r"^[a-z0-9-]{1,16}$")
+    params: dict[str, Scalar] = Field(default_factory=dict, description="Params this arm sets over the hypothesis's.")
+    control: bool = False
+
+
 class Hypothesis(Block):
     """`senpai-hypothesis`, in the PR body, written by the advisor."""
 
@@ -88,6 +101,29 @@ class Hypothesis(Block):
     exploration: str | None = Field(
         None, description="The diversity alarm's reading when it was proposed under the alarm (`senpai.ledger.diversity`)."
     )
+    arms: list[Arm] | None = Field(
+        None, description=f"Named variants, exactly one the control (2 to {MAX_ARMS}); None: a single-arm experiment."
+    )
+
+    @model_validator(mode="after")
+    def _one_control(self) -> "Hypothesis":
+        if self.arms is None:
+            return self
+        names = [a.name for a in self.arms]
+        if not 2 <= len(names) <= MAX_ARMS or len(set(names)) != len(names):
+            raise ValueError(f"arms: 2 to {MAX_ARMS} arms with distinct names, got {names}")
+        if sum(a.control for a in self.arms) != 1:
+            raise ValueError("arms: exactly one arm must be the control")
+        return self
+
+    def arm_count(self) -> int:
+        """How many variants compete in this experiment (1 without arms): the multiplicity the
+        verifier and the merge gate correct for (`senpai.ledger.stats.for_arms`)."""
+        return len(self.arms) if self.arms else 1
+
+    def arm_params(self, arm: Arm) -> dict[str, Scalar]:
+        """The full params point arm `arm` trains: the hypothesis's params with the arm's over them."""
+        return {**self.params, **arm.params}
 
     @model_validator(mode="before")
     @classmethod
@@ -129,6 +165,18 @@ class Cost(BaseModel):
     dollars: float = 0.0
 
 
+class ArmResult(BaseModel):
+    """One arm's validation run in a multi-arm evidence: its primary metric (None: failed) and run."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    control: bool = False
+    params: dict[str, Scalar] = Field(default_factory=dict, description="The full params point the arm trained.")
+    value: float | None
+    run: RunRef
+    failure: str | None = None
+
+
 class Evidence(Block):
     """`senpai-evidence`, a student comment (or the wrapper's failure evidence for a dead job)."""
 
@@ -146,6 +194,10 @@ class Evidence(Block):
     interpretation: str
     cost: Cost = Cost()
     log_tail: str | None = None
+    arms: list[ArmResult] = Field(
+        default_factory=list, description="Multi-arm: one row per arm, same seed; empty for a single-arm experiment."
+    )
+    arm: str | None = Field(None, description="Multi-arm: the winning arm, whose params the evidence's head carries.")
 
     @model_validator(mode="before")
     @classmethod
@@ -157,6 +209,8 @@ class Evidence(Block):
         data = dict(data)
         if isinstance(data.get("metrics"), dict):
             data["metrics"] = _kept_metrics(data["metrics"], data.get("primary"))
+        if isinstance(data.get("arms"), list):
+            data["arms"] = data["arms"][:MAX_ARMS]
         return _fit_fields(data, ("command", "failure", "interpretation", "log_tail"), _TEXT_BYTES)
 
     @classmethod
@@ -260,6 +314,9 @@ class Verification(Block):
         description="sha256 of what makes baseline numbers comparable (base commit, target config, sealed holdout); "
         "verifications with the same key reuse each other's baseline seeds. None: not reusable.",
     )
+    arms: int = Field(
+        1, ge=1, description="Variants the hypothesis ran; the rule was corrected for them (`senpai.ledger.stats.for_arms`)."
+    )
     conflict: bool = Field(
         False, description="Refused because the PR conflicts with a base that moved: not the hypothesis's failure."
     )
@@ -292,6 +349,9 @@ class Decision(Block):
     noise_floor: float | None = None
     approval: str | None = Field(
         None, description="merge: the fingerprint of the human approval it consumed (`gate.fingerprint`); single-use."
+    )
+    findings: list[str] = Field(
+        default_factory=list, description="Multi-arm: one line per arm that does not merge (its params and validation value)."
     )
 
     @model_validator(mode="before")

@@ -39,6 +39,7 @@ def check_merge(
     compute_allowed_by: str | None = None,
     approved: dict[str, str] | None = None,
     consumed: set[str] | frozenset[str] = frozenset(),
+    arms: int = 1,
 ) -> str | None:
     """Raise MergeRefused (reason names the files or metrics) unless a merge of `head` into `base` is
     allowed; returns the fingerprint of the human approval the merge consumes (None if none is needed).
@@ -57,6 +58,8 @@ def check_merge(
     (fingerprint -> trusted login, the PR's acknowledged `/senpai approve`s) must hold the
     fingerprint of exactly (`head`, `base`, the verification), and that fingerprint must not be in
     `consumed` (the approvals earlier decisions recorded: single-use); else ApprovalRequired.
+    `arms` is how many variants the hypothesis ran (its `arm_count`): the rule is then judged
+    corrected for them (`stats.for_arms`).
     """
     files = sorted({*files, *(verification.files if verification else [])})
     touched = protected_touched(target, files)
@@ -68,12 +71,15 @@ def check_merge(
         raise MergeRefused(f"the diff changes files outside the experiment's scope ({allowed}): {', '.join(outside)}")
     if verification is None:
         raise MergeRefused("no verification of this head against the current baseline")
-    v, hold = verification, target.holdout
+    v, hold = verification, stats.for_arms(target.holdout, arms)
     if v.candidate != head or v.baseline != base:
         raise MergeRefused(
             f"verification is stale: it measured {v.candidate[:8]} vs {v.baseline[:8]}, the PR is {head[:8]} vs {base[:8]}"
         )
-    judgement = _verdict(hold, target.metric, v)
+    try:
+        judgement = _verdict(hold, target.metric, v)
+    except MergeRefused as e:
+        raise MergeRefused(f"{e} (the rule corrected for {arms} arms)" if arms > 1 else str(e)) from None
     problems = [compute_problem(hold, v, compute_allowed_by), *guard_problems(hold, v), _test(target, v)]
     problems = [p for p in problems if p]
     if problems:

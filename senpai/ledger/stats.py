@@ -234,3 +234,18 @@ def bh_adjust(p_values: list[float]) -> list[float]:
 
     ps = np.array([p if isinstance(p, (int, float)) and math.isfinite(p) else 1.0 for p in p_values], float)
     return [float(x) for x in stats.false_discovery_control(np.clip(ps, 0.0, 1.0), method="bh")]
+
+
+def for_arms(hold: Holdout, arms: int) -> Holdout:
+    """`hold` corrected for a winner picked among `arms` variants of one experiment (Bonferroni):
+    the test rules spend `alpha / arms`; the noise_floor rule, which claims no error rate, scales
+    its floor (`noise_k` and `min_floor`) by z(1 - alpha/arms) / z(1 - alpha) (x1.29 for 3 arms at
+    alpha 0.05), the widening a one-sided normal threshold needs.  `hold` itself for one arm."""
+    if arms <= 1:
+        return hold
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf
+    scale = z(1 - hold.alpha / arms) / z(1 - hold.alpha)
+    floor = hold.min_floor * scale if hold.min_floor is not None else None
+    return hold.model_copy(update={"alpha": hold.alpha / arms, "noise_k": hold.noise_k * scale, "min_floor": floor})

@@ -200,6 +200,7 @@ def decide(
         approval = check_merge(
             target, pr.head_sha, base_sha, files, verification, rivals=rivals,
             compute_allowed_by=steer.compute_allowed.get(pr.number), approved=steer.approvals.get(pr.number), consumed=consumed,
+            arms=exp.hypothesis.arm_count() if exp.hypothesis else 1,
         )  # fmt: skip
         d = d.model_copy(update={"approval": approval})
         # the head that was verified: a commit pushed since then makes the forge refuse (MergeConflict)

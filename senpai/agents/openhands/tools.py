@@ -35,7 +35,7 @@ from senpai.config.roles import Role
 from senpai.errors import PermanentError, SenpaiError, TransitionError
 from senpai.ledger import diversity
 from senpai.ledger.baseline import current_baseline
-from senpai.ledger.blocks import Scalar, render
+from senpai.ledger.blocks import MAX_ARMS, Arm, Scalar, render
 from senpai.ledger.labels import ASSIGNED, ExperimentState, status_of
 from senpai.ledger.redact import redact
 from senpai.ledger.replies import reply_to_human
@@ -65,6 +65,12 @@ class CreateHypothesisAction(Action):
     plan: str = Field(description="What the student should do and measure.")
     params: dict[str, Scalar] = Field(default_factory=dict, description="Params to set (keys of the target's space).")
     change: str | None = Field(None, description="A code change in words, when not (only) a params change.")
+    arms: list[Arm] | None = Field(
+        None,
+        description="Optional params-only variants run under the same seed, exactly one `control: true`; each arm's "
+        "params override `params`. The best arm on validation is verified (corrected for the number of arms) and "
+        "merged; the others are recorded as findings. Needs the search student runtime.",
+    )
 
 
 class DecideAction(Action):
@@ -170,6 +176,7 @@ def _create_hypothesis(s: Session, a: CreateHypothesisAction) -> str:
         raise PermanentError(f"params {unknown} are not in the target's space {sorted(ctx.target.params.space)}")
     if not a.params and not a.change:
         raise PermanentError("give params, a change, or both")
+    _check_arms(ctx, a)
     exps = ctx.ledger.experiments()
     if any(e.student == a.student and e.state in ASSIGNED for e in exps):
         raise TransitionError(f"student {a.student} already has an open assignment")
@@ -187,9 +194,24 @@ def _create_hypothesis(s: Session, a: CreateHypothesisAction) -> str:
         baseline=baseline,
         change=a.change,
         exploration=alarm.reason if alarm.collapsed else None,
+        arms=a.arms,
     )
     s.actions.append(f"#{pr.number}: opened {pr.head_ref.rsplit('/', 1)[-1]} for {a.student}")
     return f"opened PR #{pr.number} on branch {pr.head_ref} for {a.student}"
+
+
+def _check_arms(ctx: TurnContext, a: CreateHypothesisAction) -> None:
+    """Arms are params-only and run by the search student. Raises PermanentError naming the problem."""
+    if not a.arms:
+        return
+    if ctx.harness.runtime.student.kind != "search":
+        raise PermanentError("arms are run by the search student runtime only; give one variant (no arms)")
+    unknown = sorted({k for arm in a.arms for k in arm.params} - set(ctx.target.params.space))
+    if unknown:
+        raise PermanentError(f"arm params {unknown} are not in the target's space {sorted(ctx.target.params.space)}")
+    names = [arm.name for arm in a.arms]
+    if not 2 <= len(names) <= MAX_ARMS or len(set(names)) != len(names) or sum(arm.control for arm in a.arms) != 1:
+        raise PermanentError(f"arms: 2 to {MAX_ARMS} distinct names with exactly one control, got {names}")
 
 
 def _decide(s: Session, a: DecideAction) -> str:

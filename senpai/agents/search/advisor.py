@@ -15,6 +15,7 @@ from senpai.errors import TransitionError
 from senpai.forge.base import Forge
 from senpai.ledger import diversity
 from senpai.ledger.baseline import Baseline, current_baseline
+from senpai.ledger.blocks import Arm
 from senpai.ledger.commands import SYNTAX
 from senpai.ledger.events import Event, Message
 from senpai.ledger.experiment import Experiment
@@ -97,7 +98,20 @@ def _decide_verified(ctx: TurnContext, pr, exp: Experiment, baseline: Baseline) 
 
 
 def _history(exps: list[Experiment]) -> list[tuple[dict, float | None]]:
-    return [(e.hypothesis.params, e.primary_value()) for e in exps if e.hypothesis and e.hypothesis.params]
+    """(params, validation value) of every point tried: each single-arm hypothesis, and each arm of
+    a multi-arm evidence (the arms' rows; a hypothesis's arms not yet run count by their params)."""
+    out = []
+    for e in exps:
+        if not (e.hypothesis and e.hypothesis.params):
+            continue
+        rows = next((ev.arms for ev in reversed(e.evidence) if ev.arms), [])
+        if rows:
+            out += [(r.params, r.value) for r in rows]
+        elif e.hypothesis.arms:
+            out += [(e.hypothesis.arm_params(a), None) for a in e.hypothesis.arms]
+        else:
+            out.append((e.hypothesis.params, e.primary_value()))
+    return out
 
 
 def _assign(ctx: TurnContext, students: list[str], exps: list[Experiment], baseline: Baseline) -> list[str]:
@@ -119,28 +133,56 @@ def _assign(ctx: TurnContext, students: list[str], exps: list[Experiment], basel
             space, ctx.target.metric, history, len(students), ctx.harness.runtime.seed, avoid=avoid, radius=settings.min_spread
         )
     exploration = alarm.reason if alarm.collapsed else None
-    return [_open(ctx, s, {**current, **p}, p, baseline, len(exps), exploration) for s, p in zip(students, points, strict=True)]
+    tried = [p for p, _ in history]
+    return [
+        _open(ctx, s, {**current, **p}, p, baseline, len(exps), exploration, _arms(ctx, p, tried))
+        for s, p in zip(students, points, strict=True)
+    ]
+
+
+def _arms(ctx: TurnContext, point: dict, tried: list[dict]) -> list[Arm] | None:
+    """`runtime.arms` arms around `point`: the point itself as the control, and its neighbours
+    (`propose.neighbours`); None for a single arm or when the space has no neighbour left."""
+    k = ctx.harness.runtime.arms
+    if k <= 1:
+        return None
+    from senpai.agents.search.propose import neighbours
+
+    near = neighbours(ctx.target.params.space, point, k - 1, tried)
+    if not near:
+        return None
+    return [Arm(name="control", control=True), *(Arm(name=f"arm-{i}", params=p) for i, p in enumerate(near, 1))]
 
 
 def _open(
-    ctx: TurnContext, student: str, full: dict, point: dict, baseline: Baseline, prior: int, exploration: str | None
+    ctx: TurnContext,
+    student: str,
+    full: dict,
+    point: dict,
+    baseline: Baseline,
+    prior: int,
+    exploration: str | None,
+    arms: list[Arm] | None = None,
 ) -> str:
     changed = {k: v for k, v in full.items() if (baseline.params or {}).get(k) != v} if baseline.params else point
     t = ctx.target
+    shown = "; arms: " + ", ".join(f"{a.name} {a.params}" for a in arms) if arms else ""
     try:
         pr = open_hypothesis(
             ctx,
             student,
-            hypothesis=f"setting {', '.join(f'{k}={v}' for k, v in changed.items())} improves {t.metric.name}",
+            hypothesis=f"setting {', '.join(f'{k}={v}' for k, v in changed.items())} improves {t.metric.name}{shown}",
             rationale=(
                 f"random proposal away from the recent points (diversity alarm: {exploration})"
                 if exploration
                 else f"TPE proposal (seeded) from {prior} prior experiments and the baseline"
             ),
-            plan=f"write the params into {t.params.file}, run `{t.train}`, report {t.metric.name} from the W&B run",
+            plan=f"write the params into {t.params.file}, run `{t.train}`, report {t.metric.name} from the W&B run"
+            + (" for each arm under the same seed; commit the best arm's params" if arms else ""),
             params=full,
             baseline=baseline,
             exploration=exploration,
+            arms=arms,
         )
     except TransitionError as e:
         return f"{student}: not assigned: {e}"

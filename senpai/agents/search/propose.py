@@ -100,3 +100,35 @@ def propose(
         tried.add(point_key(best[1]))
         points.append(best[1])
     return points
+
+
+def neighbours(space: dict[str, ParamSpec], point: Point, n: int, tried: list[Point] = ()) -> list[Point]:
+    """Up to `n` points next to `point`, each one step away in one param (params in name order, up
+    then down: a tenth of the range, of its log range for a log param, at least 1 for an int; the
+    next or previous choice of a categorical), kept inside the space, never `point`, a point in
+    `tried` or each other; each holds only the param it moves.  Fewer if the space has no more."""
+    seen = {point_key({k: v for k, v in p.items() if k in space}) for p in [*tried, point]}
+    out: list[Point] = []
+    for name in sorted(k for k in space if k in point):
+        for sign in (1, -1):
+            moved = {**point, name: _step(space[name], point[name], sign)}
+            key = point_key({k: v for k, v in moved.items() if k in space})
+            if len(out) < n and key not in seen:
+                seen.add(key)
+                out.append({name: moved[name]})
+    return out
+
+
+def _step(spec: ParamSpec, value, sign: int):
+    """`value` moved one step in direction `sign` (see `neighbours`), clipped to the range."""
+    if spec.type == "categorical":
+        i = spec.choices.index(value) if value in spec.choices else 0
+        return spec.choices[min(max(i + sign, 0), len(spec.choices) - 1)]
+    if spec.log:
+        moved = value * (spec.high / spec.low) ** (sign / 10)
+    else:
+        moved = value + sign * (spec.high - spec.low) / 10
+    if spec.type == "int":
+        moved = value + sign * max(1, abs(round(moved) - value))
+    moved = min(max(moved, spec.low), spec.high)
+    return moved if spec.type == "int" else _tidy(moved, distribution(spec))
