@@ -8,6 +8,7 @@ from senpai.cli.ledger import served
 from senpai.cli.options import config_option
 from senpai.cli.wiring import make_forge, make_tracker, redact_secrets
 from senpai.config.harness import load_harness
+from senpai.errors import ConfigError
 from senpai.ledger.table import LedgerReader
 
 
@@ -40,12 +41,19 @@ def report(config_path: str, out: str | None, fmt: str, local_forge: str | None,
 
     cfg = load_harness(config_path)
     tracker = make_tracker(cfg)
+    path = Path(out or f"report.{fmt}")
+    if not path.parent.is_dir():
+        raise ConfigError(f"--out {path}: the folder {path.parent} does not exist; create it or pick another path")
     with served(cfg, local_forge) as live:
         redact_secrets(live)  # a token `served` made too
         exps = LedgerReader(make_forge(live), tracker).experiments()
+    if local_forge:  # its forge lives only as long as this command: a link to it would be dead
+        exps = [e.model_copy(update={"url": ""}) for e in exps]
     summary = summarise(exps, cfg.forge.repo)
-    path = Path(out or f"report.{fmt}")
-    path.write_text(render.html(summary) if fmt == "html" else render.markdown(summary), encoding="utf-8")
+    try:
+        path.write_text(render.html(summary) if fmt == "html" else render.markdown(summary), encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"--out {path}: cannot write it ({e.strerror}); pick another path") from None
     click.echo(f"report: {path} ({summary.counts['experiments']} experiments, {summary.merges} verified merges)")
     if not no_wandb:
         for url in tracker.publish_report(render.tracker_spec(summary)):

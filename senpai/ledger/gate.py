@@ -94,17 +94,25 @@ def fingerprint(head: str, base: str, v: Verification) -> str:
     return hashlib.sha256(f"{head}\n{base}\n{v.model_dump_json()}".encode()).hexdigest()[:12]
 
 
+def listed(paths: list[str], limit: int = 10) -> str:
+    """Paths a candidate named, for a text people read: each an inline code span (a file named
+    `[Approve](https://...)` is no link there), at most `limit`, then how many more: a list cut
+    silently would let harmless names hide the one that matters."""
+    shown = ", ".join(f"`{p[:200].replace('`', "'")}`" for p in paths[:limit])
+    return shown + (f" and {len(paths) - limit} more (see the diff)" if len(paths) > limit else "")
+
+
 def approval_reasons(target: TargetConfig, files: list[str], v: Verification) -> list[str]:
     """The senpai.yaml `approval` rules that name this merge, one sentence each (empty: none)."""
     rules, out = target.approval, []
     if rules.always:
         out.append("senpai.yaml asks for an approval of every merge")
     if rules.outside_params and (other := [f for f in files if f != target.params.file]):
-        out.append(f"the diff changes files other than {target.params.file}: {', '.join(other[:10])}")
+        out.append(f"the diff changes files other than {target.params.file}: {listed(other)}")
     if rules.improvement_over is not None and v.improvement is not None and v.improvement > rules.improvement_over:
         out.append(f"the verified improvement {v.improvement:.4g} is over {rules.improvement_over:g}")
     if matched := [f for f in files if any(fnmatch.fnmatchcase(f, g) for g in rules.paths)]:
-        out.append(f"the diff changes paths that need an approval: {', '.join(matched[:10])}")
+        out.append(f"the diff changes paths that need an approval: {listed(matched)}")
     return out
 
 

@@ -242,8 +242,19 @@ def test_the_approval_rules_name_the_merges_they_cover():
     )
     v = _win(1, "h" * 40, "b" * 40, top=0.85)  # improvement 0.048
     assert approval_reasons(target, ["params.json"], v) == []
-    assert approval_reasons(target, ["params.json", "train.py"], v) == ["the diff changes files other than params.json: train.py"]
+    other = "the diff changes files other than params.json: `train.py`"
+    assert approval_reasons(target, ["params.json", "train.py"], v) == [other]
     assert approval_reasons(target, ["params.json"], _win(1, "h" * 40, "b" * 40))[0].startswith("the verified improvement 0.148")
-    assert approval_reasons(target, ["src/model.py"], v)[1] == "the diff changes paths that need an approval: src/model.py"
+    assert approval_reasons(target, ["src/model.py"], v)[1] == "the diff changes paths that need an approval: `src/model.py`"
     with pytest.raises(ValueError, match="approval.sometimes"):
         TargetConfig.model_validate(yaml.safe_load(TARGET.replace("{always: true}", "{always: true, sometimes: true}")))
+
+
+def test_an_approval_request_names_every_file_it_cut_and_no_file_name_becomes_a_link():
+    from senpai.ledger.gate import listed
+
+    files = [f"a{i:02}.py" for i in range(10)] + ["[Approve here](https://evil.example/approve).py", "zz/steal_tokens.py"]
+    text = listed(sorted(files))
+    assert text.endswith("and 2 more (see the diff)") and "`a00.py`" in text
+    assert listed(["[Approve](https://evil.example).py"]) == "`[Approve](https://evil.example).py`"  # a code span: no link
+    assert listed(["x`y.py"]) == "`x'y.py`"
