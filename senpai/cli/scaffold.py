@@ -109,7 +109,9 @@ def detect(repo: Path) -> Detected:
 
 
 def _read(path: Path) -> str:
-    if not path.is_file() or path.stat().st_size > MAX_SOURCE_BYTES:
+    """The text of a regular file of the repository, "" if it is missing, a symlink (it may point
+    anywhere, /etc/passwd included), not a regular file or over MAX_SOURCE_BYTES."""
+    if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_SOURCE_BYTES:
         return ""
     return path.read_text(errors="replace")
 
@@ -124,17 +126,18 @@ def _parse(source: str) -> ast.Module | None:
 def _train_command(repo: Path) -> tuple[str | None, str | None]:
     """(command, the Python file it runs) from a train script, a Makefile `train` target or a pyproject script."""
     for script in SCRIPTS:
-        if (repo / script).is_file():
+        if (repo / script).is_file() and not (repo / script).is_symlink():
             return f"python {script}", script
     makefile = _read(repo / "Makefile")
     if target := re.search(r"^train\s*:", makefile, re.MULTILINE):
         ran = re.search(r"python[0-9.]*\s+(?:-u\s+)?([\w./-]+\.py)", makefile[target.end() :])
         return "make train", ran.group(1) if ran and (repo / ran.group(1)).is_file() else None
-    try:
-        scripts = tomllib.loads(_read(repo / "pyproject.toml")).get("project", {}).get("scripts", {})
-    except tomllib.TOMLDecodeError:
-        scripts = {}
-    for command, target in scripts.items():
+    try:  # a hostile pyproject: `project = 1`, `scripts = "x"`, arrays nested 200,000 deep
+        project = tomllib.loads(_read(repo / "pyproject.toml")).get("project")
+        scripts = project.get("scripts") if isinstance(project, dict) else None
+    except (tomllib.TOMLDecodeError, RecursionError):
+        scripts = None
+    for command, target in (scripts if isinstance(scripts, dict) else {}).items():
         if "train" in command and isinstance(target, str):
             module = target.split(":")[0].replace(".", "/")
             found = next((f"{d}{module}.py" for d in ("", "src/") if (repo / f"{d}{module}.py").is_file()), None)
@@ -196,7 +199,7 @@ def _argparse_defaults(tree: ast.Module) -> dict[str, Any]:
             continue
         try:
             value = ast.literal_eval(default)
-        except ValueError:
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # `default={[]: 1}` raises TypeError
             continue
         if isinstance(value, bool | int | float | str):
             out[flag.value[2:].replace("-", "_")] = value

@@ -159,10 +159,11 @@ class Cost(BaseModel):
     for an LLM turn its prompt + completion tokens and LiteLLM's cost in dollars."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    gpu_seconds: float = 0.0
-    wall_seconds: float = 0.0
-    tokens: int = 0
-    dollars: float = 0.0
+    # finite and >= 0: the fleet-wide budgets sum them (`senpai.ledger.spend`), and a NaN would never reach a cap
+    gpu_seconds: float = Field(0.0, ge=0, allow_inf_nan=False)
+    wall_seconds: float = Field(0.0, ge=0, allow_inf_nan=False)
+    tokens: int = Field(0, ge=0)
+    dollars: float = Field(0.0, ge=0, allow_inf_nan=False)
 
 
 class ArmResult(BaseModel):

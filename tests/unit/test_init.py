@@ -188,3 +188,28 @@ def test_a_flag_skips_its_prompt(tmp_path):
     assert result.exit_code == 0, result.output
     assert "Primary metric" not in result.output and "Direction" not in result.output
     assert load_target(root).metric.name == "train_accuracy"
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"pyproject.toml": "project = 1\n"},
+        {"pyproject.toml": "[project]\nscripts = 'x'\n"},
+        {"pyproject.toml": "a = " + "[" * 200_000 + "]" * 200_000 + "\n"},
+        {"train.py": "import argparse\np = argparse.ArgumentParser()\np.add_argument('--x', default={[]: 1})\n"},
+    ],
+)
+def test_a_hostile_repository_is_detected_as_far_as_it_goes_never_a_crash(tmp_path, files):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    detect(tmp_path)
+
+
+def test_a_train_script_that_links_out_of_the_repository_is_not_read(tmp_path):
+    outside = tmp_path / "outside.py"
+    outside.write_text("import wandb\nwandb.log({'secret_metric': 1})\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "train.py").symlink_to(outside)
+    found = detect(repo)
+    assert found.train_cmd is None and found.source == "" and found.metric is None
