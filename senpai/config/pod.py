@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
-from senpai.config.secret_env import SECRET_ENV
+from senpai.config.secret_env import SECRET_ENV, secret_value
 
 K8sObject = dict[str, JsonValue]  # a Kubernetes API object in its JSON shape; the fleet checks its fields
 RESERVED_ENV = frozenset({"HOME", "TMPDIR", "PATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"})
@@ -112,7 +112,8 @@ class JobPodSettings(BaseModel):
 
 def env_problems(env: list[K8sObject], secret_names: tuple[str, ...] | list[str]) -> list[str]:
     """Why each entry of `env` (core/v1 EnvVar dicts) may not reach code agents wrote: a Secret
-    reference, a name that looks secret or is one of `secret_names`, or a name senpai sets."""
+    reference, a name that looks secret or is one of `secret_names`, a literal value that looks like a
+    credential (`secret_value`: a token shape, a URL with a password), or a name senpai sets."""
     out = []
     for i, var in enumerate(env):
         name, source = str(var.get("name", "")), var.get("valueFrom") or {}
@@ -121,6 +122,8 @@ def env_problems(env: list[K8sObject], secret_names: tuple[str, ...] | list[str]
             out.append(f"{where}: valueFrom may be {', '.join(sorted(ENV_SOURCES))} ({WHY}; a Secret goes in fleet.secret_env)")
         if SECRET_ENV.search(name) or name in secret_names:
             out.append(f"{where}: the name holds a credential ({WHY}); give it through fleet.secret_env (chart: secrets.*)")
+        elif isinstance(var.get("value"), str) and secret_value(var["value"]):
+            out.append(f"{where}: the value looks like a credential ({WHY}); give it through fleet.secret_env (chart: secrets.*)")
         if name in RESERVED_ENV or name.startswith("SENPAI_"):
             out.append(f"{where}: senpai sets {name} itself")
     return out

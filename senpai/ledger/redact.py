@@ -36,20 +36,13 @@ from collections.abc import Iterable, Mapping
 from typing import BinaryIO
 from urllib.parse import quote, quote_plus, urlsplit
 
-from senpai.config.secret_env import SECRET_ENV
+from senpai.config.secret_env import SECRET_ENV, SECRET_VALUES
 
 REDACTED = "[REDACTED]"
 URL_ENV = re.compile(r"(?:_URL|_URI)$", re.IGNORECASE)
 MIN_SECRET = 8  # shorter values ("1", "true") would redact ordinary words
 MIN_PREFIX, PREFIX_FROM = 8, 16  # a secret of 16+ characters is caught from its first 8 on
-PATTERNS = [
-    re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}"),
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
-    re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}"),
-    re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
-    re.compile(r"(?<=Authorization: )(?:(?:Basic|Bearer|token) )?[^\s\"']+", re.IGNORECASE),
-]
+PATTERNS = SECRET_VALUES
 _registered: set[str] = set()
 
 

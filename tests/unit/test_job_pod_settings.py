@@ -59,6 +59,9 @@ def test_what_an_operator_may_add() -> None:
         ({"env": [{"name": "HF_TOKEN", "value": "x"}]}, "env[0] (HF_TOKEN): the name holds a credential"),
         ({"env": [{"name": "AWS_SECRET_ACCESS_KEY", "value": "x"}]}, "the name holds a credential"),
         ({"env": [{"name": "OPENAI", "value": "x"}]}, "env[0] (OPENAI): the name holds a credential"),  # a secret_env name
+        ({"env": [{"name": "FOO", "value": "ghp_" + "a" * 36}]}, "env[0] (FOO): the value looks like a credential"),
+        ({"env": [{"name": "DATABASE_URL", "value": "postgres://u:pw@db/x"}]}, "the value looks like a credential"),
+        ({"env": [{"name": "HTTPS_PROXY", "value": "http://me:hunter2@proxy:3128"}]}, "the value looks like a credential"),
         ({"env": [{"name": "SENPAI_CONFIG", "value": "/x"}]}, "senpai sets SENPAI_CONFIG itself"),
         ({"env": [{"name": "HOME", "value": "/x"}]}, "senpai sets HOME itself"),
         ({"env_from": [{"secretRef": {"name": "cloud-keys"}}]}, "env_from[0]: only configMapRef"),
