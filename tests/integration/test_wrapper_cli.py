@@ -27,4 +27,4 @@ def test_max_ticks_counts_failed_ticks_and_exits_3(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "senpai", "wrapper", "run", "--config", str(tmp_path / "h.yaml"), "--max-ticks", "2"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 3, proc.stderr
-    assert "the last 2 tick(s) failed" in proc.stderr and "Connection refused" in proc.stderr
+    assert "the last 2 tick(s) failed" in proc.stderr and "connection refused: is the forge running?" in proc.stderr
