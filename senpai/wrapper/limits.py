@@ -22,6 +22,8 @@ from senpai.wrapper.actions import OpenIssue
 from senpai.wrapper.world import World
 
 MONEY = ("dollars", "tokens", "gpu_hours", "cpu_hours")
+# states senpai moves on by itself; a blocked PR waits for a human and does not hold the report back
+SETTLING = {ExperimentState.WIP, ExperimentState.CHANGES, ExperimentState.REVIEW, ExperimentState.VERIFYING}
 TRIED_SHOWN = 20  # decided experiments listed in a report, newest first
 
 
@@ -61,11 +63,15 @@ def exhausted(exps: list[Experiment], steer: SteerState, now: datetime, cfg: Har
 
 
 def exhaustion_issue(w: World, cfg: HarnessConfig) -> OpenIssue | None:
-    """The exhaustion report once a cap is reached: one per set of caps in force, none once the bot's
-    steering issues carry it, and none while a human has paused anyway."""
+    """The exhaustion report once a cap is reached and the work running then has settled (no
+    experiment in SETTLING; at once when `on_exhausted: stop` stops it): one per set of caps in
+    force, none once the bot's steering issues carry it, and none while a human has paused anyway."""
     reached = exhausted(w.exps, w.steer, w.now, cfg)
     if not reached or w.steer.paused:
         return None
+    stopping = cfg.limits.on_exhausted == "stop" and bool(set(reached) - {"experiments"})
+    if not stopping and any(e.state in SETTLING for e in w.exps):
+        return None  # running work finishes first: the report then holds its outcome, not a snapshot of it
     in_force = caps(w.steer, cfg)
     digest = hashlib.sha256(json.dumps(in_force, sort_keys=True, default=str).encode()).hexdigest()[:12]
     marker = f"<!-- senpai:exhausted:{digest} -->"
@@ -101,7 +107,8 @@ def report(w: World, cfg: HarnessConfig, reached: dict[str, str]) -> str:
         "",
         "## What evidence is missing",
         *(_missing(e, w.base_sha) for e in sorted(open_, key=lambda e: e.pr)),
-        *([] if open_ else ["- Nothing pending: every experiment opened was decided."]),
+        *_unmeasured(decided),
+        *([] if open_ or _unmeasured(decided) else ["- Nothing: every experiment was decided, each on its holdout."]),
         "",
         f"## What was tried ({len(decided)} decided{f', newest {TRIED_SHOWN}' if len(decided) > TRIED_SHOWN else ''})",
         *(_tried(e, metric) for e in decided[:TRIED_SHOWN]),
@@ -133,6 +140,18 @@ def _missing(e, base_sha: str) -> str:
     else:
         what = f"a human ({e.state})"
     return f"- #{e.pr} {e.title[:120]}: {what}"
+
+
+def _unmeasured(decided: list) -> list[str]:
+    """Lines for the decided experiments whose holdout was never measured: closed on validation
+    alone, or failed before any verification (a later look may find them better than that)."""
+    never = [e for e in decided if e.state == ExperimentState.CLOSED and not any(v.seeds for v in e.verifications)]
+    if not never:
+        return []
+    shown = ", ".join(f"#{e.pr}" for e in never[:TRIED_SHOWN]) + (
+        f" and {len(never) - TRIED_SHOWN} more" if len(never) > TRIED_SHOWN else ""
+    )
+    return [f"- The holdout of {len(never)} closed experiment(s) was never measured (closed on validation alone): {shown}"]
 
 
 def _tried(e, metric: str) -> str:

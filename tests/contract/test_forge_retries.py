@@ -83,7 +83,9 @@ def test_connection_errors_are_transient_and_counted():
         port = probe.getsockname()[1]  # closed again before use: nothing listens there
     settings = ForgeSettings(base_url=f"http://127.0.0.1:{port}", repo="senpai/nothing")
     forge, sleeps = forge_with_clock(settings, attempts=2, backoff=0.01)
-    with pytest.raises(TransientError, match=rf"cannot reach http://127\.0\.0\.1:{port}: connection refused: is the forge running\?"):
+    with pytest.raises(
+        TransientError, match=rf"cannot reach http://127\.0\.0\.1:{port}: connection refused: is the forge running\?"
+    ):
         forge.get_pull(1)
     assert (forge.calls, sleeps) == (2, [0.01])
 

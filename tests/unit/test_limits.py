@@ -98,6 +98,10 @@ def test_the_experiment_cap_opens_one_exhaustion_issue_and_a_trusted_budget_resu
         _costly(3, "closed", value=0.87),
         _costly(4, "verifying", "bo", value=0.93),
     ]
+    ledger, _, view = steering_tick.read(forge, cfg)
+    steering_tick.act(forge, cfg, (ledger, exps, view))  # #4 still verifying: the report waits for it
+    assert not [i for i in forge.list_issues(STEER, "all") if "exhausted" in i.title]
+    exps[3] = exps[3].model_copy(update={"state": "blocked"})  # waiting for a human: no longer running work
     lines = []
     for _ in range(2):  # a second wrapper (restart, no cache) finds the issue and opens none
         ledger, _, view = steering_tick.read(forge, cfg)
@@ -108,8 +112,11 @@ def test_the_experiment_cap_opens_one_exhaustion_issue_and_a_trusted_budget_resu
     body = issue.body
     for section in ("## What is known", "## What evidence is missing", "## What was tried", "## Budget needed to go on"):
         assert section in body
-    assert "#1 merged last, acc = 0.91" in body and "#4 acc = 0.93 (verifying)" in body  # baseline, best result
-    assert "#4 t: the holdout verification against the current base" in body  # missing evidence
+    assert "#1 merged last, acc = 0.91" in body and "#4 acc = 0.93 (blocked)" in body  # baseline, best result
+    assert "#4 t: a human (blocked)" in body  # missing evidence: what is open...
+    assert (
+        "The holdout of 2 closed experiment(s) was never measured (closed on validation alone): #3, #2" in body
+    )  # ...and unmeasured
     assert "no improvement on #2" in body and "no improvement on #3" in body  # tried, with reasons
     assert "`/senpai budget experiments=6`" in body  # the budget needed, as a command to paste
     w = World(exps, BASE, [], NOW)
