@@ -11,7 +11,7 @@ BOT, HUMAN = "senpai", "human"  # the users `senpai forge serve` makes tokens fo
 LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,38}")
 
 
-@click.group("forge")
+@click.group("forge", context_settings={"help_option_names": ["-h", "--help"]})  # also when a test invokes it alone
 def forge() -> None:
     """The local forge: GitHub REST at the server root, git smart HTTP under /git/.
 
