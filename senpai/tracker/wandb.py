@@ -82,6 +82,21 @@ PENDING_TAGS = "senpai-tags.jsonl"  # offline verdict tags, applied by `senpai s
 _INSTALLATION = re.compile(r"^[0-9a-f]{8}$")
 
 OFFLINE_DIR = re.compile(r"^offline-run-(?P<stamp>\d{8}_\d{6})-(?P<id>.+)$")
+_DIR_SUFFIX = re.compile(r"^(?P<id>.+)-(?P<n>\d+)$")
+
+
+def offline_run_id(run_dir: str | os.PathLike) -> tuple[str, str, int] | None:
+    """(stamp, run id, collision index) of an `offline-run-<stamp>-<id>[-<n>]` directory, or None
+    if the name is not one. wandb adds `-<n>` when a run of the same id started in the same second
+    (a retried job); the run's own `run-<id>.wandb` file says which reading is the id."""
+    name = os.path.basename(run_dir)
+    if not (m := OFFLINE_DIR.match(name)):
+        return None
+    if (s := _DIR_SUFFIX.match(m["id"])) and os.path.exists(os.path.join(run_dir, f"run-{s['id']}.wandb")):
+        return m["stamp"], s["id"], int(s["n"])
+    return m["stamp"], m["id"], 0
+
+
 _API_STATES = {
     "finished": "finished",
     "failed": "crashed",
@@ -270,9 +285,10 @@ class WandbTracker:
         return sorted((r for r in runs if group is None or r.group == group), key=lambda r: r.id)
 
     def _offline_dirs(self) -> dict[str, list[Path]]:
-        """`offline-run-<stamp>-<id>` directories by id, oldest first (by stamp, then mtime): one
-        `os.scandir` per root, and a `stat` only for an id with several directories."""
-        found: dict[str, list[tuple[str, os.DirEntry]]] = {}
+        """`offline-run-<stamp>-<id>[-<n>]` directories by id, oldest first (by stamp, collision
+        index, then mtime): one `os.scandir` per root, and a `stat` only for a name ending in `-<n>`
+        or an id with several directories."""
+        found: dict[str, list[tuple[tuple[str, int], os.DirEntry]]] = {}
         for root in (self.dir / "wandb", self.dir / ".wandb"):
             try:
                 entries = os.scandir(root)
@@ -280,8 +296,8 @@ class WandbTracker:
                 continue
             with entries:
                 for d in entries:
-                    if (m := OFFLINE_DIR.match(d.name)) and d.is_dir():
-                        found.setdefault(m["id"], []).append((m["stamp"], d))
+                    if (run := offline_run_id(d.path)) and d.is_dir():
+                        found.setdefault(run[1], []).append(((run[0], run[2]), d))
         return {
             k: [Path(d.path) for _, d in (sorted(v, key=lambda sd: (sd[0], sd[1].stat().st_mtime)) if len(v) > 1 else v)]
             for k, v in found.items()

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from senpai.errors import ConfigError, TransientError
-from senpai.tracker.wandb import INSTALLATION_KEY, OFFLINE_DIR, PENDING_TAGS, log_bytes
+from senpai.tracker.wandb import INSTALLATION_KEY, PENDING_TAGS, log_bytes, offline_run_id
 from senpai.tracker.wandb_log import fold, records
 
 MAX_DEPTH = 3  # <out>/wandb/wandb/offline-run-*: the demo's layout
@@ -45,7 +45,7 @@ def offline_runs(root: Path) -> list[Path]:
     found: list[Path] = []
     for folder, dirs, _ in os.walk(root):
         depth = len(Path(folder).relative_to(root).parts)
-        runs = [d for d in dirs if OFFLINE_DIR.match(d)]
+        runs = [d for d in dirs if offline_run_id(Path(folder, d))]
         found += [Path(folder, d) for d in runs if not any(Path(folder, d).glob("run-*.wandb.synced"))]
         dirs[:] = [] if depth >= MAX_DEPTH else sorted(d for d in dirs if d not in runs)
     return sorted(found)
@@ -97,7 +97,7 @@ def pending_tags(tracker_dir: Path) -> dict[tuple[str, str], set[str]]:
 
 def run_tags(run_dir: Path, queued: dict[tuple[str, str], set[str]]) -> tuple[str, str, str, set[str]]:
     """(run id, entity, project, the queued tags it lacks) of the offline run in `run_dir`."""
-    run_id = OFFLINE_DIR.match(run_dir.name)["id"]
+    run_id = offline_run_id(run_dir)[1]
     log_file = run_dir / f"run-{run_id}.wandb"
     data = log_bytes(log_file) if log_file.is_file() else b""
     run = fold(records(data))

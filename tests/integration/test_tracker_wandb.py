@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -218,6 +219,22 @@ def test_newest_directory_wins_and_partial_logs(tracker, runs, tmp_path):
     stale = time.time() - 3600
     os.utime(log_file, (stale, stale))
     assert base.get_run("run-ok").state == "unknown"
+
+
+def test_a_retry_in_the_same_second_is_the_same_run_and_an_id_ending_in_a_number_is_its_own(tracker, runs, tmp_path):
+    """wandb names a second folder of one id in the same second `offline-run-<stamp>-<id>-1`."""
+    src = tracker.get_run("run-ok").path
+    base = WandbTracker(TrackerSettings(dir=str(tmp_path), mode="offline"))
+    first = copy_run(src, tmp_path, "run-x", stamp="20261203_112944", cut=40000)
+    retry = tmp_path / "wandb" / "offline-run-20261203_112944-run-x-1"
+    shutil.copytree(first.parent, retry)
+    (retry / "run-run-x.wandb").write_bytes((Path(src) / "run-run-ok.wandb").read_bytes())
+    os.utime(retry, (0, 0))  # the index orders the two, not the folder's mtime
+    assert [r.id for r in base.list_runs()] == ["run-x"]
+    assert (base.get_run("run-x").path, base.get_run("run-x").state) == (str(retry), "finished")
+    own = copy_run(src, tmp_path, "run-x-2", stamp="20261203_112944")  # an id that really ends in -2
+    assert base.get_run("run-x-2").path == str(own.parent)
+    assert [r.id for r in base.list_runs()] == ["run-x", "run-x-2"]
 
 
 def test_wandb_config_paths_is_broken_in_this_wandb(tracker, home):
