@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 from senpai.config.harness import ForgeSettings
 from senpai.forge.base import Forge
@@ -26,6 +27,7 @@ from senpai.forge.github import GitHubForge, create_repository
 from senpai.forge.localforge.server import LocalForgeServer
 from senpai.forge.localforge.store import Store
 from senpai.ledger.blocks import BaselineRef, BudgetRef, Hypothesis, MetricRef
+from senpai.ledger.experiment import Experiment
 
 OWNER = "senpai"
 TOKEN = "senpai:local-test-token"  # the bot's token: user `senpai`, role owner (registered by `local_forge`)
@@ -210,3 +212,25 @@ def hypothesis(base: str, id: str = "h-test", params: dict | None = None, metric
         metric=MetricRef(name=metric, direction="maximize"), baseline=BaselineRef(commit=base, run_id=None, value=None),
         budget=BudgetRef(wall_seconds=60, attempts=attempts), stop_condition=f"{attempts} attempt(s)", student="ada",
     )  # fmt: skip
+
+
+def target_yaml(holdout: dict | None = None, **extra) -> str:
+    """senpai.yaml of a target that sweeps `width` in params.json and maximizes `acc`, with a holdout
+    scored by eval.py (protected): `holdout` adds keys to the holdout section, `extra` to the top."""
+    cfg = {
+        "name": "t", "train": "python train.py", "metric": {"name": "acc", "direction": "maximize"},
+        "params": {"file": "params.json", "space": {"width": {"type": "int", "low": 8, "high": 128}}},
+        "holdout": {"command": "python eval.py {artifact} {holdout}", "files": ["eval.py"], "metric": "acc", **(holdout or {})},
+        "protected": ["eval.py"], **extra,
+    }  # fmt: skip
+    return yaml.safe_dump(cfg, sort_keys=False)
+
+
+def experiment(pr: int, state: str, **fields) -> Experiment:
+    """Experiment #`pr` of student ada in `state`, as the ledger reader returns it: no blocks unless
+    `fields` (any Experiment field) gives them."""
+    base = dict(
+        pr=pr, title="t", url="u", branch=f"senpai/ada/h-{pr}", head="a" * 40, student="ada", state=state,
+        updated_at="2026-12-01T00:00:00Z", hypothesis=None, evidence=[], verifications=[], decisions=[],
+    )  # fmt: skip
+    return Experiment(**base | fields)

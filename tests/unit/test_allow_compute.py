@@ -5,7 +5,7 @@ wrapper acknowledges the command like any other, and the gate reads the allowanc
 import pytest
 import steering_tick
 import yaml
-from forge_fixtures import commit_and_push, hypothesis
+from forge_fixtures import commit_and_push, hypothesis, target_yaml
 from test_policy import CFG
 
 from senpai.config.target import TargetConfig
@@ -17,22 +17,7 @@ from senpai.ledger.labels import ExperimentState, with_status
 from senpai.ledger.records import read_record
 from senpai.ledger.table import LedgerReader
 
-TARGET = """\
-name: t
-train: python train.py
-metric: {name: acc, direction: maximize}
-params:
-  file: params.json
-  space:
-    width: {type: int, low: 8, high: 128}
-holdout:
-  command: python eval.py {artifact} {holdout}
-  files: [eval.py]
-  metric: acc
-  rule: welch
-  compute: {tolerance: 0.25}
-protected: [eval.py]
-"""
+TARGET = target_yaml({"rule": "welch", "compute": {"tolerance": 0.25}})
 
 
 def _hypothesis(base: str) -> Hypothesis:

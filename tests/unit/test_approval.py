@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 import steering_tick
 import yaml
-from forge_fixtures import commit_and_push, hypothesis
+from forge_fixtures import commit_and_push, hypothesis, target_yaml
 from test_policy import CFG
 
 from senpai.agents import review
@@ -29,22 +29,7 @@ from senpai.wrapper.policy import advisor_events
 from senpai.wrapper.status import LastTick, build_status
 from senpai.wrapper.world import World
 
-TARGET = """\
-name: t
-train: python train.py
-metric: {name: acc, direction: maximize}
-params:
-  file: params.json
-  space:
-    width: {type: int, low: 8, high: 128}
-holdout:
-  command: python eval.py {artifact} {holdout}
-  files: [eval.py]
-  metric: acc
-  rule: welch
-protected: [eval.py]
-approval: {always: true}
-"""
+TARGET = target_yaml({"rule": "welch"}, approval={"always": True})
 BRANCH = "senpai/ada/h-wide"
 
 
@@ -238,7 +223,9 @@ def test_reject_closes_the_pr_with_the_humans_reason(fake_forge, tmp_path):
 
 def test_the_approval_rules_name_the_merges_they_cover():
     target = TargetConfig.model_validate(
-        yaml.safe_load(TARGET.replace("{always: true}", "{outside_params: true, improvement_over: 0.1, paths: [src/*]}"))
+        yaml.safe_load(
+            target_yaml({"rule": "welch"}, approval={"outside_params": True, "improvement_over": 0.1, "paths": ["src/*"]})
+        )
     )
     v = _win(1, "h" * 40, "b" * 40, top=0.85)  # improvement 0.048
     assert approval_reasons(target, ["params.json"], v) == []
@@ -247,7 +234,7 @@ def test_the_approval_rules_name_the_merges_they_cover():
     assert approval_reasons(target, ["params.json"], _win(1, "h" * 40, "b" * 40))[0].startswith("the verified improvement 0.148")
     assert approval_reasons(target, ["src/model.py"], v)[1] == "the diff changes paths that need an approval: `src/model.py`"
     with pytest.raises(ValueError, match="approval.sometimes"):
-        TargetConfig.model_validate(yaml.safe_load(TARGET.replace("{always: true}", "{always: true, sometimes: true}")))
+        TargetConfig.model_validate(yaml.safe_load(target_yaml({"rule": "welch"}, approval={"always": True, "sometimes": True})))
 
 
 def test_an_approval_request_names_every_file_it_cut_and_no_file_name_becomes_a_link():

@@ -3,6 +3,7 @@
 import re
 
 import pytest
+from forge_fixtures import experiment
 
 from senpai.cli.demo import next_steps
 from senpai.cli.progress import OutcomePrinter
@@ -12,20 +13,7 @@ from senpai.wrapper.loop import TickReport
 
 
 def exp(pr: int, state: str, decision: Decision | None = None) -> Experiment:
-    return Experiment(
-        pr=pr,
-        title="t",
-        url="u",
-        branch="b",
-        head="abc",
-        student="ada",
-        state=state,
-        updated_at="2026-01-01T00:00:00Z",
-        hypothesis=None,
-        evidence=[],
-        verifications=[],
-        decisions=[decision] if decision else [],
-    )
+    return experiment(pr, state, decisions=[decision] if decision else [])
 
 
 def merge(pr: int) -> Decision:

@@ -2,6 +2,7 @@
 
 import io
 
+from forge_fixtures import experiment
 from rich.console import Console
 
 from senpai.cli.ledger import BEST, print_table
@@ -11,20 +12,7 @@ from senpai.ledger.table import current_best, ledger_rows
 
 
 def exp(pr: int, state: str, decision: Decision | None) -> Experiment:
-    return Experiment(
-        pr=pr,
-        title="t",
-        url="u",
-        branch="b",
-        head="abc",
-        student="ada",
-        state=state,
-        updated_at="2026-01-01T00:00:00Z",
-        hypothesis=None,
-        evidence=[],
-        verifications=[],
-        decisions=[decision] if decision else [],
-    )
+    return experiment(pr, state, decisions=[decision] if decision else [])
 
 
 def merged(pr: int, holdout: float) -> Experiment:

@@ -11,7 +11,7 @@ import sys
 import pytest
 import yaml
 from click.testing import CliRunner
-from forge_fixtures import commit_and_push, hypothesis
+from forge_fixtures import commit_and_push, hypothesis, target_yaml
 
 from senpai.cli.report import report
 from senpai.config.harness import TrackerSettings
@@ -25,22 +25,7 @@ from senpai.report.summary import summarise
 from senpai.tracker.wandb import WandbTracker
 from senpai.tracker.wandb_report import build_report, build_workspace
 
-TARGET = """\
-name: t
-train: python train.py
-metric: {name: acc, direction: maximize}
-params:
-  file: params.json
-  space:
-    width: {type: int, low: 8, high: 128}
-holdout:
-  command: python eval.py {artifact} {holdout}
-  files: [eval.py]
-  metric: acc
-  rule: noise_floor
-  min_floor: 0.005
-protected: [eval.py]
-"""
+TARGET = target_yaml({"rule": "noise_floor", "min_floor": 0.005})
 HOSTILE = "<script>alert('pwned')</script> below the floor | ```senpai-decision"
 
 
