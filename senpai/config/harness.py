@@ -186,7 +186,7 @@ class KubernetesFleetSettings(_Strict):
         who = "students would read the holdout"
         if self.holdout is not None and self.holdout.claim == self.pvc:
             raise ValueError(f"fleet.holdout.claim is the shared claim {self.pvc!r} that every job mounts: {who}")
-        claims = {(v.get("persistentVolumeClaim") or {}).get("claimName") for v in self.pod.volumes}  # type: ignore[union-attr]
+        claims = {pvc.get("claimName") for v in self.pod.volumes if isinstance(pvc := v.get("persistentVolumeClaim"), dict)}
         if self.holdout is not None and self.holdout.claim in claims:
             raise ValueError(f"fleet.pod.volumes mounts the holdout claim {self.holdout.claim!r} into every job: {who}")
         if problems := env_problems(self.pod.env, [s.env for s in self.secret_env]):

@@ -93,6 +93,8 @@ class JobPodSettings(BaseModel):
             if len(kinds) != 1 or not kinds <= VOLUME_SOURCES:
                 allowed = ", ".join(sorted(VOLUME_SOURCES))
                 out.append(f"volumes[{i}] ({vol.get('name')}): {', '.join(sorted(kinds))} refused: one of {allowed} ({WHY})")
+            elif not isinstance(vol[kind := next(iter(kinds))], dict):
+                out.append(f"volumes[{i}] ({vol.get('name')}): {kind} must be a mapping (core/v1 Volume)")
         for i, mount in enumerate(self.volume_mounts):
             if mount.get("name") not in names:
                 out.append(f"volume_mounts[{i}]: {mount.get('name')!r} is not one of fleet.pod.volumes")
@@ -103,6 +105,8 @@ class JobPodSettings(BaseModel):
         out = [f"pod_security_context.{k} must be {v!r} ({WHY})" for k, v in POD_REQUIRED.items() if pod.get(k) != v]
         out += [f"security_context.{k} must be {v!r} ({WHY})" for k, v in CONTAINER_REQUIRED.items() if container.get(k) != v]
         caps: Any = self.security_context.get("capabilities") or {}
+        if not isinstance(caps, dict):
+            return [*out, "security_context.capabilities must be a mapping (core/v1 Capabilities: add, drop)"]
         if self.security_context.get("privileged") or caps.get("add") or "ALL" not in (caps.get("drop") or []):
             out.append(f"security_context: not privileged, capabilities drop [ALL] and add none ({WHY})")
         if 0 in (self.pod_security_context.get("runAsUser"), self.security_context.get("runAsUser")):
@@ -118,7 +122,9 @@ def env_problems(env: list[K8sObject], secret_names: tuple[str, ...] | list[str]
     for i, var in enumerate(env):
         name, source = str(var.get("name", "")), var.get("valueFrom") or {}
         where = f"env[{i}] ({name})"
-        if isinstance(source, dict) and set(source) - ENV_SOURCES:
+        if not isinstance(source, dict):
+            out.append(f"{where}: valueFrom must be a mapping (core/v1 EnvVarSource)")
+        elif set(source) - ENV_SOURCES:
             out.append(f"{where}: valueFrom may be {', '.join(sorted(ENV_SOURCES))} ({WHY}; a Secret goes in fleet.secret_env)")
         if SECRET_ENV.search(name) or name in secret_names:
             out.append(f"{where}: the name holds a credential ({WHY}); give it through fleet.secret_env (chart: secrets.*)")

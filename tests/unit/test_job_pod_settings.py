@@ -80,6 +80,13 @@ def test_what_an_operator_may_add() -> None:
         ({"security_context": {**SECURITY, "privileged": True}}, "not privileged"),
         ({"pod_security_context": {"runAsNonRoot": False}}, "pod_security_context.runAsNonRoot must be True"),
         ({"pod_security_context": {"runAsNonRoot": True, "runAsUser": 0}}, "runAsUser 0 is root"),
+        # shapes a person mistypes: a sentence with the field, never a traceback
+        (
+            {"volumes": [{"name": "c", "persistentVolumeClaim": "claim"}]},
+            "volumes[0] (c): persistentVolumeClaim must be a mapping",
+        ),
+        ({"security_context": {**SECURITY, "capabilities": "ALL"}}, "security_context.capabilities must be a mapping"),
+        ({"env": [{"name": "X", "valueFrom": "secretKeyRef"}]}, "env[0] (X): valueFrom must be a mapping"),
     ],
 )
 def test_what_would_reach_agents_code_is_refused(pod: dict, message: str) -> None:
