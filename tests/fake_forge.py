@@ -486,7 +486,7 @@ class FakeForge:
         with self.fake.lock:
             self._require_write()
             created = [name for name in labels if name not in self.fake.labels]
-            self.calls += len(labels)
+            self.calls += 1 + len(created)  # one listing, one create per missing label
             for name in created:
                 self.fake.labels[name] = labels[name]
             return created

@@ -660,8 +660,10 @@ class GitHubForge:
         """Create each missing repository label (name -> colour and description); existing ones are
         left alone.
 
-        Returns the names it created. GitHub REST: POST /repos/{o}/{r}/labels (422 = exists).
+        Returns the names it created. GitHub REST: GET /repos/{o}/{r}/labels (`list_labels`), then
+        POST /repos/{o}/{r}/labels for each missing one (422 = created meanwhile).
         """
+        existing = self.list_labels()
 
         def create(name: str, spec: LabelSpec) -> bool:
             try:
@@ -672,7 +674,8 @@ class GitHubForge:
                 return False
             return True
 
-        return [name for name, spec in labels.items() if self._call(f"create label {name}", lambda n=name, s=spec: create(n, s))]
+        missing = {name: spec for name, spec in labels.items() if name not in existing}
+        return [name for name, spec in missing.items() if self._call(f"create label {name}", lambda n=name, s=spec: create(n, s))]
 
     def list_labels(self) -> dict[str, LabelSpec]:
         """The repository's labels. GitHub REST: GET /repos/{o}/{r}/labels (every page)."""

@@ -38,7 +38,6 @@ def check_merge(
     rivals: dict[int, float] | None = None,
     compute_allowed_by: str | None = None,
     approved: dict[str, str] | None = None,
-    consumed: set[str] | frozenset[str] = frozenset(),
     arms: int = 1,
 ) -> str | None:
     """Raise MergeRefused (reason names the files or metrics) unless a merge of `head` into `base` is
@@ -56,8 +55,8 @@ def check_merge(
     one-sided p-value of the latest verification of each other PR against the same `base`).
     Last, if senpai.yaml's `approval` rules name the merge (`approval_reasons`): `approved`
     (fingerprint -> trusted login, the PR's acknowledged `/senpai approve`s) must hold the
-    fingerprint of exactly (`head`, `base`, the verification), and that fingerprint must not be in
-    `consumed` (the approvals earlier decisions recorded: single-use); else ApprovalRequired.
+    fingerprint of exactly (`head`, `base`, the verification), else ApprovalRequired. An approval is
+    single-use because the merge it allows ends the PR, and an approval counts only on its own PR.
     `arms` is how many variants the hypothesis ran (its `arm_count`): the rule is then judged
     corrected for them (`stats.for_arms`).
     """
@@ -85,7 +84,7 @@ def check_merge(
     if problems:
         raise MergeRefused("; ".join(problems))
     _multiple(hold, judgement, rivals or {}, base)
-    return _approval(target, head, base, files, v, approved or {}, consumed)
+    return _approval(target, head, base, files, v, approved or {})
 
 
 def fingerprint(head: str, base: str, v: Verification) -> str:
@@ -117,15 +116,13 @@ def approval_reasons(target: TargetConfig, files: list[str], v: Verification) ->
 
 
 def _approval(
-    target: TargetConfig, head: str, base: str, files: list[str], v: Verification, approved: dict[str, str], consumed
+    target: TargetConfig, head: str, base: str, files: list[str], v: Verification, approved: dict[str, str]
 ) -> str | None:
     """The fingerprint a valid approval gives (None: no rule names the merge). Raises ApprovalRequired."""
     reasons = approval_reasons(target, files, v)
     if not reasons:
         return None
     fp = fingerprint(head, base, v)
-    if fp in consumed:
-        raise MergeRefused(f"the approval {fp} was already consumed by an earlier decision; an approval is single-use")
     if fp not in approved:
         raise ApprovalRequired(fp, reasons)
     return fp

@@ -198,15 +198,3 @@ def pr_steer(pr: PullRequest, comments: list[Comment], trusted: list[str], bot: 
     """The steering state of `pr`'s own thread: the fold of the bot's acks of trusted commands that
     still stand there (not edited or deleted since).  `comments` are the PR's."""
     return fold(steer_blocks(comments, bot, pr_inbox(pr, comments, trusted, bot)))
-
-
-def compute_allowance(pr: PullRequest, comments: list[Comment], trusted: list[str], bot: str) -> str | None:
-    """The login of the trusted human whose `/senpai allow compute` on `pr` the bot acknowledged and
-    that still stands (not edited or deleted since), else None.  `comments` are the PR's."""
-    return pr_steer(pr, comments, trusted, bot).compute_allowed.get(pr.number)
-
-
-def approvals(pr: PullRequest, comments: list[Comment], trusted: list[str], bot: str) -> dict[str, str]:
-    """Fingerprint -> login of each trusted human's `/senpai approve <fingerprint>` on `pr` that the
-    bot acknowledged and that still stands (the merge gate checks the fingerprint)."""
-    return pr_steer(pr, comments, trusted, bot).approvals.get(pr.number, {})

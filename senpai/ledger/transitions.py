@@ -173,10 +173,11 @@ def decide(
     (author associations, `forge.trusted`) says whose `/senpai allow compute` and `/senpai approve`
     on the PR count (None: nobody's), and `rivals` are the p-values of competing verifications
     (`gate.rival_p_values`).  A merge that senpai.yaml's `approval` names raises ApprovalRequired
-    without a valid approval; the decision records the approval it consumed (`Decision.approval`),
-    and an approval an earlier decision of the PR recorded is refused (single-use).
+    without a valid approval; the decision records the approval it consumed (`Decision.approval`,
+    which only a merge made here sets: whatever `d.approval` the caller gave is dropped).
     Replay after a crash finishes the step (a merged PR with no decision gets its comment).
     """
+    d = d.model_copy(update={"approval": None})
     mark = record_marker(d)
     if pr.merged and d.verdict == "merge":
         d = _pinned(forge, d, base_sha, pr.merge_commit_sha)
@@ -196,10 +197,9 @@ def decide(
             files = forge.pull_files(pr.number)
         except FileListTruncated as e:
             raise MergeRefused(f"{e}, so its scope cannot be checked") from None
-        consumed = {x.approval for x in exp.decisions if x.approval}
         approval = check_merge(
             target, pr.head_sha, base_sha, files, verification, rivals=rivals,
-            compute_allowed_by=steer.compute_allowed.get(pr.number), approved=steer.approvals.get(pr.number), consumed=consumed,
+            compute_allowed_by=steer.compute_allowed.get(pr.number), approved=steer.approvals.get(pr.number),
             arms=exp.hypothesis.arm_count() if exp.hypothesis else 1,
         )  # fmt: skip
         d = d.model_copy(update={"approval": approval})

@@ -399,7 +399,9 @@ def test_access_states_the_tokens_rights(side):
 def test_labels_are_created_once_with_their_colour_and_description(side, tmp_path):
     specs = {"senpai": LabelSpec(color="5319e7", description="An experiment"), "status:merged": LabelSpec(color="6f42c1")}
     assert side.forge.ensure_labels(specs) == list(specs)
+    calls = side.forge.calls
     assert side.forge.ensure_labels({"senpai": LabelSpec(color="000000", description="restyled?")}) == []  # left alone
+    assert side.forge.calls - calls == 1  # one listing: nothing to create
     listed = side.forge.list_labels()
     assert {name: listed[name] for name in specs} == specs
     open_pull(side.forge, tmp_path / "seed", labels=("by-hand",))  # a label a PR names is made as GitHub does

@@ -15,7 +15,7 @@ from senpai.agents import review
 from senpai.agents.context import TurnContext
 from senpai.config.harness import TrackerSettings
 from senpai.config.target import TargetConfig
-from senpai.errors import ApprovalRequired, MergeRefused
+from senpai.errors import ApprovalRequired
 from senpai.ledger import transitions
 from senpai.ledger.baseline import Baseline
 from senpai.ledger.blocks import ApprovalRequest, Decision, Verification
@@ -185,18 +185,34 @@ def test_an_untrusted_approval_counts_for_nothing(fake_forge, tmp_path):
 def test_an_approval_is_single_use(fake_forge, tmp_path):
     forge, fake = fake_forge
     fake.add_collaborator("alice")
+    alice = fake.forge("alice")
     pr, head, base = _verified_pr(forge, tmp_path)
     fp = _current_fp(forge, pr)
-    fake.forge("alice").create_comment(pr, f"/senpai approve {fp}")
-    _steer(forge)
-    # a decision already recorded this approval (say it was spent on an earlier verdict of this PR)
+    # an agent's decision that names the approval records nothing: only the merge it allows does
     pull = forge.get_pull(pr)
-    spent = Decision(pr=pr, head=head, verdict="changes", reason="one more seed", metric="acc", approval=fp)
-    transitions.decide(forge, pull, LedgerReader(forge).experiment(pull), spent, None, base)
+    forged = Decision(pr=pr, head=head, verdict="changes", reason="one more seed", metric="acc", approval=fp)
+    transitions.decide(forge, pull, LedgerReader(forge).experiment(pull), forged, None, base)
+    assert LedgerReader(forge).experiment(forge.get_pull(pr)).decision.approval is None
     forge.set_labels(pr, with_status(forge.get_pull(pr).labels, ExperimentState.VERIFYING))
-    with pytest.raises(MergeRefused, match=f"approval {fp} was already consumed"):
-        _merge(forge, pr)
-    assert not forge.get_pull(pr).merged
+    alice.create_comment(pr, f"/senpai approve {fp}")
+    _steer(forge)
+    _merge(forge, pr)
+    assert LedgerReader(forge).experiment(forge.get_pull(pr)).decision.approval == fp
+
+    # the same approval on the next PR approves nothing there: it names the merge that is done
+    base2 = forge.branch_sha("advisor")
+    branch2 = "senpai/ada/h-narrow"
+    head2 = commit_and_push(forge, tmp_path / "seed", branch2, {"params.json": '{"width": 16}\n'}, start="advisor")
+    pr2 = transitions.open_experiment(forge, hypothesis(base2, "h-narrow", {"width": 16}), branch2, "advisor", "narrower").number
+    forge.set_labels(pr2, with_status(forge.get_pull(pr2).labels, ExperimentState.VERIFYING))
+    transitions.record_verification(forge, forge.get_pull(pr2), _win(pr2, head2, base2))
+    alice.create_comment(pr2, f"/senpai approve {fp}")
+    _steer(forge)
+    (refused,) = _bot(forge, pr2, "Nothing was applied")
+    assert f"`{fp}` is not the fingerprint of PR #{pr2}'s merge" in refused
+    with pytest.raises(ApprovalRequired, match=f"/senpai approve {_current_fp(forge, pr2)}"):
+        _merge(forge, pr2)
+    assert not forge.get_pull(pr2).merged
 
 
 def test_reject_closes_the_pr_with_the_humans_reason(fake_forge, tmp_path):
