@@ -12,8 +12,8 @@ refused otherwise (`HarnessConfig` for the advisor, `Budgets.of` for the verifie
 target declares). Inner and outer, as checked:
 
     advisor job   ⊇ openhands turn (runtime.advisor.budget.wall_seconds) + JOB_OVERHEAD_SECONDS
-    student job   = target budget.wall_seconds + openhands turn (runtime.student.budget.wall_seconds)
-                    ⊇ train command (TRAIN_SHARE of the budget, cut to end POST_SHARE before the deadline)
+    student job   = arms x target budget.wall_seconds + openhands turn (runtime.student.budget.wall_seconds)
+                    ⊇ per arm: train command (TRAIN_SHARE of the budget, cut to end POST_SHARE before the deadline)
     verifier job  ⊇ test + 2 sides x seeds x (train step + score step), each step budget.wall_seconds,
                     + JOB_OVERHEAD_SECONDS
     stale_after_seconds ⊇ tick_seconds + steering.batch_seconds + the longest relaunch backoff
@@ -104,9 +104,11 @@ class AdvisorBudget(_Row):
 
 
 class StudentBudget(_Row):
-    """One student job: an optional agent turn, then the train command, then its evidence."""
+    """One student job: an optional agent turn, then the train command (once per arm of a multi-arm
+    hypothesis), then its evidence."""
 
-    deadline: int = Field(gt=0, description="Job deadline, seconds: the target's budget plus the openhands turn.")
+    deadline: int = Field(gt=0, description="Job deadline of a single-arm experiment, seconds: `job_deadline(1)`.")
+    run: int = Field(gt=0, description="One training run's share of the deadline, seconds: the target's budget.wall_seconds.")
     train: float = Field(gt=0, description="The train command's timeout, seconds, before `train_timeout` cuts it.")
     post: float = Field(ge=0, description="Seconds kept between the train command's end and the deadline.")
     turn: int | None = Field(description="The openhands turn's wall_seconds; None for the search runtime.")
@@ -119,11 +121,17 @@ class StudentBudget(_Row):
         turn = rt.budget.wall_seconds if rt.llm_agent else None
         return cls(
             deadline=wall + (turn or 0),
+            run=wall,
             train=TRAIN_SHARE * wall,
             post=POST_SHARE * wall,
             turn=turn,
             attempts=target.budget.attempts,
         )
+
+    def job_deadline(self, arms: int = 1) -> int:
+        """Deadline of a student job whose hypothesis has `arms` arms (`Hypothesis.arm_count`), seconds:
+        a full `run` per arm, each arm trained one after the other, plus the openhands turn."""
+        return arms * self.run + (self.turn or 0)
 
 
 class VerifierSteps(_Row):
@@ -189,9 +197,12 @@ class Budgets(_Row):
             verifier=VerifierBudget.of(harness, target),
         )
 
-    def deadline(self, role: Role) -> int:
-        """Job deadline of `role` (advisor, student or verifier), seconds."""
-        return {Role.ADVISOR: self.advisor, Role.STUDENT: self.student, Role.VERIFIER: self.verifier}[role].deadline
+    def deadline(self, role: Role, arms: int = 1) -> int:
+        """Job deadline of `role` (advisor, student or verifier), seconds; a student job's for a
+        hypothesis of `arms` arms (`StudentBudget.job_deadline`)."""
+        if role == Role.STUDENT:
+            return self.student.job_deadline(arms)
+        return {Role.ADVISOR: self.advisor, Role.VERIFIER: self.verifier}[role].deadline
 
 
 def harness_problems(harness: "HarnessConfig") -> list[str]:

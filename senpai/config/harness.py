@@ -304,7 +304,9 @@ class LimitSettings(_Strict):
     means no cap. With `max_experiments` (the experiment cap) and `patience` (no merge in the last N
     decided experiments) they are the programme's stop conditions. Once one is reached the wrapper
     opens no new experiment and opens one issue with an exhaustion report; `/senpai budget key=value`
-    from a trusted human there raises it and the work resumes (`senpai.wrapper.limits`)."""
+    from a trusted human there raises it and the work resumes (`senpai.wrapper.limits`). Once
+    `dollars` or `tokens` is reached, no new turn of an LLM role starts whatever `on_exhausted`
+    says, except the advisor's answers to trusted humans (`senpai.wrapper.limits.llm_held`)."""
 
     dollars: float | None = Field(None, gt=0, description="LLM dollars in all.")
     tokens: int | None = Field(None, gt=0, description="LLM tokens in all.")
@@ -312,7 +314,9 @@ class LimitSettings(_Strict):
     cpu_hours: float | None = Field(None, gt=0, description="CPU-core hours of student and verifier jobs.")
     end_at: AwareDatetime | None = Field(None, description="Wall-clock end (ISO 8601 with a zone): nothing new after it.")
     on_exhausted: Literal["finish", "stop"] = Field(
-        "finish", description="finish: running student and verifier jobs go on; stop: they are deleted (no attempt is spent)."
+        "finish",
+        description="finish: running student and verifier jobs go on, and open experiments settle (an LLM role's new turns "
+        "stop at a dollars or tokens cap either way); stop: they are deleted (no attempt is spent).",
     )
 
 

@@ -183,7 +183,9 @@ class Holdout(_Strict):
 class Budget(_Strict):
     """What one experiment may spend."""
 
-    wall_seconds: int = Field(600, gt=0, description="Wall time per job, seconds; killed after.")
+    wall_seconds: int = Field(
+        600, gt=0, description="Wall time of one training run, seconds: a student job gets it once per arm, a verifier step once."
+    )
     attempts: int = Field(2, ge=1, description="Student attempts before the PR goes to review as failed.")
 
 

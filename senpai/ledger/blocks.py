@@ -61,7 +61,8 @@ class BaselineRef(BaseModel):
 
 class BudgetRef(BaseModel):
     """What the experiment may spend: the wall seconds of one student job (`senpai.yaml`
-    `budget.wall_seconds`, plus the turn's wall budget for an openhands student) and the student
+    `budget.wall_seconds` per arm, so k times it for k arms, plus the turn's wall budget for an
+    openhands student; `senpai.config.budgets.StudentBudget.job_deadline`) and the student
     attempts in all (`budget.attempts`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -86,6 +86,13 @@ def failure_evidence(exp: Experiment, a: FailureEvidence, logs: str, reason: str
     )
 
 
+def _arms(a: Launch, exps: dict[int, Experiment]) -> int:
+    """How many training runs the job of `a` holds: its PR's hypothesis's arms (`Hypothesis.arm_count`,
+    at most MAX_ARMS, from the bot's own PR body), 1 for a job without a PR or hypothesis."""
+    exp = exps.get(a.pr) if a.pr is not None else None
+    return exp.hypothesis.arm_count() if exp is not None and exp.hypothesis is not None else 1
+
+
 class Dispatcher:
     """Carries out the policy's actions (`apply`), one at a time, on the forge and the fleet."""
 
@@ -113,7 +120,7 @@ class Dispatcher:
         if isinstance(action, Launch):
             if isinstance(self.budgets, str):
                 raise ConfigError(f"{action.name} not launched: {self.budgets}")
-            student, wall = action.student or "", self.budgets.deadline(action.role)
+            student, wall = action.student or "", self.budgets.deadline(action.role, _arms(action, exps))
             spec = job_spec(action, self.config_path, wall, self.gpus.get(student, 0), self.cpus.get(student, 1), self.job_env)
             self.fleet.launch(spec)
             for ev in action.events:  # tell each human whose message it carries where it went

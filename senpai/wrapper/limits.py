@@ -1,8 +1,8 @@
 """Fleet-wide budgets: the caps in force, which are exhausted, and the issue that reports it.
 
-Both halves live here, as for patience: `exhausted` gates the policy's new work, `exhaustion_issue`
-is the issue humans get, once per set of caps (its marker digests them, so a `/senpai budget` that
-raises a cap and is exhausted again later gets a new report). The caps are the harness config's
+Both halves live here, as for patience: `exhausted` gates the policy's new work (`llm_held` its
+LLM turns), `exhaustion_issue` is the issue humans get, once per set of caps (its marker digests
+them, so a `/senpai budget` that raises a cap and is exhausted again later gets a new report). The caps are the harness config's
 (`max_experiments`, `limits`), each overridden by the newest `/senpai budget` that set it
 (`SteerState`); the spend is the ledger's (`senpai.ledger.spend`), so a restart changes nothing.
 """
@@ -12,6 +12,7 @@ import json
 from datetime import datetime
 
 from senpai.config.harness import HarnessConfig
+from senpai.config.roles import Role
 from senpai.ledger.escalation import marked
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.inbox import SteerState
@@ -22,6 +23,7 @@ from senpai.wrapper.actions import OpenIssue
 from senpai.wrapper.world import World
 
 MONEY = ("dollars", "tokens", "gpu_hours", "cpu_hours")
+LLM_CAPS = frozenset({"dollars", "tokens"})  # caps of LLM spend: once one is reached no LLM turn starts (`llm_held`)
 # states senpai moves on by itself; a blocked PR waits for a human and does not hold the report back
 SETTLING = {ExperimentState.WIP, ExperimentState.CHANGES, ExperimentState.REVIEW, ExperimentState.VERIFYING}
 TRIED_SHOWN = 20  # decided experiments listed in a report, newest first
@@ -62,14 +64,24 @@ def exhausted(exps: list[Experiment], steer: SteerState, now: datetime, cfg: Har
     return out
 
 
+def llm_held(reached: dict[str, str], cfg: HarnessConfig, role: Role) -> bool:
+    """True when no turn of `role` (advisor or student) may start: an LLM agent runs it (openhands)
+    and a cap of LLM spend (`dollars`, `tokens`) is among the `reached` ones (`exhausted`), whatever
+    `on_exhausted` says; the one exception, the advisor's answer to a trusted human's message, is
+    the policy's. A search role spends no LLM money and is never held; the verifier has no LLM."""
+    return bool(LLM_CAPS.intersection(reached)) and role in (Role.ADVISOR, Role.STUDENT) and getattr(cfg.runtime, role).llm_agent
+
+
 def exhaustion_issue(w: World, cfg: HarnessConfig) -> OpenIssue | None:
     """The exhaustion report once a cap is reached and the work running then has settled (no
-    experiment in SETTLING; at once when `on_exhausted: stop` stops it): one per set of caps in
-    force, none once the bot's steering issues carry it, and none while a human has paused anyway."""
+    experiment in SETTLING; at once when `on_exhausted: stop` stops it, or when an LLM cap holds an
+    LLM role's turns, `llm_held`, so the work cannot settle): one per set of caps in force, none
+    once the bot's steering issues carry it, and none while a human has paused anyway."""
     reached = exhausted(w.exps, w.steer, w.now, cfg)
     if not reached or w.steer.paused:
         return None
     stopping = cfg.limits.on_exhausted == "stop" and bool(set(reached) - {"experiments"})
+    stopping = stopping or any(llm_held(reached, cfg, role) for role in (Role.ADVISOR, Role.STUDENT))
     if not stopping and any(e.state in SETTLING for e in w.exps):
         return None  # running work finishes first: the report then holds its outcome, not a snapshot of it
     in_force = caps(w.steer, cfg)
@@ -94,8 +106,15 @@ def report(w: World, cfg: HarnessConfig, reached: dict[str, str]) -> str:
     open_ = [e for e in w.exps if not e.decided]
     decided = sorted((e for e in w.exps if e.decided), key=lambda e: -e.pr)
     action = "running student and verifier jobs are stopped" if cfg.limits.on_exhausted == "stop" else "running work finishes"
+    held = [role for role in (Role.ADVISOR, Role.STUDENT) if llm_held(reached, cfg, role)]
+    if held:
+        action += (
+            f"; no new LLM turn of the {' or the '.join(held)} starts (running ones finish), except the advisor's"
+            " answers to trusted humans' messages, so PRs waiting for one stay where they are"
+        )
+    caps_reached = ", ".join(f"**{k}** {v}" for k, v in reached.items())
     lines = [
-        f"senpai opens no new experiment: {', '.join(f'**{k}** {v}' for k, v in reached.items())}. {action.capitalize()}.",
+        f"senpai opens no new experiment: {caps_reached}. {action[0].upper()}{action[1:]}.",
         "",
         "## What is known",
         f"- Baseline: {_baseline(merged, metric)}",

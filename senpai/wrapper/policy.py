@@ -10,6 +10,10 @@ Rules (design §3, §4):
   together in one turn;
 - launch the verifier for a verifying PR whose (head, base) has no verification;
 - at most one advisor turn at a time and one job per student;
+- once a cap of LLM spend (dollars, tokens) is reached, no turn of an LLM role starts
+  (`limits.llm_held`), except the advisor's answer to trusted humans' messages: those routed to
+  a held student go to the advisor instead; search roles and the verifier (no LLM) go on under
+  `on_exhausted` like for any other cap;
 - a job that ended without its record gets one: failure evidence (student) or a block (verifier),
   unless it failed on infrastructure (`infra_failure`): then it is relaunched under the next name
   `<name>-r<k>` and spends no attempt; after `RELAUNCH.runs` such runs (or `RELAUNCH.advisor_runs`
@@ -45,7 +49,7 @@ from senpai.wrapper.actions import (
     RestoreStudent,
     Stop,
 )
-from senpai.wrapper.limits import exhausted
+from senpai.wrapper.limits import exhausted, llm_held
 from senpai.wrapper.patience import paused_for_patience
 from senpai.wrapper.steering import current_fingerprint, steering_actions
 from senpai.wrapper.world import World
@@ -129,11 +133,14 @@ def route(m: Inbound, w: World, cfg: HarnessConfig) -> int | None:
 
 
 def pending_messages(w: World, cfg: HarnessConfig) -> list[Event]:
-    """Message events not yet delivered (acked on the forge, or handed to a job that exists), oldest first."""
+    """Message events not yet delivered (acked on the forge, or handed to a job that exists), oldest
+    first, each routed (`route`), or to the advisor while a spent LLM cap holds the students' LLM
+    turns (`limits.llm_held`): the advisor answers the human then."""
     names = {j.name for j in w.jobs}
+    held = bool(w.inbox) and llm_held(exhausted(w.exps, w.steer, w.now, cfg), cfg, Role.STUDENT)
     out = []
     for m in sorted(w.inbox, key=lambda m: m.order):
-        ev = message_event(m.message, route(m, w, cfg))
+        ev = message_event(m.message, None if held else route(m, w, cfg))
         if not m.acked and w.handed.get(ev.id) not in names:
             out.append(ev)
     return out
@@ -296,6 +303,7 @@ def _spent(j: JobStatus, pr: int, w: World) -> list[Action]:
 
 
 def _students(w: World, cfg: HarnessConfig) -> list[Action]:
+    held = llm_held(exhausted(w.exps, w.steer, w.now, cfg), cfg, Role.STUDENT)  # no LLM turn starts
     live = {j.student for j in _live(w.jobs) if j.role == Role.STUDENT}
     busy = {j.pr for j in _live(w.jobs)}
     messages = [ev for ev in pending_messages(w, cfg) if ev.pr is not None]
@@ -307,7 +315,7 @@ def _students(w: World, cfg: HarnessConfig) -> list[Action]:
         if e.state == ExperimentState.WIP and attempt > e.hypothesis.budget.attempts:
             out += [FinishAttempts(e.pr)] if e.pr not in busy and e.evidence else []
             continue  # out of attempts: to review (the reaper or the job's own evidence normally does it)
-        if e.student in live or e.student not in {s.name for s in cfg.students}:
+        if held or e.student in live or e.student not in {s.name for s in cfg.students}:
             continue
         name = next_run(f"senpai-student-pr{e.pr}-{attempt}", w.jobs, w.now)
         if name is None:
@@ -384,7 +392,9 @@ def _advisor(w: World, cfg: HarnessConfig) -> Launch | Escalate | None:
     messages = [ev for ev in pending_messages(w, cfg) if ev.pr is None]
     if window_open(messages, w, cfg):
         return None  # messages go first and together: wait for the batch window to close
-    events = messages + [ev for ev in advisor_events(w, cfg) if not _handled(ev, w)]
+    events = messages
+    if not llm_held(exhausted(w.exps, w.steer, w.now, cfg), cfg, Role.ADVISOR):  # else only humans are answered
+        events = messages + [ev for ev in advisor_events(w, cfg) if not _handled(ev, w)]
     if not events:
         return None
     digest = hashlib.sha256("\n".join(sorted(ev.id for ev in events)).encode()).hexdigest()[:10]

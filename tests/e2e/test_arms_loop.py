@@ -64,6 +64,8 @@ def test_three_arms_run_under_one_seed_and_only_the_best_merges(arms_config, tmp
     assert [(a.name, a.control) for a in h.arms] == [("control", True), ("arm-1", False), ("arm-2", False)]
     points = [h.arm_params(a)["w"] for a in h.arms]
     assert len(set(points)) == 3 and all(0.0 <= w <= 1.0 for w in points)
+    wall = _ctx(config, tmp_path / "read").target.budget.wall_seconds
+    assert h.budget.wall_seconds == 3 * wall  # the student job holds a full training run per arm
 
     ev = student_turn(_ctx(config, tmp_path / "s1"), pr, 1)
     assert ev.outcome == "ok", ev.failure

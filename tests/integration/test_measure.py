@@ -103,7 +103,7 @@ def test_the_train_timeout_ends_before_the_jobs_deadline(monkeypatch) -> None:
     from senpai.config.budgets import StudentBudget
     from senpai.fleet.base import ENV_DEADLINE
 
-    budget = StudentBudget(deadline=100, train=90, post=10, turn=None, attempts=1)  # a budget of 100 s
+    budget = StudentBudget(deadline=100, run=100, train=90, post=10, turn=None, attempts=1)  # a budget of 100 s
     monkeypatch.delenv(ENV_DEADLINE, raising=False)
     assert train_timeout(budget, now=0) == 90  # no fleet deadline: 0.9 x the budget
     monkeypatch.setenv(ENV_DEADLINE, "1000")

@@ -2,16 +2,22 @@
 advisor proposes and the winner the student picks."""
 
 import pytest
+from forge_fixtures import experiment
 from pydantic import TypeAdapter, ValidationError
 
-from senpai.agents.evidence import Measured
+from senpai.agents.evidence import Measured, train_timeout
 from senpai.agents.search.propose import neighbours
 from senpai.agents.search.student import best_arm
+from senpai.config.budgets import Budgets
+from senpai.config.harness import HarnessConfig
 from senpai.config.target import Metric, ParamSpec, TargetConfig
 from senpai.errors import MergeRefused
+from senpai.fleet.base import ENV_DEADLINE
 from senpai.ledger.blocks import Arm, BaselineRef, BudgetRef, Hypothesis, MetricRef, RunRef, Verification, parse, render
 from senpai.ledger.gate import check_merge
 from senpai.ledger.stats import for_arms, judge
+from senpai.wrapper.actions import Launch
+from senpai.wrapper.dispatch import Dispatcher
 
 H, B = "h" * 40, "b" * 40
 TARGET = TargetConfig.model_validate(
@@ -116,3 +122,34 @@ def test_the_best_arm_wins_the_control_on_a_tie_and_when_all_fail():
     assert best_arm([(a, _m(0.5)), (c, _m(0.5))], acc)[0] is c
     assert best_arm([(c, _m(0.5)), (a, _m(0.9, "crashed"))], acc)[0] is c
     assert best_arm([(a, _m(None, "x")), (c, _m(None, "y"))], acc)[0] is c
+
+
+class _Recorder:
+    """The Fleet port's launch, recording the specs."""
+
+    def __init__(self) -> None:
+        self.specs = []
+
+    def launch(self, spec) -> None:
+        self.specs.append(spec)
+
+
+def test_every_arm_gets_a_full_training_run_inside_the_student_jobs_deadline(monkeypatch):
+    cfg = HarnessConfig.model_validate(
+        {"forge": {"repo": "o/r"}, "tracker": {"dir": "/tmp/w"}, "fleet": {"dir": "/tmp/f"}, "state_dir": "/tmp/s",
+         "students": [{"name": "ada"}]}
+    )  # fmt: skip
+    budgets = Budgets.of(cfg, TARGET.model_copy(update={"budget": TARGET.budget.model_copy(update={"wall_seconds": 100})}))
+    fleet = _Recorder()
+    dispatcher = Dispatcher(None, fleet, "/h.yaml", {})  # type: ignore[arg-type]
+    dispatcher.budgets = budgets
+    arms = [Arm(name="control", control=True), Arm(name="up", params={"w": 0.6}), Arm(name="down", params={"w": 0.4})]
+    exps = {3: experiment(3, "wip", hypothesis=_h(arms)), 4: experiment(4, "wip", hypothesis=_h(None))}
+    for pr in (3, 4):
+        dispatcher.apply(Launch("student", f"senpai-student-pr{pr}-1", ["student"], pr=pr, student="ada"), exps)
+    assert [s.wall_seconds for s in fleet.specs] == [300, 100]  # a full run per arm; one for a single arm
+    # in the 3-arm job (started at 0, the fleet's deadline 300), each arm may take its 90 s after the
+    # arms before it took theirs and a few seconds each to reset and read back their runs
+    monkeypatch.setenv(ENV_DEADLINE, str(fleet.specs[0].wall_seconds))
+    starts = [5 + k * (90 + 3) for k in range(3)]
+    assert [train_timeout(budgets.student, now=t) for t in starts] == [90, 90, 90]

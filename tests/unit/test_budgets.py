@@ -42,7 +42,7 @@ def target(**changes) -> TargetConfig:
 def test_the_table_for_the_defaults() -> None:
     b = Budgets.of(harness(), target())
     assert b.advisor.deadline == 600 and b.advisor.turn is None
-    assert b.student == StudentBudget(deadline=600, train=540, post=60, turn=None, attempts=2)
+    assert b.student == StudentBudget(deadline=600, run=600, train=540, post=60, turn=None, attempts=2)
     # 2 sides x 3 seeds x (train 600 + score 600) + 300: the verifier's runs fit its deadline
     assert b.verifier.steps == VerifierSteps(train=600, score=600, test=None, seeds=3)
     assert b.verifier.deadline == 7500
@@ -56,6 +56,14 @@ def test_an_agent_turn_is_inside_its_jobs_deadline() -> None:
     b = Budgets.of(harness(runtime={"advisor": OPENHANDS, "student": OPENHANDS}), target())
     assert (b.advisor.deadline, b.advisor.turn) == (1800 + 300, 1800)  # the turn's own stop and report come first
     assert (b.student.deadline, b.student.turn, b.student.train) == (600 + 1800, 1800, 540)
+
+
+def test_a_student_job_holds_a_full_training_run_per_arm() -> None:
+    b = Budgets.of(harness(), target())
+    assert [b.deadline("student", arms) for arms in (1, 3)] == [600, 3 * 600]
+    assert b.deadline("advisor", 3) == 600 and b.deadline("verifier", 3) == 7500  # one head verified, one advisor turn
+    with_turn = Budgets.of(harness(runtime={"student": OPENHANDS}), target())
+    assert with_turn.student.job_deadline(2) == 2 * 600 + 1800 and with_turn.student.train == 540  # each arm's own
 
 
 def test_the_verifier_deadline_holds_the_test_and_every_seed_it_may_add() -> None:

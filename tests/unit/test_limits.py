@@ -7,7 +7,8 @@ import steering_tick
 from test_policy import BASE, CFG, NOW, exp, job, launches
 
 from senpai.ledger.blocks import BudgetReport, Cost, Decision, TurnUsage, Verification
-from senpai.ledger.inbox import SteerState, Try
+from senpai.ledger.events import Message
+from senpai.ledger.inbox import Inbound, SteerState, Try
 from senpai.ledger.labels import ATTENTION, STEER
 from senpai.ledger.spend import spend
 from senpai.wrapper.actions import DeleteJob
@@ -134,3 +135,76 @@ def test_the_experiment_cap_opens_one_exhaustion_issue_and_a_trusted_budget_resu
     (adv,) = launches(plan(World(exps, BASE, [], NOW, steer=state), cfg), "advisor")
     assert [e.kind for e in adv.events] == ["idle", "idle"]  # ada and bo: 6 - 4 = 2 more
     assert exhaustion_issue(World(exps, BASE, [], NOW, steer=state, issues=view.issues, bot=forge.login), cfg) is None
+
+
+def _llm(on_exhausted: str = "finish", **caps):
+    """CFG with openhands for both roles and `caps` (e.g. dollars=1.0) as its limits."""
+    llm = {"kind": "openhands", "llm": {"model": "m"}}
+    runtime = CFG.runtime.model_validate({"advisor": llm, "student": llm})
+    limits = CFG.limits.model_copy(update={**caps, "on_exhausted": on_exhausted})
+    return CFG.model_copy(update={"max_experiments": None, "limits": limits, "runtime": runtime})
+
+
+def _verified(e):
+    v = Verification(
+        pr=e.pr, candidate=e.head, baseline=BASE, metric="acc", direction="maximize", seeds=[0], candidate_values=[0.9],
+        baseline_values=[0.8], candidate_mean=0.9, passed=True, reason="r", baseline_mean=0.8, improvement=0.1,
+        noise_floor=0.01,
+    )  # fmt: skip
+    return e.model_copy(update={"verifications": [v]})
+
+
+def _message(number: int, cid: int, on_pr: bool) -> Inbound:
+    m = Message(number=number, comment_id=cid, author="alice", association="COLLABORATOR", body="why?", version=f"v{cid}")
+    return Inbound(m, on_pr, [], NOW - timedelta(minutes=1), False)
+
+
+def test_a_spent_llm_cap_starts_no_llm_turn_but_the_advisors_answers_to_humans():
+    work = [
+        _costly(1, "review", dollars=0.6, value=0.9),  # a review for the advisor
+        _verified(_costly(2, "verifying", "bo", dollars=0.6, value=0.9)),  # a decision for the advisor
+        _costly(3, "changes", "ada"),  # a student's next turn; its own running job is not stopped
+        _costly(4, "verifying", "bo", value=0.9),  # owes a verification: no LLM
+    ]
+    jobs = [job("senpai-student-pr3-2", "student", 3, "ada")]
+    for cfg in (_llm(dollars=1.0), _llm(tokens=4000)):
+        actions = plan(World(work, BASE, jobs, NOW), cfg)
+        assert launches(actions, "advisor") == [] and launches(actions, "student") == []
+        assert not [a for a in actions if isinstance(a, DeleteJob)]  # finish: the running turn finishes
+        assert [a.pr for a in launches(actions, "verifier")] == [4]  # the verifier has no LLM: it finishes the work
+        idle = plan(World(work, BASE, [], NOW), cfg)  # the student is free: still no LLM turn for #3
+        assert launches(idle, "student") == []
+    # a trusted human is still answered, by the advisor alone: on an issue, and on the PR of a held student
+    inbox = (_message(7, 70, False), _message(3, 71, True))
+    first = {
+        f"message:{m.message.number}:{m.message.comment_id}:v{m.message.comment_id}": NOW - timedelta(minutes=1) for m in inbox
+    }
+    actions = plan(World(work, BASE, [], NOW, inbox=inbox, first_seen=first), _llm(dollars=1.0))
+    (adv,) = launches(actions, "advisor")
+    assert [(e.kind, e.pr) for e in adv.events] == [("message", None), ("message", None)] and not launches(actions, "student")
+    # stop deletes the running student and verifier jobs as for any cap; a raise resumes every turn
+    stopped = plan(World(work, BASE, jobs, NOW), _llm("stop", dollars=1.0))
+    assert [a.name for a in stopped if isinstance(a, DeleteJob)] == ["senpai-student-pr3-2"]
+    raised = plan(World(work, BASE, [], NOW, steer=SteerState(limits={"dollars": 5.0})), _llm(dollars=1.0))
+    (adv,) = launches(raised, "advisor")
+    assert {"review", "verified"} <= {e.kind for e in adv.events} and [a.pr for a in launches(raised, "student")] == [3]
+
+
+def test_a_spent_llm_cap_holds_only_llm_roles_and_reports_at_once():
+    work = [_costly(1, "review", dollars=0.6, value=0.9), _costly(3, "changes", "bo", dollars=0.6)]
+    # search roles spend no LLM money (this was spent before a switch to search): their turns go on
+    search = CFG.model_copy(update={"max_experiments": None, "limits": CFG.limits.model_copy(update={"dollars": 1.0})})
+    actions = plan(World(work, BASE, [], NOW), search)
+    assert [e.kind for e in launches(actions, "advisor")[0].events] == ["review"] and [
+        a.pr for a in launches(actions, "student")
+    ] == [3]
+    assert exhaustion_issue(World(work, BASE, [], NOW), search) is None  # running work settles first
+    # an LLM student, a search advisor: the advisor still reviews, the student waits
+    llm_student = _llm(dollars=1.0).model_copy(
+        update={"runtime": search.runtime.model_copy(update={"student": _llm().runtime.student})}
+    )
+    actions = plan(World(work, BASE, [], NOW), llm_student)
+    assert [e.kind for e in launches(actions, "advisor")[0].events] == ["review"] and launches(actions, "student") == []
+    # the held work cannot settle, so the report opens now and says what is held
+    issue = exhaustion_issue(World(work, BASE, [], NOW), _llm(dollars=1.0))
+    assert issue is not None and "no new LLM turn of the advisor or the student starts" in issue.body
