@@ -26,7 +26,7 @@ from senpai.forge.base import Forge
 from senpai.forge.github import GitHubForge, create_repository
 from senpai.forge.localforge.server import LocalForgeServer
 from senpai.forge.localforge.store import Store
-from senpai.ledger.blocks import BaselineRef, BudgetRef, Hypothesis, MetricRef
+from senpai.ledger.blocks import BaselineRef, BudgetRef, Decision, Hypothesis, MetricRef, Verification
 from senpai.ledger.experiment import Experiment
 
 OWNER = "senpai"
@@ -234,3 +234,18 @@ def experiment(pr: int, state: str, **fields) -> Experiment:
         updated_at="2026-12-01T00:00:00Z", hypothesis=None, evidence=[], verifications=[], decisions=[],
     )  # fmt: skip
     return Experiment(**base | fields)
+
+
+def merged(pr: int, holdout: float, onto: str, direction: str = "maximize", **fields) -> Experiment:
+    """Experiment #`pr` merged the way senpai merges: a passing verification of its head
+    (`head-<pr>`) against base commit `onto` (holdout mean `holdout`, base 0.5), a merge decision on
+    it, landed on `onto` as merge commit `merge-<pr>`. `fields` as for `experiment`."""
+    head = f"head-{pr}"
+    v = Verification(
+        pr=pr, candidate=head, baseline=onto, metric="acc", direction=direction, seeds=[0], candidate_values=[holdout],
+        baseline_values=[0.5], candidate_mean=holdout, baseline_mean=0.5, improvement=abs(holdout - 0.5),
+        noise_floor=0.01, passed=True, reason="beats the floor",
+    )  # fmt: skip
+    d = Decision(pr=pr, head=head, verdict="merge", reason="beats the floor", base=onto, merged_onto=onto, candidate=holdout)
+    blocks = dict(head=head, merge_commit=f"merge-{pr}", hypothesis=hypothesis(onto, f"h-{pr}"), verifications=[v], decisions=[d])
+    return experiment(pr, "merged", **blocks | fields)

@@ -15,8 +15,9 @@ from senpai.cli.options import config_option, local_forge_option
 from senpai.cli.wiring import make_forge, make_tracker, redact_secrets
 from senpai.config.harness import HarnessConfig, load_harness
 from senpai.errors import ConfigError, LedgerInconsistent
+from senpai.ledger.baseline import best_merge
 from senpai.ledger.consistency import check
-from senpai.ledger.table import LedgerReader, current_best, ledger_rows, to_csv, to_json
+from senpai.ledger.table import LedgerReader, ledger_rows, to_csv, to_json
 
 # the table's columns (row key -> header), then the reason; --csv and --json carry every field (params,
 # run ids, hypotheses): a demo's seven params alone would fill 80 columns
@@ -64,7 +65,8 @@ def ledger(config_path: str, as_json: bool, as_csv: bool, local_forge: str | Non
     elif as_csv:
         click.echo(to_csv(exps, flags), nl=False)
     else:
-        print_table(ledger_rows(exps, flags), current_best(exps))
+        best = best_merge(exps)
+        print_table(ledger_rows(exps, flags), best.pr if best else None)
     for line in flags.lines():
         click.echo(f"inconsistent: {line}", err=True)
 
@@ -100,10 +102,11 @@ def served(cfg: HarnessConfig, local_forge: str | None) -> Iterator[HarnessConfi
 
 
 def print_table(rows: list[dict], best: int | None, console: Console | None = None) -> None:
-    """One row per experiment, readable at 80 columns (the reason wraps): the PR (`BEST` marks the
-    current best, `current_best`), its state, student, validation value, the verifier's holdout
-    delta and the decision's reason, led by the consistency flags when there are any."""
-    title = "senpai ledger" + (f" ({BEST} current best: #{best}, the best holdout of the merges)" if best else "")
+    """One row per experiment, readable at 80 columns (the reason wraps): the PR (`BEST` marks PR
+    `best`, the current best: `senpai.ledger.baseline.best_merge`), its state, student, validation
+    value, the verifier's holdout delta and the decision's reason, led by the consistency flags when
+    there are any."""
+    title = "senpai ledger" + (f" ({BEST} current best: #{best}, the best holdout of the verified merges)" if best else "")
     caption = "params, runs and hypotheses: senpai ledger --csv or --json"
     table = Table(title=title, caption=caption, expand=False)
     for key, header in COLUMNS.items():

@@ -49,7 +49,7 @@ def report(config_path: str, out: str | None, fmt: str, local_forge: str | None,
         exps = LedgerReader(make_forge(live), tracker).experiments()
     if local_forge:  # its forge lives only as long as this command: a link to it would be dead
         exps = [e.model_copy(update={"url": ""}) for e in exps]
-    summary = summarise(exps, cfg.forge.repo)
+    summary = summarise(exps, cfg.forge.repo, cpus={s.name: s.cpus for s in cfg.students})
     try:
         path.write_text(render.html(summary) if fmt == "html" else render.markdown(summary), encoding="utf-8")
     except OSError as e:

@@ -1,6 +1,10 @@
-"""The current baseline: the base branch head and what the ledger knows about its metric."""
+"""The current baseline: the base branch head and what the ledger knows about its metric; the
+verified merges in merge order, and the best of them on the holdout (the current best)."""
 
-from pydantic import BaseModel, ConfigDict
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from senpai.ledger.consistency import seen_bases, verified_merge
 from senpai.ledger.experiment import Experiment
@@ -31,3 +35,53 @@ def current_baseline(exps: list[Experiment], base_sha: str) -> Baseline:
             params = e.hypothesis.params if e.hypothesis else None
             return Baseline(commit=base_sha, pr=e.pr, run_id=run, value=e.primary_value(), params=params)
     return Baseline(commit=base_sha, pr=None, run_id=None, value=None, params=None)
+
+
+class Merge(BaseModel):
+    """A verified merge as the verifier measured it on the sealed holdout: the last passing
+    verification of the merged head, in that verification's metric and direction."""
+
+    model_config = ConfigDict(frozen=True)
+    pr: int
+    url: str
+    metric: str
+    direction: Literal["maximize", "minimize"]
+    value: float | None = Field(description="Holdout mean of the merged head; None: not finite.")
+    base_value: float | None = Field(description="Holdout mean of the base it was measured against; None: not finite.")
+
+
+def merges(exps: list[Experiment]) -> list[Merge]:
+    """Every verified merge (`consistency.verified_merge`: a hand merge has no measured value and is
+    left out), in merge order. Merge order follows the decisions: a merge that landed on another's
+    merge commit comes after it (ties by PR number)."""
+    bases = seen_bases(exps)
+    merged = {e.merge_commit: e for e in exps if verified_merge(e, bases)}
+
+    def depth(e: Experiment, seen: int = 0) -> int:
+        onto = next((d.merged_onto or d.base for d in reversed(e.decisions) if d.verdict == "merge"), None)
+        parent = merged.get(onto)
+        return 0 if parent is None or seen > len(merged) else 1 + depth(parent, seen + 1)
+
+    out = []
+    for e in sorted(merged.values(), key=lambda e: (depth(e), e.pr)):
+        v = next(v for v in reversed(e.verifications) if v.passed and v.candidate == e.head)
+        out.append(
+            Merge(
+                pr=e.pr, url=e.url, metric=v.metric, direction=v.direction,
+                value=_finite(v.candidate_mean), base_value=_finite(v.baseline_mean),
+            )
+        )  # fmt: skip
+    return out
+
+
+def best_merge(exps: list[Experiment]) -> Merge | None:
+    """The current best: the verified merge (`merges`) whose holdout value is best in its metric's
+    direction, the later merge on a tie; None if no merge was measured. Holdout values of different
+    merges are comparable (one sealed holdout); their improvements are not (each is against the
+    base of its time), so the best is usually, not always, the last merge."""
+    measured = [m for m in reversed(merges(exps)) if m.value is not None]
+    return max(measured, key=lambda m: m.value if m.direction == "maximize" else -m.value, default=None)  # type: ignore[operator]
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None

@@ -28,7 +28,7 @@ from senpai.errors import ConfigError
 from senpai.forge.base import Comment, Forge, ForgeMemo, Issue, PullRequest
 from senpai.ledger.consistency import Consistency
 from senpai.ledger.experiment import Experiment, RunSummary, read_experiment
-from senpai.ledger.labels import SENPAI, ExperimentState
+from senpai.ledger.labels import SENPAI
 from senpai.tracker.base import RunRecord, Tracker
 
 SETTLE = 2.0  # seconds: forge timestamps are whole seconds (plus a little clock skew)
@@ -294,20 +294,6 @@ def ledger_rows(exps: list[Experiment], flags: Consistency | None = None) -> lis
         if flags is not None:
             rows[-1]["consistency"] = "; ".join(flags.prs.get(e.pr, [])) or "ok"
     return rows
-
-
-def current_best(exps: list[Experiment]) -> int | None:
-    """The PR of the merged experiment whose holdout value (its merge decision's `candidate`) is best
-    in the metric's direction (its last verification's), or None if no merge was measured. Holdout
-    values of different merges are comparable (one sealed holdout); their deltas are not (each is
-    against the base of its time)."""
-    scored = []
-    for e in exps:
-        d, v = e.decision, (e.verifications[-1] if e.verifications else None)
-        if e.state == ExperimentState.MERGED and d is not None and d.candidate is not None and math.isfinite(d.candidate):
-            sign = -1.0 if v is not None and v.direction == "minimize" else 1.0
-            scored.append((sign * d.candidate, e.pr))
-    return max(scored)[1] if scored else None
 
 
 def to_json(exps: list[Experiment]) -> str:

@@ -8,15 +8,17 @@ Every text here comes from the forge or W&B, so it is hostile: `clip` bounds it 
 """
 
 import math
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from senpai.ledger.baseline import best_merge, merges
 from senpai.ledger.blocks import Hypothesis, Verification
-from senpai.ledger.consistency import seen_bases, verified_merge
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import ExperimentState
+from senpai.ledger.spend import Spend, experiment_spend, spend
 
 TITLE_CHARS = 120  # a PR title in a table cell
 TEXT_CHARS = 400  # a hypothesis or a decision's reason
@@ -41,32 +43,6 @@ def safe_url(url: str | None) -> str | None:
 
 def _finite(x: float | None) -> float | None:
     return x if x is not None and math.isfinite(x) else None
-
-
-class Spend(BaseModel):
-    """Seconds, tokens and dollars, by role: student (evidence `cost.wall_seconds`, its GPU seconds,
-    tokens and dollars), verifier (train-step seconds of each side's seeds, reused baseline seeds
-    not counted twice) and advisor (only advisor turns that ran out of budget post what they spent:
-    `senpai-budget` records on the PR)."""
-
-    model_config = ConfigDict(frozen=True)
-    student_seconds: float = 0.0
-    gpu_seconds: float = 0.0
-    verifier_seconds: float = 0.0
-    advisor_seconds: float = 0.0
-    tokens: int = 0
-    dollars: float = 0.0
-
-    @property
-    def seconds(self) -> float:
-        return self.student_seconds + self.verifier_seconds + self.advisor_seconds
-
-    def __add__(self, other: "Spend") -> "Spend":
-        return Spend(**{k: getattr(self, k) + getattr(other, k) for k in Spend.model_fields})
-
-    def per(self, n: int) -> "Spend":
-        """This spend divided by `n` (> 0)."""
-        return Spend(**{k: getattr(self, k) / n for k in Spend.model_fields if k != "tokens"}, tokens=round(self.tokens / n))
 
 
 class RunLink(BaseModel):
@@ -124,17 +100,13 @@ class Summary(BaseModel):
     direction: Literal["maximize", "minimize"] | None
     rows: list[Row]
     steps: list[Step]
+    best: Step | None = None  # the current best (`senpai.ledger.baseline.best_merge`); None: no merge measured
     counts: dict[str, int]
     total: Spend
 
     @property
     def better(self) -> str:
         return {"maximize": "higher is better", "minimize": "lower is better"}.get(self.direction or "", "")
-
-    @property
-    def best(self) -> Step | None:
-        """The current baseline: the last verified merge (each merge beat the one before it)."""
-        return self.steps[-1] if self.steps and self.steps[-1].pr is not None else None
 
     @property
     def merges(self) -> int:
@@ -164,24 +136,6 @@ def outcome(e: Experiment) -> Outcome:
     return "closed" if e.state == ExperimentState.CLOSED else "open"
 
 
-def spend(e: Experiment) -> Spend:
-    """What experiment `e` spent, by role (see `Spend`)."""
-    verifier = 0.0
-    for v in e.verifications:
-        reused = set(v.baseline_reused)
-        verifier += sum(v.candidate_seconds)
-        verifier += sum(s for seed, s in zip(v.seeds, v.baseline_seconds, strict=False) if seed not in reused)
-    advisor = [b.spent for b in e.budget_reports if b.role == "advisor"]
-    return Spend(
-        student_seconds=sum(ev.cost.wall_seconds for ev in e.evidence),
-        gpu_seconds=sum(ev.cost.gpu_seconds for ev in e.evidence),
-        verifier_seconds=verifier,
-        advisor_seconds=sum(u.wall_seconds for u in advisor),
-        tokens=sum(ev.cost.tokens for ev in e.evidence) + sum(u.tokens for u in advisor),
-        dollars=sum(ev.cost.dollars for ev in e.evidence) + sum(u.dollars for u in advisor),
-    )
-
-
 def _params(h: Hypothesis | None) -> str:
     if h is None:
         return ""
@@ -199,7 +153,8 @@ def _reason(e: Experiment, v: Verification | None) -> str:
     return v.reason if v and not v.passed else ""
 
 
-def row(e: Experiment) -> Row:
+def row(e: Experiment, cores: int = 1) -> Row:
+    """`e` as the report shows it; `cores`: the CPU cores of each job of its student (`experiment_spend`)."""
     ok = [ev for ev in e.evidence if ev.outcome == "ok"]
     failed = [ev for ev in e.evidence if ev.outcome == "failed"]
     # the latest verification that measured something (a refusal for a conflict with a moved base has no numbers)
@@ -228,44 +183,36 @@ def row(e: Experiment) -> Row:
         failure=clip(failed[-1].failure if failed and not ok else "", TEXT_CHARS),
         exploration=clip(h.exploration if h else "", TEXT_CHARS),
         runs=runs[-5:],
-        spend=spend(e),
+        spend=experiment_spend(e, cores),
     )
 
 
 def steps(exps: list[Experiment]) -> list[Step]:
     """The baseline over time: the base before the first verified merge (the baseline mean of that
-    merge's verification), then each verified merge's candidate mean, in merge order.  Merge order
-    follows the decisions: a merge that landed on another's merge commit comes after it (ties by
-    PR number).  Hand merges (`consistency.verified_merge` false) have no measured value: left out."""
-    bases = seen_bases(exps)
-    merged = {e.merge_commit: e for e in exps if verified_merge(e, bases)}
-
-    def depth(e: Experiment, seen: int = 0) -> int:
-        onto = next((d.merged_onto or d.base for d in reversed(e.decisions) if d.verdict == "merge"), None)
-        parent = merged.get(onto)
-        return 0 if parent is None or seen > len(merged) else 1 + depth(parent, seen + 1)
-
+    merge's verification), then each verified merge's candidate mean, in merge order
+    (`senpai.ledger.baseline.merges`: hand merges have no measured value and are left out)."""
     out: list[Step] = []
-    for e in sorted(merged.values(), key=lambda e: (depth(e), e.pr)):
-        v = next(v for v in reversed(e.verifications) if v.passed and v.candidate == e.head)
-        if not out and _finite(v.baseline_mean) is not None:
-            out.append(Step(pr=None, value=v.baseline_mean))
-        if _finite(v.candidate_mean) is not None:
-            out.append(Step(pr=e.pr, value=v.candidate_mean, url=safe_url(e.url)))
+    for m in merges(exps):
+        if not out and m.base_value is not None:
+            out.append(Step(pr=None, value=m.base_value))
+        if m.value is not None:
+            out.append(Step(pr=m.pr, value=m.value, url=safe_url(m.url)))
     if not out:  # no merge yet: the base as the first verification measured it
         first = next((v for e in exps for v in e.verifications if _finite(v.baseline_mean) is not None), None)
         out = [Step(pr=None, value=first.baseline_mean)] if first else []
     return out
 
 
-def summarise(exps: list[Experiment], repo: str, now: datetime | None = None) -> Summary:
-    """The report of `exps` (`LedgerReader.experiments()`, oldest PR first) of repository `repo`.
-    The metric and its direction are the newest hypothesis's."""
-    rows = [row(e) for e in exps]
+def summarise(exps: list[Experiment], repo: str, now: datetime | None = None, cpus: Mapping[str, int] | None = None) -> Summary:
+    """The report of `exps` (`LedgerReader.experiments()`, oldest PR first) of repository `repo`;
+    `cpus`: student name -> CPU cores of each of its jobs (harness `students`; absent: 1). The
+    metric and its direction are the newest hypothesis's; the best is `best_merge`'s, on the holdout."""
+    cpus = cpus or {}
+    rows = [row(e, cpus.get(e.student or "", 1)) for e in exps]
     hyps = [e.hypothesis for e in exps if e.hypothesis]
     verifs = [v for e in exps for v in e.verifications]
     counts = {k: sum(r.outcome == k for r in rows) for k in ("merged", "closed", "failed", "open")}
-    total = sum((r.spend for r in rows), Spend())
+    best = best_merge(exps)
     return Summary(
         repo=clip(repo, 100),
         generated_at=(now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"),
@@ -274,6 +221,7 @@ def summarise(exps: list[Experiment], repo: str, now: datetime | None = None) ->
         direction=hyps[-1].metric.direction if hyps else None,
         rows=rows,
         steps=steps(exps),
+        best=Step(pr=best.pr, value=best.value, url=safe_url(best.url)) if best else None,
         counts={"experiments": len(rows), **counts},
-        total=total,
+        total=spend(exps, cpus),
     )

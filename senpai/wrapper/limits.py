@@ -13,6 +13,7 @@ from datetime import datetime
 
 from senpai.config.harness import HarnessConfig
 from senpai.config.roles import Role
+from senpai.ledger.baseline import Merge, best_merge, merges
 from senpai.ledger.escalation import marked
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.inbox import SteerState
@@ -94,15 +95,13 @@ def exhaustion_issue(w: World, cfg: HarnessConfig) -> OpenIssue | None:
 
 
 def report(w: World, cfg: HarnessConfig, reached: dict[str, str]) -> str:
-    """The exhaustion report, Markdown: what is known, what evidence is missing, what was tried, and
-    the budget needed to go on. Every text from the ledger is neutralised."""
+    """The exhaustion report, Markdown: what is known (the last verified merge in merge order and
+    the current best, `best_merge`, both on the holdout), what evidence is missing, what was tried,
+    and the budget needed to go on. Every text from the ledger is neutralised."""
     used, in_force = spent(w.exps, cfg), caps(w.steer, cfg)
     named = [e.hypothesis.metric.name for e in w.exps if e.hypothesis]
     metric = w.target.metric.name if w.target else named[-1] if named else "metric"
-    merged = sorted((e for e in w.exps if e.state == ExperimentState.MERGED), key=lambda e: e.pr)
-    valued = [e for e in w.exps if e.primary_value() is not None]
-    better = (lambda v: v) if not w.target or w.target.metric.direction == "maximize" else (lambda v: -v)
-    best = sorted(valued, key=lambda e: better(e.primary_value()), reverse=True)[:3]
+    merged = sum(e.state == ExperimentState.MERGED for e in w.exps)
     open_ = [e for e in w.exps if not e.decided]
     decided = sorted((e for e in w.exps if e.decided), key=lambda e: -e.pr)
     action = "running student and verifier jobs are stopped" if cfg.limits.on_exhausted == "stop" else "running work finishes"
@@ -117,9 +116,9 @@ def report(w: World, cfg: HarnessConfig, reached: dict[str, str]) -> str:
         f"senpai opens no new experiment: {caps_reached}. {action[0].upper()}{action[1:]}.",
         "",
         "## What is known",
-        f"- Baseline: {_baseline(merged, metric)}",
-        "- Best results: " + (", ".join(f"#{e.pr} {metric} = {e.primary_value():.4g} ({e.state})" for e in best) or "none yet"),
-        f"- Experiments: {len(w.exps)} opened, {len(merged)} merged, "
+        f"- Baseline: {_baseline(merges(w.exps))}",
+        f"- Best: {_best(best_merge(w.exps))}",
+        f"- Experiments: {len(w.exps)} opened, {merged} merged, "
         f"{sum(e.state == ExperimentState.CLOSED for e in w.exps)} closed, {len(open_)} open"
         + (": " + ", ".join(f"#{e.pr} ({e.state})" for e in sorted(open_, key=lambda e: e.pr)) if open_ else ""),
         f"- Spent: {_spend_line(used)}",
@@ -141,12 +140,18 @@ def report(w: World, cfg: HarnessConfig, reached: dict[str, str]) -> str:
     return neutral("\n".join(lines))
 
 
-def _baseline(merged: list, metric: str) -> str:
-    if not merged:
-        return "the base branch as it was (no merge yet)"
-    last = merged[-1]
-    value = last.primary_value()
-    return f"#{last.pr} merged last" + (f", {metric} = {value:.4g}" if value is not None else "")
+def _baseline(order: list[Merge]) -> str:
+    """The last verified merge (`merges`, in merge order) and its holdout value."""
+    if not order:
+        return "the base branch as it was (no verified merge yet)"
+    last = order[-1]
+    return f"#{last.pr} merged last" + (f", holdout {last.metric} = {last.value:.4g}" if last.value is not None else "")
+
+
+def _best(best: Merge | None) -> str:
+    if best is None:
+        return "no verified merge measured yet"
+    return f"#{best.pr}, holdout {best.metric} = {best.value:.4g} (the best holdout of the verified merges)"
 
 
 def _missing(e, base_sha: str) -> str:

@@ -2,22 +2,25 @@
 
 import io
 
-from forge_fixtures import experiment
+from forge_fixtures import experiment, merged
 from rich.console import Console
 
 from senpai.cli.ledger import BEST, print_table
+from senpai.ledger.baseline import best_merge
 from senpai.ledger.blocks import Decision
 from senpai.ledger.experiment import Experiment
-from senpai.ledger.table import current_best, ledger_rows
+from senpai.ledger.table import ledger_rows
+
+BASE = "b" * 40
 
 
 def exp(pr: int, state: str, decision: Decision | None) -> Experiment:
     return experiment(pr, state, decisions=[decision] if decision else [])
 
 
-def merged(pr: int, holdout: float) -> Experiment:
-    d = Decision(pr=pr, head="h", verdict="merge", reason="beats the floor", candidate=holdout, baseline=0.8, improvement=0.1)
-    return exp(pr, "merged", d)
+def best_pr(exps: list[Experiment]) -> int | None:
+    best = best_merge(exps)
+    return best.pr if best else None
 
 
 LONG = "the holdout moved by +0.004, under the noise floor 0.026 of the baseline's five repeats; [bold]forged[/bold]"
@@ -25,14 +28,14 @@ LONG = "the holdout moved by +0.004, under the noise floor 0.026 of the baseline
 
 def render(exps: list[Experiment]) -> list[str]:
     out = io.StringIO()
-    print_table(ledger_rows(exps), current_best(exps), Console(file=out, width=80))
+    print_table(ledger_rows(exps), best_pr(exps), Console(file=out, width=80))
     return out.getvalue().splitlines()
 
 
 def test_the_table_fits_80_columns_with_the_reason_and_the_best_marked():
     exps = [
-        merged(3, 0.95),
-        merged(5, 0.97),
+        merged(3, 0.95, BASE),
+        merged(5, 0.97, "merge-3"),
         exp(4, "closed", Decision(pr=4, head="h", verdict="close", reason=LONG)),
         exp(6, "wip", None),
     ]
@@ -45,6 +48,20 @@ def test_the_table_fits_80_columns_with_the_reason_and_the_best_marked():
     assert [line for line in lines if BEST in line and "current best" not in line][0].split()[1:3] == [BEST, "5"]
 
 
+def test_the_current_best_is_the_best_verified_holdout_of_the_merges_not_the_last_nor_a_hand_merge():
+    # #7 merged first, #5 onto #7's merge commit (the last merge, a lower holdout); #9 merged by
+    # hand: its decision names a holdout value, but no passing verification of its merged head
+    d = Decision(pr=9, head="h", verdict="merge", reason="r", candidate=0.99)
+    hand = experiment(9, "merged", head="c" * 40, decisions=[d])
+    exps = [merged(5, 0.93, "merge-7"), merged(7, 0.95, BASE), hand]
+    best = best_merge(exps)
+    assert (best.pr, best.value, best.metric) == (7, 0.95, "acc")
+    assert [line for line in render(exps) if BEST in line and "current best" not in line][0].split()[1:3] == [BEST, "7"]
+    # minimized: the lowest holdout; a tie goes to the later merge
+    low = [merged(3, 0.2, BASE, "minimize"), merged(4, 0.3, "merge-3", "minimize"), merged(6, 0.2, "merge-4", "minimize")]
+    assert best_pr(low) == 6 and best_pr(low[:2]) == 3
+
+
 def test_no_merge_no_best():
-    assert current_best([exp(4, "closed", Decision(pr=4, head="h", verdict="close", reason="r"))]) is None
+    assert best_pr([exp(4, "closed", Decision(pr=4, head="h", verdict="close", reason="r"))]) is None
     assert BEST not in "\n".join(render([exp(6, "wip", None)]))

@@ -4,6 +4,7 @@ with every section filled, and a trusted `/senpai budget` that resumes the work.
 from datetime import timedelta
 
 import steering_tick
+from forge_fixtures import merged
 from test_policy import BASE, CFG, NOW, exp, job, launches
 
 from senpai.ledger.blocks import BudgetReport, Cost, Decision, TurnUsage, Verification
@@ -12,7 +13,7 @@ from senpai.ledger.inbox import Inbound, SteerState, Try
 from senpai.ledger.labels import ATTENTION, STEER
 from senpai.ledger.spend import spend
 from senpai.wrapper.actions import DeleteJob
-from senpai.wrapper.limits import exhausted, exhaustion_issue
+from senpai.wrapper.limits import exhausted, exhaustion_issue, report
 from senpai.wrapper.policy import plan
 from senpai.wrapper.world import World
 
@@ -39,10 +40,12 @@ def _costly(pr: int, state: str, student: str = "ada", dollars: float = 0.0, val
 
 def test_spend_sums_evidence_verifications_and_stopped_advisor_turns_from_the_ledger():
     a = _costly(1, "merged", dollars=0.5)
+    # baseline seed 0 was reused from #7's verification: its seconds are #7's, counted there
     v = Verification(
-        pr=1, candidate=a.head, baseline=BASE, metric="acc", direction="maximize", seeds=[0], candidate_values=[0.9],
-        baseline_values=[0.8], candidate_mean=0.9, passed=True, reason="r", baseline_mean=0.8, improvement=0.1, noise_floor=0.01,
-        candidate_seconds=[600.0], baseline_seconds=[600.0], candidate_gpu_seconds=[600.0], baseline_gpu_seconds=[0.0],
+        pr=1, candidate=a.head, baseline=BASE, metric="acc", direction="maximize", seeds=[0, 1], candidate_values=[0.9, 0.9],
+        baseline_values=[0.8, 0.8], candidate_mean=0.9, passed=True, reason="r", baseline_mean=0.8, improvement=0.1,
+        noise_floor=0.01, candidate_seconds=[300.0, 300.0], baseline_seconds=[600.0, 200.0],
+        candidate_gpu_seconds=[300.0, 300.0], baseline_gpu_seconds=[600.0, 200.0], baseline_reused={0: 7},
     )  # fmt: skip
     usage = TurnUsage(llm_calls=3, tokens=500, dollars=0.25)
     stopped = BudgetReport(
@@ -53,8 +56,21 @@ def test_spend_sums_evidence_verifications_and_stopped_advisor_turns_from_the_le
     b = _costly(2, "wip", "bo", dollars=1.0)
     s = spend([a, b], {"ada": 2, "bo": 1})
     assert s.experiments == 2 and s.dollars == 1.75 and s.tokens == 2500
-    assert s.gpu_hours == (900 + 900 + 600) / 3600  # evidence of both, the candidate's verifier seed
-    assert s.cpu_hours == (1800 * 2 + 1200 * 2 + 1800 * 1) / 3600  # ada's jobs hold 2 cores
+    assert s.verifier_seconds == 800 and s.student_seconds == 3600  # both candidate seeds and the trained baseline seed
+    assert s.gpu_hours == (900 + 900 + 800) / 3600  # evidence of both, the verifier's trained seeds
+    assert s.cpu_hours == (1800 * 2 + 800 * 2 + 1800 * 1) / 3600  # ada's jobs hold 2 cores
+
+
+def test_the_exhaustion_report_names_the_last_merge_in_merge_order_and_the_best_verified_holdout():
+    # #7 merged first, #5 landed on #7's merge commit: #5 is the last merge (and the lower holdout);
+    # closed #2 had the best validation value, never a verified holdout
+    exps = [_costly(2, "closed", value=0.99), merged(5, 0.93, "merge-7"), merged(7, 0.95, BASE)]
+    body = report(World(exps, BASE, [], NOW), CFG, {"experiments": "3 of 3"})
+    assert "- Baseline: #5 merged last, holdout acc = 0.93" in body
+    assert "- Best: #7, holdout acc = 0.95 (the best holdout of the verified merges)" in body
+    assert "- Experiments: 3 opened, 2 merged, 1 closed, 0 open" in body
+    none = report(World([_costly(2, "closed", value=0.99)], BASE, [], NOW), CFG, {"experiments": "1 of 1"})
+    assert "- Baseline: the base branch as it was (no verified merge yet)" in none and "- Best: no verified merge" in none
 
 
 def test_a_spent_budget_stops_new_work_even_a_try_and_a_raise_resumes_it():
@@ -94,7 +110,7 @@ def test_the_experiment_cap_opens_one_exhaustion_issue_and_a_trusted_budget_resu
     forge, fake = fake_forge
     cfg = CFG  # max_experiments: 4
     exps = [
-        _costly(1, "merged", value=0.91),
+        merged(1, 0.91, BASE),
         _costly(2, "closed", "bo", dollars=0.02, value=0.88),
         _costly(3, "closed", value=0.87),
         _costly(4, "verifying", "bo", value=0.93),
@@ -113,7 +129,7 @@ def test_the_experiment_cap_opens_one_exhaustion_issue_and_a_trusted_budget_resu
     body = issue.body
     for section in ("## What is known", "## What evidence is missing", "## What was tried", "## Budget needed to go on"):
         assert section in body
-    assert "#1 merged last, acc = 0.91" in body and "#4 acc = 0.93 (blocked)" in body  # baseline, best result
+    assert "- Baseline: #1 merged last, holdout acc = 0.91" in body and "- Best: #1, holdout acc = 0.91" in body
     assert "#4 t: a human (blocked)" in body  # missing evidence: what is open...
     assert (
         "The holdout of 2 closed experiment(s) was never measured (closed on validation alone): #3, #2" in body

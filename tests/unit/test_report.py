@@ -11,7 +11,7 @@ import sys
 import pytest
 import yaml
 from click.testing import CliRunner
-from forge_fixtures import commit_and_push, hypothesis, target_yaml
+from forge_fixtures import commit_and_push, hypothesis, merged, target_yaml
 
 from senpai.cli.report import report
 from senpai.config.harness import TrackerSettings
@@ -92,6 +92,14 @@ def test_the_summary_counts_costs_and_orders_the_baseline(ledger):
     assert s.per_improvement.seconds == 129 and s.per_improvement.dollars == pytest.approx(0.75)
     assert {r.pr: r.reason for r in s.rejected}[failed] == "the run crashed: NaN"
     assert {r.pr: r.failure for r in s.rejected}[failed] == "NaN loss at step 3"
+
+
+def test_the_best_result_is_the_best_verified_holdout_not_the_last_merge():
+    # #7 merged first; #5 landed on #7's merge commit with a lower holdout mean
+    s = summarise([merged(5, 0.93, "merge-7"), merged(7, 0.95, "b" * 40)], "senpai/target")
+    assert [(st.pr, st.value) for st in s.steps] == [(None, 0.5), (7, 0.95), (5, 0.93)]
+    assert (s.best.pr, s.best.value, s.merges) == (7, 0.95, 2)
+    assert "- **Best result:** acc = 0.9500 on the holdout (higher is better), by PR #7." in render.markdown(s)
 
 
 def test_the_html_page_has_figures_links_and_reasons_and_no_hostile_text_raw(ledger):

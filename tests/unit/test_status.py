@@ -5,9 +5,9 @@ import json
 from datetime import timedelta
 
 import steering_tick
-from forge_fixtures import commit_and_push
+from forge_fixtures import commit_and_push, merged
 from test_forge_steering import TARGET
-from test_policy import CFG, NOW, exp, job
+from test_policy import BASE, CFG, NOW, exp, job
 
 from senpai.fleet.base import JobStatus
 from senpai.forge.base import RateLimit
@@ -15,6 +15,7 @@ from senpai.ledger.blocks import Cost
 from senpai.ledger.commands import SYNTAX
 from senpai.ledger.inbox import SteerState
 from senpai.ledger.labels import STEER, ExperimentState
+from senpai.report.summary import summarise
 from senpai.wrapper.status import LastTick, Status, build_status
 
 TICK = LastTick(at=NOW, source="wrapper")
@@ -76,6 +77,23 @@ def test_spend_is_shown_against_each_cap_and_an_exhausted_one_is_named():
     text = s.markdown()
     assert "1.00 of 0.75 LLM $" in text and "1.00 of 10.0 GPU-h" in text and "- end: " in text
     assert "**budget exhausted**: dollars $1.00 of $0.75" in text
+
+
+def test_a_reused_baseline_seed_counts_only_where_it_was_measured_in_the_status_and_the_report_alike():
+    e = merged(1, 0.9, BASE)
+    seeds = dict(seeds=[0, 1], candidate_values=[0.9, 0.9], baseline_values=[0.5, 0.5])
+    seconds = dict(candidate_seconds=[100.0, 100.0], baseline_seconds=[400.0, 50.0])  # seed 0's 400 s: #7's run
+    gpu = dict(candidate_gpu_seconds=[100.0, 100.0], baseline_gpu_seconds=[400.0, 50.0])
+    v = e.verifications[0].model_copy(update=seeds | seconds | gpu | {"baseline_reused": {0: 7}})
+    e = e.model_copy(update={"verifications": [v]})
+    students = [CFG.students[0].model_copy(update={"cpus": 2}), CFG.students[1]]
+    limits = CFG.limits.model_copy(update={"gpu_hours": 0.1})  # 360 GPU s: 250 trained here, 650 with #7's seed
+    cfg = CFG.model_copy(update={"students": students, "limits": limits})
+    spent = build_status(cfg, [e], [], SteerState(), NOW, TICK, None).budget
+    report = summarise([e], "o/r", cpus={"ada": 2})
+    assert spent.spent.verifier_seconds == 250 and spent.spent.gpu_seconds == 250 and spent.spent.cpu_seconds == 500
+    assert report.total == spent.spent and report.rows[0].spend.verifier_seconds == 250
+    assert spent.exhausted == {}
 
 
 def test_an_assigned_student_waiting_for_its_job_and_no_caps():
