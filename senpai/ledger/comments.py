@@ -39,12 +39,17 @@ def _finalize(value: object) -> str:
     return neutral(redact(str(value)))
 
 
-def cell(value: object) -> Safe:
-    """`value` as one line of inline Markdown, neutralised, that cannot end a table cell (`|` escaped)."""
+def cell(value: object, limit: int | None = None) -> Safe:
+    """`value` as inert inline Markdown on one line, at most `limit` characters (cut with …):
+    redacted, backslashes doubled, `neutral` (no fence, HTML, mention or marker), then `|`, `[` and
+    `]` escaped, so it cannot end a table cell or become a link. None or empty → —."""
     if value is None:
         return Safe(DASH)
-    text = neutral(redact(" ".join(str(value).split())))
-    return Safe(text.replace("|", "\\|") or DASH)
+    text = " ".join(str(value).split())
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    text = neutral(redact(text.replace("\\", "\\\\")))
+    return Safe(text.replace("|", "\\|").replace("[", "\\[").replace("]", "\\]") or DASH)
 
 
 def number(x: float | None) -> Safe:
@@ -70,9 +75,12 @@ def signed(x: float | None) -> Safe:
 
 
 def duration(seconds: float | None) -> Safe:
-    """Seconds for people: 0.4 s, 42 s, 4 min 12 s, 15 min, 2 h 05 min; None → —."""
+    """Seconds for people: 0.4 s, 42 s, 4 min 12 s, 15 min, 2 h 05 min; a negative one (overdue)
+    with a leading -; None → —."""
     if seconds is None or not math.isfinite(seconds):
         return number(seconds)
+    if seconds < 0:
+        return Safe("-" + duration(-seconds))
     if seconds < 10:
         return Safe(f"{seconds:.1f} s")
     whole = round(seconds)

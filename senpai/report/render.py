@@ -3,37 +3,21 @@
 
 HTML: autoescape is on, so every forge or W&B text is escaped; figures are base64 SVG images
 (`plots`), links are http(s) only (`summary.safe_url`); no script, no external file, no network.
-Markdown: each cell goes through `markdown_cell` (the ledger's `neutral`, then `|` escaped), so a
-PR title can neither open an HTML block nor break the table.
+Markdown: each cell goes through the ledger's `comments.cell` (neutralised, `|`, `[` and `]`
+escaped), so a PR title can neither open an HTML block nor break the table nor make a link.
+Numbers, durations and dollars use the ledger's formatters too, as PR comments do.
 """
 
 import base64
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from senpai.ledger.records import neutral
+from senpai.ledger.comments import cell, count, dollars, duration, number, signed
 from senpai.report import plots
 from senpai.report.summary import Summary
 from senpai.tracker.base import ReportSpec
 
 REBUILD = "senpai report --format md"
-
-
-def markdown_cell(value: object) -> str:
-    """`value` as inert Markdown on one line: backslashes doubled, then `neutral` (no fence, HTML or
-    marker), then `|`, `[` and `]` escaped (no table break, no link made from it)."""
-    text = " ".join(str(value if value is not None else "").split()).replace("\\", "\\\\")
-    return neutral(text).replace("|", "\\|").replace("[", "\\[").replace("]", "\\]")
-
-
-def number(value: float | None, digits: int = 4, signed: bool = False) -> str:
-    if value is None:
-        return "–"
-    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
-
-
-def seconds(value: float) -> str:
-    return f"{value:,.0f} s" if value >= 10 or value == 0 else f"{value:.1f} s"
 
 
 _ENV = Environment(
@@ -44,7 +28,7 @@ _ENV = Environment(
     lstrip_blocks=True,
     keep_trailing_newline=True,
 )
-_ENV.filters.update(md=markdown_cell, num=number, secs=seconds)
+_ENV.filters.update(md=cell, num=number, signed=signed, secs=duration, dollars=dollars, count=count)
 # the Markdown template is not HTML: its cells are escaped by `md`, not by autoescape
 _MD_ENV = _ENV.overlay(autoescape=False)
 

@@ -4,7 +4,7 @@ and the rejected hypotheses with their reasons.
 
 Every text here comes from the forge or W&B, so it is hostile: `clip` bounds it (one line, at most
 `limit` characters) and `safe_url` keeps only http(s) links.  Escaping is the renderer's job
-(jinja2's autoescape for HTML, `markdown_cell` for Markdown).
+(jinja2's autoescape for HTML, `comments.cell` for Markdown).
 """
 
 import math

@@ -14,6 +14,7 @@ from datetime import datetime
 from senpai.config.harness import HarnessConfig
 from senpai.config.roles import Role
 from senpai.ledger.baseline import Merge, best_merge, merges
+from senpai.ledger.comments import count, dollars, number
 from senpai.ledger.escalation import marked
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.inbox import SteerState
@@ -145,13 +146,13 @@ def _baseline(order: list[Merge]) -> str:
     if not order:
         return "the base branch as it was (no verified merge yet)"
     last = order[-1]
-    return f"#{last.pr} merged last" + (f", holdout {last.metric} = {last.value:.4g}" if last.value is not None else "")
+    return f"#{last.pr} merged last" + (f", holdout {last.metric} = {number(last.value)}" if last.value is not None else "")
 
 
 def _best(best: Merge | None) -> str:
     if best is None:
         return "no verified merge measured yet"
-    return f"#{best.pr}, holdout {best.metric} = {best.value:.4g} (the best holdout of the verified merges)"
+    return f"#{best.pr}, holdout {best.metric} = {number(best.value)} (the best holdout of the verified merges)"
 
 
 def _missing(e, base_sha: str) -> str:
@@ -181,22 +182,23 @@ def _unmeasured(decided: list) -> list[str]:
 def _tried(e, metric: str) -> str:
     value = e.primary_value()
     reason = e.decision.reason if e.decision else str(e.state)
-    shown = f"{metric} = {value:.4g}" if value is not None else "no value"
+    shown = f"{metric} = {number(value)}" if value is not None else "no value"
     return f"- #{e.pr} ({e.state}) {e.title[:120]}: {shown}; {reason[:300]}"
 
 
 def _amount(key: str, value) -> str:
+    """A cap or a spend for people, with the ledger's formatters (`comments`): $1.50, 12,345 tokens, 2.50 h."""
     if key == "dollars":
-        return f"${value:,.2f}"
+        return dollars(value)
     if key in ("gpu_hours", "cpu_hours"):
-        return f"{value:,.2f} h"
-    return f"{value:,}" if isinstance(value, int) else str(value)
+        return f"{number(value)} h"
+    return count(value) if isinstance(value, int | float) else str(value)
 
 
 def _spend_line(used: Spend) -> str:
     return (
-        f"{used.experiments} experiments, ${used.dollars:,.2f} and {used.tokens:,} tokens of LLM, "
-        f"{used.gpu_hours:,.2f} GPU hours, {used.cpu_hours:,.2f} CPU-core hours"
+        f"{count(used.experiments)} experiments, {dollars(used.dollars)} and {count(used.tokens)} tokens of LLM, "
+        f"{number(used.gpu_hours)} GPU hours, {number(used.cpu_hours)} CPU-core hours"
     )
 
 

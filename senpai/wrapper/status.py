@@ -18,6 +18,7 @@ from senpai.config.harness import HarnessConfig
 from senpai.config.roles import Role
 from senpai.fleet.base import JobStatus, Phase
 from senpai.forge.base import RateLimit
+from senpai.ledger.comments import cell, count, dollars, duration, number
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.inbox import SteerState
 from senpai.ledger.labels import ASSIGNED, ExperimentState
@@ -233,9 +234,9 @@ def _waiting(e: Experiment, steer: SteerState) -> ApprovalRow | None:
 
 
 def _against(key: str, used: float, cap: float | None) -> str:
-    names = {"dollars": "LLM $", "tokens": "tokens", "gpu_hours": "GPU-h", "cpu_hours": "CPU-core-h"}
-    shown = f"{used:,.2f}" if isinstance(used, float) else f"{used:,}"
-    return f"{shown}{f' of {cap:,}' if cap is not None else ''} {names[key]}"
+    names = {"dollars": "LLM", "tokens": "tokens", "gpu_hours": "GPU-h", "cpu_hours": "CPU-core-h"}
+    shown = {"dollars": dollars, "tokens": count}.get(key, number)
+    return f"{shown(used)}{f' of {shown(cap)}' if cap is not None else ''} {names[key]}"
 
 
 def _student(name: str, exps: list[Experiment], live: list[JobStatus], titles: dict[int, str]) -> StudentRow:
@@ -265,10 +266,8 @@ def _job(j: JobStatus, now: datetime) -> JobRow:
 
 
 def _cell(text: str | None) -> str:
-    """Forge text as one bounded table cell: one line, `|` escaped, at most TITLE_CHARS characters."""
-    one = " ".join((text or "").split())
-    one = one if len(one) <= TITLE_CHARS else one[: TITLE_CHARS - 1] + "…"
-    return one.replace("\\", "\\\\").replace("|", "\\|")
+    """Forge text as one bounded, inert table cell (`comments.cell`, TITLE_CHARS); "" for none."""
+    return cell(text, TITLE_CHARS) if text else ""
 
 
 def _pr(n: int | None) -> str:
@@ -303,13 +302,8 @@ def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
 
 
 def _duration(seconds: float | None) -> str:
-    """`1h02m`, `3m05s`, `12s`; `-` prefix when negative; "" for None."""
-    if seconds is None:
-        return ""
-    sign, s = ("-" if seconds < 0 else ""), int(abs(seconds))
-    if s >= 3600:
-        return f"{sign}{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{sign}{s // 60}m{s % 60:02d}s" if s >= 60 else f"{sign}{s}s"
+    """`comments.duration` (4 min 12 s; - when overdue); "" for None."""
+    return duration(seconds) if seconds is not None else ""
 
 
 def _time(t: datetime) -> str:

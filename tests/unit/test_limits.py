@@ -67,7 +67,7 @@ def test_the_exhaustion_report_names_the_last_merge_in_merge_order_and_the_best_
     exps = [_costly(2, "closed", value=0.99), merged(5, 0.93, "merge-7"), merged(7, 0.95, BASE)]
     body = report(World(exps, BASE, [], NOW), CFG, {"experiments": "3 of 3"})
     assert "- Baseline: #5 merged last, holdout acc = 0.93" in body
-    assert "- Best: #7, holdout acc = 0.95 (the best holdout of the verified merges)" in body
+    assert "- Best: #7, holdout acc = 0.950 (the best holdout of the verified merges)" in body
     assert "- Experiments: 3 opened, 2 merged, 1 closed, 0 open" in body
     none = report(World([_costly(2, "closed", value=0.99)], BASE, [], NOW), CFG, {"experiments": "1 of 1"})
     assert "- Baseline: the base branch as it was (no verified merge yet)" in none and "- Best: no verified merge" in none

@@ -99,7 +99,7 @@ def test_the_best_result_is_the_best_verified_holdout_not_the_last_merge():
     s = summarise([merged(5, 0.93, "merge-7"), merged(7, 0.95, "b" * 40)], "senpai/target")
     assert [(st.pr, st.value) for st in s.steps] == [(None, 0.5), (7, 0.95), (5, 0.93)]
     assert (s.best.pr, s.best.value, s.merges) == (7, 0.95, 2)
-    assert "- **Best result:** acc = 0.9500 on the holdout (higher is better), by PR #7." in render.markdown(s)
+    assert "- **Best result:** acc = 0.950 on the holdout (higher is better), by PR #7." in render.markdown(s)
 
 
 def test_the_html_page_has_figures_links_and_reasons_and_no_hostile_text_raw(ledger):

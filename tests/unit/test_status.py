@@ -60,9 +60,9 @@ def test_students_experiments_jobs_and_budget_are_computed_from_what_was_read():
     assert (b.spent.gpu_hours, b.spent.tokens, b.spent.dollars) == (1.0, 20, 1.0)
     assert b.caps == {"experiments": 7} and b.exhausted == {}
     text = s.markdown()
-    assert "| `senpai-student-pr3-1` | running | #3 | 5m00s | 15m00s |" in text
+    assert "| `senpai-student-pr3-1` | running | #3 | 5 min | 15 min |" in text
     assert "wide \\| deep nets xxx" in text and "x" * 100 not in text  # one bounded cell
-    assert "5 of 7" in text and "1.00 GPU-h" in text and "1.00 LLM $" in text
+    assert "5 of 7" in text and "1.000 GPU-h" in text and "$1.00 LLM" in text
     assert "4000 of 5000 left" in text and "**paused**" in text
     assert Status.model_validate(json.loads(s.model_dump_json())) == s  # --json round-trips
 
@@ -75,7 +75,7 @@ def test_spend_is_shown_against_each_cap_and_an_exhausted_one_is_named():
     s = build_status(cfg, [e], [], SteerState(), NOW, TICK, None)
     assert s.budget.exhausted == {"dollars": "$1.00 of $0.75"}
     text = s.markdown()
-    assert "1.00 of 0.75 LLM $" in text and "1.00 of 10.0 GPU-h" in text and "- end: " in text
+    assert "$1.00 of $0.75 LLM" in text and "1.000 of 10.000 GPU-h" in text and "- end: " in text
     assert "**budget exhausted**: dollars $1.00 of $0.75" in text
 
 
