@@ -1,13 +1,12 @@
 """The current baseline: the base branch head and what the ledger knows about its metric; the
 verified merges in merge order, and the best of them on the holdout (the current best)."""
 
-import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from senpai.ledger.consistency import seen_bases, verified_merge
-from senpai.ledger.experiment import Experiment
+from senpai.ledger.experiment import Experiment, finite_or_none
 
 
 class Baseline(BaseModel):
@@ -68,7 +67,7 @@ def merges(exps: list[Experiment]) -> list[Merge]:
         out.append(
             Merge(
                 pr=e.pr, url=e.url, metric=v.metric, direction=v.direction,
-                value=_finite(v.candidate_mean), base_value=_finite(v.baseline_mean),
+                value=finite_or_none(v.candidate_mean), base_value=finite_or_none(v.baseline_mean),
             )
         )  # fmt: skip
     return out
@@ -81,7 +80,3 @@ def best_merge(exps: list[Experiment]) -> Merge | None:
     base of its time), so the best is usually, not always, the last merge."""
     measured = [m for m in reversed(merges(exps)) if m.value is not None]
     return max(measured, key=lambda m: m.value if m.direction == "maximize" else -m.value, default=None)  # type: ignore[operator]
-
-
-def _finite(x: float | None) -> float | None:
-    return x if x is not None and math.isfinite(x) else None

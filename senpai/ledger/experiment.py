@@ -75,8 +75,12 @@ class Experiment(BaseModel):
     def primary_value(self) -> float | None:
         """Primary metric of the latest ok evidence, if finite."""
         ok = [e for e in self.evidence if e.outcome == "ok"]
-        value = ok[-1].primary.value if ok else None
-        return value if value is not None and math.isfinite(value) else None
+        return finite_or_none(ok[-1].primary.value if ok else None)
+
+
+def finite_or_none(x: float | None) -> float | None:
+    """`x` if it is a finite number, else None (a NaN or an infinity from the ledger shows as no value)."""
+    return x if x is not None and math.isfinite(x) else None
 
 
 def pr_state(pr: PullRequest) -> ExperimentState:

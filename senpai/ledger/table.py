@@ -14,7 +14,6 @@ import hmac
 import io
 import json
 import logging
-import math
 import os
 import tempfile
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from senpai.config.load import open_regular
 from senpai.errors import ConfigError
 from senpai.forge.base import Comment, Forge, ForgeMemo, Issue, PullRequest
 from senpai.ledger.consistency import Consistency
-from senpai.ledger.experiment import Experiment, RunSummary, read_experiment
+from senpai.ledger.experiment import Experiment, RunSummary, finite_or_none, read_experiment
 from senpai.ledger.labels import SENPAI
 from senpai.tracker.base import RunRecord, Tracker
 
@@ -255,10 +254,6 @@ def _summary(run_id: str, rec: RunRecord | None, metric: str) -> RunSummary:
     return RunSummary(id=run_id, state=rec.state, metric=value, url=rec.url)
 
 
-def _finite(x: float | None) -> float | None:
-    return x if x is not None and math.isfinite(x) else None
-
-
 def ledger_rows(exps: list[Experiment], flags: Consistency | None = None) -> list[dict]:
     """Flat, JSON-safe rows (NaN/inf become null): one per experiment.  With `flags`
     (`consistency.check`), column `consistency` is "ok" or the PR's flags joined by "; "."""
@@ -279,13 +274,13 @@ def ledger_rows(exps: list[Experiment], flags: Consistency | None = None) -> lis
                 "attempts": e.attempts,
                 "outcome": ev.outcome if ev else None,
                 "metric": e.hypothesis.metric.name if e.hypothesis else None,
-                "value": _finite(ev.primary.value) if ev else None,
-                "baseline": _finite(ev.primary.baseline) if ev else None,
+                "value": finite_or_none(ev.primary.value) if ev else None,
+                "baseline": finite_or_none(ev.primary.baseline) if ev else None,
                 "run_id": ev.runs[-1].id if ev and ev.runs else None,
                 "run_state": e.runs[-1].state if e.runs else None,
                 "verified": v.passed if v else None,
-                "verifier_delta": _finite(v.improvement) if v else None,
-                "noise_floor": _finite(v.noise_floor) if v else None,
+                "verifier_delta": finite_or_none(v.improvement) if v else None,
+                "noise_floor": finite_or_none(v.noise_floor) if v else None,
                 "verdict": d.verdict if d else None,
                 "reason": d.reason if d else None,
                 "error": e.error,

@@ -7,7 +7,6 @@ Every text here comes from the forge or W&B, so it is hostile: `clip` bounds it 
 (jinja2's autoescape for HTML, `comments.cell` for Markdown).
 """
 
-import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Literal
@@ -16,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from senpai.ledger.baseline import best_merge, merges
 from senpai.ledger.blocks import Hypothesis, Verification
-from senpai.ledger.experiment import Experiment
+from senpai.ledger.experiment import Experiment, finite_or_none
 from senpai.ledger.labels import ExperimentState
 from senpai.ledger.spend import Spend, experiment_spend, spend
 
@@ -39,10 +38,6 @@ def safe_url(url: str | None) -> str | None:
     if not url or len(url) > URL_CHARS or not url.startswith(("https://", "http://")):
         return None
     return None if any(c in url for c in " \t\r\n\"'<>`()\\") else url
-
-
-def _finite(x: float | None) -> float | None:
-    return x if x is not None and math.isfinite(x) else None
 
 
 class RunLink(BaseModel):
@@ -174,9 +169,9 @@ def row(e: Experiment, cores: int = 1) -> Row:
         hypothesis=clip(h.hypothesis if h else e.error, TEXT_CHARS),
         params=clip(_params(h), TITLE_CHARS),
         value=e.primary_value(),
-        baseline=_finite(ok[-1].primary.baseline) if ok else None,
-        improvement=_finite(v.improvement) if v else None,
-        floor=_finite(v.noise_floor) if v else None,
+        baseline=finite_or_none(ok[-1].primary.baseline) if ok else None,
+        improvement=finite_or_none(v.improvement) if v else None,
+        floor=finite_or_none(v.noise_floor) if v else None,
         passed=v.passed if v else None,
         verdict=d.verdict if d else None,
         reason=clip(_reason(e, v), TEXT_CHARS),
@@ -198,7 +193,7 @@ def steps(exps: list[Experiment]) -> list[Step]:
         if m.value is not None:
             out.append(Step(pr=m.pr, value=m.value, url=safe_url(m.url)))
     if not out:  # no merge yet: the base as the first verification measured it
-        first = next((v for e in exps for v in e.verifications if _finite(v.baseline_mean) is not None), None)
+        first = next((v for e in exps for v in e.verifications if finite_or_none(v.baseline_mean) is not None), None)
         out = [Step(pr=None, value=first.baseline_mean)] if first else []
     return out
 
