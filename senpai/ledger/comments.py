@@ -114,9 +114,14 @@ def runs(refs: Iterable[RunRef]) -> Safe:
     """Each run as a Markdown link `[id](url)` when its url is a plain http(s) URL, else its id; — if none."""
     out = []
     for r in refs:
-        name = cell(r.id).replace("[", "\\[").replace("]", "\\]")
+        name = cell(r.id)
         out.append(f"[{name}]({r.url})" if r.url and _URL.fullmatch(r.url) else name)
     return Safe(", ".join(out) or DASH)
+
+
+def params(point: dict) -> Safe:
+    """A params point as one table cell: `lr=0.01, units=64` (a `cell`); — if empty."""
+    return cell(", ".join(f"{k}={v}" for k, v in point.items()) or None)
 
 
 _ENV = Environment(
@@ -127,7 +132,7 @@ _ENV = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-_ENV.filters.update(cell=cell, number=number, signed=signed, duration=duration, dollars=dollars, count=count, sha=sha, runs=runs)
+_ENV.filters.update(cell=cell, number=number, signed=signed, duration=duration, dollars=dollars, count=count, sha=sha, runs=runs, params=params)
 
 
 def prose(template: str, **values: object) -> str:
