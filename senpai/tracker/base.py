@@ -98,7 +98,7 @@ class Tracker(Protocol):
 
     def add_tags(self, group: str, tags: list[str]) -> int:
         """Add `tags` to this installation's runs of `group` (a verdict, once decided): now online;
-        offline, recorded beside the runs for `senpai sync` to apply. Returns the runs tagged now."""
+        offline, nothing (`senpai sync` takes the verdicts from the ledger). Returns the runs tagged now."""
         ...
 
     def get_run(self, run_id: str) -> RunRecord:
