@@ -16,9 +16,9 @@ Kubernetes on the shared PVC that student pods mount read-write: a PR's code can
 (garbage, a FIFO, a directory, forged lines). So the installation id comes from the config, never
 from a file there (an older senpai kept a random one in `<dir>/senpai-installation`: that file is
 no longer read), and offline verdict tags are not queued there: `senpai sync` takes them from the
-ledger (`senpai.tracker.wandb_sync`). The one file senpai writes there, a run's config for
-WANDB_SWEEP_PARAM_PATH, is written under a fresh name and renamed into place, so a FIFO or a link
-planted at its name can neither block the job nor redirect the write.
+ledger (`senpai.tracker.wandb_sync`). Nor is a run's config file for WANDB_SWEEP_PARAM_PATH
+written there: a FIFO planted at its name would block the next job, a file planted at its folder
+would fail every later one.
 
 Config in. The documented WANDB_CONFIG_PATHS cannot be used: wandb 0.31 types
 `Settings.config_paths` as `Sequence[str]`, rejects the string it reads from the environment, and
@@ -26,8 +26,8 @@ Config in. The documented WANDB_CONFIG_PATHS cannot be used: wandb 0.31 types
 the variable wandb's own sweep agent uses to give a child process its config: a YAML file in
 wandb's config format (`key: {value: v}`). wandb merges it *after* `init(config=...)` and locks the
 keys, so senpai's values (pr, head, hypothesis id) win any clash with the program's. Setting the
-variable without WANDB_SWEEP_ID does not attach the run to a sweep. The file is written to
-`<dir>/senpai-config/<run id>.yaml`.
+variable without WANDB_SWEEP_ID does not attach the run to a sweep. The file is a fresh
+`senpai-config-<run id>-*.yaml` in the job's temporary folder (a Kubernetes pod's own `/tmp`).
 
 Runs out, offline. No `wandb-summary.json` is written offline, and 0.31 ships no Python reader for
 the `.wandb` transaction log: the old `DataStore` is gone. The Go `wandb leet inspect --json` is a
@@ -130,8 +130,9 @@ class WandbTracker:
     def env_for(self, run: RunIdentity) -> dict[str, str]:
         """Env vars under which the program's own `wandb.init()` logs as `run`.
 
-        Writes `run.config` to `<dir>/senpai-config/<id>.yaml` and points WANDB_SWEEP_PARAM_PATH
-        at it (see the module docstring for why not WANDB_CONFIG_PATHS). Raises ConfigError if a
+        Writes `run.config` to a new `senpai-config-<id>-*.yaml` in the temporary folder (created
+        exclusively, under a random name: nothing planted can block or redirect it) and points
+        WANDB_SWEEP_PARAM_PATH at it (see the module docstring for why not WANDB_CONFIG_PATHS). Raises ConfigError if a
         tag contains a comma, since WANDB_TAGS is comma-separated, and TransientError (senpai's
         infrastructure, not the hypothesis) if the file cannot be written.
         """
@@ -164,22 +165,14 @@ class WandbTracker:
         return {**run.config, INSTALLATION_KEY: self.installation}
 
     def _write_config(self, run: RunIdentity) -> Path:
-        path = self.dir / "senpai-config" / f"{run.id}.yaml"
         doc = {"wandb_version": 1, **{k: {"value": v} for k, v in self._config(run).items()}}
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # a fresh name, created exclusively, then renamed over whatever a PR's code left at `path`
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{run.id}.")
-            try:
-                with os.fdopen(fd, "w") as f:
-                    f.write(yaml.safe_dump(doc, sort_keys=True))
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            fd, path = tempfile.mkstemp(prefix=f"senpai-config-{run.id}-", suffix=".yaml")
+            with os.fdopen(fd, "w") as f:
+                f.write(yaml.safe_dump(doc, sort_keys=True))
         except OSError as e:
-            raise TransientError(f"W&B run {run.id}: cannot write its config under {path.parent}: {e}") from e
-        return path
+            raise TransientError(f"W&B run {run.id}: cannot write its config file: {e}") from e
+        return Path(path)
 
     # ---------------------------------------------------------------- runs senpai logs
 
