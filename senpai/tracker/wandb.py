@@ -27,7 +27,7 @@ the variable wandb's own sweep agent uses to give a child process its config: a 
 wandb's config format (`key: {value: v}`). wandb merges it *after* `init(config=...)` and locks the
 keys, so senpai's values (pr, head, hypothesis id) win any clash with the program's. Setting the
 variable without WANDB_SWEEP_ID does not attach the run to a sweep. The file is a fresh
-`senpai-config-<run id>-*.yaml` in the job's temporary folder (a Kubernetes pod's own `/tmp`).
+`senpai-config-<run id>-*.yaml` in a folder of the job's own (the student's turn folder).
 
 Runs out, offline. No `wandb-summary.json` is written offline, and 0.31 ships no Python reader for
 the `.wandb` transaction log: the old `DataStore` is gone. The Go `wandb leet inspect --json` is a
@@ -127,14 +127,14 @@ class WandbTracker:
 
     # ---------------------------------------------------------------- identity in
 
-    def env_for(self, run: RunIdentity) -> dict[str, str]:
+    def env_for(self, run: RunIdentity, folder: Path) -> dict[str, str]:
         """Env vars under which the program's own `wandb.init()` logs as `run`.
 
-        Writes `run.config` to a new `senpai-config-<id>-*.yaml` in the temporary folder (created
-        exclusively, under a random name: nothing planted can block or redirect it) and points
-        WANDB_SWEEP_PARAM_PATH at it (see the module docstring for why not WANDB_CONFIG_PATHS). Raises ConfigError if a
-        tag contains a comma, since WANDB_TAGS is comma-separated, and TransientError (senpai's
-        infrastructure, not the hypothesis) if the file cannot be written.
+        Writes `run.config` to a new `senpai-config-<id>-*.yaml` in `folder` (the job's own: created
+        exclusively, under a random name, so nothing planted can block or redirect it) and points
+        WANDB_SWEEP_PARAM_PATH at it (see the module docstring for why not WANDB_CONFIG_PATHS).
+        Raises ConfigError if a tag contains a comma, since WANDB_TAGS is comma-separated, and
+        TransientError (senpai's infrastructure, not the hypothesis) if the file cannot be written.
         """
         bad = [t for t in run.tags if "," in t or not t]
         if bad:
@@ -158,16 +158,17 @@ class WandbTracker:
             "WANDB_ENTITY": self.settings.entity,
         }
         env |= {k: v for k, v in optional.items() if v}
-        env["WANDB_SWEEP_PARAM_PATH"] = str(self._write_config(run))
+        env["WANDB_SWEEP_PARAM_PATH"] = str(self._write_config(run, folder))
         return env
 
     def _config(self, run: RunIdentity) -> dict[str, Any]:
         return {**run.config, INSTALLATION_KEY: self.installation}
 
-    def _write_config(self, run: RunIdentity) -> Path:
+    def _write_config(self, run: RunIdentity, folder: Path) -> Path:
         doc = {"wandb_version": 1, **{k: {"value": v} for k, v in self._config(run).items()}}
         try:
-            fd, path = tempfile.mkstemp(prefix=f"senpai-config-{run.id}-", suffix=".yaml")
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, path = tempfile.mkstemp(dir=folder, prefix=f"senpai-config-{run.id}-", suffix=".yaml")
             with os.fdopen(fd, "w") as f:
                 f.write(yaml.safe_dump(doc, sort_keys=True))
         except OSError as e:

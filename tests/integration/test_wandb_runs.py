@@ -73,7 +73,8 @@ def train_identity(tracker: WandbTracker, pr: int = 4, **fields) -> RunIdentity:
 def run_program(tracker: WandbTracker, run: RunIdentity | None, cwd, tmp_path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
     env |= {"WANDB_CONFIG_DIR": str(tmp_path / "cfg"), "WANDB_CACHE_DIR": str(tmp_path / "cache")}
-    env |= tracker.env_for(run) if run else {"WANDB_MODE": "offline", "WANDB_DIR": str(tracker.dir), "WANDB_SILENT": "true"}
+    bare = {"WANDB_MODE": "offline", "WANDB_DIR": str(tracker.dir), "WANDB_SILENT": "true"}
+    env |= tracker.env_for(run, tmp_path / "job") if run else bare
     proc = subprocess.run([sys.executable, "-c", PROGRAM], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
 
@@ -177,7 +178,7 @@ def test_what_a_prs_code_plants_in_the_tracker_dir_never_breaks_the_next_job(tmp
         _plant(tracker.dir / name, kind)
     again = tracker_at(tmp_path / "wandb")  # the next job
     assert again.installation == installation
-    env = again.env_for(run)  # the student: never blocks on a FIFO, never fails on a planted name
+    env = again.env_for(run, tmp_path / "job")  # the student: never blocks on a FIFO, never fails on a planted name
     assert yaml.safe_load(open(env["WANDB_SWEEP_PARAM_PATH"]))["senpai_installation"]["value"] == installation
     assert not env["WANDB_SWEEP_PARAM_PATH"].startswith(str(tracker.dir))
     assert again.add_tags("pr-6", ["verdict:merge"]) == 0  # the advisor after a merge
