@@ -76,7 +76,7 @@ def template_run(tracker: WandbTracker, home: Path) -> bytes:
     identity = RunIdentity(id="cpu-template", group="pr-0", name="ada/pr-0/1", tags=["senpai"])
     env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
     env |= {"WANDB_CONFIG_DIR": str(home / "config"), "WANDB_CACHE_DIR": str(home / "cache")}
-    env |= {"WANDB_DATA_DIR": str(home / "data")} | tracker.env_for(identity)
+    env |= {"WANDB_DATA_DIR": str(home / "data")} | tracker.env_for(identity, home / "job")
     subprocess.run([sys.executable, "-c", PROGRAM], env=env, cwd=home, check=True, capture_output=True, timeout=120)
     (log,) = (tracker.dir / "wandb").glob("offline-run-*-cpu-template/run-cpu-template.wandb")
     data = log.read_bytes()

@@ -54,7 +54,7 @@ def measure(
     if arm is not None:
         config = {**identity.config, "senpai_arm": arm}
         identity = identity.model_copy(update={"id": f"{identity.id}-{arm}", "name": f"{identity.name}/{arm}", "config": config})
-    env = {**train_secrets(os.environ), **(extra_env or {}), **ctx.tracker.env_for(identity), "SEED": "0"}
+    env = {**train_secrets(os.environ), **(extra_env or {}), **ctx.tracker.env_for(identity, ctx.workdir), "SEED": "0"}
     timeout = train_timeout(ctx.budgets.student)
     log = ctx.workdir / (f"train-{arm}.log" if arm else "train.log")
     out = run_command(ctx.target.train, ctx.repo.path, env, timeout, log=log)

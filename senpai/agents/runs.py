@@ -10,6 +10,8 @@ retried attempt writes the same run again, and the evidence reads it back by tha
 the same in two installations (`Tracker.installation`). Every run's git commit is the one it
 measured and its remote the target repository's clone URL (no credential), its notes the PR's web
 URL. A logging failure never fails the job: the run is missing, the numbers are still posted.
+Whatever senpai error the tracker raises (W&B unreachable, a tracker folder a PR's code broke), it
+is logged and the job goes on: after a merge, the advisor's turn must not crash on W&B.
 """
 
 import hashlib
@@ -18,7 +20,7 @@ import re
 from urllib.parse import urlsplit, urlunsplit
 
 from senpai.agents.context import TurnContext
-from senpai.errors import NotFound, TransientError
+from senpai.errors import NotFound, SenpaiError, TransientError
 from senpai.ledger.blocks import Decision, RunRef, Verification
 from senpai.tracker.base import JobType, RunIdentity, RunRecord, RunTable
 
@@ -126,15 +128,20 @@ def log_agent_turn(
 def _log(ctx: TurnContext, run: RunIdentity, summary: dict[str, float], table: RunTable | None) -> RunRecord | None:
     try:
         return ctx.tracker.log_run(run, summary, table)
-    except TransientError as e:
+    except SenpaiError as e:
         log.warning("W&B run %s not logged: %s", run.id, e)
         return None
+
+
+def verdict_tag(verdict: str) -> str:
+    """`verdict:<verdict>`: the tag of a decided PR's runs (`verdict:merge|close|changes`)."""
+    return f"verdict:{verdict}"
 
 
 def tag_verdict(ctx: TurnContext, d: Decision) -> None:
     """Tag the runs of `d`'s PR with its verdict (`verdict:merge|close|changes`): now online; offline,
     when `senpai sync` uploads them. A failure is logged, never raised (the decision stands)."""
     try:
-        ctx.tracker.add_tags(f"pr-{d.pr}", [f"verdict:{d.verdict}"])
-    except TransientError as e:
+        ctx.tracker.add_tags(group(d.pr), [verdict_tag(d.verdict)])
+    except SenpaiError as e:
         log.warning("runs of PR #%d not tagged verdict:%s: %s", d.pr, d.verdict, e)

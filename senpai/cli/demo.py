@@ -131,7 +131,7 @@ def next_steps(root: Path, pr: int) -> list[str]:
         f"{command} status {where}        # what senpai is doing now",
         f"{command} report {where} --out {_shown(root / 'report.html')}",
         f"{command} logs --config {_shown(root / 'harness.yaml')} {pr}        # PR #{pr}'s job log",
-        f"WANDB_API_KEY=... {command} sync {_shown(root)}        # upload the offline W&B runs",
+        f"WANDB_API_KEY=... {command} sync {where}        # upload the offline W&B runs, tag them with the verdicts",
     ]
 
 

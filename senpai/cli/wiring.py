@@ -57,9 +57,10 @@ def make_runtime(settings: RoleRuntime) -> Runtime:
 
 
 def make_tracker(cfg: HarnessConfig) -> Tracker:
+    """The W&B tracker of `cfg`, its installation id derived from the config (the repository)."""
     from senpai.tracker.wandb import WandbTracker
 
-    return WandbTracker(cfg.tracker)
+    return WandbTracker(cfg.tracker, cfg.tracker.installation_id(cfg.forge.repo))
 
 
 def make_fleet(cfg: HarnessConfig) -> Fleet:

@@ -5,6 +5,7 @@ on Kubernetes the chart renders it into a ConfigMap.  Secrets are never in it: o
 of the environment variables that hold them.
 """
 
+import hashlib
 import os
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
@@ -69,6 +70,23 @@ class TrackerSettings(_Strict):
     entity: str | None = None
     dir: str = Field(description="WANDB_DIR shared by every job; offline runs are written under it.")
     mode: Literal["auto", "online", "offline"] = Field("auto", description="auto: online if WANDB_API_KEY is set, else offline.")
+    installation: str | None = Field(
+        None,
+        pattern=r"^[0-9a-f]{8}$",
+        description="This installation's id (8 hex digits), the end of every run id. Unset: derived from the "
+        "repository, project, entity and dir (`installation_id`).",
+    )
+
+    def installation_id(self, repo: str = "") -> str:
+        """`installation`, else the first 8 hex digits of the SHA-256 of (`repo`, project, entity,
+        dir) as configured: the same in the wrapper, every job and the CLI, and different for two
+        installations (two demos, two clusters on two repositories) logging to one W&B project.
+        It is never read from a file: every folder a job can write (WANDB_DIR, the shared PVC) is
+        one a PR's train command can write too (docs/wandb.md)."""
+        if self.installation:
+            return self.installation
+        parts = (repo, self.project, self.entity or "", self.dir)
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:8]
 
     def resolved_mode(self) -> str:
         """`online` or `offline`: `mode`, with `auto` resolved by whether `WANDB_API_KEY` is set now."""

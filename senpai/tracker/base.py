@@ -8,6 +8,7 @@ an agent turn's LLM and tool calls) it logs itself (`log_run`).
 """
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -84,11 +85,12 @@ class Tracker(Protocol):
 
     installation: str  # this installation's id (8 hex digits): part of every run id, so two never share one
 
-    def env_for(self, run: RunIdentity) -> dict[str, str]:
+    def env_for(self, run: RunIdentity, folder: Path) -> dict[str, str]:
         """Env vars that make the program's own `wandb.init()` log as `run`: WANDB_RUN_ID,
         WANDB_RUN_GROUP, WANDB_NAME, WANDB_TAGS (comma-separated), WANDB_JOB_TYPE, WANDB_NOTES,
         WANDB_GIT_COMMIT, WANDB_GIT_REMOTE_URL, WANDB_PROJECT, WANDB_MODE, WANDB_DIR, and a file
-        holding `run.config` (see senpai/tracker/wandb.py for the variable)."""
+        holding `run.config`, written in `folder` (the job's own; see senpai/tracker/wandb.py for
+        the variable)."""
         ...
 
     def log_run(self, run: RunIdentity, summary: dict[str, float], table: RunTable | None = None) -> RunRecord:
@@ -98,7 +100,7 @@ class Tracker(Protocol):
 
     def add_tags(self, group: str, tags: list[str]) -> int:
         """Add `tags` to this installation's runs of `group` (a verdict, once decided): now online;
-        offline, recorded beside the runs for `senpai sync` to apply. Returns the runs tagged now."""
+        offline, nothing (`senpai sync` takes the verdicts from the ledger). Returns the runs tagged now."""
         ...
 
     def get_run(self, run_id: str) -> RunRecord:

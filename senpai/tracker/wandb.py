@@ -6,10 +6,19 @@ WANDB_RUN_GROUP, WANDB_NAME, WANDB_TAGS, WANDB_JOB_TYPE, WANDB_NOTES, WANDB_PROJ
 WANDB_MODE, WANDB_DIR and WANDB_SILENT; WANDB_GIT_COMMIT and WANDB_GIT_REMOTE_URL make the run's git
 information the experiment's (the PR head, the target repository), whatever checkout it runs in.
 
-Installation. `<dir>/senpai-installation` holds a random id (8 hex digits), written once by the
-first tracker to need it; senpai's run ids end with it (`senpai.agents.runs.run_id`), so two
-installations (two demos, two clusters) logging to one W&B project never share a run id, and every
-run's config carries it as `senpai_installation` (a verdict tags only this installation's runs).
+Installation. An id of 8 hex digits from the harness config (`TrackerSettings.installation_id`):
+senpai's run ids end with it (`senpai.agents.runs.run_id`), so two installations (two demos, two
+clusters) logging to one W&B project never share a run id, and every run's config carries it as
+`senpai_installation` (a verdict tags only this installation's runs).
+
+Nothing senpai reads back is kept under the tracker's dir. It is the train command's WANDB_DIR, on
+Kubernetes on the shared PVC that student pods mount read-write: a PR's code can put anything there
+(garbage, a FIFO, a directory, forged lines). So the installation id comes from the config, never
+from a file there (an older senpai kept a random one in `<dir>/senpai-installation`: that file is
+no longer read), and offline verdict tags are not queued there: `senpai sync` takes them from the
+ledger (`senpai.tracker.wandb_sync`). Nor is a run's config file for WANDB_SWEEP_PARAM_PATH
+written there: a FIFO planted at its name would block the next job, a file planted at its folder
+would fail every later one.
 
 Config in. The documented WANDB_CONFIG_PATHS cannot be used: wandb 0.31 types
 `Settings.config_paths` as `Sequence[str]`, rejects the string it reads from the environment, and
@@ -17,8 +26,8 @@ Config in. The documented WANDB_CONFIG_PATHS cannot be used: wandb 0.31 types
 the variable wandb's own sweep agent uses to give a child process its config: a YAML file in
 wandb's config format (`key: {value: v}`). wandb merges it *after* `init(config=...)` and locks the
 keys, so senpai's values (pr, head, hypothesis id) win any clash with the program's. Setting the
-variable without WANDB_SWEEP_ID does not attach the run to a sweep. The file is written to
-`<dir>/senpai-config/<run id>.yaml`.
+variable without WANDB_SWEEP_ID does not attach the run to a sweep. The file is a fresh
+`senpai-config-<run id>-*.yaml` in a folder of the job's own (the student's turn folder).
 
 Runs out, offline. No `wandb-summary.json` is written offline, and 0.31 ships no Python reader for
 the `.wandb` transaction log: the old `DataStore` is gone. The Go `wandb leet inspect --json` is a
@@ -36,17 +45,15 @@ Runs out, online (WANDB_API_KEY set): `wandb.Api().run("<entity>/<project>/<id>"
 
 Runs senpai logs itself (`log_run`: the verifier's holdout numbers, an agent turn's calls) go
 through `wandb.init` in this process, so only that job pays the `wandb` import. Verdict tags
-(`add_tags`) are set through the W&B API online; offline they are appended to
-`<dir>/senpai-tags.jsonl`, which `senpai sync` applies once it has uploaded the runs
-(`senpai.tracker.wandb_sync`). The mode and the key are read when the tracker is built: a job
+(`add_tags`) are set through the W&B API online; offline `senpai sync` adds the ledger's verdicts
+once it has uploaded the runs (`senpai.tracker.wandb_sync`). The mode and the key are read when the tracker is built: a job
 removes the key from its environment before it runs code from a PR.
 """
 
-import json
 import logging
 import os
 import re
-import secrets
+import tempfile
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -56,7 +63,6 @@ from typing import Any
 import yaml
 
 from senpai.config.harness import TrackerSettings
-from senpai.config.load import read_bounded
 from senpai.errors import ConfigError, Forbidden, NotFound, TransientError
 from senpai.tracker.base import ReportSpec, RunIdentity, RunRecord, RunTable
 from senpai.tracker.wandb_log import fold, records
@@ -76,10 +82,7 @@ MAX_CACHED_RUNS = 10_000
 # own program writes it), and the run reads as if its log were empty (state unknown, no summary).
 MAX_LOG_BYTES = 512 * 1024**2
 FINAL = frozenset({"finished", "crashed"})  # run states that never change again
-INSTALLATION_FILE = "senpai-installation"
 INSTALLATION_KEY = "senpai_installation"  # the config key that names a run's installation
-PENDING_TAGS = "senpai-tags.jsonl"  # offline verdict tags, applied by `senpai sync`
-_INSTALLATION = re.compile(r"^[0-9a-f]{8}$")
 
 OFFLINE_DIR = re.compile(r"^offline-run-(?P<stamp>\d{8}_\d{6})-(?P<id>.+)$")
 _DIR_SUFFIX = re.compile(r"^(?P<id>.+)-(?P<n>\d+)$")
@@ -108,26 +111,30 @@ _API_STATES = {
 
 
 class WandbTracker:
-    """Tracker over the `wandb` library: offline run directories, or the W&B API when online."""
+    """Tracker over the `wandb` library: offline run directories, or the W&B API when online.
+    `installation`: this installation's id (`senpai.cli.wiring.make_tracker` gives the harness
+    config's); None: `settings.installation_id()`."""
 
-    def __init__(self, settings: TrackerSettings) -> None:
+    def __init__(self, settings: TrackerSettings, installation: str | None = None) -> None:
         self.settings = settings
         self.dir = Path(settings.dir).resolve()
         self.mode = settings.resolved_mode()  # now: a job scrubs the key from os.environ later
         self._key = os.environ.get("WANDB_API_KEY") or None
-        self._installation: str | None = None
+        self.installation = installation or settings.installation_id()
         self._finished: OrderedDict[str, RunRecord] = OrderedDict()  # final runs by id, least recently read first
         self._live: dict[str, tuple[tuple, dict[str, Any]]] = {}  # id -> ((dir, mtime_ns, size), folded log)
         self.parses = 0  # `.wandb` logs read and folded (offline)
 
     # ---------------------------------------------------------------- identity in
 
-    def env_for(self, run: RunIdentity) -> dict[str, str]:
+    def env_for(self, run: RunIdentity, folder: Path) -> dict[str, str]:
         """Env vars under which the program's own `wandb.init()` logs as `run`.
 
-        Writes `run.config` to `<dir>/senpai-config/<id>.yaml` and points WANDB_SWEEP_PARAM_PATH
-        at it (see the module docstring for why not WANDB_CONFIG_PATHS). Raises ConfigError if a
-        tag contains a comma, since WANDB_TAGS is comma-separated.
+        Writes `run.config` to a new `senpai-config-<id>-*.yaml` in `folder` (the job's own: created
+        exclusively, under a random name, so nothing planted can block or redirect it) and points
+        WANDB_SWEEP_PARAM_PATH at it (see the module docstring for why not WANDB_CONFIG_PATHS).
+        Raises ConfigError if a tag contains a comma, since WANDB_TAGS is comma-separated, and
+        TransientError (senpai's infrastructure, not the hypothesis) if the file cannot be written.
         """
         bad = [t for t in run.tags if "," in t or not t]
         if bad:
@@ -151,41 +158,22 @@ class WandbTracker:
             "WANDB_ENTITY": self.settings.entity,
         }
         env |= {k: v for k, v in optional.items() if v}
-        env["WANDB_SWEEP_PARAM_PATH"] = str(self._write_config(run))
+        env["WANDB_SWEEP_PARAM_PATH"] = str(self._write_config(run, folder))
         return env
-
-    @property
-    def installation(self) -> str:
-        """This installation's id: `<dir>/senpai-installation`, created (8 random hex digits) if
-        absent. Concurrent first calls agree: the file appears whole (a hard link) or not at all.
-        Raises ConfigError if the file is not a regular file holding such an id."""
-        if self._installation is None:
-            path = self.dir / INSTALLATION_FILE
-            if not path.is_file():
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_name(f"{INSTALLATION_FILE}.{os.getpid()}.{secrets.token_hex(4)}")
-                tmp.write_text(secrets.token_hex(4) + "\n")
-                try:
-                    os.link(tmp, path)
-                except FileExistsError:
-                    pass
-                finally:
-                    tmp.unlink()
-            text = read_bounded(path, 64).strip()  # the train command can write under WANDB_DIR: a FIFO, a huge file
-            if not _INSTALLATION.match(text):
-                raise ConfigError(f"{path} holds {text[:20]!r}, not an installation id (8 hex digits): delete it")
-            self._installation = text
-        return self._installation
 
     def _config(self, run: RunIdentity) -> dict[str, Any]:
         return {**run.config, INSTALLATION_KEY: self.installation}
 
-    def _write_config(self, run: RunIdentity) -> Path:
-        path = self.dir / "senpai-config" / f"{run.id}.yaml"
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def _write_config(self, run: RunIdentity, folder: Path) -> Path:
         doc = {"wandb_version": 1, **{k: {"value": v} for k, v in self._config(run).items()}}
-        path.write_text(yaml.safe_dump(doc, sort_keys=True))
-        return path
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, path = tempfile.mkstemp(dir=folder, prefix=f"senpai-config-{run.id}-", suffix=".yaml")
+            with os.fdopen(fd, "w") as f:
+                f.write(yaml.safe_dump(doc, sort_keys=True))
+        except OSError as e:
+            raise TransientError(f"W&B run {run.id}: cannot write its config file: {e}") from e
+        return Path(path)
 
     # ---------------------------------------------------------------- runs senpai logs
 
@@ -222,15 +210,11 @@ class WandbTracker:
 
     def add_tags(self, group: str, tags: list[str]) -> int:
         """Add `tags` to this installation's runs of `group` (their config's `senpai_installation`).
-        Online: through the W&B API, returns the runs tagged. Offline: appended to
-        `<dir>/senpai-tags.jsonl` for `senpai sync`, returns 0. Raises TransientError if the W&B
-        API cannot be reached."""
+        Online: through the W&B API, returns the runs tagged. Offline: nothing is written (a file
+        beside the runs is one a PR's code could forge); `senpai sync` adds the ledger's verdicts
+        once it uploads the runs. Returns 0. Raises TransientError if the W&B API cannot be reached."""
         if self.mode == "online":  # pragma: no cover - needs a W&B server
             return self._api_tag(group, tags)
-        self.dir.mkdir(parents=True, exist_ok=True)
-        line = json.dumps({"group": group, "tags": tags, "installation": self.installation})
-        with open(self.dir / PENDING_TAGS, "a") as f:
-            f.write(line + "\n")
         return 0
 
     def _api_tag(self, group: str, tags: list[str]) -> int:  # pragma: no cover - needs a W&B server

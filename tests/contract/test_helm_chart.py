@@ -48,7 +48,7 @@ BIG = {
         "wandb": {"name": "wandb", "key": "api-key"},
         "llm": [{"env": "LLM_API_KEY", "name": "llm-keys", "key": "anthropic"}],
     },
-    "tracker": {"project": "pretrain", "entity": "acme", "mode": "online"},
+    "tracker": {"project": "pretrain", "entity": "acme", "mode": "online", "installation": "0badc0de"},
     "runtime": {
         "advisor": {
             "kind": "openhands",
@@ -394,7 +394,7 @@ def test_default_harness_config(helm: dict) -> None:
     assert fleet.service_account == "digits-senpai-job"
     assert [(s.env, s.secret, s.key) for s in fleet.secret_env] == [("GITHUB_TOKEN", "senpai-github", "token")]
     assert cfg.forge.repo == "acme/digits" and cfg.forge.token_env == "GITHUB_TOKEN"
-    assert cfg.tracker.dir == "/data/wandb" and cfg.state_dir == "/data/state"
+    assert cfg.tracker.dir == "/data/wandb" and cfg.state_dir == "/data/state" and cfg.tracker.installation is None
     assert [(s.name, s.gpus, s.cpus) for s in cfg.students] == [("ada", 1, 2)]
     assert cfg.runtime.advisor.kind == cfg.runtime.student.kind == "search"
     assert cfg.max_experiments is None and cfg.patience is None
@@ -465,7 +465,7 @@ def test_four_students_with_eight_gpus_land_in_the_harness_config(helm: dict) ->
     assert cfg.runtime.advisor.llm.input_cost_per_token == 3e-06 and cfg.runtime.advisor.llm.output_cost_per_token is None
     assert cfg.runtime.student.budget.dollars == 20.0 and cfg.runtime.student.budget.llm_calls == 60
     assert cfg.forge.base_url == "https://ghe.example.com/api/v3" and cfg.forge.base_branch == "research"
-    assert cfg.tracker.entity == "acme" and cfg.tracker.mode == "online"
+    assert cfg.tracker.entity == "acme" and cfg.tracker.mode == "online" and cfg.tracker.installation == "0badc0de"
     assert cfg.max_experiments == 40 and cfg.patience == 8
     assert not [d for d in docs if d["kind"] == "PersistentVolumeClaim"]  # existingClaim: none created
     job_sa = [d for d in docs if d["kind"] == "ServiceAccount" and d["metadata"]["name"].endswith("-job")][0]

@@ -58,7 +58,7 @@ def child_env(tracker: WandbTracker, run: RunIdentity, home) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
     env.update(WANDB_CONFIG_DIR=str(home / "config"), WANDB_CACHE_DIR=str(home / "cache"))
     env.update(WANDB_DATA_DIR=str(home / "data"))
-    return env | tracker.env_for(run)
+    return env | tracker.env_for(run, home)
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +95,7 @@ def runs(tracker, home):
 
 def test_env_for_sets_wandb_identity_and_config_file(tracker):
     run = identity("run-env", 3)
-    env = tracker.env_for(run)
+    env = tracker.env_for(run, tracker.dir.parent / "job")
     assert env["WANDB_RUN_ID"] == "run-env"
     assert env["WANDB_RUN_GROUP"] == "pr-3"
     assert env["WANDB_NAME"] == "alice/pr-3/1"
@@ -115,13 +115,14 @@ def test_env_for_sets_wandb_identity_and_config_file(tracker):
         "hypothesis": {"value": "h-1"},
         "senpai_installation": {"value": tracker.installation},
     }
-    assert env["WANDB_SWEEP_PARAM_PATH"] == str(tracker.dir / "senpai-config" / "run-env.yaml")
+    config = Path(env["WANDB_SWEEP_PARAM_PATH"])
+    assert config.parent == tracker.dir.parent / "job" and config.name.startswith("senpai-config-run-env-")
 
 
 def test_env_for_entity_and_bad_tags(tmp_path):
     tracker = WandbTracker(TrackerSettings(dir=str(tmp_path), mode="offline", entity="lab"))
     bare = RunIdentity(id="r1", group="pr-1", name="a/pr-1/1", tags=[])
-    env = tracker.env_for(bare)
+    env = tracker.env_for(bare, tmp_path / "job")
     assert env["WANDB_ENTITY"] == "lab"
     assert not {"WANDB_TAGS", "WANDB_NOTES", "WANDB_GIT_COMMIT", "WANDB_GIT_REMOTE_URL"} & set(env)
     assert yaml.safe_load(open(env["WANDB_SWEEP_PARAM_PATH"])) == {
@@ -129,7 +130,7 @@ def test_env_for_entity_and_bad_tags(tmp_path):
         "senpai_installation": {"value": tracker.installation},
     }
     with pytest.raises(ConfigError, match="comma"):
-        tracker.env_for(RunIdentity(id="r2", group="g", name="n", tags=["a,b"]))
+        tracker.env_for(RunIdentity(id="r2", group="g", name="n", tags=["a,b"]), tmp_path / "job")
 
 
 def test_finished_run_reads_back(tracker, runs):

@@ -1,6 +1,7 @@
 """W&B runs that fit W&B's model, against the real wandb library offline: job type, group, tags,
 notes, the experiment's git commit and remote, run ids unique per installation, runs senpai logs
-itself (a table included), verdict tags queued offline, and `senpai sync`.
+itself (a table included), what a PR's code can plant in the tracker dir, and `senpai sync` with
+the ledger's verdicts.
 
 Runs are read back with the tracker's reader and with wandb's own protobuf `Record`."""
 
@@ -8,19 +9,26 @@ import json
 import os
 import subprocess
 import sys
-import threading
+from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
+from forge_fixtures import clone, commit_and_push, hypothesis, new_repository, register_bot
 
 from senpai.agents.runs import public_url, run_id
 from senpai.cli.main import cli
-from senpai.config.harness import TrackerSettings
+from senpai.cli.wiring import make_tracker
+from senpai.config.harness import HarnessConfig, TrackerSettings, load_harness
 from senpai.errors import ConfigError
+from senpai.forge.localforge.server import LocalForgeServer
+from senpai.ledger import transitions
+from senpai.ledger.blocks import Decision
+from senpai.ledger.records import record_text
 from senpai.tracker.base import RunIdentity, RunTable
-from senpai.tracker.wandb import PENDING_TAGS, WandbTracker
+from senpai.tracker.wandb import WandbTracker
 from senpai.tracker.wandb_log import log_payloads
-from senpai.tracker.wandb_sync import offline_runs, pending_tags, run_tags
+from senpai.tracker.wandb_sync import Verdicts, offline_runs, run_tags
 
 EXPERIMENT = "e" * 40  # the PR head the run measured
 REMOTE = "http://127.0.0.1:9/git/lab/digits.git"
@@ -65,7 +73,8 @@ def train_identity(tracker: WandbTracker, pr: int = 4, **fields) -> RunIdentity:
 def run_program(tracker: WandbTracker, run: RunIdentity | None, cwd, tmp_path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
     env |= {"WANDB_CONFIG_DIR": str(tmp_path / "cfg"), "WANDB_CACHE_DIR": str(tmp_path / "cache")}
-    env |= tracker.env_for(run) if run else {"WANDB_MODE": "offline", "WANDB_DIR": str(tracker.dir), "WANDB_SILENT": "true"}
+    bare = {"WANDB_MODE": "offline", "WANDB_DIR": str(tracker.dir), "WANDB_SILENT": "true"}
+    env |= tracker.env_for(run, tmp_path / "job") if run else bare
     proc = subprocess.run([sys.executable, "-c", PROGRAM], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
 
@@ -116,26 +125,64 @@ def test_two_installations_never_share_a_run_id_and_one_keeps_its_own(tmp_path):
     assert run_id("lab/digits", None, "t0123456789", "0badc0de") == "digits-advisor-t0123456789-0badc0de"
 
 
-def test_concurrent_first_jobs_agree_on_the_installation(tmp_path):
-    seen: list[str] = []
-    threads = [threading.Thread(target=lambda: seen.append(tracker_at(tmp_path).installation)) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(set(seen)) == 1 and len(seen) == 8
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["senpai-installation"]  # no temporary file left
+def harness(tmp_path, repo: str = "lab/digits", base_url: str = "http://127.0.0.1:9", **tracker) -> HarnessConfig:
+    """A harness config whose tracker dir is tmp_path/wandb, written to tmp_path/harness.yaml and loaded."""
+    config = {
+        "forge": {"base_url": base_url, "repo": repo, "token_env": "SENPAI_WANDB_RUNS_TEST_TOKEN", "base_branch": "advisor"},
+        "tracker": {"dir": str(tmp_path / "wandb"), "mode": "offline", "project": "runs", **tracker},
+        "fleet": {"dir": str(tmp_path / "jobs")},
+        "state_dir": str(tmp_path / "state"),
+        "students": [{"name": "ada"}],
+    }
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "harness.yaml").write_text(yaml.safe_dump(config))
+    return load_harness(tmp_path / "harness.yaml")
 
 
-def test_a_damaged_installation_file_is_a_config_error(tmp_path):
-    (tmp_path / "senpai-installation").write_text("not-an-id\n")
-    with pytest.raises(ConfigError, match="delete it"):
-        _ = tracker_at(tmp_path).installation
-    planted = tmp_path / "planted"
-    planted.mkdir()
-    os.mkfifo(planted / "senpai-installation")  # a train command can write under WANDB_DIR
-    with pytest.raises(ConfigError):  # refused at once, never a read that blocks
-        _ = tracker_at(planted).installation
+def test_the_installation_is_the_configs_in_every_process(tmp_path):
+    cfg = harness(tmp_path)
+    here = make_tracker(cfg).installation
+    assert here == cfg.tracker.installation_id("lab/digits") and len(here) == 8 and int(here, 16) >= 0
+    code = (
+        "from senpai.cli.wiring import make_tracker; from senpai.config.harness import load_harness; "
+        f"print(make_tracker(load_harness({str(tmp_path / 'harness.yaml')!r})).installation)"
+    )
+    other_process = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert other_process == here  # the wrapper, each job and the CLI agree, with no file to agree through
+    assert (
+        make_tracker(harness(tmp_path / "b", repo="other/digits")).installation
+        != make_tracker(harness(tmp_path / "b")).installation
+    )
+    assert make_tracker(harness(tmp_path / "c", installation="0badc0de")).installation == "0badc0de"
+    with pytest.raises(ConfigError, match="installation"):
+        harness(tmp_path / "d", installation="../../x")
+
+
+def _plant(path, kind: str) -> None:
+    """What a PR's train command can leave at `path` under its WANDB_DIR."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "garbage":
+        path.write_bytes(b"\xff" * 100_000)
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+
+
+@pytest.mark.parametrize("kind", ["garbage", "fifo", "directory"])
+def test_what_a_prs_code_plants_in_the_tracker_dir_never_breaks_the_next_job(tmp_path, kind):
+    tracker = tracker_at(tmp_path / "wandb")
+    installation, run = tracker.installation, train_identity(tracker, pr=6)
+    # the files an older senpai kept there, and the folder its run configs went to
+    for name in ("senpai-installation", "senpai-tags.jsonl", f"senpai-config/{run.id}.yaml"):
+        _plant(tracker.dir / name, kind)
+    again = tracker_at(tmp_path / "wandb")  # the next job
+    assert again.installation == installation
+    env = again.env_for(run, tmp_path / "job")  # the student: never blocks on a FIFO, never fails on a planted name
+    assert yaml.safe_load(open(env["WANDB_SWEEP_PARAM_PATH"]))["senpai_installation"]["value"] == installation
+    assert not env["WANDB_SWEEP_PARAM_PATH"].startswith(str(tracker.dir))
+    assert again.add_tags("pr-6", ["verdict:merge"]) == 0  # the advisor after a merge
+    assert again.log_run(run.model_copy(update={"job_type": "verify"}), {"passed": 1.0}).state == "finished"  # the verifier
 
 
 def test_a_clone_url_with_a_credential_never_becomes_the_runs_remote():
@@ -160,20 +207,55 @@ def test_a_run_senpai_logs_itself_has_its_summary_and_table_and_a_retry_writes_t
     assert (read.state, read.summary["candidate_mean"], read.job_type, read.path) == ("finished", 0.91, "verify", again.path)
 
 
-def test_verdict_tags_are_queued_offline_and_sync_finds_the_runs_that_lack_them(tmp_path, checkout):
+def test_offline_verdicts_are_the_ledgers_and_tag_lines_a_pr_forged_are_not_applied(tmp_path, checkout):
     tracker = tracker_at(tmp_path / "out" / "wandb")
     run = train_identity(tracker)
     run_program(tracker, run, checkout, tmp_path)
-    other = tracker_at(tmp_path / "elsewhere")  # another installation's verdict on its own pr-4
-    assert tracker.add_tags("pr-4", ["verdict:merge"]) == 0 and other.add_tags("pr-4", ["verdict:close"]) == 0
-    tracker.add_tags("pr-9", ["verdict:close"])
-    queued = pending_tags(tracker.dir)
-    assert queued == {(tracker.installation, "pr-4"): {"verdict:merge"}, (tracker.installation, "pr-9"): {"verdict:close"}}
+    forged = {"group": "pr-4", "tags": ["verdict:merge"], "installation": tracker.installation}
+    (tracker.dir / "senpai-tags.jsonl").write_text(json.dumps(forged) + "\n")  # the train command's doing
+    assert tracker.add_tags("pr-4", ["verdict:close"]) == 0  # offline: nothing written beside the runs
+    assert (tracker.dir / "senpai-tags.jsonl").read_text() == json.dumps(forged) + "\n"
     (run_dir,) = offline_runs(tmp_path / "out")  # the demo's layout: <out>/wandb/wandb/offline-run-*
-    assert run_tags(run_dir, queued) == (run.id, "", "runs", {"verdict:merge"})
-    with open(tracker.dir / PENDING_TAGS, "a") as f:
-        f.write("not json\n{}\n")
-    assert pending_tags(tracker.dir) == queued  # a line that is not senpai's is skipped
+    decided = Verdicts(tracker.installation, {"pr-4": {"verdict:close"}, "pr-9": {"verdict:merge"}})
+    assert run_tags(run_dir, decided) == (run.id, "", "runs", {"verdict:close"})
+    assert run_tags(run_dir, Verdicts("0badc0de", decided.tags))[3] == set()  # another installation's pr-4
+
+
+@pytest.fixture
+def decided_forge(tmp_path, monkeypatch) -> tuple[Path, HarnessConfig, int]:
+    """A local forge data folder (no server running) whose one senpai PR the bot decided `close`;
+    returns (data folder, harness config, PR number)."""
+    data = tmp_path / "forge"
+    server = register_bot(LocalForgeServer(data)).start()
+    try:
+        forge, settings = new_repository(server.url, tmp_path / "seed")
+        base = forge.branch_sha("advisor")
+        commit_and_push(forge, clone(forge, tmp_path / "work", "advisor"), "senpai/ada/h-x", {"x.md": "x\n"}, start="advisor")
+        pr = transitions.open_experiment(forge, hypothesis(base, "h-x"), "senpai/ada/h-x", "advisor", "x")
+        d = Decision(pr=pr.number, head=pr.head_sha, verdict="close", reason="not better")
+        forge.create_comment(pr.number, record_text(d, "**Decision** close"))
+        cfg = harness(tmp_path, repo=settings.repo, base_url=server.url)
+    finally:
+        server.stop()
+    monkeypatch.delenv("SENPAI_WANDB_RUNS_TEST_TOKEN", raising=False)
+    return data, cfg, pr.number
+
+
+def test_senpai_sync_tags_the_ledgers_verdict_not_a_forged_one(decided_forge, tmp_path, checkout):
+    data, cfg, pr = decided_forge
+    tracker = make_tracker(cfg)
+    run = train_identity(tracker, pr=pr)
+    run_program(tracker, run, checkout, tmp_path)
+    forged = [{"group": f"pr-{pr}", "tags": ["verdict:merge"], "installation": tracker.installation}]
+    forged += [{"group": "pr-77", "tags": ["verdict:merge"], "installation": tracker.installation}]
+    (tracker.dir / "senpai-tags.jsonl").write_text("".join(json.dumps(f) + "\n" for f in forged))
+    config = str(tmp_path / "harness.yaml")
+    listed = CliRunner().invoke(cli, ["sync", "--config", config, "--local-forge", str(data), "--dry-run"])
+    assert listed.exit_code == 0, listed.output
+    assert f"would tag {run.id}: verdict:close" in listed.stderr and "verdict:merge" not in listed.stderr
+    assert listed.stdout.splitlines() == ["runs: 1", "synced: 0", "tags_added: 0"]
+    bare = CliRunner().invoke(cli, ["sync", str(tracker.dir), "--dry-run"])  # a folder alone: no ledger, no tags
+    assert "would tag" not in bare.stderr and "no verdict tags added: give --config" in bare.stderr
 
 
 def test_senpai_sync_needs_a_key_and_lists_with_dry_run(tmp_path, checkout, monkeypatch):

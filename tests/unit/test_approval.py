@@ -58,7 +58,7 @@ def _advise(forge, pr: int, tmp_path) -> str:
     """The advisor's merge path for a verified PR (`review.merge_verified`, both runtimes use it)."""
     target = TargetConfig.model_validate(yaml.safe_load(forge.read_file("senpai.yaml", "advisor")))
     ledger = LedgerReader(forge)
-    tracker = WandbTracker(TrackerSettings(dir=str(tmp_path / "wandb"), mode="offline"))  # the verdict tags queue here
+    tracker = WandbTracker(TrackerSettings(dir=str(tmp_path / "wandb"), mode="offline"))  # offline: tagging writes nothing
     ctx = TurnContext(CFG, forge, tracker, ledger, target, None, tmp_path, None)
     pull, base = forge.get_pull(pr), forge.branch_sha("advisor")
     exp = ledger.experiment(pull)

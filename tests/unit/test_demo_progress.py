@@ -67,5 +67,5 @@ def test_the_closing_hints_name_this_demos_files(tmp_path, monkeypatch) -> None:
     *reads, sync = steps
     assert [s.split()[1] for s in reads] == ["ledger", "status", "report", "logs"]
     assert all("--config demo-out/run1/harness.yaml" in s for s in reads)
-    assert sync.split()[2:4] == ["sync", "demo-out/run1"]
+    assert sync.split()[2:7] == ["sync", "--config", "demo-out/run1/harness.yaml", "--local-forge", "demo-out/run1/forge"]
     assert "--local-forge demo-out/run1/forge" in steps[0]

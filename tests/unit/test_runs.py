@@ -9,7 +9,7 @@ import pytest
 from forge_fixtures import commit_and_push
 
 from senpai.agents import runs
-from senpai.errors import TransientError
+from senpai.errors import ConfigError, SenpaiError, TransientError
 from senpai.ledger.blocks import Decision, Verification
 from senpai.ledger.labels import SENPAI
 from senpai.ledger.table import LedgerReader
@@ -20,16 +20,16 @@ HEAD, BASE = "c" * 40, "b" * 40
 
 @dataclass
 class Recorder:
-    """The tracker port's writing half: what was logged and tagged; `fail` makes each call raise."""
+    """The tracker port's writing half: what was logged and tagged; `fail` makes each call raise it."""
 
     installation: str = "0badc0de"
-    fail: bool = False
+    fail: SenpaiError | None = None
     logged: list = field(default_factory=list)
     tagged: list = field(default_factory=list)
 
     def log_run(self, run, summary, table=None) -> RunRecord:
         if self.fail:
-            raise TransientError("W&B is down")
+            raise self.fail
         self.logged.append((run, summary, table))
         return RunRecord(
             id=run.id, name=run.name, group=run.group, tags=run.tags, config={}, summary=summary, state="finished", url=None
@@ -37,7 +37,7 @@ class Recorder:
 
     def add_tags(self, group, tags) -> int:
         if self.fail:
-            raise TransientError("W&B is down")
+            raise self.fail
         self.tagged.append((group, tags))
         return 0
 
@@ -110,12 +110,17 @@ def test_the_verifier_logs_its_numbers_and_a_refusal_logs_nothing(setup):
     assert runs.log_verification(ctx, verification(pr.number, [])) is None and len(tracker.logged) == 2
 
 
-def test_a_tracker_failure_never_fails_the_job(setup, caplog):
+@pytest.mark.parametrize(
+    "error",
+    [TransientError("W&B is down"), ConfigError("W&B is down: a tracker folder a PR's code broke")],
+    ids=["transient", "config"],
+)
+def test_a_tracker_failure_never_fails_the_job(setup, caplog, error):
     ctx, pr, tracker = setup
-    tracker.fail = True
+    tracker.fail = error  # any senpai error: the advisor's turn after a merge goes on
     assert runs.log_verification(ctx, verification(pr.number, [0])) is None
     runs.tag_verdict(ctx, Decision(pr=pr.number, head=HEAD, verdict="merge", reason="r"))
     assert "not logged: W&B is down" in caplog.text and f"PR #{pr.number} not tagged verdict:merge" in caplog.text
-    tracker.fail = False
+    tracker.fail = None
     runs.tag_verdict(ctx, Decision(pr=pr.number, head=HEAD, verdict="close", reason="r"))
     assert tracker.tagged == [(f"pr-{pr.number}", ["verdict:close"])]
