@@ -132,7 +132,9 @@ _ENV = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-_ENV.filters.update(cell=cell, number=number, signed=signed, duration=duration, dollars=dollars, count=count, sha=sha, runs=runs, params=params)
+_ENV.filters.update(
+    cell=cell, number=number, signed=signed, duration=duration, dollars=dollars, count=count, sha=sha, runs=runs, params=params
+)
 
 
 def prose(template: str, **values: object) -> str:
