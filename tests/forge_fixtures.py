@@ -249,3 +249,27 @@ def merged(pr: int, holdout: float, onto: str, direction: str = "maximize", **fi
     d = Decision(pr=pr, head=head, verdict="merge", reason="beats the floor", base=onto, merged_onto=onto, candidate=holdout)
     blocks = dict(head=head, merge_commit=f"merge-{pr}", hypothesis=hypothesis(onto, f"h-{pr}"), verifications=[v], decisions=[d])
     return experiment(pr, "merged", **blocks | fields)
+
+
+def forge_folder_with_a_pr(
+    tmp_path: Path, title: str, reason: str | None = None, id: str = "h-x"
+) -> tuple[Path, ForgeSettings, int]:
+    """A local forge data folder (its server stopped again) holding one senpai PR of student ada on
+    `senpai/ada/<id>`, closed by the bot's decision with `reason` if given; returns (data folder,
+    the repository's settings, the PR number)."""
+    from senpai.ledger import transitions
+    from senpai.ledger.table import LedgerReader
+
+    data = tmp_path / "forge"
+    server = register_bot(LocalForgeServer(data)).start()
+    try:
+        forge, settings = new_repository(server.url, tmp_path / "seed")
+        base, branch = forge.branch_sha("advisor"), f"senpai/ada/{id}"
+        commit_and_push(forge, clone(forge, tmp_path / "work", "advisor"), branch, {"x.md": "x\n"}, start="advisor")
+        pr = transitions.open_experiment(forge, hypothesis(base, id), branch, "advisor", title)
+        if reason is not None:
+            d = Decision(pr=pr.number, head=pr.head_sha, verdict="close", reason=reason)
+            transitions.decide(forge, pr, LedgerReader(forge).experiment(pr), d, None, base)
+    finally:
+        server.stop()
+    return data, settings, pr.number

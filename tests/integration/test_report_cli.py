@@ -8,14 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from forge_fixtures import clone, commit_and_push, hypothesis, new_repository, register_bot
+from forge_fixtures import forge_folder_with_a_pr
 
 from senpai.cli.main import cli
 from senpai.errors import ConfigError
-from senpai.forge.localforge.server import LocalForgeServer
-from senpai.ledger import transitions
-from senpai.ledger.blocks import Decision
-from senpai.ledger.table import LedgerReader
 
 REASON = "<script>alert(1)</script> no better than the base"
 
@@ -24,22 +20,12 @@ REASON = "<script>alert(1)</script> no better than the base"
 def stopped_forge(tmp_path, monkeypatch) -> tuple[Path, Path]:
     """A forge data folder (no server running) with one senpai PR closed by a decision whose reason
     is hostile; returns (data folder, harness config)."""
-    data = tmp_path / "forge"
-    server = register_bot(LocalForgeServer(data)).start()
-    try:
-        forge, settings = new_repository(server.url, tmp_path / "seed")
-        base = forge.branch_sha("advisor")
-        commit_and_push(forge, clone(forge, tmp_path / "work", "advisor"), "senpai/ada/h-x", {"x.md": "x\n"}, start="advisor")
-        pr = transitions.open_experiment(forge, hypothesis(base, "h-x"), "senpai/ada/h-x", "advisor", "try x")
-        d = Decision(pr=pr.number, head=pr.head_sha, verdict="close", reason=REASON)
-        transitions.decide(forge, pr, LedgerReader(forge).experiment(pr), d, None, base)
-    finally:
-        server.stop()
+    data, settings, _ = forge_folder_with_a_pr(tmp_path, "try x", reason=REASON)
     config = tmp_path / "harness.yaml"
     config.write_text(
         yaml.safe_dump(
             {
-                "forge": {"base_url": server.url, "repo": settings.repo, "token_env": "SENPAI_REPORT_TEST_TOKEN"},
+                "forge": {"base_url": settings.base_url, "repo": settings.repo, "token_env": "SENPAI_REPORT_TEST_TOKEN"},
                 "tracker": {"dir": str(tmp_path / "wandb"), "mode": "offline"},
                 "fleet": {"dir": str(tmp_path / "jobs")},
                 "state_dir": str(tmp_path / "state"),

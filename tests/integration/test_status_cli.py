@@ -8,14 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from forge_fixtures import clone, commit_and_push, hypothesis, new_repository, register_bot
+from forge_fixtures import forge_folder_with_a_pr
 
 from senpai.cli.main import cli
 from senpai.errors import NotFound
 from senpai.fleet.base import JobSpec
 from senpai.fleet.local import LocalFleet
-from senpai.forge.localforge.server import LocalForgeServer
-from senpai.ledger import transitions
 from senpai.wrapper.health import HealthServer, TickHealth
 from senpai.wrapper.metrics import WrapperMetrics
 
@@ -26,17 +24,9 @@ SCRIPT = "import time; print('one', flush=True); time.sleep(1.5); print('two', f
 def demo_like(tmp_path, monkeypatch) -> tuple[Path, Path]:
     """A forge data folder (no server running) holding one wip senpai PR of student ada, and its
     harness config; returns (data folder, config)."""
-    data = tmp_path / "forge"
-    server = register_bot(LocalForgeServer(data)).start()
-    try:
-        forge, settings = new_repository(server.url, tmp_path / "seed")
-        base = forge.branch_sha("advisor")
-        commit_and_push(forge, clone(forge, tmp_path / "work", "advisor"), "senpai/ada/h-1", {"x.md": "x\n"}, start="advisor")
-        transitions.open_experiment(forge, hypothesis(base, "h-1"), "senpai/ada/h-1", "advisor", "wider | deeper")
-    finally:
-        server.stop()
+    data, settings, _ = forge_folder_with_a_pr(tmp_path, "wider | deeper", id="h-1")
     config = {
-        "forge": {"base_url": server.url, "repo": settings.repo, "token_env": "SENPAI_STATUS_TEST_TOKEN"},
+        "forge": {"base_url": settings.base_url, "repo": settings.repo, "token_env": "SENPAI_STATUS_TEST_TOKEN"},
         "tracker": {"dir": str(tmp_path / "wandb")},
         "fleet": {"dir": str(tmp_path / "jobs")},
         "state_dir": str(tmp_path / "state"),

@@ -14,17 +14,13 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from forge_fixtures import clone, commit_and_push, hypothesis, new_repository, register_bot
+from forge_fixtures import forge_folder_with_a_pr
 
 from senpai.agents.runs import public_url, run_id
 from senpai.cli.main import cli
 from senpai.cli.wiring import make_tracker
 from senpai.config.harness import HarnessConfig, TrackerSettings, load_harness
 from senpai.errors import ConfigError
-from senpai.forge.localforge.server import LocalForgeServer
-from senpai.ledger import transitions
-from senpai.ledger.blocks import Decision
-from senpai.ledger.records import record_text
 from senpai.tracker.base import RunIdentity, RunTable
 from senpai.tracker.wandb import WandbTracker
 from senpai.tracker.wandb_log import log_payloads
@@ -225,20 +221,10 @@ def test_offline_verdicts_are_the_ledgers_and_tag_lines_a_pr_forged_are_not_appl
 def decided_forge(tmp_path, monkeypatch) -> tuple[Path, HarnessConfig, int]:
     """A local forge data folder (no server running) whose one senpai PR the bot decided `close`;
     returns (data folder, harness config, PR number)."""
-    data = tmp_path / "forge"
-    server = register_bot(LocalForgeServer(data)).start()
-    try:
-        forge, settings = new_repository(server.url, tmp_path / "seed")
-        base = forge.branch_sha("advisor")
-        commit_and_push(forge, clone(forge, tmp_path / "work", "advisor"), "senpai/ada/h-x", {"x.md": "x\n"}, start="advisor")
-        pr = transitions.open_experiment(forge, hypothesis(base, "h-x"), "senpai/ada/h-x", "advisor", "x")
-        d = Decision(pr=pr.number, head=pr.head_sha, verdict="close", reason="not better")
-        forge.create_comment(pr.number, record_text(d, "**Decision** close"))
-        cfg = harness(tmp_path, repo=settings.repo, base_url=server.url)
-    finally:
-        server.stop()
+    data, settings, pr = forge_folder_with_a_pr(tmp_path, "x", reason="not better")
+    cfg = harness(tmp_path, repo=settings.repo, base_url=settings.base_url)
     monkeypatch.delenv("SENPAI_WANDB_RUNS_TEST_TOKEN", raising=False)
-    return data, cfg, pr.number
+    return data, cfg, pr
 
 
 def test_senpai_sync_tags_the_ledgers_verdict_not_a_forged_one(decided_forge, tmp_path, checkout):
