@@ -104,9 +104,18 @@ def status(config_path: str, local_forge: str | None, as_json: bool, watch: floa
 
 
 def _watch(reader: StatusReader, seconds: float) -> None:
-    """Show the status, read again every `seconds`, until Ctrl-C (which ends it with exit 0)."""
+    """Show the status, read again every `seconds`, until Ctrl-C (which ends it with exit 0). On a
+    terminal it is redrawn in place; piped (a log, `tee`), each reading is printed whole as it is
+    read, under a rule with its time, so a kill loses none of them."""
+    console = Console()
     try:
-        with Live(Markdown(reader.read().markdown()), auto_refresh=False) as live:
+        if not console.is_terminal:
+            while True:
+                console.rule(datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
+                console.print(Markdown(reader.read().markdown()))
+                console.file.flush()
+                time.sleep(seconds)
+        with Live(Markdown(reader.read().markdown()), console=console, auto_refresh=False) as live:
             while True:
                 time.sleep(seconds)
                 live.update(Markdown(reader.read().markdown()), refresh=True)

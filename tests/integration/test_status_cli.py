@@ -2,7 +2,10 @@
 (`--local-forge`, as after `senpai demo`) and a local fleet that runs a real job."""
 
 import json
+import signal
+import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -77,6 +80,24 @@ def test_status_reads_the_forge_folder_and_the_fleet(demo_like):
         assert tick["source"] == "ledger" and f"{server.url} did not answer (ConnectionError)" in tick["detail"]
     finally:
         fleet.delete("senpai-student-pr1-1")
+
+
+def test_watch_piped_prints_each_reading_as_it_is_read_and_a_kill_loses_none(demo_like):
+    data, config = demo_like
+    args = [sys.executable, "-m", "senpai", "status", "--config", str(config), "--local-forge", str(data), "--watch", "1"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    watchdog = threading.Timer(60, proc.kill)  # a reading that never comes ends the read, not the suite
+    watchdog.start()
+    try:
+        seen = []
+        while sum("senpai status" in line for line in seen) < 2 and len(seen) < 400:  # bounded: a few readings
+            seen.append(proc.stdout.readline())
+            assert seen[-1] or proc.poll() is None, proc.stderr.read()  # printed while running, not at exit
+    finally:
+        watchdog.cancel()
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert "wider | deeper" in "".join(seen) and proc.returncode == -signal.SIGTERM
 
 
 def test_logs_follows_a_prs_newest_job_to_its_end_and_names_the_known_jobs(demo_like):
