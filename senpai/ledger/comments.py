@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from senpai.ledger.blocks import RunRef
-from senpai.ledger.records import neutral
+from senpai.ledger.records import neutral, unmention
 from senpai.ledger.redact import redact
 
 DASH = "—"  # a table cell with no value
@@ -36,19 +36,19 @@ def _finalize(value: object) -> str:
         return value
     if value is None:
         return DASH
-    return neutral(redact(str(value)))
+    return unmention(neutral(redact(str(value))))
 
 
 def cell(value: object, limit: int | None = None) -> Safe:
     """`value` as inert inline Markdown on one line, at most `limit` characters (cut with …):
-    redacted, backslashes doubled, `neutral` (no fence, HTML, mention or marker), then `|`, `[` and
+    redacted, backslashes doubled, `neutral` (no fence, HTML or marker), `unmention` (no @mention), then `|`, `[` and
     `]` escaped, so it cannot end a table cell or become a link. None or empty → —."""
     if value is None:
         return Safe(DASH)
     text = " ".join(str(value).split())
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
-    text = neutral(redact(text.replace("\\", "\\\\")))
+    text = unmention(neutral(redact(text.replace("\\", "\\\\"))))
     return Safe(text.replace("|", "\\|").replace("[", "\\[").replace("]", "\\]") or DASH)
 
 

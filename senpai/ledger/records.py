@@ -97,6 +97,16 @@ def neutral(text: str) -> str:
     return text[:MAX_PROSE].rstrip("\\") + f"\n\n(cut: {len(text)} characters)"
 
 
+_MENTION = re.compile(r"(?<![\w`@])@(?=[A-Za-z0-9])")
+
+
+def unmention(text: str) -> str:
+    """`text` with no @mention GitHub would notify: a word joiner (U+2060) after each `@` that starts
+    one (an e-mail address's `@` stays). For hostile text the bot posts; its own `@author` replies are
+    written around it."""
+    return _MENTION.sub("@\u2060", text)
+
+
 def marker(kind: str, key: str) -> str:
     """The hidden HTML comment that ends a text senpai posted: `<!-- senpai:<kind>:<key> -->`."""
     return f"<!-- senpai:{kind}:{key} -->"

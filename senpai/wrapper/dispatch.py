@@ -20,7 +20,7 @@ from senpai.ledger.blocks import Decision, Evidence
 from senpai.ledger.events import ENV_EVENTS, EventBatch
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import ExperimentState, with_student
-from senpai.ledger.records import neutral
+from senpai.ledger.records import neutral, unmention
 from senpai.ledger.redact import redact
 from senpai.ledger.replies import reply_to_human
 from senpai.ledger.table import LedgerReader
@@ -205,7 +205,7 @@ class Dispatcher:
             lines = self.fleet.logs(job, ESCALATION_TAIL).strip()
         except SenpaiError:
             return ""
-        return f"\n\nLast lines of `{job}`:\n\n{neutral(redact(lines))}" if lines else ""
+        return f"\n\nLast lines of `{job}`:\n\n{unmention(neutral(redact(lines)))}" if lines else ""
 
     def _escalate(self, a: Escalate) -> str:
         """One issue for humans first (a crash after it still blocks next tick), then block each PR."""

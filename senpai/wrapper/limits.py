@@ -14,7 +14,7 @@ from datetime import datetime
 from senpai.config.harness import HarnessConfig
 from senpai.config.roles import Role
 from senpai.ledger.baseline import Merge, best_merge, merges
-from senpai.ledger.comments import count, dollars, number
+from senpai.ledger.comments import cell, count, dollars, number
 from senpai.ledger.escalation import marked
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.inbox import SteerState
@@ -180,10 +180,11 @@ def _unmeasured(decided: list) -> list[str]:
 
 
 def _tried(e, metric: str) -> str:
+    """One line of "What was tried": the PR's title and the decision's reason as inert `cell`s."""
     value = e.primary_value()
     reason = e.decision.reason if e.decision else str(e.state)
     shown = f"{metric} = {number(value)}" if value is not None else "no value"
-    return f"- #{e.pr} ({e.state}) {e.title[:120]}: {shown}; {reason[:300]}"
+    return f"- #{e.pr} ({e.state}) {cell(e.title, 120)}: {shown}; {cell(reason, 300)}"
 
 
 def _amount(key: str, value) -> str:

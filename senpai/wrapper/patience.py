@@ -8,6 +8,7 @@ ack records the PRs decided before it, `SteerCommand.decided`).
 
 from senpai.config.harness import HarnessConfig
 from senpai.ledger.commands import SYNTAX
+from senpai.ledger.comments import cell, params
 from senpai.ledger.escalation import marked
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import ATTENTION, STEER, ExperimentState
@@ -43,9 +44,8 @@ def patience_issue(w: World, cfg: HarnessConfig) -> OpenIssue | None:
     if marked(w.issues, marker, w.bot):
         return None
     tried = "\n".join(
-        f"- #{e.pr} `{e.hypothesis.id if e.hypothesis else '?'}` "
-        f"{', '.join(f'{k}={v}' for k, v in (e.hypothesis.params if e.hypothesis else {}).items())}: "
-        f"{e.decision.reason if e.decision else e.state}"
+        f"- #{e.pr} {cell(e.hypothesis.id if e.hypothesis else '?')} {params(e.hypothesis.params if e.hypothesis else {})}: "
+        f"{cell(e.decision.reason if e.decision else e.state, 300)}"
         for e in streak
     )
     body = (

@@ -27,7 +27,7 @@ def test_patience_opens_one_issue_for_humans(fake_forge, tmp_path):
     closed = []
     for pr in (1, 2):
         e = exp(pr, "closed")
-        d = Decision(pr=pr, head=e.head, verdict="close", reason=f"no improvement {pr}")
+        d = Decision(pr=pr, head=e.head, verdict="close", reason=f"no improvement {pr} [click](https://evil.example) @acme/sec")
         closed.append(e.model_copy(update={"decisions": [d]}))
     lines = []
     for _ in range(2):  # a second wrapper (restart, no cache) finds the issue and opens none
@@ -37,6 +37,9 @@ def test_patience_opens_one_issue_for_humans(fake_forge, tmp_path):
     asked = [line for line in lines if "without improvement" in line]  # (the synthetic base is a hand push too)
     assert set(issue.labels) == {STEER, ATTENTION} and asked == [f"#{issue.number}: opened an issue for humans: {issue.title}"]
     assert "/senpai resume" in issue.body and "no improvement 1" in issue.body and "no improvement 2" in issue.body
+    assert (
+        "[click](" not in issue.body and "@\u2060acme/sec" in issue.body and "@acme" not in issue.body
+    )  # inert: no link, no ping
     assert issue.user == forge.login  # the bot's own issue body is never read as a message
     view = steering_tick.read(forge, cfg)[2]
     assert view.commands == () and view.free_text == ()

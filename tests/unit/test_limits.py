@@ -112,7 +112,7 @@ def test_the_experiment_cap_opens_one_exhaustion_issue_and_a_trusted_budget_resu
     exps = [
         merged(1, 0.91, BASE),
         _costly(2, "closed", "bo", dollars=0.02, value=0.88),
-        _costly(3, "closed", value=0.87),
+        _costly(3, "closed", value=0.87).model_copy(update={"title": "[click](https://evil.example) @acme"}),
         _costly(4, "verifying", "bo", value=0.93),
     ]
     ledger, _, view = steering_tick.read(forge, cfg)
@@ -135,6 +135,7 @@ def test_the_experiment_cap_opens_one_exhaustion_issue_and_a_trusted_budget_resu
         "The holdout of 2 closed experiment(s) was never measured (closed on validation alone): #3, #2" in body
     )  # ...and unmeasured
     assert "no improvement on #2" in body and "no improvement on #3" in body  # tried, with reasons
+    assert "\\[click\\]" in body and "@\u2060acme" in body and "@acme" not in body  # a PR title stays inert
     assert "`/senpai budget experiments=6`" in body  # the budget needed, as a command to paste
     w = World(exps, BASE, [], NOW)
     assert launches(plan(w, cfg), "advisor") == []  # no new experiment at the cap
