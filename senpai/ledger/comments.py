@@ -81,6 +81,8 @@ def duration(seconds: float | None) -> Safe:
         return number(seconds)
     if seconds < 0:
         return Safe("-" + duration(-seconds))
+    if seconds == 0:
+        return Safe("0 s")
     if seconds < 10:
         return Safe(f"{seconds:.1f} s")
     whole = round(seconds)

@@ -282,6 +282,8 @@ def test_every_status_label_has_a_colour_and_a_description(fake_forge):
         (duration, 252, "4 min 12 s"),
         (duration, 900, "15 min"),
         (duration, 7500, "2 h 05 min"),
+        (duration, 0, "0 s"),
+        (duration, -312, "-5 min 12 s"),  # overdue
         (dollars, 0.42, "$0.42"),
         (dollars, 1234.5, "$1,234.50"),
         (dollars, 0.0012, "$0.0012"),
