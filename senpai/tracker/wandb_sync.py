@@ -229,7 +229,9 @@ def _apply_tags(
     targets: list[tuple[str, set[str]]], echo: Callable[[str], None]
 ) -> list[tuple[str, str]]:  # pragma: no cover - needs a server
     """Add each target's tags to the run at its API path, one read and, if a tag is missing, one
-    update per run; returns the (run id, tag) pairs added."""
+    update per run; returns the (run id, tag) pairs added. A run the server does not hold (its
+    folder's `.synced` mark may be a PR's forgery) is reported and skipped, so it cannot hold up the
+    others; any other API error raises TransientError."""
     import wandb
 
     api, done = wandb.Api(timeout=30), []
@@ -239,7 +241,10 @@ def _apply_tags(
             if missing := tags - set(run.tags):
                 run.tags = sorted({*run.tags, *missing})
                 run.update()
-        except (wandb.errors.CommError, ValueError) as e:
+        except ValueError as e:  # wandb 0.31: RunNotFoundError, "Could not find run"
+            echo(f"not tagged {path}: {str(e)[:MAX_LINE]}")
+            continue
+        except wandb.errors.CommError as e:
             raise TransientError(f"tagging W&B run {path}: {e}") from e
         done += [(run.id, t) for t in sorted(missing)]
         if missing:
