@@ -75,7 +75,7 @@ def forge_checks(cfg: HarnessConfig, forge: Forge) -> list[CheckResult]:
 def tracker_checks(cfg: HarnessConfig, tracker: Tracker) -> list[CheckResult]:
     """Offline: nothing to reach. Online: the key and the entity (W&B viewer query)."""
     if cfg.tracker.resolved_mode() == "offline":
-        return [passed("wandb", "W&B", f"offline mode, runs sync later (senpai sync {cfg.tracker.dir})")]
+        return [passed("wandb", "W&B", "offline mode, runs sync later (senpai sync --config <this config>)")]
     try:
         who = tracker.check_access()
     except SenpaiError as e:

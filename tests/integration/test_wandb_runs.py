@@ -20,11 +20,11 @@ from senpai.agents.runs import public_url, run_id
 from senpai.cli.main import cli
 from senpai.cli.wiring import make_tracker
 from senpai.config.harness import HarnessConfig, TrackerSettings, load_harness
-from senpai.errors import ConfigError
+from senpai.errors import ConfigError, TransientError
 from senpai.tracker.base import RunIdentity, RunTable
 from senpai.tracker.wandb import WandbTracker
 from senpai.tracker.wandb_log import log_payloads
-from senpai.tracker.wandb_sync import Verdicts, offline_runs, run_tags
+from senpai.tracker.wandb_sync import Destination, offline_runs, plan, sync_args, sync_offline
 
 EXPERIMENT = "e" * 40  # the PR head the run measured
 REMOTE = "http://127.0.0.1:9/git/lab/digits.git"
@@ -72,6 +72,18 @@ def run_program(tracker: WandbTracker, run: RunIdentity | None, cwd, tmp_path) -
     bare = {"WANDB_MODE": "offline", "WANDB_DIR": str(tracker.dir), "WANDB_SILENT": "true"}
     env |= tracker.env_for(run, tmp_path / "job") if run else bare
     proc = subprocess.run([sys.executable, "-c", PROGRAM], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def plant(folder, run: str, group: str, installation: str, tmp_path) -> None:
+    """A run a PR's code logs straight into the tracker dir, aimed at another team's project."""
+    program = (
+        "import sys, wandb\nrun = wandb.init(id=sys.argv[1], entity='victim-team', project='prod-models', "
+        "group=sys.argv[2], mode='offline', config={'senpai_installation': sys.argv[3]})\nrun.finish()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    env |= {"WANDB_DIR": str(folder), "WANDB_SILENT": "true", "WANDB_CONFIG_DIR": str(tmp_path / "cfg")}
+    proc = subprocess.run([sys.executable, "-c", program, run, group, installation], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -211,10 +223,11 @@ def test_offline_verdicts_are_the_ledgers_and_tag_lines_a_pr_forged_are_not_appl
     (tracker.dir / "senpai-tags.jsonl").write_text(json.dumps(forged) + "\n")  # the train command's doing
     assert tracker.add_tags("pr-4", ["verdict:close"]) == 0  # offline: nothing written beside the runs
     assert (tracker.dir / "senpai-tags.jsonl").read_text() == json.dumps(forged) + "\n"
-    (run_dir,) = offline_runs(tmp_path / "out")  # the demo's layout: <out>/wandb/wandb/offline-run-*
-    decided = Verdicts(tracker.installation, {"pr-4": {"verdict:close"}, "pr-9": {"verdict:merge"}})
-    assert run_tags(run_dir, decided) == (run.id, "", "runs", {"verdict:close"})
-    assert run_tags(run_dir, Verdicts("0badc0de", decided.tags))[3] == set()  # another installation's pr-4
+    runs = offline_runs(tmp_path / "out")  # the demo's layout: <out>/wandb/wandb/offline-run-*
+    decided = {"pr-4": {"verdict:close"}, "pr-9": {"verdict:merge"}}
+    assert plan(runs, tracker.installation, decided).tags == {run.id: {"verdict:close"}}
+    theirs = plan(runs, "0badc0de", decided)  # another installation's pr-4: neither uploaded nor tagged
+    assert (theirs.upload, theirs.skipped, theirs.tags) == ([], [runs[0].path], {})
 
 
 @pytest.fixture
@@ -238,24 +251,75 @@ def test_senpai_sync_tags_the_ledgers_verdict_not_a_forged_one(decided_forge, tm
     config = str(tmp_path / "harness.yaml")
     listed = CliRunner().invoke(cli, ["sync", "--config", config, "--local-forge", str(data), "--dry-run"])
     assert listed.exit_code == 0, listed.output
-    assert f"would tag {run.id}: verdict:close" in listed.stderr and "verdict:merge" not in listed.stderr
-    assert listed.stdout.splitlines() == ["runs: 1", "synced: 0", "tags_added: 0"]
+    assert f"would tag <the key's default entity>/runs/{run.id} (if it lacks them): verdict:close" in listed.stderr
+    assert "Would sync 1 run(s)" in listed.stderr  # wandb's own dry run
+    assert "verdict:merge" not in listed.stderr
+    assert listed.stdout.splitlines() == ["runs: 1", "synced: 0", "skipped: 0", "tags_added: 0"]
     bare = CliRunner().invoke(cli, ["sync", str(tracker.dir), "--dry-run"])  # a folder alone: no ledger, no tags
-    assert "would tag" not in bare.stderr and "no verdict tags added: give --config" in bare.stderr
+    assert "would tag" not in bare.stderr and "none is uploaded without --config" in bare.stderr
 
 
-def test_senpai_sync_needs_a_key_and_lists_with_dry_run(tmp_path, checkout, monkeypatch):
+def test_senpai_sync_needs_a_config_and_a_key_and_lists_with_dry_run(tmp_path, checkout, monkeypatch):
     tracker = tracker_at(tmp_path / "out" / "wandb")
     run_program(tracker, train_identity(tracker), checkout, tmp_path)
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     runner = CliRunner()
-    missing = runner.invoke(cli, ["sync", str(tmp_path / "out")])
+    bare = runner.invoke(cli, ["sync", str(tmp_path / "out")])  # no config: whose runs, into which project?
+    assert isinstance(bare.exception, ConfigError) and "give --config" in str(bare.exception)
+    harness(tmp_path / "cfg", installation=tracker.installation)
+    missing = runner.invoke(cli, ["sync", str(tmp_path / "out"), "--config", str(tmp_path / "cfg" / "harness.yaml")])
     assert isinstance(missing.exception, ConfigError) and "export WANDB_API_KEY" in str(missing.exception)
     listed = runner.invoke(cli, ["sync", str(tmp_path / "out"), "--dry-run"])
     assert listed.exit_code == 0, listed.output
-    assert "would sync 1 offline W&B run(s)" in listed.stderr and "Would sync 1 run(s)" in listed.stderr
-    assert listed.stdout.splitlines() == ["runs: 1", "synced: 0", "tags_added: 0"]
+    assert "1 offline W&B run(s) not yet synced" in listed.stderr and "none is uploaded without --config" in listed.stderr
+    assert listed.stdout.splitlines() == ["runs: 0", "synced: 0", "skipped: 1", "tags_added: 0"]
     nothing = runner.invoke(cli, ["sync", str(checkout)])
     assert nothing.exit_code == 0 and "no offline W&B runs left to sync" in nothing.stderr
     not_a_folder = runner.invoke(cli, ["sync", str(tmp_path / "absent")])
     assert isinstance(not_a_folder.exception, ConfigError)
+
+
+def test_senpai_sync_uploads_only_this_installations_runs_into_the_configs_project(tmp_path, checkout):
+    tracker = tracker_at(tmp_path / "wandb")
+    run = train_identity(tracker, pr=5)
+    run_program(tracker, run, checkout, tmp_path)
+    plant(tracker.dir, "prodrun123", "pr-5", tracker.installation, tmp_path)  # ours by its config, logged for a victim
+    plant(tracker.dir, "theirs1", "pr-5", "0badc0de", tmp_path)  # another installation's
+    here = Destination(tracker.installation, "runs", "lab-team")
+    lines: list[str] = []
+    report = sync_offline(tmp_path, lines.append, dry_run=True, destination=here, verdicts=lambda: {"pr-5": {"verdict:merge"}})
+    said = "\n".join(lines)
+    assert "victim-team" not in said and "prod-models" not in said and "theirs1" not in said
+    assert f"would sync 2 offline W&B run(s) under {tmp_path} to lab-team/runs" in said and "Would sync 2 run(s)" in said
+    assert "would tag lab-team/runs/prodrun123 (if it lacks them): verdict:merge" in said
+    assert f"would tag lab-team/runs/{run.id} (if it lacks them): verdict:merge" in said
+    assert [p.name.rsplit("-", 1)[1] for p in report.skipped] == ["theirs1"] and len(report.runs) == 2
+    # the upload itself names the config's entity and project, which override the runs' own
+    args = sync_args(report.runs, "lab-team", "runs", dry_run=False)
+    assert args[3:6] == ["sync", "--project=runs", "--entity=lab-team"] and args[6:] == list(map(str, report.runs))
+
+
+def test_senpai_sync_reads_the_ledger_first_and_tags_runs_an_earlier_sync_uploaded(tmp_path, checkout, monkeypatch):
+    tracker = tracker_at(tmp_path / "wandb")
+    earlier = train_identity(tracker, pr=4)
+    run_program(tracker, earlier, checkout, tmp_path)
+    (run_dir,) = tmp_path.glob(f"wandb/wandb/offline-run-*-{earlier.id}")
+    (run_dir / f"run-{earlier.id}.wandb.synced").touch()  # what `wandb sync` leaves: uploaded before PR 4 was decided
+    here, lines = Destination(tracker.installation, "runs"), []
+    report = sync_offline(tmp_path, lines.append, dry_run=True, destination=here, verdicts=lambda: {"pr-4": {"verdict:close"}})
+    assert report.runs == [] and "no offline W&B runs left" not in "\n".join(lines)
+    assert f"would tag <the key's default entity>/runs/{earlier.id} (if it lacks them): verdict:close" in lines
+
+    run_program(tracker, train_identity(tracker, pr=6), checkout, tmp_path)  # a new run to upload
+
+    def unreadable() -> dict[str, set[str]]:
+        raise TransientError("the forge is down")
+
+    for dry_run in (True, False):  # a ledger that cannot be read stops the sync before anything is uploaded
+        monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
+        monkeypatch.setenv("WANDB_BASE_URL", "http://127.0.0.1:9")
+        lines.clear()
+        with pytest.raises(TransientError, match="the forge is down"):
+            sync_offline(tmp_path, lines.append, dry_run=dry_run, destination=here, verdicts=unreadable)
+        assert not any("sync" in line for line in lines), lines
+    assert len([r for r in offline_runs(tmp_path) if not r.synced]) == 1
