@@ -46,7 +46,7 @@ newest. The stamp is only a name, and run ids are predictable: a PR's code can p
 another PR's run, stamped in the future. So a job reading back the run its own train command just
 logged passes the command's time as `window`, and only folders stamped in it count (`in_window`):
 one planted before the command started is ignored. One planted while it runs, with a stamp in its
-time, is not (docs/wandb.md).
+time, is not, nor one per second planted ahead over the command's time (docs/wandb.md).
 
 Runs out, online (WANDB_API_KEY set): `wandb.Api().run("<entity>/<project>/<id>")`.
 
