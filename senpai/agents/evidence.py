@@ -10,6 +10,7 @@ through `transitions.submit_evidence` (which moves the PR to review).
 import os
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from senpai.agents.context import TurnContext
 from senpai.agents.environ import train_secrets
@@ -49,7 +50,8 @@ def measure(
 ) -> Measured:
     """Train the work copy (at commit `head`, plus any uncommitted params) as attempt `attempt` of PR
     `number` with `SEED=0` and read its W&B run back. An `arm` names the run `<...>-<arm>` (one run
-    per arm, all in the PR's W&B group) and goes into its config as `senpai_arm`."""
+    per arm, all in the PR's W&B group) and goes into its config as `senpai_arm`. Only a run
+    started while the train command ran counts (`Tracker.get_run`'s window); none is a missing run."""
     identity = run_identity(ctx, number, attempt, h.student, head, h.id, params)
     if arm is not None:
         config = {**identity.config, "senpai_arm": arm}
@@ -57,8 +59,9 @@ def measure(
     env = {**train_secrets(os.environ), **(extra_env or {}), **ctx.tracker.env_for(identity, ctx.workdir), "SEED": "0"}
     timeout = train_timeout(ctx.budgets.student)
     log = ctx.workdir / (f"train-{arm}.log" if arm else "train.log")
+    started = datetime.now(UTC)
     out = run_command(ctx.target.train, ctx.repo.path, env, timeout, log=log)
-    record = _read_run(ctx, identity.id)
+    record = _read_run(ctx, identity.id, (started, datetime.now(UTC)))
     metric = ctx.target.metric
     value = out.value(metric.name) if metric.source == "stdout" else _summary_value(record, metric.name)
     failure = _failure(out.returncode, timeout, value, metric.name, record)
@@ -147,9 +150,11 @@ def train_timeout(budget: StudentBudget, now: float | None = None) -> float:
     return max(1.0, timeout)
 
 
-def _read_run(ctx: TurnContext, run_id: str) -> RunRecord | None:
+def _read_run(ctx: TurnContext, run_id: str, window: tuple[datetime, datetime]) -> RunRecord | None:
+    """The run the train command logged in `window` (its start and end), None if none: a copy of
+    the run id stamped at another time (planted by a PR's code) does not count."""
     try:
-        return ctx.tracker.get_run(run_id)
+        return ctx.tracker.get_run(run_id, window)
     except NotFound:
         return None
 

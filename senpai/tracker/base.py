@@ -8,6 +8,7 @@ an agent turn's LLM and tool calls) it logs itself (`log_run`).
 """
 
 from collections.abc import Iterable
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -103,8 +104,12 @@ class Tracker(Protocol):
         offline, nothing (`senpai sync` takes the verdicts from the ledger). Returns the runs tagged now."""
         ...
 
-    def get_run(self, run_id: str) -> RunRecord:
-        """Read a run back by id. Raises NotFound if no such run exists."""
+    def get_run(self, run_id: str, window: tuple[datetime, datetime] | None = None) -> RunRecord:
+        """Read a run back by id. `window` (start, end; aware datetimes): the run was started in it,
+        by the train command the caller ran then, so a copy of the run written at another time (by
+        a PR's code, in a folder it can write) does not count; online the W&B server is
+        authoritative and the window is not used. Raises NotFound if no such run exists (in the
+        window)."""
         ...
 
     def get_runs(self, run_ids: Iterable[str]) -> dict[str, RunRecord]:

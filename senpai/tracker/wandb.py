@@ -41,6 +41,13 @@ update. History records are not replayed: that would overwrite those
 aggregates with last values. A NaN passed to `run.log` survives as float nan (inf as inf). wandb
 itself writes `run.summary[k] = nan` as null, so that value reads back as None.
 
+Which folder is the run. wandb names it `offline-run-<stamp>-<id>[-<n>]`, and a reader takes the
+newest. The stamp is only a name, and run ids are predictable: a PR's code can plant a folder of
+another PR's run, stamped in the future. So a job reading back the run its own train command just
+logged passes the command's time as `window`, and only folders stamped in it count (`in_window`):
+one planted before the command started is ignored. One planted while it runs, with a stamp in its
+time, is not, nor one per second planted ahead over the command's time (docs/wandb.md).
+
 Runs out, online (WANDB_API_KEY set): `wandb.Api().run("<entity>/<project>/<id>")`.
 
 Runs senpai logs itself (`log_run`: the verifier's holdout numbers, an agent turn's calls) go
@@ -57,6 +64,7 @@ import tempfile
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +89,11 @@ MAX_CACHED_RUNS = 10_000
 # A run's transaction log is read whole, in the wrapper too: a larger one is not read (the run's
 # own program writes it), and the run reads as if its log were empty (state unknown, no summary).
 MAX_LOG_BYTES = 512 * 1024**2
+# wandb stamps a run folder with the second its `wandb.init` started, truncated: a run started in
+# the window (start, end) has a stamp within it, give or take this many seconds of rounding.
+WINDOW_SLACK_SECONDS = 2.0
+# Folders outside the window named in its warning; the rest are counted.
+MAX_NAMED_FOLDERS = 5
 FINAL = frozenset({"finished", "crashed"})  # run states that never change again
 INSTALLATION_KEY = "senpai_installation"  # the config key that names a run's installation
 
@@ -98,6 +111,39 @@ def offline_run_id(run_dir: str | os.PathLike) -> tuple[str, str, int] | None:
     if (s := _DIR_SUFFIX.match(m["id"])) and os.path.exists(os.path.join(run_dir, f"run-{s['id']}.wandb")):
         return m["stamp"], s["id"], int(s["n"])
     return m["stamp"], m["id"], 0
+
+
+def in_window(run_id: str, dirs: list[Path], window: tuple[datetime, datetime]) -> list[Path]:
+    """The folders among `dirs` (of run `run_id`, in order) whose stamp lies in `window` (start,
+    end: datetimes, aware or this process's local time), WINDOW_SLACK_SECONDS wider on each side.
+
+    wandb stamps a folder `datetime.fromtimestamp(time.time()).strftime("%Y%m%d_%H%M%S")`: local
+    time, which the train command shares with this process (TZ is passed through to it). A stamp
+    repeated by a daylight-saving change counts if either of its two readings is in the window. The
+    folders left out are logged at warning, named: a PR's code can write the tracker's dir, and a
+    folder stamped outside the train command's own time is one it planted (or a stale one)."""
+    lo, hi = window[0].timestamp() - WINDOW_SLACK_SECONDS, window[1].timestamp() + WINDOW_SLACK_SECONDS
+    kept, out = [], []
+    for d in dirs:
+        (kept if _stamped_in(OFFLINE_DIR.match(d.name)["stamp"], lo, hi) else out).append(d)
+    if out:
+        names = ", ".join(d.name for d in out[:MAX_NAMED_FOLDERS]) + (
+            f" and {len(out) - MAX_NAMED_FOLDERS} more" if len(out) > MAX_NAMED_FOLDERS else ""
+        )
+        log.warning(
+            "W&B run %s: ignored %d offline folder(s) stamped outside its train command's time %s to %s"
+            " (planted by a PR's code, or stale): %s",
+            run_id, len(out), window[0].isoformat(timespec="seconds"), window[1].isoformat(timespec="seconds"), names,
+        )  # fmt: skip
+    return kept
+
+
+def _stamped_in(stamp: str, lo: float, hi: float) -> bool:
+    try:
+        naive = datetime.strptime(stamp, "%Y%m%d_%H%M%S")
+        return any(lo <= naive.replace(fold=fold).timestamp() <= hi for fold in (0, 1))
+    except (ValueError, OverflowError, OSError):  # not a date (month 13), or out of the platform's range
+        return False
 
 
 _API_STATES = {
@@ -233,18 +279,23 @@ class WandbTracker:
 
     # ---------------------------------------------------------------- runs out
 
-    def get_run(self, run_id: str) -> RunRecord:
-        """Read run `run_id` back. Raises NotFound if there is no such run, TransientError if the
-        W&B API cannot be reached (online)."""
+    def get_run(self, run_id: str, window: tuple[datetime, datetime] | None = None) -> RunRecord:
+        """Read run `run_id` back: offline, its newest folder, or with `window` (start, end) the
+        newest whose stamp lies in it (`in_window`); folders outside it are ignored and logged at
+        warning. Online the W&B server is authoritative: `window` is not used. Raises NotFound if
+        there is no such run (in the window), TransientError if the W&B API cannot be reached
+        (online)."""
         if self.mode == "online":  # pragma: no cover - needs a W&B server
             if (done := self._finished.get(run_id)) is not None:
                 return done
             rec = self._api_get(run_id)
             # W&B's "crashed" (heartbeats stopped) can turn back into running: online only "finished" is kept
             return self._remember(rec) if rec.state == "finished" else rec
-        dirs = self._offline_dirs().get(run_id)
+        dirs = self._offline_dirs().get(run_id, [])
+        if window is not None:
+            dirs = in_window(run_id, dirs, window)
         if not dirs:
-            raise NotFound(f"no offline W&B run {run_id!r} under {self.dir}")
+            raise NotFound(f"no offline W&B run {run_id!r} under {self.dir}" + (" started in the window" if window else ""))
         return self._read(dirs[-1], run_id)
 
     def get_runs(self, run_ids: Iterable[str]) -> dict[str, RunRecord]:

@@ -2,15 +2,25 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 import psutil
 import pytest
+from forge_fixtures import hypothesis
 
+from senpai.agents.evidence import measure
 from senpai.agents.measure import TAIL_BYTES, run_command
+from senpai.config.budgets import StudentBudget
+from senpai.config.harness import TrackerSettings
+from senpai.config.target import TargetConfig
+from senpai.tracker.base import RunIdentity
+from senpai.tracker.wandb import WandbTracker
 
 LEAKY = {
     "AWS_SECRET_ACCESS_KEY": "aws-secret-0123456789abcdef",
@@ -112,3 +122,77 @@ def test_the_train_timeout_ends_before_the_jobs_deadline(monkeypatch) -> None:
     assert train_timeout(budget, now=995) == 1.0
     monkeypatch.setenv(ENV_DEADLINE, "soon")
     assert train_timeout(budget, now=995) == 90
+
+
+# The target's program: logs `val` (its argument) as the summary of its own bare wandb run.
+TRAIN = "import sys, wandb\nrun = wandb.init()\nrun.summary['val'] = float(sys.argv[1])\nrun.finish()\n"
+
+
+def _turn(tmp_path: Path, train: str) -> SimpleNamespace:
+    """The parts of a TurnContext `measure` uses: a real offline tracker, a real work copy folder."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "train.py").write_text(TRAIN)
+    target = TargetConfig.model_validate(
+        {
+            "name": "t", "train": train, "metric": {"name": "val", "direction": "maximize"},
+            "holdout": {"command": "python score.py {artifact} {holdout}", "files": ["score.py"], "metric": "val",
+                        "rule": "welch"},
+            "params": {"file": "params.json", "space": {"w": {"type": "float", "low": 0.0, "high": 1.0}}},
+            "protected": ["score.py"], "scope": ["params.json"],
+        }
+    )  # fmt: skip
+    return SimpleNamespace(
+        harness=SimpleNamespace(forge=SimpleNamespace(repo="ada/digits")),
+        forge=SimpleNamespace(clone_url="http://127.0.0.1:1/ada/digits.git"),
+        ledger=SimpleNamespace(pulls=[SimpleNamespace(number=5, html_url="http://127.0.0.1:1/ada/digits/pulls/5")]),
+        tracker=WandbTracker(TrackerSettings(dir=str(tmp_path / "shared"), mode="offline")),
+        target=target,
+        repo=SimpleNamespace(path=repo),
+        workdir=tmp_path / "job",
+        budgets=SimpleNamespace(student=StudentBudget(deadline=300, run=300, train=120, post=10, turn=None, attempts=2)),
+    )
+
+
+def _plant(ctx: SimpleNamespace, run_id: str, value: float, names: list[str]) -> list[Path]:
+    """What another PR's code can do on the shared tracker dir: log a real run under this PR's
+    (predictable) run id, then put its folder under each of `names` (`{id}` in a name: the run id,
+    `{later}`: the local time ten minutes from now as wandb stamps it)."""
+    env = ctx.tracker.env_for(
+        RunIdentity(id=run_id, group="pr-5", name="mallory/pr-5/1", tags=[]), ctx.workdir.parent / "mallory"
+    )
+    out = run_command(f"python train.py {value}", ctx.repo.path, env, 120)
+    assert out.returncode == 0, out.tail()
+    (logged,) = (ctx.tracker.dir / "wandb").glob(f"offline-run-*-{run_id}")
+    later = (datetime.now() + timedelta(minutes=10)).strftime("%Y%m%d_%H%M%S")
+    planted = [logged.with_name(name.format(id=run_id, later=later)) for name in names]
+    for p in planted:
+        shutil.copytree(logged, p)
+    shutil.rmtree(logged)
+    return planted
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "offline-run-99991231_235959-{id}",  # stamped in the future: the newest stamp wins an unwindowed read
+        "offline-run-{later}-{id}-99",  # a collision index above any real one, stamped after the run
+    ],
+)
+def test_the_student_reads_back_its_own_run_not_one_another_prs_code_planted(tmp_path: Path, name: str) -> None:
+    ctx = _turn(tmp_path, "python train.py 0.5")
+    run_id = "digits-pr5-a1-" + ctx.tracker.installation  # senpai.agents.runs.run_id: predictable
+    (planted,) = _plant(ctx, run_id, 0.99, [name])
+
+    m = measure(ctx, 5, 1, hypothesis("b" * 40), "a" * 40, {})
+    assert m.run.id == run_id and m.failure is None
+    assert (m.value, m.run.state) == (0.5, "finished")  # the train command's own run, not the planted 0.99
+    assert ctx.tracker.get_run(run_id).path == str(planted)  # which an unwindowed read takes
+
+
+def test_a_planted_run_alone_is_no_run(tmp_path: Path) -> None:
+    ctx = _turn(tmp_path, "true")  # the train command logs nothing
+    _plant(ctx, "digits-pr5-a1-" + ctx.tracker.installation, 0.99, ["offline-run-99991231_235959-{id}"])
+    m = measure(ctx, 5, 1, hypothesis("b" * 40), "a" * 40, {})
+    assert (m.value, m.run.state) == (None, "missing")
+    assert m.failure == "no val reported (no W&B run found)"  # as when the program logs no run at all

@@ -1,12 +1,14 @@
 """WandbTracker against real offline wandb runs: child processes call a bare `wandb.init()` under
 the env from `env_for`, and the tracker reads their `.wandb` logs back."""
 
+import logging
 import math
 import os
 import shutil
 import subprocess
 import sys
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -21,7 +23,7 @@ from senpai.ledger.labels import SENPAI
 from senpai.ledger.records import record_text
 from senpai.ledger.transitions import hypothesis_body
 from senpai.tracker.base import RunIdentity
-from senpai.tracker.wandb import WandbTracker
+from senpai.tracker.wandb import WandbTracker, in_window
 from senpai.tracker.wandb_log import Malformed, decode, log_payloads, records
 
 # The program's own code: it knows nothing about senpai.
@@ -236,6 +238,43 @@ def test_a_retry_in_the_same_second_is_the_same_run_and_an_id_ending_in_a_number
     own = copy_run(src, tmp_path, "run-x-2", stamp="20261203_112944")  # an id that really ends in -2
     assert base.get_run("run-x-2").path == str(own.parent)
     assert [r.id for r in base.list_runs()] == ["run-x", "run-x-2"]
+
+
+def test_a_window_keeps_only_the_folders_stamped_in_it(tracker, runs, tmp_path, caplog):
+    """A PR's code can plant a folder of another PR's run id, stamped in the future or suffixed `-99`:
+    read with the train command's window, only the folder stamped in it counts."""
+    base = WandbTracker(TrackerSettings(dir=str(tmp_path), mode="offline"))
+    start = datetime(2026, 12, 3, 11, 29, 44).astimezone()  # local time, as wandb stamps
+    window = (start, start + timedelta(seconds=60))
+    real = copy_run(tracker.get_run("run-ok").path, tmp_path, "run-w", stamp="20261203_112943")  # truncated second
+    future = copy_run(tracker.get_run("run-crash").path, tmp_path, "run-w", stamp="99991231_235959")
+    suffixed = tmp_path / "wandb" / "offline-run-20261203_112940-run-w-99"  # 4 s before the start
+    copy_run(tracker.get_run("run-nan").path, tmp_path, "run-w", stamp="20261203_112940").parent.rename(suffixed)
+    copy_run(tracker.get_run("run-nan").path, tmp_path, "run-w", stamp="20261399_000000")  # no such date
+    assert base.get_run("run-w").path == str(future.parent)  # without a window the newest stamp wins
+
+    with caplog.at_level(logging.WARNING, logger="senpai.tracker.wandb"):
+        rec = base.get_run("run-w", window)
+    assert (rec.path, rec.state, rec.summary["best"]) == (str(real.parent), "finished", 0.7)
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert "ignored 3 offline folder(s)" in warning and future.parent.name in warning and suffixed.name in warning
+    shutil.rmtree(real.parent)
+    with pytest.raises(NotFound, match="in the window"):  # the job then has no run, as when none was logged
+        base.get_run("run-w", window)
+
+
+def test_a_stamp_repeated_by_the_end_of_summer_time_counts_in_either_reading(monkeypatch):
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    time.tzset()
+    try:
+        # 02:30 local happens twice on 2026-10-25: a window in the second one keeps that stamp
+        start = datetime(2026, 10, 25, 2, 30, 0, fold=1).astimezone()
+        folder = Path("offline-run-20261025_023010-r")
+        assert in_window("r", [folder], (start, start + timedelta(seconds=20))) == [folder]
+        assert in_window("r", [folder], (start + timedelta(seconds=20), start + timedelta(seconds=40))) == []
+    finally:
+        monkeypatch.undo()
+        time.tzset()
 
 
 def test_wandb_config_paths_is_broken_in_this_wandb(tracker, home):
