@@ -23,8 +23,10 @@ uploads only what is new.
 """
 
 import os
+import re
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +34,8 @@ from pathlib import Path
 from senpai.errors import ConfigError, TransientError
 from senpai.tracker.wandb import INSTALLATION_KEY, log_bytes, offline_run_id
 from senpai.tracker.wandb_log import fold, records
+
+_INSTALLATION = re.compile(r"[0-9a-f]{8}")  # what an id may be (TrackerSettings.installation); other text is not echoed
 
 MAX_DEPTH = 3  # <out>/wandb/wandb/offline-run-*: the demo's layout
 MAX_LINE = 1_000  # characters shown of one line wandb sync prints
@@ -165,7 +169,7 @@ def sync_offline(
         echo(f"{len(pending)} offline W&B run(s) not yet synced under {root}; none is uploaded without --config")
         return SyncReport(skipped=pending)
     if not any(r.installation == destination.installation for r in runs):
-        echo(f"no offline W&B runs of installation {destination.installation} under {root}")
+        echo(f"no offline W&B runs of installation {destination.installation} under {root}" + _others(runs))
         return SyncReport(skipped=[r.path for r in runs if not r.synced])
     if not dry_run and not os.environ.get("WANDB_API_KEY"):
         raise ConfigError(NO_KEY)
@@ -191,6 +195,16 @@ def sync_offline(
     else:  # pragma: no cover - needs a W&B server
         report.tagged = _apply_tags(targets, echo)
     return report
+
+
+def _others(runs: list[OfflineRun]) -> str:
+    """The installations the runs name instead, with how to sync one (an id an older senpai kept in
+    a file is not read: tracker.installation pins it), or ""."""
+    seen = Counter(r.installation for r in runs if r.installation and _INSTALLATION.fullmatch(r.installation))
+    if not seen:
+        return ""
+    listed = ", ".join(f"{i} ({n} runs)" for i, n in seen.most_common(5))
+    return f"; runs of other installations: {listed}. To sync one of them, set tracker.installation to its id in the config"
 
 
 def sync_args(paths: list[Path], entity: str, project: str, dry_run: bool) -> list[str]:

@@ -228,6 +228,12 @@ def test_offline_verdicts_are_the_ledgers_and_tag_lines_a_pr_forged_are_not_appl
     assert plan(runs, tracker.installation, decided).tags == {run.id: {"verdict:close"}}
     theirs = plan(runs, "0badc0de", decided)  # another installation's pr-4: neither uploaded nor tagged
     assert (theirs.upload, theirs.skipped, theirs.tags) == ([], [runs[0].path], {})
+    said = []  # an upgrade: the config's installation is not the runs' (an older senpai kept it in a file)
+    sync_offline(tmp_path / "out", said.append, dry_run=True, destination=Destination("0badc0de", "runs"))
+    assert said == [
+        f"no offline W&B runs of installation 0badc0de under {tmp_path / 'out'}; runs of other installations: "
+        f"{tracker.installation} (1 runs). To sync one of them, set tracker.installation to its id in the config"
+    ]
 
 
 @pytest.fixture
