@@ -63,6 +63,9 @@ class ForgeSettings(_Strict):
         return f"{self.base_url.rstrip('/')} {self.repo}"
 
 
+INSTALLATION_ID = r"^[0-9a-f]{8}$"  # what an installation id is (`TrackerSettings.installation`)
+
+
 class TrackerSettings(_Strict):
     """The W&B project, entity, shared `WANDB_DIR` and mode of every run."""
 
@@ -72,7 +75,7 @@ class TrackerSettings(_Strict):
     mode: Literal["auto", "online", "offline"] = Field("auto", description="auto: online if WANDB_API_KEY is set, else offline.")
     installation: str | None = Field(
         None,
-        pattern=r"^[0-9a-f]{8}$",
+        pattern=INSTALLATION_ID,
         description="This installation's id (8 hex digits), the end of every run id. Unset: derived from the "
         "repository, project, entity and dir (`installation_id`).",
     )

@@ -31,11 +31,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from senpai.config.harness import INSTALLATION_ID
 from senpai.errors import ConfigError, TransientError
 from senpai.tracker.wandb import INSTALLATION_KEY, log_bytes, offline_run_id
 from senpai.tracker.wandb_log import fold, records
-
-_INSTALLATION = re.compile(r"[0-9a-f]{8}")  # what an id may be (TrackerSettings.installation); other text is not echoed
 
 MAX_DEPTH = 3  # <out>/wandb/wandb/offline-run-*: the demo's layout
 MAX_LINE = 1_000  # characters shown of one line wandb sync prints
@@ -200,7 +199,7 @@ def sync_offline(
 def _others(runs: list[OfflineRun]) -> str:
     """The installations the runs name instead, with how to sync one (an id an older senpai kept in
     a file is not read: tracker.installation pins it), or ""."""
-    seen = Counter(r.installation for r in runs if r.installation and _INSTALLATION.fullmatch(r.installation))
+    seen = Counter(r.installation for r in runs if r.installation and re.fullmatch(INSTALLATION_ID, r.installation))
     if not seen:
         return ""
     listed = ", ".join(f"{i} ({n} runs)" for i, n in seen.most_common(5))
