@@ -486,7 +486,9 @@ def test_hostile_blocks_block_only_their_pr_and_never_the_loop(local_forge, tmp_
     try:
         first = w.tick()
         assert not first.errors, first.errors
-        time.sleep(SETTLE + 0.5)  # threads read within SETTLE s of their last change are read again once more
+        # threads read within SETTLE s of their last change are read again once more; stamps are whole
+        # seconds, so only SETTLE + 1 s always crosses it
+        time.sleep(SETTLE + 1)
         # which tick does that re-read depends on how long ticks take (the machine's load): tick until
         # the wrapper is idle, a bounded number of times, and never with an error
         reports = []

@@ -36,7 +36,7 @@ def ledger(forge_repo, local_forge, tmp_path):
             assert proxied.login  # GET /user, once per process: not part of what is counted below
             return proxied
 
-        time.sleep(SETTLE + 0.5)  # listings made now are settled: their ETags and comments are kept
+        time.sleep(SETTLE + 1)  # listings made now are settled (stamps are whole seconds): their ETags and comments are kept
         yield forge, fresh, proxy
 
 

@@ -61,7 +61,9 @@ def test_loop_decides_merges_and_the_ledger_rebuilds(local_forge, tmp_path, monk
     w = build_wrapper(str(config))
     tick = w.tick()
     assert tick.actions == [] and tick.errors == []
-    time.sleep(SETTLE + 0.5)  # threads read within SETTLE s of their last change are read again once more
+    # threads read within SETTLE s of their last change are read again once more; stamps are whole
+    # seconds, so only SETTLE + 1 s always crosses it
+    time.sleep(SETTLE + 1)
     assert w.tick().refreshed and not w.ledger.unsettled
     # an idle wrapper (everything decided, no live job) costs two conditional requests per tick, both
     # 304s (free): the PRs updated since its last listing, and the steering issues; once a tick

@@ -451,7 +451,7 @@ def test_ledger_reads_all_runs_in_one_scan_and_parses_only_changed_prs(tracker, 
         ("run-gone", "missing", None),
     ]
     assert len(scans) == 2 and led.tracker.parses == 12  # one look at each root for 12 runs
-    time.sleep(table.SETTLE + 0.5)  # comments listed within SETTLE of a change are listed again
+    time.sleep(table.SETTLE + 1)  # comments listed within SETTLE of a change (whole seconds) are listed again
     led.experiments()
     parsed.clear()
     assert led.experiments() == exps and parsed == [] and led.tracker.parses == 12
