@@ -147,9 +147,12 @@ def steer_blocks(comments: list[Comment], bot: str, current: list[Inbound]) -> l
     approval or a budget in it) are skipped; `replies.replied` skips the edited one too, so the
     message is acknowledged again, as the bot reads it."""
     refs = {message_ref(m.message) for m in current}
+    if not refs:
+        return []  # most threads (every PR nobody wrote on): no ack can count, none is parsed
     out = []
     for c in comments:
-        if not by_bot(c, bot) or edited(c):
+        # an ack's fence is tagged senpai-steer: the bot's other records (evidence...) are not parsed
+        if not by_bot(c, bot) or edited(c) or f"senpai-{Steer.KIND}" not in c.body:
             continue
         try:
             block = read_record(c.body)

@@ -66,6 +66,21 @@ def exhausted(exps: list[Experiment], steer: SteerState, now: datetime, cfg: Har
     return out
 
 
+_last: tuple[World, HarnessConfig, dict[str, str]] | None = None  # `caps_reached`'s one remembered answer
+
+
+def caps_reached(w: World, cfg: HarnessConfig) -> dict[str, str]:
+    """`exhausted` at world `w` (frozen, read once a tick), computed once per world and config: the
+    policy asks several times a tick, and the spend walks every experiment. Do not mutate the answer."""
+    global _last
+    last = _last
+    if last is not None and last[0] is w and last[1] is cfg:
+        return last[2]
+    out = exhausted(w.exps, w.steer, w.now, cfg)
+    _last = (w, cfg, out)
+    return out
+
+
 def llm_held(reached: dict[str, str], cfg: HarnessConfig, role: Role) -> bool:
     """True when no turn of `role` (advisor or student) may start: an LLM agent runs it (openhands)
     and a cap of LLM spend (`dollars`, `tokens`) is among the `reached` ones (`exhausted`), whatever
@@ -79,11 +94,11 @@ def exhaustion_issue(w: World, cfg: HarnessConfig) -> OpenIssue | None:
     experiment in SETTLING; at once when `on_exhausted: stop` stops it, or when an LLM cap holds an
     LLM role's turns, `llm_held`, so the work cannot settle): one per set of caps in force, none
     once the bot's steering issues carry it, and none while a human has paused anyway."""
-    reached = exhausted(w.exps, w.steer, w.now, cfg)
-    if not reached or w.steer.paused:
+    cut = caps_reached(w, cfg)
+    if not cut or w.steer.paused:
         return None
-    stopping = cfg.limits.on_exhausted == "stop" and bool(set(reached) - {"experiments"})
-    stopping = stopping or any(llm_held(reached, cfg, role) for role in (Role.ADVISOR, Role.STUDENT))
+    stopping = cfg.limits.on_exhausted == "stop" and bool(set(cut) - {"experiments"})
+    stopping = stopping or any(llm_held(cut, cfg, role) for role in (Role.ADVISOR, Role.STUDENT))
     if not stopping and any(e.state in SETTLING for e in w.exps):
         return None  # running work finishes first: the report then holds its outcome, not a snapshot of it
     in_force = caps(w.steer, cfg)
@@ -91,8 +106,8 @@ def exhaustion_issue(w: World, cfg: HarnessConfig) -> OpenIssue | None:
     marker = f"<!-- senpai:exhausted:{digest} -->"
     if marked(w.issues, marker, w.bot):
         return None
-    title = "senpai stopped: budget exhausted (" + "; ".join(f"{k} {v}" for k, v in reached.items()) + ")"
-    return OpenIssue(marker, title, report(w, cfg, reached) + f"\n\n{marker}", (STEER, ATTENTION))
+    title = "senpai stopped: budget exhausted (" + "; ".join(f"{k} {v}" for k, v in cut.items()) + ")"
+    return OpenIssue(marker, title, report(w, cfg, cut) + f"\n\n{marker}", (STEER, ATTENTION))
 
 
 def report(w: World, cfg: HarnessConfig, reached: dict[str, str]) -> str:
@@ -112,9 +127,9 @@ def report(w: World, cfg: HarnessConfig, reached: dict[str, str]) -> str:
             f"; no new LLM turn of the {' or the '.join(held)} starts (running ones finish), except the advisor's"
             " answers to trusted humans' messages, so PRs waiting for one stay where they are"
         )
-    caps_reached = ", ".join(f"**{k}** {v}" for k, v in reached.items())
+    listed = ", ".join(f"**{k}** {v}" for k, v in reached.items())
     lines = [
-        f"senpai opens no new experiment: {caps_reached}. {action[0].upper()}{action[1:]}.",
+        f"senpai opens no new experiment: {listed}. {action[0].upper()}{action[1:]}.",
         "",
         "## What is known",
         f"- Baseline: {_baseline(merges(w.exps))}",

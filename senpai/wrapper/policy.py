@@ -49,7 +49,7 @@ from senpai.wrapper.actions import (
     RestoreStudent,
     Stop,
 )
-from senpai.wrapper.limits import exhausted, llm_held
+from senpai.wrapper.limits import caps_reached, llm_held
 from senpai.wrapper.patience import paused_for_patience
 from senpai.wrapper.steering import current_fingerprint, steering_actions
 from senpai.wrapper.world import World
@@ -137,7 +137,7 @@ def pending_messages(w: World, cfg: HarnessConfig) -> list[Event]:
     first, each routed (`route`), or to the advisor while a spent LLM cap holds the students' LLM
     turns (`limits.llm_held`): the advisor answers the human then."""
     names = {j.name for j in w.jobs}
-    held = bool(w.inbox) and llm_held(exhausted(w.exps, w.steer, w.now, cfg), cfg, Role.STUDENT)
+    held = bool(w.inbox) and llm_held(caps_reached(w, cfg), cfg, Role.STUDENT)
     out = []
     for m in sorted(w.inbox, key=lambda m: m.order):
         ev = message_event(m.message, None if held else route(m, w, cfg))
@@ -195,7 +195,7 @@ def idle_events(w: World, cfg: HarnessConfig) -> list[Event]:
     """New work for students with nothing assigned: queued `/senpai try`s first (one per student,
     oldest first), then an `idle` event per remaining student while the experiment cap and patience
     allow.  Nothing while a human has paused (`/senpai pause`)."""
-    if w.steer.paused or set(exhausted(w.exps, w.steer, w.now, cfg)) - {"experiments"}:
+    if w.steer.paused or set(caps_reached(w, cfg)) - {"experiments"}:
         return []  # a spent budget or time stops even a human's `/senpai try`; the experiment cap does not
     assigned = {e.student for e in w.exps if e.state in ASSIGNED}
     idle = [s.name for s in cfg.students if s.name not in assigned]
@@ -237,7 +237,7 @@ def _stopping(w: World, cfg: HarnessConfig) -> bool:
     """True when a spent budget or time stops running student and verifier jobs (`limits.on_exhausted:
     stop`): they are deleted and not relaunched until a `/senpai budget` raises the cap. The
     deleted attempt runs again then; it spends no attempt (the job is gone, so nothing reaps it)."""
-    return cfg.limits.on_exhausted == "stop" and bool(set(exhausted(w.exps, w.steer, w.now, cfg)) - {"experiments"})
+    return cfg.limits.on_exhausted == "stop" and bool(set(caps_reached(w, cfg)) - {"experiments"})
 
 
 def _by_pr(w: World) -> dict[int, Experiment]:
@@ -303,7 +303,7 @@ def _spent(j: JobStatus, pr: int, w: World) -> list[Action]:
 
 
 def _students(w: World, cfg: HarnessConfig) -> list[Action]:
-    held = llm_held(exhausted(w.exps, w.steer, w.now, cfg), cfg, Role.STUDENT)  # no LLM turn starts
+    held = llm_held(caps_reached(w, cfg), cfg, Role.STUDENT)  # no LLM turn starts
     live = {j.student for j in _live(w.jobs) if j.role == Role.STUDENT}
     busy = {j.pr for j in _live(w.jobs)}
     messages = [ev for ev in pending_messages(w, cfg) if ev.pr is not None]
@@ -393,7 +393,7 @@ def _advisor(w: World, cfg: HarnessConfig) -> Launch | Escalate | None:
     if window_open(messages, w, cfg):
         return None  # messages go first and together: wait for the batch window to close
     events = messages
-    if not llm_held(exhausted(w.exps, w.steer, w.now, cfg), cfg, Role.ADVISOR):  # else only humans are answered
+    if not llm_held(caps_reached(w, cfg), cfg, Role.ADVISOR):  # else only humans are answered
         events = messages + [ev for ev in advisor_events(w, cfg) if not _handled(ev, w)]
     if not events:
         return None

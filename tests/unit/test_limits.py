@@ -12,6 +12,7 @@ from senpai.ledger.events import Message
 from senpai.ledger.inbox import Inbound, SteerState, Try
 from senpai.ledger.labels import ATTENTION, STEER
 from senpai.ledger.spend import spend
+from senpai.wrapper import limits
 from senpai.wrapper.actions import DeleteJob
 from senpai.wrapper.limits import exhausted, exhaustion_issue, report
 from senpai.wrapper.policy import plan
@@ -82,6 +83,19 @@ def test_a_spent_budget_stops_new_work_even_a_try_and_a_raise_resumes_it():
     raised = SteerState(tries=steer.tries, limits={"dollars": 5.0})
     (adv,) = launches(plan(World(exps, BASE, [], NOW, steer=raised), cfg), "advisor")
     assert [e.kind for e in adv.events] == ["try", "idle"]
+
+
+def test_a_tick_sums_the_spend_once_however_often_the_policy_asks(monkeypatch):
+    # the spend walks every experiment: a plan asks for the caps reached from several rules
+    cfg = CFG.model_copy(update={"max_experiments": None, "limits": CFG.limits.model_copy(update={"dollars": 1.0})})
+    walks = []
+    monkeypatch.setattr(limits, "spent", lambda exps, cfg: walks.append(len(exps)) or spend(exps, {}))
+    w = World([_costly(1, "wip", dollars=0.6), _costly(2, "closed", "bo", dollars=0.6)], BASE, [], NOW)
+    plan(w, cfg)
+    plan(w, cfg)
+    assert walks == [2]
+    plan(World(w.exps[:1], BASE, [], NOW), cfg)  # another world (the next tick) is summed again
+    assert walks == [2, 1]
 
 
 def test_a_wall_clock_end_stops_new_work_once_passed():

@@ -5,10 +5,11 @@ from datetime import UTC, datetime, timedelta
 from test_policy import BASE, CFG, NOW, exp, job, launches
 
 from senpai.forge.base import Comment, PullRequest
+from senpai.ledger import inbox
 from senpai.ledger.blocks import Steer, SteerCommand
 from senpai.ledger.events import Message
 from senpai.ledger.inbox import Inbound, SteerState, Try, fold, pr_inbox, steer_blocks, version
-from senpai.ledger.records import record_text
+from senpai.ledger.records import read_record, record_text
 from senpai.wrapper.patience import paused_for_patience
 from senpai.wrapper.policy import plan
 from senpai.wrapper.world import World
@@ -98,7 +99,7 @@ def _comment(cid: int, user: str, body: str, assoc="OWNER") -> Comment:
     return Comment(id=cid, body=body, user=user, author_association=assoc, created_at=at, updated_at=at)
 
 
-def test_state_is_the_fold_of_the_bot_acks_only():
+def test_state_is_the_fold_of_the_bot_acks_only(monkeypatch):
     def ack(cid: int, *commands: SteerCommand, user="senpai") -> Comment:
         steer = Steer(message=f"1:{cid}:v{cid}", author="alice", commands=list(commands))
         return _comment(100 + cid, user, record_text(steer, "Applied"))
@@ -122,6 +123,15 @@ def test_state_is_the_fold_of_the_bot_acks_only():
     edited = [inbound(1, 5, "/senpai stop") if m.message.comment_id == 5 else m for m in current]
     edited[-1] = Inbound(edited[-1].message.model_copy(update={"version": "v5-edited"}), True, [], NOW, False)
     assert fold(steer_blocks(comments, "senpai", edited)).stops == {}
+
+    # only the acks are parsed, and none in a thread with no message: the wrapper reads every PR's thread
+    parsed = []
+    monkeypatch.setattr(inbox, "read_record", lambda text: parsed.append(text) or read_record(text))
+    evidence = _comment(200, "senpai", record_text(exp(1, "wip", attempts=1).evidence[0], "Trained"))
+    assert steer_blocks([*comments, evidence], "senpai", []) == [] and parsed == []
+    assert (
+        len(steer_blocks([*comments, evidence], "senpai", current)) == 5 and len(parsed) == 5
+    )  # not mallory's, nor the evidence
 
 
 def _pr() -> PullRequest:
