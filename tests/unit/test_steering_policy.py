@@ -129,9 +129,8 @@ def test_state_is_the_fold_of_the_bot_acks_only(monkeypatch):
     monkeypatch.setattr(inbox, "read_record", lambda text: parsed.append(text) or read_record(text))
     evidence = _comment(200, "senpai", record_text(exp(1, "wip", attempts=1).evidence[0], "Trained"))
     assert steer_blocks([*comments, evidence], "senpai", []) == [] and parsed == []
-    assert (
-        len(steer_blocks([*comments, evidence], "senpai", current)) == 5 and len(parsed) == 5
-    )  # not mallory's, nor the evidence
+    acks = steer_blocks([*comments, evidence], "senpai", current)
+    assert len(acks) == 5 and len(parsed) == 5  # not mallory's, nor the evidence
 
 
 def _pr() -> PullRequest:
