@@ -149,15 +149,17 @@ def test_advisor_budget_stop_posts_the_report_once(local_forge, llm_server, tmp_
     assert libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0  # the job's /proc/<pid>/environ is closed to its agent
 
     # the turn's spend is a record the fleet's caps count, once (its budget report is the same turn)
-    ledger = LedgerReader(forge)
-    turns = HumanReader(cfg, forge, ledger).read().state.advisor_turns
+    os.environ["SENPAI_DEMO_TOKEN"] = FORGE_TOKEN  # the turn scrubbed it; the reader asks who the bot is
+    bot = make_forge(cfg)
+    ledger = LedgerReader(bot)
+    turns = HumanReader(cfg, bot, ledger).read().state.advisor_turns
     assert [(t.status, t.spent.llm_calls) for t in turns] == [("budget", 2)]
     assert (spent(ledger.experiments(), cfg, SteerState(advisor_turns=turns)).advisor_dollars) == r.spent.dollars > 0
 
     # the same turn again resumes its persisted conversation: out of budget, no LLM call, no second report or record
     advisor(config, tmp_path / "turn2", events)
     assert len(llm_server.state.requests) == 2 and len(forge.list_issues(SENPAI, "all")) == 2
-    assert len(HumanReader(cfg, forge, LedgerReader(forge)).read().state.advisor_turns) == 1
+    assert len(HumanReader(cfg, bot, LedgerReader(bot)).read().state.advisor_turns) == 1
 
 
 def test_student_budget_stop_posts_report_and_failed_evidence(local_forge, llm_server, tmp_path, env):
