@@ -10,6 +10,7 @@ from senpai.cli.wiring import make_forge, make_tracker, redact_secrets
 from senpai.config.harness import load_harness
 from senpai.errors import ConfigError
 from senpai.ledger.table import LedgerReader
+from senpai.wrapper.humans import HumanReader
 
 
 @click.command()
@@ -46,10 +47,12 @@ def report(config_path: str, out: str | None, fmt: str, local_forge: str | None,
         raise ConfigError(f"--out {path}: the folder {path.parent} does not exist; create it or pick another path")
     with served(cfg, local_forge) as live:
         redact_secrets(live)  # a token `served` made too
-        exps = LedgerReader(make_forge(live), tracker).experiments()
+        ledger = LedgerReader(make_forge(live), tracker)
+        exps = ledger.experiments()
+        turns = HumanReader(cfg, ledger.forge, ledger).read().state.advisor_turns  # the advisor's turns about no PR
     if local_forge:  # its forge lives only as long as this command: a link to it would be dead
         exps = [e.model_copy(update={"url": ""}) for e in exps]
-    summary = summarise(exps, cfg.forge.repo, cpus={s.name: s.cpus for s in cfg.students})
+    summary = summarise(exps, cfg.forge.repo, cpus={s.name: s.cpus for s in cfg.students}, turns=turns)
     try:
         path.write_text(render.html(summary) if fmt == "html" else render.markdown(summary), encoding="utf-8")
     except OSError as e:

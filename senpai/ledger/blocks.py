@@ -413,10 +413,11 @@ class TurnUsage(BaseModel):
     """What an agent turn spent, or may spend (a TurnBudget's shape)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    llm_calls: int = 0
-    tokens: int = Field(0, description="Prompt + completion tokens.")
-    dollars: float = Field(0.0, description="LiteLLM's cost, dollars.")
-    wall_seconds: float = 0.0
+    # finite and >= 0: the fleet-wide budgets sum the spent ones (`senpai.ledger.spend`)
+    llm_calls: int = Field(0, ge=0)
+    tokens: int = Field(0, ge=0, description="Prompt + completion tokens.")
+    dollars: float = Field(0.0, ge=0, allow_inf_nan=False, description="LiteLLM's cost, dollars.")
+    wall_seconds: float = Field(0.0, ge=0, allow_inf_nan=False)
 
 
 class BudgetReport(Block):
@@ -440,8 +441,28 @@ class BudgetReport(Block):
     needed: TurnUsage = Field(description="Budget to ask for to finish the work (a larger TurnBudget).")
 
 
+class TurnCost(Block):
+    """`senpai-turn`, what one openhands advisor turn spent (`transitions.record_turn`), so the
+    fleet's caps count it (`senpai.ledger.spend`). Posted after every run of the turn, stopped by
+    its budget or not: `spent` is the conversation's spend so far (the SDK keeps its LLM figures
+    across a resume, so a later run's record holds the earlier runs' calls too) and this run's wall
+    seconds. The search advisor spends no LLM money and posts none; a student's spend is in its
+    evidence's `cost`."""
+
+    KIND: ClassVar[str] = "turn"
+    role: Literal["advisor"] = "advisor"
+    pr: int | None = Field(None, ge=1, description="The one PR the turn was about; None: several or none.")
+    revision: str = Field(pattern=r"^[0-9a-f]{7,64}$", description="The base head the turn worked on.")
+    key: str = Field(
+        pattern=r"^[0-9a-z-]{1,100}$",
+        description="The turn's key (`conversation.turn_key`): one conversation, however often resumed.",
+    )
+    status: Literal["finished", "budget", "stuck", "error"]
+    spent: TurnUsage
+
+
 KINDS: dict[str, type[Block]] = {
-    m.KIND: m for m in (Hypothesis, Evidence, Verification, Decision, Steer, BudgetReport, ApprovalRequest)
+    m.KIND: m for m in (Hypothesis, Evidence, Verification, Decision, Steer, BudgetReport, ApprovalRequest, TurnCost)
 }
 
 

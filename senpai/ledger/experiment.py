@@ -6,7 +6,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from senpai.errors import LedgerFormatError
 from senpai.forge.base import Comment, PullRequest
-from senpai.ledger.blocks import ApprovalRequest, Block, BudgetReport, Decision, Evidence, Hypothesis, Verification
+from senpai.ledger.blocks import (
+    ApprovalRequest,
+    Block,
+    BudgetReport,
+    Decision,
+    Evidence,
+    Hypothesis,
+    TurnCost,
+    Verification,
+)
 from senpai.ledger.labels import DECIDED, ExperimentState, status_of, student_of
 from senpai.ledger.records import by_bot, edited, read_record
 
@@ -41,6 +50,9 @@ class Experiment(BaseModel):
     budget_reports: list[BudgetReport] = Field(default_factory=list, description="Agent turns stopped by their budget.")
     runs: list[RunSummary] = Field(default_factory=list)
     approval_requests: list[ApprovalRequest] = Field(default_factory=list, description="The bot's requests for a human approval.")
+    turn_costs: list[TurnCost] = Field(
+        default_factory=list, description="What the openhands advisor's turns about this PR (or that opened it) spent."
+    )
     error: str | None = Field(None, description="Why a block could not be read (PR is blocked).")
 
     @property
@@ -111,7 +123,7 @@ def read_experiment(pr: PullRequest, comments: list[Comment], bot: str) -> Exper
 
     Only records count (`records.read_record`): the hypothesis from the body of a PR the bot
     opened from this repository (`own_pull`), evidence, verifications, decisions and budget
-    reports from comments the bot (`bot`, the forge identity senpai writes as) wrote and nobody
+    reports and advisor turn costs from comments the bot (`bot`, the forge identity senpai writes as) wrote and nobody
     edited since (GitHub lets a repository's writers edit any comment; senpai never edits its
     own), each kind only from the comment that renders it.  A fence anywhere else is text.  An invalid record, or a
     senpai-labelled PR the bot did not open, is reported in `error` instead of raising, so one bad
@@ -154,8 +166,9 @@ def read_experiment(pr: PullRequest, comments: list[Comment], bot: str) -> Exper
         decisions=[b for b in blocks if isinstance(b, Decision)],
         budget_reports=[b for b in blocks if isinstance(b, BudgetReport)],
         approval_requests=[b for b in blocks if isinstance(b, ApprovalRequest)],
+        turn_costs=[b for b in blocks if isinstance(b, TurnCost)],
         error="; ".join(errors[:3]) + (f"; and {len(errors) - 3} more" if len(errors) > 3 else "") or None,
     )
 
 
-_COMMENT_KINDS = (Evidence, Verification, Decision, BudgetReport, ApprovalRequest)
+_COMMENT_KINDS = (Evidence, Verification, Decision, BudgetReport, ApprovalRequest, TurnCost)

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 
 from senpai.errors import LedgerFormatError
 from senpai.forge.base import Comment, Issue, PullRequest
-from senpai.ledger.blocks import Scalar, Steer, SteerCommand
+from senpai.ledger.blocks import Scalar, Steer, SteerCommand, TurnCost
 from senpai.ledger.events import Message, message_ref
 from senpai.ledger.labels import student_of
 from senpai.ledger.records import by_bot, edited, read_record
@@ -137,6 +137,9 @@ class SteerState:
     compute_allowed: dict[int, str] = field(default_factory=dict)  # PR -> login that sent `/senpai allow compute`
     approvals: dict[int, dict[str, str]] = field(default_factory=dict)  # PR -> fingerprint -> login that approved it
     rejects: dict[int, Reject] = field(default_factory=dict)  # PR -> its `/senpai reject`
+    # not a human's setting: the bot's records of the advisor turns about no PR, read from the
+    # steering issues with the acks (`spend.read_turns`) so the caps that take this state count them
+    advisor_turns: tuple[TurnCost, ...] = ()
 
 
 def steer_blocks(comments: list[Comment], bot: str, current: list[Inbound]) -> list[tuple[Comment, Steer]]:

@@ -44,6 +44,7 @@ from senpai.ledger.blocks import (
     Evidence,
     Hypothesis,
     Steer,
+    TurnCost,
     Verification,
     excerpt,
     parse_block,
@@ -61,6 +62,7 @@ MARKERS: dict[str, type[Block]] = {
     "budget": BudgetReport,
     "ack": Steer,  # the wrapper's acknowledgement of a slash-command message
     "approval": ApprovalRequest,  # the advisor's merge path asking a human (transitions.request_approval)
+    "turn": TurnCost,  # what an openhands advisor turn spent (transitions.record_turn)
 }
 _MARKER = re.compile(r"<!-- senpai:([a-z]+):([0-9a-z:_-]{1,100}) -->")
 _MARKER_AT_END = re.compile(_MARKER.pattern + r"\s*\Z")
@@ -134,6 +136,8 @@ def record_key(block: Block) -> str:
             return hashed(f"{block.role}:{block.pr}:{block.revision}")
         case ApprovalRequest():
             return block.fingerprint
+        case TurnCost():  # a resumed run that made more calls is a record of its own; a replay is not
+            return hashed(f"{block.key}:{block.spent.llm_calls}")
     raise TypeError(f"{type(block).__name__} is not a record")
 
 

@@ -1,40 +1,52 @@
 """What the research programme has spent, summed from the ledger's own records (so a restart loses
 nothing): every student attempt's evidence (`Cost`), every verification's train-step seconds, and
-every advisor turn that ran out of its budget (`BudgetReport`). The one computation behind the
-fleet's caps (`senpai.wrapper.limits`), `senpai status` and `senpai report`.
+every openhands advisor turn's `TurnCost` (on the PR it was about or opened, else on the
+steering issue `transitions.record_turn` keeps for them). The one computation behind the fleet's
+caps (`senpai.wrapper.limits`), `senpai status` and `senpai report`.
 
 A baseline seed a verification reused from another PR's verification (`Verification.baseline_reused`)
 carries the seconds of the run that measured it: it is counted there, once, not again here.
 
-An advisor turn that finished within its budget leaves no cost record on the forge (its W&B agent
-run holds it): its tokens and dollars are not counted here.
+An advisor turn may run more than once (resumed after a crash, or after its wall time ran out):
+its records share the turn's key, and each holds the conversation's LLM calls, tokens and dollars
+so far and its own run's wall seconds, so a key counts its largest record's LLM figures and the sum
+of its records' seconds.  A ledger from before `TurnCost` has only the stopped turns' `BudgetReport`:
+an advisor's report counts unless a `TurnCost` of the same stopped turn (same PR and revision)
+is there, so no turn counts twice.  Old reports of turns about no PR sit on issues no reader
+lists: those are not counted.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from senpai.ledger.blocks import Verification
+from senpai.errors import LedgerFormatError
+from senpai.forge.base import Comment
+from senpai.ledger.blocks import TurnCost, TurnUsage, Verification
 from senpai.ledger.experiment import Experiment
+from senpai.ledger.records import by_bot, edited, read_record
 
 HOUR = 3600.0
 
 
 class Spend(BaseModel):
     """Seconds, tokens and dollars, by role: student (evidence `cost`), verifier (train-step seconds
-    of the seeds it trained, reused baseline seeds left out) and advisor (only the turns that ran out
-    of budget post what they spent). `gpu_hours` and `cpu_hours` are job hours (wall seconds x the
-    job's GPUs or CPU cores)."""
+    of the seeds it trained, reused baseline seeds left out) and advisor (its openhands turns'
+    records). `gpu_hours` and `cpu_hours` are job hours (wall seconds x the job's GPUs or CPU
+    cores). `tokens` and `dollars` are all roles'; `advisor_tokens` and `advisor_dollars` the
+    advisor's share."""
 
     model_config = ConfigDict(frozen=True)
     experiments: int = Field(0, description="Experiments opened (any state).")
     student_seconds: float = Field(0.0, description="Student wall seconds (evidence `cost.wall_seconds`).")
     verifier_seconds: float = Field(0.0, description="Verifier train-step seconds of both sides' trained seeds.")
-    advisor_seconds: float = Field(0.0, description="Wall seconds of advisor turns stopped by their budget.")
+    advisor_seconds: float = Field(0.0, description="Wall seconds of the openhands advisor's turns.")
     gpu_seconds: float = Field(0.0, description="Student train seconds x GPUs, plus verifier train-step seconds x GPUs.")
     cpu_seconds: float = Field(0.0, description="Student and verifier seconds x the student's CPU cores.")
-    tokens: int = Field(0, description="LLM prompt + completion tokens of student and stopped advisor turns.")
+    tokens: int = Field(0, description="LLM prompt + completion tokens of student and advisor turns.")
     dollars: float = Field(0.0, description="LLM dollars (LiteLLM's cost), as `tokens`.")
+    advisor_tokens: int = Field(0, description="The advisor's share of `tokens`.")
+    advisor_dollars: float = Field(0.0, description="The advisor's share of `dollars`.")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -56,7 +68,7 @@ class Spend(BaseModel):
 
     def per(self, n: int) -> "Spend":
         """This spend divided by `n` (> 0); `experiments` is kept."""
-        kept = {"experiments": self.experiments, "tokens": round(self.tokens / n)}
+        kept = {"experiments": self.experiments, **{k: round(getattr(self, k) / n) for k in ("tokens", "advisor_tokens")}}
         return Spend(**{k: getattr(self, k) / n for k in Spend.model_fields if k not in kept}, **kept)
 
 
@@ -65,25 +77,89 @@ def _trained(v: Verification, per_seed: list[float]) -> float:
     return sum(x for seed, x in zip(v.seeds, per_seed, strict=False) if seed not in v.baseline_reused)
 
 
-def experiment_spend(e: Experiment, cores: int = 1) -> Spend:
-    """What experiment `e` spent (`experiments` 1); `cores`: the CPU cores of each job of its student."""
+def read_turns(comments: Iterable[Comment], bot: str) -> list[TurnCost]:
+    """The `TurnCost` records among `comments` (of an issue): only the bot's (`bot`: its login), and
+    none edited since it posted them (anyone could copy a record into their own comment, and a
+    repository's writers can edit the bot's). An unreadable record is skipped: it counts nothing."""
+    out = []
+    for c in comments:
+        if not by_bot(c, bot) or edited(c):
+            continue
+        try:
+            block = read_record(c.body)
+        except LedgerFormatError:
+            continue
+        if isinstance(block, TurnCost):
+            out.append(block)
+    return out
+
+
+def advisor_usage(turns: Iterable[TurnCost]) -> TurnUsage:
+    """What the advisor turns `turns` spent, each turn once: per key the LLM figures of its largest
+    record (the conversation's totals so far) and the sum of its records' wall seconds (each run's own);
+    a record posted twice (the same `record_key`) counts once."""
+    by_key: dict[str, dict[int, TurnUsage]] = {}
+    for t in turns:
+        by_key.setdefault(t.key, {})[t.spent.llm_calls] = t.spent
+    runs = [list(r.values()) for r in by_key.values()]
+    top = [max(r, key=lambda u: (u.llm_calls, u.tokens, u.dollars)) for r in runs]
+    return TurnUsage(
+        llm_calls=sum(u.llm_calls for u in top),
+        tokens=sum(u.tokens for u in top),
+        dollars=sum(u.dollars for u in top),
+        wall_seconds=sum(u.wall_seconds for r in runs for u in r),
+    )
+
+
+def _uncovered_reports(e: Experiment) -> list[TurnUsage]:
+    """What `e`'s advisor budget reports spent that no `TurnCost` of the same stopped turn holds (a
+    ledger from before them); a student's is in its failed evidence's cost."""
+    stopped = {(t.pr, t.revision) for t in e.turn_costs if t.status == "budget"}
+    return [r.spent for r in e.budget_reports if r.role == "advisor" and (r.pr, r.revision) not in stopped]
+
+
+def _spend(e: Experiment, cores: int, advisor: TurnUsage) -> Spend:
+    """`e`'s student and verifier spend, with `advisor` as its advisor's."""
     verifier = sum(sum(v.candidate_seconds) + _trained(v, v.baseline_seconds) for v in e.verifications)
     verifier_gpu = sum(sum(v.candidate_gpu_seconds) + _trained(v, v.baseline_gpu_seconds) for v in e.verifications)
     student = sum(ev.cost.wall_seconds for ev in e.evidence)
-    advisor = [r.spent for r in e.budget_reports if r.role == "advisor"]  # a student's is in its failed evidence's cost
     return Spend(
         experiments=1,
         student_seconds=student,
         verifier_seconds=verifier,
-        advisor_seconds=sum(u.wall_seconds for u in advisor),
+        advisor_seconds=advisor.wall_seconds,
         gpu_seconds=sum(ev.cost.gpu_seconds for ev in e.evidence) + verifier_gpu,
         cpu_seconds=(student + verifier) * cores,
-        tokens=int(sum(ev.cost.tokens for ev in e.evidence) + sum(u.tokens for u in advisor)),
-        dollars=sum(ev.cost.dollars for ev in e.evidence) + sum(u.dollars for u in advisor),
+        tokens=int(sum(ev.cost.tokens for ev in e.evidence) + advisor.tokens),
+        dollars=sum(ev.cost.dollars for ev in e.evidence) + advisor.dollars,
+        advisor_tokens=advisor.tokens,
+        advisor_dollars=advisor.dollars,
     )
 
 
-def spend(exps: list[Experiment], cpus: Mapping[str, int]) -> Spend:
-    """The ledger's totals: `experiment_spend` summed over `exps`; `cpus`: student name -> CPU cores of
-    each of its jobs (harness `students`; a student no longer configured counts 1)."""
-    return sum((experiment_spend(e, cpus.get(e.student or "", 1)) for e in exps), Spend())
+def _plus(*usages: TurnUsage) -> TurnUsage:
+    return TurnUsage(**{k: sum(getattr(u, k) for u in usages) for k in TurnUsage.model_fields})
+
+
+def experiment_spend(e: Experiment, cores: int = 1) -> Spend:
+    """What experiment `e` spent (`experiments` 1); `cores`: the CPU cores of each job of its student.
+    Its advisor's: the turns recorded on its PR (`advisor_usage`) and its uncovered budget reports."""
+    return _spend(e, cores, _plus(advisor_usage(e.turn_costs), *_uncovered_reports(e)))
+
+
+def spend(exps: list[Experiment], cpus: Mapping[str, int], turns: Iterable[TurnCost] = ()) -> Spend:
+    """The ledger's totals over `exps` (as `experiment_spend`); `cpus`: student name -> CPU cores of
+    each of its jobs (harness `students`; a student no longer configured counts 1); `turns`: the
+    advisor's `TurnCost` records on the steering issues (`read_turns`). Each advisor turn counts once
+    across PRs and the issue (a resumed turn may record on both)."""
+    records = [t for e in exps for t in e.turn_costs] + list(turns)
+    reports = [u for e in exps for u in _uncovered_reports(e)]
+    students = sum((_spend(e, cpus.get(e.student or "", 1), TurnUsage()) for e in exps), Spend())
+    advisor = _plus(advisor_usage(records), *reports)
+    return students + Spend(
+        advisor_seconds=advisor.wall_seconds,
+        tokens=advisor.tokens,
+        dollars=advisor.dollars,
+        advisor_tokens=advisor.tokens,
+        advisor_dollars=advisor.dollars,
+    )

@@ -17,13 +17,13 @@ posting twice.  A precondition that does not hold raises TransitionError.
 from senpai.config.target import TargetConfig
 from senpai.errors import FileListTruncated, MergeRefused, TransitionError
 from senpai.forge.base import Forge, PullRequest
-from senpai.ledger.blocks import ApprovalRequest, BudgetReport, Decision, Evidence, Hypothesis, Verification
+from senpai.ledger.blocks import ApprovalRequest, BudgetReport, Decision, Evidence, Hypothesis, TurnCost, Verification
 from senpai.ledger.comments import prose
 from senpai.ledger.escalation import open_issue_once
 from senpai.ledger.experiment import Experiment, own_pull
 from senpai.ledger.gate import check_merge
 from senpai.ledger.inbox import SteerState, pr_steer
-from senpai.ledger.labels import ASSIGNED, LABELLED, SENPAI, ExperimentState, status_of, student_label, with_status
+from senpai.ledger.labels import ASSIGNED, LABELLED, SENPAI, STEER, ExperimentState, status_of, student_label, with_status
 from senpai.ledger.records import by_bot, hashed, marker, marker_of, record_marker, record_text
 from senpai.ledger.redact import redact
 
@@ -241,3 +241,28 @@ def report_budget(forge: Forge, r: BudgetReport) -> int:
         _post_once(forge, r.pr, mark, body, _comment_bodies(forge, r.pr))
         return r.pr
     return open_issue_once(forge, mark, BUDGET_ISSUE_TITLE, body, [SENPAI])[0]
+
+
+TURNS_ISSUE_TITLE = "senpai: what the advisor's turns spent"
+TURNS_ISSUE_MARKER = marker("turns", "advisor")
+
+
+def record_turn(forge: Forge, t: TurnCost, opened: list[int]) -> int:
+    """Post what an openhands advisor turn spent (`t`), once per record (`records.record_key`: the
+    turn's key and its LLM calls, so a replay posts nothing new); returns the issue/PR number used.
+
+    Where `senpai.ledger.spend` finds it: on PR `t.pr` (the turn was about that one PR), else on the
+    first PR the turn opened (`opened`, in order), else as a comment on one long-lived issue found
+    again by its marker (`escalation.open_issue_once`) and labelled `senpai:steer`: the wrapper
+    already reads the bot's comments of every steering issue each refresh (`wrapper.humans`), so
+    no new listing is needed and no PR's thread gets a turn that was not about it.  Any state of
+    the PR or issue (a record: labels are not touched).  GitHub REST: GET and POST
+    .../issues/{n}/comments, and once GET .../issues?labels=senpai:steer and POST .../issues.
+    """
+    number = t.pr if t.pr is not None else opened[0] if opened else None
+    if number is None:
+        body = f"{prose('turns_issue.md.j2')}\n\n{TURNS_ISSUE_MARKER}"
+        number = open_issue_once(forge, TURNS_ISSUE_MARKER, TURNS_ISSUE_TITLE, body, [STEER, SENPAI])[0]
+    text = record_text(t, prose("turn.md.j2", t=t))
+    _post_once(forge, number, record_marker(t), text, _comment_bodies(forge, number))
+    return number

@@ -7,14 +7,14 @@ Every text here comes from the forge or W&B, so it is hostile: `clip` bounds it 
 (jinja2's autoescape for HTML, `comments.cell` for Markdown).
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from senpai.ledger.baseline import best_merge, merges
-from senpai.ledger.blocks import Hypothesis, Verification
+from senpai.ledger.blocks import Hypothesis, TurnCost, Verification
 from senpai.ledger.experiment import Experiment, finite_or_none
 from senpai.ledger.labels import ExperimentState
 from senpai.ledger.spend import Spend, experiment_spend, spend
@@ -198,9 +198,16 @@ def steps(exps: list[Experiment]) -> list[Step]:
     return out
 
 
-def summarise(exps: list[Experiment], repo: str, now: datetime | None = None, cpus: Mapping[str, int] | None = None) -> Summary:
+def summarise(
+    exps: list[Experiment],
+    repo: str,
+    now: datetime | None = None,
+    cpus: Mapping[str, int] | None = None,
+    turns: Iterable[TurnCost] = (),
+) -> Summary:
     """The report of `exps` (`LedgerReader.experiments()`, oldest PR first) of repository `repo`;
-    `cpus`: student name -> CPU cores of each of its jobs (harness `students`; absent: 1). The
+    `cpus`: student name -> CPU cores of each of its jobs (harness `students`; absent: 1); `turns`:
+    the advisor's turn records on the steering issues (`SteerState.advisor_turns`), in the total. The
     metric and its direction are the newest hypothesis's; the best is `best_merge`'s, on the holdout."""
     cpus = cpus or {}
     rows = [row(e, cpus.get(e.student or "", 1)) for e in exps]
@@ -218,5 +225,5 @@ def summarise(exps: list[Experiment], repo: str, now: datetime | None = None, cp
         steps=steps(exps),
         best=Step(pr=best.pr, value=best.value, url=safe_url(best.url)) if best else None,
         counts={"experiments": len(rows), **counts},
-        total=spend(exps, cpus),
+        total=spend(exps, cpus, turns),
     )

@@ -7,13 +7,14 @@ Sources (design §4): issues labelled `senpai:steer` (polled with one conditiona
 Comments come from the ledger reader's one cache (`LedgerReader.comments`), issues' and PRs' alike.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from senpai.config.harness import HarnessConfig
 from senpai.forge.base import Forge, Issue
 from senpai.ledger.commands import command_lines
 from senpai.ledger.inbox import Inbound, SteerState, fold, issue_inbox, pr_inbox, steer_blocks
 from senpai.ledger.labels import SENPAI, STEER
+from senpai.ledger.spend import read_turns
 from senpai.ledger.table import LedgerReader
 
 
@@ -23,7 +24,7 @@ class HumansView:
 
     commands: tuple[Inbound, ...] = ()  # command messages not yet acknowledged
     free_text: tuple[Inbound, ...] = ()  # every trusted free-text message (acknowledged or not)
-    state: SteerState = SteerState()  # the fold of the acks (`senpai.ledger.inbox.fold`)
+    state: SteerState = SteerState()  # the fold of the acks (`senpai.ledger.inbox.fold`), and the issues' advisor turns
     issues: tuple[Issue, ...] = ()  # the steering issues, newest first
 
 
@@ -55,11 +56,12 @@ class HumanReader:
             self.poll()
         issues = self._issues or []
         inbox: list[Inbound] = []
-        acks = []
+        acks, turns = [], []
         for issue in issues:
             comments = self.ledger.comments(issue)
             messages = issue_inbox(issue, comments, trusted, bot)
             acks += steer_blocks(comments, bot, messages)
+            turns += read_turns(comments, bot)
             if issue.state == "open":
                 inbox += messages
         for pr in self.ledger.pulls:
@@ -73,4 +75,4 @@ class HumanReader:
         inbox = [m for m in inbox if not m.closed or command_lines(m.message.body)]
         commands = tuple(m for m in inbox if command_lines(m.message.body) and not m.acked)
         free = tuple(m for m in inbox if not command_lines(m.message.body))
-        return HumansView(commands, free, fold(acks), tuple(issues))
+        return HumansView(commands, free, replace(fold(acks), advisor_turns=tuple(turns)), tuple(issues))

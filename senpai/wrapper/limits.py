@@ -49,14 +49,15 @@ def caps(steer: SteerState, cfg: HarnessConfig) -> dict[str, float | int | datet
     return out
 
 
-def spent(exps: list[Experiment], cfg: HarnessConfig) -> Spend:
-    """The ledger's spend, with each student's configured CPU cores."""
-    return spend(exps, {s.name: s.cpus for s in cfg.students})
+def spent(exps: list[Experiment], cfg: HarnessConfig, steer: SteerState | None = None) -> Spend:
+    """The ledger's spend, with each student's configured CPU cores; `steer`: the steering state
+    read with the issues, whose `advisor_turns` (the advisor's turns about no PR) count too."""
+    return spend(exps, {s.name: s.cpus for s in cfg.students}, steer.advisor_turns if steer else ())
 
 
 def exhausted(exps: list[Experiment], steer: SteerState, now: datetime, cfg: HarnessConfig) -> dict[str, str]:
     """Cap key -> "spent of cap" for every cap reached at `now` (empty: none)."""
-    used, out = spent(exps, cfg), {}
+    used, out = spent(exps, cfg, steer), {}
     for key, cap in caps(steer, cfg).items():
         if key == "end":
             if now >= cap:
@@ -114,7 +115,7 @@ def report(w: World, cfg: HarnessConfig, reached: dict[str, str]) -> str:
     """The exhaustion report, Markdown: what is known (the last verified merge in merge order and
     the current best, `best_merge`, both on the holdout), what evidence is missing, what was tried,
     and the budget needed to go on. Every text from the ledger is neutralised."""
-    used, in_force = spent(w.exps, cfg), caps(w.steer, cfg)
+    used, in_force = spent(w.exps, cfg, w.steer), caps(w.steer, cfg)
     named = [e.hypothesis.metric.name for e in w.exps if e.hypothesis]
     metric = w.target.metric.name if w.target else named[-1] if named else "metric"
     merged = sum(e.state == ExperimentState.MERGED for e in w.exps)

@@ -171,6 +171,8 @@ class Status(_Row):
                 f"- experiments: {cap}, {len(self.open)} open, {self.merged} merged, {self.closed} closed{paused}",
                 f"- without improvement: {patience}",
                 "- spent: " + ", ".join(_against(k, getattr(s, k), b.caps.get(k)) for k in MONEY),
+                f"- by role: student {duration(s.student_seconds)}, verifier {duration(s.verifier_seconds)}, "
+                f"advisor {duration(s.advisor_seconds)} ({count(s.advisor_tokens)} tokens, {dollars(s.advisor_dollars)})",
                 *([f"- end: {_time(b.caps['end'])}"] if "end" in b.caps else []),
                 *([f"- **budget exhausted**: {'; '.join(f'{k} {v}' for k, v in b.exhausted.items())}"] if b.exhausted else []),
                 f"- last tick: {tick_line}",
@@ -216,7 +218,7 @@ def build_status(
             streak=streak,
             paused=steer.paused,
             paused_for_patience=cfg.patience is not None and streak >= cfg.patience and not steer.paused,
-            spent=spent(exps, cfg),
+            spent=spent(exps, cfg, steer),
             caps=caps(steer, cfg),
             exhausted=exhausted(exps, steer, now, cfg),
         ),

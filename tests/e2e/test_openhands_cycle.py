@@ -14,6 +14,7 @@ from scripted import CODE_CHANGE, LBFGS, LLM_KEY, LLM_KEY_ENV, advisor_policy, s
 from senpai.cli.demo import EXAMPLE
 from senpai.cli.main import cli
 from senpai.config.harness import load_harness
+from senpai.ledger.spend import spend
 from senpai.ledger.table import ledger_rows, to_json
 
 pytestmark = pytest.mark.e2e
@@ -41,6 +42,9 @@ def test_cycle_opens_trains_and_merges_through_the_gate(local_forge, llm_server,
     ev = e.evidence[-1]
     assert ev.outcome == "ok" and ev.runs[0].state == "finished"
     assert ev.cost.tokens > 0 and ev.cost.dollars > 0  # the student's LLM spend is in the evidence
+    # the advisor's turns that opened and decided it recorded their spend on it: the caps count them
+    assert {t.status for t in e.turn_costs} == {"finished"} and len({t.key for t in e.turn_costs}) >= 2
+    assert 0 < spend(exps, {}).advisor_dollars == sum(t.spent.dollars for t in e.turn_costs)
     rec = reader(config).tracker.get_run(ev.runs[0].id)
     assert rec.config["max_iter"] == 20 and rec.config["hidden_width"] == 8  # params untouched
     assert 0 < rec.summary["epochs"] <= 20 and e.runs[0].metric == ev.primary.value

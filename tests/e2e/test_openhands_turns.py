@@ -24,9 +24,13 @@ from senpai.config.harness import load_harness
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import BudgetReport
 from senpai.ledger.events import Event, Message
-from senpai.ledger.labels import SENPAI
+from senpai.ledger.inbox import SteerState
+from senpai.ledger.labels import SENPAI, STEER
 from senpai.ledger.records import read_record
 from senpai.ledger.replies import reply_marker
+from senpai.ledger.table import LedgerReader
+from senpai.wrapper.humans import HumanReader
+from senpai.wrapper.limits import spent
 
 pytestmark = pytest.mark.e2e
 FORGE_TOKEN = "senpai:ghp-fake-forge-token-turns-4b1d"
@@ -131,8 +135,9 @@ def test_advisor_budget_stop_posts_the_report_once(local_forge, llm_server, tmp_
     lines = advisor(config, tmp_path / "turn1", events)
 
     assert len(llm_server.state.requests) == 2  # the guard stopped the turn at its second LLM call
-    forge = make_forge(load_harness(config))
-    issues = forge.list_issues(SENPAI, "all")
+    cfg = load_harness(config)
+    forge = make_forge(cfg)
+    issues = [i for i in forge.list_issues(SENPAI, "all") if STEER not in i.labels]  # the steering one holds the turns' spend
     assert len(issues) == 1 and any(line.startswith(f"budget report on #{issues[0].number}") for line in lines)
     r = read_record(issues[0].body)
     assert isinstance(r, BudgetReport)
@@ -143,9 +148,18 @@ def test_advisor_budget_stop_posts_the_report_once(local_forge, llm_server, tmp_
     libc = ctypes.CDLL(ctypes.util.find_library("c"))
     assert libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0  # the job's /proc/<pid>/environ is closed to its agent
 
-    # the same turn again resumes its persisted conversation: out of budget, no LLM call, no second report
+    # the turn's spend is a record the fleet's caps count, once (its budget report is the same turn)
+    os.environ["SENPAI_DEMO_TOKEN"] = FORGE_TOKEN  # the turn scrubbed it; the reader asks who the bot is
+    bot = make_forge(cfg)
+    ledger = LedgerReader(bot)
+    turns = HumanReader(cfg, bot, ledger).read().state.advisor_turns
+    assert [(t.status, t.spent.llm_calls) for t in turns] == [("budget", 2)]
+    assert (spent(ledger.experiments(), cfg, SteerState(advisor_turns=turns)).advisor_dollars) == r.spent.dollars > 0
+
+    # the same turn again resumes its persisted conversation: out of budget, no LLM call, no second report or record
     advisor(config, tmp_path / "turn2", events)
-    assert len(llm_server.state.requests) == 2 and len(forge.list_issues(SENPAI, "all")) == 1
+    assert len(llm_server.state.requests) == 2 and len(forge.list_issues(SENPAI, "all")) == 2
+    assert len(HumanReader(cfg, bot, LedgerReader(bot)).read().state.advisor_turns) == 1
 
 
 def test_student_budget_stop_posts_report_and_failed_evidence(local_forge, llm_server, tmp_path, env):

@@ -1,7 +1,8 @@
 """The `openhands` advisor turn: an LLM agent reviews evidence, opens hypotheses and answers humans.
 
 Its ledger effects are those of the `search` advisor (same functions: open_hypothesis,
-senpai.agents.review, reply_to_human); only the judgment comes from the model.
+senpai.agents.review, reply_to_human); only the judgment comes from the model.  It also records what
+each turn spent (`transitions.record_turn`), which the search advisor, with no LLM, does not.
 """
 
 import json
@@ -13,8 +14,9 @@ from senpai.agents.openhands.prompts import digest, event_line, read_program, sy
 from senpai.agents.openhands.tools import senpai_tools
 from senpai.agents.openhands.turn import conversations_dir, log_turn, open_session, post_budget_report
 from senpai.config.roles import Role
-from senpai.ledger import diversity
+from senpai.ledger import diversity, transitions
 from senpai.ledger.baseline import current_baseline
+from senpai.ledger.blocks import TurnCost
 from senpai.ledger.events import Event
 
 
@@ -49,6 +51,9 @@ def advisor_turn(ctx: TurnContext, events: list[Event], now: datetime | None = N
     )
     log_turn(ctx, Role.ADVISOR, pr, base_sha, key, guard, result)
     lines = list(session.actions)
+    # before any budget report: a replay after a crash between the two finds this one posted
+    cost = TurnCost(pr=pr, revision=base_sha, key=key, status=result.status, spent=result.usage)  # type: ignore[arg-type]
+    lines.append(f"turn spend on #{transitions.record_turn(ctx.forge, cost, session.opened)}")
     if result.status == "budget":
         known = "; ".join(session.actions) or "no ledger effect yet"
         if result.last_message:

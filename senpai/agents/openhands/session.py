@@ -21,5 +21,6 @@ class Session:
     branch: str | None = None
     train_env: dict[str, str] = field(default_factory=dict)  # secrets only the train command gets
     evidence: Evidence | None = None  # posted by this turn
+    opened: list[int] = field(default_factory=list)  # PRs this turn opened, in order (its spend is recorded on the first)
     actions: list[str] = field(default_factory=list)  # one line per ledger effect, for the job's stdout
     clones: int = 0  # harness-owned clones made so far (tools.harness_context)

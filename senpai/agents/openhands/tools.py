@@ -196,6 +196,7 @@ def _create_hypothesis(s: Session, a: CreateHypothesisAction) -> str:
         exploration=alarm.reason if alarm.collapsed else None,
         arms=a.arms,
     )
+    s.opened.append(pr.number)
     s.actions.append(f"#{pr.number}: opened {pr.head_ref.rsplit('/', 1)[-1]} for {a.student}")
     return f"opened PR #{pr.number} on branch {pr.head_ref} for {a.student}"
 
