@@ -64,12 +64,17 @@ class Spend(BaseModel):
         return self.student_seconds + self.verifier_seconds + self.advisor_seconds
 
     def __add__(self, other: "Spend") -> "Spend":
-        return Spend(**{k: getattr(self, k) + getattr(other, k) for k in Spend.model_fields})
+        return total([self, other])
 
     def per(self, n: int) -> "Spend":
         """This spend divided by `n` (> 0); `experiments` is kept."""
         kept = {"experiments": self.experiments, **{k: round(getattr(self, k) / n) for k in ("tokens", "advisor_tokens")}}
         return Spend(**{k: getattr(self, k) / n for k in Spend.model_fields if k not in kept}, **kept)
+
+
+def total(parts: list[Spend]) -> Spend:
+    """The field-wise sum of `parts`: one model built, not one per part (a tick sums every experiment)."""
+    return Spend(**{k: sum(getattr(p, k) for p in parts) for k in Spend.model_fields})
 
 
 def _trained(v: Verification, per_seed: list[float]) -> float:
@@ -154,7 +159,7 @@ def spend(exps: list[Experiment], cpus: Mapping[str, int], turns: Iterable[TurnC
     across PRs and the issue (a resumed turn may record on both)."""
     records = [t for e in exps for t in e.turn_costs] + list(turns)
     reports = [u for e in exps for u in _uncovered_reports(e)]
-    students = sum((_spend(e, cpus.get(e.student or "", 1), TurnUsage()) for e in exps), Spend())
+    students = total([_spend(e, cpus.get(e.student or "", 1), TurnUsage()) for e in exps])
     advisor = _plus(advisor_usage(records), *reports)
     return students + Spend(
         advisor_seconds=advisor.wall_seconds,

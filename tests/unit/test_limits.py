@@ -89,7 +89,7 @@ def test_a_tick_sums_the_spend_once_however_often_the_policy_asks(monkeypatch):
     # the spend walks every experiment: a plan asks for the caps reached from several rules
     cfg = CFG.model_copy(update={"max_experiments": None, "limits": CFG.limits.model_copy(update={"dollars": 1.0})})
     walks = []
-    monkeypatch.setattr(limits, "spent", lambda exps, cfg: walks.append(len(exps)) or spend(exps, {}))
+    monkeypatch.setattr(limits, "spent", lambda exps, *_: walks.append(len(exps)) or spend(exps, {}))
     w = World([_costly(1, "wip", dollars=0.6), _costly(2, "closed", "bo", dollars=0.6)], BASE, [], NOW)
     plan(w, cfg)
     plan(w, cfg)
