@@ -248,7 +248,8 @@ class TurnBudget(_Strict):
 
     llm_calls: int = Field(60, ge=1)
     tokens: int = Field(2_000_000, ge=1, description="Prompt + completion tokens summed over the turn's calls.")
-    dollars: float = Field(5.0, ge=0, description="LiteLLM's cost of the turn, dollars.")
+    # finite: a stopped turn's budget report holds it as a TurnUsage (no infinite figure in the ledger)
+    dollars: float = Field(5.0, ge=0, allow_inf_nan=False, description="LiteLLM's cost of the turn, dollars.")
     wall_seconds: int = Field(1800, gt=0)
 
 

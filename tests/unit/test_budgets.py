@@ -10,6 +10,7 @@ from senpai.config.budgets import Budgets, ForgeRetries, GitRetries, Relaunch, S
 from senpai.config.harness import HarnessConfig, load_harness
 from senpai.config.target import TargetConfig
 from senpai.errors import ConfigError
+from senpai.ledger.blocks import TurnUsage
 
 HARNESS = {
     "forge": {"repo": "o/r"},
@@ -110,3 +111,14 @@ def test_the_same_settings_load_once_the_inner_limit_fits(tmp_path: Path) -> Non
     assert harness(**fits).advisor_wall_seconds == 2100
     assert harness(tick_seconds=5, full_refresh_seconds=5).full_refresh_seconds == 5
     assert harness(tick_seconds=5, steering={"batch_seconds": 10}, stale_after_seconds=46).stale_after_seconds == 46
+
+
+def test_an_infinite_turn_dollar_budget_is_refused_at_load_not_when_a_stopped_turn_reports_it(tmp_path: Path) -> None:
+    # a budget report holds the turn's limits as a TurnUsage (finite, for the spend sums): a turn
+    # stopped by another limit would fail to post it, after its LLM money was spent
+    path = tmp_path / "harness.yaml"
+    path.write_text(yaml.safe_dump({**HARNESS, "runtime": {"advisor": {**OPENHANDS, "budget": {"dollars": float("inf")}}}}))
+    with pytest.raises(ConfigError, match=r"runtime\.advisor.*dollars"):
+        load_harness(path)
+    budget = harness(runtime={"advisor": {**OPENHANDS, "budget": {"dollars": 1e9}}}).runtime.advisor.budget
+    assert TurnUsage(**budget.model_dump()).dollars == 1e9  # what BudgetGuard.limits() builds
