@@ -14,6 +14,7 @@ from senpai.agents.openhands.prompts import digest, event_line, read_program, sy
 from senpai.agents.openhands.tools import senpai_tools
 from senpai.agents.openhands.turn import conversations_dir, log_turn, open_session, post_budget_report
 from senpai.config.roles import Role
+from senpai.errors import TransientError
 from senpai.ledger import diversity, transitions
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import TurnCost
@@ -21,7 +22,9 @@ from senpai.ledger.events import Event
 
 
 def advisor_turn(ctx: TurnContext, events: list[Event], now: datetime | None = None) -> list[str]:
-    """One advisor turn over `events`; returns one line per ledger effect, then the turn's outcome."""
+    """One advisor turn over `events`; returns one line per ledger effect, then the turn's outcome.
+
+    Raises TransientError if the LLM provider fails, after recording what the turn spent so far."""
     session, llm, guard = open_session(ctx, Role.ADVISOR, events)
     base_sha = ctx.forge.branch_sha(ctx.base)
     exps = ctx.ledger.experiments()
@@ -39,16 +42,24 @@ def advisor_turn(ctx: TurnContext, events: list[Event], now: datetime | None = N
     pr = prs[0] if len(prs) == 1 else None
     key = turn_key(Role.ADVISOR, pr, base_sha, extra=",".join(sorted(e.id for e in events)))
     tools = senpai_tools(session)
-    result = run_turn(
-        llm=llm,
-        senpai_tools=tools,
-        system=system_suffix(Role.ADVISOR, read_program(ctx.repo.path, ctx.target)),
-        user=user,
-        workspace=ctx.repo.path,
-        state_dir=conversations_dir(ctx, Role.ADVISOR),
-        key=key,
-        guard=guard,
-    )
+    try:
+        result = run_turn(
+            llm=llm,
+            senpai_tools=tools,
+            system=system_suffix(Role.ADVISOR, read_program(ctx.repo.path, ctx.target)),
+            user=user,
+            workspace=ctx.repo.path,
+            state_dir=conversations_dir(ctx, Role.ADVISOR),
+            key=key,
+            guard=guard,
+        )
+    except TransientError:
+        # the provider failed mid-turn: the job's next try may hold other events (another key, a new
+        # conversation) or never come (escalated), so what this conversation spent is recorded now
+        if guard.usage().llm_calls:
+            failed = TurnCost(pr=pr, revision=base_sha, key=key, status="error", spent=guard.usage())
+            transitions.record_turn(ctx.forge, failed, session.opened)
+        raise
     log_turn(ctx, Role.ADVISOR, pr, base_sha, key, guard, result)
     lines = list(session.actions)
     # before any budget report: a replay after a crash between the two finds this one posted
