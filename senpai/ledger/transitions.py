@@ -19,7 +19,7 @@ from senpai.errors import FileListTruncated, MergeRefused, TransitionError
 from senpai.forge.base import Forge, PullRequest
 from senpai.ledger.blocks import ApprovalRequest, BudgetReport, Decision, Evidence, Hypothesis, TurnCost, Verification
 from senpai.ledger.comments import prose
-from senpai.ledger.escalation import open_issue_once
+from senpai.ledger.escalation import marked, open_issue_once
 from senpai.ledger.experiment import Experiment, own_pull
 from senpai.ledger.gate import check_merge
 from senpai.ledger.inbox import SteerState, pr_steer
@@ -245,6 +245,9 @@ def report_budget(forge: Forge, r: BudgetReport) -> int:
 
 TURNS_ISSUE_TITLE = "senpai: what the advisor's turns spent"
 TURNS_ISSUE_MARKER = marker("turns", "advisor")
+# comments on one turns issue before the next record opens another: GitHub refuses any comment on an
+# issue past 2,500 (403), and humans' comments and acks there count too
+TURNS_PER_ISSUE = 1_000
 
 
 def record_turn(forge: Forge, t: TurnCost, opened: list[int]) -> int:
@@ -252,17 +255,30 @@ def record_turn(forge: Forge, t: TurnCost, opened: list[int]) -> int:
     turn's key and its LLM calls, so a replay posts nothing new); returns the issue/PR number used.
 
     Where `senpai.ledger.spend` finds it: on PR `t.pr` (the turn was about that one PR), else on the
-    first PR the turn opened (`opened`, in order), else as a comment on one long-lived issue found
-    again by its marker (`escalation.open_issue_once`) and labelled `senpai:steer`: the wrapper
-    already reads the bot's comments of every steering issue each refresh (`wrapper.humans`), so
-    no new listing is needed and no PR's thread gets a turn that was not about it.  Any state of
-    the PR or issue (a record: labels are not touched).  GitHub REST: GET and POST
-    .../issues/{n}/comments, and once GET .../issues?labels=senpai:steer and POST .../issues.
+    first PR the turn opened (`opened`, in order), else as a comment on the newest of the bot's
+    issues carrying TURNS_ISSUE_MARKER and labelled `senpai:steer` (a new one once it holds
+    TURNS_PER_ISSUE comments): the wrapper already reads the bot's comments of every steering issue
+    each refresh (`wrapper.humans`), so no new listing is needed and no PR's thread gets a turn that
+    was not about it.  Any state of the PR or issue (a record: labels are not touched).  GitHub
+    REST: GET and POST .../issues/{n}/comments, and GET .../issues?labels=senpai:steer and at times
+    POST .../issues.
     """
     number = t.pr if t.pr is not None else opened[0] if opened else None
-    if number is None:
-        body = f"{prose('turns_issue.md.j2')}\n\n{TURNS_ISSUE_MARKER}"
-        number = open_issue_once(forge, TURNS_ISSUE_MARKER, TURNS_ISSUE_TITLE, body, [STEER, SENPAI])[0]
-    text = record_text(t, prose("turn.md.j2", t=t))
-    _post_once(forge, number, record_marker(t), text, _comment_bodies(forge, number))
+    mark = record_marker(t)
+    number, bodies = _turns_issue(forge, mark) if number is None else (number, _comment_bodies(forge, number))
+    _post_once(forge, number, mark, record_text(t, prose("turn.md.j2", t=t)), bodies)
     return number
+
+
+def _turns_issue(forge: Forge, mark: str) -> tuple[int, list[str]]:
+    """The newest turns issue and the bot's comment bodies on it; a new issue (no comment) when that
+    one holds TURNS_PER_ISSUE comments and not the record `mark` already (a replay)."""
+    found = marked(forge.list_issues(STEER, "all"), TURNS_ISSUE_MARKER, forge.login)
+    if found:
+        newest = max(found, key=lambda i: i.number)
+        comments = forge.list_comments(newest.number)
+        bodies = [c.body for c in comments if by_bot(c, forge.login)]
+        if len(comments) < TURNS_PER_ISSUE or any(marker_of(b) == mark for b in bodies):
+            return newest.number, bodies
+    body = f"{prose('turns_issue.md.j2')}\n\n{TURNS_ISSUE_MARKER}"
+    return forge.create_issue(TURNS_ISSUE_TITLE, body, [STEER, SENPAI]).number, []

@@ -179,3 +179,19 @@ def test_a_turn_the_llm_provider_failed_mid_way_records_what_it_spent(fake_forge
     (cost,) = steer.advisor_turns
     assert (cost.status, cost.spent.llm_calls, cost.pr) == ("error", 30, None)
     assert cost.key.startswith(f"{Role.ADVISOR}-prnone-")
+
+
+def test_the_turns_issue_is_continued_in_a_new_one_before_github_disables_its_comments(fake_forge, monkeypatch):
+    # GitHub refuses every comment on an issue past 2,500 (403): the next no-PR turn would fail after
+    # spending, and so would every one after it
+    forge, fake = fake_forge
+    monkeypatch.setattr(transitions, "TURNS_PER_ISSUE", 3)
+    first = transitions.record_turn(forge, _turn(None, calls=1), [])
+    fake.forge("alice", "owner").create_comment(first, "what are these?")  # a human's comment takes room too
+    keys = [f"advisor-prnone-{REV[:12]}-{n:08x}" for n in range(4)]
+    numbers = [transitions.record_turn(forge, _turn(None, calls=2, key=k), []) for k in keys]
+    assert numbers[0] == first and len(set(numbers[1:])) == 1 and numbers[1] != first
+    assert transitions.record_turn(forge, _turn(None, calls=2, key=keys[-1]), []) == numbers[-1]  # a replay: posted already
+    assert all(len(forge.list_comments(n)) <= 3 for n in set(numbers))
+    exps, steer = _read(forge)
+    assert spend(exps, {}, steer.advisor_turns).advisor_tokens == 1000 + 4 * 2000  # every issue's records count
