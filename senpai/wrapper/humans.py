@@ -8,9 +8,11 @@ Comments come from the ledger reader's one cache (`LedgerReader.comments`), issu
 """
 
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 from senpai.config.harness import HarnessConfig
-from senpai.forge.base import Forge, Issue
+from senpai.forge.base import Comment, Forge, Issue
+from senpai.ledger.blocks import TurnCost
 from senpai.ledger.commands import command_lines
 from senpai.ledger.inbox import Inbound, SteerState, fold, issue_inbox, pr_inbox, steer_blocks
 from senpai.ledger.labels import SENPAI, STEER
@@ -35,6 +37,9 @@ class HumanReader:
         self.cfg, self.forge, self.ledger = cfg, forge, ledger
         self._issues: list[Issue] | None = None  # the steering issues as `poll` last listed them
         self._etag: str | None = None  # of that listing's first page
+        # (comment id, updated_at) -> its advisor turn records: a comment's text is fixed at that
+        # version, and the turns issues only grow, past read_record's LRU
+        self._turns: dict[tuple[int, datetime], list[TurnCost]] = {}
 
     def poll(self) -> bool:
         """List the steering issues again if any changed (opened, edited, commented, relabelled); True
@@ -61,7 +66,7 @@ class HumanReader:
             comments = self.ledger.comments(issue)
             messages = issue_inbox(issue, comments, trusted, bot)
             acks += steer_blocks(comments, bot, messages)
-            turns += read_turns(comments, bot)
+            turns += [t for c in comments for t in self._turns_of(c, bot)]
             if issue.state == "open":
                 inbox += messages
         for pr in self.ledger.pulls:
@@ -76,3 +81,9 @@ class HumanReader:
         commands = tuple(m for m in inbox if command_lines(m.message.body) and not m.acked)
         free = tuple(m for m in inbox if not command_lines(m.message.body))
         return HumansView(commands, free, replace(fold(acks), advisor_turns=tuple(turns)), tuple(issues))
+
+    def _turns_of(self, c: Comment, bot: str) -> list[TurnCost]:
+        """The advisor turn records of steering-issue comment `c` (`spend.read_turns`), parsed once per version."""
+        if (c.id, c.updated_at) not in self._turns:
+            self._turns[c.id, c.updated_at] = read_turns([c], bot)
+        return self._turns[c.id, c.updated_at]

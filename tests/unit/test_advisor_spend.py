@@ -195,3 +195,21 @@ def test_the_turns_issue_is_continued_in_a_new_one_before_github_disables_its_co
     assert all(len(forge.list_comments(n)) <= 3 for n in set(numbers))
     exps, steer = _read(forge)
     assert spend(exps, {}, steer.advisor_turns).advisor_tokens == 1000 + 4 * 2000  # every issue's records count
+
+
+def test_each_turn_record_is_parsed_once_not_on_every_read(fake_forge, monkeypatch):
+    # past read_record's LRU (2,048 texts, shared with every PR's records) each read re-parsed every
+    # record of every turns issue: about 0.7 ms each, 2 s of CPU a refresh at 3,000 no-PR turns
+    from senpai.ledger import spend as spend_module
+
+    forge, _ = fake_forge
+    for n in range(3):
+        transitions.record_turn(forge, _turn(None, key=f"advisor-prnone-{REV[:12]}-{n:08x}"), [])
+    parsed = []
+    real = spend_module.read_record
+    monkeypatch.setattr(spend_module, "read_record", lambda text: parsed.append(text) or real(text))
+    humans = HumanReader(CFG, forge, LedgerReader(forge))
+    assert len(humans.read().state.advisor_turns) == 3 and len(parsed) == 3
+    transitions.record_turn(forge, _turn(None, key=f"advisor-prnone-{REV[:12]}-{3:08x}"), [])
+    humans.poll()
+    assert len(humans.read().state.advisor_turns) == 4 and len(parsed) == 4  # only the new one
