@@ -57,8 +57,10 @@ def spent(exps: list[Experiment], cfg: HarnessConfig, steer: SteerState | None =
 
 def exhausted(exps: list[Experiment], steer: SteerState, now: datetime, cfg: HarnessConfig) -> dict[str, str]:
     """Cap key -> "spent of cap" for every cap reached at `now` (empty: none)."""
-    used, out = spent(exps, cfg, steer), {}
-    for key, cap in caps(steer, cfg).items():
+    in_force, out = caps(steer, cfg), {}
+    # the spend walks every experiment's records: only a cap of it needs it, not a count or an end
+    used = spent(exps, cfg, steer) if set(in_force) & set(MONEY) else Spend(experiments=len(exps))
+    for key, cap in in_force.items():
         if key == "end":
             if now >= cap:
                 out[key] = f"the end {cap.isoformat(timespec='minutes')} has passed"

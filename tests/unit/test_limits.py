@@ -96,6 +96,8 @@ def test_a_tick_sums_the_spend_once_however_often_the_policy_asks(monkeypatch):
     assert walks == [2]
     plan(World(w.exps[:1], BASE, [], NOW), cfg)  # another world (the next tick) is summed again
     assert walks == [2, 1]
+    plan(World(w.exps, BASE, [], NOW), CFG)  # with no cap of spend (only a count) it is never summed
+    assert walks == [2, 1]
 
 
 def test_a_wall_clock_end_stops_new_work_once_passed():
