@@ -17,12 +17,11 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from senpai.errors import LedgerFormatError
 from senpai.forge.base import Comment, Issue, PullRequest
 from senpai.ledger.blocks import Scalar, Steer, SteerCommand, TurnCost
 from senpai.ledger.events import Message, message_ref
 from senpai.ledger.labels import student_of
-from senpai.ledger.records import by_bot, edited, read_record
+from senpai.ledger.records import bot_records, by_bot
 from senpai.ledger.replies import replied
 
 
@@ -152,18 +151,7 @@ def steer_blocks(comments: list[Comment], bot: str, current: list[Inbound]) -> l
     refs = {message_ref(m.message) for m in current}
     if not refs:
         return []  # most threads (every PR nobody wrote on): no ack can count, none is parsed
-    out = []
-    for c in comments:
-        # an ack's fence is tagged senpai-steer: the bot's other records (evidence...) are not parsed
-        if not by_bot(c, bot) or edited(c) or f"senpai-{Steer.KIND}" not in c.body:
-            continue
-        try:
-            block = read_record(c.body)
-        except LedgerFormatError:
-            continue  # a hand-edited ack: ignore it rather than stop steering
-        if isinstance(block, Steer) and block.message in refs:
-            out.append((c, block))
-    return out
+    return [(c, b) for c, b in bot_records(comments, bot, Steer) if b.message in refs]
 
 
 def fold(acks: list[tuple[Comment, Steer]]) -> SteerState:

@@ -31,6 +31,7 @@ PR: `by_bot`) is the caller's check: see `experiment.read_experiment` and `inbox
 import functools
 import hashlib
 import re
+from collections.abc import Iterable
 
 from markdown_it import MarkdownIt
 
@@ -83,6 +84,25 @@ def edited(c: Comment) -> bool:
     """True if comment `c` changed after it was posted (GitHub's `updated_at` moved). senpai never
     edits its own comments, so an edited bot comment is no record, ack or answer of senpai's."""
     return c.updated_at != c.created_at
+
+
+def bot_records[B: Block](comments: Iterable[Comment], bot: str, model: type[B]) -> list[tuple[Comment, B]]:
+    """The `model` records among `comments` that count, each with its comment: the bot's (`bot`, its
+    login), unedited since posted (`edited`: anyone could copy a record into their own comment, and
+    a repository's writers can edit the bot's). An unreadable one (LedgerFormatError) is skipped: it
+    counts nothing, and one bad comment never stops the reader. A comment without the record's
+    fence tag (`senpai-<KIND>`) is not parsed: the wrapper reads every thread each refresh."""
+    out = []
+    for c in comments:
+        if not by_bot(c, bot) or edited(c) or f"senpai-{model.KIND}" not in c.body:
+            continue
+        try:
+            block = read_record(c.body)
+        except LedgerFormatError:
+            continue
+        if isinstance(block, model):
+            out.append((c, block))
+    return out
 
 
 def neutral(text: str) -> str:

@@ -20,11 +20,10 @@ from collections.abc import Iterable, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from senpai.errors import LedgerFormatError
 from senpai.forge.base import Comment
 from senpai.ledger.blocks import TurnCost, TurnUsage, Verification
 from senpai.ledger.experiment import Experiment
-from senpai.ledger.records import by_bot, edited, read_record
+from senpai.ledger.records import bot_records
 
 HOUR = 3600.0
 
@@ -83,20 +82,8 @@ def _trained(v: Verification, per_seed: list[float]) -> float:
 
 
 def read_turns(comments: Iterable[Comment], bot: str) -> list[TurnCost]:
-    """The `TurnCost` records among `comments` (of an issue): only the bot's (`bot`: its login), and
-    none edited since it posted them (anyone could copy a record into their own comment, and a
-    repository's writers can edit the bot's). An unreadable record is skipped: it counts nothing."""
-    out = []
-    for c in comments:
-        if not by_bot(c, bot) or edited(c):
-            continue
-        try:
-            block = read_record(c.body)
-        except LedgerFormatError:
-            continue
-        if isinstance(block, TurnCost):
-            out.append(block)
-    return out
+    """The `TurnCost` records among `comments` (of an issue) that count (`records.bot_records`)."""
+    return [t for _, t in bot_records(comments, bot, TurnCost)]
 
 
 def advisor_usage(turns: Iterable[TurnCost]) -> TurnUsage:
