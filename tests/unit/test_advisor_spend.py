@@ -13,7 +13,7 @@ from test_policy import CFG, NOW
 from senpai.agents.context import TurnContext
 from senpai.config.target import TargetConfig
 from senpai.errors import TransientError
-from senpai.ledger import transitions
+from senpai.ledger import records, transitions
 from senpai.ledger.blocks import BudgetReport, TurnCost, TurnUsage, parse, render
 from senpai.ledger.labels import SENPAI, STEER
 from senpai.ledger.records import read_record, record_text
@@ -200,14 +200,11 @@ def test_the_turns_issue_is_continued_in_a_new_one_before_github_disables_its_co
 def test_each_turn_record_is_parsed_once_not_on_every_read(fake_forge, monkeypatch):
     # past read_record's LRU (2,048 texts, shared with every PR's records) each read re-parsed every
     # record of every turns issue: about 0.7 ms each, 2 s of CPU a refresh at 3,000 no-PR turns
-    from senpai.ledger import spend as spend_module
-
     forge, _ = fake_forge
     for n in range(3):
         transitions.record_turn(forge, _turn(None, key=f"advisor-prnone-{REV[:12]}-{n:08x}"), [])
     parsed = []
-    real = spend_module.read_record
-    monkeypatch.setattr(spend_module, "read_record", lambda text: parsed.append(text) or real(text))
+    monkeypatch.setattr(records, "read_record", lambda text: parsed.append(text) or read_record(text))
     humans = HumanReader(CFG, forge, LedgerReader(forge))
     assert len(humans.read().state.advisor_turns) == 3 and len(parsed) == 3
     transitions.record_turn(forge, _turn(None, key=f"advisor-prnone-{REV[:12]}-{3:08x}"), [])

@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 from test_policy import BASE, CFG, NOW, exp, job, launches
 
 from senpai.forge.base import Comment, PullRequest
-from senpai.ledger import inbox
+from senpai.ledger import records
 from senpai.ledger.blocks import Steer, SteerCommand
 from senpai.ledger.events import Message
 from senpai.ledger.inbox import Inbound, SteerState, Try, fold, pr_inbox, steer_blocks, version
@@ -126,7 +126,7 @@ def test_state_is_the_fold_of_the_bot_acks_only(monkeypatch):
 
     # only the acks are parsed, and none in a thread with no message: the wrapper reads every PR's thread
     parsed = []
-    monkeypatch.setattr(inbox, "read_record", lambda text: parsed.append(text) or read_record(text))
+    monkeypatch.setattr(records, "read_record", lambda text: parsed.append(text) or read_record(text))
     evidence = _comment(200, "senpai", record_text(exp(1, "wip", attempts=1).evidence[0], "Trained"))
     assert steer_blocks([*comments, evidence], "senpai", []) == [] and parsed == []
     acks = steer_blocks([*comments, evidence], "senpai", current)
