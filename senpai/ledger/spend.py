@@ -110,8 +110,8 @@ def _uncovered_reports(e: Experiment) -> list[TurnUsage]:
     return [r.spent for r in e.budget_reports if r.role == "advisor" and (r.pr, r.revision) not in stopped]
 
 
-def _spend(e: Experiment, cores: int, advisor: TurnUsage) -> Spend:
-    """`e`'s student and verifier spend, with `advisor` as its advisor's."""
+def _work(e: Experiment, cores: int) -> Spend:
+    """`e`'s student and verifier spend (`experiments` 1); `cores`: the CPU cores of each job of its student."""
     verifier = sum(sum(v.candidate_seconds) + _trained(v, v.baseline_seconds) for v in e.verifications)
     verifier_gpu = sum(sum(v.candidate_gpu_seconds) + _trained(v, v.baseline_gpu_seconds) for v in e.verifications)
     student = sum(ev.cost.wall_seconds for ev in e.evidence)
@@ -119,13 +119,17 @@ def _spend(e: Experiment, cores: int, advisor: TurnUsage) -> Spend:
         experiments=1,
         student_seconds=student,
         verifier_seconds=verifier,
-        advisor_seconds=advisor.wall_seconds,
         gpu_seconds=sum(ev.cost.gpu_seconds for ev in e.evidence) + verifier_gpu,
         cpu_seconds=(student + verifier) * cores,
-        tokens=int(sum(ev.cost.tokens for ev in e.evidence) + advisor.tokens),
-        dollars=sum(ev.cost.dollars for ev in e.evidence) + advisor.dollars,
-        advisor_tokens=advisor.tokens,
-        advisor_dollars=advisor.dollars,
+        tokens=int(sum(ev.cost.tokens for ev in e.evidence)),
+        dollars=sum(ev.cost.dollars for ev in e.evidence),
+    )
+
+
+def _advisor(u: TurnUsage) -> Spend:
+    """The advisor's usage `u` as a Spend: its seconds, and its tokens and dollars both in the totals and as its share."""
+    return Spend(
+        advisor_seconds=u.wall_seconds, tokens=u.tokens, dollars=u.dollars, advisor_tokens=u.tokens, advisor_dollars=u.dollars
     )
 
 
@@ -136,7 +140,7 @@ def _plus(*usages: TurnUsage) -> TurnUsage:
 def experiment_spend(e: Experiment, cores: int = 1) -> Spend:
     """What experiment `e` spent (`experiments` 1); `cores`: the CPU cores of each job of its student.
     Its advisor's: the turns recorded on its PR (`advisor_usage`) and its uncovered budget reports."""
-    return _spend(e, cores, _plus(advisor_usage(e.turn_costs), *_uncovered_reports(e)))
+    return _work(e, cores) + _advisor(_plus(advisor_usage(e.turn_costs), *_uncovered_reports(e)))
 
 
 def spend(exps: list[Experiment], cpus: Mapping[str, int], turns: Iterable[TurnCost] = ()) -> Spend:
@@ -146,12 +150,5 @@ def spend(exps: list[Experiment], cpus: Mapping[str, int], turns: Iterable[TurnC
     across PRs and the issue (a resumed turn may record on both)."""
     records = [t for e in exps for t in e.turn_costs] + list(turns)
     reports = [u for e in exps for u in _uncovered_reports(e)]
-    students = total([_spend(e, cpus.get(e.student or "", 1), TurnUsage()) for e in exps])
-    advisor = _plus(advisor_usage(records), *reports)
-    return students + Spend(
-        advisor_seconds=advisor.wall_seconds,
-        tokens=advisor.tokens,
-        dollars=advisor.dollars,
-        advisor_tokens=advisor.tokens,
-        advisor_dollars=advisor.dollars,
-    )
+    advisor = _advisor(_plus(advisor_usage(records), *reports))
+    return total([*(_work(e, cpus.get(e.student or "", 1)) for e in exps), advisor])
