@@ -28,7 +28,7 @@ from senpai.cli.forge import BOT, HUMAN
 from senpai.cli.progress import OutcomePrinter
 from senpai.cli.wiring import forge_from
 from senpai.cli.wrapper import build_wrapper
-from senpai.config import safe_yaml
+from senpai.config import credentials, safe_yaml
 from senpai.config.harness import ForgeSettings, load_harness
 from senpai.config.target import load_target
 from senpai.errors import ConfigError, PermanentError
@@ -143,10 +143,11 @@ def _shown(path: Path) -> str:
 def forge_tokens(server: "LocalForgeServer", token_env: str) -> str:
     """Register the bot's token (user `senpai`, owner) and return a new human's (collaborator).
 
-    The bot's token is `$token_env` when set, else a new one put there: the wrapper and its local
-    jobs read it from the environment.  The forge stores only hashes, so the human token is shown once.
+    The bot's token is `$token_env` when set, else a new one; this process holds it as that secret
+    (`senpai.config.credentials`), for the wrapper and, on a private pipe, its local jobs. The forge
+    stores only hashes, so the human token is shown once.
     """
-    os.environ[token_env] = server.store.add_token(BOT, "owner", os.environ.get(token_env) or None)
+    credentials.hold(token_env, server.store.add_token(BOT, "owner", credentials.get(token_env)))
     return server.store.add_token(HUMAN, "collaborator")
 
 

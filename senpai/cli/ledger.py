@@ -1,6 +1,5 @@
 """`senpai ledger`: rebuild the experiment table from the forge and the tracker alone."""
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,7 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from senpai.cli.options import config_option, local_forge_option
-from senpai.cli.wiring import make_forge, make_tracker, redact_secrets
+from senpai.cli.wiring import hold_secrets, make_forge, make_tracker
+from senpai.config import credentials
 from senpai.config.harness import HarnessConfig, load_harness
 from senpai.errors import ConfigError, LedgerInconsistent
 from senpai.ledger.baseline import best_merge
@@ -51,7 +51,7 @@ def ledger(config_path: str, as_json: bool, as_csv: bool, local_forge: str | Non
         raise click.UsageError("--json, --csv and --check are alternatives: give one")
     cfg = load_harness(config_path)
     with served(cfg, local_forge) as cfg:
-        redact_secrets(cfg)  # a token `served` made too
+        hold_secrets(cfg)  # a token `served` made too
         forge = make_forge(cfg)
         exps = LedgerReader(forge, make_tracker(cfg)).experiments()
         flags = check(exps, forge.branch_sha(cfg.forge.base_branch))
@@ -91,13 +91,13 @@ def served(cfg: HarnessConfig, local_forge: str | None) -> Iterator[HarnessConfi
     token = None
     if not cfg.forge.token():
         token = server.store.add_token(cfg.forge.repo.split("/")[0], "owner")
-        os.environ[cfg.forge.token_env] = token
+        credentials.hold(cfg.forge.token_env, token)
     try:
         yield cfg.model_copy(update={"forge": cfg.forge.model_copy(update={"base_url": server.url})})
     finally:
         if token:
             server.store.revoke_token(token)
-            os.environ.pop(cfg.forge.token_env, None)
+            credentials.forget(cfg.forge.token_env)
         server.stop()
 
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import click
 
 from senpai.cli.options import config_option
-from senpai.cli.wiring import make_fleet, redact_secrets
+from senpai.cli.wiring import hold_secrets, make_fleet
 from senpai.config.harness import load_harness
 from senpai.errors import NotFound
 from senpai.fleet.base import Fleet, JobStatus
@@ -75,7 +75,7 @@ def logs(config_path: str, target: str, lines: int, follow_: bool, interval: flo
         senpai logs --config demo-out/run1/harness.yaml 3 -f
     """
     cfg = load_harness(config_path)
-    redact_secrets(cfg)
+    hold_secrets(cfg)
     fleet = make_fleet(cfg)
     name = resolve_job(fleet.list(), target)
     # following compares each poll's tail with the last one: both must span the same FOLLOW_WINDOW lines

@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from senpai.cli.options import config_option
-from senpai.cli.wiring import make_cluster_probe, make_forge, make_tracker, redact_secrets
+from senpai.cli.wiring import hold_secrets, make_cluster_probe, make_forge, make_tracker
 from senpai.config.harness import load_harness
 from senpai.preflight import CheckResult
 from senpai.preflight.checks import run_preflight
@@ -29,7 +29,7 @@ def preflight(config_path: str, as_json: bool) -> None:
       senpai preflight --config harness.yaml
     """
     cfg = load_harness(config_path)
-    redact_secrets(cfg)  # from the errors it reports
+    hold_secrets(cfg)  # from the errors it reports
     results = run_preflight(cfg, make_forge(cfg), make_tracker(cfg), make_cluster_probe(cfg))
     if as_json:
         click.echo(json.dumps([r.model_dump() for r in results], indent=1))

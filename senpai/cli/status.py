@@ -11,7 +11,7 @@ from rich.markdown import Markdown
 
 from senpai.cli.ledger import served
 from senpai.cli.options import config_option, local_forge_option
-from senpai.cli.wiring import make_fleet, make_forge, redact_secrets
+from senpai.cli.wiring import hold_secrets, make_fleet, make_forge
 from senpai.config.harness import HarnessConfig, load_harness
 from senpai.fleet.base import Fleet
 from senpai.forge.base import Forge, Issue, PullRequest
@@ -93,7 +93,7 @@ def status(config_path: str, local_forge: str | None, as_json: bool, watch: floa
         raise click.UsageError("--json and --watch are alternatives: give one")
     cfg = load_harness(config_path)
     with served(cfg, local_forge) as cfg:
-        redact_secrets(cfg)
+        hold_secrets(cfg)
         reader = StatusReader(cfg, make_forge(cfg), make_fleet(cfg), health)
         if as_json:
             click.echo(reader.read().model_dump_json(indent=2))

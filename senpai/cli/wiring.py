@@ -1,12 +1,12 @@
 """Build the adapters named by a harness config. The only place that picks implementations."""
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from senpai.agents.base import Runtime
 from senpai.agents.openhands.runtime import OpenHandsRuntime
 from senpai.agents.search.runtime import SearchRuntime
+from senpai.config import credentials
 from senpai.config.harness import ForgeSettings, HarnessConfig, KubernetesFleetSettings, RoleRuntime
 from senpai.errors import needs_extra
 from senpai.fleet.base import Fleet
@@ -25,11 +25,15 @@ def secret_envs(cfg: HarnessConfig) -> list[str]:
     return [cfg.forge.token_env, *llm_keys, *(s.env for s in getattr(cfg.fleet, "secret_env", []))]
 
 
-def redact_secrets(cfg: HarnessConfig) -> None:
-    """From now on, redact the values of `secret_envs(cfg)`, whatever their names, from all that this
-    process posts (`senpai.ledger.redact`). Every command calls it once it has read its config."""
+def hold_secrets(cfg: HarnessConfig) -> None:
+    """Move `cfg`'s secrets (`secret_envs`, and `WANDB_API_KEY`) and every secret-looking variable out
+    of os.environ into this process's memory (`senpai.config.credentials.adopt`: no child inherits
+    them, /proc shows them to nobody), and from now on redact their values, whatever their names,
+    from all that this process posts (`senpai.ledger.redact`). Every command calls it once it has
+    read its config."""
+    credentials.adopt([*secret_envs(cfg), "WANDB_API_KEY"])
     for name in secret_envs(cfg):
-        register_secret(os.environ.get(name))
+        register_secret(credentials.get(name))
 
 
 def make_forge(cfg: HarnessConfig, role: str = "cli") -> Forge:

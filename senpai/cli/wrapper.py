@@ -7,7 +7,7 @@ import click
 
 from senpai.cli.options import config_option
 from senpai.cli.progress import TickPrinter
-from senpai.cli.wiring import make_fleet, make_forge, make_tracker, redact_secrets
+from senpai.cli.wiring import hold_secrets, make_fleet, make_forge, make_tracker
 from senpai.config.harness import load_harness
 from senpai.errors import TransientError, cannot_listen
 from senpai.ledger.table import LedgerReader, Snapshot
@@ -18,7 +18,7 @@ from senpai.wrapper.state import StateStore
 
 def build_wrapper(config_path: str) -> Wrapper:
     cfg = load_harness(config_path)
-    redact_secrets(cfg)  # the failure evidence it posts carries jobs' log tails
+    hold_secrets(cfg)  # the failure evidence it posts carries jobs' log tails
     forge = make_forge(cfg, "wrapper")
     store = StateStore(Path(cfg.state_dir) / "wrapper.sqlite")
     # absolute, not resolved: a ConfigMap mount is a symlink into a timestamped folder that is replaced on update

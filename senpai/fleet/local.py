@@ -53,6 +53,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from senpai import startup
+from senpai.config import credentials
 from senpai.config.roles import Role
 from senpai.errors import NotFound, PermanentError, TransientError
 from senpai.fleet.base import JobSpec, JobStatus
@@ -68,6 +69,7 @@ from senpai.fleet.supervise import (
     kill_group,
     proc_start,
     utcnow,
+    without_secrets,
 )
 
 log = logging.getLogger(__name__)
@@ -299,19 +301,23 @@ class LocalFleet:
     def _start(self, path: Path, launch_id: str) -> None:
         """Start the supervisor and wait for its claim; if it never comes, declare the job Lost."""
         cmd = [sys.executable, "-m", "senpai.fleet.supervise", str(path), launch_id]
-        env = dict(os.environ)
+        secrets, named = credentials.pipe_to_child(credentials.held())  # never in its environment
+        env = {**without_secrets(os.environ), **named}
         startup.apply(env)  # the supervisor, and the job it starts, skip pydantic's plugin scan even under an embedded wrapper
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         problem = None
         try:
             with open(path / LOG, "ab") as out:
                 intermediate = subprocess.Popen(
-                    cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env
-                )
+                    cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env,
+                    pass_fds=[secrets],
+                )  # fmt: skip
             if (code := intermediate.wait(timeout=START_TIMEOUT_SECONDS)) != 0:
                 problem = f"the supervisor exited with status {code}"
         except (OSError, subprocess.SubprocessError) as e:
             problem = f"the supervisor could not start: {e}"
+        finally:
+            os.close(secrets)
         with JobDir(path) as jd:
             while problem is None and jd.claimant() is None:
                 if time.monotonic() > deadline:

@@ -17,13 +17,18 @@ A job directory (`<root>/<name>/`; JSON files are replaced atomically: tmp file,
     work/            the job's cwd, empty at start
     log              the job's stdout and stderr, plus `[senpai-fleet]` lines from this module
 
+Secrets: the launcher hands the supervisor its secrets on a pipe (`senpai.config.credentials`), never
+in its environment, and the supervisor hands them to the command the same way; both are
+non-dumpable, so no process of the same user reads them in /proc.
+
 Lifecycle: claim → wait for free GPUs (phase stays pending) → start the command in its own process
-group with the spec's env over os.environ, plus its deadline (`ENV_DEADLINE`, epoch seconds) and
-its tag (`senpai.fleet.procs.ENV_JOB` = the launch id) → poll until it exits; at `wall_seconds`
-after the start (reason DeadlineExceeded), or on SIGTERM/SIGINT/SIGHUP to this process (reason
-Killed), SIGTERM the group and SIGKILL it GRACE_SECONDS later → SIGKILL what is left of the group
-once the command exits (as a pod's end would), and every process still carrying the job's tag
-(daemons that called setsid) → write the final status.
+group with the spec's env over os.environ (secret-looking names left out of both), plus its
+deadline (`ENV_DEADLINE`, epoch seconds) and its tag (`senpai.fleet.procs.ENV_JOB` = the launch
+id) → poll until it exits; at `wall_seconds` after the start (reason DeadlineExceeded), or on
+SIGTERM/SIGINT/SIGHUP to this process (reason Killed), SIGTERM the group and SIGKILL it
+GRACE_SECONDS later → SIGKILL what is left of the group once the command exits (as a pod's end
+would), and every process still carrying the job's tag (daemons that called setsid) → write the
+final status.
 """
 
 import fcntl
@@ -33,13 +38,15 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from senpai.config import credentials
+from senpai.config.secret_env import SECRET_ENV
 from senpai.fleet.base import ENV_DEADLINE, JobSpec, Phase
 from senpai.fleet.procs import ENV_JOB, kill_tagged
 
@@ -349,14 +356,18 @@ class Supervisor:
         work = os.open(WORK, os.O_RDONLY | os.O_DIRECTORY, dir_fd=self.jd.fd)
         os.fchdir(work)
         os.close(work)
-        env = {**os.environ, **spec.thread_env(), **spec.env, "CUDA_VISIBLE_DEVICES": ",".join(record.gpu_ids or [])}
+        secrets, named = credentials.pipe_to_child(credentials.held())
+        env = {**without_secrets(os.environ), **spec.thread_env(), **without_secrets(spec.env), **named}
+        env |= {"CUDA_VISIBLE_DEVICES": ",".join(record.gpu_ids or [])}
         env |= {ENV_DEADLINE: str(int(time.time()) + spec.wall_seconds), ENV_JOB: self.launch_id}
         try:
-            return subprocess.Popen(spec.command, env=env, stdin=subprocess.DEVNULL, start_new_session=True)
+            return subprocess.Popen(spec.command, env=env, stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=[secrets])
         except OSError as e:
             code = 127 if isinstance(e, FileNotFoundError) else 126
             self._finish(record, "failed", code, "Error", f"cannot start {spec.command[0]!r}: {e.strerror}")
             return None
+        finally:
+            os.close(secrets)
 
     def _watch(self, proc: subprocess.Popen, record: StatusRecord, wall: int) -> tuple[int, Reason | None, str | None]:
         """Wait for `proc`, stopping it at the deadline or on our stop signal."""
@@ -414,6 +425,12 @@ class Supervisor:
         self.jd.write_status(record.model_copy(update=update))
 
 
+def without_secrets(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` less every secret-looking name (`SECRET_ENV`) and the secrets pipe's: what a job's
+    supervisor and the job may be started with; their secrets come on a pipe (`credentials`)."""
+    return {k: v for k, v in env.items() if not SECRET_ENV.search(k) and k != credentials.ENV_FD}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
@@ -421,6 +438,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if os.fork() > 0:
         os._exit(0)  # the launcher reaps this parent at once; init adopts the supervisor
+    credentials.adopt()  # the launcher's secrets, off its pipe; this process is non-dumpable from its import of senpai
     return Supervisor(Path(args[0]), args[1]).run()
 
 

@@ -26,7 +26,6 @@ job is killed (it ignores SIGTERM/SIGINT/SIGHUP, lives in its own session, and e
 
 import atexit
 import base64
-import ctypes
 import os
 import re
 import signal
@@ -36,6 +35,9 @@ from collections.abc import Iterable, Mapping
 from typing import BinaryIO
 from urllib.parse import quote, quote_plus, urlsplit
 
+from senpai.config import credentials
+from senpai.config.credentials import PR_GET_DUMPABLE as PR_GET_DUMPABLE  # tests read it here
+from senpai.config.credentials import set_not_dumpable
 from senpai.config.secret_env import SECRET_ENV, SECRET_VALUES
 
 REDACTED = "[REDACTED]"
@@ -70,6 +72,11 @@ def env_secrets(env: Mapping[str, str]) -> set[str]:
     return {v for v in found if len(v) >= MIN_SECRET}
 
 
+def held_secrets() -> set[str]:
+    """The values of the secrets this process holds (`senpai.config.credentials`), MIN_SECRET+ characters."""
+    return {v for v in credentials.held().values() if len(v) >= MIN_SECRET}
+
+
 def _variants(value: str) -> dict[str, bool]:
     """Each form `value` takes, mapped to whether a truncated copy of it is masked too: `value`,
     its percent-encoded forms (URLs, form bodies), its hex (lower and upper case) and base64 forms
@@ -87,7 +94,7 @@ def secrets() -> list[tuple[str, bool]]:
     """Every secret value known to this process, in every form it is redacted in (with whether a
     truncated copy counts), longest first (so no partial replacement wins)."""
     forms: dict[str, bool] = {}
-    for secret in _registered | env_secrets(os.environ):
+    for secret in _registered | env_secrets(os.environ) | held_secrets():
         for form, cut in _variants(secret).items():
             forms[form] = forms.get(form, False) or cut
     return sorted(forms.items(), key=lambda item: len(item[0]), reverse=True)
@@ -133,7 +140,6 @@ def redact_data[T](data: T) -> T:
 MAX_LINE = 64 * 1024  # the filter redacts at most this many bytes at a time
 FILTER_WAIT_SECONDS = 10.0
 _FILTER_ENV = {"PATH", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONPATH", "VIRTUAL_ENV"}
-PR_SET_DUMPABLE, PR_GET_DUMPABLE = 4, 3
 _filter: subprocess.Popen | None = None
 
 
@@ -155,8 +161,8 @@ def redact_own_output(names: Iterable[str] = ()) -> None:
     if _filter is not None:
         return
     for name in names:
-        register_secret(os.environ.get(name))  # this process's own posts (evidence log tails) mask them too
-    known = _registered | env_secrets(os.environ)
+        register_secret(credentials.get(name))  # this process's own posts (evidence log tails) mask them too
+    known = _registered | env_secrets(os.environ) | held_secrets()
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     saved = os.dup(1)
@@ -201,18 +207,6 @@ def main(argv: list[str] | None = None) -> int:
             register_secret(key.decode())
     redact_stream(sys.stdin.buffer, sys.stdout.buffer)
     return 0
-
-
-def set_not_dumpable() -> bool:
-    """prctl(PR_SET_DUMPABLE, 0) on Linux, so processes of the same user cannot read this one's
-    /proc/<pid>/environ or memory; True if the process is now non-dumpable."""
-    if not sys.platform.startswith("linux"):
-        return False
-    # the process's own symbols hold libc's: `find_library("c")` would run `ldconfig -p` in every
-    # redaction filter, beside every job's start
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    return libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0
 
 
 if __name__ == "__main__":

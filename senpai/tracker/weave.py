@@ -11,16 +11,17 @@ import importlib.util
 import logging
 import os
 
+from senpai.config import credentials
 from senpai.config.harness import TrackerSettings
 
 log = logging.getLogger(__name__)
 
 
 def start(settings: TrackerSettings) -> bool:
-    """Start Weave tracing for this process if W&B is online (a key is set) and `weave` is
-    installed; returns whether it started. Call it before the job removes the key from its
-    environment. A Weave failure is logged, never raised: the turn runs untraced."""
-    if settings.resolved_mode() != "online" or not os.environ.get("WANDB_API_KEY"):
+    """Start Weave tracing for this process if W&B is online (a key is held) and `weave` is
+    installed; returns whether it started. A Weave failure is logged, never raised: the turn runs
+    untraced."""
+    if settings.resolved_mode() != "online" or not credentials.get("WANDB_API_KEY"):
         return False
     if importlib.util.find_spec("weave") is None:
         log.info("W&B is online but weave is not installed (pip install 'senpai[trace]'): no live trace")
@@ -31,9 +32,12 @@ def start(settings: TrackerSettings) -> bool:
 def _init(project: str) -> bool:  # pragma: no cover - needs a W&B server
     import weave
 
+    os.environ["WANDB_API_KEY"] = credentials.get("WANDB_API_KEY") or ""  # weave reads it there, at init only
     try:
         weave.init(project)
     except Exception as e:  # noqa: BLE001 - weave raises many kinds; a trace is never worth a turn
         log.warning("weave tracing not started: %s", e)
         return False
+    finally:
+        os.environ.pop("WANDB_API_KEY", None)  # no process this job starts may inherit it
     return True

@@ -123,7 +123,7 @@ def test_blocks_are_redacted_before_yaml_folds_a_long_line(monkeypatch):
 
 def test_wiring_registers_the_forge_token_and_llm_keys_whatever_their_names(monkeypatch):
     """The names are odd on purpose: values of secret-looking names (`*_KEY`, `*_PAT`) are redacted anyway."""
-    from senpai.cli.wiring import make_forge, redact_secrets
+    from senpai.cli.wiring import hold_secrets, make_forge
     from senpai.config.harness import HarnessConfig
 
     monkeypatch.setenv("FORGE_ODD", "pat-value-for-the-forge-123")
@@ -141,7 +141,7 @@ def test_wiring_registers_the_forge_token_and_llm_keys_whatever_their_names(monk
     both = "pat-value-for-the-forge-123 provider-key-value-456789"
     make_forge(cfg)  # lazy: no request is sent; and it registers nothing
     assert redact(both) == both
-    redact_secrets(cfg)
+    hold_secrets(cfg)
     assert redact(both) == f"{REDACTED} {REDACTED}"
 
 
