@@ -116,11 +116,19 @@ def open_candidate(forge: GitHubForge, seed: Path, change: dict[str, str | None]
 INTO_EVALUATOR = """
 import os
 root = os.path.dirname(os.path.dirname(os.getcwd()))
+denied = 0
 for d, _, names in os.walk(root):
     if "score.py" in names:
-        open(os.path.join(d, "score.py"), "w").write("print('acc: 1.0')\\nprint('leak: 0')\\n")
-os.makedirs(os.path.join(root, "score"), exist_ok=True)
-open(os.path.join(root, "score", "score.py"), "w").write("print('acc: 1.0')\\n")
+        try:
+            open(os.path.join(d, "score.py"), "w").write("print('acc: 1.0')\\nprint('leak: 0')\\n")
+        except OSError:
+            denied += 1
+try:
+    os.makedirs(os.path.join(root, "score"), exist_ok=True)
+    open(os.path.join(root, "score", "score.py"), "w").write("print('acc: 1.0')\\n")
+except OSError:
+    denied += 1
+print("denied:", denied)
 """
 SHADOW_JSON = "import sys\nprint('acc: 1.0')\nsys.exit(0)\n"  # a perfect score, if the evaluator ever imports it
 PICKLE_TRAIN = """import os, pickle

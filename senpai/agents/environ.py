@@ -7,7 +7,8 @@ W&B's run identity (`WANDB_*`) and senpai's own `SENPAI_*`. Whatever is not list
 `DATABASE_URL`, a registry password...) stays out, whatever its name.
 Even a listed name is dropped when it looks secret (`senpai.ledger.redact.SECRET_ENV`, e.g.
 `WANDB_API_KEY`, `SENPAI_FORGE_TOKEN`) or its value is a URL with a password (a proxy with
-credentials). The train step alone may get the W&B key back (`TRAIN_SECRETS`), for online runs.
+credentials). No secret is given back to any of them: a train command logs its W&B run offline, and
+the job uploads it (`senpai.tracker.base.Tracker.collect_run`).
 """
 
 import re
@@ -31,7 +32,6 @@ ALLOWED = frozenset(
     }
 )
 ALLOWED_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "NCCL_", "CONDA_", "WANDB_", "SENPAI_")
-TRAIN_SECRETS = ("WANDB_API_KEY",)
 _URL_WITH_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@\s]*:[^/@\s]*@")
 
 
@@ -54,8 +54,3 @@ def _has_password(value: str) -> bool:
 def allowed_env(env: Mapping[str, str]) -> dict[str, str]:
     """The allow-listed part of `env`."""
     return {k: v for k, v in env.items() if allowed(k, v)}
-
-
-def train_secrets(env: Mapping[str, str]) -> dict[str, str]:
-    """The secrets of `env` only the train command may have (the W&B key), for its own W&B run."""
-    return {k: env[k] for k in TRAIN_SECRETS if env.get(k)}

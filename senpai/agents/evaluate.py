@@ -4,7 +4,8 @@ Train step: the target's `train` command in a checkout of the side's commit, res
 first (`git reset --hard; git clean -ffdx`, so no seed inherits what an earlier one left), with the
 allow-listed environment minus every `PYTHON*` and `SENPAI_*` variable (SCRUBBED), plus `SEED`,
 `SENPAI_ARTIFACT_DIR` (an empty directory it must write its model into), `WANDB_MODE=disabled`
-and a fresh empty `HOME`.
+and a fresh empty `HOME` and `TMPDIR`. Both steps, and git in a checkout a train step ran in, run
+behind a wall (`senpai.agents.walls`): each may write only its own folders.
 Score step: `holdout.command` in a directory created fresh (random name) right before it runs,
 holding only `holdout.files` as they were at the base commit, extracted from a snapshot taken
 before any train step ran (`EvaluatorFiles`). `python`/`python3` on its PATH is a shim that execs
@@ -27,7 +28,9 @@ from pydantic import BaseModel, ConfigDict
 
 from senpai import phases
 from senpai.agents.artifacts import digest, refusal, set_read_only
+from senpai.agents.environ import allowed_env
 from senpai.agents.measure import GRACE_SECONDS, Outcome, clear, run_command
+from senpai.agents.walls import Walls, sandbox
 from senpai.config.target import Holdout
 from senpai.errors import ConfigError, PermanentError
 from senpai.fleet.base import job_gpus
@@ -91,10 +94,12 @@ def python_shim(directory: Path) -> Path:
     return directory
 
 
-def step_env(root: Path, **extra: str) -> dict[str, str]:
-    """What a step adds to the scrubbed environment: W&B off and a fresh empty HOME under `root`
-    (nothing an earlier step left in ~ is read), plus `extra`."""
-    return {"WANDB_MODE": "disabled", "HOME": tempfile.mkdtemp(prefix="home-", dir=root), **extra}
+def step_env(root: Path, **extra: str) -> tuple[list[Path], dict[str, str]]:
+    """What a step adds to the scrubbed environment: W&B off, a fresh empty HOME and TMPDIR under
+    `root` (nothing an earlier step left there is read; `walls.sandbox`), plus `extra`. Returns
+    (those two folders, for the step's wall; the env)."""
+    own, env = sandbox(root)
+    return own, {"WANDB_MODE": "disabled", **env, **extra}
 
 
 class ResetFailed(PermanentError):
@@ -105,20 +110,26 @@ class ResetFailed(PermanentError):
         self.timed_out = timed_out
 
 
-def reset_checkout(checkout: Path, sha: str, timeout: float | None = None) -> None:
+def reset_checkout(checkout: Path, sha: str, walls: Walls, timeout: float | None = None) -> None:
     """Put `checkout` back to exactly `sha`: tracked files restored, everything untracked removed.
     Raises ResetFailed with git's message if it cannot (an earlier step broke the checkout) or
     takes over `timeout` seconds. A train step can set a command git runs here (core.fsmonitor,
-    a filter in .git/config): what it leaves running is killed, as `run_command` kills what a
-    train step leaves, and `train_step` counts the reset's seconds as the side's."""
+    a filter in .git/config), so git runs behind the step's wall (`walls`: it may write the checkout
+    and a fresh HOME and TMPDIR alone), as the step's own code; what it leaves running is killed,
+    as `run_command` kills what a train step leaves, and `train_step` counts the reset's seconds as
+    the side's."""
     become_subreaper()
     before = descendants()
+    own, env = step_env(checkout.parent)
+    wall = walls([checkout, *own], [])
+    env = {**allowed_env(os.environ), **env}
     deadline = None if timeout is None else time.monotonic() + timeout
     for args in (["reset", "-q", "--hard", sha], ["clean", "-q", "-ffdx"]):
         left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
         try:
             with phases.phase("git local"):
-                proc = subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True, timeout=left)
+                argv = wall.argv(["git", "-C", str(checkout), *args])
+                proc = subprocess.run(argv, capture_output=True, text=True, timeout=left, env=env)
         except subprocess.TimeoutExpired:
             kill_new_descendants(before, GRACE_SECONDS)
             raise ResetFailed(f"git {args[0]} of the {checkout.name} checkout took over {timeout:g} s", True) from None
@@ -128,17 +139,26 @@ def reset_checkout(checkout: Path, sha: str, timeout: float | None = None) -> No
 
 
 def train_step(
-    command: str, checkout: Path, sha: str, side: str, seed: int, artifacts: Path, timeout: float, compute_key: str | None
+    command: str,
+    checkout: Path,
+    sha: str,
+    side: str,
+    seed: int,
+    artifacts: Path,
+    timeout: float,
+    compute_key: str | None,
+    walls: Walls,
 ) -> Trained:
-    """Run the side's train command for `seed` in `checkout` (reset to `sha` first); its artifact
-    directory is `artifacts/<side>-<seed>` (created empty). Seconds are wall seconds of the reset
+    """Run the side's train command for `seed` in `checkout` (reset to `sha` first) behind its wall
+    (`walls`: it may write the checkout, its artifact directory and a fresh HOME and TMPDIR alone);
+    its artifact directory is `artifacts/<side>-<seed>` (created empty). Seconds are wall seconds of the reset
     and the command, within `timeout` together: the reset runs what an earlier step of the side
     planted in its checkout (a git filter, core.fsmonitor), so that work is the side's, and a
     reset that fails or times out is the side's failed step. GPU seconds are those x the GPUs
     this job holds (the train command's own env has no SENPAI_*)."""
     artifact, start = artifacts / f"{side}-{seed}", time.monotonic()
     try:
-        reset_checkout(checkout, sha, timeout)
+        reset_checkout(checkout, sha, walls, timeout)
     except ResetFailed as e:
         seconds = time.monotonic() - start
         return Trained(
@@ -146,10 +166,11 @@ def train_step(
             gpu_seconds=seconds * job_gpus(), compute=None, artifact=str(artifact), digest="", tail=str(e),
         )  # fmt: skip
     clear(artifact).mkdir(parents=True)  # what an earlier step left there is never trusted
-    env = step_env(artifacts, SEED=str(seed), SENPAI_ARTIFACT_DIR=str(artifact))
+    own, env = step_env(artifacts, SEED=str(seed), SENPAI_ARTIFACT_DIR=str(artifact))
     log = artifacts / f"{side}-{seed}-train.log"
     left = max(timeout - (time.monotonic() - start), 0.0)
-    out = run_command(command.replace("{seed}", str(seed)), checkout, env, left, log, drop=SCRUBBED)
+    wall = walls([checkout, artifact, *own], [])
+    out = run_command(command.replace("{seed}", str(seed)), checkout, env, left, log, drop=SCRUBBED, wall=wall)
     compute = out.value(compute_key) if compute_key else None
     seconds = time.monotonic() - start
     return Trained(
@@ -159,13 +180,15 @@ def train_step(
 
 
 def score_step(
-    hold: Holdout, evaluator: EvaluatorFiles, trained: Trained, holdout_dir: Path, root: Path, timeout: float
+    hold: Holdout, evaluator: EvaluatorFiles, trained: Trained, holdout_dir: Path, root: Path, timeout: float, walls: Walls
 ) -> tuple[Outcome | None, str | None]:
     """Score `trained`'s artifact: (outcome, None), or (None, why it was refused without scoring).
 
     Refused: an unsafe artifact (`artifacts.refusal`), or one changed since its train step. The
     artifact directory is read-only while the evaluator runs. The evaluator directory is created
-    under `root` now, after the train step, so nothing a train step wrote can be in it.
+    under `root` now, after the train step, so nothing a train step wrote can be in it. The
+    evaluator loads what a side's code wrote, so it runs behind a wall too (`walls`): it may write
+    its own directory and a fresh HOME and TMPDIR, and read the artifact and the sealed holdout.
     """
     artifact = Path(trained.artifact)
     if reason := refusal(artifact):  # first: it bounds what `digest` reads
@@ -180,10 +203,11 @@ def score_step(
     command = hold.command
     for key, value in subs.items():
         command = command.replace(key, value)
-    env = step_env(root, PATH=path, SEED=str(trained.seed))
+    own, env = step_env(root, PATH=path, SEED=str(trained.seed))
+    wall = walls([cwd, *own], [artifact, holdout_dir, shims])
     set_read_only(artifact)
     try:
         log = root / f"{trained.side}-{trained.seed}-score.log"
-        return run_command(command, cwd, env, timeout, log, drop=SCRUBBED), None
+        return run_command(command, cwd, env, timeout, log, drop=SCRUBBED, wall=wall), None
     finally:
         set_read_only(artifact, False)

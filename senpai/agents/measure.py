@@ -2,8 +2,9 @@
 
 The output streams to the log file as it comes; memory holds only a bounded tail (TAIL_BYTES) and
 the last value of each key (at most MAX_KEYS keys, lines up to MAX_LINE bytes), so a command that
-prints gigabytes costs the job no more than a few MB. The command gets the allow-listed environment
-(`senpai.agents.environ`) plus what the caller passes, runs in its own session, and every process
+prints gigabytes costs the job no more than a few MB. The command runs behind its wall
+(`senpai.fleet.wall`), gets the allow-listed environment (`senpai.agents.environ`) plus what the
+caller passes, runs in its own session, and every process
 it started (setsid daemons included, found by their `ENV_RUN` tag, or as descendants of this
 process, their orphans' reaper, if they also cleared their environment) is stopped when it ends.
 """
@@ -25,6 +26,7 @@ from pathlib import Path
 from senpai import phases
 from senpai.agents.environ import allowed_env
 from senpai.fleet.procs import ENV_RUN, become_subreaper, descendants, kill_new_descendants, kill_tagged
+from senpai.fleet.wall import Wall
 
 LINE = re.compile(rb"^([A-Za-z0-9_./-]+):[ \t]*(\S+)\s*$")
 TAIL_BYTES = 256 * 1024
@@ -115,13 +117,22 @@ def clear(path: Path) -> Path:
 
 
 def run_command(
-    command: str, cwd: Path, env: dict[str, str], timeout: float, log: Path | None = None, drop: tuple[str, ...] = ()
+    command: str,
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float,
+    log: Path | None = None,
+    drop: tuple[str, ...] = (),
+    *,
+    wall: Wall,
 ) -> Outcome:
-    """Run shell `command` in `cwd` with `env` over the allow-listed os.environ; kill it (and all
+    """Run shell `command` in `cwd` behind `wall` (`senpai.fleet.wall`: what it may read and write,
+    no way into senpai's processes) with `env` over the allow-listed os.environ; kill it (and all
     it started) after `timeout` seconds. The whole output goes to `log` if given. Inherited
     variables whose names start with a prefix in `drop` are left out (the verifier drops
     `PYTHON*` and `SENPAI_*`: PYTHONPATH, the harness config's path...). The command's own run is
-    phase `command` (`senpai.phases`), stopping what it left behind phase `command cleanup`."""
+    phase `command` (`senpai.phases`), stopping what it left behind phase `command cleanup`. A wall
+    that cannot be built makes the command exit 126 with a `[senpai-wall]` line in its output."""
     start = time.monotonic()
     # `python` in a target command is the interpreter running senpai (it has wandb); PATH wins otherwise
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
@@ -134,7 +145,7 @@ def run_command(
         phases.mark("command")
         with phases.phase("command"):
             proc = subprocess.Popen(
-                command, shell=True, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
+                wall.argv(["/bin/sh", "-c", command]), cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
             reader = _Reader(proc.stdout, sink)

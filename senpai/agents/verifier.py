@@ -28,6 +28,7 @@ from senpai.agents.context import TurnContext
 from senpai.agents.evaluate import EvaluatorFiles, Trained, score_step
 from senpai.agents.measure import Outcome
 from senpai.agents.runs import log_verification
+from senpai.agents.walls import Walls
 from senpai.config.target import Holdout, TargetConfig
 from senpai.errors import PermanentError, TransientError
 from senpai.ledger import gate, stats, transitions
@@ -296,6 +297,6 @@ def record(ctx: TurnContext, v: Verification) -> Verification:
     return v
 
 
-def scorer(hold: Holdout, evaluator: EvaluatorFiles, holdout_dir: Path, root: Path, timeout: float) -> Score:
+def scorer(hold: Holdout, evaluator: EvaluatorFiles, holdout_dir: Path, root: Path, timeout: float, walls: Walls) -> Score:
     """The score step as `measure` calls it: Trained -> (Outcome | None, refusal | None)."""
-    return lambda trained: score_step(hold, evaluator, trained, holdout_dir, root, timeout)
+    return lambda trained: score_step(hold, evaluator, trained, holdout_dir, root, timeout, walls)

@@ -11,14 +11,12 @@ re-reads the PR and the base from the forge (a fresh clone, a fresh plan) and ta
 and artifacts from it, each run only from its own side's dir.
 """
 
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from senpai import phases
 from senpai.agents.context import TurnContext
 from senpai.agents.evaluate import SCRUBBED, EvaluatorFiles, Trained, reset_checkout, step_env, train_step
 from senpai.agents.measure import clear, run_command
@@ -36,12 +34,14 @@ from senpai.agents.verifier import (
     scorer,
     verification_block,
 )
+from senpai.agents.walls import Walls, walls_of
+from senpai.agents.workcopy import standalone_clone
 from senpai.config.budgets import VerifierSteps
+from senpai.config.credentials import set_not_dumpable
 from senpai.config.load import read_bounded
 from senpai.config.target import TargetConfig
 from senpai.errors import ConfigError, PermanentError
 from senpai.ledger.blocks import Verification
-from senpai.ledger.redact import set_not_dumpable
 
 MAX_JSON = 16 * 1024**2  # job.json, train.json
 Side = Literal["candidate", "baseline"]
@@ -70,8 +70,8 @@ class SideTrainer:
     """Runs one side's train steps on demand (each seed once) in `side_dir`'s checkout, each within
     its timeout (`VerifierSteps`)."""
 
-    def __init__(self, target: TargetConfig, side: str, sha: str, side_dir: Path) -> None:
-        self.target, self.side, self.sha, self.dir = target, side, sha, side_dir
+    def __init__(self, target: TargetConfig, side: str, sha: str, side_dir: Path, walls: Walls) -> None:
+        self.target, self.side, self.sha, self.dir, self.walls = target, side, sha, side_dir, walls
         self.steps = VerifierSteps.of(target)
         self.done: dict[int, Trained] = {}
 
@@ -80,7 +80,7 @@ class SideTrainer:
             t = self.target
             self.done[seed] = train_step(
                 t.train, self.dir / "checkout", self.sha, self.side, seed, self.dir / "artifacts",
-                self.steps.train, t.holdout.compute.key,
+                self.steps.train, t.holdout.compute.key, self.walls,
             )  # fmt: skip
         return self.done[seed]
 
@@ -89,8 +89,10 @@ class SideTrainer:
         if self.target.test is None or self.steps.test is None:  # both or neither: `VerifierSteps.of`
             return None
         checkout, timeout = self.dir / "checkout", self.steps.test
-        reset_checkout(checkout, self.sha, timeout)  # the fresh clone: no step of the side ran in it yet
-        out = run_command(self.target.test, checkout, step_env(self.dir), timeout, self.dir / "test.log", drop=SCRUBBED)
+        reset_checkout(checkout, self.sha, self.walls, timeout)  # the fresh clone: no step of the side ran in it yet
+        own, env = step_env(self.dir)
+        wall = self.walls([checkout, *own], [])
+        out = run_command(self.target.test, checkout, env, timeout, self.dir / "test.log", drop=SCRUBBED, wall=wall)
         return out.returncode == 0
 
 
@@ -99,27 +101,10 @@ def _sha(plan: Plan, side: str) -> str:
     return (plan.merged or plan.candidate) if side == "candidate" else plan.baseline
 
 
-def side_clone(repo: Path, sha: str, dest: Path) -> Path:
-    """A standalone clone of `repo` at `dest`, detached at `sha`, with no remote (nothing in it
-    points back at `repo`). Raises PermanentError with git's message if it fails."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    steps = [
-        ["clone", "--quiet", "--no-checkout", str(repo), str(dest)],
-        ["-C", str(dest), "checkout", "--quiet", "--detach", sha],
-        ["-C", str(dest), "remote", "remove", "origin"],
-    ]
-    for args in steps:
-        with phases.phase("git local"):
-            proc = subprocess.run(["git", *args], capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise PermanentError(f"git {args[0] if args[0] != '-C' else args[2]} of {dest}: {proc.stderr.strip()[-300:]}")
-    return dest
-
-
 def checkout(ctx: TurnContext, plan: Plan, work: Path) -> None:
     """Clones of the candidate and base heads (`make_plan` fetched both) at `work/<side>/checkout`."""
     for side in SIDES:
-        side_clone(ctx.repo.path, _sha(plan, side), work / side / "checkout")
+        standalone_clone(ctx.repo.path, _sha(plan, side), work / side / "checkout")
 
 
 def known(ctx: TurnContext, plan: Plan, holdout_dir: Path, sources: tuple[int, ...]) -> Known:
@@ -141,8 +126,9 @@ def verify_all(ctx: TurnContext, number: int, holdout_dir: Path, sources: tuple[
         hold = ctx.target.holdout
         checkout(ctx, plan, ctx.workdir)
         evaluator = EvaluatorFiles(ctx.repo.path, plan.baseline, hold.files)  # before any train step runs
-        trainers = {side: SideTrainer(ctx.target, side, _sha(plan, side), ctx.workdir / side) for side in SIDES}
-        score = scorer(hold, evaluator, holdout_dir, ctx.workdir / "score", ctx.budgets.verifier.steps.score)
+        walls = walls_of(ctx.harness)
+        trainers = {side: SideTrainer(ctx.target, side, _sha(plan, side), ctx.workdir / side, walls) for side in SIDES}
+        score = scorer(hold, evaluator, holdout_dir, ctx.workdir / "score", ctx.budgets.verifier.steps.score, walls)
         past = known(ctx, plan, holdout_dir, sources)
         v = measure(ctx.target, plan, lambda side, seed: trainers[side](seed), score, trainers["candidate"].test(), past)
     return record(ctx, v)
@@ -175,9 +161,10 @@ def _write(path: Path, model: BaseModel) -> None:
     clear(path).write_text(model.model_dump_json())
 
 
-def train_side(work: Path, side: str) -> TrainLog:
+def train_side(work: Path, side: str, walls: Walls) -> TrainLog:
     """`--step train --side SIDE` (no secret, no forge, nothing outside `work/SIDE`): the test
-    command (candidate), then every seed up to max_seeds; writes `work/SIDE/train.json`. Nothing
+    command (candidate), then every seed up to max_seeds, each behind its wall (`walls`); writes
+    `work/SIDE/train.json`. Nothing
     runs for a plan that `refusal` refuses, nor after a failed test. Raises PermanentError if
     `work/SIDE/job.json` is unreadable or names another side (the checkout step failed). The
     process makes itself non-dumpable first: the side's code, its child, must not ptrace it or
@@ -191,7 +178,7 @@ def train_side(work: Path, side: str) -> TrainLog:
         raise PermanentError(f"{side}/job.json is the {job.side} side's")
     log = TrainLog(side=job.side, test_passed=None, runs=[])
     if refusal(job.target, job.plan) is None:
-        trainer = SideTrainer(job.target, side, _sha(job.plan, side), work / side)
+        trainer = SideTrainer(job.target, side, _sha(job.plan, side), work / side, walls)
         passed = trainer.test() if side == "candidate" else None
         seeds = [seed for seed in job.target.holdout.all_seeds() if seed not in job.known]
         runs = [] if passed is False else [trainer(seed) for seed in seeds]
@@ -252,7 +239,7 @@ def score_from_work(ctx: TurnContext, number: int, work: Path, holdout_dir: Path
 def _score_recorded(ctx: TurnContext, plan: Plan, work: Path, holdout_dir: Path, sources: tuple[int, ...]) -> Verification:
     hold = ctx.target.holdout
     evaluator = EvaluatorFiles(ctx.repo.path, plan.baseline, hold.files)  # from the score step's own clone
-    score = scorer(hold, evaluator, holdout_dir, ctx.workdir / "score", ctx.budgets.verifier.steps.score)
+    score = scorer(hold, evaluator, holdout_dir, ctx.workdir / "score", ctx.budgets.verifier.steps.score, walls_of(ctx.harness))
     past = known(ctx, plan, holdout_dir, sources)
     try:
         train, test_passed = _recorded(work)

@@ -245,3 +245,22 @@ class WorkCopy:
         """A detached worktree of `commit` at `path` (for measuring a commit in isolation)."""
         self.git("worktree", "add", "--quiet", "--detach", str(path), commit)
         return path
+
+
+def standalone_clone(repo: Path, sha: str, dest: Path) -> Path:
+    """A standalone clone of the local repository `repo` at `dest`, detached at `sha`, with no remote
+    (nothing in it points back at `repo`, no credential is involved): where code from a PR runs, so
+    that nothing it writes there (a hook, a `.git/config` that git would obey) is ever in a copy that
+    senpai runs credentialed git in. Raises PermanentError with git's message if it fails."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    steps = [
+        ["clone", "--quiet", "--no-checkout", str(repo), str(dest)],
+        ["-C", str(dest), "checkout", "--quiet", "--detach", sha],
+        ["-C", str(dest), "remote", "remove", "origin"],
+    ]
+    for args in steps:
+        with phases.phase("git local"):
+            proc = subprocess.run(["git", *args], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise PermanentError(f"git {args[0] if args[0] != '-C' else args[2]} of {dest}: {proc.stderr.strip()[-300:]}")
+    return dest

@@ -8,14 +8,17 @@ from pathlib import Path
 import click
 
 from senpai import phases
+from senpai.agents.attempt import Attempt
 from senpai.agents.context import prepare_turn
 from senpai.agents.secrets import scrub_environment
+from senpai.agents.walls import walls_of
 from senpai.cli.main import end_quickly
 from senpai.cli.options import config_option
-from senpai.cli.wiring import make_forge, make_runtime, make_tracker, secret_envs
+from senpai.cli.wiring import hold_secrets, make_forge, make_runtime, make_tracker, secret_envs
 from senpai.config.harness import HarnessConfig, LocalFleetSettings, load_harness
 from senpai.config.roles import Role
 from senpai.forge.mirror import handed_base
+from senpai.ledger.blocks import Evidence
 from senpai.ledger.events import ENV_EVENTS, EventBatch
 from senpai.ledger.redact import redact_own_output
 
@@ -32,6 +35,7 @@ def _context(config_path: str, role: Role, workdir: Path | None = None):
     with phases.phase("config"):
         cfg = load_harness(config_path)
     with phases.phase("redaction filter"):
+        hold_secrets(cfg)  # out of os.environ: nothing the job starts inherits them
         redact_own_output(secret_envs(cfg))  # before anything prints; registers them for the job's posts too
     with phases.phase("adapters"):
         forge = phases.timed(make_forge(cfg, role), _forge_phase)
@@ -81,18 +85,48 @@ def advisor(config_path: str) -> None:
 @config_option
 @click.option("--pr", type=int, required=True)
 @click.option("--attempt", type=int, required=True)
-def student(config_path: str, pr: int, attempt: int) -> None:
+@click.option(
+    "--step",
+    type=click.Choice(["all", "prepare", "train", "report"]),
+    default="all",
+    show_default=True,
+    help="all: everything in one process (local fleet); prepare/train/report: one container each (Kubernetes).",
+)
+@click.option("--work", type=click.Path(file_okay=False), default=None, help="Work dir the steps share [cwd].")
+def student(config_path: str, pr: int, attempt: int, step: str, work: str | None) -> None:
     """Student turn: attempt ATTEMPT on PR with runtime.student.kind (messages in $SENPAI_EVENTS).
+
+    prepare runs the runtime's turn (params written, or the agent's change) and pushes it, then writes
+    WORK/plan.json and WORK/train/ (a clone per arm, train/job.json); train (no secret, no forge, reads
+    and writes only WORK/train) runs the target's train command per arm behind its wall and writes
+    WORK/train/train.json; report takes the W&B runs in and posts the evidence.
 
     \b
     Example:
       senpai job student --config harness.yaml --pr 3 --attempt 1
     """
-    ctx = _context(config_path, Role.STUDENT)
-    ev = make_runtime(ctx.harness.runtime.student).student_turn(ctx, pr, attempt, _events().events)
-    click.echo(
-        f"outcome: {ev.outcome}\n{ev.primary.name}: {ev.primary.value}\ntokens: {ev.cost.tokens}\ndollars: {ev.cost.dollars}"
-    )
+    from senpai.agents import student_steps as steps
+
+    root = Path(work or Path.cwd()).resolve()
+    if step == "train":
+        log = steps.train(root / steps.TRAIN, walls_of(load_harness(config_path)))
+        click.echo(json.dumps({"trained": len(log.arms)}))
+        return
+    root.mkdir(parents=True, exist_ok=True)
+    if step == "report":
+        ctx = _context(config_path, Role.STUDENT, Path(tempfile.mkdtemp(prefix="report-", dir=root)))
+        ev = steps.report(ctx, steps.read_plan(root), root)
+    else:
+        ctx = _context(config_path, Role.STUDENT, root)
+        result = make_runtime(ctx.harness.runtime.student).student_turn(ctx, pr, attempt, _events().events)
+        if step == "prepare":
+            steps.plan(ctx, result if isinstance(result, Attempt) else None, root)
+            ev = result if isinstance(result, Evidence) else None
+        else:
+            ev = steps.run_attempt(ctx, result, walls_of(ctx.harness)) if isinstance(result, Attempt) else result
+    if ev is not None:
+        click.echo(f"outcome: {ev.outcome}\n{ev.primary.name}: {ev.primary.value}")
+        click.echo(f"tokens: {ev.cost.tokens}\ndollars: {ev.cost.dollars}")
 
 
 @job.command()
@@ -132,7 +166,7 @@ def verify(config_path: str, pr: int, step: str, side: str | None, work: str | N
         raise click.UsageError("--side is required with --step train" if step == "train" else "--side is only for --step train")
     root = Path(work or Path.cwd()).resolve()
     if step == "train":
-        log = steps.train_side(root, side)
+        log = steps.train_side(root, side, walls_of(load_harness(config_path)))
         click.echo(json.dumps({"side": side, "trained": len(log.runs), "test_passed": log.test_passed}))
         return
     root.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
+from senpai.config import credentials
 from senpai.config.budgets import harness_problems
 from senpai.config.load import load_yaml_model
 from senpai.config.pod import JobPodSettings, env_problems
@@ -54,8 +55,8 @@ class ForgeSettings(_Strict):
     trusted: list[str] = Field(default=["OWNER", "MEMBER", "COLLABORATOR"], description="author_association values that steer.")
 
     def token(self) -> str | None:
-        """The bot's token, read from `$token_env` now; None if unset or empty."""
-        return os.environ.get(self.token_env) or None
+        """The bot's token, the secret named `token_env` (`senpai.config.credentials.get`); None if unset or empty."""
+        return credentials.get(self.token_env)
 
     @property
     def scope(self) -> str:
@@ -92,10 +93,10 @@ class TrackerSettings(_Strict):
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:8]
 
     def resolved_mode(self) -> str:
-        """`online` or `offline`: `mode`, with `auto` resolved by whether `WANDB_API_KEY` is set now."""
+        """`online` or `offline`: `mode`, with `auto` resolved by whether the secret `WANDB_API_KEY` is held now."""
         if self.mode != "auto":
             return self.mode
-        return "online" if os.environ.get("WANDB_API_KEY") else "offline"
+        return "online" if credentials.get("WANDB_API_KEY") else "offline"
 
 
 class LocalFleetSettings(_Strict):
@@ -239,8 +240,8 @@ class LLMSettings(_Strict):
     output_cost_per_token: float | None = Field(None, ge=0, description="Dollars; overrides LiteLLM's price map.")
 
     def api_key(self) -> str | None:
-        """The provider key, read from `$api_key_env` now; None if unset or empty."""
-        return os.environ.get(self.api_key_env) or None
+        """The provider key, the secret named `api_key_env` (`senpai.config.credentials.get`); None if unset or empty."""
+        return credentials.get(self.api_key_env)
 
 
 class TurnBudget(_Strict):
@@ -342,6 +343,34 @@ class LimitSettings(_Strict):
     )
 
 
+class WallSettings(_Strict):
+    """What code from a PR may reach on the machine that runs it (`senpai.fleet.wall`). Besides its
+    own folders it may write nothing; it may read everything but senpai's state dir, the tracker's
+    dir, the local fleet's jobs, the sealed holdout, the home folder of the user senpai runs as, and
+    `hidden`. As root it runs as `uid`."""
+
+    readable: list[str] = Field(
+        default_factory=list, description="Paths it may read although they lie under a hidden one (a dataset in HOME)."
+    )
+    writable: list[str] = Field(default_factory=list, description="Paths it may also write (a shared checkpoint folder).")
+    hidden: list[str] = Field(default_factory=list, description="More paths it may not read (the local forge's data).")
+    uid: int | Literal["auto"] = Field(
+        "auto",
+        description="As root, the user it runs as. auto: 65534 (nobody) where that user can run senpai's interpreter; "
+        "else it stays root with every capability dropped, behind Landlock (refused where the kernel has none).",
+    )
+    landlock: Literal["auto", "required"] = Field(
+        "auto", description="auto: behind Landlock where the kernel offers it; required: refuse to run it elsewhere."
+    )
+
+    @field_validator("readable", "writable", "hidden")
+    @classmethod
+    def _absolute(cls, v: list[str]) -> list[str]:
+        if bad := [p for p in v if not p.startswith("/")]:
+            raise ValueError(f"paths must be absolute: {bad}")
+        return v
+
+
 class HarnessConfig(_Strict):
     """Schema of the harness config file (schema_version 1)."""
 
@@ -362,6 +391,7 @@ class HarnessConfig(_Strict):
     max_experiments: int | None = Field(None, ge=1, description="Open no more than this many experiments in all (any state).")
     patience: int | None = Field(None, ge=1, description="Pause assignments after this many decided experiments without a merge.")
     limits: LimitSettings = LimitSettings()
+    wall: WallSettings = WallSettings()
     advisor_wall_seconds: int | None = Field(
         None,
         gt=0,

@@ -32,6 +32,7 @@ from senpai.cli.demo import write_config
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config import safe_yaml
 from senpai.config.harness import load_harness
+from senpai.fleet.wall import landlock_abi
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Verification, render
 from senpai.ledger.events import Event
@@ -217,7 +218,7 @@ def test_the_cli_verifies_in_one_step_and_in_four(tiny, tmp_path):
 # seed's reset rewrites that file, in the verifier's process environment.
 FILTERING = """
 import subprocess
-subprocess.run(["git", "config", "filter.snoop.smudge", "env >> ../smudged.txt; cat"], check=True)
+subprocess.run(["git", "config", "filter.snoop.smudge", "env >> .git/smudged.txt; (env >> ../escaped.txt) 2>&-; cat"], check=True)
 os.makedirs(os.path.join(".git", "info"), exist_ok=True)
 open(os.path.join(".git", "info", "attributes"), "w").write("* filter=snoop\\n")
 open("params.json", "a").write(" ")
@@ -230,9 +231,11 @@ def test_a_git_filter_the_candidate_sets_runs_without_any_secret(tiny, tmp_path)
     pr = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2) + FILTERING})
     job = _job(config, tmp_path / "all", "--pr", str(pr))
     assert job.returncode == 0, job.stderr
-    smudged = (tmp_path / "all" / "candidate" / "smudged.txt").read_text()
+    smudged = (tmp_path / "all" / "candidate" / "checkout" / ".git" / "smudged.txt").read_text()
     assert "PATH=" in smudged  # the filter ran, in the verifier's environment as it was then
     assert TOKEN not in smudged and not [n for n in SNOOPED if n != "SENPAI_CONFIG" and f"\n{n}=" in f"\n{smudged}"]
+    if landlock_abi():  # and behind the side's wall: it wrote its checkout, nothing beside it
+        assert not (tmp_path / "all" / "candidate" / "escaped.txt").exists()
 
 
 def test_the_score_step_records_a_stale_verification_when_the_head_moved(tiny, tmp_path):
@@ -455,8 +458,10 @@ PROBE = """
 import ctypes, ctypes.util, json, sys
 from pathlib import Path
 from senpai.agents.verify_steps import train_side
+from senpai.agents.walls import walls_of
+from senpai.config.harness import load_harness
 from senpai.ledger.redact import PR_GET_DUMPABLE
-train_side(Path(sys.argv[1]), "candidate")
+train_side(Path(sys.argv[1]), "candidate", walls_of(load_harness(sys.argv[2])))
 print(json.dumps({"dumpable": ctypes.CDLL(ctypes.util.find_library("c")).prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)}))
 """
 
@@ -470,7 +475,7 @@ def test_the_train_step_that_runs_candidate_code_is_not_dumpable(tiny, tmp_path)
     pr = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n'})
     work = tmp_path / "work"
     assert _job(config, tmp_path / "checkout", "--pr", str(pr), "--step", "checkout", "--work", str(work)).returncode == 0
-    probe = subprocess.run([sys.executable, "-c", PROBE, str(work)], capture_output=True, text=True, timeout=300)
+    probe = subprocess.run([sys.executable, "-c", PROBE, str(work), str(config)], capture_output=True, text=True, timeout=300)
     assert probe.returncode == 0, probe.stderr
     assert _result(probe) == {"dumpable": 0}
 
@@ -479,8 +484,11 @@ def test_the_train_step_that_runs_candidate_code_is_not_dumpable(tiny, tmp_path)
 PLANT_FIFOS = """
 side_dir = os.path.dirname(os.path.dirname(os.environ["SENPAI_ARTIFACT_DIR"]))
 if seed == 0:
-    os.mkfifo(os.path.join(side_dir, "artifacts", "candidate-1-train.log"))
-    os.mkfifo(os.path.join(side_dir, "train.json"))
+    for path in (os.path.join(side_dir, "artifacts", "candidate-1-train.log"), os.path.join(side_dir, "train.json")):
+        try:
+            os.mkfifo(path)
+        except OSError:
+            print("denied:", path)  # the side's wall: it writes its checkout and its artifact alone
 """
 
 

@@ -41,12 +41,11 @@ def test_agent_shell_gets_no_secret_whatever_its_name(restored_environ) -> None:
             "students": [{"name": "ada"}],
         }
     )
-    train_env = scrub_environment(cfg, ["LLM_KEY"])
+    scrub_environment(cfg, ["LLM_KEY"])
     shell = subprocess.run(["bash", "-c", "env"], env=build_terminal_env({}), capture_output=True, text=True, check=True)
     seen = dict(line.split("=", 1) for line in shell.stdout.splitlines() if "=" in line)
     secrets = [*LEAKY, "FORGE_PAT", "LLM_KEY", "WANDB_API_KEY"]
     assert not set(secrets) & set(seen), sorted(set(secrets) & set(seen))
     assert seen["WANDB_PROJECT"] == "digits" and seen["SENPAI_CONFIG"] == "/etc/h.yaml" and "PATH" in seen
-    assert train_env == {"WANDB_API_KEY": "w" * 40}  # only the train command gets it back
     text = " ".join([*(v for k, v in LEAKY.items() if k != "DATABASE_URL"), "db-pass-0123456789", "forge-pat-0123456789"])
     assert redact(text) == " ".join([REDACTED] * 6)  # scrubbed from the env, still masked in every post

@@ -9,6 +9,7 @@ import psutil
 import pytest
 from forge_fixtures import run_git
 from tiny_target import SNOOPED, files, sealed_holdout
+from walled import walls_at
 
 from senpai.agents.evaluate import EvaluatorFiles, python_shim, score_step, train_step
 from senpai.config.target import Holdout
@@ -42,7 +43,11 @@ def hostile_env(monkeypatch, tmp_path):
 
 
 def _train(repo: Path, sha: str, tmp_path: Path, seed: int = 0):
-    return train_step("python train.py", repo, sha, "candidate", seed, tmp_path / "artifacts", 60, "steps")
+    return train_step("python train.py", repo, sha, "candidate", seed, tmp_path / "artifacts", 60, "steps", walls_at(tmp_path))
+
+
+def _score(evaluator: EvaluatorFiles, trained, tmp_path: Path):
+    return score_step(HOLD, evaluator, trained, sealed_holdout(tmp_path / "holdout"), tmp_path / "score", 60, walls_at(tmp_path))
 
 
 def test_train_then_score_sees_no_secret_no_python_variable_and_no_candidate_tree(repo, tmp_path, hostile_env):
@@ -51,7 +56,7 @@ def test_train_then_score_sees_no_secret_no_python_variable_and_no_candidate_tre
     assert trained.returncode == 0 and trained.compute == 100.0
     assert "train_leak: 0" in (tmp_path / "artifacts" / "candidate-0-train.log").read_text()
     evaluator = EvaluatorFiles(path, sha, ["score.py"])
-    out, refused = score_step(HOLD, evaluator, trained, sealed_holdout(tmp_path / "holdout"), tmp_path / "score", 60)
+    out, refused = _score(evaluator, trained, tmp_path)
     assert refused is None and out.returncode == 0, out.output
     assert out.value("acc") == pytest.approx(0.7) and out.value("leak") == 0.0
 
@@ -91,7 +96,7 @@ def test_a_pickle_artifact_is_refused_before_the_evaluator_runs(repo, tmp_path):
     trained = _train(path, run_git(path, "rev-parse", "HEAD"), tmp_path)
     assert trained.digest == ""  # a refused directory is never read whole
     evaluator = EvaluatorFiles(path, sha, ["score.py"])
-    out, refused = score_step(HOLD, evaluator, trained, sealed_holdout(tmp_path / "holdout"), tmp_path / "score", 60)
+    out, refused = _score(evaluator, trained, tmp_path)
     assert out is None and "model.json is a pickle" in refused
     assert not (tmp_path / "score").exists() or not list((tmp_path / "score").glob("evaluator-*"))
 
@@ -101,7 +106,7 @@ def test_an_artifact_changed_after_its_train_step_is_refused(repo, tmp_path):
     trained = _train(path, sha, tmp_path)
     (Path(trained.artifact) / "model.json").write_text('{"w": 0.8, "noise": 0}')
     evaluator = EvaluatorFiles(path, sha, ["score.py"])
-    out, refused = score_step(HOLD, evaluator, trained, sealed_holdout(tmp_path / "holdout"), tmp_path / "score", 60)
+    out, refused = _score(evaluator, trained, tmp_path)
     assert out is None and "changed after its train step" in refused
 
 

@@ -9,6 +9,7 @@ import numpy as np
 from click.testing import CliRunner
 from forge_fixtures import TOKEN, run_git
 from sklearn.datasets import load_breast_cancer
+from walled import walls_at
 
 from senpai.agents.evaluate import EvaluatorFiles, score_step, train_step
 from senpai.cli.demo import seed_target, write_config
@@ -86,10 +87,10 @@ def verify_once(checkout: Path, holdout: Path, work: Path) -> float:
     """The verifier's train and score steps for seed 0 on `checkout`'s head, with init's evaluator;
     return the `holdout_score` it prints."""
     target, sha = load_target(checkout), run_git(checkout, "rev-parse", "HEAD")
-    trained = train_step(target.train, checkout, sha, "candidate", 0, work / "artifacts", 120, None)
+    trained = train_step(target.train, checkout, sha, "candidate", 0, work / "artifacts", 120, None, walls_at(work))
     assert trained.returncode == 0, trained.tail
     evaluator = EvaluatorFiles(checkout, sha, target.holdout.files)
-    out, refused = score_step(target.holdout, evaluator, trained, holdout, work / "score", 120)
+    out, refused = score_step(target.holdout, evaluator, trained, holdout, work / "score", 120, walls_at(work))
     assert refused is None and out.returncode == 0, refused or out.output
     return out.value(target.holdout.metric)
 

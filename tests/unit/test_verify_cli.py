@@ -2,8 +2,10 @@
 
 import pytest
 from click.testing import CliRunner
+from walled import harness_at
 
 from senpai.cli.job import job
+from senpai.config import safe_yaml
 
 
 @pytest.mark.parametrize(
@@ -22,12 +24,14 @@ def test_side_goes_with_the_train_step_only(tmp_path, args, message):
 
 
 def test_a_train_step_without_its_side_dir_is_an_error_not_a_run(tmp_path):
+    config = tmp_path / "h.yaml"
+    config.write_text(safe_yaml.dump(harness_at(tmp_path / "senpai").model_dump(mode="json")))  # for the step's wall
     result = CliRunner().invoke(
         job,
         [
             "verify",
             "--config",
-            str(tmp_path / "h.yaml"),
+            str(config),
             "--pr",
             "1",
             "--step",
