@@ -9,6 +9,7 @@ SDK, LiteLLM) only once a turn starts, so a job loads what its own role's runtim
 
 from typing import Protocol
 
+from senpai.agents.attempt import Attempt
 from senpai.agents.context import TurnContext
 from senpai.ledger.blocks import Evidence
 from senpai.ledger.events import Event
@@ -20,7 +21,9 @@ class Runtime(Protocol):
         human messages); returns one line per ledger effect, for the job's stdout."""
         ...
 
-    def student_turn(self, ctx: TurnContext, pr: int, attempt: int, events: list[Event]) -> Evidence:
-        """Attempt `attempt` on PR `pr` (`events`: the humans' messages routed to it); returns the
-        evidence it posted. Raises PermanentError if the PR has no hypothesis."""
+    def student_turn(self, ctx: TurnContext, pr: int, attempt: int, events: list[Event]) -> Attempt | Evidence:
+        """The runtime's part of attempt `attempt` on PR `pr` (`events`: the humans' messages routed
+        to it): the attempt, committed and pushed, for `senpai.agents.student_steps` to train and
+        report; or the failed evidence it posted instead (nothing to train). Raises PermanentError if
+        the PR has no hypothesis."""
         ...

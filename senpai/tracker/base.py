@@ -87,11 +87,18 @@ class Tracker(Protocol):
     installation: str  # this installation's id (8 hex digits): part of every run id, so two never share one
 
     def env_for(self, run: RunIdentity, folder: Path) -> dict[str, str]:
-        """Env vars that make the program's own `wandb.init()` log as `run`: WANDB_RUN_ID,
-        WANDB_RUN_GROUP, WANDB_NAME, WANDB_TAGS (comma-separated), WANDB_JOB_TYPE, WANDB_NOTES,
-        WANDB_GIT_COMMIT, WANDB_GIT_REMOTE_URL, WANDB_PROJECT, WANDB_MODE, WANDB_DIR, and a file
-        holding `run.config`, written in `folder` (the job's own; see senpai/tracker/wandb.py for
-        the variable)."""
+        """Env vars that make the program's own `wandb.init()` log as `run`, offline, into `folder`
+        (a new folder of the command's own, its WANDB_DIR): WANDB_RUN_ID, WANDB_RUN_GROUP,
+        WANDB_NAME, WANDB_TAGS (comma-separated), WANDB_JOB_TYPE, WANDB_NOTES, WANDB_GIT_COMMIT,
+        WANDB_GIT_REMOTE_URL, WANDB_PROJECT, WANDB_MODE, WANDB_DIR, and a file holding `run.config`,
+        written in `folder` (see senpai/tracker/wandb.py for the variable). No key: the command
+        holds none (`collect_run`)."""
+        ...
+
+    def collect_run(self, run_id: str, folder: Path, window: tuple[datetime, datetime]) -> RunRecord:
+        """Take the run `run_id` a command logged under `folder` (`env_for`) while it ran (`window`:
+        its start and end, aware datetimes) into the tracker (online: upload it), and read it back.
+        Raises NotFound if the command logged no such run, TransientError if it cannot be taken."""
         ...
 
     def log_run(self, run: RunIdentity, summary: dict[str, float], table: RunTable | None = None) -> RunRecord:

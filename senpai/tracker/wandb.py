@@ -70,6 +70,7 @@ from typing import Any
 
 import yaml
 
+from senpai.config import credentials
 from senpai.config.harness import TrackerSettings
 from senpai.errors import ConfigError, Forbidden, NotFound, TransientError
 from senpai.tracker.base import ReportSpec, RunIdentity, RunRecord, RunTable
@@ -165,7 +166,7 @@ class WandbTracker:
         self.settings = settings
         self.dir = Path(settings.dir).resolve()
         self.mode = settings.resolved_mode()  # now: a job scrubs the key from os.environ later
-        self._key = os.environ.get("WANDB_API_KEY") or None
+        self._key = credentials.get("WANDB_API_KEY")
         self.installation = installation or settings.installation_id()
         self._finished: OrderedDict[str, RunRecord] = OrderedDict()  # final runs by id, least recently read first
         self._live: dict[str, tuple[tuple, dict[str, Any]]] = {}  # id -> ((dir, mtime_ns, size), folded log)
@@ -174,10 +175,12 @@ class WandbTracker:
     # ---------------------------------------------------------------- identity in
 
     def env_for(self, run: RunIdentity, folder: Path) -> dict[str, str]:
-        """Env vars under which the program's own `wandb.init()` logs as `run`.
+        """Env vars under which the program's own `wandb.init()` logs as `run`, offline, into
+        `folder` (its WANDB_DIR: a new folder of the command's own; `collect_run` takes the run from
+        there into the tracker).
 
-        Writes `run.config` to a new `senpai-config-<id>-*.yaml` in `folder` (the job's own: created
-        exclusively, under a random name, so nothing planted can block or redirect it) and points
+        Writes `run.config` to a new `senpai-config-<id>-*.yaml` in `folder` (created exclusively,
+        under a random name, so nothing planted can block or redirect it) and points
         WANDB_SWEEP_PARAM_PATH at it (see the module docstring for why not WANDB_CONFIG_PATHS).
         Raises ConfigError if a tag contains a comma, since WANDB_TAGS is comma-separated, and
         TransientError (senpai's infrastructure, not the hypothesis) if the file cannot be written.
@@ -190,8 +193,8 @@ class WandbTracker:
             "WANDB_RUN_GROUP": run.group,
             "WANDB_NAME": run.name,
             "WANDB_PROJECT": self.settings.project,
-            "WANDB_MODE": self.mode,
-            "WANDB_DIR": str(self.dir),
+            "WANDB_MODE": "offline",  # the command holds no key: `collect_run` uploads what it logged
+            "WANDB_DIR": str(folder),
             "WANDB_SILENT": "true",
             "WANDB__TRANSACTION_LOG_FLUSH_INTERVAL": FLUSH_SECONDS,
         }
@@ -220,6 +223,23 @@ class WandbTracker:
         except OSError as e:
             raise TransientError(f"W&B run {run.id}: cannot write its config file: {e}") from e
         return Path(path)
+
+    def collect_run(self, run_id: str, folder: Path, window: tuple[datetime, datetime]) -> RunRecord:
+        """The run `run_id` a train command logged under `folder` (its WANDB_DIR, `env_for`) in
+        `window` (its start and end), taken into the tracker: copied into the tracker's dir
+        (`wandb_collect.take`: that run's folder alone, its regular files alone), online then
+        uploaded into the project with `wandb sync` (this process holds the key; the command never
+        did), and read back as `get_run` reads it. Raises NotFound if the command logged no such
+        run, TransientError if the copy or the upload fails (senpai's failure, not the run's)."""
+        from senpai.tracker.wandb_collect import take
+
+        copied = take(run_id, folder, self.dir, window)
+        if self.mode == "online":  # pragma: no cover - needs a W&B server
+            from senpai.tracker.wandb_sync import upload
+
+            upload([copied], self.settings.entity, self.settings.project, self._key)
+            self._finished.pop(run_id, None)
+        return self.get_run(run_id, window)
 
     # ---------------------------------------------------------------- runs senpai logs
 

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from senpai.config import credentials
 from senpai.config.harness import INSTALLATION_ID
 from senpai.errors import ConfigError, TransientError
 from senpai.tracker.wandb import INSTALLATION_KEY, log_bytes, offline_run_id
@@ -170,7 +171,7 @@ def sync_offline(
     if not any(r.installation == destination.installation for r in runs):
         echo(f"no offline W&B runs of installation {destination.installation} under {root}" + _others(runs))
         return SyncReport(skipped=[r.path for r in runs if not r.synced])
-    if not dry_run and not os.environ.get("WANDB_API_KEY"):
+    if not dry_run and not credentials.get("WANDB_API_KEY"):
         raise ConfigError(NO_KEY)
     decided = verdicts() if verdicts else {}  # before any upload: a ledger that cannot be read stops the sync here
     todo = plan(runs, destination.installation, decided)
@@ -208,15 +209,27 @@ def _others(runs: list[OfflineRun]) -> str:
 
 def sync_args(paths: list[Path], entity: str, project: str, dry_run: bool) -> list[str]:
     """The `wandb sync` command line that uploads `paths` into `entity`/`project` (overriding those
-    each run's log names; no `--entity` when it is DEFAULT_ENTITY, which only a dry run, that
-    uploads nothing, leaves unresolved)."""
+    each run's log names; `-I`: no folder a job's code wrote reaches its imports; no `--entity` when
+    it is DEFAULT_ENTITY, which only a dry run, that uploads nothing, leaves unresolved)."""
     where = [f"--project={project}", *([f"--entity={entity}"] if entity != DEFAULT_ENTITY else [])]
-    return [sys.executable, "-m", "wandb", "sync", *where, *(["--dry-run"] if dry_run else []), *map(str, paths)]
+    return [sys.executable, "-I", "-m", "wandb", "sync", *where, *(["--dry-run"] if dry_run else []), *map(str, paths)]
 
 
-def _wandb_sync(args: list[str], echo: Callable[[str], None]) -> None:
-    """Run `args` (`sync_args`), echoing wandb's output line by line. Raises TransientError if it fails."""
+def upload(paths: list[Path], entity: str | None, project: str, key: str | None) -> None:  # pragma: no cover - W&B server
+    """Upload the offline run folders `paths` into `entity` (None: the key's default) / `project`
+    with `wandb sync` and the W&B key `key` (a job's collected run). Raises TransientError if it fails."""
+    lines: list[str] = []
+    try:
+        _wandb_sync(sync_args(paths, entity or _default_entity(), project, False), lines.append, key)
+    except TransientError as e:
+        raise TransientError(f"{e}: {' | '.join(lines[-5:])}") from None
+
+
+def _wandb_sync(args: list[str], echo: Callable[[str], None], key: str | None = None) -> None:
+    """Run `args` (`sync_args`) with the W&B key (`key`, else the one held), echoing wandb's output
+    line by line. Raises TransientError if it fails."""
     env = {k: v for k, v in os.environ.items() if k != "WANDB_MODE"}  # an offline mode would keep wandb sync offline
+    env["WANDB_API_KEY"] = key or credentials.get("WANDB_API_KEY") or ""
     with subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace") as proc:
         for line in proc.stdout:
             echo(line.rstrip()[:MAX_LINE])
@@ -230,7 +243,7 @@ def _default_entity() -> str:  # pragma: no cover - needs a W&B server
     import wandb
 
     try:
-        entity = wandb.Api(timeout=30).default_entity
+        entity = wandb.Api(timeout=30, api_key=credentials.get("WANDB_API_KEY")).default_entity
     except (wandb.errors.CommError, ValueError) as e:
         raise TransientError(f"reading the W&B key's default entity: {e}") from e
     if not entity:
@@ -247,7 +260,7 @@ def _apply_tags(
     others; any other API error raises TransientError."""
     import wandb
 
-    api, done = wandb.Api(timeout=30), []
+    api, done = wandb.Api(timeout=30, api_key=credentials.get("WANDB_API_KEY")), []
     for path, tags in targets:
         try:
             run = api.run(path)

@@ -14,6 +14,8 @@ from tiny_target import sealed_holdout, tiny_repo, train_py
 from senpai.agents.context import prepare_turn
 from senpai.agents.search.advisor import advisor_turn
 from senpai.agents.search.student import student_turn
+from senpai.agents.student_steps import run_attempt
+from senpai.agents.walls import walls_of
 from senpai.agents.verify_steps import verify_all
 from senpai.cli.demo import write_config
 from senpai.cli.wiring import make_forge, make_tracker
@@ -67,7 +69,8 @@ def test_three_arms_run_under_one_seed_and_only_the_best_merges(arms_config, tmp
     wall = _ctx(config, tmp_path / "read").target.budget.wall_seconds
     assert h.budget.wall_seconds == 3 * wall  # the student job holds a full training run per arm
 
-    ev = student_turn(_ctx(config, tmp_path / "s1"), pr, 1)
+    ctx = _ctx(config, tmp_path / "s1")
+    ev = run_attempt(ctx, student_turn(ctx, pr, 1), walls_of(ctx.harness))
     assert ev.outcome == "ok", ev.failure
     assert [r.name for r in ev.arms] == ["control", "arm-1", "arm-2"]
     # the tiny target's validation value is w: each arm reported its own point, under SEED=0

@@ -93,7 +93,8 @@ def run_train(repo, tracker, run: RunIdentity, argv: list[str], artifact: Path |
     home = Path(tracker.settings.dir)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WANDB_", "SENPAI_"))}
     env.update(WANDB_CONFIG_DIR=str(home / "cfg"), WANDB_CACHE_DIR=str(home / "cache"))
-    env.update(tracker.env_for(run, home / "job"), SEED="0", **({"SENPAI_ARTIFACT_DIR": str(artifact)} if artifact else {}))
+    job = tracker.env_for(run, tracker.dir)  # logged straight where `collect_run` leaves a run
+    env.update(job, SEED="0", **({"SENPAI_ARTIFACT_DIR": str(artifact)} if artifact else {}))
     return subprocess.run([sys.executable, *argv], cwd=repo, env=env, capture_output=True, text=True, timeout=180)
 
 

@@ -6,20 +6,23 @@ import shutil
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 
 import psutil
 import pytest
-from forge_fixtures import hypothesis
+from forge_fixtures import hypothesis, run_git
+from walled import harness_at
+from walled import wall_around as W
 
-from senpai.agents.evidence import measure
+from senpai.agents import student_steps as steps
+from senpai.agents.attempt import Attempt
 from senpai.agents.measure import TAIL_BYTES, run_command
+from senpai.agents.walls import walls_of
 from senpai.config.budgets import StudentBudget
-from senpai.config.harness import TrackerSettings
 from senpai.config.target import TargetConfig
-from senpai.tracker.base import RunIdentity
+from senpai.errors import NotFound
 from senpai.tracker.wandb import WandbTracker
 
 LEAKY = {
@@ -30,12 +33,19 @@ LEAKY = {
     "DATABASE_URL": "postgres://ada:db-pass-0123456789@db.internal/runs",
 }
 
+def _with_tests() -> str:
+    """PYTHONPATH with this tests folder first (the child imports `walled`)."""
+    return os.pathsep.join([str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")])
+
+
 # VmHWM is the peak RSS of this process image (ru_maxrss would carry the forking pytest's over exec).
 PEAK = """
 import json, sys
+from datetime import UTC, datetime
 from pathlib import Path
 from senpai.agents.measure import run_command
-out = run_command(sys.argv[1], Path(sys.argv[2]), {}, 600, Path(sys.argv[3]))
+from walled import wall_around
+out = run_command(sys.argv[1], Path(sys.argv[2]), {}, 600, Path(sys.argv[3]), wall=wall_around(Path(sys.argv[2])))
 hwm = [line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM:")]
 peak_mb = int(hwm[0].split()[1]) / 1024
 print(json.dumps({"peak_mb": peak_mb, "rc": out.returncode, "acc": out.value("acc"), "tail": len(out.output)}))
@@ -50,7 +60,7 @@ def test_hundreds_of_mb_of_output_stream_to_the_log_with_bounded_memory(tmp_path
     log = tmp_path / "train.log"
     child = subprocess.run(
         [sys.executable, "-c", PEAK, f"{sys.executable} spam.py", str(tmp_path), str(log)],
-        capture_output=True, text=True, check=True, timeout=600,
+        capture_output=True, text=True, check=True, timeout=600, env={**os.environ, "PYTHONPATH": _with_tests()},
     )  # fmt: skip
     result = json.loads(child.stdout)
     assert result["rc"] == 0 and result["acc"] == 0.75  # parsed from the stream, past 400 MB of noise
@@ -60,18 +70,19 @@ def test_hundreds_of_mb_of_output_stream_to_the_log_with_bounded_memory(tmp_path
 
 
 def test_key_value_lines_split_across_reads_and_the_last_one_wins(tmp_path: Path) -> None:
-    out = run_command("printf 'loss: 1\\nacc: 0.'; sleep 0.2; printf '5\\nacc: 0.6\\r\\nnote: a b\\nacc:nan'", tmp_path, {}, 60)
+    printed = "printf 'loss: 1\\nacc: 0.'; sleep 0.2; printf '5\\nacc: 0.6\\r\\nnote: a b\\nacc:nan'"
+    out = run_command(printed, tmp_path, {}, 60, wall=W(tmp_path))
     assert out.returncode == 0
     assert out.value("loss") == 1.0 and out.value("note") is None
     assert out.value("acc") != out.value("acc")  # nan, the last line without a newline
-    assert run_command("printf 'acc: 0.5\\nacc: 0.6\\n'", tmp_path, {}, 60).value("acc") == 0.6
+    assert run_command("printf 'acc: 0.5\\nacc: 0.6\\n'", tmp_path, {}, 60, wall=W(tmp_path)).value("acc") == 0.6
 
 
 def test_the_command_gets_no_secret_whatever_its_name(tmp_path: Path, monkeypatch) -> None:
     for name, value in LEAKY.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("LC_ALL", "C.UTF-8")
-    out = run_command("env", tmp_path, {"SEED": "3"}, 60, tmp_path / "env.log")
+    out = run_command("env", tmp_path, {"SEED": "3"}, 60, tmp_path / "env.log", wall=W(tmp_path))
     seen = dict(line.split("=", 1) for line in (tmp_path / "env.log").read_text().splitlines() if "=" in line)
     assert not set(LEAKY) & set(seen), sorted(set(LEAKY) & set(seen))
     assert not any(v in out.output for v in LEAKY.values())
@@ -96,14 +107,14 @@ def _daemons(marker: str) -> list[psutil.Process]:
 def test_a_daemon_that_leaves_the_group_dies_with_the_command(tmp_path: Path, launch: str) -> None:
     marker = f"{1000 + os.getpid() % 1000}.{time.monotonic_ns() % 1000}"
     cmd = f"{launch} sleep {marker} > /dev/null 2>&1 < /dev/null & sleep 0.3; echo 'acc: 1'"
-    out = run_command(cmd, tmp_path, {}, 60)
+    out = run_command(cmd, tmp_path, {}, 60, wall=W(tmp_path))
     assert out.returncode == 0 and out.value("acc") == 1.0
     assert _daemons(f"sleep {marker}") == []
 
 
 def test_the_timeout_kills_the_whole_tree_even_a_daemon_holding_the_pipe(tmp_path: Path) -> None:
     marker = f"{2000 + os.getpid() % 1000}.{time.monotonic_ns() % 1000}"
-    out = run_command(f"setsid sleep {marker} & echo 'acc: 2'; sleep {marker}", tmp_path, {}, 1)
+    out = run_command(f"setsid sleep {marker} & echo 'acc: 2'; sleep {marker}", tmp_path, {}, 1, wall=W(tmp_path))
     assert out.returncode is None and out.value("acc") == 2.0
     assert _daemons(f"sleep {marker}") == []
 
@@ -115,24 +126,36 @@ def test_the_train_timeout_ends_before_the_jobs_deadline(monkeypatch) -> None:
 
     budget = StudentBudget(deadline=100, run=100, train=90, post=10, turn=None, attempts=1)  # a budget of 100 s
     monkeypatch.delenv(ENV_DEADLINE, raising=False)
-    assert train_timeout(budget, now=0) == 90  # no fleet deadline: 0.9 x the budget
+    assert train_timeout(budget.train, budget.post, now=0) == 90  # no fleet deadline: 0.9 x the budget
     monkeypatch.setenv(ENV_DEADLINE, "1000")
-    assert train_timeout(budget, now=500) == 90  # the job has time: the budget rules
-    assert train_timeout(budget, now=950) == 40  # clone, checkout, an agent's turn spent 350 s: 10 s left to post
-    assert train_timeout(budget, now=995) == 1.0
+    assert train_timeout(budget.train, budget.post, now=500) == 90  # the job has time: the budget rules
+    assert train_timeout(budget.train, budget.post, now=950) == 40  # clone, checkout, a turn spent 350 s: 10 s left
+    assert train_timeout(budget.train, budget.post, now=995) == 1.0
     monkeypatch.setenv(ENV_DEADLINE, "soon")
-    assert train_timeout(budget, now=995) == 90
+    assert train_timeout(budget.train, budget.post, now=995) == 90
 
 
 # The target's program: logs `val` (its argument) as the summary of its own bare wandb run.
 TRAIN = "import sys, wandb\nrun = wandb.init()\nrun.summary['val'] = float(sys.argv[1])\nrun.finish()\n"
+# ... and hides its newest run folder under the name it is given (`{id}`: the run id, `{later}`: the
+# local time ten minutes from now, as wandb stamps a folder)
+PLANT = """import datetime, os, pathlib, sys
+runs = pathlib.Path(os.environ["WANDB_DIR"]) / "wandb"
+newest = sorted(runs.glob("offline-run-*"), key=lambda p: p.stat().st_mtime)[-1]
+later = (datetime.datetime.now() + datetime.timedelta(minutes=10)).strftime("%Y%m%d_%H%M%S")
+newest.rename(runs / sys.argv[1].format(id=os.environ["WANDB_RUN_ID"], later=later))
+"""
 
 
 def _turn(tmp_path: Path, train: str) -> SimpleNamespace:
-    """The parts of a TurnContext `measure` uses: a real offline tracker, a real work copy folder."""
+    """The parts of a TurnContext `measure` uses: a real offline tracker, a real git work copy."""
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "train.py").write_text(TRAIN)
+    (repo / "plant.py").write_text(PLANT)
+    run_git(repo, "init", "-q", "-b", "main")
+    run_git(repo, "add", ".")
+    run_git(repo, "commit", "-q", "-m", "seed")
     target = TargetConfig.model_validate(
         {
             "name": "t", "train": train, "metric": {"name": "val", "direction": "maximize"},
@@ -142,34 +165,29 @@ def _turn(tmp_path: Path, train: str) -> SimpleNamespace:
             "protected": ["score.py"], "scope": ["params.json"],
         }
     )  # fmt: skip
+    harness = harness_at(tmp_path / "senpai", repo="ada/digits")
+    (tmp_path / "job").mkdir()
     return SimpleNamespace(
-        harness=SimpleNamespace(forge=SimpleNamespace(repo="ada/digits")),
+        harness=harness,
         forge=SimpleNamespace(clone_url="http://127.0.0.1:1/ada/digits.git"),
         ledger=SimpleNamespace(pulls=[SimpleNamespace(number=5, html_url="http://127.0.0.1:1/ada/digits/pulls/5")]),
-        tracker=WandbTracker(TrackerSettings(dir=str(tmp_path / "shared"), mode="offline")),
+        tracker=WandbTracker(harness.tracker),
         target=target,
         repo=SimpleNamespace(path=repo),
+        head=run_git(repo, "rev-parse", "HEAD"),
         workdir=tmp_path / "job",
         budgets=SimpleNamespace(student=StudentBudget(deadline=300, run=300, train=120, post=10, turn=None, attempts=2)),
     )
 
 
-def _plant(ctx: SimpleNamespace, run_id: str, value: float, names: list[str]) -> list[Path]:
-    """What another PR's code can do on the shared tracker dir: log a real run under this PR's
-    (predictable) run id, then put its folder under each of `names` (`{id}` in a name: the run id,
-    `{later}`: the local time ten minutes from now as wandb stamps it)."""
-    env = ctx.tracker.env_for(
-        RunIdentity(id=run_id, group="pr-5", name="mallory/pr-5/1", tags=[]), ctx.workdir.parent / "mallory"
-    )
-    out = run_command(f"python train.py {value}", ctx.repo.path, env, 120)
-    assert out.returncode == 0, out.tail()
-    (logged,) = (ctx.tracker.dir / "wandb").glob(f"offline-run-*-{run_id}")
-    later = (datetime.now() + timedelta(minutes=10)).strftime("%Y%m%d_%H%M%S")
-    planted = [logged.with_name(name.format(id=run_id, later=later)) for name in names]
-    for p in planted:
-        shutil.copytree(logged, p)
-    shutil.rmtree(logged)
-    return planted
+def _train(ctx: SimpleNamespace) -> tuple[str, Path, tuple[datetime, datetime]]:
+    """prepare's plan and the train step for attempt 1 of PR 5 at the repo's head: (the run id, the
+    arm's W&B dir, the step's time)."""
+    a = Attempt(pr=5, attempt=1, hypothesis=hypothesis("b" * 40), branch="b", head=ctx.head, arms=[(None, {}, True)])
+    planned = steps.plan(ctx, a, ctx.workdir)
+    steps.train(ctx.workdir / steps.TRAIN, walls_of(ctx.harness))
+    (arm,) = steps.TrainJob.model_validate_json((ctx.workdir / "train" / "job.json").read_text()).arms
+    return arm.run_id, ctx.workdir / "train" / "arm-0" / "wandb", (planned.planned_at, datetime.now(UTC))
 
 
 @pytest.mark.parametrize(
@@ -179,20 +197,23 @@ def _plant(ctx: SimpleNamespace, run_id: str, value: float, names: list[str]) ->
         "offline-run-{later}-{id}-99",  # a collision index above any real one, stamped after the run
     ],
 )
-def test_the_student_reads_back_its_own_run_not_one_another_prs_code_planted(tmp_path: Path, name: str) -> None:
-    ctx = _turn(tmp_path, "python train.py 0.5")
-    run_id = "digits-pr5-a1-" + ctx.tracker.installation  # senpai.agents.runs.run_id: predictable
-    (planted,) = _plant(ctx, run_id, 0.99, [name])
+def test_the_student_takes_the_run_its_command_logged_not_one_it_planted_ahead(tmp_path: Path, name: str) -> None:
+    ctx = _turn(tmp_path, f"python train.py 0.99 && python plant.py '{name}' && python train.py 0.5")
+    run_id, folder, window = _train(ctx)
+    assert run_id == "digits-pr5-a1-" + ctx.tracker.installation  # senpai.agents.runs.run_id: predictable
+    rec = ctx.tracker.collect_run(run_id, folder, window)
+    assert (rec.summary["val"], rec.state) == (0.5, "finished")  # the command's own run, not the planted 0.99
+    (taken,) = (ctx.tracker.dir / "wandb").glob(f"offline-run-*-{run_id}*")  # only that run came into the tracker
+    assert rec.path == str(taken) and ctx.tracker.get_run(run_id).path == str(taken)
 
-    m = measure(ctx, 5, 1, hypothesis("b" * 40), "a" * 40, {})
-    assert m.run.id == run_id and m.failure is None
-    assert (m.value, m.run.state) == (0.5, "finished")  # the train command's own run, not the planted 0.99
-    assert ctx.tracker.get_run(run_id).path == str(planted)  # which an unwindowed read takes
 
-
-def test_a_planted_run_alone_is_no_run(tmp_path: Path) -> None:
-    ctx = _turn(tmp_path, "true")  # the train command logs nothing
-    _plant(ctx, "digits-pr5-a1-" + ctx.tracker.installation, 0.99, ["offline-run-99991231_235959-{id}"])
-    m = measure(ctx, 5, 1, hypothesis("b" * 40), "a" * 40, {})
-    assert (m.value, m.run.state) == (None, "missing")
-    assert m.failure == "no val reported (no W&B run found)"  # as when the program logs no run at all
+def test_a_run_already_in_the_tracker_is_not_the_commands(tmp_path: Path) -> None:
+    ctx = _turn(tmp_path, "python train.py 0.99")
+    run_id, folder, window = _train(ctx)
+    ctx.tracker.collect_run(run_id, folder, window)  # a finished run of this id, in the tracker now
+    ctx.target = ctx.target.model_copy(update={"train": "true"})  # the next try logs nothing
+    shutil.rmtree(ctx.workdir / "train")
+    run_id, folder, window = _train(ctx)
+    with pytest.raises(NotFound):
+        ctx.tracker.collect_run(run_id, folder, window)  # read back as no run: "no val reported (no W&B run found)"
+    assert ctx.tracker.get_run(run_id).summary["val"] == 0.99

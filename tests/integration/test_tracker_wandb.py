@@ -57,10 +57,11 @@ def identity(run_id: str, pr: int, attempt: int = 1) -> RunIdentity:
 
 
 def child_env(tracker: WandbTracker, run: RunIdentity, home) -> dict[str, str]:
+    """The program's env, logging straight into the tracker's dir (as `collect_run` leaves a run there)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
     env.update(WANDB_CONFIG_DIR=str(home / "config"), WANDB_CACHE_DIR=str(home / "cache"))
     env.update(WANDB_DATA_DIR=str(home / "data"))
-    return env | tracker.env_for(run, home)
+    return env | tracker.env_for(run, tracker.dir)
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +105,7 @@ def test_env_for_sets_wandb_identity_and_config_file(tracker):
     assert env["WANDB_TAGS"] == "senpai,student:alice,pr-3"
     assert env["WANDB_PROJECT"] == "senpai"
     assert env["WANDB_MODE"] == "offline"
-    assert env["WANDB_DIR"] == str(tracker.dir) and os.path.isabs(env["WANDB_DIR"])
+    assert env["WANDB_DIR"] == str(tracker.dir.parent / "job")  # the command's own folder, never the tracker's
     assert env["WANDB_SILENT"] == "true"
     assert "WANDB_ENTITY" not in env
     assert env["WANDB_JOB_TYPE"] == "train"

@@ -70,7 +70,7 @@ def run_program(tracker: WandbTracker, run: RunIdentity | None, cwd, tmp_path) -
     env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
     env |= {"WANDB_CONFIG_DIR": str(tmp_path / "cfg"), "WANDB_CACHE_DIR": str(tmp_path / "cache")}
     bare = {"WANDB_MODE": "offline", "WANDB_DIR": str(tracker.dir), "WANDB_SILENT": "true"}
-    env |= tracker.env_for(run, tmp_path / "job") if run else bare
+    env |= tracker.env_for(run, tracker.dir) if run else bare  # logged straight where `collect_run` leaves it
     proc = subprocess.run([sys.executable, "-c", PROGRAM], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
 
@@ -302,7 +302,8 @@ def test_senpai_sync_uploads_only_this_installations_runs_into_the_configs_proje
     assert [p.name.rsplit("-", 1)[1] for p in report.skipped] == ["theirs1"] and len(report.runs) == 2
     # the upload itself names the config's entity and project, which override the runs' own
     args = sync_args(report.runs, "lab-team", "runs", dry_run=False)
-    assert args[3:6] == ["sync", "--project=runs", "--entity=lab-team"] and args[6:] == list(map(str, report.runs))
+    assert args[1:4] == ["-I", "-m", "wandb"]  # isolated: no folder a job's code wrote reaches its imports
+    assert args[4:7] == ["sync", "--project=runs", "--entity=lab-team"] and args[7:] == list(map(str, report.runs))
 
 
 def test_senpai_sync_reads_the_ledger_first_and_tags_runs_an_earlier_sync_uploaded(tmp_path, checkout, monkeypatch):

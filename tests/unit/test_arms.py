@@ -7,7 +7,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from senpai.agents.evidence import Measured, train_timeout
 from senpai.agents.search.propose import neighbours
-from senpai.agents.search.student import best_arm
+from senpai.agents.student_steps import best_arm
 from senpai.config.budgets import Budgets
 from senpai.config.harness import HarnessConfig
 from senpai.config.target import Metric, ParamSpec, TargetConfig
@@ -152,4 +152,4 @@ def test_every_arm_gets_a_full_training_run_inside_the_student_jobs_deadline(mon
     # arms before it took theirs and a few seconds each to reset and read back their runs
     monkeypatch.setenv(ENV_DEADLINE, str(fleet.specs[0].wall_seconds))
     starts = [5 + k * (90 + 3) for k in range(3)]
-    assert [train_timeout(budgets.student, now=t) for t in starts] == [90, 90, 90]
+    assert [train_timeout(budgets.student.train, budgets.student.post, now=t) for t in starts] == [90, 90, 90]

@@ -8,6 +8,7 @@ wrapped as untrusted data before it reaches the LLM.
 
 import hashlib
 import logging
+import os
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from openhands.sdk.event import ActionEvent, MessageEvent
 from openhands.sdk.llm import TextContent
 from openhands.sdk.skills import load_skills_from_dir
 from openhands.sdk.tool import ToolExecutor, register_tool
-from openhands.tools.file_editor import FileEditorTool
+from openhands.tools.file_editor import FileEditorObservation, FileEditorTool
 from openhands.tools.terminal import TerminalTool
 
 from senpai.agents.openhands.budget import BudgetGuard
@@ -56,19 +57,41 @@ class _Untrusted(ToolExecutor):
         self.inner.interrupt()
 
 
+class _Confined(ToolExecutor):
+    """Wraps the file editor's executor: a path that is not inside `root` once every link in it is
+    resolved (a symlink the agent's shell planted, pointing at a key file) is refused unread."""
+
+    def __init__(self, inner: ToolExecutor, root: str) -> None:
+        self.inner, self.root = inner, os.path.realpath(root)
+
+    def __call__(self, action, conversation=None):
+        path = os.path.realpath(str(getattr(action, "path", "") or self.root))
+        if path != self.root and not path.startswith(self.root + os.sep):
+            text = f"refused: {action.path} is outside your work copy {self.root} (links resolved)"
+            return FileEditorObservation.from_text(text, is_error=True, command=action.command, path=action.path)
+        return self.inner(action, conversation)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 class GuardedTerminalTool(TerminalTool):
-    """The SDK terminal (subprocess shell, W&B disabled), its output marked untrusted."""
+    """The SDK terminal (subprocess shell, W&B disabled), its output marked untrusted. Its shell is
+    `shell_path` (the turn's walled shell: `senpai.agents.openhands.turn.walled_shell`), with
+    `env` (its HOME and TMPDIR) added."""
 
     name: ClassVar[str] = "terminal"
 
     @classmethod
     def create(cls, conv_state, **params) -> Sequence["GuardedTerminalTool"]:
-        tools = super().create(conv_state, terminal_type="subprocess", env={"WANDB_MODE": "disabled"}, **params)
+        env = {"WANDB_MODE": "disabled", **params.pop("env", {})}
+        tools = super().create(conv_state, terminal_type="subprocess", env=env, **params)
         return [t.model_copy(update={"executor": _Untrusted(t.executor, "terminal")}) for t in tools]
 
 
 class GuardedFileEditorTool(FileEditorTool):
-    """The SDK file editor with no per-turn path in its description, its output marked untrusted."""
+    """The SDK file editor with no per-turn path in its description, confined to the work copy, its
+    output marked untrusted."""
 
     name: ClassVar[str] = "file_editor"
 
@@ -77,7 +100,8 @@ class GuardedFileEditorTool(FileEditorTool):
         out = []
         for t in super().create(conv_state, **params):
             text = t.description.split("\n\nYour current working directory is:")[0] + f"\n\n{STABLE_CWD}"
-            out.append(t.model_copy(update={"executor": _Untrusted(t.executor, "file"), "description": text}))
+            executor = _Untrusted(_Confined(t.executor, conv_state.workspace.working_dir), "file")
+            out.append(t.model_copy(update={"executor": executor, "description": text}))
         return out
 
 
@@ -125,12 +149,16 @@ def run_turn(
     state_dir: Path,
     key: str,
     guard: BudgetGuard,
+    shell: tuple[Path, dict[str, str]],
 ) -> TurnResult:
     """Run (or resume) the conversation of turn `key` until the agent finishes or a budget stops it.
+    `shell`: the terminal's shell and the env it adds (`turn.walled_shell`).
 
     Raises TransientError if the LLM provider fails after the SDK's retries.
     """
-    tools = [Tool(name=n) for n in sorted(["senpai_file_editor", "senpai_terminal", *senpai_tools])]
+    terminal = {"shell_path": str(shell[0]), "env": shell[1]}
+    names = sorted(["senpai_file_editor", "senpai_terminal", *senpai_tools])
+    tools = [Tool(name=n, params=terminal if n == "senpai_terminal" else {}) for n in names]
     context = AgentContext(skills=skills(), system_message_suffix=system, current_datetime=None)
     agent = Agent(llm=llm, tools=tools, agent_context=context)
     cid = conversation_id(key)

@@ -1,5 +1,6 @@
 """The openhands runtime behind the `Runtime` port (`senpai.agents.base`)."""
 
+from senpai.agents.attempt import Attempt
 from senpai.agents.context import TurnContext
 from senpai.errors import needs_extra
 from senpai.ledger.blocks import Evidence
@@ -16,7 +17,7 @@ class OpenHandsRuntime:
 
         return advisor_turn(ctx, events)
 
-    def student_turn(self, ctx: TurnContext, pr: int, attempt: int, events: list[Event]) -> Evidence:
+    def student_turn(self, ctx: TurnContext, pr: int, attempt: int, events: list[Event]) -> Attempt | Evidence:
         with needs_extra("agents", "the openhands runtime"):
             from senpai.agents.openhands.student import student_turn
 

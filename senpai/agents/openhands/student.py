@@ -1,20 +1,21 @@
 """The `openhands` student turn: an LLM agent implements the hypothesis on the PR branch with the
-terminal and file editor, then calls `submit_evidence`, which trains and posts exactly as the
-`search` student does (`senpai.agents.evidence.measure_and_post`).
+terminal and file editor, then calls `submit_evidence`, which commits and pushes its change as the
+attempt; once the turn has ended it is trained and its evidence posted exactly as the `search`
+student's (`senpai.agents.student_steps`), with the agent's interpretation and the turn's spend.
 
-A turn that ends without evidence still leaves a record: a budget stop posts the `senpai-budget`
+A turn that ends without submitting still leaves a record: a budget stop posts the `senpai-budget`
 report and a failed evidence; any other end posts a failed evidence with the agent's last words.
 """
 
 from datetime import UTC, datetime
 
-from senpai.agents.attempt import checkout_for_attempt
+from senpai.agents.attempt import Attempt, checkout_for_attempt
 from senpai.agents.context import TurnContext
 from senpai.agents.openhands.conversation import TurnResult, run_turn, turn_key
 from senpai.agents.openhands.prompts import event_line, read_program, system_suffix, user_turn
 from senpai.agents.openhands.session import Session
 from senpai.agents.openhands.tools import senpai_tools
-from senpai.agents.openhands.turn import conversations_dir, log_turn, open_session, post_budget_report
+from senpai.agents.openhands.turn import conversations_dir, log_turn, open_session, post_budget_report, walled_shell
 from senpai.agents.params import apply_params
 from senpai.config.roles import Role
 from senpai.ledger import transitions
@@ -22,8 +23,12 @@ from senpai.ledger.blocks import Cost, Evidence, render
 from senpai.ledger.events import Event
 
 
-def student_turn(ctx: TurnContext, number: int, attempt: int, events: list[Event] = (), now: datetime | None = None) -> Evidence:
-    """Attempt `attempt` on PR `number`. Raises PermanentError if the PR has no hypothesis."""
+def student_turn(
+    ctx: TurnContext, number: int, attempt: int, events: list[Event] = (), now: datetime | None = None
+) -> Attempt | Evidence:
+    """Attempt `attempt` on PR `number`: the attempt the agent submitted (with the turn's spend), or
+    the failed evidence posted for a turn that submitted none. Raises PermanentError if the PR has
+    no hypothesis."""
     session, llm, guard = open_session(ctx, Role.STUDENT, list(events))
     h, branch = checkout_for_attempt(ctx, number)
     apply_params(ctx.repo.path / ctx.target.params.file, h.params)
@@ -56,9 +61,13 @@ def student_turn(ctx: TurnContext, number: int, attempt: int, events: list[Event
         state_dir=conversations_dir(ctx, Role.STUDENT),
         key=key,
         guard=guard,
+        shell=walled_shell(ctx, ctx.repo.path),
     )
     log_turn(ctx, Role.STUDENT, number, head, key, guard, result)
-    return session.evidence or _no_evidence(session, guard, result, head)
+    if session.submitted is not None:
+        u = result.usage
+        return session.submitted.model_copy(update={"tokens": u.tokens, "dollars": u.dollars})
+    return _no_evidence(session, guard, result, head)
 
 
 def _no_evidence(s: Session, guard, result: TurnResult, head: str) -> Evidence:

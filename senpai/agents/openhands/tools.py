@@ -6,7 +6,7 @@ write the ledger through the same functions as the `search` runtime.
     create_hypothesis  advisor     `senpai.agents.hypothesis.open_hypothesis`
     decide             advisor     `senpai.agents.review` (verifier first, merge gate on merge)
     reply_to_human     both        `senpai.ledger.replies.reply_to_human`
-    submit_evidence    student     commit + push the work copy, `senpai.agents.evidence.measure_and_post`
+    submit_evidence    student     commit + push the work copy, as the attempt to train (`senpai.agents.student_steps`)
 
 A refused action (precondition, gate, bad input) comes back as an error observation the agent can
 act on; it never raises out of the conversation.  Text an agent writes into the ledger or a commit
@@ -24,8 +24,8 @@ from openhands.sdk.tool import Action, Observation, ToolAnnotations, ToolDefinit
 from pydantic import Field
 
 from senpai.agents import review
+from senpai.agents.attempt import Attempt
 from senpai.agents.context import TurnContext
-from senpai.agents.evidence import measure_and_post
 from senpai.agents.hypothesis import open_hypothesis
 from senpai.agents.openhands.prompts import digest, untrusted
 from senpai.agents.openhands.session import Session
@@ -266,8 +266,8 @@ def _reply(s: Session, a: ReplyToHumanAction) -> str:
 def _submit_evidence(s: Session, a: SubmitEvidenceAction) -> str:
     ctx, h = s.ctx, s.hypothesis
     assert s.pr is not None and s.attempt is not None and h is not None and s.branch is not None
-    if s.evidence is not None:
-        raise TransitionError(f"evidence for attempt {s.attempt} is already posted; finish the turn")
+    if s.submitted is not None:
+        raise TransitionError(f"attempt {s.attempt} is already submitted ({s.submitted.head[:8]}); finish the turn")
     hctx = harness_context(s, f"attempt-{s.attempt}", s.branch)
     repo = hctx.repo
     repo.git("merge", "--quiet", "--no-edit", "-X", "ours", f"origin/{ctx.base}")  # as the agent's checkout was
@@ -282,23 +282,15 @@ def _submit_evidence(s: Session, a: SubmitEvidenceAction) -> str:
     head = repo.commit_all(f"{h.id}: attempt {s.attempt} ({a.interpretation[:60]})")
     repo.push(s.branch)
     params = read_params(repo.path / ctx.target.params.file)
-    u = s.usage()
-    s.evidence = measure_and_post(
-        hctx,
-        s.pr,
-        s.attempt,
-        h,
-        head,
-        params,
-        tokens=u.tokens,
-        dollars=u.dollars,
-        interpretation=a.interpretation,
-        extra_env=s.train_env,
+    s.submitted = Attempt(
+        pr=s.pr, attempt=s.attempt, hypothesis=h, branch=s.branch, head=head, arms=[(None, params, True)],
+        interpretation=a.interpretation, clone=str(repo.path),
+    )  # fmt: skip
+    s.actions.append(f"#{s.pr}: attempt {s.attempt} submitted at {head[:8]}")
+    return (
+        f"pushed {head[:8]} as attempt {s.attempt}. Once this turn ends, the harness trains it with `{ctx.target.train}` "
+        "(in a place of its own, holding no key) and posts the evidence, which moves the PR to review: finish your turn now."
     )
-    ev = s.evidence
-    s.actions.append(f"#{s.pr}: evidence attempt {s.attempt}: {ev.outcome}")
-    result = f"posted evidence for attempt {s.attempt} on {head[:8]}: {ev.outcome}; {ev.primary.name} = {ev.primary.value}"
-    return result + (f"\nfailure: {ev.failure}\n{untrusted('train log', ev.log_tail or '')}" if ev.failure else "")
 
 
 SPECS: dict[str, tuple[type[Action], Executor, ToolAnnotations, str]] = {
@@ -321,8 +313,8 @@ SPECS: dict[str, tuple[type[Action], Executor, ToolAnnotations, str]] = {
         SubmitEvidenceAction,
         _submit_evidence,
         WRITES,
-        "Commit and push your edits, run the target's train command under the W&B identity, and post the evidence. "
-        "Call once, when your change is ready; it moves the PR to review.",
+        "Commit and push your edits for the harness to train once your turn ends; it then posts the evidence and moves "
+        "the PR to review. Call once, when your change is ready, then finish.",
     ),
 }
 TOOL_CLASSES: dict[str, type[SenpaiTool]] = {

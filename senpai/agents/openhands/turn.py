@@ -1,6 +1,7 @@
 """What both roles' turns share: secrets out of reach, the LLM, the guard, and the budget report."""
 
-import os
+import shlex
+import tempfile
 from pathlib import Path
 
 from openhands.sdk import LLM
@@ -13,6 +14,7 @@ from senpai.agents.openhands.session import Session
 from senpai.agents.openhands.trace import turn_summary
 from senpai.agents.runs import log_agent_turn
 from senpai.agents.secrets import scrub_environment
+from senpai.agents.walls import candidate_wall, sandbox
 from senpai.config.roles import Role
 from senpai.ledger import transitions
 from senpai.ledger.blocks import BudgetReport
@@ -26,13 +28,27 @@ def open_session(ctx: TurnContext, role: Role, events: list[Event]) -> tuple[Ses
     Raises ConfigError if the role's LLM has no key and no custom base URL.
     """
     runtime = getattr(ctx.harness.runtime, role)
-    api_key = os.environ.get(runtime.llm.api_key_env) or None
-    weave.start(ctx.harness.tracker)  # while the W&B key is still in the environment
-    train_env = scrub_environment(ctx.harness, [runtime.llm.api_key_env])
+    api_key = runtime.llm.api_key()
+    weave.start(ctx.harness.tracker)
+    scrub_environment(ctx.harness, [runtime.llm.api_key_env])
     guard = BudgetGuard(runtime.budget)
     llm = make_llm(runtime.llm, role, api_key)
-    session = Session(ctx=ctx, role=role, usage=guard.usage, events=events, train_env=train_env)
+    session = Session(ctx=ctx, role=role, usage=guard.usage, events=events)
     return session, llm, guard
+
+
+def walled_shell(ctx: TurnContext, workspace: Path) -> tuple[Path, dict[str, str]]:
+    """The agent terminal's shell: a script that starts bash behind the wall of code from a PR
+    (`senpai.agents.walls`: it may write `workspace` and a fresh HOME and TMPDIR alone, reads
+    nothing of senpai's, holds no key and cannot reach this process), and the env that points the
+    shell at that HOME and TMPDIR. The script lies outside `workspace`, where the agent cannot change it."""
+    root = Path(tempfile.mkdtemp(prefix="shell-", dir=ctx.workdir))
+    own, env = sandbox(root)
+    wall = candidate_wall(ctx.harness, [workspace, *own])
+    script = root / "bash"
+    script.write_text("#!/bin/sh\nexec " + shlex.join(wall.argv(["/bin/bash"])) + ' "$@"\n')
+    script.chmod(0o755)
+    return script, env
 
 
 def log_turn(

@@ -1,5 +1,6 @@
 """The search runtime behind the `Runtime` port (`senpai.agents.base`)."""
 
+from senpai.agents.attempt import Attempt
 from senpai.agents.context import TurnContext
 from senpai.ledger.blocks import Evidence
 from senpai.ledger.events import Event
@@ -13,7 +14,7 @@ class SearchRuntime:
 
         return advisor_turn(ctx, events)
 
-    def student_turn(self, ctx: TurnContext, pr: int, attempt: int, events: list[Event]) -> Evidence:
+    def student_turn(self, ctx: TurnContext, pr: int, attempt: int, events: list[Event]) -> Attempt | Evidence:
         from senpai.agents.search.student import student_turn
 
         return student_turn(ctx, pr, attempt, events)
