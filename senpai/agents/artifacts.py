@@ -5,7 +5,8 @@ and archives holding one: joblib, `torch.save`) would run the candidate's code i
 evaluation. `refusal(dir)` checks the directory before scoring: a real directory (not a symlink)
 holding regular files only (no symlink, device or FIFO), each named `.skops`, `.safetensors`,
 `.onnx` or `.json`, none that is a pickle by content (protocol 2+ magic, or a zip holding a
-`.pkl`), a `.json` that parses, and at most
+`.pkl`), a `.json` that parses, an `.onnx` that holds all its tensors' data itself (external data
+would make the loader read another file, the holdout say: `senpai.agents.onnx_refs`), and at most
 MAX_BYTES in all. skops files are still loaded with trusted types only: that is the evaluator's job.
 `digest(dir)` fingerprints an accepted directory, so an artifact changed after its train step (by a
 later train step, or a forged `train.json`) is caught before scoring.
@@ -16,6 +17,8 @@ import json
 import os
 import zipfile
 from pathlib import Path
+
+from senpai.agents.onnx_refs import external_data
 
 SAFE_SUFFIXES = (".skops", ".safetensors", ".onnx", ".json")
 MAX_BYTES = 2 * 1024**3  # all files of one artifact directory, bytes
@@ -72,6 +75,8 @@ def _file_refusal(path: Path, name: str) -> str | None:
             json.loads(path.read_bytes())
         except (ValueError, RecursionError):
             return f"artifact {name} is not valid JSON"
+    if name.endswith(".onnx") and (why := external_data(path)):
+        return f"artifact {name} {why}"
     return None
 
 
@@ -88,11 +93,11 @@ def refusal(directory: Path, max_bytes: int = MAX_BYTES) -> str | None:
     total = 0
     for path in files:
         name = path.relative_to(directory).as_posix()
+        total += path.lstat().st_size
+        if total > max_bytes:  # first: it bounds what the file's check reads
+            return f"the artifacts are over {max_bytes} bytes in all (reached at {name})"
         if reason := _file_refusal(path, name):
             return reason
-        total += path.stat().st_size
-        if total > max_bytes:
-            return f"the artifacts are over {max_bytes} bytes in all (reached at {name})"
     return None
 
 

@@ -1,6 +1,7 @@
 """Run a target command and read `key: value` lines from what it prints (autoresearch style).
 
-The output streams to the log file as it comes; memory holds only a bounded tail (TAIL_BYTES) and
+The output streams to the log file as it comes, capped on disk (its head and tail:
+`senpai.fleet.logcap`); memory holds only a bounded tail (TAIL_BYTES) and
 the last value of each key (at most MAX_KEYS keys, lines up to MAX_LINE bytes), so a command that
 prints gigabytes costs the job no more than a few MB. The command runs behind its wall
 (`senpai.fleet.wall`), gets the allow-listed environment (`senpai.agents.environ`) plus what the
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from senpai import phases
 from senpai.agents.environ import allowed_env
+from senpai.fleet.logcap import CappedLog
 from senpai.fleet.procs import ENV_RUN, become_subreaper, descendants, kill_new_descendants, kill_tagged
 from senpai.fleet.wall import Wall
 
@@ -128,7 +130,7 @@ def run_command(
 ) -> Outcome:
     """Run shell `command` in `cwd` behind `wall` (`senpai.fleet.wall`: what it may read and write,
     no way into senpai's processes) with `env` over the allow-listed os.environ; kill it (and all
-    it started) after `timeout` seconds. The whole output goes to `log` if given. Inherited
+    it started) after `timeout` seconds. The output goes to `log` if given, capped (`CappedLog`). Inherited
     variables whose names start with a prefix in `drop` are left out (the verifier drops
     `PYTHON*` and `SENPAI_*`: PYTHONPATH, the harness config's path...). The command's own run is
     phase `command` (`senpai.phases`), stopping what it left behind phase `command cleanup`. A wall
@@ -141,7 +143,7 @@ def run_command(
     full_env = {**inherited, "PATH": path, **env, ENV_RUN: tag}
     become_subreaper()
     before = descendants()
-    with open(clear(log) if log is not None else os.devnull, "wb") as sink:
+    with CappedLog.create(clear(log)) if log is not None else open(os.devnull, "wb") as sink:
         phases.mark("command")
         with phases.phase("command"):
             proc = subprocess.Popen(

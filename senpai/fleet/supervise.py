@@ -15,7 +15,8 @@ A job directory (`<root>/<name>/`; JSON files are replaced atomically: tmp file,
                      a reaper declared the job Lost before any supervisor started. It is created
                      with link(2), which fails if the file exists, so exactly one process wins it.
     work/            the job's cwd, empty at start
-    log              the job's stdout and stderr, plus `[senpai-fleet]` lines from this module
+    log              the job's stdout and stderr, plus `[senpai-fleet]` lines from this module;
+                     capped on disk to its head and tail (`senpai.fleet.logcap`)
 
 Secrets: the launcher hands the supervisor its secrets on a pipe (`senpai.config.credentials`), never
 in its environment, and the supervisor hands them to the command the same way; both are
@@ -47,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from senpai.config import credentials
 from senpai.config.secret_env import SECRET_ENV
+from senpai.fleet import logcap
 from senpai.fleet.base import ENV_DEADLINE, JobSpec, Phase
 from senpai.fleet.procs import ENV_JOB, kill_tagged
 
@@ -281,6 +283,7 @@ class JobDir:
         line = f"[senpai-fleet] {utcnow():%Y-%m-%dT%H:%M:%SZ} {message}\n"
         fd = os.open(LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644, dir_fd=self.fd)
         try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # never inside a compaction of the capped log (logcap); closing unlocks
             os.write(fd, line.encode())
         finally:
             os.close(fd)
@@ -334,13 +337,16 @@ class Supervisor:
             return 0
         record = self.jd.status().model_copy(update={"gpu_ids": gpu_ids, "started_at": utcnow()})
         oom_before = oom_kills()
+        log = logcap.capture(os.open(LOG, os.O_RDWR | os.O_NOFOLLOW, dir_fd=self.jd.fd))  # the job's fds 1 and 2
         proc = self._spawn(spec, record)
         if proc is None:
+            log.close(GRACE_SECONDS)
             return 0
         update = {"phase": "running", "pid": proc.pid, "pid_start": proc_start(proc.pid)}
         record = record.model_copy(update=update)
         self.jd.write_status(record)
         returncode, reason, message = self._watch(proc, record, spec.wall_seconds)
+        log.close(GRACE_SECONDS)  # the job's last lines are in the log before its status is final
         oom_after = oom_kills()
         oom = oom_before is not None and oom_after is not None and oom_after > oom_before
         phase, exit_code, reason = classify(returncode, reason, oom)

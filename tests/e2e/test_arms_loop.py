@@ -15,8 +15,8 @@ from senpai.agents.context import prepare_turn
 from senpai.agents.search.advisor import advisor_turn
 from senpai.agents.search.student import student_turn
 from senpai.agents.student_steps import run_attempt
-from senpai.agents.walls import walls_of
 from senpai.agents.verify_steps import verify_all
+from senpai.agents.walls import walls_of
 from senpai.cli.demo import write_config
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import load_harness

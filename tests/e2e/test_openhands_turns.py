@@ -18,8 +18,8 @@ from scripted import LLM_KEY, LLM_KEY_ENV, tool_results, use_openhands
 from senpai.agents.context import prepare_turn
 from senpai.agents.hypothesis import open_hypothesis
 from senpai.agents.openhands.trace import COLUMNS
-from senpai.config.credentials import PR_GET_DUMPABLE
 from senpai.cli.wiring import make_forge, make_tracker
+from senpai.config.credentials import PR_GET_DUMPABLE
 from senpai.config.harness import load_harness
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import BudgetReport

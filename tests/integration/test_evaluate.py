@@ -101,6 +101,25 @@ def test_a_pickle_artifact_is_refused_before_the_evaluator_runs(repo, tmp_path):
     assert not (tmp_path / "score").exists() or not list((tmp_path / "score").glob("evaluator-*"))
 
 
+def test_an_onnx_artifact_reading_the_holdout_is_refused_before_the_evaluator_runs(repo, tmp_path):
+    # issue 24, finding 8: a tensor whose data lives at ../holdout/labels.csv (a real ONNX file,
+    # tests/fixtures/onnx) would make the evaluator's loader read the holdout into the model
+    path, sha = repo
+    fixture = Path(__file__).parents[1] / "fixtures" / "onnx" / "external-initializer.onnx"
+    (path / "model.bin").write_bytes(fixture.read_bytes())
+    (path / "train.py").write_text(
+        "import os, shutil\nshutil.copy('model.bin', os.path.join(os.environ['SENPAI_ARTIFACT_DIR'], 'model.onnx'))\n"
+    )
+    run_git(path, "add", ".")
+    run_git(path, "commit", "-qm", "onnx")
+    trained = _train(path, run_git(path, "rev-parse", "HEAD"), tmp_path)
+    assert trained.returncode == 0 and trained.digest == ""
+    evaluator = EvaluatorFiles(path, sha, ["score.py"])
+    out, refused = score_step(HOLD, evaluator, trained, sealed_holdout(tmp_path / "holdout"), tmp_path / "score", 60)
+    assert out is None and "model.onnx references external data" in refused
+    assert not (tmp_path / "score").exists() or not list((tmp_path / "score").glob("evaluator-*"))
+
+
 def test_an_artifact_changed_after_its_train_step_is_refused(repo, tmp_path):
     path, sha = repo
     trained = _train(path, sha, tmp_path)
