@@ -115,7 +115,7 @@ def test_an_onnx_artifact_reading_the_holdout_is_refused_before_the_evaluator_ru
     trained = _train(path, run_git(path, "rev-parse", "HEAD"), tmp_path)
     assert trained.returncode == 0 and trained.digest == ""
     evaluator = EvaluatorFiles(path, sha, ["score.py"])
-    out, refused = score_step(HOLD, evaluator, trained, sealed_holdout(tmp_path / "holdout"), tmp_path / "score", 60)
+    out, refused = _score(evaluator, trained, tmp_path)
     assert out is None and "model.onnx references external data" in refused
     assert not (tmp_path / "score").exists() or not list((tmp_path / "score").glob("evaluator-*"))
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from walled import wall_around
 
 from senpai.agents.measure import run_command
 from senpai.fleet.base import JobSpec, JobStatus
@@ -63,7 +64,7 @@ def consecutive(tail: bytes) -> list[int]:
 def test_a_command_that_prints_more_than_the_cap_leaves_its_head_and_tail(tmp_path: Path) -> None:
     printed = stream(200_000) + b"acc: 0.75\n"  # 2.6 MB through the pipe
     log = tmp_path / "train.log"
-    out = run_command("seq -f 'line %07.0f' 0 199999; echo 'acc: 0.75'", tmp_path, {}, 60, log)
+    out = run_command("seq -f 'line %07.0f' 0 199999; echo 'acc: 0.75'", tmp_path, {}, 60, log, wall=wall_around(tmp_path))
     assert out.returncode == 0 and out.value("acc") == 0.75
     data = log.read_bytes()
     marker_size = CappedLog(-1, HEAD, TAIL).marker_size
@@ -76,7 +77,7 @@ def test_a_command_that_prints_more_than_the_cap_leaves_its_head_and_tail(tmp_pa
 
 def test_a_short_log_is_written_whole(tmp_path: Path) -> None:
     log = tmp_path / "train.log"
-    run_command("seq -f 'line %07.0f' 0 99", tmp_path, {}, 60, log)
+    run_command("seq -f 'line %07.0f' 0 99", tmp_path, {}, 60, log, wall=wall_around(tmp_path))
     assert log.read_bytes() == stream(100)
 
 
