@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from senpai.cli.confine import write_inside
 from senpai.cli.scaffold import Answers, Detected, advice, detect, guess_direction, render
 from senpai.cli.validate import check_target
 from senpai.errors import ConfigError
@@ -29,20 +30,17 @@ def init(repo: str, train_cmd, metric, direction, params_file, no_input: bool, f
 
         senpai init ./my-project --train-cmd "python train.py" --metric val_accuracy --yes
 
-    Exits 2 if a file exists (without --force), if something is missing with --yes (each missing
-    answer is listed with its flag), or if the written target does not validate.
+    Writes only inside REPO. Exits 2 before writing anything if a path it would write, or a folder
+    above it, is a symlink, if the params file is outside REPO, if a file exists (without --force),
+    or if something is missing with --yes (each missing answer is listed with its flag); exits 2
+    after writing if the written target does not validate.
     """
     root = Path(repo)
     found = detect(root)
     answers = _ask(found, train_cmd, metric, direction, params_file, no_input)
     files = render(root, answers, found)
-    exists = sorted(p for p in files if (root / p).exists())
-    if exists and not force:
-        raise ConfigError(f"{root}: {', '.join(exists)} already exist; pass --force to overwrite them")
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-        click.echo(f"wrote {root / rel}")
+    write_inside(root, files, force)
+    click.echo("\n".join(f"wrote {root / rel}" for rel in files))
     check_target(root)
     _explain(root, answers, found)
 

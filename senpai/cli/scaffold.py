@@ -23,6 +23,7 @@ import jinja2
 import yaml
 
 from senpai.agents.params import FORMATS, read_params
+from senpai.cli.confine import inside
 from senpai.config.target import CONFIG_FILE
 from senpai.errors import ConfigError
 
@@ -245,8 +246,9 @@ class Answers:
 
 
 def params_of(repo: Path, answers: Answers, found: Detected) -> tuple[dict[str, Any], bool]:
-    """(the params, whether init must write the file): the file's if it exists, else the argparse defaults."""
-    path = repo / answers.params_file
+    """(the params, whether init must write the file): the file's if it exists, else the argparse defaults.
+    Raises ConfigError if the path leaves the repository or passes a symlink (`confine.inside`)."""
+    path = inside(repo, answers.params_file)
     if path.exists():
         return read_params(path), False
     return dict(found.argparse_defaults), True
@@ -255,7 +257,8 @@ def params_of(repo: Path, answers: Answers, found: Detected) -> tuple[dict[str, 
 def render(repo: Path, answers: Answers, found: Detected) -> dict[str, str]:
     """Repo-relative path → text of each file `senpai init` writes: senpai.yaml, program.md, the
     evaluator, and the params file when it is made from the argparse defaults (JSON or YAML).
-    Raises ConfigError for a params file that does not parse, or a stdout metric senpai could not read."""
+    Raises ConfigError for a params file that does not parse, leaves the repository, passes a symlink
+    or is one of init's own files, or for a stdout metric senpai could not read."""
     source = "stdout" if found.how(answers.metric) in (None, "stdout", "equals", "json", "file") else "wandb"
     if source == "stdout" and not _KEY.fullmatch(answers.metric):
         raise ConfigError(f"metric {answers.metric!r}: a metric printed as `name: value` is named with A-Z a-z 0-9 _ . / - only")
@@ -282,6 +285,8 @@ def render(repo: Path, answers: Answers, found: Detected) -> dict[str, str]:
         "script": found.script,
     }
     templates = {CONFIG_FILE: "senpai.yaml.j2", "program.md": "program.md.j2", EVALUATOR: "evaluate.py.j2"}
+    if answers.params_file in templates:
+        raise ConfigError(f"params file {answers.params_file}: senpai init writes that file itself; name another")
     files = {rel: env.get_template(name).render(ctx) for rel, name in templates.items()}
     if new_params:
         fmt = FORMATS.get(PurePosixPath(answers.params_file).suffix.lower())

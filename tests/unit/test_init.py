@@ -8,6 +8,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from senpai.cli.confine import write_inside
 from senpai.cli.main import cli
 from senpai.cli.scaffold import Answers, advice, detect, guess_direction
 from senpai.config.target import load_target
@@ -213,3 +214,105 @@ def test_a_train_script_that_links_out_of_the_repository_is_not_read(tmp_path):
     (repo / "train.py").symlink_to(outside)
     found = detect(repo)
     assert found.train_cmd is None and found.source == "" and found.metric is None
+
+
+# --- init writes only inside the repository (issue 24, finding 3) -------------------------------
+
+
+def init(root: Path, *args: str) -> tuple[int, str]:
+    """(exit status, what init said) of `senpai init ROOT --yes ARGS`, run as the console script runs it."""
+    result = CliRunner().invoke(cli, ["init", str(root), "--yes", *args])
+    if isinstance(result.exception, ConfigError):
+        return 2, result.output + str(result.exception)
+    return result.exit_code, result.output
+
+
+def written(root: Path) -> list[str]:
+    """What init left in `root` besides the script: nothing, after a refusal."""
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.name != "train.py")
+
+
+@pytest.mark.parametrize("name", ["program.md", "params.json", "senpai.yaml", "eval/evaluate.py"])
+def test_a_dangling_symlink_where_init_writes_is_refused_and_nothing_is_written(tmp_path, name):
+    root = repo(tmp_path, {"train.py": SKLEARN_ARGPARSE})
+    outside = tmp_path / "outside" / "planted"
+    outside.parent.mkdir()
+    (root / name).parent.mkdir(parents=True, exist_ok=True)
+    (root / name).symlink_to(outside)  # dangling: a write by path would create the file outside
+    code, said = init(root)
+    assert code == 2 and f"{root.resolve() / name}: a symlink (to {outside})" in said
+    assert not outside.exists() and list(outside.parent.iterdir()) == []
+    left = [p for p in written(root) if p not in (name, "eval")]
+    assert left == []  # refused before anything was written
+
+
+def test_an_eval_folder_that_links_out_of_the_repository_is_refused(tmp_path):
+    root = repo(tmp_path, {"train.py": SKLEARN_ARGPARSE})
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / "eval").symlink_to(elsewhere, target_is_directory=True)
+    code, said = init(root, "--force")
+    assert code == 2 and f"{root.resolve() / 'eval'}: a symlink" in said
+    assert list(elsewhere.iterdir()) == [] and written(root) == ["eval"]
+
+
+def test_force_never_overwrites_a_file_outside_through_a_symlink(tmp_path):
+    root = repo(tmp_path, {"train.py": SKLEARN_ARGPARSE})
+    victim = tmp_path / "victim.yaml"
+    victim.write_text("keep me\n")
+    (root / "senpai.yaml").symlink_to(victim)
+    code, said = init(root, "--force")
+    assert code == 2 and "senpai.yaml: a symlink" in said
+    assert victim.read_text() == "keep me\n" and (root / "senpai.yaml").is_symlink()
+    assert not (root / "program.md").exists()
+
+
+def test_force_replaces_a_hard_link_instead_of_writing_through_it(tmp_path):
+    root = repo(tmp_path, {"train.py": SKLEARN_ARGPARSE})
+    victim = tmp_path / "victim.md"
+    victim.write_text("keep me\n")
+    (root / "program.md").hardlink_to(victim)
+    assert init(root, "--force")[0] == 0
+    assert victim.read_text() == "keep me\n" and "val_accuracy" in (root / "program.md").read_text()
+    assert (root / "program.md").stat().st_ino != victim.stat().st_ino
+
+
+@pytest.mark.parametrize("params_file", ["../params.json", "{tmp}/abs/params.json", "conf/../../params.json"])
+def test_a_params_file_outside_the_repository_is_refused(tmp_path, params_file):
+    root = repo(tmp_path, {"train.py": SKLEARN_ARGPARSE})
+    (tmp_path / "abs").mkdir()
+    code, said = init(root, "--params-file", params_file.format(tmp=tmp_path))
+    assert code == 2 and "not a path inside the repository" in said
+    assert not (tmp_path / "params.json").exists() and list((tmp_path / "abs").iterdir()) == []
+    assert written(root) == []
+
+
+def test_a_params_file_behind_a_linked_folder_is_neither_read_nor_written(tmp_path):
+    root = repo(tmp_path, {"train.py": SKLEARN_ARGPARSE})
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "params.json").write_text('{"api_key": "hunter2"}')
+    (root / "conf").symlink_to(secrets, target_is_directory=True)
+    code, said = init(root, "--params-file", "conf/params.json")
+    assert code == 2 and f"{root.resolve() / 'conf'}: a symlink" in said
+    assert "hunter2" not in said and written(root) == ["conf"]
+
+
+def test_a_failed_write_leaves_the_repository_as_it_was(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    # the second file's temporary name is over the 255 bytes a name may have: its write fails
+    files = {"a.txt": "first\n", "new/" + "n" * 250: "second\n"}
+    with pytest.raises(ConfigError, match="cannot write .*File name too long"):
+        write_inside(root, files)
+    assert list(root.iterdir()) == []  # no a.txt, no temporary, no new/
+
+
+def test_write_inside_refuses_every_link_before_writing_anything(tmp_path):
+    root = tmp_path / "repo"
+    (root / "deep").mkdir(parents=True)
+    (root / "deep" / "link").symlink_to(tmp_path)
+    with pytest.raises(ConfigError) as e:
+        write_inside(root, {"ok.txt": "x", "deep/link/x.txt": "y", "/abs": "z"})
+    assert "deep/link: a symlink" in str(e.value) and "'/abs': not a path inside" in str(e.value)
+    assert sorted(p.name for p in root.rglob("*")) == ["deep", "link"] and not (tmp_path / "x.txt").exists()
