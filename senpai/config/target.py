@@ -133,6 +133,11 @@ class Holdout(_Strict):
         min_length=1, description="The evaluator's files (or directories), taken from the base revision; all protected."
     )
     metric: str = Field(description="Key of the `key: value` line the score command prints on stdout.")
+    direction: Literal["maximize", "minimize"] | None = Field(
+        None,
+        description="Which way the holdout metric is better, if not `metric.direction`'s (an evaluator that prints "
+        "accuracy for a loss-trained model); the verifier and the gate judge by it, and each verification records it.",
+    )
     seeds: list[int] = Field(
         default=[0, 1, 2], min_length=2, description="Distinct seeds: the noise floor needs repeats that differ."
     )
@@ -220,6 +225,11 @@ class TargetConfig(_Strict):
     test: str | None = Field(None, description="Optional shell command that must pass on the candidate before a merge.")
     budget: Budget = Budget()
     approval: Approval = Approval()
+
+    @property
+    def holdout_direction(self) -> Literal["maximize", "minimize"]:
+        """Which way the holdout metric is better: `holdout.direction`, else `metric.direction`."""
+        return self.holdout.direction or self.metric.direction
 
     def in_scope(self, path: str) -> bool:
         """True if repo-relative `path` may be changed by an experiment (`scope`, else the params file)."""
