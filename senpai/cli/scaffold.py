@@ -24,18 +24,17 @@ import yaml
 
 from senpai.agents.params import FORMATS, read_params
 from senpai.cli.confine import inside
-from senpai.config.target import CONFIG_FILE
+from senpai.cli.quantities import QUANTITIES, estimator
+from senpai.config.target import CONFIG_FILE, LOWER_WORDS
 from senpai.errors import ConfigError
 
 SCRIPTS = ["train.py", "main.py", "run.py", "src/train.py", "scripts/train.py"]
 PARAMS_FILES = [f"{stem}{ext}" for stem in ("params", "hparams", "hyperparams", "config") for ext in FORMATS]
 DATA_DIRS = ["data", "datasets"]
 EVALUATOR = "eval/evaluate.py"
-HOLDOUT_METRIC = "holdout_score"
 MAX_SOURCE_BYTES = 1024 * 1024  # a larger script is not parsed
 _NAME = re.compile(r"^\s*([A-Za-z0-9_./-]+)\s*([:=])\s*$")  # `accuracy: ` or `accuracy=` before the value
 _KEY = re.compile(r"[A-Za-z0-9_./-]+")  # a key senpai reads from a `key: value` line (senpai.agents.measure.LINE)
-_MINIMIZE = ("loss", "error", "err", "rmse", "mse", "mae", "perplexity", "ppl", "bpb", "nll", "wer", "cer")
 _PREFERRED = ("val", "valid", "test", "dev", "eval")
 _METRIC_WORDS = ("acc", "f1", "auc", "loss", "score", "r2", "rmse", "mse", "mae", "precision", "recall", "bpb", "ppl")
 
@@ -62,6 +61,7 @@ class Detected:
     params_file: str | None = None
     argparse_defaults: dict[str, Any] = field(default_factory=dict)
     framework: str | None = None  # "torch" or "sklearn", from the script's imports
+    model: str | None = None  # "classifier" or "regressor", from the names it uses (`quantities.estimator`)
     data_dirs: list[str] = field(default_factory=list)
 
     @property
@@ -86,7 +86,7 @@ class Detected:
 def guess_direction(metric: str) -> str:
     """`minimize` for losses and errors (by name), else `maximize`."""
     words = re.split(r"[^a-z0-9]+", metric.lower())
-    return "minimize" if any(w in _MINIMIZE or w.endswith("loss") for w in words) else "maximize"
+    return "minimize" if any(w in LOWER_WORDS or w.endswith("loss") for w in words) else "maximize"
 
 
 def detect(repo: Path) -> Detected:
@@ -105,6 +105,7 @@ def detect(repo: Path) -> Detected:
         params_file=params_file,
         argparse_defaults=_argparse_defaults(tree) if tree else {},
         framework=_framework(tree) if tree else None,
+        model=estimator(tree),
         data_dirs=[d for d in DATA_DIRS if (repo / d).is_dir()],
     )
 
@@ -243,6 +244,7 @@ class Answers:
     metric: str
     direction: str
     params_file: str
+    quantity: str  # what the evaluator prints on the holdout: a key of `quantities.QUANTITIES`
 
 
 def params_of(repo: Path, answers: Answers, found: Detected) -> tuple[dict[str, Any], bool]:
@@ -279,7 +281,7 @@ def render(repo: Path, answers: Answers, found: Detected) -> dict[str, str]:
         "space": space_for(params),
         "params": params,
         "evaluator": EVALUATOR,
-        "holdout_metric": HOLDOUT_METRIC,
+        "q": QUANTITIES[answers.quantity],
         "protected": [*(f"{d}/" for d in found.data_dirs), f"{PurePosixPath(EVALUATOR).parent}/", CONFIG_FILE],
         "scope": scope,
         "script": found.script,

@@ -93,7 +93,7 @@ def test_detects_a_pytorch_wandb_script_and_its_params_file(tmp_path):
     # also printed as `val_loss=`, which senpai does not read
     assert found.metric == "val_loss" and found.how("val_loss") == "wandb"
     assert guess_direction(found.metric) == "minimize"
-    a = Answers("python main.py", "val_loss", "minimize", "params.yaml")
+    a = Answers("python main.py", "val_loss", "minimize", "params.yaml", "log_loss")
     (only,) = advice(a, found)  # it reads params.yaml and SEED, reports val_loss to W&B: only the artifact is missing
     assert "save_file(model.state_dict()" in only.snippet and "torch.save" in only.why
 
@@ -102,7 +102,7 @@ def test_metrics_senpai_cannot_read_get_a_print_snippet(tmp_path):
     found = detect_text(tmp_path, {"Makefile": "train:\n\tpython -u src/fit.py --epochs 3\n", "src/fit.py": TORCH_JSON})
     assert (found.train_cmd, found.script) == ("make train", "src/fit.py")
     assert found.metric == "val_f1" and found.how("val_f1") == "json"
-    tips = advice(Answers("make train", "val_f1", "maximize", "params.json"), found)
+    tips = advice(Answers("make train", "val_f1", "maximize", "params.json", "f1"), found)
     assert tips[0].snippet == 'print(f"val_f1: {val_f1}")' and "prints it as JSON" in tips[0].why
     assert any("params.json" in t.why and "json.load(f)" in t.snippet for t in tips)
     assert any("SEED" in t.why for t in tips) and any("safetensors" in t.snippet for t in tips)
@@ -166,12 +166,15 @@ def test_a_metric_name_senpai_cannot_read_from_stdout_is_refused(tmp_path):
 
 def test_prompts_offer_the_detected_defaults(tmp_path):
     root = repo(tmp_path, {"main.py": TORCH_WANDB, "params.yaml": "lr: 0.001\nepochs: 5\nopt: adamw\n"})
-    # accept the command, pick another metric, accept its guessed direction, accept the params file
-    result = CliRunner().invoke(cli, ["init", str(root)], input="\nval_perplexity\n\n\n")
+    # accept the command, pick another metric, accept its guessed direction, accept the params file,
+    # and say what the evaluator prints: init cannot tell for a perplexity
+    result = CliRunner().invoke(cli, ["init", str(root)], input="\nval_perplexity\n\n\nlog_loss\n")
     assert result.exit_code == 0, result.output
     assert "Train command [python main.py]:" in result.output
     assert "Primary metric (a validation metric) [val_loss]:" in result.output
     assert "Direction (maximize, minimize) [minimize]:" in result.output and "Params file [params.yaml]:" in result.output
+    assert "but val_perplexity names no quantity init knows; pick what the evaluator prints: accuracy" in result.output
+    assert "Holdout metric the evaluator prints (accuracy, log_loss, f1, auc, mse, rmse, mae, r2):" in result.output
     t = load_target(root)
     assert (t.train, t.metric.name, t.metric.direction) == ("python main.py", "val_perplexity", "minimize")
     assert t.metric.source == "wandb"
@@ -185,9 +188,10 @@ def test_prompts_offer_the_detected_defaults(tmp_path):
 
 def test_a_flag_skips_its_prompt(tmp_path):
     root = repo(tmp_path, {"train.py": SKLEARN_ARGPARSE})
-    result = CliRunner().invoke(cli, ["init", str(root), "--metric", "train_accuracy", "--direction", "maximize"], input="\n\n")
+    args = ["--metric", "train_accuracy", "--direction", "maximize", "--holdout-metric", "accuracy"]
+    result = CliRunner().invoke(cli, ["init", str(root), *args], input="\n\n")
     assert result.exit_code == 0, result.output
-    assert "Primary metric" not in result.output and "Direction" not in result.output
+    assert "Primary metric" not in result.output and "Direction" not in result.output and "Holdout metric" not in result.output
     assert load_target(root).metric.name == "train_accuracy"
 
 
