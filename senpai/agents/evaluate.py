@@ -85,9 +85,9 @@ class EvaluatorFiles:
         with tarfile.open(fileobj=out, mode="w") as tar:
             for f in files:
                 tar.add(repo / f, arcname=f)
-        self = cls.__new__(cls)
-        self.sha, self.tar = "working tree", out.getvalue()
-        return self
+        tree = cls.__new__(cls)  # no commit to archive: the tar is built here
+        tree.sha, tree.tar = "working tree", out.getvalue()
+        return tree
 
     def extract(self, root: Path) -> Path:
         """A new directory (random name) under `root` holding exactly the evaluator's files."""

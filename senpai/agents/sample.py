@@ -12,6 +12,7 @@ train command is not run: it may take hours, and the sample needs none of the ta
 """
 
 import math
+import tarfile
 from pathlib import Path
 
 from senpai.agents.artifacts import digest, refusal
@@ -34,7 +35,10 @@ def sample_problems(repo: Path, target: TargetConfig, root: Path) -> tuple[list[
     artifact, holdout = root / "artifact", root / "holdout"
     artifact.mkdir(parents=True)
     holdout.mkdir()
-    wrote = run_evaluator(hold.sample, evaluator, artifact, holdout, seed, root / "sample", timeout, root / "sample.log")
+    try:
+        wrote = run_evaluator(hold.sample, evaluator, artifact, holdout, seed, root / "sample", timeout, root / "sample.log")
+    except tarfile.TarError as e:  # a link in holdout.files that leads out of the evaluator's directory
+        return [f"holdout.files cannot be laid out as the score step lays them out: {e}"], None
     if wrote.returncode != 0:
         return [f"holdout.sample {_ended(wrote)}: {wrote.tail(10)[-500:]}"], None
     if reason := refusal(artifact):

@@ -46,7 +46,7 @@ def check_target(root: Path) -> None:
     reading finds, then, if that is fine, what running the evaluator on its sample finds."""
     t = load_target(root)
     params = read_params(root / t.params.file)
-    problems = scope_problems(t) + evaluator_problems(root, t) + direction_problems(t)
+    problems, scored = scope_problems(t) + evaluator_problems(root, t) + direction_problems(t), None
     if not problems:
         with tempfile.TemporaryDirectory(prefix="senpai-validate-") as work:
             problems, scored = sample_problems(root, t, Path(work))

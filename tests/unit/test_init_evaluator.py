@@ -188,6 +188,14 @@ def test_a_sample_command_must_name_where_it_writes(tmp_path):
     assert code == 2 and "holdout.sample must contain {artifact} and {holdout}" in said
 
 
+def test_validate_refuses_evaluator_files_holding_a_link_out(tmp_path):
+    root = scaffolded(tmp_path)
+    (root / "eval" / "notes.txt").symlink_to("/etc/hostname")
+    edit(root, files=["eval/"])
+    code, said = run("validate", str(root))
+    assert code == 2 and "holdout.files cannot be laid out as the score step lays them out: 'eval/notes.txt' is a link" in said
+
+
 CLASSIFIER_DATA, REGRESSOR_DATA = load_breast_cancer(return_X_y=True), load_diabetes(return_X_y=True)
 DIRECT = {
     "accuracy": lambda m, x, y: accuracy_score(y, m.predict(x)),
