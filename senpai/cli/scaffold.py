@@ -93,9 +93,9 @@ def detect(repo: Path) -> Detected:
     """Read `repo` (a directory) and guess the target's parts; never runs or imports its code."""
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", repo.resolve().name).strip("-.") or "target"
     train_cmd, script = _train_command(repo)
-    source = _read(repo / script) if script else ""
+    source = _read(repo, script) if script else ""
     tree = _parse(source)
-    params_file = next((p for p in PARAMS_FILES if (repo / p).is_file()), None)
+    params_file = next((p for p in PARAMS_FILES if _regular(repo, p)), None)
     return Detected(
         name=name,
         train_cmd=train_cmd,
@@ -106,14 +106,23 @@ def detect(repo: Path) -> Detected:
         argparse_defaults=_argparse_defaults(tree) if tree else {},
         framework=_framework(tree) if tree else None,
         model=estimator(tree),
-        data_dirs=[d for d in DATA_DIRS if (repo / d).is_dir()],
+        data_dirs=[d for d in DATA_DIRS if (repo / d).is_dir() and not (repo / d).is_symlink()],
     )
 
 
-def _read(path: Path) -> str:
-    """The text of a regular file of the repository, "" if it is missing, a symlink (it may point
-    anywhere, /etc/passwd included), not a regular file or over MAX_SOURCE_BYTES."""
-    if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_SOURCE_BYTES:
+def _regular(repo: Path, rel: str) -> bool:
+    """Whether repo-relative `rel` is a regular file of the repository: not outside it, and no
+    symlink on the way (`confine.inside`: a link may point anywhere, /etc/passwd included)."""
+    try:
+        return inside(repo, rel).is_file()
+    except ConfigError:
+        return False
+
+
+def _read(repo: Path, rel: str) -> str:
+    """The text of repo-relative `rel`, "" unless it is `_regular` and at most MAX_SOURCE_BYTES."""
+    path = repo / rel
+    if not _regular(repo, rel) or path.stat().st_size > MAX_SOURCE_BYTES:
         return ""
     return path.read_text(errors="replace")
 
@@ -128,21 +137,21 @@ def _parse(source: str) -> ast.Module | None:
 def _train_command(repo: Path) -> tuple[str | None, str | None]:
     """(command, the Python file it runs) from a train script, a Makefile `train` target or a pyproject script."""
     for script in SCRIPTS:
-        if (repo / script).is_file() and not (repo / script).is_symlink():
+        if _regular(repo, script):
             return f"python {script}", script
-    makefile = _read(repo / "Makefile")
+    makefile = _read(repo, "Makefile")
     if target := re.search(r"^train\s*:", makefile, re.MULTILINE):
         ran = re.search(r"python[0-9.]*\s+(?:-u\s+)?([\w./-]+\.py)", makefile[target.end() :])
-        return "make train", ran.group(1) if ran and (repo / ran.group(1)).is_file() else None
+        return "make train", ran.group(1) if ran and _regular(repo, ran.group(1)) else None
     try:  # a hostile pyproject: `project = 1`, `scripts = "x"`, arrays nested 200,000 deep
-        project = tomllib.loads(_read(repo / "pyproject.toml")).get("project")
+        project = tomllib.loads(_read(repo, "pyproject.toml")).get("project")
         scripts = project.get("scripts") if isinstance(project, dict) else None
     except (tomllib.TOMLDecodeError, RecursionError):
         scripts = None
     for command, target in (scripts if isinstance(scripts, dict) else {}).items():
         if "train" in command and isinstance(target, str):
             module = target.split(":")[0].replace(".", "/")
-            found = next((f"{d}{module}.py" for d in ("", "src/") if (repo / f"{d}{module}.py").is_file()), None)
+            found = next((f"{d}{module}.py" for d in ("", "src/") if _regular(repo, f"{d}{module}.py")), None)
             return command, found
     return None, None
 

@@ -210,6 +210,18 @@ def test_a_hostile_repository_is_detected_as_far_as_it_goes_never_a_crash(tmp_pa
     detect(tmp_path)
 
 
+def test_a_train_script_behind_a_linked_folder_or_outside_the_repository_is_not_read(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "train.py").write_text("import wandb\nwandb.log({'secret_metric': 1})\n")
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "src").symlink_to(outside, target_is_directory=True)  # src/train.py is one of the scripts init looks for
+    assert (detect(root).script, detect(root).metric) == (None, None)
+    (root / "Makefile").write_text("train:\n\tpython ../outside/train.py\n")
+    assert (detect(root).train_cmd, detect(root).script, detect(root).source) == ("make train", None, "")
+
+
 def test_a_train_script_that_links_out_of_the_repository_is_not_read(tmp_path):
     outside = tmp_path / "outside.py"
     outside.write_text("import wandb\nwandb.log({'secret_metric': 1})\n")
