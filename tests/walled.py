@@ -3,7 +3,7 @@ config rooted at `root` would put around it (`senpai.agents.walls`)."""
 
 from pathlib import Path
 
-from senpai.agents.walls import Walls, candidate_wall, walls_of
+from senpai.agents.walls import Walls, walls_of
 from senpai.config.harness import HarnessConfig
 from senpai.fleet.wall import Wall
 
@@ -28,4 +28,4 @@ def walls_at(root: Path) -> Walls:
 
 def wall_around(folder: Path) -> Wall:
     """The wall of a command that may write `folder` alone (senpai's own folders beside it, hidden)."""
-    return candidate_wall(harness_at(folder.with_name(folder.name + "-senpai")), [folder])
+    return walls_at(folder.with_name(folder.name + "-senpai"))([folder], [])

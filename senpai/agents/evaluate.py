@@ -76,12 +76,35 @@ class EvaluatorFiles:
             raise ConfigError(f"holdout.files at {sha[:8]} are over {MAX_EVALUATOR_BYTES} bytes")
         self.sha, self.tar = sha, proc.stdout
 
+    @classmethod
+    def from_tree(cls, repo: Path, files: list[str]) -> "EvaluatorFiles":
+        """`files` as they are in the working tree at `repo` (`senpai validate` checks a target
+        before anything is committed). A symlink is kept as a link, which `extract` refuses if it
+        points outside. Raises ConfigError if the files are over MAX_EVALUATOR_BYTES."""
+        size = sum(p.lstat().st_size for f in files for p in [repo / f, *_walk(repo / f)])
+        if size > MAX_EVALUATOR_BYTES:
+            raise ConfigError(f"holdout.files in {repo} are over {MAX_EVALUATOR_BYTES} bytes")
+        out = io.BytesIO()
+        with tarfile.open(fileobj=out, mode="w") as tar:
+            for f in files:
+                tar.add(repo / f, arcname=f)
+        tree = cls.__new__(cls)  # no commit to archive: the tar is built here
+        tree.sha, tree.tar = "working tree", out.getvalue()
+        return tree
+
     def extract(self, root: Path) -> Path:
         """A new directory (random name) under `root` holding exactly the evaluator's files."""
         dest = Path(tempfile.mkdtemp(prefix="evaluator-", dir=root))
         with tarfile.open(fileobj=io.BytesIO(self.tar)) as tar:
             tar.extractall(dest, filter="data")
         return dest
+
+
+def _walk(path: Path) -> list[Path]:
+    """Everything under folder `path` (links not followed); [] for a file."""
+    if path.is_symlink() or not path.is_dir():
+        return []
+    return [Path(root) / n for root, dirs, names in os.walk(path) for n in dirs + names]
 
 
 def python_shim(directory: Path) -> Path:
@@ -195,19 +218,37 @@ def score_step(
         return None, reason
     if digest(artifact) != trained.digest:
         return None, f"the artifact of {trained.side} seed {trained.seed} changed after its train step"
+    set_read_only(artifact)
+    try:
+        log = root / f"{trained.side}-{trained.seed}-score.log"
+        return run_evaluator(hold.command, evaluator, artifact, holdout_dir, trained.seed, root, timeout, log, walls), None
+    finally:
+        set_read_only(artifact, False)
+
+
+def run_evaluator(
+    command: str,
+    evaluator: EvaluatorFiles,
+    artifact: Path,
+    holdout_dir: Path,
+    seed: int,
+    root: Path,
+    timeout: float,
+    log: Path,
+    walls: Walls,
+) -> Outcome:
+    """Run `command` ({artifact}, {holdout} and {seed} replaced) as the score step runs the
+    evaluator: in a directory created fresh under `root` holding only the evaluator's files, with
+    `python` a shim for this interpreter under `-I -P`, the scrubbed environment, and behind its
+    wall (`walls`: it writes its directory, a fresh HOME and TMPDIR; it reads the artifact and the
+    holdout); output to `log`."""
     root.mkdir(parents=True, exist_ok=True)
     cwd = evaluator.extract(root)
     shims = python_shim(Path(tempfile.mkdtemp(prefix="shim-", dir=root)))
     path = os.pathsep.join([str(shims), os.environ.get("PATH", "")])
-    subs = {"{artifact}": shlex.quote(str(artifact)), "{holdout}": shlex.quote(str(holdout_dir)), "{seed}": str(trained.seed)}
-    command = hold.command
+    subs = {"{artifact}": shlex.quote(str(artifact)), "{holdout}": shlex.quote(str(holdout_dir)), "{seed}": str(seed)}
     for key, value in subs.items():
         command = command.replace(key, value)
-    own, env = step_env(root, PATH=path, SEED=str(trained.seed))
+    own, env = step_env(root, PATH=path, SEED=str(seed))
     wall = walls([cwd, *own], [artifact, holdout_dir, shims])
-    set_read_only(artifact)
-    try:
-        log = root / f"{trained.side}-{trained.seed}-score.log"
-        return run_command(command, cwd, env, timeout, log, drop=SCRUBBED, wall=wall), None
-    finally:
-        set_read_only(artifact, False)
+    return run_command(command, cwd, env, timeout, log, drop=SCRUBBED, wall=wall)

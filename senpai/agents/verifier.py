@@ -112,7 +112,7 @@ def verification_block(target: TargetConfig, plan: Plan, seeds: list[int], **fie
     """A verification of `plan`'s pair with no numbers yet; `fields` fill in the rest (passed, reason...)."""
     common = dict(
         pr=plan.pr, candidate=plan.candidate, baseline=plan.baseline, metric=target.holdout.metric,
-        direction=target.metric.direction, rule=target.holdout.rule, protected_touched=plan.protected_touched,
+        direction=target.holdout_direction, rule=target.holdout.rule, protected_touched=plan.protected_touched,
         out_of_scope=plan.out_of_scope, files=plan.files, seeds=seeds, candidate_values=[], baseline_values=[],
         candidate_mean=None, baseline_mean=None, improvement=None, noise_floor=None, arms=plan.arms,
     )  # fmt: skip
@@ -236,7 +236,7 @@ def measure(
                 m.seeds.append(seed)
                 return _failed(target, plan, m, test_passed, str(e), known)
             m.seeds.append(seed)
-        j = stats.judge(hold, target.metric.direction, m.values("candidate"), m.values("baseline"), look, looks)
+        j = stats.judge(hold, target.holdout_direction, m.values("candidate"), m.values("baseline"), look, looks)
         if not j.inconclusive:
             break
     return _judged(target, plan, m, j, test_passed, known)

@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from senpai.config.harness import HarnessConfig, LocalFleetSettings
+from senpai.config.harness import HarnessConfig, LocalFleetSettings, WallSettings
 from senpai.errors import PermanentError
 from senpai.fleet.wall import Wall, landlock_abi
 
@@ -57,32 +57,50 @@ def _open_to_others(path: str) -> bool:
         return False
 
 
-def candidate_uid(cfg: HarnessConfig) -> int | None:
+def candidate_uid(settings: WallSettings) -> int | None:
     """The uid commands from a PR run as: None unless senpai runs as root; then `wall.uid`, or for
     `auto` NOBODY if it can run the interpreter, else None (root without capabilities)."""
     if os.geteuid() != 0:
         return None
-    if cfg.wall.uid != "auto":
-        return cfg.wall.uid
+    if settings.uid != "auto":
+        return settings.uid
     return NOBODY if all(_open_to_others(p) for p in interpreter_paths()) else None
 
 
 Walls = Callable[[Sequence[Path], Sequence[Path]], Wall]  # (writable, readable) -> the wall: `walls_of`
 
 
+def senpai_paths(cfg: HarnessConfig) -> list[str]:
+    """The folders of senpai's that code from a PR may not read: the state dir, the tracker's dir,
+    and on the local fleet its jobs and the sealed holdout."""
+    paths = [cfg.state_dir, cfg.tracker.dir]
+    if isinstance(cfg.fleet, LocalFleetSettings):
+        paths += [cfg.fleet.dir, *([cfg.fleet.holdout_dir] if cfg.fleet.holdout_dir else [])]
+    return paths
+
+
 def walls_of(cfg: HarnessConfig) -> Walls:
     """`candidate_wall` for `cfg`: what a job hands the steps it runs."""
-    return functools.partial(candidate_wall, cfg)
+    return functools.partial(candidate_wall, cfg.wall, senpai_paths(cfg))
 
 
-def candidate_wall(cfg: HarnessConfig, writable: Sequence[Path], readable: Sequence[Path] = ()) -> Wall:
-    """The wall of a command that may write only `writable` (and `wall.writable`), and read
-    `readable` although senpai hides it (the sealed holdout, for the evaluator); see the module
-    docstring. Raises PermanentError if the wall cannot be what `cfg` asks: `wall.landlock:
-    required` on a kernel without Landlock, or root with neither Landlock nor another uid."""
+def bare_walls() -> Walls:
+    """The walls of a command run with no harness config (`senpai validate`): senpai's defaults, only
+    the home folder hidden."""
+    return functools.partial(candidate_wall, WallSettings(), [])
+
+
+def candidate_wall(
+    settings: WallSettings, hidden: Sequence[str], writable: Sequence[Path], readable: Sequence[Path] = ()
+) -> Wall:
+    """The wall of a command that may write only `writable` (and `settings.writable`), may not read
+    `hidden` (senpai's folders, `senpai_paths`), the home folder or `settings.hidden`, and may read
+    `readable` all the same (the sealed holdout, for the evaluator); see the module docstring.
+    Raises PermanentError if the wall cannot be what `settings` asks: `landlock: required` on a
+    kernel without Landlock, or root with neither Landlock nor another uid."""
     abi = _landlock()
-    uid = candidate_uid(cfg)
-    if not abi and cfg.wall.landlock == "required":
+    uid = candidate_uid(settings)
+    if not abi and settings.landlock == "required":
         raise PermanentError("wall.landlock is required, but this kernel offers no Landlock: code from a PR is not run")
     if not abi and os.geteuid() == 0 and uid is None:
         raise PermanentError(
@@ -90,18 +108,16 @@ def candidate_wall(cfg: HarnessConfig, writable: Sequence[Path], readable: Seque
             "would run as root. Run senpai as another user, or set wall.uid to a user that can run "
             f"{os.path.realpath(sys.executable)}"
         )
-    hidden = [cfg.state_dir, cfg.tracker.dir, *cfg.wall.hidden]
-    if isinstance(cfg.fleet, LocalFleetSettings):
-        hidden += [cfg.fleet.dir, *([cfg.fleet.holdout_dir] if cfg.fleet.holdout_dir else [])]
+    hidden = [*hidden, *settings.hidden]
     home = os.path.realpath(os.path.expanduser("~"))
     if home != "/":
         hidden.append(home)
     granted = [os.path.realpath(p) for p in readable]
     hidden = [h for h in map(os.path.realpath, hidden) if not any(_within(h, g) for g in granted)]
     return Wall(
-        writable=tuple(str(Path(p).absolute()) for p in [*writable, *cfg.wall.writable]),
+        writable=tuple(str(Path(p).absolute()) for p in [*writable, *settings.writable]),
         hidden=tuple(hidden),
-        readable=tuple([*interpreter_paths(), *granted, *cfg.wall.readable]),
+        readable=tuple([*interpreter_paths(), *granted, *settings.readable]),
         uid=uid,
         gid=uid,
         landlock=bool(abi),

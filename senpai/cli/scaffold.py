@@ -23,18 +23,18 @@ import jinja2
 import yaml
 
 from senpai.agents.params import FORMATS, read_params
-from senpai.config.target import CONFIG_FILE
+from senpai.cli.confine import inside
+from senpai.cli.quantities import QUANTITIES, estimator
+from senpai.config.target import CONFIG_FILE, LOWER_WORDS
 from senpai.errors import ConfigError
 
 SCRIPTS = ["train.py", "main.py", "run.py", "src/train.py", "scripts/train.py"]
 PARAMS_FILES = [f"{stem}{ext}" for stem in ("params", "hparams", "hyperparams", "config") for ext in FORMATS]
 DATA_DIRS = ["data", "datasets"]
 EVALUATOR = "eval/evaluate.py"
-HOLDOUT_METRIC = "holdout_score"
 MAX_SOURCE_BYTES = 1024 * 1024  # a larger script is not parsed
 _NAME = re.compile(r"^\s*([A-Za-z0-9_./-]+)\s*([:=])\s*$")  # `accuracy: ` or `accuracy=` before the value
 _KEY = re.compile(r"[A-Za-z0-9_./-]+")  # a key senpai reads from a `key: value` line (senpai.agents.measure.LINE)
-_MINIMIZE = ("loss", "error", "err", "rmse", "mse", "mae", "perplexity", "ppl", "bpb", "nll", "wer", "cer")
 _PREFERRED = ("val", "valid", "test", "dev", "eval")
 _METRIC_WORDS = ("acc", "f1", "auc", "loss", "score", "r2", "rmse", "mse", "mae", "precision", "recall", "bpb", "ppl")
 
@@ -61,6 +61,7 @@ class Detected:
     params_file: str | None = None
     argparse_defaults: dict[str, Any] = field(default_factory=dict)
     framework: str | None = None  # "torch" or "sklearn", from the script's imports
+    model: str | None = None  # "classifier" or "regressor", from the names it uses (`quantities.estimator`)
     data_dirs: list[str] = field(default_factory=list)
 
     @property
@@ -85,16 +86,16 @@ class Detected:
 def guess_direction(metric: str) -> str:
     """`minimize` for losses and errors (by name), else `maximize`."""
     words = re.split(r"[^a-z0-9]+", metric.lower())
-    return "minimize" if any(w in _MINIMIZE or w.endswith("loss") for w in words) else "maximize"
+    return "minimize" if any(w in LOWER_WORDS or w.endswith("loss") for w in words) else "maximize"
 
 
 def detect(repo: Path) -> Detected:
     """Read `repo` (a directory) and guess the target's parts; never runs or imports its code."""
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", repo.resolve().name).strip("-.") or "target"
     train_cmd, script = _train_command(repo)
-    source = _read(repo / script) if script else ""
+    source = _read(repo, script) if script else ""
     tree = _parse(source)
-    params_file = next((p for p in PARAMS_FILES if (repo / p).is_file()), None)
+    params_file = next((p for p in PARAMS_FILES if _regular(repo, p)), None)
     return Detected(
         name=name,
         train_cmd=train_cmd,
@@ -104,14 +105,24 @@ def detect(repo: Path) -> Detected:
         params_file=params_file,
         argparse_defaults=_argparse_defaults(tree) if tree else {},
         framework=_framework(tree) if tree else None,
-        data_dirs=[d for d in DATA_DIRS if (repo / d).is_dir()],
+        model=estimator(tree),
+        data_dirs=[d for d in DATA_DIRS if (repo / d).is_dir() and not (repo / d).is_symlink()],
     )
 
 
-def _read(path: Path) -> str:
-    """The text of a regular file of the repository, "" if it is missing, a symlink (it may point
-    anywhere, /etc/passwd included), not a regular file or over MAX_SOURCE_BYTES."""
-    if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_SOURCE_BYTES:
+def _regular(repo: Path, rel: str) -> bool:
+    """Whether repo-relative `rel` is a regular file of the repository: not outside it, and no
+    symlink on the way (`confine.inside`: a link may point anywhere, /etc/passwd included)."""
+    try:
+        return inside(repo, rel).is_file()
+    except ConfigError:
+        return False
+
+
+def _read(repo: Path, rel: str) -> str:
+    """The text of repo-relative `rel`, "" unless it is `_regular` and at most MAX_SOURCE_BYTES."""
+    path = repo / rel
+    if not _regular(repo, rel) or path.stat().st_size > MAX_SOURCE_BYTES:
         return ""
     return path.read_text(errors="replace")
 
@@ -126,21 +137,21 @@ def _parse(source: str) -> ast.Module | None:
 def _train_command(repo: Path) -> tuple[str | None, str | None]:
     """(command, the Python file it runs) from a train script, a Makefile `train` target or a pyproject script."""
     for script in SCRIPTS:
-        if (repo / script).is_file() and not (repo / script).is_symlink():
+        if _regular(repo, script):
             return f"python {script}", script
-    makefile = _read(repo / "Makefile")
+    makefile = _read(repo, "Makefile")
     if target := re.search(r"^train\s*:", makefile, re.MULTILINE):
         ran = re.search(r"python[0-9.]*\s+(?:-u\s+)?([\w./-]+\.py)", makefile[target.end() :])
-        return "make train", ran.group(1) if ran and (repo / ran.group(1)).is_file() else None
+        return "make train", ran.group(1) if ran and _regular(repo, ran.group(1)) else None
     try:  # a hostile pyproject: `project = 1`, `scripts = "x"`, arrays nested 200,000 deep
-        project = tomllib.loads(_read(repo / "pyproject.toml")).get("project")
+        project = tomllib.loads(_read(repo, "pyproject.toml")).get("project")
         scripts = project.get("scripts") if isinstance(project, dict) else None
     except (tomllib.TOMLDecodeError, RecursionError):
         scripts = None
     for command, target in (scripts if isinstance(scripts, dict) else {}).items():
         if "train" in command and isinstance(target, str):
             module = target.split(":")[0].replace(".", "/")
-            found = next((f"{d}{module}.py" for d in ("", "src/") if (repo / f"{d}{module}.py").is_file()), None)
+            found = next((f"{d}{module}.py" for d in ("", "src/") if _regular(repo, f"{d}{module}.py")), None)
             return command, found
     return None, None
 
@@ -242,11 +253,13 @@ class Answers:
     metric: str
     direction: str
     params_file: str
+    quantity: str  # what the evaluator prints on the holdout: a key of `quantities.QUANTITIES`
 
 
 def params_of(repo: Path, answers: Answers, found: Detected) -> tuple[dict[str, Any], bool]:
-    """(the params, whether init must write the file): the file's if it exists, else the argparse defaults."""
-    path = repo / answers.params_file
+    """(the params, whether init must write the file): the file's if it exists, else the argparse defaults.
+    Raises ConfigError if the path leaves the repository or passes a symlink (`confine.inside`)."""
+    path = inside(repo, answers.params_file)
     if path.exists():
         return read_params(path), False
     return dict(found.argparse_defaults), True
@@ -255,7 +268,8 @@ def params_of(repo: Path, answers: Answers, found: Detected) -> tuple[dict[str, 
 def render(repo: Path, answers: Answers, found: Detected) -> dict[str, str]:
     """Repo-relative path → text of each file `senpai init` writes: senpai.yaml, program.md, the
     evaluator, and the params file when it is made from the argparse defaults (JSON or YAML).
-    Raises ConfigError for a params file that does not parse, or a stdout metric senpai could not read."""
+    Raises ConfigError for a params file that does not parse, leaves the repository, passes a symlink
+    or is one of init's own files, or for a stdout metric senpai could not read."""
     source = "stdout" if found.how(answers.metric) in (None, "stdout", "equals", "json", "file") else "wandb"
     if source == "stdout" and not _KEY.fullmatch(answers.metric):
         raise ConfigError(f"metric {answers.metric!r}: a metric printed as `name: value` is named with A-Z a-z 0-9 _ . / - only")
@@ -276,12 +290,14 @@ def render(repo: Path, answers: Answers, found: Detected) -> dict[str, str]:
         "space": space_for(params),
         "params": params,
         "evaluator": EVALUATOR,
-        "holdout_metric": HOLDOUT_METRIC,
+        "q": QUANTITIES[answers.quantity],
         "protected": [*(f"{d}/" for d in found.data_dirs), f"{PurePosixPath(EVALUATOR).parent}/", CONFIG_FILE],
         "scope": scope,
         "script": found.script,
     }
     templates = {CONFIG_FILE: "senpai.yaml.j2", "program.md": "program.md.j2", EVALUATOR: "evaluate.py.j2"}
+    if answers.params_file in templates:
+        raise ConfigError(f"params file {answers.params_file}: senpai init writes that file itself; name another")
     files = {rel: env.get_template(name).render(ctx) for rel, name in templates.items()}
     if new_params:
         fmt = FORMATS.get(PurePosixPath(answers.params_file).suffix.lower())

@@ -1,12 +1,15 @@
 """`senpai validate DIR`: check a target repository's senpai.yaml before pointing senpai at it."""
 
+import tempfile
 from pathlib import Path
 
 import click
 
 from senpai.agents.params import params_format, read_params
+from senpai.agents.sample import sample_problems
+from senpai.agents.walls import bare_walls
 from senpai.config.evaluator import evaluator_problems
-from senpai.config.target import load_target, scope_problems
+from senpai.config.target import direction_problems, load_target, scope_problems
 from senpai.errors import ConfigError
 
 
@@ -17,8 +20,12 @@ def validate(repo: str) -> None:
 
     Exits 2 naming the file, field and expectation if senpai.yaml or the params file is bad, if a
     non-empty scope does not match the params file, if an evaluator file is not protected, if the
-    evaluator imports a repository file that is not protected and listed in holdout.files, or if an
-    evaluator module is named like a standard-library or installed module it would shadow.
+    evaluator imports a repository file that is not protected and listed in holdout.files, if an
+    evaluator module is named like a standard-library or installed module it would shadow, or if
+    the holdout metric's (or a guard's) name says the other direction than senpai.yaml judges it by.
+    Then, with holdout.sample, it runs that (a tiny artifact and holdout), then holdout.command on
+    them as the verifier's score step does, and exits 2 if either fails or if the evaluator does not
+    print holdout.metric (and each guard) as a finite number; the train command is never run.
 
     \b
     Example:
@@ -36,10 +43,14 @@ def validate(repo: str) -> None:
 
 def check_target(root: Path) -> None:
     """What `senpai validate` checks and prints (`senpai init` checks what it wrote with it).
-    Raises ConfigError (exit 2) listing every problem, each prefixed by the file."""
+    Raises ConfigError (exit 2) listing every problem, each prefixed by the file: first what
+    reading finds, then, if that is fine, what running the evaluator on its sample finds."""
     t = load_target(root)
     params = read_params(root / t.params.file)
-    problems = scope_problems(t) + evaluator_problems(root, t)
+    problems, scored = scope_problems(t) + evaluator_problems(root, t) + direction_problems(t), None
+    if not problems:
+        with tempfile.TemporaryDirectory(prefix="senpai-validate-") as work:
+            problems, scored = sample_problems(root, t, Path(work), bare_walls())
     if problems:
         raise ConfigError("\n".join(f"{root / 'senpai.yaml'}: {p}" for p in problems))
     click.echo(f"name: {t.name}\nmetric: {t.metric.name} ({t.metric.direction})\nparams: {', '.join(t.params.space)}")
@@ -47,4 +58,10 @@ def check_target(root: Path) -> None:
     if params_format(t.params.file) == "toml":
         click.echo("note: senpai reads TOML params but cannot write them: hypotheses that set params will fail", err=True)
     click.echo(f"protected: {', '.join(t.protected) or '(none)'}\nscope: {', '.join(t.scope) or t.params.file}")
-    click.echo(f"holdout: {t.holdout.command}\nevaluator: {', '.join(t.holdout.files)} (imports checked)")
+    click.echo(f"holdout: {t.holdout.command}\nholdout metric: {t.holdout.metric} ({t.holdout_direction})")
+    click.echo(f"evaluator: {', '.join(t.holdout.files)} (imports checked)")
+    if scored is None:
+        click.echo("evaluator run: no (no holdout.sample to run it on; see docs/target-contract.md)")
+    else:
+        printed = ", ".join(f"{k} {scored.values[k]}" for k in [t.holdout.metric, *t.holdout.guards])
+        click.echo(f"evaluator run: on the sample holdout.sample wrote, it printed {printed}")

@@ -3,6 +3,7 @@ protected, and what one experiment may spend."""
 
 import fnmatch
 import math
+import re
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Literal, Union
 
@@ -129,10 +130,20 @@ class Holdout(_Strict):
     """
 
     command: str = Field(description="Score command; must contain `{artifact}` and `{holdout}`; these and `{seed}` are replaced.")
+    sample: str | None = Field(
+        None,
+        description="Optional command that writes a tiny artifact into `{artifact}` and a holdout it can score into "
+        "`{holdout}`; `senpai validate` runs it, then `command` on them, and checks what `command` prints.",
+    )
     files: list[RepoPath] = Field(
         min_length=1, description="The evaluator's files (or directories), taken from the base revision; all protected."
     )
     metric: str = Field(description="Key of the `key: value` line the score command prints on stdout.")
+    direction: Literal["maximize", "minimize"] | None = Field(
+        None,
+        description="Which way the holdout metric is better, if not `metric.direction`'s (an evaluator that prints "
+        "accuracy for a loss-trained model); the verifier and the gate judge by it, and each verification records it.",
+    )
     seeds: list[int] = Field(
         default=[0, 1, 2], min_length=2, description="Distinct seeds: the noise floor needs repeats that differ."
     )
@@ -157,6 +168,8 @@ class Holdout(_Strict):
             raise ValueError("holdout.command must contain {artifact}: it scores the artifact the train step wrote")
         if "{holdout}" not in self.command:
             raise ValueError("holdout.command must contain {holdout}: the sealed holdout's directory is passed only there")
+        if self.sample is not None and not ("{artifact}" in self.sample and "{holdout}" in self.sample):
+            raise ValueError("holdout.sample must contain {artifact} and {holdout}: it writes the sample there")
         if len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"holdout.seeds must be distinct, got {self.seeds}")
         if self.max_seeds is not None and self.max_seeds < len(self.seeds):
@@ -221,6 +234,11 @@ class TargetConfig(_Strict):
     budget: Budget = Budget()
     approval: Approval = Approval()
 
+    @property
+    def holdout_direction(self) -> Literal["maximize", "minimize"]:
+        """Which way the holdout metric is better: `holdout.direction`, else `metric.direction`."""
+        return self.holdout.direction or self.metric.direction
+
     def in_scope(self, path: str) -> bool:
         """True if repo-relative `path` may be changed by an experiment (`scope`, else the params file)."""
         return any(fnmatch.fnmatchcase(path, g) for g in self.scope or [self.params.file])
@@ -232,6 +250,46 @@ class TargetConfig(_Strict):
             if path == p or path.startswith(p + "/"):
                 return True
         return False
+
+
+# Words that say which way a metric is better; a name holding a word of one list and none of the
+# other says it plainly (`holdout_accuracy`, `val_log_loss`; not `neg_mse`, `score_loss`).
+LOWER_WORDS = {"loss", "error", "err", "rmse", "mse", "mae", "mape", "perplexity", "ppl", "bpb", "bpc", "nll", "wer", "cer"}
+LOWER_WORDS |= {"logloss", "xent", "crossentropy"}
+HIGHER_WORDS = {"acc", "accuracy", "f1", "auc", "r2", "precision", "recall", "score", "bleu", "rouge", "iou", "dice"}
+_NEGATING = {"neg", "negative", "inv", "inverse", "minus"}
+
+
+def named_direction(name: str) -> Literal["maximize", "minimize"] | None:
+    """The direction metric `name` states by its words (`minimize` for losses and errors, `maximize`
+    for accuracies and scores: scikit-learn's `score` is higher-is-better); None if it states
+    neither, both, or negates (`neg_log_loss`)."""
+    words = {w for w in re.split(r"[^a-z0-9]+", name.lower()) if w}
+    lower = any(w in LOWER_WORDS or w.endswith("loss") for w in words)
+    higher = any(w in HIGHER_WORDS or w.endswith("accuracy") for w in words)
+    if words & _NEGATING or lower == higher:
+        return None
+    return "minimize" if lower else "maximize"
+
+
+def direction_problems(target: TargetConfig) -> list[str]:
+    """What `senpai validate` refuses about directions, one sentence each (empty: fine): a holdout
+    metric or guard whose name states one direction (`named_direction`) while senpai.yaml judges it
+    by the other, as when an evaluator prints accuracy and the holdout takes a loss's `minimize`."""
+    h = target.holdout
+    source = "holdout.direction" if h.direction else "metric.direction (holdout.direction is not set, so the metric's holds)"
+    named = [("holdout.metric", h.metric, target.holdout_direction, source, "set holdout.direction to")]
+    named += [(f"holdout.guards.{n}", n, g.direction, f"holdout.guards.{n}.direction", "set it to") for n, g in h.guards.items()]
+    out = []
+    for field, name, direction, where, fix in named:
+        said = named_direction(name)
+        if said and said != direction:
+            better = "higher" if said == "maximize" else "lower"
+            out.append(
+                f"{field} {name!r} reads as {better} is better, but {where} is {direction}, so the verifier would merge "
+                f"candidates that do worse on it; {fix} {said}, or rename the metric if its name misleads"
+            )
+    return out
 
 
 def scope_problems(target: TargetConfig) -> list[str]:

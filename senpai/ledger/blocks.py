@@ -275,7 +275,9 @@ class Verification(Block):
     candidate: str = Field(description="PR head commit measured.")
     baseline: str = Field(description="Base branch commit measured.")
     metric: str
-    direction: Literal["maximize", "minimize"]
+    direction: Literal["maximize", "minimize"] = Field(
+        description="Which way `metric` is better, as the verifier judged it: the target's holdout direction."
+    )
     seeds: list[int]
     candidate_values: list[float]
     baseline_values: list[float]

@@ -43,17 +43,17 @@ def check_merge(
     """Raise MergeRefused (reason names the files or metrics) unless a merge of `head` into `base` is
     allowed; returns the fingerprint of the human approval the merge consumes (None if none is needed).
 
-    `files` is what the PR changes, as read from the forge now; the verification's own `files`
-    (git's list for exactly the pair it measured) are checked with them, so a file list raced by
-    a push between the verifier's reads cannot hide a path.  The
-    verification must measure exactly (`head`, `base`) with the holdout metric, have finite
-    numbers, and pass `target.holdout.rule` when re-judged here at the sequential test's last look
-    (alpha / `stats.looks`).  Then: compute within `1 + holdout.compute.tolerance` of the
-    baseline's unless `compute_allowed_by` (the trusted login that posted `/senpai allow compute`
-    on the PR) is set, no guard regressing beyond its tolerance, the target's test passed if it
-    declares one, and the p-value still below alpha after Benjamini–Hochberg over `rivals` (PR ->
-    one-sided p-value of the latest verification of each other PR against the same `base`).
-    Last, if senpai.yaml's `approval` rules name the merge (`approval_reasons`): `approved`
+    `files` is what the PR changes, as read from the forge now; the verification's own `files` (git's
+    list for exactly the pair it measured) are checked with them, so a file list raced by a push between
+    the verifier's reads cannot hide a path. The verification must measure exactly (`head`, `base`) with
+    the holdout metric, judged in the holdout's direction (`TargetConfig.holdout_direction`), have
+    finite numbers, and pass `target.holdout.rule` when re-judged here in that direction at the
+    sequential test's last look (alpha / `stats.looks`). Then: compute within `1 +
+    holdout.compute.tolerance` of the baseline's unless `compute_allowed_by` (the trusted login that
+    posted `/senpai allow compute` on the PR) is set, no guard regressing beyond its tolerance, the
+    target's test passed if it declares one, and the p-value still below alpha after Benjamini–Hochberg
+    over `rivals` (PR -> one-sided p-value of the latest verification of each other PR against the same
+    `base`). Last, if senpai.yaml's `approval` rules name the merge (`approval_reasons`): `approved`
     (fingerprint -> trusted login, the PR's acknowledged `/senpai approve`s) must hold the
     fingerprint of exactly (`head`, `base`, the verification), else ApprovalRequired. An approval is
     single-use because the merge it allows ends the PR, and an approval counts only on its own PR.
@@ -76,7 +76,7 @@ def check_merge(
             f"verification is stale: it measured {v.candidate[:8]} vs {v.baseline[:8]}, the PR is {head[:8]} vs {base[:8]}"
         )
     try:
-        judgement = _verdict(hold, target.metric, v)
+        judgement = _verdict(hold, target.holdout_direction, v)
     except MergeRefused as e:
         raise MergeRefused(f"{e} (the rule corrected for {arms} arms)" if arms > 1 else str(e)) from None
     problems = [compute_problem(hold, v, compute_allowed_by), *guard_problems(hold, v), _test(target, v)]
@@ -128,10 +128,12 @@ def _approval(
     return fp
 
 
-def _verdict(hold: Holdout, metric: Metric, v: Verification) -> stats.Judgement:
-    """The rule's verdict, re-derived from the block's values. Raises MergeRefused."""
+def _verdict(hold: Holdout, direction: stats.Direction, v: Verification) -> stats.Judgement:
+    """The rule's verdict, re-derived from the block's values in the holdout's `direction`. Raises MergeRefused."""
     if v.metric != hold.metric:
         raise MergeRefused(f"verification measured {v.metric!r}, but senpai.yaml's holdout metric is {hold.metric!r}")
+    if v.direction != direction:
+        raise MergeRefused(f"verification judged {v.metric} as {v.direction}, but senpai.yaml's holdout direction is {direction}")
     numbers = [*v.candidate_values, *v.baseline_values, *(x for x in (v.improvement, v.noise_floor) if x is not None)]
     if not v.candidate_values or not v.baseline_values or not all(math.isfinite(n) for n in numbers):
         said = "" if v.passed else f"; the verifier: {v.reason[:500]}"  # e.g. which step failed, and why
@@ -140,7 +142,7 @@ def _verdict(hold: Holdout, metric: Metric, v: Verification) -> stats.Judgement:
     if fewest < len(hold.seeds):
         raise MergeRefused(f"verification has {fewest} seed(s) a side; senpai.yaml declares {len(hold.seeds)}")
     looks = stats.looks(hold)
-    judgement = stats.judge(hold, metric.direction, v.candidate_values, v.baseline_values, look=looks, looks=looks)
+    judgement = stats.judge(hold, direction, v.candidate_values, v.baseline_values, look=looks, looks=looks)
     if not judgement.passed:
         raise MergeRefused(f"the holdout shows no improvement by rule {hold.rule}: {judgement.reason}")
     if not v.passed:
@@ -241,7 +243,7 @@ def rival_p_values(target: TargetConfig, exps: list[Experiment], pr: int, base: 
         if e.pr == pr or not found:
             continue
         v = found[-1]
-        j = stats.judge(target.holdout, target.metric.direction, v.candidate_values, v.baseline_values, looks, looks)
+        j = stats.judge(target.holdout, target.holdout_direction, v.candidate_values, v.baseline_values, looks, looks)
         if j.p_value is not None:
             out[e.pr] = j.p_value
         elif j.improvement is None and target.holdout.rule != "noise_floor":

@@ -70,7 +70,7 @@ def baseline_plot(s: Summary) -> str:
         ax.plot(x, y, "o", color=COLORS["merged"], ms=7, label="verified merge")
         ax.set_xticks(x, ["start" if st.pr is None else f"#{st.pr}" for st in s.steps])
         ax.set_xlabel("merge order (PR that moved the baseline)")
-        ax.set_ylabel(f"{s.holdout_metric or s.metric} (holdout)\n{s.better}")
+        ax.set_ylabel(f"{s.holdout_metric or s.metric} (holdout)\n{s.holdout_better}")
         ax.legend(loc="best", frameon=False)
         return _svg(fig)
 

@@ -93,6 +93,7 @@ class Summary(BaseModel):
     metric: str | None
     holdout_metric: str | None
     direction: Literal["maximize", "minimize"] | None
+    holdout_direction: Literal["maximize", "minimize"] | None = None  # the newest verification's; None: none yet
     rows: list[Row]
     steps: list[Step]
     best: Step | None = None  # the current best (`senpai.ledger.baseline.best_merge`); None: no merge measured
@@ -101,7 +102,13 @@ class Summary(BaseModel):
 
     @property
     def better(self) -> str:
-        return {"maximize": "higher is better", "minimize": "lower is better"}.get(self.direction or "", "")
+        """Which way the (validation) metric is better, in words."""
+        return _better(self.direction)
+
+    @property
+    def holdout_better(self) -> str:
+        """Which way the holdout metric is better, in words (the metric's way before any verification)."""
+        return _better(self.holdout_direction or self.direction)
 
     @property
     def merges(self) -> int:
@@ -182,6 +189,10 @@ def row(e: Experiment, cores: int = 1) -> Row:
     )
 
 
+def _better(direction: str | None) -> str:
+    return {"maximize": "higher is better", "minimize": "lower is better"}.get(direction or "", "")
+
+
 def steps(exps: list[Experiment]) -> list[Step]:
     """The baseline over time: the base before the first verified merge (the baseline mean of that
     merge's verification), then each verified merge's candidate mean, in merge order
@@ -208,7 +219,8 @@ def summarise(
     """The report of `exps` (`LedgerReader.experiments()`, oldest PR first) of repository `repo`;
     `cpus`: student name -> CPU cores of each of its jobs (harness `students`; absent: 1); `turns`:
     the advisor's turn records on the steering issues (`SteerState.advisor_turns`), in the total. The
-    metric and its direction are the newest hypothesis's; the best is `best_merge`'s, on the holdout."""
+    metric and its direction are the newest hypothesis's, the holdout metric and its direction the
+    newest verification's; the best is `best_merge`'s, on the holdout."""
     cpus = cpus or {}
     rows = [row(e, cpus.get(e.student or "", 1)) for e in exps]
     hyps = [e.hypothesis for e in exps if e.hypothesis]
@@ -221,6 +233,7 @@ def summarise(
         metric=clip(hyps[-1].metric.name, 60) if hyps else None,
         holdout_metric=clip(verifs[-1].metric, 60) if verifs else None,
         direction=hyps[-1].metric.direction if hyps else None,
+        holdout_direction=verifs[-1].direction if verifs else None,
         rows=rows,
         steps=steps(exps),
         best=Step(pr=best.pr, value=best.value, url=safe_url(best.url)) if best else None,

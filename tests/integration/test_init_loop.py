@@ -48,7 +48,8 @@ def apply_advice(root: Path) -> None:
     """Add to train.py exactly the snippets `senpai init` printed: params before parse_args, SEED
     near the top, the artifact at the end."""
     found = detect(root)
-    params, seed, artifact = (a.snippet for a in advice(Answers("python train.py", "accuracy", "maximize", "params.json"), found))
+    answers = Answers("python train.py", "accuracy", "maximize", "params.json", "accuracy")
+    params, seed, artifact = (a.snippet for a in advice(answers, found))
     text = PLAIN.replace("args = parser.parse_args()", f"{params}\nargs = parser.parse_args()")
     text = text.replace("parser = argparse.ArgumentParser()", f"{seed}\nparser = argparse.ArgumentParser()")
     (root / "train.py").write_text(f"{text}{artifact}\n")
@@ -62,7 +63,7 @@ def test_init_turns_a_plain_script_into_a_target_whose_loop_runs(local_forge, tm
     assert result.exit_code == 0, result.output
     assert result.output.count("    ") >= 3 and "needs:" in result.output  # the three snippets the script lacks
     apply_advice(root)
-    assert not advice(Answers("python train.py", "accuracy", "maximize", "params.json"), detect(root))
+    assert not advice(Answers("python train.py", "accuracy", "maximize", "params.json", "accuracy"), detect(root))
     assert CliRunner().invoke(cli, ["validate", str(root)]).exit_code == 0
 
     holdout = tmp_path / "holdout"  # the sealed holdout, outside the target, as init's next steps say
@@ -85,7 +86,7 @@ def test_init_turns_a_plain_script_into_a_target_whose_loop_runs(local_forge, tm
 
 def verify_once(checkout: Path, holdout: Path, work: Path) -> float:
     """The verifier's train and score steps for seed 0 on `checkout`'s head, with init's evaluator;
-    return the `holdout_score` it prints."""
+    return the holdout metric it prints (`holdout_accuracy`)."""
     target, sha = load_target(checkout), run_git(checkout, "rev-parse", "HEAD")
     trained = train_step(target.train, checkout, sha, "candidate", 0, work / "artifacts", 120, None, walls_at(work))
     assert trained.returncode == 0, trained.tail

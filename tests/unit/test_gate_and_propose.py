@@ -3,11 +3,14 @@
 import pytest
 from pydantic import TypeAdapter
 
+from senpai.agents.evaluate import Trained
+from senpai.agents.measure import Outcome
 from senpai.agents.search.propose import point_key, propose
-from senpai.agents.verifier import NAMED_CHARS, Plan, named, refusal
+from senpai.agents.verifier import NAMED_CHARS, Plan, measure, named, refusal
 from senpai.config.target import Metric, ParamSpec, TargetConfig
 from senpai.errors import MergeRefused, PermanentError
 from senpai.ledger.blocks import Verification
+from senpai.ledger.comments import prose
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.gate import check_merge, rival_p_values
 from senpai.ledger.stats import judge
@@ -220,3 +223,56 @@ def test_a_refusal_names_a_bounded_number_of_paths():
     v = refusal(TARGET, plan)
     assert v is not None and len(v.reason) < 2 * NAMED_CHARS and v.reason.endswith("008.py and 291 more")
     assert named(["a" * 5000]) == "a" * NAMED_CHARS and named(["a", "b"]) == "a, b"
+
+
+# A model trained on a loss (lower is better) whose evaluator prints accuracy (higher is better):
+# the holdout declares its own direction, and the verifier and the gate judge by it (issue 24, finding 4).
+C = "c" * 40  # a sha the verifier's plan accepts
+LOSS_TRAINED = TargetConfig.model_validate(
+    {
+        "name": "t",
+        "train": "python train.py",
+        "metric": {"name": "val_loss", "direction": "minimize"},
+        "params": {"file": "params.json", "space": {"a": {"type": "int", "low": 1, "high": 3}}},
+        "holdout": {
+            "command": "python eval/score.py {artifact} {holdout}",
+            "files": ["eval/score.py"],
+            "metric": "holdout_accuracy",
+            "direction": "maximize",
+            "min_floor": 0.01,
+            "compute": {"seconds": False},
+        },
+        "protected": ["eval/"],
+    }
+)
+
+
+def _verified(candidate: float, baseline: float) -> Verification:
+    """What the real verifier (`verifier.measure`) records when each side's evaluator prints these
+    holdout accuracies (+ 0.001 per seed) for LOSS_TRAINED."""
+    plan = Plan(pr=1, candidate=C, baseline=B, files=["params.json"], protected_touched=[], out_of_scope=[], merged=C)
+    means = {"candidate": candidate, "baseline": baseline}
+
+    def train(side: str, seed: int) -> Trained:
+        return Trained(side=side, seed=seed, returncode=0, seconds=1.0, compute=None, artifact=f"/a/{side}", digest="d", tail="")
+
+    def score(t: Trained) -> tuple[Outcome, None]:
+        return Outcome(0, 0.1, "", {"holdout_accuracy": str(means[t.side] + 0.001 * t.seed)}), None
+
+    return measure(LOSS_TRAINED, plan, train, score, None)
+
+
+def test_the_verifier_and_the_gate_judge_by_the_holdout_direction():
+    assert LOSS_TRAINED.holdout_direction == "maximize" and TARGET.holdout_direction == "maximize"  # default: metric's
+    better = _verified(candidate=0.90, baseline=0.80)  # higher holdout accuracy: better, though val_loss is minimised
+    assert better.passed and better.direction == "maximize" and better.improvement == pytest.approx(0.10)
+    check_merge(LOSS_TRAINED, C, B, ["params.json"], better)
+    worse = _verified(candidate=0.70, baseline=0.80)
+    assert not worse.passed and worse.improvement == pytest.approx(-0.10)
+    with pytest.raises(MergeRefused, match="no improvement by rule noise_floor: holdout_accuracy 0.701 vs 0.801: -0.1"):
+        check_merge(LOSS_TRAINED, C, B, ["params.json"], worse)
+    # numbers judged the other way (a verification from before holdout.direction was declared) never merge
+    flipped = worse.model_copy(update={"direction": "minimize", "improvement": 0.1, "passed": True})
+    with pytest.raises(MergeRefused, match="judged holdout_accuracy as minimize, but senpai.yaml's holdout direction is max"):
+        check_merge(LOSS_TRAINED, C, B, ["params.json"], flipped)
+    assert "**Direction** higher holdout_accuracy is better" in prose("verification.md.j2", v=better)

@@ -8,6 +8,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from senpai.cli.confine import write_inside
 from senpai.cli.main import cli
 from senpai.cli.scaffold import Answers, advice, detect, guess_direction
 from senpai.config.target import load_target
@@ -92,7 +93,7 @@ def test_detects_a_pytorch_wandb_script_and_its_params_file(tmp_path):
     # also printed as `val_loss=`, which senpai does not read
     assert found.metric == "val_loss" and found.how("val_loss") == "wandb"
     assert guess_direction(found.metric) == "minimize"
-    a = Answers("python main.py", "val_loss", "minimize", "params.yaml")
+    a = Answers("python main.py", "val_loss", "minimize", "params.yaml", "log_loss")
     (only,) = advice(a, found)  # it reads params.yaml and SEED, reports val_loss to W&B: only the artifact is missing
     assert "save_file(model.state_dict()" in only.snippet and "torch.save" in only.why
 
@@ -101,7 +102,7 @@ def test_metrics_senpai_cannot_read_get_a_print_snippet(tmp_path):
     found = detect_text(tmp_path, {"Makefile": "train:\n\tpython -u src/fit.py --epochs 3\n", "src/fit.py": TORCH_JSON})
     assert (found.train_cmd, found.script) == ("make train", "src/fit.py")
     assert found.metric == "val_f1" and found.how("val_f1") == "json"
-    tips = advice(Answers("make train", "val_f1", "maximize", "params.json"), found)
+    tips = advice(Answers("make train", "val_f1", "maximize", "params.json", "f1"), found)
     assert tips[0].snippet == 'print(f"val_f1: {val_f1}")' and "prints it as JSON" in tips[0].why
     assert any("params.json" in t.why and "json.load(f)" in t.snippet for t in tips)
     assert any("SEED" in t.why for t in tips) and any("safetensors" in t.snippet for t in tips)
@@ -165,12 +166,15 @@ def test_a_metric_name_senpai_cannot_read_from_stdout_is_refused(tmp_path):
 
 def test_prompts_offer_the_detected_defaults(tmp_path):
     root = repo(tmp_path, {"main.py": TORCH_WANDB, "params.yaml": "lr: 0.001\nepochs: 5\nopt: adamw\n"})
-    # accept the command, pick another metric, accept its guessed direction, accept the params file
-    result = CliRunner().invoke(cli, ["init", str(root)], input="\nval_perplexity\n\n\n")
+    # accept the command, pick another metric, accept its guessed direction, accept the params file,
+    # and say what the evaluator prints: init cannot tell for a perplexity
+    result = CliRunner().invoke(cli, ["init", str(root)], input="\nval_perplexity\n\n\nlog_loss\n")
     assert result.exit_code == 0, result.output
     assert "Train command [python main.py]:" in result.output
     assert "Primary metric (a validation metric) [val_loss]:" in result.output
     assert "Direction (maximize, minimize) [minimize]:" in result.output and "Params file [params.yaml]:" in result.output
+    assert "but val_perplexity names no quantity init knows; pick what the evaluator prints: accuracy" in result.output
+    assert "Holdout metric the evaluator prints (accuracy, log_loss, f1, auc, mse, rmse, mae, r2):" in result.output
     t = load_target(root)
     assert (t.train, t.metric.name, t.metric.direction) == ("python main.py", "val_perplexity", "minimize")
     assert t.metric.source == "wandb"
@@ -184,9 +188,10 @@ def test_prompts_offer_the_detected_defaults(tmp_path):
 
 def test_a_flag_skips_its_prompt(tmp_path):
     root = repo(tmp_path, {"train.py": SKLEARN_ARGPARSE})
-    result = CliRunner().invoke(cli, ["init", str(root), "--metric", "train_accuracy", "--direction", "maximize"], input="\n\n")
+    args = ["--metric", "train_accuracy", "--direction", "maximize", "--holdout-metric", "accuracy"]
+    result = CliRunner().invoke(cli, ["init", str(root), *args], input="\n\n")
     assert result.exit_code == 0, result.output
-    assert "Primary metric" not in result.output and "Direction" not in result.output
+    assert "Primary metric" not in result.output and "Direction" not in result.output and "Holdout metric" not in result.output
     assert load_target(root).metric.name == "train_accuracy"
 
 
@@ -205,6 +210,18 @@ def test_a_hostile_repository_is_detected_as_far_as_it_goes_never_a_crash(tmp_pa
     detect(tmp_path)
 
 
+def test_a_train_script_behind_a_linked_folder_or_outside_the_repository_is_not_read(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "train.py").write_text("import wandb\nwandb.log({'secret_metric': 1})\n")
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "src").symlink_to(outside, target_is_directory=True)  # src/train.py is one of the scripts init looks for
+    assert (detect(root).script, detect(root).metric) == (None, None)
+    (root / "Makefile").write_text("train:\n\tpython ../outside/train.py\n")
+    assert (detect(root).train_cmd, detect(root).script, detect(root).source) == ("make train", None, "")
+
+
 def test_a_train_script_that_links_out_of_the_repository_is_not_read(tmp_path):
     outside = tmp_path / "outside.py"
     outside.write_text("import wandb\nwandb.log({'secret_metric': 1})\n")
@@ -213,3 +230,105 @@ def test_a_train_script_that_links_out_of_the_repository_is_not_read(tmp_path):
     (repo / "train.py").symlink_to(outside)
     found = detect(repo)
     assert found.train_cmd is None and found.source == "" and found.metric is None
+
+
+# --- init writes only inside the repository (issue 24, finding 3) -------------------------------
+
+
+def init(root: Path, *args: str) -> tuple[int, str]:
+    """(exit status, what init said) of `senpai init ROOT --yes ARGS`, run as the console script runs it."""
+    result = CliRunner().invoke(cli, ["init", str(root), "--yes", *args])
+    if isinstance(result.exception, ConfigError):
+        return 2, result.output + str(result.exception)
+    return result.exit_code, result.output
+
+
+def written(root: Path) -> list[str]:
+    """What init left in `root` besides the script: nothing, after a refusal."""
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.name != "train.py")
+
+
+@pytest.mark.parametrize("name", ["program.md", "params.json", "senpai.yaml", "eval/evaluate.py"])
+def test_a_dangling_symlink_where_init_writes_is_refused_and_nothing_is_written(tmp_path, name):
+    root = repo(tmp_path, {"train.py": SKLEARN_ARGPARSE})
+    outside = tmp_path / "outside" / "planted"
+    outside.parent.mkdir()
+    (root / name).parent.mkdir(parents=True, exist_ok=True)
+    (root / name).symlink_to(outside)  # dangling: a write by path would create the file outside
+    code, said = init(root)
+    assert code == 2 and f"{root.resolve() / name}: a symlink (to {outside})" in said
+    assert not outside.exists() and list(outside.parent.iterdir()) == []
+    left = [p for p in written(root) if p not in (name, "eval")]
+    assert left == []  # refused before anything was written
+
+
+def test_an_eval_folder_that_links_out_of_the_repository_is_refused(tmp_path):
+    root = repo(tmp_path, {"train.py": SKLEARN_ARGPARSE})
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / "eval").symlink_to(elsewhere, target_is_directory=True)
+    code, said = init(root, "--force")
+    assert code == 2 and f"{root.resolve() / 'eval'}: a symlink" in said
+    assert list(elsewhere.iterdir()) == [] and written(root) == ["eval"]
+
+
+def test_force_never_overwrites_a_file_outside_through_a_symlink(tmp_path):
+    root = repo(tmp_path, {"train.py": SKLEARN_ARGPARSE})
+    victim = tmp_path / "victim.yaml"
+    victim.write_text("keep me\n")
+    (root / "senpai.yaml").symlink_to(victim)
+    code, said = init(root, "--force")
+    assert code == 2 and "senpai.yaml: a symlink" in said
+    assert victim.read_text() == "keep me\n" and (root / "senpai.yaml").is_symlink()
+    assert not (root / "program.md").exists()
+
+
+def test_force_replaces_a_hard_link_instead_of_writing_through_it(tmp_path):
+    root = repo(tmp_path, {"train.py": SKLEARN_ARGPARSE})
+    victim = tmp_path / "victim.md"
+    victim.write_text("keep me\n")
+    (root / "program.md").hardlink_to(victim)
+    assert init(root, "--force")[0] == 0
+    assert victim.read_text() == "keep me\n" and "val_accuracy" in (root / "program.md").read_text()
+    assert (root / "program.md").stat().st_ino != victim.stat().st_ino
+
+
+@pytest.mark.parametrize("params_file", ["../params.json", "{tmp}/abs/params.json", "conf/../../params.json"])
+def test_a_params_file_outside_the_repository_is_refused(tmp_path, params_file):
+    root = repo(tmp_path, {"train.py": SKLEARN_ARGPARSE})
+    (tmp_path / "abs").mkdir()
+    code, said = init(root, "--params-file", params_file.format(tmp=tmp_path))
+    assert code == 2 and "not a path inside the repository" in said
+    assert not (tmp_path / "params.json").exists() and list((tmp_path / "abs").iterdir()) == []
+    assert written(root) == []
+
+
+def test_a_params_file_behind_a_linked_folder_is_neither_read_nor_written(tmp_path):
+    root = repo(tmp_path, {"train.py": SKLEARN_ARGPARSE})
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "params.json").write_text('{"api_key": "hunter2"}')
+    (root / "conf").symlink_to(secrets, target_is_directory=True)
+    code, said = init(root, "--params-file", "conf/params.json")
+    assert code == 2 and f"{root.resolve() / 'conf'}: a symlink" in said
+    assert "hunter2" not in said and written(root) == ["conf"]
+
+
+def test_a_failed_write_leaves_the_repository_as_it_was(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    # the second file's temporary name is over the 255 bytes a name may have: its write fails
+    files = {"a.txt": "first\n", "new/" + "n" * 250: "second\n"}
+    with pytest.raises(ConfigError, match="cannot write .*File name too long"):
+        write_inside(root, files)
+    assert list(root.iterdir()) == []  # no a.txt, no temporary, no new/
+
+
+def test_write_inside_refuses_every_link_before_writing_anything(tmp_path):
+    root = tmp_path / "repo"
+    (root / "deep").mkdir(parents=True)
+    (root / "deep" / "link").symlink_to(tmp_path)
+    with pytest.raises(ConfigError) as e:
+        write_inside(root, {"ok.txt": "x", "deep/link/x.txt": "y", "/abs": "z"})
+    assert "deep/link: a symlink" in str(e.value) and "'/abs': not a path inside" in str(e.value)
+    assert sorted(p.name for p in root.rglob("*")) == ["deep", "link"] and not (tmp_path / "x.txt").exists()

@@ -102,6 +102,13 @@ def test_the_best_result_is_the_best_verified_holdout_not_the_last_merge():
     assert "- **Best result:** acc = 0.950 on the holdout (higher is better), by PR #7." in render.markdown(s)
 
 
+def test_the_holdout_is_described_in_its_own_direction():
+    # the hypotheses maximise their validation metric; the verifications judged a holdout loss
+    s = summarise([merged(5, 0.3, "merge-7", direction="minimize"), merged(7, 0.4, "b" * 40, direction="minimize")], "t")
+    assert (s.best.pr, s.better, s.holdout_better) == (5, "higher is better", "lower is better")
+    assert "acc = 0.300 on the holdout (lower is better), by PR #5." in render.markdown(s)
+
+
 def test_the_html_page_has_figures_links_and_reasons_and_no_hostile_text_raw(ledger):
     exps, (merged, closed, failed) = ledger
     page = render.html(summarise(exps, "senpai/target"))

@@ -14,7 +14,7 @@ from senpai.agents.openhands.session import Session
 from senpai.agents.openhands.trace import turn_summary
 from senpai.agents.runs import log_agent_turn
 from senpai.agents.secrets import scrub_environment
-from senpai.agents.walls import candidate_wall, sandbox
+from senpai.agents.walls import sandbox, walls_of
 from senpai.config.roles import Role
 from senpai.ledger import transitions
 from senpai.ledger.blocks import BudgetReport
@@ -44,7 +44,7 @@ def walled_shell(ctx: TurnContext, workspace: Path) -> tuple[Path, dict[str, str
     shell at that HOME and TMPDIR. The script lies outside `workspace`, where the agent cannot change it."""
     root = Path(tempfile.mkdtemp(prefix="shell-", dir=ctx.workdir))
     own, env = sandbox(root)
-    wall = candidate_wall(ctx.harness, [workspace, *own])
+    wall = walls_of(ctx.harness)([workspace, *own], [])
     script = root / "bash"
     script.write_text("#!/bin/sh\nexec " + shlex.join(wall.argv(["/bin/bash"])) + ' "$@"\n')
     script.chmod(0o755)

@@ -1,0 +1,283 @@
+"""The evaluator `senpai init` writes prints the same kind of quantity as the train metric, with its
+own direction, and `senpai validate` runs it on a sample and holds what it prints against
+senpai.yaml (issue 24, finding 4: a loss-trained classifier got `direction: minimize` and an
+evaluator printing accuracy, so the verifier would have merged candidates that classify worse)."""
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import skops.io
+import yaml
+from click.testing import CliRunner
+from sklearn.datasets import load_breast_cancer, load_diabetes
+from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.metrics import (
+    accuracy_score,
+    f1_score,
+    log_loss,
+    mean_absolute_error,
+    mean_squared_error,
+    r2_score,
+    roc_auc_score,
+)
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from senpai.agents.artifacts import digest
+from senpai.agents.evaluate import EvaluatorFiles, Trained, score_step
+from senpai.cli.confine import write_inside
+from senpai.cli.main import cli
+from senpai.cli.quantities import QUANTITIES, guess
+from senpai.cli.scaffold import EVALUATOR, Answers, detect, render
+from senpai.config.target import load_target, named_direction
+from senpai.errors import ConfigError
+from senpai.ledger import stats
+
+LOSS_CLASSIFIER = '''"""A classifier trained and reported on its validation log loss."""
+import argparse
+from walled import walls_at
+
+from sklearn.datasets import load_breast_cancer
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import log_loss
+from sklearn.model_selection import train_test_split
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--C", type=float, default=0.5)
+args = parser.parse_args()
+x, y = load_breast_cancer(return_X_y=True)
+x_train, x_val, y_train, y_val = train_test_split(x, y, random_state=0)
+model = LogisticRegression(C=args.C, max_iter=500).fit(x_train, y_train)
+print(f"val_loss: {log_loss(y_val, model.predict_proba(x_val)):.4f}")
+'''
+
+# a loss of a model init cannot classify (no scikit-learn estimator it knows)
+UNKNOWN_LOSS = 'import json\nparams = json.load(open("params.json"))\nprint(f"val_loss: {0.5}")\n'
+
+
+def repo(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "proj"
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def run(*args: str) -> tuple[int, str]:
+    """(exit status, output) of a senpai command, as the console script exits (ConfigError: 2)."""
+    result = CliRunner().invoke(cli, list(args))
+    if isinstance(result.exception, ConfigError):
+        return 2, result.output + str(result.exception)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.output
+
+
+def edit(root: Path, **holdout) -> None:
+    """Set keys of senpai.yaml's holdout section (None deletes one)."""
+    cfg = yaml.safe_load((root / "senpai.yaml").read_text())
+    cfg["holdout"].update(holdout)
+    cfg["holdout"] = {k: v for k, v in cfg["holdout"].items() if v is not None}
+    (root / "senpai.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+
+
+def holdout_csv(folder: Path, x: np.ndarray, y: np.ndarray) -> Path:
+    folder.mkdir(parents=True)
+    header = ",".join([*(f"f{i}" for i in range(x.shape[1])), "label"])
+    np.savetxt(folder / "holdout.csv", np.column_stack([x, y]), delimiter=",", header=header, comments="")
+    return folder
+
+
+def score(root: Path, model, holdout: Path, work: Path) -> float:
+    """What the verifier's score step gets from init's evaluator for `model` (saved with skops)."""
+    artifact = work / "artifact"
+    artifact.mkdir(parents=True)
+    skops.io.dump(model, artifact / "model.skops")
+    target = load_target(root)
+    trained = Trained(
+        side="candidate", seed=0, returncode=0, seconds=1.0, compute=None, artifact=str(artifact), digest=digest(artifact),
+        tail="",
+    )  # fmt: skip
+    evaluator = EvaluatorFiles.from_tree(root, target.holdout.files)
+    out, refused = score_step(target.holdout, evaluator, trained, holdout, work, 120, walls_at(work.with_name(work.name + "-senpai")))
+    assert refused is None and out.returncode == 0, refused or out.output
+    return out.value(target.holdout.metric)
+
+
+def test_a_loss_trained_classifier_gets_a_loss_evaluator_and_the_verifier_prefers_the_better_model(tmp_path):
+    root = repo(tmp_path, {"train.py": LOSS_CLASSIFIER})
+    code, said = run("init", str(root), "--yes")
+    assert code == 0, said
+    t = load_target(root)
+    assert (t.metric.name, t.metric.direction) == ("val_loss", "minimize")
+    assert (t.holdout.metric, t.holdout.direction, t.holdout_direction) == ("holdout_log_loss", "minimize", "minimize")
+    assert "evaluator run: on the sample holdout.sample wrote, it printed holdout_log_loss 0." in said
+    code, said = run("validate", str(root))
+    assert code == 0 and "holdout metric: holdout_log_loss (minimize)" in said, said
+
+    # the evaluator prints the holdout log loss: a better classifier scores lower, and the verifier's
+    # rule, judged in the holdout's direction, prefers it
+    x, y = load_breast_cancer(return_X_y=True)
+    holdout = holdout_csv(tmp_path / "holdout", x[400:], y[400:])
+    good = make_pipeline(StandardScaler(), LogisticRegression(C=1.0)).fit(x[:400], y[:400])
+    poor = make_pipeline(StandardScaler(), LogisticRegression(C=1e-4)).fit(x[:400], y[:400])
+    values = {name: score(root, m, holdout, tmp_path / name) for name, m in (("good", good), ("poor", poor))}
+    assert values["good"] == pytest.approx(log_loss(y[400:], good.predict_proba(x[400:])), abs=1e-6)
+    assert values["good"] < values["poor"]
+    assert good.score(x[400:], y[400:]) > poor.score(x[400:], y[400:])  # and it is the better classifier
+    j = stats.judge(t.holdout, t.holdout_direction, [values["good"]] * 3, [values["poor"] + d for d in (0, 1e-3, 2e-3)])
+    assert j.passed and j.improvement > 0
+
+
+def test_init_asks_what_the_evaluator_prints_when_it_cannot_tell(tmp_path):
+    root = repo(tmp_path, {"train.py": UNKNOWN_LOSS, "params.json": '{"lr": 0.1}'})
+    code, said = run("init", str(root), "--yes")
+    assert code == 2 and "the holdout metric (--holdout-metric): val_loss could be a classifier's or a regressor's" in said
+    assert sorted(p.name for p in root.iterdir()) == ["params.json", "train.py"]  # nothing written
+    result = CliRunner().invoke(cli, ["init", str(root)], input="\n\n\n\nmse\n")
+    assert result.exit_code == 0, result.output
+    assert "Holdout metric the evaluator prints (accuracy, log_loss, f1, auc, mse, rmse, mae, r2):" in result.output
+    assert (load_target(root).holdout.metric, load_target(root).holdout_direction) == ("holdout_mse", "minimize")
+
+
+def scaffolded(tmp_path: Path) -> Path:
+    """LOSS_CLASSIFIER's repository with the files `senpai init --yes` writes for it (not validated)."""
+    root = repo(tmp_path, {"train.py": LOSS_CLASSIFIER})
+    write_inside(root, render(root, Answers("python train.py", "val_loss", "minimize", "params.json", "log_loss"), detect(root)))
+    return root
+
+
+def test_validate_runs_the_evaluator_and_names_a_metric_it_does_not_print(tmp_path):
+    root = scaffolded(tmp_path)
+    # senpai.yaml now says accuracy (maximize): coherent on paper, but the evaluator prints a log loss
+    edit(root, metric="holdout_accuracy", direction="maximize")
+    code, said = run("validate", str(root))
+    assert code == 2, said
+    assert (
+        "holdout.command printed holdout_log_loss on the sample, but holdout.metric is 'holdout_accuracy': "
+        "the verifier would find no holdout_accuracy"
+    ) in said
+    edit(root, metric="holdout_log_loss", direction="minimize", guards={"holdout_accuracy": {"direction": "maximize"}})
+    code, said = run("validate", str(root))
+    assert code == 2 and "but holdout.guards.holdout_accuracy is 'holdout_accuracy'" in said
+    edit(root, guards=None, sample="python eval/evaluate.py --artifact {artifact} --holdout {holdout}")
+    code, said = run("validate", str(root))  # "sample" that scores an empty folder instead of writing one
+    assert code == 2 and "holdout.sample exited 2: error: no model.skops in the artifact directory" in said
+
+
+def test_validate_refuses_the_evaluator_and_direction_init_wrote_before(tmp_path):
+    # what init wrote on b5ce738 for a loss: the model's own score() as holdout_score, judged as minimize
+    root = scaffolded(tmp_path)
+    edit(root, metric="holdout_score", direction=None, sample=None)
+    code, said = run("validate", str(root))
+    assert code == 2, said
+    assert (
+        "holdout.metric 'holdout_score' reads as higher is better, but metric.direction (holdout.direction is not set, "
+        "so the metric's holds) is minimize, so the verifier would merge candidates that do worse on it; "
+        "set holdout.direction to maximize"
+    ) in said
+    edit(root, direction="maximize")  # declared: fine, and without a sample nothing is run
+    code, said = run("validate", str(root))
+    assert code == 0 and "evaluator run: no (no holdout.sample" in said, said
+
+
+def test_a_sample_command_must_name_where_it_writes(tmp_path):
+    root = scaffolded(tmp_path)
+    edit(root, sample="python eval/evaluate.py --sample")
+    code, said = run("validate", str(root))
+    assert code == 2 and "holdout.sample must contain {artifact} and {holdout}" in said
+
+
+def test_validate_refuses_evaluator_files_holding_a_link_out(tmp_path):
+    root = scaffolded(tmp_path)
+    (root / "eval" / "notes.txt").symlink_to("/etc/hostname")
+    edit(root, files=["eval/"])
+    code, said = run("validate", str(root))
+    assert code == 2 and "holdout.files cannot be laid out as the score step lays them out: 'eval/notes.txt' is a link" in said
+
+
+CLASSIFIER_DATA, REGRESSOR_DATA = load_breast_cancer(return_X_y=True), load_diabetes(return_X_y=True)
+DIRECT = {
+    "accuracy": lambda m, x, y: accuracy_score(y, m.predict(x)),
+    "log_loss": lambda m, x, y: log_loss(y, m.predict_proba(x)),
+    "f1": lambda m, x, y: f1_score(y, m.predict(x), average="macro"),
+    "auc": lambda m, x, y: roc_auc_score(y, m.predict_proba(x)[:, 1]),
+    "mse": lambda m, x, y: mean_squared_error(y, m.predict(x)),
+    "rmse": lambda m, x, y: math.sqrt(mean_squared_error(y, m.predict(x))),
+    "mae": lambda m, x, y: mean_absolute_error(y, m.predict(x)),
+    "r2": lambda m, x, y: r2_score(y, m.predict(x)),
+}
+
+
+@pytest.mark.parametrize("name", list(QUANTITIES))
+def test_each_evaluator_init_writes_computes_its_quantity_on_a_real_model(tmp_path, name):
+    q = QUANTITIES[name]
+    root = repo(tmp_path, {"train.py": LOSS_CLASSIFIER})
+    text = render(root, Answers("python train.py", "val_loss", "minimize", "params.json", name), detect(root))[EVALUATOR]
+    (tmp_path / "evaluate.py").write_text(text)
+    spec = importlib.util.spec_from_file_location("evaluate", tmp_path / "evaluate.py")
+    evaluator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(evaluator)
+    assert evaluator.METRIC == f"holdout_{name}" and f"{q.metric}: <{q.what}; " in text
+    x, y = CLASSIFIER_DATA if q.model == "classifier" else REGRESSOR_DATA
+    estimator = make_pipeline(StandardScaler(), LogisticRegression()) if q.model == "classifier" else LinearRegression()
+    model = estimator.fit(x[:300], y[:300])
+    (tmp_path / "model").mkdir()
+    skops.io.dump(model, tmp_path / "model" / "model.skops")
+    got = evaluator.score(evaluator.load_model(tmp_path / "model"), x[300:], y[300:].astype(float))
+    assert got == pytest.approx(DIRECT[name](model, x[300:], y[300:]), rel=1e-9)
+    (tmp_path / "a").mkdir(), (tmp_path / "h").mkdir()
+    evaluator.write_sample(tmp_path / "a", tmp_path / "h")  # the sample: a model of the right kind it can score
+    rows = np.loadtxt(tmp_path / "h" / "holdout.csv", delimiter=",", skiprows=1, ndmin=2)
+    assert math.isfinite(evaluator.score(evaluator.load_model(tmp_path / "a"), rows[:, :-1], rows[:, -1]))
+
+
+@pytest.mark.parametrize(
+    ("metric", "model", "expected"),
+    [
+        ("val_loss", "classifier", "log_loss"),
+        ("val_loss", "regressor", "mse"),
+        ("val_loss", None, None),
+        ("val_accuracy", None, "accuracy"),
+        ("val_accuracy", "regressor", None),
+        ("valid_rmse", "regressor", "rmse"),
+        ("val_log_loss", None, "log_loss"),
+        ("nll", "classifier", "log_loss"),
+        ("val_score", "regressor", "r2"),
+        ("val_perplexity", "classifier", None),
+    ],
+)
+def test_the_quantity_init_picks(metric, model, expected):
+    assert guess(metric, model) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "direction"),
+    [
+        ("holdout_accuracy", "maximize"),
+        ("holdout_score", "maximize"),
+        ("holdout_log_loss", "minimize"),
+        ("val_rmse", "minimize"),
+        ("neg_log_loss", None),
+        ("score_loss", None),
+        ("holdout_value", None),
+    ],
+)
+def test_the_direction_a_name_states(name, direction):
+    assert named_direction(name) == direction
+
+
+def test_init_tells_a_classifier_from_a_regressor():
+    assert detect_model("from sklearn.ensemble import RandomForestClassifier\n") == "classifier"
+    assert detect_model("import sklearn.linear_model as lm\nm = lm.Ridge()\n") == "regressor"
+    assert detect_model("import torch\n") is None
+
+
+def detect_model(source: str) -> str | None:
+    import ast
+
+    from senpai.cli.quantities import estimator
+
+    return estimator(ast.parse(source))
