@@ -236,12 +236,13 @@ def run_evaluator(
     timeout: float,
     log: Path,
     walls: Walls,
+    writes: bool = False,
 ) -> Outcome:
     """Run `command` ({artifact}, {holdout} and {seed} replaced) as the score step runs the
     evaluator: in a directory created fresh under `root` holding only the evaluator's files, with
     `python` a shim for this interpreter under `-I -P`, the scrubbed environment, and behind its
     wall (`walls`: it writes its directory, a fresh HOME and TMPDIR; it reads the artifact and the
-    holdout); output to `log`."""
+    holdout, and with `writes` writes them: `holdout.sample` makes both); output to `log`."""
     root.mkdir(parents=True, exist_ok=True)
     cwd = evaluator.extract(root)
     shims = python_shim(Path(tempfile.mkdtemp(prefix="shim-", dir=root)))
@@ -250,5 +251,6 @@ def run_evaluator(
     for key, value in subs.items():
         command = command.replace(key, value)
     own, env = step_env(root, PATH=path, SEED=str(seed))
-    wall = walls([cwd, *own], [artifact, holdout_dir, shims])
+    made = [artifact, holdout_dir] if writes else []
+    wall = walls([cwd, *own, *made], [artifact, holdout_dir, shims])
     return run_command(command, cwd, env, timeout, log, drop=SCRUBBED, wall=wall)

@@ -39,8 +39,8 @@ def sample_problems(repo: Path, target: TargetConfig, root: Path, walls: Walls) 
     holdout.mkdir()
     try:
         wrote = run_evaluator(
-            hold.sample, evaluator, artifact, holdout, seed, root / "sample", timeout, root / "sample.log", walls
-        )  # the sample writes the artifact and the holdout: both are its to write
+            hold.sample, evaluator, artifact, holdout, seed, root / "sample", timeout, root / "sample.log", walls, writes=True
+        )
     except tarfile.TarError as e:  # a link in holdout.files that leads out of the evaluator's directory
         return [f"holdout.files cannot be laid out as the score step lays them out: {e}"], None
     if wrote.returncode != 0:

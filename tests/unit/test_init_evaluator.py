@@ -25,6 +25,7 @@ from sklearn.metrics import (
 )
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+from walled import walls_at
 
 from senpai.agents.artifacts import digest
 from senpai.agents.evaluate import EvaluatorFiles, Trained, score_step
@@ -101,7 +102,8 @@ def score(root: Path, model, holdout: Path, work: Path) -> float:
         tail="",
     )  # fmt: skip
     evaluator = EvaluatorFiles.from_tree(root, target.holdout.files)
-    out, refused = score_step(target.holdout, evaluator, trained, holdout, work, 120, walls_at(work.with_name(work.name + "-senpai")))
+    walls = walls_at(work.with_name(work.name + "-senpai"))
+    out, refused = score_step(target.holdout, evaluator, trained, holdout, work, 120, walls)
     assert refused is None and out.returncode == 0, refused or out.output
     return out.value(target.holdout.metric)
 
