@@ -80,10 +80,11 @@ def serve_cmd(data_dir: Path, host: str, port: int, protect: str, rate_limit: in
 @click.option("--user", "login", default=BOT, show_default=True, help="Login the token acts as.")
 @click.option(
     "--role",
-    type=click.Choice(["owner", "collaborator", "read"]),
+    type=click.Choice(["owner", "collaborator", "member", "read"]),
     default="owner",
     show_default=True,
-    help="owner: admin of every repository; collaborator: write to every repository; read: issues, comments and PRs.",
+    help="owner: admin of every repository; collaborator: write to every repository; member: an org member "
+    "(author_association MEMBER) who only reads; read: issues, comments and PRs.",
 )
 @click.option("--new", "new_forge", is_flag=True, help="Start a new forge in --data if it holds none (else that is an error).")
 def token_cmd(data_dir: Path, login: str, role: str, new_forge: bool) -> None:
