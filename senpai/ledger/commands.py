@@ -39,7 +39,7 @@ _LINE = re.compile(r"^/senpai(?:\s|$)", re.IGNORECASE)
 _MD = MarkdownIt("commonmark")
 MAX_BODY = 65_536  # characters of a message read for commands: GitHub's cap on a comment
 QUERIES = ("help", "status")  # verbs answered in the ack that change nothing (no `senpai-steer` record)
-SYNTAX = """Slash commands (one per line, from the repository's owner, members or collaborators):
+SYNTAX = """Slash commands (one per line; all but `help` and `status` need write permission on the repository):
 - `/senpai pause`: stop opening new experiments; running jobs, reviews and verifications go on
 - `/senpai resume`: open new experiments again (also after a patience pause)
 - `/senpai budget key=value ...`: set caps: experiments, dollars, tokens, gpu_hours, cpu_hours (> 0), end (ISO time)
