@@ -185,3 +185,14 @@ def test_the_merge_gate_waits_when_an_approvers_permission_cannot_be_read(local_
     _merge(bot, cfg, pr)
     assert bot.get_pull(pr).merged
 
+
+def test_a_command_folded_in_html_is_not_applied(local_forge, proxied):
+    bot, _, as_, _ = proxied
+    add_collaborator(local_forge.base_url, bot.settings.repo, "alice")
+    alice = as_("alice")
+    issue = alice.create_issue("steering", "Steer here.", [STEER]).number
+    alice.create_comment(issue, "<details><summary>logs</summary>\n\n/senpai pause\n\n</details>")
+    alice.create_comment(issue, "/senpai budget experiments=5\n\n<div>\n\nnotes\n\n</div>")
+    view = steering_tick.tick(bot, _config(bot))[1]
+    assert not view.state.paused and view.state.experiments is None
+    assert view.commands == () and len(view.free_text) == 3  # the issue, then free text: no line of it is a command
