@@ -30,6 +30,8 @@ from senpai.ledger.labels import student_of
 from senpai.ledger.records import bot_records, by_bot
 from senpai.ledger.replies import replied
 
+log = logging.getLogger(__name__)
+
 
 def version(body: str, edited_at: datetime | None = None) -> str:
     """Short hash naming one version of a message: its body and, for an edited comment, its `updated_at`.
@@ -42,9 +44,6 @@ def version(body: str, edited_at: datetime | None = None) -> str:
     """
     stamp = "" if edited_at is None else "\n" + edited_at.astimezone(UTC).isoformat()
     return hashlib.sha256((body + stamp).encode()).hexdigest()[:12]
-
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
