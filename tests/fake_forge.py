@@ -32,14 +32,27 @@ import pytest
 from forge_fixtures import seed_repository
 from pydantic import BaseModel
 
+from senpai.config.harness import ForgeSettings
 from senpai.errors import FileListTruncated, Forbidden, MergeConflict, NotFound, PermanentError
-from senpai.forge.base import Access, Comment, ForgeMemo, Issue, IssuesPage, LabelSpec, PullRequest, PullsPage, RateLimit
+from senpai.forge.base import (
+    WRITERS,
+    Access,
+    Comment,
+    ForgeMemo,
+    Issue,
+    IssuesPage,
+    LabelSpec,
+    PullRequest,
+    PullsPage,
+    RateLimit,
+)
 from senpai.forge.localforge.git import Conflict, GitRepos, Moved
 
 T = TypeVar("T", bound=BaseModel)
 State = Literal["open", "closed", "all"]
 MAX_PULL_FILES = 3000  # as GitHub and the local forge: the files list stops here, `changed_files` does not
 DEFAULT_LABEL_COLOR = "ededed"
+TRUSTED = tuple(ForgeSettings.model_fields["trusted"].default)  # forge.trusted's default
 
 
 @dataclass
@@ -83,7 +96,7 @@ class FakeRepo:
         self.path = self.git.init(self.owner, name)
         self.items: dict[int, _Item] = {}
         self.labels: dict[str, LabelSpec] = {}
-        self.roles: dict[str, str] = {self.owner: "owner"}  # login -> site-wide role: owner, collaborator, read
+        self.roles: dict[str, str] = {self.owner: "owner"}  # login -> site-wide role: owner, collaborator, member, read
         self.collaborators: set[str] = set()
         self.lock = threading.RLock()
         self._last = 0.0
@@ -114,9 +127,11 @@ class FakeRepo:
         return "write" if role == "collaborator" or login in self.collaborators else "read"
 
     def association(self, login: str) -> str:
-        """OWNER, COLLABORATOR (write access), CONTRIBUTOR (authored a merged PR), else NONE."""
+        """OWNER, MEMBER (role member), COLLABORATOR (write access), CONTRIBUTOR (authored a merged PR), else NONE."""
         if login == self.owner:
             return "OWNER"
+        if self.roles.get(login) == "member":
+            return "MEMBER"
         if self.permission(login) != "read":
             return "COLLABORATOR"
         merged = any(i.merged and i.user == login for i in self.items.values())
@@ -169,10 +184,13 @@ class FakeRepo:
             updated_at=_at(item.updated),
         )  # fmt: skip
 
-    def render_comment(self, c: _Comment) -> Comment:
+    def render_comment(self, c: _Comment, keeps: Callable[[str, str], bool] = lambda user, association: True) -> Comment:
+        """The port's Comment of `c`; its body dropped (`withheld`) unless `keeps(login, association)`."""
+        association = self.association(c.user)
+        kept = keeps(c.user, association)
         return Comment(
-            id=c.id, body=c.body, user=c.user, author_association=self.association(c.user),
-            created_at=_at(c.created), updated_at=_at(c.updated),
+            id=c.id, body=c.body if kept else "", user=c.user, author_association=association,
+            created_at=_at(c.created), updated_at=_at(c.updated), withheld=not kept,
         )  # fmt: skip
 
     # ------------------------------------------------------------ what tests do beyond the port
@@ -212,9 +230,10 @@ def _etag(models: list, salt: list[float]) -> str:
 class FakeForge:
     """Forge port over a `FakeRepo`, acting as `login`; see the module docstring for what it models."""
 
-    def __init__(self, repo: FakeRepo, login: str, per_page: int = 100) -> None:
+    def __init__(self, repo: FakeRepo, login: str, per_page: int = 100, trusted: Collection[str] = TRUSTED) -> None:
         self.fake = repo
         self.login = login
+        self.trusted = frozenset(trusted)  # forge.trusted: with WRITERS, the authors whose comment bodies are kept
         self.clone_url = str(repo.path)
         self.calls = 0
         self.not_modified = 0
@@ -312,8 +331,21 @@ class FakeForge:
     def list_comments(self, number: int) -> list[Comment]:
         with self.fake.lock:
             item = self.fake.item(number)
-            render = lambda chunk: [self.fake.render_comment(c) for c in chunk]  # noqa: E731
+            keeps = lambda user, association: user == self.login or association in WRITERS | self.trusted  # noqa: E731
+            render = lambda chunk: [self.fake.render_comment(c, keeps) for c in chunk]  # noqa: E731
             return self._listing(("comments", number), list(item.comments), render)
+
+    def permission(self, login: str) -> str:
+        """As the adapter: conditional on the last answer for `login`. Raises NotFound for a login the
+        fake never saw (no role, no collaborator, no comment, no issue)."""
+        with self.fake.lock:
+            known = login in self.fake.roles or login in self.fake.collaborators or login == self.fake.owner
+            seen = known or any(i.user == login or any(c.user == login for c in i.comments) for i in self.fake.items.values())
+            if not seen:
+                self.calls += 1
+                raise NotFound(f"permission of {login}: HTTP 404 Not Found")
+            permission = self.fake.permission(login)
+            return self._conditional(("permission", login), _etag([permission], []), [permission])[0]
 
     def branch_sha(self, branch: str) -> str:
         with self.fake.lock:

@@ -17,7 +17,8 @@ Authorization, ETag, If-None-Match, Retry-After, Link) pass unchanged, so 304s a
 `injected` counts faults by kind, `injected_by_surface` by ("rest"|"git", kind), `forwarded`
 counts requests that reached the forge, `answered` the forge's answers by ("rest"|"git", status),
 `methods` by ("rest"|"git", method, answered 304), `charged_paths` the REST answers but 304s by
-method and path (numbers as N)
+method and path (numbers as N), `requests` every REST answer by method and path (304s too); `only`
+(a regex searched in the path) limits faults to the requests it matches
 (bench/forge_requests.py counts 304s apart: GitHub does not charge them to the rate limit).
 Set `rate = 0` to pause injection (e.g. while seeding).
 """
@@ -54,12 +55,14 @@ class FaultProxy:
         retry_after: int = 1,
         slow_seconds: float = 1.0,
         surfaces: tuple[str, ...] = ("rest", "git"),
+        only: str | None = None,
     ) -> None:
         parts = urlsplit(upstream)
         if parts.hostname not in ("127.0.0.1", "localhost") or not parts.port:
             raise ValueError(f"upstream must be http://127.0.0.1:<port>, got {upstream!r}")
         self.upstream = (parts.hostname, parts.port)
         self.rate, self.retry_after, self.slow_seconds, self.surfaces = rate, retry_after, slow_seconds, surfaces
+        self.only = re.compile(only) if only else None  # faults only into requests whose path this searches
         self.weights = dict(weights or DEFAULT_WEIGHTS)
         unknown = set(self.weights) - set(KINDS)
         if unknown:
@@ -73,6 +76,7 @@ class FaultProxy:
         self.methods: Counter[tuple[str, str, bool]] = Counter()  # (surface, method, answered 304)
         self.charged_paths: Counter[str] = Counter()  # "GET /repos/o/r/issues/N/comments": REST answers but 304s
         self.charged_by_role: Counter[tuple[str, str]] = Counter()  # (senpai role from the User-Agent, route)
+        self.requests: Counter[str] = Counter()  # "GET /repos/o/r/...": every REST answer, 304s too (query dropped)
         self._server = _Server(("127.0.0.1", 0), _handler_for(self))
         self._thread: threading.Thread | None = None
 
@@ -102,7 +106,9 @@ class FaultProxy:
         """The fault for a request to `path` (None: forward it); counts what it injects."""
         surface = "git" if path.startswith("/git/") else "rest"
         with self._lock:
-            if surface not in self.surfaces or self.rate <= 0 or self._rng.random() >= self.rate:
+            if surface not in self.surfaces or (self.only and not self.only.search(path)):
+                return None
+            if self.rate <= 0 or self._rng.random() >= self.rate:
                 return None
             kinds = [k for k, w in self.weights.items() if w > 0]
             kind = self._rng.choices(kinds, [self.weights[k] for k in kinds])[0]
@@ -117,6 +123,8 @@ class FaultProxy:
         with self._lock:
             self.answered[(surface, status)] += 1
             self.methods[(surface, method, status == 304)] += 1
+            if surface == "rest":
+                self.requests[f"{method} {path.split('?', 1)[0]}"] += 1
             if surface == "rest" and status != 304:
                 route = f"{method} {re.sub(r'/[0-9]+', '/N', path.split('?', 1)[0])}"
                 self.charged_paths[route] += 1

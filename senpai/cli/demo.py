@@ -85,6 +85,7 @@ def demo(students: int, experiments: int, out: str | None, example: str, holdout
     Example:
       senpai demo --students 2 --experiments 6 --out demo-out/run1
     """
+    from senpai.forge.localforge.ratelimit import WriteLimits
     from senpai.forge.localforge.server import LocalForgeServer
 
     target = load_target(Path(example))  # a bad senpai.yaml stops here (exit 2), not at the timeout
@@ -94,7 +95,7 @@ def demo(students: int, experiments: int, out: str | None, example: str, holdout
         raise ConfigError(f"--out {out}: {root} is not empty (a demo ran there?): give a new folder, or remove it first")
     root.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    server = LocalForgeServer(root / "forge").start()
+    server = LocalForgeServer(root / "forge", write_limits=WriteLimits()).start()  # GitHub's secondary limits
     try:
         config_path = write_config(root, server.base_url, students, experiments, repo, Path(holdout) if holdout else None)
         cfg = load_harness(config_path)

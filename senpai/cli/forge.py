@@ -43,7 +43,23 @@ def forge() -> None:
     default=None,
     help="Charged REST requests per token an hour, answered with GitHub's X-RateLimit-* headers and its 403 once spent.",
 )
-def serve_cmd(data_dir: Path, host: str, port: int, protect: str, rate_limit: int | None) -> None:
+@click.option(
+    "--writes-per-minute",
+    type=click.IntRange(0),
+    default=80,
+    show_default=True,
+    help="REST writes one user may make a minute (GitHub's secondary limit), then 403 with Retry-After; 0: no limit.",
+)
+@click.option(
+    "--max-comments",
+    type=click.IntRange(0),
+    default=2500,
+    show_default=True,
+    help="Comments one issue or PR may hold (GitHub's cap), then 403; 0: no limit.",
+)
+def serve_cmd(
+    data_dir: Path, host: str, port: int, protect: str, rate_limit: int | None, writes_per_minute: int, max_comments: int
+) -> None:
     """Serve until SIGTERM or Ctrl-C. Prints `url: <base_url>` and `data: <dir>` once listening.
 
     On a data folder with no tokens yet, creates the bot's token (user `senpai`, role owner) and a
@@ -54,6 +70,7 @@ def serve_cmd(data_dir: Path, host: str, port: int, protect: str, rate_limit: in
     Example:
       senpai forge serve --data ./forge-data --port 8123
     """
+    from senpai.forge.localforge.ratelimit import WriteLimits
     from senpai.forge.localforge.server import LocalForgeServer, serve
 
     def ready(server: LocalForgeServer) -> None:
@@ -65,7 +82,8 @@ def serve_cmd(data_dir: Path, host: str, port: int, protect: str, rate_limit: in
         sys.stdout.flush()
 
     protected = tuple(b.strip() for b in protect.split(",") if b.strip())
-    serve(data_dir, host, port, on_ready=ready, protected=protected, rate_limit=rate_limit)
+    limits = WriteLimits(writes_per_minute or None, max_comments or None)
+    serve(data_dir, host, port, on_ready=ready, protected=protected, rate_limit=rate_limit, write_limits=limits)
     click.echo("stopped", err=True)
 
 
@@ -80,10 +98,11 @@ def serve_cmd(data_dir: Path, host: str, port: int, protect: str, rate_limit: in
 @click.option("--user", "login", default=BOT, show_default=True, help="Login the token acts as.")
 @click.option(
     "--role",
-    type=click.Choice(["owner", "collaborator", "read"]),
+    type=click.Choice(["owner", "collaborator", "member", "read"]),
     default="owner",
     show_default=True,
-    help="owner: admin of every repository; collaborator: write to every repository; read: issues, comments and PRs.",
+    help="owner: admin of every repository; collaborator: write to every repository; member: an org member "
+    "(author_association MEMBER) who only reads; read: issues, comments and PRs.",
 )
 @click.option("--new", "new_forge", is_flag=True, help="Start a new forge in --data if it holds none (else that is an error).")
 def token_cmd(data_dir: Path, login: str, role: str, new_forge: bool) -> None:

@@ -44,7 +44,7 @@ class StudentSpec(_Strict):
 
 class ForgeSettings(_Strict):
     """Which forge and repository: the REST root, `owner/name`, the env var holding the bot's token, the
-    research base branch and the author associations trusted to steer."""
+    research base branch and the author associations whose free text steers."""
 
     base_url: str = Field("https://api.github.com", description="REST root: github.com, GHES or local.")
     repo: str = Field(pattern=r"^[\w.-]+/[\w.-]+$", description="owner/name of the target repository.")
@@ -52,7 +52,12 @@ class ForgeSettings(_Strict):
         "GITHUB_TOKEN", description="Env var holding the bot's token (required: the local forge refuses anonymous writes too)."
     )
     base_branch: str = Field("advisor", description="Research base branch; merges land here.")
-    trusted: list[str] = Field(default=["OWNER", "MEMBER", "COLLABORATOR"], description="author_association values that steer.")
+    trusted: list[str] = Field(
+        default=["OWNER", "COLLABORATOR"],
+        description="author_association values whose free text steers (is delivered to the agents). A slash "
+        "command that changes state needs write permission on the repository instead, whatever the association "
+        "(GitHub's MEMBER is any member of the owning organisation, even read-only, so it is not in the default).",
+    )
 
     def token(self) -> str | None:
         """The bot's token, the secret named `token_env` (`senpai.config.credentials.get`); None if unset or empty."""

@@ -10,6 +10,12 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# The only author_association values GitHub gives a user who may hold write permission on the
+# repository (the owner, an org member through a team or the org's base role, a collaborator): the
+# authors whose permission is worth asking (`Forge.permission`), whose bodies are worth keeping.
+WRITERS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+WRITE = frozenset({"admin", "write"})  # `Forge.permission` answers that may write (maintain counts as write)
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -24,6 +30,9 @@ class Comment(_Model):
     author_association: str = Field(description="OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, NONE, ...")
     created_at: datetime
     updated_at: datetime
+    withheld: bool = Field(
+        False, description='The body was not kept ("" here): its author may not steer (`Forge.list_comments`).'
+    )
 
 
 class PullRequest(_Model):
@@ -204,7 +213,10 @@ class Forge(Protocol):
         ...
 
     def list_comments(self, number: int) -> list[Comment]:
-        """GitHub REST: GET /repos/{o}/{r}/issues/{n}/comments (all pages, oldest first)."""
+        """Every comment of issue or PR `number`, oldest first. A body is kept only where its author
+        may steer: the bot, and an author_association in `forge.trusted` or WRITERS; any other
+        comment comes with body "" and `withheld` (a flood of outsiders' comments costs no memory,
+        and no code ever parses it). GitHub REST: GET /repos/{o}/{r}/issues/{n}/comments (all pages)."""
         ...
 
     def create_comment(self, number: int, body: str) -> Comment:
@@ -231,6 +243,14 @@ class Forge(Protocol):
     def commit_parents(self, sha: str) -> list[str]:
         """Parent shas of commit `sha`, first parent first. GitHub REST: GET /repos/{o}/{r}/commits/{sha}.
         Raises NotFound if there is no such commit."""
+        ...
+
+    def permission(self, login: str) -> str:
+        """`login`'s base role on the repository: admin, write (maintain too), read (triage too) or
+        none; a custom role counts as the role it is based on. Only admin and write (WRITE) may change
+        senpai's state. GitHub REST: GET /repos/{o}/{r}/collaborators/{username}/permission (its
+        `permission`), conditional on the last answer for `login` (a 304 is free). Raises NotFound
+        if there is no such user."""
         ...
 
     def access(self) -> Access:

@@ -47,7 +47,18 @@ from senpai import __version__
 from senpai.config.budgets import FORGE
 from senpai.config.harness import ForgeSettings
 from senpai.errors import FileListTruncated, Forbidden, MergeConflict, NotFound, PermanentError, SenpaiError, TransientError
-from senpai.forge.base import Access, Comment, ForgeMemo, Issue, IssuesPage, LabelSpec, PullRequest, PullsPage, RateLimit
+from senpai.forge.base import (
+    WRITERS,
+    Access,
+    Comment,
+    ForgeMemo,
+    Issue,
+    IssuesPage,
+    LabelSpec,
+    PullRequest,
+    PullsPage,
+    RateLimit,
+)
 
 T = TypeVar("T")
 GITHUB_MAX_PULL_FILES = 3000  # "Responses include a maximum of 3000 files" (GET .../pulls/{n}/files)
@@ -211,16 +222,26 @@ def _issue(issue: GhIssue | dict) -> Issue:
     )
 
 
-def _comment(comment: GhComment | dict) -> Comment:
-    """The port's Comment of a PyGithub comment, or of a comment's REST JSON (a list item)."""
+def _comment(comment: GhComment | dict, keeps: Callable[[str, str], bool] = lambda user, association: True) -> Comment:
+    """The port's Comment of a PyGithub comment, or of a comment's REST JSON (a list item); its body
+    is dropped (`withheld`) unless `keeps(login, author_association)`."""
+    user, association = _field(comment, "user", "login"), _field(comment, "author_association")
+    kept = keeps(user, association)
     return Comment(
         id=_field(comment, "id"),
-        body=_field(comment, "body") or "",
-        user=_field(comment, "user", "login"),
-        author_association=_field(comment, "author_association"),
+        body=(_field(comment, "body") or "") if kept else "",
+        user=user,
+        author_association=association,
         created_at=_field(comment, "created_at"),
         updated_at=_field(comment, "updated_at"),
+        withheld=not kept,
     )
+
+
+def _permission(data: Any) -> str:
+    """The `permission` of a collaborator-permission answer; "none" for anything else (hostile text too)."""
+    value = data.get("permission") if isinstance(data, dict) else None
+    return value if isinstance(value, str) and value else "none"
 
 
 def _is_pull(issue: GhIssue | dict) -> bool:
@@ -522,9 +543,13 @@ class GitHubForge:
     # ---------------------------------------------------------------- issues and comments
 
     def list_comments(self, number: int) -> list[Comment]:
-        """GitHub REST: GET .../issues/{n}/comments, every page (see `_listing`)."""
+        """GitHub REST: GET .../issues/{n}/comments, every page (see `_listing`). A body is kept only
+        where its author may steer (the bot, `forge.trusted`, WRITERS); the others are dropped as each
+        page is read, before anything keeps or parses them (REST cannot leave them out of the answer)."""
         url = f"/repos/{self.settings.repo}/issues/{number}/comments"
-        return self._call(f"comments of #{number}", lambda: self._listing(url, {}, _comment))
+        bot, steer = self.login, WRITERS | set(self.settings.trusted)
+        keeps = lambda user, association: user == bot or association in steer  # noqa: E731
+        return self._call(f"comments of #{number}", lambda: self._listing(url, {}, lambda raw: _comment(raw, keeps)))
 
     def _comments_key(self, number: int) -> str:
         """The `_pages` key of the first page of `list_comments(number)`."""
@@ -634,6 +659,13 @@ class GitHubForge:
 
     def commit_parents(self, sha: str) -> list[str]:
         return self._call(f"get commit {sha[:8]}", lambda: [c.sha for c in self._repo.get_commit(sha).parents])
+
+    def permission(self, login: str) -> str:
+        """`login`'s base role on the repository (`permission`: admin, write, read or none), asked with
+        the ETag of its last answer (a 304, free, reuses it). GitHub REST: GET
+        /repos/{o}/{r}/collaborators/{username}/permission. Raises NotFound if there is no such user."""
+        url = f"/repos/{self.settings.repo}/collaborators/{quote(login, safe='')}/permission"
+        return self._read(f"permission of {login}", url, _permission)
 
     # ---------------------------------------------------------------- beyond the port
 

@@ -4,7 +4,9 @@ A message is a command message if a line of one of its top-level Markdown paragr
 `/senpai` (as a word, in any case); every such line is one command and the other lines are ignored.
 The body is parsed as CommonMark (`command_lines`), so a line that Markdown renders as code (fenced
 or indented), inside a block quote, a list or an HTML comment is never a command: quoting or
-hiding a command must not run it.
+hiding a command must not run it. A message that holds raw HTML (a block or an inline tag; HTML
+comments aside) holds no command at all: CommonMark ends an HTML block at a blank line, so a line
+between `<details>` and `</details>` parses as a top-level paragraph that GitHub shows folded away.
 All commands of a message are checked before any is applied: one bad line and nothing is applied
 (the reply explains the syntax, naming every error).
 
@@ -39,7 +41,7 @@ _LINE = re.compile(r"^/senpai(?:\s|$)", re.IGNORECASE)
 _MD = MarkdownIt("commonmark")
 MAX_BODY = 65_536  # characters of a message read for commands: GitHub's cap on a comment
 QUERIES = ("help", "status")  # verbs answered in the ack that change nothing (no `senpai-steer` record)
-SYNTAX = """Slash commands (one per line, from the repository's owner, members or collaborators):
+SYNTAX = """Slash commands (one per line; all but `help` and `status` need write permission on the repository):
 - `/senpai pause`: stop opening new experiments; running jobs, reviews and verifications go on
 - `/senpai resume`: open new experiments again (also after a patience pause)
 - `/senpai budget key=value ...`: set caps: experiments, dollars, tokens, gpu_hours, cpu_hours (> 0), end (ISO time)
@@ -60,19 +62,38 @@ def command_lines(body: str) -> list[str]:
     """The `/senpai ...` lines of a message body, stripped, in order (empty: not a command message).
 
     The body is parsed as CommonMark (markdown-it-py), and only the lines of top-level paragraphs
-    count: never a line inside fenced or indented code, an HTML block or comment (inline ones too),
-    a block quote, a list or a heading. A line is rebuilt from its inline tokens (`_inline_lines`)
-    and counts if it starts with text that starts with the word `/senpai`. A body over MAX_BODY
-    characters is not read: nothing in it is a command."""
+    count: never a line inside fenced or indented code, an HTML comment (inline ones too), a block
+    quote, a list or a heading. A line is rebuilt from its inline tokens (`_inline_lines`) and
+    counts if it starts with text that starts with the word `/senpai`. A body over MAX_BODY
+    characters, or one that holds raw HTML other than comments (`_raw_html`), is not read: nothing
+    in it is a command."""
     if not body or len(body) > MAX_BODY:
         return []
+    tokens = _MD.parse(body)
+    if _raw_html(tokens):
+        return []
     out, depth = [], 0  # depth: the blocks around a token, paragraphs aside (a quote, a list, a heading)
-    for token in _MD.parse(body):
+    for token in tokens:
         if token.type not in ("paragraph_open", "paragraph_close"):
             depth += token.nesting
         if token.type == "inline" and depth == 0 and token.children is not None:
             out += [line for line in _inline_lines(token.children) if _LINE.match(line)]
     return out
+
+
+_COMMENTS = re.compile(r"(?:\s*<!--(?:(?!-->).)*-->)+\s*", re.DOTALL)  # HTML comments and nothing else
+
+
+def _raw_html(tokens: list[Token]) -> bool:
+    """Whether a parse holds raw HTML that is not only comments: an HTML block (`<details>`,
+    `<div>`, a lone `<span>` line...) or an inline tag. Such HTML can fold text away on GitHub
+    (`<details>`) or open an element the following paragraphs render inside, so none of them counts."""
+    for t in tokens:
+        if t.type == "html_block" and not _COMMENTS.fullmatch(t.content):
+            return True
+        if t.type == "inline" and any(c.type == "html_inline" and not _COMMENTS.fullmatch(c.content) for c in t.children or []):
+            return True
+    return False
 
 
 def _inline_lines(children: list[Token]) -> list[str]:

@@ -20,10 +20,11 @@ Scalar = str | int | float | bool | None
 
 
 class Message(BaseModel):
-    """A trusted human's message (issue body, issue comment or PR comment), one version of it.
+    """A message of a human who may steer (issue body, issue comment or PR comment), one version of it.
 
-    Only authors whose author_association is in `forge.trusted` become messages; the wrapper
-    never turns anything else into one.
+    Only authors who may steer become messages (`senpai.ledger.inbox.Trust`: write permission on the
+    repository, or, for free text, an author_association in `forge.trusted`); the wrapper never turns
+    anything else into one.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -1,9 +1,12 @@
 """Human steering as read from the forge: trusted messages, and the steering state the acks record.
 
 Sources (design §4): the body and comments of open issues labelled `senpai:steer`, and the
-comments of open senpai PRs.  Only authors whose `author_association` is in `forge.trusted` become
-messages, and never the bot itself; everything else is not read at all (never delivered, never
-applied).  A PR body is the hypothesis, not a message.
+comments of open senpai PRs.  Trust is by permission, not association (`Trust`): a command that
+changes state counts only from an author with write permission on the repository, read once per
+author per refresh (`read_writers`); free text also from an author whose `author_association` is in
+`forge.trusted`.  Only authors who may steer become messages, never the bot itself; everything else
+is not read at all (never delivered, never applied: the forge adapter does not even keep the
+bodies).  A PR body is the hypothesis, not a message.
 
 The steering state (paused, experiment cap, queued `/senpai try`s) is the fold, in comment order,
 of the `senpai-steer` records in the bot's acknowledgements, so deleting the wrapper's state store
@@ -14,15 +17,20 @@ written) and posts one ack each, so the acks' order is the order the commands we
 """
 
 import hashlib
+import logging
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from senpai.forge.base import Comment, Issue, PullRequest
+from senpai.errors import NotFound, SenpaiError
+from senpai.forge.base import WRITE, WRITERS, Comment, Forge, Issue, PullRequest
 from senpai.ledger.blocks import Scalar, Steer, SteerCommand, TurnCost
 from senpai.ledger.events import Message, message_ref
 from senpai.ledger.labels import student_of
 from senpai.ledger.records import bot_records, by_bot
 from senpai.ledger.replies import replied
+
+log = logging.getLogger(__name__)
 
 
 def version(body: str, edited_at: datetime | None = None) -> str:
@@ -39,8 +47,64 @@ def version(body: str, edited_at: datetime | None = None) -> str:
 
 
 @dataclass(frozen=True)
+class Trust:
+    """Whose messages steer, as read on one refresh (design §4: trust by permission).
+
+    A message is read at all only from an author who may steer (`reads`): not the bot, with an
+    author_association in `associations` (`forge.trusted`) or WRITERS (the only ones GitHub gives a
+    user who may write). Its free text steers if the association is in `associations` or the author
+    may write (`steers`); a command that changes state only if the author may write. `writers` maps
+    a login to its write permission on the repository (`read_writers`); None: the read failed, so the
+    author's new messages wait for the next refresh, and the acks of earlier commands still count
+    (senpai's failure must not undo what a human did). A login not in it may not write."""
+
+    bot: str
+    associations: frozenset[str] = frozenset()
+    writers: Mapping[str, bool | None] = field(default_factory=dict)
+
+    def reads(self, x: Comment | Issue) -> bool:
+        """Whether `x`'s body is read at all."""
+        return not by_bot(x, self.bot) and (x.author_association in self.associations or x.author_association in WRITERS)
+
+    def writer(self, login: str) -> bool | None:
+        return self.writers.get(login, False)
+
+    def steers(self, m: "Inbound") -> bool:
+        """Whether `m`'s free text is delivered now (False also while its author's permission is unknown)."""
+        return bool(m.writer) or (m.message.association in self.associations and m.writer is not None)
+
+    def askable(self, items: Iterable[Comment | Issue]) -> list[str]:
+        """The logins among `items`' authors whose permission is worth a request: read, and a WRITERS association."""
+        return list(dict.fromkeys(x.user for x in items if self.reads(x) and x.author_association in WRITERS))
+
+
+def read_writers(forge: Forge, logins: Iterable[str]) -> dict[str, bool | None]:
+    """Whether each of `logins` may write (`Forge.permission` admin or write), one request each
+    (conditional: a 304 is free). A login the forge does not know may not (False); one it could not
+    answer for (a transient error, a refusal) is None, logged: its commands wait for the next refresh."""
+    out: dict[str, bool | None] = {}
+    for login in dict.fromkeys(logins):
+        try:
+            out[login] = forge.permission(login) in WRITE
+        except NotFound:
+            out[login] = False
+        except SenpaiError as e:
+            log.warning("permission of %s not read (its commands wait for the next refresh): %s", login, e)
+            out[login] = None
+    return out
+
+
+def trust_of(forge: Forge, associations: Iterable[str], items: Iterable[Comment | Issue]) -> Trust:
+    """The Trust for the messages among `items` (issues and comments, any threads): the write
+    permission of each author who may hold one, read once each (`read_writers`)."""
+    base = Trust(forge.login, frozenset(associations))
+    return replace(base, writers=read_writers(forge, base.askable(items)))
+
+
+@dataclass(frozen=True)
 class Inbound:
-    """A trusted message, where it was written, and whether the bot acknowledged this version."""
+    """A message of an author who may steer, where it was written, whether the bot acknowledged this
+    version, and whether its author may write (`Trust.writer`: only then do its commands change state)."""
 
     message: Message
     on_pr: bool
@@ -48,6 +112,7 @@ class Inbound:
     at: datetime  # comment updated_at (issue body: issue created_at), UTC
     acked: bool
     closed: bool = False  # written on a PR that is closed now (only command messages are read there)
+    writer: bool | None = False  # the author's write permission this refresh; None: not known (the read failed)
 
     @property
     def order(self) -> tuple[datetime, bool, int, int]:
@@ -74,32 +139,35 @@ def _message(number: int, comment: Comment | None, author: str, association: str
     )
 
 
-def is_trusted(x: Comment | Issue, trusted: list[str], bot: str) -> bool:
-    """The trust rule: a trusted association, and not the bot's own words."""
-    return not by_bot(x, bot) and x.author_association in trusted
-
-
-def issue_inbox(issue: Issue, comments: list[Comment], trusted: list[str], bot: str) -> list[Inbound]:
-    """Trusted messages of one steering issue: its body, then its comments, oldest first."""
-    out = []
-    if issue.body.strip() and is_trusted(issue, trusted, bot):
+def issue_inbox(issue: Issue, comments: list[Comment], trust: Trust) -> list[Inbound]:
+    """The messages of one steering issue whose authors may steer (`Trust.reads`): its body, then
+    its comments, oldest first."""
+    out, bot = [], trust.bot
+    if issue.body.strip() and trust.reads(issue):
         m = _message(issue.number, None, issue.user, issue.author_association, issue.body, None)
-        out.append(Inbound(m, False, issue.labels, issue.created_at, replied(comments, m, bot, "ack")))
-    return out + _comments_inbox(issue.number, False, issue.labels, comments, trusted, bot, None)
+        acked = replied(comments, m, bot, "ack")
+        out.append(Inbound(m, False, issue.labels, issue.created_at, acked, writer=trust.writer(issue.user)))
+    return out + _comments_inbox(issue.number, False, issue.labels, comments, trust, None)
 
 
-def pr_inbox(pr: PullRequest, comments: list[Comment], trusted: list[str], bot: str) -> list[Inbound]:
-    """Trusted comments on one senpai PR, oldest first (`closed` set if the PR is closed)."""
-    return _comments_inbox(pr.number, True, pr.labels, comments, trusted, bot, pr.html_url, pr.state == "closed")
+def pr_inbox(pr: PullRequest, comments: list[Comment], trust: Trust) -> list[Inbound]:
+    """The comments on one senpai PR whose authors may steer, oldest first (`closed` set if the PR is closed)."""
+    return _comments_inbox(pr.number, True, pr.labels, comments, trust, pr.html_url, pr.state == "closed")
 
 
-def _comments_inbox(number, on_pr, labels, comments, trusted, bot, url, closed=False) -> list[Inbound]:
+def _comments_inbox(number, on_pr, labels, comments, trust: Trust, url, closed=False) -> list[Inbound]:
     out = []
     for c in comments:
-        if c.body.strip() and is_trusted(c, trusted, bot):
+        if c.body.strip() and trust.reads(c):
             m = _message(number, c, c.user, c.author_association, c.body, f"{url}#issuecomment-{c.id}" if url else None)
-            out.append(Inbound(m, on_pr, labels, c.updated_at, replied(comments, m, bot, "ack"), closed))
+            acked = replied(comments, m, trust.bot, "ack")
+            out.append(Inbound(m, on_pr, labels, c.updated_at, acked, closed, trust.writer(c.user)))
     return out
+
+
+def standing(messages: list[Inbound]) -> list[Inbound]:
+    """The messages whose acks still count: their authors may write (or could not be asked this refresh)."""
+    return [m for m in messages if m.writer is not False]
 
 
 @dataclass(frozen=True)
@@ -143,11 +211,12 @@ class SteerState:
 
 def steer_blocks(comments: list[Comment], bot: str, current: list[Inbound]) -> list[tuple[Comment, Steer]]:
     """The `senpai-steer` records among `comments` of one thread: the bot's acks of a message in
-    `current` (the thread's trusted messages, as read now) at its current version.  An ack of a
-    message that is gone, edited or no longer trusted, an unreadable ack, and an ack edited after
-    the bot posted it (senpai never edits its comments: anyone with write access could put an
-    approval or a budget in it) are skipped; `replies.replied` skips the edited one too, so the
-    message is acknowledged again, as the bot reads it."""
+    `current` (the thread's messages whose acks still count, `standing`, as read now) at its
+    current version.  An ack of a message that is gone, edited or whose author may no longer
+    write, an unreadable ack, and an ack edited after the bot posted it (senpai never edits its
+    comments: anyone with write access could put an approval or a budget in it) are skipped;
+    `replies.replied` skips the edited one too, so the message is acknowledged again, as the bot
+    reads it."""
     refs = {message_ref(m.message) for m in current}
     if not refs:
         return []  # most threads (every PR nobody wrote on): no ack can count, none is parsed
@@ -188,7 +257,7 @@ def apply_command(state: SteerState, block: Steer, index: int, c: SteerCommand) 
     return state
 
 
-def pr_steer(pr: PullRequest, comments: list[Comment], trusted: list[str], bot: str) -> SteerState:
-    """The steering state of `pr`'s own thread: the fold of the bot's acks of trusted commands that
-    still stand there (not edited or deleted since).  `comments` are the PR's."""
-    return fold(steer_blocks(comments, bot, pr_inbox(pr, comments, trusted, bot)))
+def pr_steer(pr: PullRequest, comments: list[Comment], trust: Trust) -> SteerState:
+    """The steering state of `pr`'s own thread: the fold of the bot's acks of commands that still
+    stand there (not edited or deleted since, their authors may still write).  `comments` are the PR's."""
+    return fold(steer_blocks(comments, trust.bot, standing(pr_inbox(pr, comments, trust))))

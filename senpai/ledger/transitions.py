@@ -15,14 +15,14 @@ posting twice.  A precondition that does not hold raises TransitionError.
 """
 
 from senpai.config.target import TargetConfig
-from senpai.errors import FileListTruncated, MergeRefused, TransitionError
+from senpai.errors import FileListTruncated, MergeRefused, TransientError, TransitionError
 from senpai.forge.base import Forge, PullRequest
 from senpai.ledger.blocks import ApprovalRequest, BudgetReport, Decision, Evidence, Hypothesis, TurnCost, Verification
 from senpai.ledger.comments import prose
 from senpai.ledger.escalation import marked, open_issue_once
 from senpai.ledger.experiment import Experiment, own_pull
 from senpai.ledger.gate import check_merge
-from senpai.ledger.inbox import SteerState, pr_steer
+from senpai.ledger.inbox import SteerState, pr_steer, trust_of
 from senpai.ledger.labels import ASSIGNED, LABELLED, SENPAI, STEER, ExperimentState, status_of, student_label, with_status
 from senpai.ledger.records import by_bot, hashed, marker, marker_of, record_marker, record_text
 from senpai.ledger.redact import redact
@@ -169,9 +169,11 @@ def decide(
     then the decision comment, then the label `status:merged`.  close: comment, then close with
     the label `status:closed`.  changes: comment, then → changes.
     Preconditions: PR open in review or verifying and `d.head` is its current head; a merge needs
-    `target` (its protected paths); close and changes do not read it.  For a merge, `trusted`
-    (author associations, `forge.trusted`) says whose `/senpai allow compute` and `/senpai approve`
-    on the PR count (None: nobody's), and `rivals` are the p-values of competing verifications
+    `target` (its protected paths); close and changes do not read it.  For a merge, the acknowledged
+    `/senpai allow compute` and `/senpai approve` on the PR count if their authors may still write
+    (`inbox.trust_of`: one permission read each; `trusted` is `forge.trusted`, None: nobody's count;
+    a permission that cannot be read raises TransientError: the merge waits, the approval stands),
+    and `rivals` are the p-values of competing verifications
     (`gate.rival_p_values`).  A merge that senpai.yaml's `approval` names raises ApprovalRequired
     without a valid approval; the decision records the approval it consumed (`Decision.approval`,
     which only a merge made here sets: whatever `d.approval` the caller gave is dropped).
@@ -192,7 +194,7 @@ def decide(
         if target is None:
             raise TransitionError(f"merging PR #{pr.number} needs the target's senpai.yaml (protected paths)")
         verification = exp.verification_for(pr.head_sha, base_sha)
-        steer = pr_steer(pr, forge.list_comments(pr.number), trusted, forge.login) if trusted else SteerState()
+        steer = _standing_steer(forge, pr, trusted) if trusted is not None else SteerState()
         try:
             files = forge.pull_files(pr.number)
         except FileListTruncated as e:
@@ -214,6 +216,17 @@ def decide(
         forge.close_with_labels(pr.number, with_status(pr.labels, ExperimentState.CLOSED))
     else:
         _set_status(forge, pr, ExperimentState.CHANGES)
+
+
+def _standing_steer(forge: Forge, pr: PullRequest, trusted: list[str]) -> SteerState:
+    """`pr`'s own steering state, counting only acks whose authors may write now. Raises TransientError
+    if a permission could not be read (senpai's failure: the merge is tried again, nothing is refused)."""
+    comments = forge.list_comments(pr.number)
+    trust = trust_of(forge, trusted, comments)
+    unknown = sorted(login for login, may in trust.writers.items() if may is None)
+    if unknown:
+        raise TransientError(f"merge of PR #{pr.number} waits: the permission of {', '.join(unknown)} could not be read")
+    return pr_steer(pr, comments, trust)
 
 
 def request_approval(forge: Forge, pr: PullRequest, r: ApprovalRequest) -> None:

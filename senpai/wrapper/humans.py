@@ -1,6 +1,7 @@
-"""What humans wrote, read for the wrapper: trusted messages, the acks that record the steering
-state, and the steering issues. It decides and posts nothing: the steering rules
-(`senpai.wrapper.steering`) turn this view into actions, and the `Dispatcher` carries them out.
+"""What humans wrote, read for the wrapper: the messages of those who may steer (trust by
+permission: `senpai.ledger.inbox.Trust`), the acks that record the steering state, and the
+steering issues. It decides and posts nothing: the steering rules (`senpai.wrapper.steering`) turn
+this view into actions, and the `Dispatcher` carries them out.
 
 Sources (design §4): issues labelled `senpai:steer` (polled with one conditional listing a tick,
 `Forge.issues_updated`) and the comments of senpai PRs, which the ledger reader already holds.
@@ -14,7 +15,7 @@ from senpai.config.harness import HarnessConfig
 from senpai.forge.base import Comment, Forge, Issue
 from senpai.ledger.blocks import TurnCost
 from senpai.ledger.commands import command_lines
-from senpai.ledger.inbox import Inbound, SteerState, fold, issue_inbox, pr_inbox, steer_blocks
+from senpai.ledger.inbox import Inbound, SteerState, fold, issue_inbox, pr_inbox, standing, steer_blocks, trust_of
 from senpai.ledger.labels import SENPAI, STEER
 from senpai.ledger.spend import read_turns
 from senpai.ledger.table import LedgerReader
@@ -24,8 +25,8 @@ from senpai.ledger.table import LedgerReader
 class HumansView:
     """What humans wrote, as read on the wrapper's last refresh."""
 
-    commands: tuple[Inbound, ...] = ()  # command messages not yet acknowledged
-    free_text: tuple[Inbound, ...] = ()  # every trusted free-text message (acknowledged or not)
+    commands: tuple[Inbound, ...] = ()  # command messages not yet acknowledged (`Inbound.writer`: applied or refused)
+    free_text: tuple[Inbound, ...] = ()  # every free-text message that steers (`Trust.steers`; acknowledged or not)
     state: SteerState = SteerState()  # the fold of the acks (`senpai.ledger.inbox.fold`), and the issues' advisor turns
     issues: tuple[Issue, ...] = ()  # the steering issues, newest first
 
@@ -55,31 +56,34 @@ class HumanReader:
     def read(self) -> HumansView:
         """The view from the issues `poll` listed (polling first if it never ran) and the PRs
         `ledger.refresh()` listed. Cost: the comments of each steering issue whose updated_at moved
-        (PRs' are the ledger's)."""
-        trusted, bot = self.cfg.forge.trusted, self.forge.login
+        (PRs' are the ledger's), and one permission read (conditional) per author who may write
+        (`inbox.trust_of`). An author whose permission could not be read is not heard this refresh:
+        their commands wait, and the acks of their earlier ones still count."""
+        bot = self.forge.login
         if self._issues is None:
             self.poll()
         issues = self._issues or []
+        threads = [(issue, self.ledger.comments(issue)) for issue in issues]
+        prs = [(pr, self.ledger.comments(pr)) for pr in self.ledger.pulls if SENPAI in pr.labels]
+        authored = [x for issue, comments in threads for x in (issue, *comments)] + [c for _, cs in prs for c in cs]
+        trust = trust_of(self.forge, self.cfg.forge.trusted, authored)
         inbox: list[Inbound] = []
         acks, turns = [], []
-        for issue in issues:
-            comments = self.ledger.comments(issue)
-            messages = issue_inbox(issue, comments, trusted, bot)
-            acks += steer_blocks(comments, bot, messages)
+        for issue, comments in threads:
+            messages = issue_inbox(issue, comments, trust)
+            acks += steer_blocks(comments, bot, standing(messages))
             turns += [t for c in comments for t in self._turns_of(c, bot)]
             if issue.state == "open":
                 inbox += messages
-        for pr in self.ledger.pulls:
-            if SENPAI not in pr.labels:
-                continue
-            comments = self.ledger.comments(pr)
-            messages = pr_inbox(pr, comments, trusted, bot)
-            acks += steer_blocks(comments, bot, messages)
+        for pr, comments in prs:
+            messages = pr_inbox(pr, comments, trust)
+            acks += steer_blocks(comments, bot, standing(messages))
             inbox += messages
+        # heard: writers, and known non-writers of a trusted association (their commands are refused)
+        heard = [(m, bool(command_lines(m.message.body))) for m in inbox if trust.steers(m)]
+        commands = tuple(m for m, command in heard if command and not m.acked)
         # on a closed PR only commands are answered ("closed, nothing done"); free text stays unread
-        inbox = [m for m in inbox if not m.closed or command_lines(m.message.body)]
-        commands = tuple(m for m in inbox if command_lines(m.message.body) and not m.acked)
-        free = tuple(m for m in inbox if not command_lines(m.message.body))
+        free = tuple(m for m, command in heard if not command and not m.closed)
         return HumansView(commands, free, replace(fold(acks), advisor_turns=tuple(turns)), tuple(issues))
 
     def _turns_of(self, c: Comment, bot: str) -> list[TurnCost]:

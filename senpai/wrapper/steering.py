@@ -66,17 +66,26 @@ def steering_actions(w: World, cfg: HarnessConfig) -> list[Action]:
     return out + [i for i in issues if i] + hand_made_issues(w)
 
 
+NEEDS_WRITE = (
+    "`/senpai` commands that change senpai's state need write permission on this repository, and you have none "
+    "(`/senpai help` and `/senpai status` do not need it). Ask a maintainer to post the command, or to give you write access."
+)
+
+
 def command_action(m: Inbound, w: World, state: SteerState, cfg: HarnessConfig) -> tuple[Ack | ApplyCommand, SteerState]:
-    """The answer to one command message and the steering state after it. A `/senpai try` is
-    checked against the params space of the base's senpai.yaml (`World.target`). Queries (`help`,
-    `status`) are answered in the same ack, after what the other commands did; a message of
-    queries alone gets a plain ack (no record: it changes nothing)."""
+    """The answer to one command message and the steering state after it. A command that changes
+    state is applied only if its author may write (`Inbound.writer`); otherwise the whole message is
+    refused (`NEEDS_WRITE`). A `/senpai try` is checked against the params space of the base's
+    senpai.yaml (`World.target`). Queries (`help`, `status`) are answered in the same ack, after what
+    the other commands did; a message of queries alone gets a plain ack (no record: it changes nothing)."""
     msg = m.message
     if m.closed:
         return Ack(msg, f"PR #{msg.number} is closed: nothing was done. Steer on an open PR or a `{STEER}` issue."), state
     space = w.target.params.space if w.target else None
     try:
         parsed = parse_commands(msg.body, space, msg.number if m.on_pr else None)
+        if not m.writer and any(isinstance(c, SteerCommand) for c in parsed):
+            return Ack(msg, f"Nothing was applied: {NEEDS_WRITE}"), state
         commands = [_check(c, w) for c in parsed if isinstance(c, SteerCommand)]
     except CommandError as e:
         return Ack(msg, f"Nothing was applied: {e}\n\n{SYNTAX}"), state

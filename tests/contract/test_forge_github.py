@@ -322,10 +322,10 @@ def test_calls_are_counted(forge_repo, tmp_path):
     fresh.list_pulls("all")
     fresh.get_pull(pr.number)
     fresh.list_comments(pr.number)
-    assert fresh.calls == 6  # one request each: no lazy completion behind our back
+    assert fresh.calls == 7  # one request each (and GET /user once: the bot's own comments keep their bodies)
     etag = fresh.pulls_updated(None, None).etag
     fresh.pulls_updated(None, etag)
-    assert fresh.calls == 8
+    assert fresh.calls == 9
 
 
 def test_non_owner_is_not_trusted_until_added_as_collaborator(side, tmp_path):
@@ -361,6 +361,53 @@ def test_author_association_follows_github(side, tmp_path):
     assoc = [(c.user, c.author_association) for c in forge.list_comments(issue)]
     assert assoc == [("alice", "COLLABORATOR"), ("carol", "CONTRIBUTOR"), ("mallory", "NONE"), ("carol", "CONTRIBUTOR")]
     assert forge.list_issues("senpai:steer")[0].author_association == "OWNER"
+
+
+def test_an_org_member_is_member_whatever_their_permission(side):
+    """MEMBER is GitHub's association for any member of the owning organisation: it says nothing of
+    write access (`permission` does)."""
+    issue = side.forge.create_issue("steer", "hello", ["senpai:steer"]).number
+    side.as_user("mona", "member").create_comment(issue, "read-only member")
+    side.as_user("tess", "member").create_comment(issue, "member with write")
+    side.add_collaborator("tess")
+    assoc = [(c.user, c.author_association) for c in side.forge.list_comments(issue)]
+    assert assoc == [("mona", "MEMBER"), ("tess", "MEMBER")]
+    assert (side.forge.permission("mona"), side.forge.permission("tess")) == ("read", "write")
+
+
+def test_permission_is_the_base_role_read_conditionally(side):
+    forge = side.forge
+    side.as_user("rita", "read").create_issue("hi", "", [])
+    side.as_user("carl", "collaborator").create_issue("hi", "", [])
+    side.as_user("alice", "read").create_issue("hi", "", [])
+    side.add_collaborator("alice")
+    roles = {login: forge.permission(login) for login in (OWNER, "carl", "alice", "rita")}
+    assert roles == {OWNER: "admin", "carl": "write", "alice": "write", "rita": "read"}
+    free = forge.not_modified
+    assert forge.permission("alice") == "write" and forge.not_modified == free + 1  # a 304: free on GitHub
+    with pytest.raises(NotFound):
+        forge.permission("nobody-at-all")
+
+
+def test_only_the_bodies_of_authors_who_may_steer_are_kept(side, tmp_path):
+    """The bot, forge.trusted (OWNER, COLLABORATOR) and MEMBER (who may write) keep their bodies; an
+    outsider's or a contributor's comment comes without one, and no adapter cache holds it."""
+    forge = side.forge
+    issue = forge.create_issue("steer", "hello", ["senpai:steer"]).number
+    side.add_collaborator("alice")
+    forge.create_comment(issue, "the bot's record")
+    side.as_user("alice").create_comment(issue, "alice: /senpai pause")
+    side.as_user("mona", "member").create_comment(issue, "mona: /senpai pause")
+    side.as_user("mallory").create_comment(issue, "FLOOD " * 1000)
+    for reader in (forge, side.fresh()):
+        comments = reader.list_comments(issue)
+        assert [(c.user, c.body[:6], c.withheld) for c in comments] == [
+            (OWNER, "the bo", False),
+            ("alice", "alice:", False),
+            ("mona", "mona: ", False),
+            ("mallory", "", True),
+        ]
+        assert "FLOOD" not in reader.memo([issue]).model_dump_json()
 
 
 def test_read_file_at_a_ref(side, tmp_path):

@@ -110,7 +110,11 @@ def test_answers_match_githubs_openapi(spec, forge_repo, local_forge, tmp_path):
         ("PUT", f"{repo}/pulls/1/merge", R + "/pulls/{pull_number}/merge", {"commit_message": "m"}, 200),
         ("GET", f"{repo}/pulls/1", R + "/pulls/{pull_number}", None, 200),
         ("GET", f"{repo}/pulls/99", R + "/pulls/{pull_number}", None, 404),
+        ("GET", f"{repo}/collaborators/senpai/permission", R + "/collaborators/{username}/permission", None, 200),
+        ("GET", f"{repo}/collaborators/mallory/permission", R + "/collaborators/{username}/permission", None, 200),
+        ("GET", f"{repo}/collaborators/nobody-at-all/permission", R + "/collaborators/{username}/permission", None, 404),
     ]
+    user_token(local_forge, "mallory")  # a user who reads: `permission` read
     with httpx.Client(base_url=local_forge.base_url, headers={"Authorization": f"token {TOKEN}"}) as client:
         for method, url, template, body, status in calls:
             response = client.request(method, url, json=body)

@@ -48,14 +48,14 @@ from senpai.ledger.blocks import (
 )
 from senpai.ledger.events import Message, message_ref
 from senpai.ledger.experiment import Experiment, read_experiment
-from senpai.ledger.inbox import fold, issue_inbox, steer_blocks, version
+from senpai.ledger.inbox import fold, issue_inbox, standing, steer_blocks, trust_of, version
 from senpai.ledger.labels import SENPAI, STEER, ExperimentState, student_label
 from senpai.ledger.records import read_record, record_marker, record_text
 from senpai.ledger.replies import reply_to_human
 from senpai.ledger.table import SETTLE, LedgerReader
 
 pytestmark = pytest.mark.e2e
-TRUSTED = ["OWNER", "MEMBER", "COLLABORATOR"]
+TRUSTED = ["OWNER", "COLLABORATOR"]  # forge.trusted's default
 
 
 @dataclass
@@ -395,8 +395,9 @@ def test_hypothesis_ids_need_the_install_salt(program, tmp_path, monkeypatch):
 
 def _steer_state(p: Program, issue: int):
     comments = p.bot.list_comments(issue)
-    current = issue_inbox(_issue(p, issue), comments, TRUSTED, p.bot.login)
-    return fold(steer_blocks(comments, p.bot.login, current))
+    thread = _issue(p, issue)
+    current = issue_inbox(thread, comments, trust_of(p.bot, TRUSTED, [thread, *comments]))
+    return fold(steer_blocks(comments, p.bot.login, standing(current)))
 
 
 def _issue(p: Program, number: int):

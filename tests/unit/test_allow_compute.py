@@ -12,7 +12,7 @@ from senpai.config.target import TargetConfig
 from senpai.errors import MergeRefused
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Decision, Hypothesis, Verification
-from senpai.ledger.inbox import pr_steer
+from senpai.ledger.inbox import pr_steer, trust_of
 from senpai.ledger.labels import ExperimentState, with_status
 from senpai.ledger.records import read_record
 from senpai.ledger.table import LedgerReader
@@ -80,7 +80,8 @@ def test_allow_compute_lets_a_slow_win_merge_only_after_a_trusted_human_says_so(
     assert len(done) == 1 and f"allowed PR #{pull.number} more compute" in done[0] and _apply_steering(forge) == []
     (ack,) = [c.body for c in forge.list_comments(pull.number) if c.user == forge.login and "<!-- senpai:ack:" in c.body]
     assert ack.startswith("@alice") and read_record(ack).commands[0].verb == "allow"
-    steer = pr_steer(forge.get_pull(pull.number), forge.list_comments(pull.number), CFG.forge.trusted, forge.login)
+    comments = forge.list_comments(pull.number)
+    steer = pr_steer(forge.get_pull(pull.number), comments, trust_of(forge, CFG.forge.trusted, comments))
     assert steer.compute_allowed == {pull.number: "alice"}
 
     # deleting the command withdraws it, as for every steering command

@@ -189,6 +189,31 @@ def test_hidden_quoted_or_code_commands_are_not_commands(body):
     assert command_lines(body) == []
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        # CommonMark ends an HTML block at a blank line: the command parses as a top-level paragraph,
+        # which GitHub renders inside the collapsed <details>
+        "<details><summary>logs</summary>\n\n/senpai approve 0123456789ab\n\n</details>",
+        "<details>\n\n/senpai stop\n\n</details>",
+        "/senpai pause\n\n<details>\n\nlogs\n\n</details>",  # a message that holds an HTML block holds no command
+        "<div align=center>\n\n/senpai stop\n\n</div>",
+        "<span>\n\n/senpai stop\n\n</span>",  # a lone tag line: an HTML block of its own kind (7)
+        "see <details> below\n\n/senpai stop\n\nbar </details>",  # inline tags open an element too
+        "/senpai stop <b>now</b>",
+        "<!-- note --> <details>\n\n/senpai stop\n\n</details>",  # a comment does not excuse what follows it
+        "<DETAILS>\n\n/senpai stop\n\n</DETAILS>",
+    ],
+)
+def test_a_message_that_holds_raw_html_holds_no_command(body):
+    assert command_lines(body) == []
+
+
+def test_html_comments_alone_do_not_void_a_message():
+    body = "<!-- issue template: say what you want -->\n\n/senpai pause <!-- why -->\n\n<!--\n/senpai stop\n-->"
+    assert command_lines(body) == ["/senpai pause"]
+
+
 def test_commands_in_top_level_paragraphs_are_found():
     body = (
         "Please:\n/senpai pause <!-- because -->\n\n<!-- /senpai stop -->\n\n> /senpai stop\n\n"

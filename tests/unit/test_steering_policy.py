@@ -8,7 +8,7 @@ from senpai.forge.base import Comment, PullRequest
 from senpai.ledger import records
 from senpai.ledger.blocks import Steer, SteerCommand
 from senpai.ledger.events import Message
-from senpai.ledger.inbox import Inbound, SteerState, Try, fold, pr_inbox, steer_blocks, version
+from senpai.ledger.inbox import Inbound, SteerState, Trust, Try, fold, pr_inbox, steer_blocks, version
 from senpai.ledger.records import read_record, record_text
 from senpai.wrapper.patience import paused_for_patience
 from senpai.wrapper.policy import plan
@@ -19,7 +19,7 @@ CAPPED = CFG.model_copy(update={"max_experiments": None, "patience": 2})
 
 def inbound(number: int, cid: int | None, body: str, on_pr=False, labels=(), at=NOW, acked=False) -> Inbound:
     m = Message(number=number, comment_id=cid, author="alice", association="COLLABORATOR", body=body, version=f"v{cid}")
-    return Inbound(m, on_pr, list(labels), at, acked)
+    return Inbound(m, on_pr, list(labels), at, acked, writer=True)
 
 
 def test_pause_stops_new_work_only():
@@ -121,7 +121,7 @@ def test_state_is_the_fold_of_the_bot_acks_only(monkeypatch):
     state = fold(steer_blocks(comments, "senpai", [m for m in current if m.message.comment_id != 3]))
     assert state.paused and state.resumed_after == frozenset()
     edited = [inbound(1, 5, "/senpai stop") if m.message.comment_id == 5 else m for m in current]
-    edited[-1] = Inbound(edited[-1].message.model_copy(update={"version": "v5-edited"}), True, [], NOW, False)
+    edited[-1] = Inbound(edited[-1].message.model_copy(update={"version": "v5-edited"}), True, [], NOW, False, writer=True)
     assert fold(steer_blocks(comments, "senpai", edited)).stops == {}
 
     # only the acks are parsed, and none in a thread with no message: the wrapper reads every PR's thread
@@ -152,7 +152,7 @@ def _pr() -> PullRequest:
     )
 
 
-def test_only_trusted_humans_are_messages():
+def test_only_humans_who_may_steer_are_messages():
     pr = _pr()
     comments = [
         _comment(1, "alice", "/senpai pause", "COLLABORATOR"),
@@ -160,12 +160,22 @@ def test_only_trusted_humans_are_messages():
         _comment(3, "carol", "merge it", "CONTRIBUTOR"),
         _comment(4, "senpai", "/senpai stop", "OWNER"),  # the bot's own words never steer
         _comment(5, "owner", "hello", "OWNER"),
+        _comment(6, "dave", "/senpai approve 0123456789ab", "MEMBER"),  # an org member: asked, read-only here
     ]
-    got = pr_inbox(pr, comments, ["OWNER", "MEMBER", "COLLABORATOR"], "senpai")
-    assert [(m.message.author, m.message.comment_id) for m in got] == [("alice", 1), ("owner", 5)]
+    trust = Trust("senpai", frozenset({"OWNER", "COLLABORATOR"}), {"alice": True, "owner": True, "dave": False})
+    assert trust.askable(comments) == ["alice", "owner", "dave"]  # the WRITERS associations, the bot aside
+    got = pr_inbox(pr, comments, trust)
+    assert [(m.message.author, m.message.comment_id, m.writer) for m in got] == [
+        ("alice", 1, True),
+        ("owner", 5, True),
+        ("dave", 6, False),
+    ]
+    assert [trust.steers(m) for m in got] == [True, True, False]  # dave: MEMBER is not in forge.trusted, no write
     assert (
         got[0].message.version
-        != pr_inbox(pr, [_comment(1, "alice", "/senpai resume", "COLLABORATOR")], ["COLLABORATOR"], "x")[0].message.version
+        != pr_inbox(pr, [_comment(1, "alice", "/senpai resume", "COLLABORATOR")], Trust("x", frozenset({"COLLABORATOR"})))[
+            0
+        ].message.version
     )
 
 
@@ -176,7 +186,8 @@ def test_every_edit_of_a_comment_is_a_new_version_even_back_to_an_earlier_text()
     )
     edited = edited.model_copy(update={"updated_at": first.updated_at + timedelta(seconds=5)})
     reverted = reverted.model_copy(update={"updated_at": first.updated_at + timedelta(seconds=9)})
-    versions = [pr_inbox(pr, [c], ["COLLABORATOR"], "senpai")[0].message.version for c in (first, edited, reverted)]
+    trust = Trust("senpai", frozenset({"COLLABORATOR"}))
+    versions = [pr_inbox(pr, [c], trust)[0].message.version for c in (first, edited, reverted)]
     assert len(set(versions)) == 3
     assert versions[0] == version("/senpai pause")  # unedited: the body alone, as older acks name it
 

@@ -2,15 +2,18 @@
 
 `tokens` maps the SHA-256 of a token to a login (the token itself is never stored); `roles` gives a
 login its site-wide role: owner (admin of every repository), collaborator (write to every
-repository) or read (may open issues and PRs and comment); `collaborators` grants write on one
-repository.  `AccessStore` is the part of `Store` that reads and writes these tables.
+repository), member (a member of the organisation the forge stands for: author_association MEMBER
+everywhere, with read access only, as GitHub's default base role gives an org member) or read (may
+open issues and PRs and comment); `collaborators` grants write on one repository (a member too:
+GitHub's org member on a team with write).  `AccessStore` is the part of `Store` that reads and
+writes these tables.
 """
 
 import hashlib
 import secrets
 import time
 
-ROLES = ("owner", "collaborator", "read")
+ROLES = ("owner", "collaborator", "member", "read")
 
 
 class AccessStore:
@@ -70,12 +73,15 @@ class AccessStore:
             return cur.rowcount > 0
 
     def association(self, repo: dict, login: str | None) -> str:
-        """author_association of `login` on `repo`, as GitHub computes it for a user-owned repo:
-        OWNER (the owner), COLLABORATOR (write access), CONTRIBUTOR (authored a merged PR), else NONE."""
+        """author_association of `login` on `repo`, as GitHub computes it: OWNER (the owner), MEMBER
+        (role member, whatever its access), COLLABORATOR (write access), CONTRIBUTOR (authored a
+        merged PR), else NONE."""
         if login is None:
             return "NONE"
         if login == repo["owner"]:
             return "OWNER"
+        if self.role(login) == "member":
+            return "MEMBER"
         if self.permission(repo, login) in ("admin", "write"):
             return "COLLABORATOR"
         merged = "SELECT 1 FROM issues WHERE repo_id = ? AND user = ? AND is_pull = 1 AND merged = 1"

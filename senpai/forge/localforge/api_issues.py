@@ -4,7 +4,8 @@ GitHub REST: GET|POST /repos/{o}/{r}/issues, GET|PATCH .../issues/{n},
 GET|POST .../issues/{n}/comments, GET|PATCH|DELETE .../issues/comments/{id},
 GET|POST|PUT|DELETE .../issues/{n}/labels, DELETE .../issues/{n}/labels/{name}.
 The issues list includes PRs (with a `pull_request` key), as on GitHub.  Anyone with a token may
-open issues and comment; a comment changes only by its author; labels need a collaborator.
+open issues and comment; a comment changes only by its author; labels need a collaborator. A thread
+takes no comment past `WriteLimits.comments_per_thread` (403, as GitHub's 2,500).
 """
 
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from senpai.forge.localforge.context import Ctx, CtxDep, parse_since
+from senpai.forge.localforge.ratelimit import comment_cap
 from senpai.forge.localforge.store import IssueQuery
 from senpai.forge.localforge.web import (
     AnyJson,
@@ -162,6 +164,7 @@ def create_comment(owner: str, name: str, number: int, request: Request, payload
     repo = ctx.repo(owner, name)
     issue = ctx.issue(repo, number)
     body = text_field(payload, "body", "IssueComment", required=True)
+    comment_cap(ctx.limits, issue["comments"])
     row = ctx.store.create_comment(issue, ctx.user, body)  # type: ignore[arg-type]
     return reply(request, ctx.render.comment(repo, row), 201)
 

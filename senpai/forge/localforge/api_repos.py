@@ -1,7 +1,8 @@
 """Routes of the local forge for users, repositories, collaborators, branches, refs, labels and git.
 
 GitHub REST: GET /user, GET /users/{u}, POST /user/repos, POST /orgs/{o}/repos, GET /repos/{o}/{r},
-PUT|GET /repos/{o}/{r}/collaborators/{u}, GET .../branches[/{b}], GET .../git/ref(s)/heads/{b},
+PUT|GET /repos/{o}/{r}/collaborators/{u}, GET .../collaborators/{u}/permission, GET .../branches[/{b}],
+GET .../git/ref(s)/heads/{b},
 GET|POST .../labels, GET .../labels/{name}, GET .../contents/{path}?ref= (files only); and git
 smart HTTP at /git/{o}/{r}.git.  Reading needs no token; creating a repository needs one, adding
 collaborators an admin, labels and pushes a collaborator.
@@ -116,9 +117,24 @@ def add_collaborator(owner: str, name: str, login: str, ctx: CtxDep) -> Response
 @router.get(REPO + "/collaborators/{login}")
 def check_collaborator(owner: str, name: str, login: str, ctx: CtxDep) -> Response:
     repo = ctx.repo(owner, name)
-    if ctx.store.association(repo, login) not in ("OWNER", "COLLABORATOR"):
+    if ctx.store.permission(repo, login) not in ("admin", "write"):
         raise not_found()
     return Response(status_code=204)
+
+
+@router.get(REPO + "/collaborators/{login}/permission")
+def collaborator_permission(owner: str, name: str, login: str, request: Request, ctx: CtxDep) -> Response:
+    """GitHub's `repository-collaborator-permission`: `permission` admin, write or read (every user
+    reads), `role_name` the same, and the user. The caller needs write access (403), as GitHub asks
+    push access to view collaborators; an unknown login answers 404."""
+    repo = ctx.repo(owner, name)
+    if not ctx.can(repo, "write"):
+        raise forbidden("Must have push access to view repository collaborators.")
+    if not _valid_name(login) or ctx.store.find_user(login) is None:
+        raise not_found()
+    permission = ctx.store.permission(repo, login) or "read"
+    body = {"permission": permission, "role_name": permission, "user": ctx.render.collaborator(login, permission)}
+    return reply(request, body)
 
 
 @router.get(REPO + "/branches")

@@ -22,24 +22,24 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from senpai.forge.localforge import api_issues, api_pulls, api_repos
 from senpai.forge.localforge.git import BadName, GitError, GitRepos
 from senpai.forge.localforge.merges import recover
-from senpai.forge.localforge.ratelimit import RateLimited
+from senpai.forge.localforge.ratelimit import NO_WRITE_LIMITS, RateLimited, WriteLimits, WriteRate
 from senpai.forge.localforge.store import Store
 from senpai.forge.localforge.web import DOCS, ApiError, control_in_target
 
 _log = logging.getLogger(__name__)
 
 
-def _error(status: int, message: str, errors: list | None = None) -> JSONResponse:
+def _error(status: int, message: str, errors: list | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
     body: dict = {"message": message, "documentation_url": DOCS}
     if errors is not None:
         body["errors"] = errors
-    return JSONResponse(body, status_code=status)
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return _error(exc.status, exc.message, exc.errors)
+        return _error(exc.status, exc.message, exc.errors, exc.headers)
 
     @app.exception_handler(HTTPException)
     async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
@@ -103,12 +103,19 @@ class ForgeDate:
 DEFAULT_PROTECTED = ("main", "advisor")
 
 
-def create_app(data_dir: Path, protected: tuple[str, ...] = DEFAULT_PROTECTED, rate_limit: int | None = None) -> FastAPI:
+def create_app(
+    data_dir: Path,
+    protected: tuple[str, ...] = DEFAULT_PROTECTED,
+    rate_limit: int | None = None,
+    write_limits: WriteLimits = NO_WRITE_LIMITS,
+) -> FastAPI:
     """The local forge serving the data under `data_dir` (created if missing; relative is fine).
 
     `protected` names the branches of every repository that cannot be deleted or force-pushed and
     that only an admin may push to (others merge PRs).  Merges a crash interrupted are finished first.
     `rate_limit`: charged REST requests per token an hour, as GitHub's primary limit (None: no limit).
+    `write_limits`: GitHub's secondary limits, a user's writes a minute and a thread's comments
+    (`senpai forge serve` and `senpai demo` set GitHub's; none here, for tests that write fast).
     """
     data_dir = Path(data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -125,6 +132,8 @@ def create_app(data_dir: Path, protected: tuple[str, ...] = DEFAULT_PROTECTED, r
     app.state.data_dir = data_dir
     app.state.store = store
     app.state.git = git
+    app.state.write_limits = write_limits
+    app.state.write_rate = WriteRate(write_limits.per_minute) if write_limits.per_minute else None
     _install_error_handlers(app)
     app.add_middleware(RefuseControlChars)
     app.add_middleware(ForgeDate, store=store)

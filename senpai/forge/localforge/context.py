@@ -13,6 +13,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from senpai.forge.localforge.git import GitRepos
+from senpai.forge.localforge.ratelimit import NO_WRITE_LIMITS, WRITE_METHODS, WriteLimits
 from senpai.forge.localforge.render import Renderer
 from senpai.forge.localforge.store import Store
 from senpai.forge.localforge.web import (
@@ -36,6 +37,7 @@ class Ctx:
     git: GitRepos
     render: Renderer
     login: str | None
+    limits: WriteLimits = NO_WRITE_LIMITS  # the secondary limits the routes check (the comment cap)
 
     @property
     def user(self) -> str:
@@ -123,16 +125,20 @@ def get_ctx(request: Request) -> Ctx:
     """FastAPI dependency: the context of this request, acting as the token's user.
 
     An unknown token answers 401 "Bad credentials"; a REST write without a token answers 401
-    "Requires authentication" (git smart HTTP decides per service in its own route).
+    "Requires authentication" (git smart HTTP decides per service in its own route); a REST write
+    past its user's write rate answers 403 with Retry-After (`ratelimit.WriteRate`).
     """
     state = request.app.state
     token = presented_token(request.headers.get("authorization"))
     login = None if token is None else state.store.token_login(token)
     if token is not None and login is None:
         raise unauthenticated("Bad credentials")
-    if login is None and request.method not in ("GET", "HEAD") and not request.url.path.startswith("/git/"):
+    rest = not request.url.path.startswith("/git/")
+    if login is None and request.method not in ("GET", "HEAD") and rest:
         raise unauthenticated()
-    return Ctx(state.store, state.git, Renderer(root_url(request), state.store), login)
+    if login is not None and rest and request.method in WRITE_METHODS and state.write_rate is not None:
+        state.write_rate.take(login)
+    return Ctx(state.store, state.git, Renderer(root_url(request), state.store), login, state.write_limits)
 
 
 CtxDep = Annotated[Ctx, Depends(get_ctx)]

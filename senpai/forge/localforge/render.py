@@ -128,6 +128,12 @@ class Renderer:
             )
         return out
 
+    def collaborator(self, login: str, permission: str) -> dict[str, Any]:
+        """`collaborator`: a `simple-user` with its `permissions` and `role_name` (admin, write, read)."""
+        level = {"read": 1, "write": 2, "admin": 3}[permission]
+        rights = {"pull": level >= 1, "triage": level >= 1, "push": level >= 2, "maintain": level >= 2, "admin": level >= 3}
+        return {**(self.user(login) or {}), "permissions": rights, "role_name": permission}
+
     def repo(self, repo: dict, association: str = "OWNER") -> dict[str, Any]:
         """A repository as `association` (OWNER, COLLABORATOR, NONE) of the caller sees it."""
         api, web = self.api(repo), self.web(repo)

@@ -16,6 +16,7 @@ from starlette.types import ASGIApp
 
 from senpai.errors import cannot_listen
 from senpai.forge.localforge.app import DEFAULT_PROTECTED, create_app
+from senpai.forge.localforge.ratelimit import NO_WRITE_LIMITS, WriteLimits
 from senpai.forge.localforge.store import Store
 
 
@@ -30,9 +31,10 @@ class LocalForgeServer:
         app: ASGIApp | None = None,
         protected: tuple[str, ...] = DEFAULT_PROTECTED,
         rate_limit: int | None = None,
+        write_limits: WriteLimits = NO_WRITE_LIMITS,
     ) -> None:
         self.data_dir = Path(data_dir)
-        self.app = app or create_app(self.data_dir, protected, rate_limit)
+        self.app = app or create_app(self.data_dir, protected, rate_limit, write_limits)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         # IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on sockets that say so (else +40 ms per reply)
         self._socket = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -97,6 +99,7 @@ def serve(
     on_ready: Callable[[LocalForgeServer], None] | None = None,
     protected: tuple[str, ...] = DEFAULT_PROTECTED,
     rate_limit: int | None = None,
+    write_limits: WriteLimits = NO_WRITE_LIMITS,
 ) -> LocalForgeServer:
     """Serve the forge for `data_dir`.
 
@@ -104,7 +107,7 @@ def serve(
     (`on_ready` is called first, once the port is bound);
     background=True returns the started server; call `.stop()` when done.
     """
-    server = LocalForgeServer(data_dir, host, port, protected=protected, rate_limit=rate_limit)
+    server = LocalForgeServer(data_dir, host, port, protected=protected, rate_limit=rate_limit, write_limits=write_limits)
     if background:
         server.start()
         if on_ready:

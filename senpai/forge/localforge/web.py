@@ -29,13 +29,17 @@ register_url_convertor("num", NumberConvertor())
 
 
 class ApiError(Exception):
-    """An error answered as GitHub does: `{"message", "documentation_url"[, "errors"]}`."""
+    """An error answered as GitHub does: `{"message", "documentation_url"[, "errors"]}`, with `headers`
+    (e.g. Retry-After)."""
 
-    def __init__(self, status: int, message: str, errors: list[dict] | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, errors: list[dict] | None = None, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.errors = errors
+        self.headers = headers or {}
 
     def body(self) -> dict[str, Any]:
         out: dict[str, Any] = {"message": self.message, "documentation_url": DOCS}
