@@ -43,7 +43,15 @@ def forge() -> None:
     default=None,
     help="Charged REST requests per token an hour, answered with GitHub's X-RateLimit-* headers and its 403 once spent.",
 )
-def serve_cmd(data_dir: Path, host: str, port: int, protect: str, rate_limit: int | None) -> None:
+@click.option(
+    "--require-approvals",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="Approving reviews (from users with write access) a PR needs to merge into a protected branch, "
+    "as GitHub's branch protection asks; until then its merge answers 405.",
+)
+def serve_cmd(data_dir: Path, host: str, port: int, protect: str, rate_limit: int | None, require_approvals: int) -> None:
     """Serve until SIGTERM or Ctrl-C. Prints `url: <base_url>` and `data: <dir>` once listening.
 
     On a data folder with no tokens yet, creates the bot's token (user `senpai`, role owner) and a
@@ -65,7 +73,7 @@ def serve_cmd(data_dir: Path, host: str, port: int, protect: str, rate_limit: in
         sys.stdout.flush()
 
     protected = tuple(b.strip() for b in protect.split(",") if b.strip())
-    serve(data_dir, host, port, on_ready=ready, protected=protected, rate_limit=rate_limit)
+    serve(data_dir, host, port, on_ready=ready, protected=protected, rate_limit=rate_limit, required_approvals=require_approvals)
     click.echo("stopped", err=True)
 
 

@@ -19,7 +19,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from senpai.forge.localforge import api_issues, api_pulls, api_repos
+from senpai.forge.localforge import api_issues, api_pulls, api_repos, reviews
 from senpai.forge.localforge.git import BadName, GitError, GitRepos
 from senpai.forge.localforge.merges import recover
 from senpai.forge.localforge.ratelimit import RateLimited
@@ -103,11 +103,15 @@ class ForgeDate:
 DEFAULT_PROTECTED = ("main", "advisor")
 
 
-def create_app(data_dir: Path, protected: tuple[str, ...] = DEFAULT_PROTECTED, rate_limit: int | None = None) -> FastAPI:
+def create_app(
+    data_dir: Path, protected: tuple[str, ...] = DEFAULT_PROTECTED, rate_limit: int | None = None, required_approvals: int = 0
+) -> FastAPI:
     """The local forge serving the data under `data_dir` (created if missing; relative is fine).
 
     `protected` names the branches of every repository that cannot be deleted or force-pushed and
-    that only an admin may push to (others merge PRs).  Merges a crash interrupted are finished first.
+    that only an admin may push to (others merge PRs); a PR into one merges only once
+    `required_approvals` users with write access approve it (`reviews`).  Merges a crash
+    interrupted are finished first.
     `rate_limit`: charged REST requests per token an hour, as GitHub's primary limit (None: no limit).
     """
     data_dir = Path(data_dir).resolve()
@@ -125,11 +129,12 @@ def create_app(data_dir: Path, protected: tuple[str, ...] = DEFAULT_PROTECTED, r
     app.state.data_dir = data_dir
     app.state.store = store
     app.state.git = git
+    app.state.required_approvals = required_approvals
     _install_error_handlers(app)
     app.add_middleware(RefuseControlChars)
     app.add_middleware(ForgeDate, store=store)
     if rate_limit is not None:
         app.add_middleware(RateLimited, limit=rate_limit)
-    for module in (api_repos, api_issues, api_pulls):
+    for module in (api_repos, api_issues, api_pulls, reviews):
         app.include_router(module.router)
     return app

@@ -36,6 +36,7 @@ class Ctx:
     git: GitRepos
     render: Renderer
     login: str | None
+    approvals: int = 0  # approving reviews a PR into a protected branch needs (`reviews.blocked`)
 
     @property
     def user(self) -> str:
@@ -132,7 +133,7 @@ def get_ctx(request: Request) -> Ctx:
         raise unauthenticated("Bad credentials")
     if login is None and request.method not in ("GET", "HEAD") and not request.url.path.startswith("/git/"):
         raise unauthenticated()
-    return Ctx(state.store, state.git, Renderer(root_url(request), state.store), login)
+    return Ctx(state.store, state.git, Renderer(root_url(request), state.store), login, state.required_approvals)
 
 
 CtxDep = Annotated[Ctx, Depends(get_ctx)]

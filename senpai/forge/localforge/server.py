@@ -30,9 +30,10 @@ class LocalForgeServer:
         app: ASGIApp | None = None,
         protected: tuple[str, ...] = DEFAULT_PROTECTED,
         rate_limit: int | None = None,
+        required_approvals: int = 0,
     ) -> None:
         self.data_dir = Path(data_dir)
-        self.app = app or create_app(self.data_dir, protected, rate_limit)
+        self.app = app or create_app(self.data_dir, protected, rate_limit, required_approvals)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         # IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on sockets that say so (else +40 ms per reply)
         self._socket = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -97,6 +98,7 @@ def serve(
     on_ready: Callable[[LocalForgeServer], None] | None = None,
     protected: tuple[str, ...] = DEFAULT_PROTECTED,
     rate_limit: int | None = None,
+    required_approvals: int = 0,
 ) -> LocalForgeServer:
     """Serve the forge for `data_dir`.
 
@@ -104,7 +106,9 @@ def serve(
     (`on_ready` is called first, once the port is bound);
     background=True returns the started server; call `.stop()` when done.
     """
-    server = LocalForgeServer(data_dir, host, port, protected=protected, rate_limit=rate_limit)
+    server = LocalForgeServer(
+        data_dir, host, port, protected=protected, rate_limit=rate_limit, required_approvals=required_approvals
+    )
     if background:
         server.start()
         if on_ready:
