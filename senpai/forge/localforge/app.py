@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from senpai.errors import NO_SPACE
 from senpai.forge.localforge import api_issues, api_pulls, api_repos, reviews
 from senpai.forge.localforge.git import BadName, GitError, GitRepos
 from senpai.forge.localforge.merges import recover
@@ -29,11 +30,22 @@ from senpai.forge.localforge.web import DOCS, ApiError, control_in_target
 _log = logging.getLogger(__name__)
 
 
-def _error(status: int, message: str, errors: list | None = None) -> JSONResponse:
+FULL_RETRY_SECONDS = 60  # the Retry-After of an answer refused because the forge's volume is full
+
+
+def _error(status: int, message: str, errors: list | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
     body: dict = {"message": message, "documentation_url": DOCS}
     if errors is not None:
         body["errors"] = errors
-    return JSONResponse(body, status_code=status)
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _full(what: str) -> JSONResponse:
+    """503 with a Retry-After for a write the forge's full data volume refused: a client waits and
+    tries again (senpai: TransientError) instead of taking it for a bug. The log names the folder."""
+    _log.error("the local forge's data volume is full: %s", what)
+    message = "Service Unavailable: the forge's data volume is full (No space left on device)"
+    return _error(503, message, headers={"Retry-After": str(FULL_RETRY_SECONDS)})
 
 
 def _install_error_handlers(app: FastAPI) -> None:
@@ -55,7 +67,23 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def git_error(_: Request, exc: GitError) -> JSONResponse:
         if isinstance(exc, BadName):
             return _error(404, "Not Found")
+        if "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc):
+            return _full(str(exc))
         _log.error("git failed: %s", exc)  # git's stderr names server paths: it goes to the log, never to a client
+        return _error(500, "Internal Server Error")
+
+    @app.exception_handler(sqlite3.OperationalError)
+    async def store_error(_: Request, exc: sqlite3.OperationalError) -> JSONResponse:
+        if getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL" or "disk is full" in str(exc):
+            return _full(str(exc))
+        _log.error("the store failed: %s", exc, exc_info=exc)
+        return _error(500, "Internal Server Error")
+
+    @app.exception_handler(OSError)
+    async def os_error(_: Request, exc: OSError) -> JSONResponse:
+        if exc.errno in NO_SPACE:
+            return _full(str(exc))
+        _log.error("the forge failed: %s", exc, exc_info=exc)
         return _error(500, "Internal Server Error")
 
     @app.exception_handler(sqlite3.IntegrityError)
