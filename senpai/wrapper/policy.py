@@ -27,6 +27,7 @@ A launch names no deadline: the Dispatcher gives the job its role's (`senpai.con
 
 import hashlib
 import re
+from collections.abc import Collection
 from datetime import datetime, timedelta
 
 from senpai.config.budgets import RELAUNCH
@@ -245,7 +246,8 @@ def plan(w: World, cfg: HarnessConfig) -> list[Action]:
     else:
         actions += _students(w, cfg)
         actions += _verifiers(w)
-    advisor = _advisor(w, cfg)
+    # a WIP PR this plan launches a student for is not stale (after a long wait for room on a full disk)
+    advisor = _advisor(w, cfg, {a.pr for a in actions if isinstance(a, Launch)})
     return steering + actions + ([advisor] if advisor else [])
 
 
@@ -410,7 +412,7 @@ def _verifier(name: str, e: Experiment, sources: list[int]) -> Launch:
     return Launch(Role.VERIFIER, name, args, e.pr, e.student)
 
 
-def _advisor(w: World, cfg: HarnessConfig) -> Launch | Escalate | None:
+def _advisor(w: World, cfg: HarnessConfig, launching: Collection[int | None] = ()) -> Launch | Escalate | None:
     if any(j.role == Role.ADVISOR for j in _live(w.jobs)):
         return None
     messages = [ev for ev in pending_messages(w, cfg) if ev.pr is None]
@@ -418,7 +420,8 @@ def _advisor(w: World, cfg: HarnessConfig) -> Launch | Escalate | None:
         return None  # messages go first and together: wait for the batch window to close
     events = messages
     if not llm_held(caps_reached(w, cfg), cfg, Role.ADVISOR):  # else only humans are answered
-        events = messages + [ev for ev in advisor_events(w, cfg) if not _handled(ev, w)]
+        fresh = [ev for ev in advisor_events(w, cfg) if not _handled(ev, w)]
+        events = messages + [ev for ev in fresh if not (ev.kind == "stale" and ev.pr in launching)]
     if not events:
         return None
     digest = hashlib.sha256("\n".join(sorted(ev.id for ev in events)).encode()).hexdigest()[:10]

@@ -1,6 +1,8 @@
 """Failures by cause, the policy's side (pure, no I/O): a full volume, a verified PR's re-apply,
 and a head someone other than senpai keeps moving under the verifier."""
 
+from datetime import timedelta
+
 from test_policy import BASE, CFG, NOW, exp, launches
 from test_policy_infra import dead
 
@@ -89,3 +91,13 @@ def test_a_head_that_keeps_moving_under_the_verifier_is_verified_again_then_bloc
     assert launches(actions, "verifier") == []
     (block,) = [a for a in actions if isinstance(a, Block)]
     assert block.pr == 1 and block.reason.startswith("the head keeps moving") and "senpai/ada/h-1" in block.reason
+
+
+def test_a_wip_pr_that_waited_long_for_its_launch_is_not_closed_as_stale_when_it_gets_one():
+    # e.g. the fleet's volume was full for longer than stale_after_seconds: the launch that goes once
+    # there is room must not come with an advisor turn that closes the PR as stale
+    waited = exp(1, "wip", updated=NOW - timedelta(hours=1))
+    actions = plan(World([waited], BASE, [], NOW), CFG)
+    assert [a.pr for a in launches(actions, "student")] == [1]
+    (adv,) = launches(actions, "advisor")
+    assert [ev.kind for ev in adv.events] == ["idle"]  # bo is idle; no stale event for #1
