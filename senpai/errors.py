@@ -3,12 +3,14 @@
     SenpaiError                      (exit 1 only if it escapes uncategorised)
     ├── ConfigError                  exit 2: bad senpai.yaml / harness config / CLI input
     ├── TransientError               exit 3 once retries run out: network, 5xx, rate limit
+    │   └── DiskFull                 exit 6: a volume senpai or a job writes to is full (ENOSPC, EDQUOT)
     ├── PermanentError               exit 4: the request can never succeed as asked
     │   ├── LedgerFormatError        a senpai-* block is not valid YAML or fails its schema
     │   ├── TransitionError          a label transition's precondition does not hold
     │   ├── MergeRefused             the merge gate refused (protected path, NaN, noise floor)
     │   │   └── ApprovalRequired     it passes but waits for a human's `/senpai approve <fingerprint>`
     │   ├── MergeConflict            the forge could not merge the head into the base
+    │   ├── MergeBlocked             the base branch refuses the merge (a required review or check)
     │   ├── NotFound                 a forge object, run or job does not exist
     │   ├── FileListTruncated        the forge lists only part of a PR's files (GitHub: 3,000)
     │   └── Forbidden                the credentials lack a permission (HTTP 401/403)
@@ -16,8 +18,8 @@
     └── LedgerInconsistent           exit 5: `senpai ledger --check` found hand-made changes
 
 Adapters translate library errors (PyGithub, wandb, subprocess) into these at the boundary.
-A job (`senpai job ...`) that exits 3 failed on senpai's infrastructure, not on its hypothesis:
-the wrapper relaunches it and spends no attempt (`senpai.wrapper.policy.infra_failure`).
+A job (`senpai job ...`) that exits 3 (or 6, a full volume) failed on senpai's infrastructure, not
+on its hypothesis: the wrapper relaunches it and spends no attempt (`senpai.wrapper.policy.infra_failure`).
 """
 
 import contextlib
@@ -46,6 +48,21 @@ class TransientError(SenpaiError):
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class DiskFull(TransientError):
+    """A volume senpai or a job writes to has no space left (ENOSPC, EDQUOT): senpai's failure, never
+    the hypothesis's. `path` is a folder on the full volume (W&B dir, the fleet's job folder, the
+    work copy, the forge's data). Exit 6, so the wrapper can tell it from other infrastructure."""
+
+    exit_code = 6
+
+    def __init__(self, path: str, what: str = "No space left on device") -> None:
+        super().__init__(f"no space left on the volume of {path}: {what}")
+        self.path = path
+
+
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})  # the errnos of a full volume (and of a spent quota)
 
 
 class PermanentError(SenpaiError):
@@ -78,7 +95,14 @@ class ApprovalRequired(MergeRefused):
 
 
 class MergeConflict(PermanentError):
-    """The forge could not merge the PR head into its base (HTTP 405/409)."""
+    """The forge could not merge the PR head into its base: the trees conflict (HTTP 405 with
+    `mergeable: false`), or the head moved since it was verified (HTTP 409)."""
+
+
+class MergeBlocked(PermanentError):
+    """The base branch refuses the merge whatever senpai does: a branch protection rule (a required
+    approving review or status check, an out-of-date head) that a human must satisfy or change
+    (HTTP 405 with `mergeable_state: blocked` or `behind`). The message quotes the forge."""
 
 
 class NotFound(PermanentError):

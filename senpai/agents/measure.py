@@ -26,6 +26,7 @@ from pathlib import Path
 
 from senpai import phases
 from senpai.agents.environ import allowed_env
+from senpai.fleet.disk import full_volume
 from senpai.fleet.logcap import CappedLog
 from senpai.fleet.procs import ENV_RUN, become_subreaper, descendants, kill_new_descendants, kill_tagged
 from senpai.fleet.wall import Wall
@@ -34,6 +35,7 @@ LINE = re.compile(rb"^([A-Za-z0-9_./-]+):[ \t]*(\S+)\s*$")
 TAIL_BYTES = 256 * 1024
 MAX_LINE = 4096  # a longer line is logged, never parsed
 MAX_KEYS = 10_000  # the least recently printed key is forgotten past this
+VOLUME_ENV = ("WANDB_DIR", "TMPDIR", "SENPAI_ARTIFACT_DIR")  # folders a command's env tells it to write to
 GRACE_SECONDS = 3.0  # between SIGTERM and SIGKILL of what the command left behind
 CHUNK = 64 * 1024
 
@@ -134,7 +136,9 @@ def run_command(
     variables whose names start with a prefix in `drop` are left out (the verifier drops
     `PYTHON*` and `SENPAI_*`: PYTHONPATH, the harness config's path...). The command's own run is
     phase `command` (`senpai.phases`), stopping what it left behind phase `command cleanup`. A wall
-    that cannot be built makes the command exit 126 with a `[senpai-wall]` line in its output."""
+    that cannot be built makes the command exit 126 with a `[senpai-wall]` line in its output.
+    Raises DiskFull (senpai's failure, not the command's) if the command failed, or was killed at
+    the timeout, and a volume it writes to is full (`_volumes`, `senpai.fleet.disk.full_volume`)."""
     start = time.monotonic()
     # `python` in a target command is the interpreter running senpai (it has wandb); PATH wins otherwise
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
@@ -165,7 +169,15 @@ def run_command(
             kill_new_descendants(before, GRACE_SECONDS)
             thread.join(timeout=GRACE_SECONDS)  # a stranger that inherited the pipe must not hold us
             proc.stdout.close()
+    if returncode != 0 and (full := full_volume(_volumes(cwd, env, log), f"`{command[:80]}` failed on it")):
+        raise full
     return Outcome(returncode, time.monotonic() - start, reader.text(), dict(reader.values))
+
+
+def _volumes(cwd: Path, env: dict[str, str], log: Path | None) -> list[Path]:
+    """Where a command writes as senpai runs it: its cwd, its log's folder, and the folders its env names."""
+    named = [Path(env[k]) for k in VOLUME_ENV if env.get(k)]
+    return [cwd, *([log.parent] if log is not None else []), *named]
 
 
 def _killpg(pgid: int) -> None:

@@ -1,18 +1,20 @@
 """Reviewing an experiment: the verdict steps every advisor runtime shares.
 
 A review-ready PR goes to the verifier before any merge; a verified PR is merged through the
-merge gate in `transitions.decide`, and a refused merge is closed (or sent back for changes when
-the base moved under it).  The `search` advisor picks verdicts from the numbers, the LLM advisor
-picks them itself; both apply them here.
+merge gate in `transitions.decide`: a merge the gate refuses is closed, one that conflicts with a
+base that moved is sent back for changes, and one the base's protection refuses is blocked for
+humans.  The `search` advisor picks verdicts from the numbers, the LLM advisor picks them itself;
+both apply them here.
 """
 
 import math
 
 from senpai.agents.context import TurnContext
 from senpai.agents.runs import tag_verdict
-from senpai.errors import ApprovalRequired, MergeConflict, MergeRefused
+from senpai.config.budgets import HEAD_MOVES
+from senpai.errors import ApprovalRequired, MergeBlocked, MergeConflict, MergeRefused
 from senpai.forge.base import PullRequest
-from senpai.ledger import transitions
+from senpai.ledger import escalation, transitions
 from senpai.ledger.baseline import Baseline
 from senpai.ledger.blocks import ApprovalRequest, Decision, Verification
 from senpai.ledger.experiment import Experiment
@@ -73,6 +75,7 @@ def merge_verified(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline:
     A refused merge closes the PR with the gate's reason; a conflict asks for changes (`reapply`).
     A merge that waits for a human (ApprovalRequired) stays as it is, and the approval request is
     posted (once per fingerprint): the wrapper wakes the advisor again when the approval arrives.
+    A base whose protection refuses the merge (MergeBlocked) blocks the PR (`base_refuses`).
     """
     numbers = verified_numbers(v)
     try:
@@ -87,6 +90,30 @@ def merge_verified(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline:
         return f"#{exp.pr}: closed, merge gate refused: {e}"
     except MergeConflict:
         return reapply(ctx, pr, exp, baseline, numbers)
+    except MergeBlocked as e:
+        return base_refuses(ctx, pr, exp, baseline, e)
+
+
+def base_refuses(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline: Baseline, e: MergeBlocked) -> str:
+    """The base branch refuses the merge of a verified PR (branch protection: a required review or
+    status check). Not the hypothesis's failure and not a conflict: re-applying or retraining cannot
+    help, so nothing runs again. One issue for humans (by the PR), then the PR is blocked with a
+    comment naming it; both idempotent (`escalation.open_issue`, `transitions.block`)."""
+    what = (
+        f"The base branch `{ctx.base}` refuses to merge #{exp.pr}, which passed verification at {pr.head_sha[:8]} "
+        f"on {baseline.commit[:8]}. The forge says: {e}"
+    )
+    todo = (
+        "This is the base's protection (a required review or status check), not a conflict and not the "
+        "hypothesis's failure, so senpai neither retrains nor re-applies it. A human must satisfy the rule "
+        "(e.g. approve the PR) and merge it by hand (`senpai ledger --check` then lists it as merged by hand), "
+        "change the rule, or close the PR."
+    )
+    number = escalation.open_issue(
+        ctx.forge, f"merge-refused:pr{exp.pr}", f"senpai: the base refuses to merge #{exp.pr}", f"{what}\n\n{todo}"
+    )
+    transitions.block(ctx.forge, pr, f"the base refuses the merge (see #{number}): {e}")
+    return f"#{exp.pr}: blocked, the base refuses the merge (issue #{number})"
 
 
 REAPPLY = "the base moved and the merge conflicts; re-apply on the new base"
@@ -105,3 +132,41 @@ def reapply(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline: Baseli
         return f"#{exp.pr}: closed, {why}"
     apply(ctx, pr, exp, baseline, decision(exp, "changes", REAPPLY, **numbers))
     return f"#{exp.pr}: changes requested (merge conflict)"
+
+
+HEAD_MOVED = "the head moved under senpai's job: re-run on the new head"
+
+
+def head_moved(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline: Baseline) -> str:
+    """The PR is in review at a head no student measured: someone other than senpai pushed to its
+    branch while (or after) a job measured an earlier head. Not the hypothesis's failure, so its
+    student runs again on the new head (`changes`, which says so on the PR), at most HEAD_MOVES
+    times; a head that moves again after that blocks the PR, saying it keeps moving."""
+    last = exp.evidence[-1]
+    moved = sum(d.verdict == "changes" and d.reason.startswith(HEAD_MOVED) for d in exp.decisions)
+    if moved >= HEAD_MOVES:
+        why = (
+            f"the head keeps moving: someone other than senpai pushed to `{exp.branch}` under senpai's jobs "
+            f"{moved + 1} times (now {pr.head_sha[:8]}; attempt {last.attempt} measured {last.head[:8]}). senpai "
+            f"re-ran it {moved} times and stops here: stop pushing to the branch, or close the PR"
+        )
+        transitions.block(ctx.forge, pr, why)
+        return f"#{exp.pr}: blocked, the head keeps moving"
+    why = (
+        f"{HEAD_MOVED} ({moved + 1} of {HEAD_MOVES}): {pr.head_sha[:8]} was pushed by someone other than senpai "
+        f"while attempt {last.attempt} measured {last.head[:8]}; not the hypothesis's failure"
+    )
+    apply(ctx, pr, exp, baseline, decision(exp, "changes", why))
+    return f"#{exp.pr}: changes requested (the head moved)"
+
+
+def reapply_failed(ctx: TurnContext, pr: PullRequest, exp: Experiment, why: str) -> str:
+    """A PR that passed verification failed its re-apply on a moved base (`reapply`): a hang, a
+    timeout or a crash there is more likely senpai's or the new base's than the hypothesis's, which
+    its verification measured, so the PR is blocked for a human, never closed as a failure."""
+    reason = (
+        f"its re-apply on the moved base failed ({why}), after it passed verification; senpai does not close a "
+        "verified PR for that: a human must look (re-apply it by hand, or close it)"
+    )
+    transitions.block(ctx.forge, pr, reason)
+    return f"#{exp.pr}: blocked, the re-apply of a verified PR failed"

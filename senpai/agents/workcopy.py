@@ -8,7 +8,8 @@ own HTTP trace, where git redacts the Authorization header), at most its attempt
 total_seconds in all.  A Retry-After longer than its max_wait_seconds is not slept: it raises
 TransientError(retry_after) at once,
 and the job exits 3 so the wrapper relaunches it later.  Each retry is harmless: a failed clone
-leaves no directory behind, a fetch is read-only, and a push of the same head is a no-op.
+leaves no directory behind, a fetch is read-only, and a push of the same head is a no-op.  A git
+command that fails while the work copy's volume is full raises DiskFull (exit 6) instead.
 """
 
 import logging
@@ -27,6 +28,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_aft
 from senpai import phases
 from senpai.config.budgets import GIT, MIRROR_COPY_SECONDS
 from senpai.errors import PermanentError, TransientError
+from senpai.fleet.disk import full_volume
 from senpai.ledger.redact import redact
 
 # Failures no retry can fix: a rejected push, missing credentials or rights, a missing ref or repo.
@@ -150,7 +152,8 @@ class WorkCopy:
         if not network:
             proc = subprocess.run(["git", *args], cwd=cwd, env=self.env, capture_output=True, text=True)
             if proc.returncode != 0:
-                raise PermanentError(f"git {args[0]} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+                failed = PermanentError(f"git {args[0]} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+                raise full_volume([cwd], f"git {args[0]} failed on it") or failed
             return proc.stdout.strip()
         retrying = Retrying(
             stop=stop_after_attempt(GIT.attempts) | stop_after_delay(GIT.total_seconds),
@@ -177,6 +180,8 @@ class WorkCopy:
         if proc.returncode == 0:
             return proc.stdout.strip()
         message = f"git {args[0]} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}"
+        if full := full_volume([cwd, self.path], f"git {args[0]} failed on it"):
+            raise full  # the work copy's volume: senpai's failure, and no retry frees it
         if _PERMANENT.search(proc.stderr):
             raise PermanentError(message)
         after = [float(x) for x in _RETRY_AFTER.findall(traced)]

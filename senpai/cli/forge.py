@@ -57,8 +57,23 @@ def forge() -> None:
     show_default=True,
     help="Comments one issue or PR may hold (GitHub's cap), then 403; 0: no limit.",
 )
+@click.option(
+    "--require-approvals",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="Approving reviews (from users with write access) a PR needs to merge into a protected branch, "
+    "as GitHub's branch protection asks; until then its merge answers 405.",
+)
 def serve_cmd(
-    data_dir: Path, host: str, port: int, protect: str, rate_limit: int | None, writes_per_minute: int, max_comments: int
+    data_dir: Path,
+    host: str,
+    port: int,
+    protect: str,
+    rate_limit: int | None,
+    writes_per_minute: int,
+    max_comments: int,
+    require_approvals: int,
 ) -> None:
     """Serve until SIGTERM or Ctrl-C. Prints `url: <base_url>` and `data: <dir>` once listening.
 
@@ -83,7 +98,10 @@ def serve_cmd(
 
     protected = tuple(b.strip() for b in protect.split(",") if b.strip())
     limits = WriteLimits(writes_per_minute or None, max_comments or None)
-    serve(data_dir, host, port, on_ready=ready, protected=protected, rate_limit=rate_limit, write_limits=limits)
+    serve(
+        data_dir, host, port, on_ready=ready, protected=protected, rate_limit=rate_limit, write_limits=limits,
+        required_approvals=require_approvals,
+    )  # fmt: skip
     click.echo("stopped", err=True)
 
 

@@ -17,6 +17,7 @@ from senpai.cli.options import config_option
 from senpai.cli.wiring import hold_secrets, make_forge, make_runtime, make_tracker, secret_envs
 from senpai.config.harness import HarnessConfig, LocalFleetSettings, load_harness
 from senpai.config.roles import Role
+from senpai.fleet.disk import check_room
 from senpai.forge.mirror import handed_base
 from senpai.ledger.blocks import Evidence
 from senpai.ledger.events import ENV_EVENTS, EventBatch
@@ -34,6 +35,8 @@ def _forge_phase(method: str) -> str:
 def _context(config_path: str, role: Role, workdir: Path | None = None):
     with phases.phase("config"):
         cfg = load_harness(config_path)
+    # a job on a full volume fails at once (exit 6), not after its clone or its training
+    check_room([workdir or Path.cwd(), cfg.tracker.dir], f"the {role} job cannot start")
     with phases.phase("redaction filter"):
         hold_secrets(cfg)  # out of os.environ: nothing the job starts inherits them
         redact_own_output(secret_envs(cfg))  # before anything prints; registers them for the job's posts too

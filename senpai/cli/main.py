@@ -12,6 +12,7 @@ import requests
 
 from senpai import startup
 from senpai.errors import SenpaiError, TransientError
+from senpai.fleet.disk import from_os_error
 
 
 def _json_formatter() -> logging.Formatter:
@@ -106,12 +107,13 @@ def exit_now(code: object) -> NoReturn:
 
 
 def main() -> None:
-    """Console entry point: SenpaiError → its exit status (2 config, 3 transient, 4 permanent);
-    a command's `click.exceptions.Exit(n)` / `ctx.exit(n)` → n.
+    """Console entry point: SenpaiError → its exit status (2 config, 3 transient, 4 permanent,
+    6 a full volume); a command's `click.exceptions.Exit(n)` / `ctx.exit(n)` → n.
 
     A network error that no adapter translated (ConnectionError, TimeoutError, or a `requests`
     error) is transient too: exit 3, so the wrapper relaunches a job it killed instead of taking
-    it for the hypothesis's failure (`senpai.wrapper.policy.infra_failure`)."""
+    it for the hypothesis's failure (`senpai.wrapper.policy.infra_failure`). So is a write that
+    found its volume full (ENOSPC, EDQUOT), wherever it was: exit 6, as DiskFull."""
     startup.apply()  # before a command imports pydantic models, LiteLLM or OpenHands
     try:
         # without standalone mode Click returns an Exit's code instead of raising it
@@ -128,6 +130,11 @@ def main() -> None:
     except (ConnectionError, TimeoutError, requests.exceptions.RequestException) as e:
         click.echo(f"error: network: {type(e).__name__}: {e}", err=True)
         sys.exit(TransientError.exit_code)
+    except OSError as e:
+        if (full := from_os_error(e)) is None:
+            raise
+        click.echo(f"error: {full}", err=True)
+        sys.exit(full.exit_code)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     if isinstance(status, int) and status:

@@ -80,6 +80,7 @@ class Relaunch(_Row):
 
 
 RELAUNCH = Relaunch()
+HEAD_MOVES = 3  # re-runs of a PR whose head someone other than senpai moved under its jobs; then it is blocked
 GIT = GitRetries(attempts=5, backoff_seconds=1.0, max_wait_seconds=30.0, total_seconds=120.0)  # a job's fetch, push, clone
 FORGE = ForgeRetries(attempts=4, backoff_seconds=0.5, max_wait_seconds=30.0, timeout_seconds=30)  # one REST operation
 MIRROR_UPDATE_SECONDS = 60.0  # one git step of the wrapper's base mirror update (no retry); a tick waits for it

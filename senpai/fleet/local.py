@@ -19,7 +19,8 @@ This module is the launcher and the reader:
 - **Containment.** One job's folder never breaks the fleet: a spec/status that cannot be read or
   parsed makes that job failed/Lost (`_broken`), a Lost record that cannot be written (ENOSPC) is
   still reported, and a launch that cannot stage or start raises TransientError after freeing the
-  name. Everything a job started, `setsid` daemons too, is killed by its tag (`senpai.fleet.procs`).
+  name (DiskFull when the volume is full). Everything a job started, `setsid` daemons too, is
+  killed by its tag (`senpai.fleet.procs`).
 - **GPUs.** The pool is the launcher's CUDA_VISIBLE_DEVICES if set, else the devices NVML counts. Every
   job gets CUDA_VISIBLE_DEVICES: ids no other unfinished job holds, or "" when it asks for none,
   so CPU jobs cannot touch pinned GPUs. A job waits (pending) while the GPUs it needs are busy,
@@ -56,6 +57,7 @@ from senpai import startup
 from senpai.config import credentials
 from senpai.config.roles import Role
 from senpai.errors import NotFound, PermanentError, TransientError
+from senpai.fleet import disk
 from senpai.fleet.base import JobSpec, JobStatus
 from senpai.fleet.procs import ENV_JOB, kill_tagged
 from senpai.fleet.supervise import (
@@ -157,7 +159,8 @@ class LocalFleet:
         """Start `spec`, or return the existing job of that name unchanged.
 
         Raises PermanentError if it asks for more GPUs than the machine has, TransientError if
-        the job directory cannot be created or the job was deleted while it was being launched.
+        the job directory cannot be created or the job was deleted while it was being launched
+        (DiskFull, naming the fleet's folder, when its volume is full).
         """
         for _ in range(3):
             if (existing := self.get(spec.name)) is not None:
@@ -171,7 +174,8 @@ class LocalFleet:
             except OSError as e:
                 shutil.rmtree(staging, ignore_errors=True)
                 if e.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):
-                    raise TransientError(f"cannot create job dir {self.root / spec.name}: {e}") from e
+                    problem = TransientError(f"cannot create job dir {self.root / spec.name}: {e}")
+                    raise disk.from_os_error(e, self.root) or problem from e
                 continue  # another launcher won: return its job
             try:
                 self._start(self.root / spec.name, launch_id)
@@ -180,7 +184,7 @@ class LocalFleet:
             except OSError as e:  # e.g. ENOSPC: free the name, so a later launch starts afresh
                 with contextlib.suppress(OSError):
                     self.delete(spec.name)
-                raise TransientError(f"cannot start job {spec.name}: {e}") from e
+                raise disk.from_os_error(e, self.root) or TransientError(f"cannot start job {spec.name}: {e}") from e
             if (status := self.get(spec.name)) is None:
                 raise TransientError(f"job {spec.name} was deleted while it was being launched")
             return status

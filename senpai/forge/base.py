@@ -200,7 +200,9 @@ class Forge(Protocol):
         """Merge (a real merge commit) of head `sha`, the head that was verified, and return its sha.
 
         GitHub REST: PUT /repos/{o}/{r}/pulls/{n}/merge with `sha`: a head that moved meanwhile is
-        refused (409).  Raises MergeConflict on 405/409.
+        refused (409).  Raises MergeConflict when the head moved or conflicts with the base,
+        MergeBlocked when the base's protection refuses the merge (a required review or status
+        check: a human must act), TransientError when the forge cannot tell yet.
         """
         ...
 

@@ -8,7 +8,8 @@ on a 304) into the port's models and PyGithub/requests errors into senpai's erro
     HTTP 403 of a primary or secondary rate limit -> the same (message, Retry-After or remaining 0)
     HTTP 401/403 otherwise                       -> Forbidden
     HTTP 404                                     -> NotFound
-    HTTP 405/409 on merge                        -> MergeConflict
+    HTTP 405/409 on merge                        -> MergeConflict, MergeBlocked or TransientError,
+                                                    by the PR's `mergeable` and `mergeable_state`
     any other HTTP error                         -> PermanentError
 
 Retries use tenacity with exponential backoff, honouring `Retry-After` (and the rate-limit reset)
@@ -46,7 +47,16 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from senpai import __version__
 from senpai.config.budgets import FORGE
 from senpai.config.harness import ForgeSettings
-from senpai.errors import FileListTruncated, Forbidden, MergeConflict, NotFound, PermanentError, SenpaiError, TransientError
+from senpai.errors import (
+    FileListTruncated,
+    Forbidden,
+    MergeBlocked,
+    MergeConflict,
+    NotFound,
+    PermanentError,
+    SenpaiError,
+    TransientError,
+)
 from senpai.forge.base import (
     WRITERS,
     Access,
@@ -512,6 +522,7 @@ class GitHubForge:
         """Merge commit sha of merging head `sha` (GitHub's `sha` parameter: a moved head is refused).
 
         Idempotent: a PR already merged at `sha` (e.g. by a retried request) returns its merge sha.
+        A refusal (HTTP 405/409) is told by its cause (`_refusal`).
         """
         try:
             status = self._call(
@@ -519,12 +530,28 @@ class GitHubForge:
                 lambda: self._repo.get_pull(number).merge(commit_message=message, merge_method="merge", sha=sha),
                 merge=True,
             )
-        except MergeConflict:
-            pr = self.get_pull(number)
-            if pr.merged and pr.merge_commit_sha and pr.head_sha == sha:
-                return pr.merge_commit_sha
-            raise
+        except MergeConflict as refused:
+            return self._refusal(number, sha, refused)
         return status.sha
+
+    def _refusal(self, number: int, sha: str, refused: MergeConflict) -> str:
+        """The merge of PR `number` at `sha` was refused: read the PR again (GitHub REST: GET
+        /repos/{o}/{r}/pulls/{n}, its `mergeable` and `mergeable_state`) to say why. Returns the merge
+        sha of a PR already merged at `sha`. Raises MergeConflict if the PR is no longer open at `sha`
+        or its trees conflict with the base (`mergeable: false`, state `dirty`); MergeBlocked if the
+        base's protection refuses it (state `blocked`: a required review or status check; `behind`:
+        the base asks for an up-to-date head); TransientError otherwise (GitHub still computing
+        `mergeable`, or the base moved during the merge): trying again later may merge it."""
+        _, _, data = self._call(f"get pull #{number}", lambda: self._get(f"/repos/{self.settings.repo}/pulls/{number}", None))
+        pr = _pull(data)
+        if pr.merged and pr.merge_commit_sha and pr.head_sha == sha:
+            return pr.merge_commit_sha
+        mergeable, state = data.get("mergeable"), data.get("mergeable_state")
+        if pr.state != "open" or pr.head_sha != sha or mergeable is False or state == "dirty":
+            raise refused
+        if state in ("blocked", "behind"):
+            raise MergeBlocked(f"{refused} (mergeable_state {state})") from refused
+        raise TransientError(f"{refused} (mergeable {mergeable}, mergeable_state {state}): try again later") from refused
 
     def pull_files(self, number: int) -> list[str]:
         def run() -> list[str]:

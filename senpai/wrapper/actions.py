@@ -70,6 +70,7 @@ class Escalate:
     reason: str
     key: str
     job: str | None = None  # the last run that failed: its log tail goes into the issue
+    title: str = "repeated infrastructure failures"  # what the issue's title says failed
 
 
 @dataclass(frozen=True)

@@ -7,19 +7,22 @@ already exists = success), every ledger write goes through `senpai.ledger.transi
 replayed action is harmless.
 """
 
+import contextlib
 import logging
 import sys
+import time
+from collections.abc import Callable
 
 from senpai.config.budgets import Budgets
 from senpai.config.harness import ENV_CONFIG
-from senpai.errors import ConfigError, SenpaiError
+from senpai.errors import ConfigError, DiskFull, SenpaiError
 from senpai.fleet.base import Fleet, JobSpec
 from senpai.forge.base import Forge
 from senpai.ledger import escalation, transitions
 from senpai.ledger.blocks import Decision, Evidence
 from senpai.ledger.events import ENV_EVENTS, EventBatch
 from senpai.ledger.experiment import Experiment
-from senpai.ledger.labels import ExperimentState, with_student
+from senpai.ledger.labels import ATTENTION, SENPAI, STEER, ExperimentState, with_student
 from senpai.ledger.records import neutral, unmention
 from senpai.ledger.redact import redact
 from senpai.ledger.replies import reply_to_human
@@ -42,6 +45,8 @@ from senpai.wrapper.steering import delivered_text
 
 log = logging.getLogger(__name__)
 ESCALATION_TAIL = 12  # log lines of the last failed run shown in an escalation issue
+FULL_HOLD_SECONDS = 30.0  # no launch for this long after one found the fleet's volume full; doubled per repeat
+FULL_HOLD_MAX_SECONDS = 600.0
 
 
 def job_spec(
@@ -113,6 +118,29 @@ class Dispatcher:
         # wrapper on each re-read), or why there are none: no job is launched then, as each would
         # fail to load senpai.yaml
         self.budgets: Budgets | str = "senpai.yaml at the base is not read yet"
+        self.clock: Callable[[], float] = time.monotonic  # the launch hold's clock (seconds)
+        self._full, self._held_until = 0, 0.0  # launches that found the fleet's volume full in a row; no launch before
+
+    def _hold(self, e: DiskFull) -> None:
+        """The fleet's volume is full: open one issue for humans naming it, and launch nothing until
+        the hold ends (FULL_HOLD_SECONDS, doubled per launch that finds it full again, at most
+        FULL_HOLD_MAX_SECONDS), so a full disk costs one error a hold, not one a tick. Nothing is
+        spent or closed meanwhile: the PRs that wait for a job keep their state."""
+        self._full += 1
+        hold = min(FULL_HOLD_SECONDS * 2 ** (self._full - 1), FULL_HOLD_MAX_SECONDS)
+        self._held_until = self.clock() + hold
+        log.warning("no job is launched for %.0f s: %s", hold, e)
+        key = f"disk-full:{e.path}"
+        marker = f"<!-- senpai:escalation:{escalation.escalation_id(key)} -->"
+        body = (
+            f"senpai cannot launch jobs: {e}.\n\nNo attempt is spent and no PR is closed: the PRs waiting "
+            f"for a job keep their state. senpai tries one launch again after {hold:.0f} s, then less often "
+            f"(at least every {FULL_HOLD_MAX_SECONDS:.0f} s), and goes on by itself once there is room. Free "
+            f"space on the volume that holds `{e.path}`."
+        )
+        title = f"senpai: no space left for the fleet's jobs ({e.path})"
+        with contextlib.suppress(SenpaiError):  # the forge may fail too: the next hold tries again
+            self._open_issue(OpenIssue(marker, redact(title), f"{redact(body)}\n\n{marker}", (SENPAI, STEER, ATTENTION)))
 
     def apply(self, action: Action, exps: dict[int, Experiment]) -> str:
         """Carry out one action; returns a one-line description for progress output ("" if there was
@@ -120,9 +148,16 @@ class Dispatcher:
         if isinstance(action, Launch):
             if isinstance(self.budgets, str):
                 raise ConfigError(f"{action.name} not launched: {self.budgets}")
+            if self.clock() < self._held_until:
+                return ""  # the fleet's volume is full: one launch tries again once the hold ends
             student, wall = action.student or "", self.budgets.deadline(action.role, _arms(action, exps))
             spec = job_spec(action, self.config_path, wall, self.gpus.get(student, 0), self.cpus.get(student, 1), self.job_env)
-            self.fleet.launch(spec)
+            try:
+                self.fleet.launch(spec)
+            except DiskFull as e:
+                self._hold(e)
+                raise
+            self._full = 0
             for ev in action.events:  # tell each human whose message it carries where it went
                 if ev.kind == "message" and ev.message is not None:
                     self._reply(ev.message, delivered_text(action))
@@ -211,7 +246,7 @@ class Dispatcher:
         """One issue for humans first (a crash after it still blocks next tick), then block each PR."""
         prs = ", ".join(f"#{n}" for n in a.prs) or "no PR"
         body = f"senpai could not finish its own work on {prs}; a human must look.\n\n{a.reason}{self._tail(a.job)}"
-        number = escalation.open_issue(self.forge, a.key, f"senpai: repeated infrastructure failures ({prs})", body)
+        number = escalation.open_issue(self.forge, a.key, f"senpai: {a.title} ({prs})", body)
         for n in a.prs:
             pr = self.forge.get_pull(n)
             if pr.state == "open" and ExperimentState.BLOCKED.label not in pr.labels:

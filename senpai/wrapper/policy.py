@@ -15,21 +15,25 @@ Rules (design §3, §4):
   a held student go to the advisor instead; search roles and the verifier (no LLM) go on under
   `on_exhausted` like for any other cap;
 - a job that ended without its record gets one: failure evidence (student) or a block (verifier),
-  unless it failed on infrastructure (`infra_failure`): then it is relaunched under the next name
-  `<name>-r<k>` and spends no attempt; after `RELAUNCH.runs` such runs (or `RELAUNCH.advisor_runs`
-  dead advisor turns) its PRs are escalated: blocked with one comment each, and one issue for humans.
+  unless it failed for senpai's reasons (`senpai_failure`: on infrastructure, a full volume, or a
+  verified PR's re-apply): then it is relaunched under the next name `<name>-r<k>` and spends no
+  attempt; after `RELAUNCH.runs` such runs (or `RELAUNCH.advisor_runs` dead advisor turns) its PRs
+  are escalated: blocked with one comment each, and one issue for humans;
+- a verifying PR whose head someone other than senpai keeps moving under its verifier is blocked
+  after HEAD_MOVES verifications of such heads.
 
 A launch names no deadline: the Dispatcher gives the job its role's (`senpai.config.budgets`).
 """
 
 import hashlib
 import re
+from collections.abc import Collection
 from datetime import datetime, timedelta
 
 from senpai.config.budgets import RELAUNCH
 from senpai.config.harness import HarnessConfig
 from senpai.config.roles import Role
-from senpai.errors import TransientError
+from senpai.errors import DiskFull, TransientError
 from senpai.fleet.base import JobStatus
 from senpai.ledger.consistency import reverify
 from senpai.ledger.escalation import escalation_id
@@ -50,12 +54,14 @@ from senpai.wrapper.actions import (
     Stop,
 )
 from senpai.wrapper.limits import caps_reached, llm_held
+from senpai.wrapper.moves import head_keeps_moving
 from senpai.wrapper.patience import paused_for_patience
 from senpai.wrapper.steering import current_fingerprint, steering_actions
 from senpai.wrapper.world import World
 
 MAX_BASELINE_SOURCES = 4  # PRs a verifier is told to read for reusable baseline seeds
 INFRA_EXIT = TransientError.exit_code  # `senpai job` exits 3 when the forge, git or the network failed it
+DISK_FULL_EXIT = DiskFull.exit_code  # ... and 6 when a volume it writes to is full (`senpai.fleet.disk`)
 INFRA_REASONS = frozenset({"Lost", "Killed", "Evicted", "NodeLost", "Preempted"})  # the fleet's doing
 HYPOTHESIS_REASONS = frozenset({"DeadlineExceeded", "OOMKilled"})  # its wall-time and memory budget
 _JOB = re.compile(r"^senpai-(?:student|verifier)-pr\d+-(?P<attempt>\d+)(?:-r(?P<retry>\d+))?$")
@@ -65,14 +71,15 @@ def infra_failure(job: JobStatus) -> bool:
     """True if `job` failed for senpai's or the fleet's reasons, never the hypothesis's.
 
     Infrastructure: exit status 3 (`senpai job` raised TransientError: forge 5xx, rate limit, git
-    fault, after their retries), reason Lost (its supervisor died), Killed (a signal the deadline did
-    not send), Evicted/NodeLost/Preempted, or a failed job that never reported an exit status (its
-    pod or node is gone).  The hypothesis's: DeadlineExceeded (its wall-time budget), OOMKilled (its
-    memory) and every other exit status (the job ran and failed, e.g. exit 4 on a bad block).
+    fault, after their retries) or 6 (a full volume: DiskFull), reason Lost (its supervisor died),
+    Killed (a signal the deadline did not send), Evicted/NodeLost/Preempted, or a failed job that
+    never reported an exit status (its pod or node is gone).  The hypothesis's: DeadlineExceeded (its
+    wall-time budget), OOMKilled (its memory) and every other exit status (the job ran and failed,
+    e.g. exit 4 on a bad block).
     """
     if job.phase != "failed" or job.reason in HYPOTHESIS_REASONS:
         return False
-    return job.exit_code in (INFRA_EXIT, None) or job.reason in INFRA_REASONS
+    return job.exit_code in (INFRA_EXIT, DISK_FULL_EXIT, None) or job.reason in INFRA_REASONS
 
 
 def job_attempt(job: JobStatus) -> int:
@@ -92,19 +99,29 @@ def job_work(job: JobStatus) -> str:
     return job.name.rsplit("-r", 1)[0] if job_retry(job) else job.name
 
 
-def next_run(base: str, jobs: list[JobStatus], now: datetime) -> str | None:
+def senpai_failure(job: JobStatus, e: Experiment) -> bool:
+    """True if `job`, of experiment `e`, failed for senpai's reasons: on infrastructure
+    (`infra_failure`), or any failure of a student job on a PR that holds a passing verification
+    (its re-apply on a moved base: a hang, its deadline or a crash there never closes a verified PR)."""
+    if infra_failure(job):
+        return True
+    return job.role == Role.STUDENT and job.phase == "failed" and any(v.passed for v in e.verifications)
+
+
+def next_run(base: str, jobs: list[JobStatus], now: datetime, retried=infra_failure) -> str | None:
     """The job name to launch for the work `base` names, or None if there is nothing to launch now.
 
-    `base` itself first; after it failed on infrastructure, `base-r1`, ... up to `RELAUNCH.runs`
-    runs in all, the k-th relaunch no sooner than `RELAUNCH.wait(k)` after the failed run
-    finished.  None while a run is live or backing off, once a run ended otherwise (the reaper
-    records it), or when the runs are spent (the reaper escalates).
+    `base` itself first; after it failed for senpai's reasons (`retried`, default `infra_failure`),
+    `base-r1`, ... up to `RELAUNCH.runs` runs in all, the k-th relaunch no sooner than
+    `RELAUNCH.wait(k)` after the failed run finished.  None while a run is live or backing off,
+    once a run ended otherwise (the reaper records it), or when the runs are spent (the reaper
+    escalates).
     """
     runs = sorted((j for j in jobs if j.name == base or j.name.startswith(f"{base}-r")), key=job_retry)
     if not runs:
         return base
     last = runs[-1]
-    if not last.done or not infra_failure(last) or len(runs) >= RELAUNCH.runs:
+    if not last.done or not retried(last) or len(runs) >= RELAUNCH.runs:
         return None
     wait = timedelta(seconds=RELAUNCH.wait(len(runs)))
     if last.finished_at is not None and now < last.finished_at + wait:
@@ -229,7 +246,8 @@ def plan(w: World, cfg: HarnessConfig) -> list[Action]:
     else:
         actions += _students(w, cfg)
         actions += _verifiers(w)
-    advisor = _advisor(w, cfg)
+    # a WIP PR this plan launches a student for is not stale (after a long wait for room on a full disk)
+    advisor = _advisor(w, cfg, {a.pr for a in actions if isinstance(a, Launch)})
     return steering + actions + ([advisor] if advisor else [])
 
 
@@ -268,7 +286,7 @@ def _reap(w: World) -> list[Action]:
         if not j.done or e is None or e.decided or e.state == ExperimentState.BLOCKED:
             continue
         if j.role == Role.STUDENT and e.attempts < job_attempt(j) and e.state in ASSIGNED:
-            if infra_failure(j):
+            if senpai_failure(j, e):
                 out += _spent(j, e.pr, w)  # relaunched by _students until the runs are spent
                 continue
             budget = e.hypothesis.budget.attempts if e.hypothesis else 1
@@ -295,11 +313,16 @@ def _spent(j: JobStatus, pr: int, w: World) -> list[Action]:
         if j.role == Role.VERIFIER
         else "on infrastructure,"
     )
+    if j.exit_code == DISK_FULL_EXIT:
+        why = "because a volume it writes to is full (no space left: its last lines below name the folder),"
+    elif not infra_failure(j):  # `senpai_failure`: a student job re-applying a verified PR
+        why = "while re-applying a PR that passed verification (a hang, its deadline or a crash there),"
     reason = (
         f"job `{base}` failed {RELAUNCH.runs} times {why} not on the hypothesis "
         f"(last run `{j.name}`: {j.reason}, exit {j.exit_code}). No attempt was spent; see the job logs."
     )
-    return [Escalate((pr,), reason, base, j.name)]
+    title = "a volume is full" if j.exit_code == DISK_FULL_EXIT else Escalate.title
+    return [Escalate((pr,), reason, base, j.name, title)]
 
 
 def _students(w: World, cfg: HarnessConfig) -> list[Action]:
@@ -317,7 +340,7 @@ def _students(w: World, cfg: HarnessConfig) -> list[Action]:
             continue  # out of attempts: to review (the reaper or the job's own evidence normally does it)
         if held or e.student in live or e.student not in {s.name for s in cfg.students}:
             continue
-        name = next_run(f"senpai-student-pr{e.pr}-{attempt}", w.jobs, w.now)
+        name = next_run(f"senpai-student-pr{e.pr}-{attempt}", w.jobs, w.now, lambda j, e=e: senpai_failure(j, e))
         if name is None:
             continue  # live, or about to be reaped (evidence, or escalation once its retries are spent)
         mine = [ev for ev in messages if ev.pr == e.pr]
@@ -343,6 +366,9 @@ def _verifiers(w: World) -> list[Action]:
     stalled = bool(failed.intersection(runs))  # an owed verifier failed: nobody waits for it
     busy = any(j.role == Role.VERIFIER for j in _live(w.jobs)) and not stalled
     for (e, base), run in zip(owed, runs, strict=True):
+        if moved := head_keeps_moving(e):
+            out.append(Block(e.pr, moved))
+            continue
         name = next_run(run, w.jobs, w.now)
         if name is None:
             continue
@@ -386,7 +412,7 @@ def _verifier(name: str, e: Experiment, sources: list[int]) -> Launch:
     return Launch(Role.VERIFIER, name, args, e.pr, e.student)
 
 
-def _advisor(w: World, cfg: HarnessConfig) -> Launch | Escalate | None:
+def _advisor(w: World, cfg: HarnessConfig, launching: Collection[int | None] = ()) -> Launch | Escalate | None:
     if any(j.role == Role.ADVISOR for j in _live(w.jobs)):
         return None
     messages = [ev for ev in pending_messages(w, cfg) if ev.pr is None]
@@ -394,7 +420,8 @@ def _advisor(w: World, cfg: HarnessConfig) -> Launch | Escalate | None:
         return None  # messages go first and together: wait for the batch window to close
     events = messages
     if not llm_held(caps_reached(w, cfg), cfg, Role.ADVISOR):  # else only humans are answered
-        events = messages + [ev for ev in advisor_events(w, cfg) if not _handled(ev, w)]
+        fresh = [ev for ev in advisor_events(w, cfg) if not _handled(ev, w)]
+        events = messages + [ev for ev in fresh if not (ev.kind == "stale" and ev.pr in launching)]
     if not events:
         return None
     digest = hashlib.sha256("\n".join(sorted(ev.id for ev in events)).encode()).hexdigest()[:10]

@@ -106,6 +106,8 @@ def test_answers_match_githubs_openapi(spec, forge_repo, local_forge, tmp_path):
         ("GET", f"{repo}/git/ref/heads/advisor", R + "/git/ref/{ref}", None, 200),
         ("GET", f"{repo}/commits/advisor", R + "/commits/{ref}", None, 200),
         ("GET", f"{repo}/commits/{'0' * 40}", R + "/commits/{ref}", None, 422),
+        ("POST", f"{repo}/pulls/1/reviews", R + "/pulls/{pull_number}/reviews", {"event": "COMMENT", "body": "ok"}, 200),
+        ("GET", f"{repo}/pulls/1/reviews", R + "/pulls/{pull_number}/reviews", None, 200),
         ("PUT", f"{repo}/pulls/1/merge", R + "/pulls/{pull_number}/merge", {"sha": "0" * 40}, 409),
         ("PUT", f"{repo}/pulls/1/merge", R + "/pulls/{pull_number}/merge", {"commit_message": "m"}, 200),
         ("GET", f"{repo}/pulls/1", R + "/pulls/{pull_number}", None, 200),

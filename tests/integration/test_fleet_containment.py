@@ -1,18 +1,17 @@
 """One job's broken bookkeeping stays with that job; a job's processes, setsid daemons too, die with it."""
 
 import contextlib
-import errno
 import os
 import signal
-import subprocess
 import time
 import uuid
 from pathlib import Path
 
 import psutil
 import pytest
+from full_disk import fill, small_volume
 
-from senpai.errors import TransientError
+from senpai.errors import DiskFull
 from senpai.fleet.base import ENV_DEADLINE, JobSpec, JobStatus
 from senpai.fleet.local import LocalFleet
 from senpai.fleet.supervise import Claim
@@ -125,30 +124,8 @@ def test_corrupt_or_unreadable_job_files_fail_that_job_only(fleet: LocalFleet) -
 @pytest.fixture
 def full_disk(tmp_path: Path):
     """A 1 MiB tmpfs to fill up: a real ENOSPC (needs root to mount)."""
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a tmpfs (not root)")
-    try:
+    with small_volume(tmp_path / "small") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
-
-
-def fill(path: Path) -> None:
-    fd = os.open(path / "filler", os.O_WRONLY | os.O_CREAT)
-    try:
-        while True:
-            os.write(fd, b"\0" * 4096)
-    except OSError as e:
-        assert e.errno == errno.ENOSPC
-    finally:
-        os.close(fd)
-    for i in range(10_000):  # the last inodes' worth of tiny files too
-        try:
-            (path / f"f{i}").touch()
-        except OSError:
-            break
 
 
 def test_a_full_disk_fails_one_launch_and_never_a_read(full_disk: Path) -> None:
@@ -159,8 +136,9 @@ def test_a_full_disk_fails_one_launch_and_never_a_read(full_disk: Path) -> None:
     wait_for(fleet, "senpai-student-pr2-1", lambda s: s.phase == "running")
     supervisor = Claim.model_validate_json((fleet.root / "senpai-student-pr2-1" / "supervisor.json").read_text()).pid
     fill(full_disk)
-    with pytest.raises(TransientError, match="No space left"):
+    with pytest.raises(DiskFull, match="No space left") as full:  # a TransientError: senpai's, not the job's
         fleet.launch(spec("senpai-student-pr3-1", "echo never"))
+    assert full.value.path == str(fleet.root) and full.value.exit_code == 6
     assert fleet.get("senpai-student-pr3-1") is None  # no half-made job holds the name
     os.kill(supervisor, signal.SIGKILL)  # its job is now Lost, and the record cannot be written
     assert wait_for(fleet, "senpai-student-pr2-1").reason == "Lost"

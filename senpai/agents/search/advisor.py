@@ -72,9 +72,17 @@ def _review(ctx: TurnContext, ev: Event, exp: Experiment, baseline: Baseline) ->
 
 
 def _review_evidence(ctx, pr, exp: Experiment, baseline: Baseline, decide) -> list[str]:
+    """Close a failed attempt as a useful failure, or a value no better than the baseline's; else
+    verify. Not the hypothesis's failures: a head no student measured (someone else pushed to the
+    branch: `review.head_moved`), and a failed re-apply of a PR that passed verification
+    (`review.reapply_failed`)."""
     evidence = exp.evidence_for(pr.head_sha)
+    if evidence is None and exp.evidence:
+        return [review.head_moved(ctx, pr, exp, baseline)]
     if evidence is None or evidence.outcome == "failed":
         why = evidence.failure if evidence else "no evidence for the current head"
+        if any(v.passed for v in exp.verifications):
+            return [review.reapply_failed(ctx, pr, exp, why)]
         decide(_decision(exp, "close", f"useful failure: {why}"))
         return [f"#{exp.pr}: closed, {why}"]
     value, base = evidence.primary.value, baseline.value

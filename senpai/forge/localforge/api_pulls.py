@@ -3,8 +3,9 @@
 GitHub REST: GET|POST /repos/{o}/{r}/pulls, GET|PATCH .../pulls/{n}, GET|PUT .../pulls/{n}/merge,
 GET .../pulls/{n}/files (only the first MAX_PULL_FILES, as GitHub).  A PR's head and base shas are
 read live from the bare repository while it is open.  Merging makes a real merge commit on the base
-branch; a conflict answers 405 "Merge conflict", a stale `sha` or a base that moved meanwhile
-answers 409, as GitHub does.
+branch; a conflict answers 405 "Merge conflict" (`mergeable: false`), a protected base that asks
+for approvals the PR lacks answers 405 (`mergeable_state: blocked`, see `reviews`), a stale `sha`
+or a base that moved meanwhile answers 409, as GitHub does.
 Anyone with a token may open a PR; its author or a collaborator may edit it (a PATCH is validated
 whole before anything is written; only an open PR may change its base); merging needs a collaborator.
 One repository lock serialises PR creation and merges (see `merges`).
@@ -15,6 +16,7 @@ from fastapi import APIRouter, Request, Response
 from senpai.forge.localforge.api_issues import edit_fields, query_from
 from senpai.forge.localforge.context import Ctx, CtxDep
 from senpai.forge.localforge.merges import merge
+from senpai.forge.localforge.reviews import blocked
 from senpai.forge.localforge.store import IssueQuery
 from senpai.forge.localforge.web import ApiError, JsonBody, invalid, link_header, not_found, page_args, reply, text_field
 
@@ -42,6 +44,8 @@ def _full_reply(request: Request, ctx: Ctx, repo: dict, number: int, status: int
         commits = ctx.git.count_commits(path, base, head)
         mergeable = ctx.git.mergeable(path, base, head) if row["state"] == "open" else None
     out.update(ctx.render.pull_details(row, mergeable, files, commits))
+    if mergeable and blocked(ctx, repo, row):  # GitHub: merges cleanly, but the base's protection refuses it
+        out["mergeable_state"] = "blocked"
     # as list_pulls: a comment within the same second changes the ETag (GitHub's body counts comments)
     return reply(request, out, status, salt=repr(row["updated_at"]))
 

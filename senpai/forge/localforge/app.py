@@ -19,7 +19,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from senpai.forge.localforge import api_issues, api_pulls, api_repos
+from senpai.errors import NO_SPACE
+from senpai.forge.localforge import api_issues, api_pulls, api_repos, reviews
 from senpai.forge.localforge.git import BadName, GitError, GitRepos
 from senpai.forge.localforge.merges import recover
 from senpai.forge.localforge.ratelimit import NO_WRITE_LIMITS, RateLimited, WriteLimits, WriteRate
@@ -29,11 +30,22 @@ from senpai.forge.localforge.web import DOCS, ApiError, control_in_target
 _log = logging.getLogger(__name__)
 
 
+FULL_RETRY_SECONDS = 60  # the Retry-After of an answer refused because the forge's volume is full
+
+
 def _error(status: int, message: str, errors: list | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
     body: dict = {"message": message, "documentation_url": DOCS}
     if errors is not None:
         body["errors"] = errors
     return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _full(what: str) -> JSONResponse:
+    """503 with a Retry-After for a write the forge's full data volume refused: a client waits and
+    tries again (senpai: TransientError) instead of taking it for a bug. The log names the folder."""
+    _log.error("the local forge's data volume is full: %s", what)
+    message = "Service Unavailable: the forge's data volume is full (No space left on device)"
+    return _error(503, message, headers={"Retry-After": str(FULL_RETRY_SECONDS)})
 
 
 def _install_error_handlers(app: FastAPI) -> None:
@@ -55,7 +67,23 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def git_error(_: Request, exc: GitError) -> JSONResponse:
         if isinstance(exc, BadName):
             return _error(404, "Not Found")
+        if "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc):
+            return _full(str(exc))
         _log.error("git failed: %s", exc)  # git's stderr names server paths: it goes to the log, never to a client
+        return _error(500, "Internal Server Error")
+
+    @app.exception_handler(sqlite3.OperationalError)
+    async def store_error(_: Request, exc: sqlite3.OperationalError) -> JSONResponse:
+        if getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL" or "disk is full" in str(exc):
+            return _full(str(exc))
+        _log.error("the store failed: %s", exc, exc_info=exc)
+        return _error(500, "Internal Server Error")
+
+    @app.exception_handler(OSError)
+    async def os_error(_: Request, exc: OSError) -> JSONResponse:
+        if exc.errno in NO_SPACE:
+            return _full(str(exc))
+        _log.error("the forge failed: %s", exc, exc_info=exc)
         return _error(500, "Internal Server Error")
 
     @app.exception_handler(sqlite3.IntegrityError)
@@ -108,11 +136,14 @@ def create_app(
     protected: tuple[str, ...] = DEFAULT_PROTECTED,
     rate_limit: int | None = None,
     write_limits: WriteLimits = NO_WRITE_LIMITS,
+    required_approvals: int = 0,
 ) -> FastAPI:
     """The local forge serving the data under `data_dir` (created if missing; relative is fine).
 
     `protected` names the branches of every repository that cannot be deleted or force-pushed and
-    that only an admin may push to (others merge PRs).  Merges a crash interrupted are finished first.
+    that only an admin may push to (others merge PRs); a PR into one merges only once
+    `required_approvals` users with write access approve it (`reviews`).  Merges a crash
+    interrupted are finished first.
     `rate_limit`: charged REST requests per token an hour, as GitHub's primary limit (None: no limit).
     `write_limits`: GitHub's secondary limits, a user's writes a minute and a thread's comments
     (`senpai forge serve` and `senpai demo` set GitHub's; none here, for tests that write fast).
@@ -134,11 +165,12 @@ def create_app(
     app.state.git = git
     app.state.write_limits = write_limits
     app.state.write_rate = WriteRate(write_limits.per_minute) if write_limits.per_minute else None
+    app.state.required_approvals = required_approvals
     _install_error_handlers(app)
     app.add_middleware(RefuseControlChars)
     app.add_middleware(ForgeDate, store=store)
     if rate_limit is not None:
         app.add_middleware(RateLimited, limit=rate_limit)
-    for module in (api_repos, api_issues, api_pulls):
+    for module in (api_repos, api_issues, api_pulls, reviews):
         app.include_router(module.router)
     return app

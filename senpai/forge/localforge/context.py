@@ -38,6 +38,7 @@ class Ctx:
     render: Renderer
     login: str | None
     limits: WriteLimits = NO_WRITE_LIMITS  # the secondary limits the routes check (the comment cap)
+    approvals: int = 0  # approving reviews a PR into a protected branch needs (`reviews.blocked`)
 
     @property
     def user(self) -> str:
@@ -138,7 +139,8 @@ def get_ctx(request: Request) -> Ctx:
         raise unauthenticated()
     if login is not None and rest and request.method in WRITE_METHODS and state.write_rate is not None:
         state.write_rate.take(login)
-    return Ctx(state.store, state.git, Renderer(root_url(request), state.store), login, state.write_limits)
+    render = Renderer(root_url(request), state.store)
+    return Ctx(state.store, state.git, render, login, state.write_limits, state.required_approvals)
 
 
 CtxDep = Annotated[Ctx, Depends(get_ctx)]

@@ -15,6 +15,7 @@ from typing import Any
 
 from senpai.forge.localforge.context import Ctx
 from senpai.forge.localforge.git import Conflict, GitRepos, Moved
+from senpai.forge.localforge.reviews import blocked
 from senpai.forge.localforge.store import Store
 from senpai.forge.localforge.web import ApiError, invalid
 
@@ -41,7 +42,8 @@ def _message(repo: dict, row: dict, payload: dict[str, Any], squash: bool) -> st
 def merge(ctx: Ctx, repo: dict, number: int, payload: dict[str, Any]) -> str:
     """Merge PR `number` (payload: GitHub's merge_method, sha, commit_title, commit_message); return the commit sha.
 
-    Raises ApiError 405 (not open, conflict, method), 409 (head is not `sha`, base moved), 422 (types).
+    Raises ApiError 405 (not open, approvals the protected base asks for are missing, conflict,
+    method), 409 (head is not `sha`, base moved), 422 (types).
     """
     method, expected = payload.get("merge_method", "merge"), payload.get("sha")
     if not isinstance(method, str) or (expected is not None and not isinstance(expected, str)):
@@ -56,6 +58,8 @@ def merge(ctx: Ctx, repo: dict, number: int, payload: dict[str, Any]) -> str:
             raise ApiError(405, "Pull Request is not mergeable")
         if expected and expected != head_sha:
             raise ApiError(409, "Head branch was modified. Review and try the merge again.")
+        if refused := blocked(ctx, repo, row):  # the base's protection: a human must approve first
+            raise ApiError(405, refused)
         base_sha = ctx.git.branch_sha(path, row["base_ref"])
         message = _message(repo, row, payload, method == "squash")
         try:

@@ -32,9 +32,10 @@ class LocalForgeServer:
         protected: tuple[str, ...] = DEFAULT_PROTECTED,
         rate_limit: int | None = None,
         write_limits: WriteLimits = NO_WRITE_LIMITS,
+        required_approvals: int = 0,
     ) -> None:
         self.data_dir = Path(data_dir)
-        self.app = app or create_app(self.data_dir, protected, rate_limit, write_limits)
+        self.app = app or create_app(self.data_dir, protected, rate_limit, write_limits, required_approvals)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         # IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on sockets that say so (else +40 ms per reply)
         self._socket = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -100,6 +101,7 @@ def serve(
     protected: tuple[str, ...] = DEFAULT_PROTECTED,
     rate_limit: int | None = None,
     write_limits: WriteLimits = NO_WRITE_LIMITS,
+    required_approvals: int = 0,
 ) -> LocalForgeServer:
     """Serve the forge for `data_dir`.
 
@@ -107,7 +109,10 @@ def serve(
     (`on_ready` is called first, once the port is bound);
     background=True returns the started server; call `.stop()` when done.
     """
-    server = LocalForgeServer(data_dir, host, port, protected=protected, rate_limit=rate_limit, write_limits=write_limits)
+    server = LocalForgeServer(
+        data_dir, host, port, protected=protected, rate_limit=rate_limit, write_limits=write_limits,
+        required_approvals=required_approvals,
+    )  # fmt: skip
     if background:
         server.start()
         if on_ready:

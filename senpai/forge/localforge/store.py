@@ -10,7 +10,8 @@ labels or its comments bumps its `updated_at`.
 
 Tokens, roles and collaborators are read and written by the `AccessStore` part (access.py).
 `pending_merges` journals a merge between its git update and its row
-update, so a restart finishes it.  At most one open PR exists per (head, base) (a unique index).
+update, so a restart finishes it.  `reviews` holds PR reviews (`reviews.py`).  At most one open PR
+exists per (head, base) (a unique index).
 """
 
 import sqlite3
@@ -59,6 +60,9 @@ CREATE UNIQUE INDEX IF NOT EXISTS one_open_pull ON issues(repo_id, head_ref, bas
 CREATE TABLE IF NOT EXISTS pending_merges(
   issue_id INTEGER PRIMARY KEY, commit_sha TEXT NOT NULL, merged_by TEXT NOT NULL,
   head_sha TEXT NOT NULL, base_sha TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS reviews(
+  id INTEGER PRIMARY KEY, issue_id INTEGER NOT NULL, user TEXT NOT NULL, state TEXT NOT NULL,
+  body TEXT NOT NULL, commit_id TEXT NOT NULL, submitted_at REAL NOT NULL);
 """
 
 _ISSUE_SELECT = "SELECT i.*, (SELECT COUNT(*) FROM comments c WHERE c.issue_id = i.id) AS comments FROM issues i"
@@ -364,3 +368,20 @@ class Store(AccessStore):
         with self._tx() as db:
             db.execute("DELETE FROM comments WHERE id = ?", (comment["id"],))
         self.touch(comment["issue_id"])
+
+    # ---------------------------------------------------------------- reviews
+
+    def create_review(self, issue: dict, user: str, state: str, body: str, commit_id: str) -> dict:
+        """Record a submitted review of PR `issue` (state APPROVED, CHANGES_REQUESTED or COMMENTED)."""
+        now = self.now()
+        with self._tx() as db:
+            cur = db.execute(
+                "INSERT INTO reviews(issue_id, user, state, body, commit_id, submitted_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (issue["id"], user, state, body, commit_id, now),
+            )
+        self.touch(issue["id"])
+        return self._one("SELECT * FROM reviews WHERE id = ?", cur.lastrowid)  # type: ignore[return-value]
+
+    def reviews(self, issue_id: int) -> list[dict]:
+        """The reviews of a PR, oldest first."""
+        return self._all("SELECT * FROM reviews WHERE issue_id = ? ORDER BY id", issue_id)
