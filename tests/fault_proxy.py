@@ -20,6 +20,10 @@ counts requests that reached the forge, `answered` the forge's answers by ("rest
 method and path (numbers as N)
 (bench/forge_requests.py counts 304s apart: GitHub does not charge them to the rate limit).
 Set `rate = 0` to pause injection (e.g. while seeding).
+
+`stuck_304 = True` plays a stale ETag or a caching proxy: every REST request that carries
+`If-None-Match` is answered 304 with that ETag, whatever the forge holds, without reaching it
+(`held_304` counts them); a request without a validator passes as usual.
 """
 
 import http.client
@@ -73,6 +77,8 @@ class FaultProxy:
         self.methods: Counter[tuple[str, str, bool]] = Counter()  # (surface, method, answered 304)
         self.charged_paths: Counter[str] = Counter()  # "GET /repos/o/r/issues/N/comments": REST answers but 304s
         self.charged_by_role: Counter[tuple[str, str]] = Counter()  # (senpai role from the User-Agent, route)
+        self.stuck_304 = False  # answer every conditional REST request 304 (a stale ETag, a caching proxy)
+        self.held_304 = 0
         self._server = _Server(("127.0.0.1", 0), _handler_for(self))
         self._thread: threading.Thread | None = None
 
@@ -165,6 +171,9 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._read_body()
         if body is None:
             return
+        etag = self.headers.get("If-None-Match")
+        if self.proxy.stuck_304 and etag and not self.path.startswith("/git/"):
+            return self._not_modified(etag)
         fault = self.proxy.choose(self.path)
         if fault == "reset_before":
             return self._reset()
@@ -232,6 +241,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
+
+    def _not_modified(self, etag: str) -> None:
+        with self.proxy._lock:
+            self.proxy.held_304 += 1
+        self.proxy.answer(self.path, 304, self.command, self.headers.get("User-Agent", ""))
+        self.send_response(304)
+        self.send_header("ETag", etag)
+        self.end_headers()
 
     def _reset(self) -> None:
         """Close with SO_LINGER 0: the peer gets a TCP RST, not an answer."""
