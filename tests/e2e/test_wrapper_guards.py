@@ -18,6 +18,8 @@ from fault_proxy import FaultProxy
 from forge_fixtures import TOKEN, add_collaborator, as_user, clone, commit_and_push
 from research import make_program, ticks
 
+from senpai.cli.status import StatusReader
+from senpai.cli.wiring import make_fleet, make_forge
 from senpai.cli.wrapper import build_wrapper
 from senpai.config import safe_yaml
 from senpai.config.harness import load_harness
@@ -201,7 +203,10 @@ def test_prs_the_bot_did_not_open_count_against_no_cap(local_forge, tmp_path):
         assert any(a.startswith("launched senpai-advisor-") for a in actions), actions
         assert sum("blocked: a senpai block is invalid" in a for a in actions) == 2, actions  # each author is told
         assert not [i for i in w.forge.list_issues(STEER, "all") if "budget exhausted" in i.title]
-        assert foreign.isdisjoint(e.pr for e in LedgerReader(w.forge).experiments())
+        exps = LedgerReader(w.forge).experiments()
+        assert foreign.isdisjoint(e.pr for e in exps)
+        status = StatusReader(cfg, make_forge(cfg), make_fleet(cfg), None).read()  # `senpai status`
+        assert status.budget.experiments == len(exps) and foreign.isdisjoint(r.pr for r in status.open)
     finally:
         for job in w.fleet.list():
             if not job.done:
