@@ -461,7 +461,6 @@ class GitHubForge:
     def create_pull(self, title: str, body: str, head: str, base: str, labels: list[str]) -> PullRequest:
         """GitHub REST: POST /repos/{o}/{r}/pulls, then POST .../issues/{n}/labels.  A retry first looks
         for an open PR from `head` (GET .../pulls?head=owner:head), so a lost answer opens no second PR."""
-
         self._written(None)
 
         def find() -> PullRequest | None:
@@ -600,7 +599,9 @@ class GitHubForge:
             if etag:
                 self._pages[key] = (etag, items, link)
                 if len(self._pages) > MAX_PAGES:
-                    del self._pages[next(iter(self._pages))]
+                    oldest = next(iter(self._pages))
+                    del self._pages[oldest]
+                    self._unvalidated.discard(oldest)
             out += items
             links = requests.utils.parse_header_links(link) if link else []
             next_url, next_params = next((x["url"] for x in links if x.get("rel") == "next"), None), None

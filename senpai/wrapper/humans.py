@@ -51,7 +51,7 @@ class HumanReader:
         if so. Cost: one conditional request when none did (a 304, free), else every page
         (`Forge.issues_updated`). The answer, not the issues, says so: a comment in the same second
         as the last change leaves every listed field as it was. `revalidate`: sent without the
-        cached ETag, and True (the wrapper's full refresh, which a stuck 304 must not fool)."""
+        cached ETag (the wrapper's full refresh, which a stuck 304 must not fool)."""
         page = self.forge.issues_updated(STEER, None if revalidate else self._etag)
         if page.changed:
             # newest first, as GitHub lists issues by default
