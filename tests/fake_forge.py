@@ -240,6 +240,7 @@ class FakeForge:
         self.answered_at: datetime | None = None  # the fake's clock at its last conditional answer
         self._per_page = per_page
         self._pages: dict[tuple, tuple[str, list]] = {}  # what a conditional read was last answered: (ETag, items)
+        self._unvalidated: set[tuple] = set()  # keys whose next read is no 304 (`revalidate`)
 
     def git_env(self) -> dict[str, str]:
         """GIT_TERMINAL_PROMPT=0: the clone URL is a local path and needs no credentials."""
@@ -256,11 +257,15 @@ class FakeForge:
         self.calls += 1
         self.answered_at = datetime.fromtimestamp(int(self.fake.clock()), UTC)  # whole seconds, as an HTTP Date
         cached = self._pages.get(key)
-        if cached and cached[0] == etag:
+        if cached and cached[0] == etag and key not in self._unvalidated:
             self.not_modified += 1
             return cached[1]
+        self._unvalidated.discard(key)
         self._pages[key] = (etag, items)
         return items
+
+    def revalidate(self) -> None:
+        self._unvalidated = set(self._pages)
 
     def _listing(self, key: tuple, rows: list, render: Callable[[list], list]) -> list:
         """Every page of `rows` (sorted), each page conditional: the adapter's `_listing`."""
@@ -508,6 +513,12 @@ class FakeForge:
             if labels and self.fake.permission(self.login) != "read":  # GitHub drops them silently otherwise
                 self._label(item, labels)
             return self.fake.issue(item)
+
+    def update_issue(self, number: int, body: str) -> None:
+        with self.fake.lock:
+            self.calls += 1
+            self._require_write(author=self.fake.item(number).user)
+            self.fake.edit_issue(number, body)
 
     def access(self) -> Access:
         self.calls += 1

@@ -21,6 +21,10 @@ method and path (numbers as N), `requests` every REST answer by method and path 
 (a regex searched in the path) limits faults to the requests it matches
 (bench/forge_requests.py counts 304s apart: GitHub does not charge them to the rate limit).
 Set `rate = 0` to pause injection (e.g. while seeding).
+
+`stuck_304 = True` plays a stale ETag or a caching proxy: every REST request that carries
+`If-None-Match` is answered 304 with that ETag, whatever the forge holds, without reaching it
+(`held_304` counts them); a request without a validator passes as usual.
 """
 
 import http.client
@@ -77,6 +81,8 @@ class FaultProxy:
         self.charged_paths: Counter[str] = Counter()  # "GET /repos/o/r/issues/N/comments": REST answers but 304s
         self.charged_by_role: Counter[tuple[str, str]] = Counter()  # (senpai role from the User-Agent, route)
         self.requests: Counter[str] = Counter()  # "GET /repos/o/r/...": every REST answer, 304s too (query dropped)
+        self.stuck_304 = False  # answer every conditional REST request 304 (a stale ETag, a caching proxy)
+        self.held_304 = 0
         self._server = _Server(("127.0.0.1", 0), _handler_for(self))
         self._thread: threading.Thread | None = None
 
@@ -173,6 +179,9 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._read_body()
         if body is None:
             return
+        etag = self.headers.get("If-None-Match")
+        if self.proxy.stuck_304 and etag and not self.path.startswith("/git/"):
+            return self._not_modified(etag)
         fault = self.proxy.choose(self.path)
         if fault == "reset_before":
             return self._reset()
@@ -240,6 +249,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
+
+    def _not_modified(self, etag: str) -> None:
+        with self.proxy._lock:
+            self.proxy.held_304 += 1
+        self.proxy.answer(self.path, 304, self.command, self.headers.get("User-Agent", ""))
+        self.send_response(304)
+        self.send_header("ETag", etag)
+        self.end_headers()
 
     def _reset(self) -> None:
         """Close with SO_LINGER 0: the peer gets a TCP RST, not an answer."""

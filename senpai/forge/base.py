@@ -175,6 +175,11 @@ class Forge(Protocol):
         request."""
         ...
 
+    def revalidate(self) -> None:
+        """Send no cached validator on the next read of each page or object read so far (the
+        wrapper's periodic full refresh: a stuck 304 cannot hide a change from it). Makes no request."""
+        ...
+
     def get_pull(self, number: int) -> PullRequest:
         """GitHub REST: GET /repos/{o}/{r}/pulls/{n}, conditional on its last answer. Raises NotFound."""
         ...
@@ -231,6 +236,10 @@ class Forge(Protocol):
 
     def create_issue(self, title: str, body: str, labels: list[str]) -> Issue:
         """GitHub REST: POST /repos/{o}/{r}/issues."""
+        ...
+
+    def update_issue(self, number: int, body: str) -> None:
+        """Replace the body of issue `number`. GitHub REST: PATCH /repos/{o}/{r}/issues/{n}."""
         ...
 
     def read_file(self, path: str, ref: str) -> str:

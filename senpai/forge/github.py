@@ -300,6 +300,7 @@ class GitHubForge:
         self._attempts, self._backoff, self._max_wait, self._sleep = max(1, attempts), backoff, max_wait, sleep
         self._per_page = per_page
         self._pages: dict[str, tuple[str, list, str]] = {}  # page URL -> (ETag, converted items, Link header)
+        self._unvalidated: set[str] = set()  # keys of `_pages` whose next read sends no validator (`revalidate`)
         local = urlsplit(settings.base_url).hostname in LOCAL_HOSTS
         throttle = {"seconds_between_requests": None, "seconds_between_writes": None} if local else {}
         self._gh = Github(
@@ -437,6 +438,12 @@ class GitHubForge:
         for number, (etag, comments) in memo.comments.items():
             self._pages.setdefault(self._comments_key(number), (etag, list(comments), ""))
 
+    def revalidate(self) -> None:
+        """Send no cached validator (If-None-Match) on the next read of each page and object read so
+        far, so that a stuck 304 (a stale ETag, a caching proxy) cannot hide a change from the
+        wrapper's periodic full refresh; each is cached again from its answer. No request."""
+        self._unvalidated = set(self._pages)
+
     def pulls_updated(self, since: datetime | None, etag: str | None) -> PullsPage:
         """PRs of every state, most recently updated first, down to the first page that reaches back
         past `since` (every PR if None). Page 1 is conditional on `etag`: a 304 gives `changed` False
@@ -485,6 +492,7 @@ class GitHubForge:
     def create_pull(self, title: str, body: str, head: str, base: str, labels: list[str]) -> PullRequest:
         """GitHub REST: POST /repos/{o}/{r}/pulls, then POST .../issues/{n}/labels.  A retry first looks
         for an open PR from `head` (GET .../pulls?head=owner:head), so a lost answer opens no second PR."""
+        self._written(None)
 
         def find() -> PullRequest | None:
             owner = self.settings.repo.split("/", 1)[0]
@@ -503,6 +511,7 @@ class GitHubForge:
 
     def update_pull(self, number: int, *, body: str | None = None, state: Literal["open", "closed"] | None = None) -> PullRequest:
         changes = {key: value for key, value in (("body", body), ("state", state)) if value is not None}
+        self._written(number)
 
         def run() -> PullRequest:
             pr = self._repo.get_pull(number)
@@ -513,9 +522,11 @@ class GitHubForge:
         return self._call(f"update pull #{number}", run)
 
     def set_labels(self, number: int, labels: list[str]) -> None:
+        self._written(number)
         self._call(f"set labels of #{number}", lambda: self._repo.get_issue(number).set_labels(*labels))
 
     def close_with_labels(self, number: int, labels: list[str]) -> None:
+        self._written(number)
         self._call(f"close #{number}", lambda: self._repo.get_issue(number).edit(state="closed", labels=labels))
 
     def merge_pull(self, number: int, message: str, sha: str) -> str:
@@ -524,6 +535,7 @@ class GitHubForge:
         Idempotent: a PR already merged at `sha` (e.g. by a retried request) returns its merge sha.
         A refusal (HTTP 405/409) is told by its cause (`_refusal`).
         """
+        self._written(number)
         try:
             status = self._call(
                 f"merge pull #{number}",
@@ -601,6 +613,23 @@ class GitHubForge:
             raise Requester.createException(status, out_headers, data if isinstance(data, dict) else {})
         return status, out_headers, data
 
+    def _written(self, number: int | None, comments: bool = False) -> None:
+        """Before a write to issue or PR `number` (None: a new one): the cached pages it changes
+        (the issue and PR listings, PR `number`, and with `comments` its comment pages) are read next
+        without a validator. On an honest forge that read is a 200 anyway; a stale 304 must not hide
+        senpai's own write from the idempotency read before its next one (a duplicate post)."""
+        repo = self.settings.repo
+        inside = (f"/repos/{repo}/issues?", f"/repos/{repo}/pulls?") + ((f"/issues/{number}/comments?",) if comments else ())
+        exact = f"/repos/{repo}/pulls/{number}"
+        self._unvalidated |= {k for k in self._pages if k == exact or any(part in k for part in inside)}
+
+    def _validator(self, key: str, cached: tuple[str, list, str] | None) -> str | None:
+        """The ETag to send for the page `key` whose cache is `cached`: none after `revalidate`."""
+        if key in self._unvalidated:
+            self._unvalidated.discard(key)
+            return None
+        return cached[0] if cached else None
+
     def _listing(self, url: str, params: dict[str, Any], convert: Callable[[Any], T]) -> list[T]:
         """Every item of a paginated REST list, each page's JSON `convert`ed, following `Link: rel="next"`.
 
@@ -614,7 +643,7 @@ class GitHubForge:
         while next_url:
             key = self._page_key(next_url, next_params)
             cached = self._pages.pop(key, None)
-            status, headers, page = self._get(next_url, next_params, cached[0] if cached else None)
+            status, headers, page = self._get(next_url, next_params, self._validator(key, cached))
             if status == 304 and cached:
                 etag, items, link = cached
             else:
@@ -622,7 +651,9 @@ class GitHubForge:
             if etag:
                 self._pages[key] = (etag, items, link)
                 if len(self._pages) > MAX_PAGES:
-                    del self._pages[next(iter(self._pages))]
+                    oldest = next(iter(self._pages))
+                    del self._pages[oldest]
+                    self._unvalidated.discard(oldest)
             out += items
             links = requests.utils.parse_header_links(link) if link else []
             next_url, next_params = next((x["url"] for x in links if x.get("rel") == "next"), None), None
@@ -632,6 +663,7 @@ class GitHubForge:
         """GitHub REST: POST .../issues/{n}/comments.  A retry first looks among the bot's comments on
         #number (GET .../issues/{n}/comments) for the body's marker, so a lost answer posts no duplicate."""
         key = _identity(body)
+        self._written(number, comments=True)
 
         def find() -> Comment | None:
             mine = [c for c in self._repo.get_issue(number).get_comments() if c.user.login == self.login and key in c.body]
@@ -652,6 +684,7 @@ class GitHubForge:
         """GitHub REST: POST /repos/{o}/{r}/issues.  A retry first looks among the bot's issues (GET
         .../issues?state=all&creator=) for the body's marker, so a lost answer opens no second issue."""
         key = _identity(body)
+        self._written(None)
 
         def find() -> Issue | None:
             issues = self._repo.get_issues(state="all", creator=self.login)
@@ -659,6 +692,11 @@ class GitHubForge:
             return _issue(mine[0]) if mine else None
 
         return self._write("create issue", lambda: _issue(self._repo.create_issue(title=title, body=body, labels=labels)), find)
+
+    def update_issue(self, number: int, body: str) -> None:
+        """GitHub REST: PATCH /repos/{o}/{r}/issues/{n} with `body` (idempotent: a retry writes the same)."""
+        self._written(number)
+        self._call(f"update issue #{number}", lambda: self._repo.get_issue(number).edit(body=body))
 
     def read_file(self, path: str, ref: str) -> str:
         def run() -> str:
@@ -678,7 +716,7 @@ class GitHubForge:
         """One object's GET, `convert`ed, asked for with the ETag of its last answer: a 304 (free on
         GitHub) reuses that answer. Raises as `_call`."""
         cached = self._pages.pop(url, None)
-        status, headers, data = self._call(what, lambda: self._get(url, None, cached[0] if cached else None))
+        status, headers, data = self._call(what, lambda: self._get(url, None, self._validator(url, cached)))
         item = cached[1][0] if status == 304 and cached else convert(data)
         if etag := headers.get("etag"):
             self._pages[url] = (etag, [item], "")

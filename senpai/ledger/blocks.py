@@ -357,6 +357,12 @@ class Decision(Block):
     findings: list[str] = Field(
         default_factory=list, description="Multi-arm: one line per arm that does not merge (its params and validation value)."
     )
+    hypothesis: str | None = Field(
+        None,
+        pattern=r"^[0-9a-f]{16}$",
+        description="The digest of the PR's hypothesis record it was decided on (`records.digest`); None before "
+        "decisions carried it. `senpai ledger --check` flags a PR body that no longer holds it.",
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -10,13 +10,17 @@ merge).  Everything else a human did by hand shows up here:
 - a merge without a passing verification of its merged head;
 - a merge that landed on a base that moved after its verification, until the merge commit passes a
   verification against that base;
-- a base head that no senpai merge produced (merged code with no merged PR, a commit pushed by hand).
+- a base head that no senpai merge produced (merged code with no merged PR, a commit pushed by hand);
+- a decided PR whose body no longer holds the hypothesis record senpai wrote (removed or made
+  unreadable by an edit), or holds another one than the record its last decision was made on (the
+  decision's `hypothesis` digest: the bot's comments are never edited, a PR body may be).
 """
 
 from dataclasses import dataclass, field
 
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import ExperimentState
+from senpai.ledger.records import digest
 
 
 @dataclass(frozen=True)
@@ -73,9 +77,22 @@ def _reverified(e: Experiment) -> bool:
     return any(v.passed and v.candidate == e.merge_commit and v.baseline == onto for v in e.verifications)
 
 
+def record_flags(e: Experiment) -> list[str]:
+    """The flags of a decided experiment `e` (one of the bot's own PRs) whose hypothesis record is
+    gone from its body, or is not the one its last decision recorded (`Decision.hypothesis`)."""
+    if not e.decided:
+        return []
+    if e.hypothesis is None:
+        return ["hypothesis record gone from the PR body (removed or made unreadable by an edit): its params are lost"]
+    recorded, now = [d.hypothesis for d in e.decisions if d.hypothesis], digest(e.hypothesis)
+    if recorded and recorded[-1] != now:
+        return [f"hypothesis record changed after the decision (edited by hand?): digest {now}, decided on {recorded[-1]}"]
+    return []
+
+
 def _flags(e: Experiment, bases: set[str]) -> list[str]:
     d = e.decision
-    out = []
+    out = record_flags(e)
     if e.state == ExperimentState.CLOSED and d is not None and d.verdict == "merge":
         out.append("merge decision on a PR closed without a merge")
     if e.state == ExperimentState.CLOSED and d is None:

@@ -139,6 +139,12 @@ def hashed(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
+def digest(block: Block) -> str:
+    """16 hex characters naming `block`'s content: the SHA-256 of its JSON without default values (a
+    field added later with a default leaves the digest of an older block as it was)."""
+    return hashed(block.model_dump_json(exclude_defaults=True))
+
+
 def record_key(block: Block) -> str:
     """The marker key of `block`'s record: what makes it one record (one evidence per attempt, ...)."""
     match block:

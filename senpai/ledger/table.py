@@ -26,7 +26,7 @@ from senpai.config.load import open_regular
 from senpai.errors import ConfigError
 from senpai.forge.base import Comment, Forge, ForgeMemo, Issue, PullRequest
 from senpai.ledger.consistency import Consistency
-from senpai.ledger.experiment import Experiment, RunSummary, finite_or_none, read_experiment
+from senpai.ledger.experiment import Experiment, RunSummary, finite_or_none, own_pull, read_experiment
 from senpai.ledger.labels import SENPAI
 from senpai.tracker.base import RunRecord, Tracker
 
@@ -94,13 +94,15 @@ class LedgerReader:
         self.refresh()
         return self.pulls
 
-    def refresh(self) -> bool:
+    def refresh(self, revalidate: bool = False) -> bool:
         """List the PRs updated since the last listing (less `SETTLE` seconds), page by page, into
-        `pulls`; True if any changed. One conditional request when nothing changed (a 304, free)."""
+        `pulls`; True if any changed. One conditional request when nothing changed (a 304, free);
+        `revalidate`: sent without the cached ETag (the wrapper's full refresh, which a stuck 304
+        must not fool)."""
         since = self._newest - timedelta(seconds=SETTLE) if self._newest else None
         # a 304 is safe even within a second of a change: what the listing does not show (a comment)
         # moves a PR's updated_at to a later second, or is re-read by `comments` (not yet settled)
-        page = self.forge.pulls_updated(since, self._etag)
+        page = self.forge.pulls_updated(since, None if revalidate else self._etag)
         if page.changed:
             self._pulls.update({p.number: p for p in page.pulls})
             self._newest = max([p.updated_at for p in page.pulls] + ([self._newest] if self._newest else []), default=None)
@@ -141,12 +143,24 @@ class LedgerReader:
         return [e if e.hypothesis is None else e.model_copy(update={"runs": _summaries(e, found)}) for e in exps]
 
     def experiments(self, state: str = "all", *, relist: bool = True) -> list[Experiment]:
-        """Every senpai experiment, oldest PR first. `state`: open, closed or all (forge PR state).
+        """Every senpai experiment, oldest PR first: each PR labelled `senpai` that the bot opened
+        from this repository (`own_pull`; design §4: senpai adopts no other PR, so no other counts
+        against a cap, in a status or in a report). `state`: open, closed or all (forge PR state).
         `relist` False: of the PRs the last `refresh` listed (no listing request)."""
         if relist:
             self.refresh()
-        pulls = [p for p in self.pulls if SENPAI in p.labels and state in ("all", p.state)]
-        return self._with_runs([self._parse(p) for p in pulls])
+        login = self.forge.login
+        return self._with_runs([self._parse(p) for p in self._labelled(state) if own_pull(p, login)])
+
+    def foreign(self) -> list[Experiment]:
+        """The open PRs labelled `senpai` that the bot did not open from this repository, of the
+        last `refresh`: no experiments, each with its `error` saying so (the wrapper blocks them,
+        which tells their author). Cost: their threads, as `comments`."""
+        login = self.forge.login
+        return [self._parse(p) for p in self._labelled("open") if not own_pull(p, login)]
+
+    def _labelled(self, state: str) -> list[PullRequest]:
+        return [p for p in self.pulls if SENPAI in p.labels and state in ("all", p.state)]
 
     def save(self) -> bool:
         """Write the cache to `snapshot.path` (atomically), authenticated with HMAC-SHA256 under

@@ -24,7 +24,7 @@ from senpai.ledger.experiment import Experiment, own_pull
 from senpai.ledger.gate import check_merge
 from senpai.ledger.inbox import SteerState, pr_steer, trust_of
 from senpai.ledger.labels import ASSIGNED, LABELLED, SENPAI, STEER, ExperimentState, status_of, student_label, with_status
-from senpai.ledger.records import by_bot, hashed, marker, marker_of, record_marker, record_text
+from senpai.ledger.records import by_bot, digest, hashed, marker, marker_of, record_marker, record_text
 from senpai.ledger.redact import redact
 
 
@@ -176,10 +176,12 @@ def decide(
     and `rivals` are the p-values of competing verifications
     (`gate.rival_p_values`).  A merge that senpai.yaml's `approval` names raises ApprovalRequired
     without a valid approval; the decision records the approval it consumed (`Decision.approval`,
-    which only a merge made here sets: whatever `d.approval` the caller gave is dropped).
+    which only a merge made here sets: whatever `d.approval` the caller gave is dropped), and the
+    digest of the hypothesis record it decides on (`Decision.hypothesis`, from `exp`).
     Replay after a crash finishes the step (a merged PR with no decision gets its comment).
     """
-    d = d.model_copy(update={"approval": None})
+    # the record it decides on, for `consistency.check` (a body edited later no longer holds it)
+    d = d.model_copy(update={"approval": None, "hypothesis": digest(exp.hypothesis) if exp.hypothesis else None})
     mark = record_marker(d)
     if pr.merged and d.verdict == "merge":
         d = _pinned(forge, d, base_sha, pr.merge_commit_sha)

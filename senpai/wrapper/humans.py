@@ -42,12 +42,18 @@ class HumanReader:
         # version, and the turns issues only grow, past read_record's LRU
         self._turns: dict[tuple[int, datetime], list[TurnCost]] = {}
 
-    def poll(self) -> bool:
+    @property
+    def issues(self) -> tuple[Issue, ...]:
+        """The steering issues as `poll` last listed them, newest first (none before it ran)."""
+        return tuple(self._issues or ())
+
+    def poll(self, revalidate: bool = False) -> bool:
         """List the steering issues again if any changed (opened, edited, commented, relabelled); True
         if so. Cost: one conditional request when none did (a 304, free), else every page
         (`Forge.issues_updated`). The answer, not the issues, says so: a comment in the same second
-        as the last change leaves every listed field as it was."""
-        page = self.forge.issues_updated(STEER, self._etag)
+        as the last change leaves every listed field as it was. `revalidate`: sent without the
+        cached ETag (the wrapper's full refresh, which a stuck 304 must not fool)."""
+        page = self.forge.issues_updated(STEER, None if revalidate else self._etag)
         if page.changed:
             # newest first, as GitHub lists issues by default
             self._issues, self._etag = sorted(page.issues, key=lambda i: i.number, reverse=True), page.etag

@@ -32,6 +32,7 @@ from senpai.wrapper.actions import Launch
 from senpai.wrapper.dispatch import Dispatcher
 from senpai.wrapper.health import TickHealth
 from senpai.wrapper.humans import HumanReader, HumansView
+from senpai.wrapper.lease import Lease
 from senpai.wrapper.metrics import WrapperMetrics
 from senpai.wrapper.pace import tick_wait
 from senpai.wrapper.policy import pending_messages, plan
@@ -78,10 +79,13 @@ class Wrapper:
         gpus, cpus = {s.name: s.gpus for s in cfg.students}, {s.name: s.cpus for s in cfg.students}
         self.dispatcher = Dispatcher(forge, fleet, config_path, gpus, cpus, ledger)
         self.humans = HumanReader(cfg, forge, ledger)
+        # one installation per repository: `run` holds the lease (`tick` alone, as tests drive it, takes none)
+        self.lease = Lease(forge, cfg.forge.repo, cfg.tracker.installation_id(cfg.forge.repo), cfg.tick_seconds)
         self.view = HumansView()  # what humans wrote, as of the last re-read
         self._target: tuple[str, TargetConfig | None] = ("", None)  # (base sha, its senpai.yaml)
         self.ticks = 0
         self._exps: list[Experiment] | None = None
+        self._foreign: tuple[Experiment, ...] = ()  # `LedgerReader.foreign`, read with `_exps`
         self._base_sha = ""
         self._mirrored: str | None = None  # the base sha the mirror holds (`senpai.forge.mirror`)
         self._mirror_tried: str | None = None  # the base sha the last update tried for
@@ -99,16 +103,21 @@ class Wrapper:
 
     def _observe(self, newly_done: bool) -> bool:
         # the PRs updated since the last listing, and the steering issues: each one conditional
-        # request, a 304 (free) when nothing changed
-        changed = self.ledger.refresh()
-        changed = self.humans.poll() or changed
+        # request, a 304 (free) when nothing changed; the full refresh sends no cached validator
+        # (`Forge.revalidate`), so a stuck 304 (a stale ETag, a caching proxy) delays a change by
+        # `full_refresh_seconds` at most
         stale = time.monotonic() - self._last_refresh > self.cfg.full_refresh_seconds
+        if stale:
+            self.forge.revalidate()
+        changed = self.ledger.refresh(revalidate=stale)
+        changed = self.humans.poll(revalidate=stale) or changed
         if self._exps is None or changed or newly_done or stale or self.ledger.unsettled:
             self._base_sha = self.forge.branch_sha(self.cfg.forge.base_branch)
             self._target = self._base_target()
             self.dispatcher.budgets = self._budgets()
             self.forge.clone_url  # asked once (cached): jobs take it from the snapshot's forge memo  # noqa: B018
             self._exps = self.ledger.experiments(relist=False)
+            self._foreign = tuple(self.ledger.foreign())
             self.view = self.humans.read()
             self._save_snapshot()
             self._mirror_base()
@@ -157,6 +166,7 @@ class Wrapper:
         jobs = self.fleet.list()
         done = {j.name for j in jobs if j.done}
         refreshed = self._observe(bool(done - self._done_seen))
+        self.lease.keep(self.humans.issues)  # raises ConfigError, before any plan, once another wrapper holds it
         self._done_seen = done
         report = TickReport(self.ticks, 0, refreshed, exps=list(self._exps or []))
         quiet = self._quiet(refreshed, jobs)
@@ -219,13 +229,14 @@ class Wrapper:
             target=self._target[1],
             fresh=fresh,
             bot=bot,
+            foreign=self._foreign,
             rate_limit=self.forge.rate_limit(),
         )
         ids = [ev.id for ev in pending_messages(w, self.cfg)]
         if not ids:
             return w
         self.store.see(ids, now)  # the batch window starts when the wrapper first sees a message
-        return replace(w, first_seen=self.store.first_seen(ids))
+        return replace(w, first_seen=self.store.first_seen(ids, now))
 
     def run(
         self,
@@ -236,21 +247,33 @@ class Wrapper:
         """Start a tick every `tick_seconds` (a fixed period: a tick's own duration is taken off the
         wait, so a slow tick does not push every wake later) until `until(report)` is true,
         `max_ticks` ticks were tried (failed ones included), or SIGTERM/SIGINT arrives. Returns the
-        last successful tick's report."""
+        last successful tick's report. Holds the installation's lease on the repository meanwhile
+        (`senpai.wrapper.lease`), released on the way out: raises ConfigError if another
+        installation holds it, or takes it."""
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self.stop)
             signal.signal(signal.SIGINT, self.stop)
-        report = None
+        try:
+            return self._loop(until, on_tick, max_ticks)
+        finally:
+            self.lease.release()
+
+    def _loop(
+        self, until: Callable[[TickReport], bool] | None, on_tick: Callable[[TickReport], None] | None, max_ticks: int | None
+    ) -> TickReport | None:
+        report, tried = None, 0  # ticks tried, failed ones (a lease the forge could not answer for) included
         while not self._stop.is_set():
-            started = time.monotonic()
+            started, tried = time.monotonic(), tried + 1
             self.health.tick_started()
             try:
+                if not self.lease.held:
+                    self.lease.acquire()
                 report = self.tick()
             except TransientError as e:  # forge down: keep the loop alive, try again next tick
                 log.warning("tick %d: %s", self.ticks, e)
                 self.health.tick_finished(str(e))
                 self.metrics.tick(time.monotonic() - started, True, self.forge, None)
-                if max_ticks is not None and self.ticks >= max_ticks:
+                if max_ticks is not None and tried >= max_ticks:
                     break
                 self.health.waiting(wait := max(self.cfg.tick_seconds, e.retry_after or 0))
                 self._stop.wait(wait)
@@ -259,7 +282,7 @@ class Wrapper:
             self.metrics.tick(time.monotonic() - started, False, self.forge, report.exps)
             if on_tick:
                 on_tick(report)
-            if (until and until(report)) or (max_ticks is not None and self.ticks >= max_ticks):
+            if (until and until(report)) or (max_ticks is not None and tried >= max_ticks):
                 break
             period = tick_wait(self.cfg.tick_seconds, self.forge.rate_limit(), report.calls - report.free, self.clock())
             if period > self.cfg.tick_seconds:

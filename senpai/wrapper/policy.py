@@ -236,7 +236,7 @@ def plan(w: World, cfg: HarnessConfig) -> list[Action]:
         return steering
     actions: list[Action] = [
         Block(e.pr, f"a senpai block is invalid: {e.error}")
-        for e in w.exps
+        for e in [*w.exps, *w.foreign]
         if e.error and not e.decided and e.state != ExperimentState.BLOCKED
     ]
     actions += _human_changes(w)

@@ -20,8 +20,8 @@ acknowledges each as it launches the job it is handed to ("delivered to ..."), a
 `delivery_repairs` acknowledges one whose ack was lost (a crash after the launch).
 
 Humans are also asked, once each: when patience paused new work (`senpai.wrapper.patience`), when
-a budget is exhausted (`senpai.wrapper.limits`), and
-when a merge or a base head is not senpai's verified work (`hand_made_issues`).
+a budget is exhausted (`senpai.wrapper.limits`), when a merge or a base head is not senpai's
+verified work, and when a decided PR's hypothesis record was edited (`hand_made_issues`).
 """
 
 from senpai.config.harness import HarnessConfig
@@ -29,12 +29,13 @@ from senpai.config.roles import Role
 from senpai.fleet.base import JobStatus
 from senpai.ledger.blocks import Steer, SteerCommand
 from senpai.ledger.commands import SYNTAX, CommandError, parse_commands
-from senpai.ledger.consistency import check, seen_bases, verified_merge
+from senpai.ledger.consistency import check, record_flags, seen_bases, verified_merge
 from senpai.ledger.events import message_id, message_ref
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.gate import fingerprint
 from senpai.ledger.inbox import LIMIT_FIELDS, Inbound, SteerState, apply_command
 from senpai.ledger.labels import ATTENTION, SENPAI, STEER, ExperimentState
+from senpai.ledger.records import digest
 from senpai.wrapper.actions import Ack, Action, ApplyCommand, Launch, OpenIssue, Stop
 from senpai.wrapper.limits import exhaustion_issue
 from senpai.wrapper.patience import patience_issue
@@ -193,8 +194,9 @@ def delivery_repairs(w: World) -> list[Ack]:
 
 
 def hand_made_issues(w: World) -> list[OpenIssue]:
-    """One issue per merge senpai did not verify (a merge by hand, or onto a base that moved), and
-    one per base head no senpai merge produced (a push by hand), each with its marker so that none
+    """One issue per merge senpai did not verify (a merge by hand, or onto a base that moved), one
+    per base head no senpai merge produced (a push by hand), and one per decided PR whose hypothesis
+    record is gone or changed (and state of it), each with its marker so that none
     is opened twice (the `Dispatcher` looks the markers up). None while an advisor turn runs: it
     may be between its merge and its decision comment."""
     if any(j.role == Role.ADVISOR and not j.done for j in w.jobs):
@@ -210,6 +212,7 @@ def hand_made_issues(w: World) -> list[OpenIssue]:
             "verified merge. Check the merged code, then revert it or let the next experiments measure it."
         )
         out.append(_issue(f"hand-merge:pr-{e.pr}", f"senpai: PR #{e.pr} was merged unverified (by hand?)", body))
+    out += [_record_issue(e, lost) for e in w.exps if (lost := record_flags(e))]
     if flags.base:
         body = (
             f"The base branch head `{w.base_sha[:12]}` was not produced by a senpai merge (a push by hand?):\n\n"
@@ -219,6 +222,20 @@ def hand_made_issues(w: World) -> list[OpenIssue]:
         )
         out.append(_issue(f"hand-push:{w.base_sha}", f"senpai: the base moved by hand to {w.base_sha[:8]}", body))
     return out
+
+
+def _record_issue(e: Experiment, flags: list[str]) -> OpenIssue:
+    """The issue for a decided PR whose hypothesis record is gone or changed (`consistency.record_flags`):
+    one per PR and state of its body (the record's digest, or gone), so a later edit is told again."""
+    state = digest(e.hypothesis) if e.hypothesis else "gone"
+    body = (
+        f"PR #{e.pr} was decided ({e.state}), but its body no longer holds the hypothesis record senpai wrote:\n\n"
+        + "\n".join(f"- {f}" for f in flags)
+        + "\n\nThe ledger reads a PR's hypothesis (its params, metric and baseline) from that record, so "
+        "`senpai ledger` and the advisor's history now show what the edit left. Restore the description from "
+        "the PR's edit history (the forge keeps it); senpai never edits a decided PR."
+    )
+    return _issue(f"hypothesis-record:pr-{e.pr}:{state}", f"senpai: the hypothesis record of PR #{e.pr} was edited", body)
 
 
 def _issue(key: str, title: str, body: str) -> OpenIssue:

@@ -15,7 +15,7 @@ class World:
     """Everything a decision may depend on, read this tick (`senpai.wrapper.policy.plan` and the
     steering rules of `senpai.wrapper.steering` read it; nothing here is written back)."""
 
-    exps: list[Experiment]
+    exps: list[Experiment]  # the bot's own senpai PRs (`LedgerReader.experiments`)
     base_sha: str
     jobs: list[JobStatus]
     now: datetime
@@ -30,4 +30,5 @@ class World:
     target: TargetConfig | None = None  # the base's senpai.yaml (None: missing or invalid)
     fresh: bool = False  # the humans' messages were read this tick: the steering rules act only on a fresh read
     bot: str = ""  # the bot's login: only its own issues' markers count
+    foreign: tuple[Experiment, ...] = ()  # open senpai-labelled PRs the bot did not open: blocked, never counted
     rate_limit: RateLimit | None = None  # the forge's last stated rate limit (`Forge.rate_limit`), for `/senpai status`

@@ -300,6 +300,25 @@ def test_single_reads_are_conditional(side, tmp_path):
     assert forge.get_pull(pr.number).updated_at >= first[0].updated_at and forge.not_modified == free + 3
 
 
+def test_after_revalidate_each_read_is_sent_once_without_its_etag(side, tmp_path):
+    """The wrapper's full refresh: no cached page answers for it (a stuck 304 cannot fool it)."""
+    forge = side.forge
+    pr = open_pull(forge, tmp_path / "seed")
+    reads = (lambda: forge.get_pull(pr.number), lambda: forge.branch_sha(BRANCH), lambda: forge.list_comments(pr.number))
+    first = [read() for read in reads]
+    forge.revalidate()
+    free = forge.not_modified
+    assert [read() for read in reads] == first and forge.not_modified == free  # three 200s
+    assert [read() for read in reads] == first and forge.not_modified == free + 3  # conditional again
+
+
+def test_update_issue_replaces_the_body(side):
+    issue = side.forge.create_issue("lease", "before", ["senpai:steer"])
+    side.forge.update_issue(issue.number, "after")
+    (listed,) = [i for i in side.forge.list_issues("senpai:steer") if i.number == issue.number]
+    assert listed.body == "after" and listed.user == side.forge.login
+
+
 def test_missing_objects_raise_not_found(side):
     forge = side.forge
     for call in (

@@ -17,7 +17,7 @@ from senpai.ledger.blocks import ArmResult, BudgetReport, Cost, Decision, Eviden
 from senpai.ledger.comments import count, dollars, duration, number, prose, signed
 from senpai.ledger.experiment import pr_state, read_experiment
 from senpai.ledger.labels import FINAL, LABELLED, LABELS, ExperimentState, status_of, with_status
-from senpai.ledger.records import DETAILS_CLOSE, DETAILS_OPEN, read_record, record_marker, record_text
+from senpai.ledger.records import DETAILS_CLOSE, DETAILS_OPEN, digest, read_record, record_marker, record_text
 from senpai.ledger.table import LedgerReader
 
 MD = MarkdownIt("commonmark").enable("table")
@@ -145,7 +145,8 @@ def test_a_decision_comment_reads_as_a_verdict_with_its_numbers_and_closes_with_
     body = forge.list_comments(pull.number)[-1].body
     assert body.startswith(f"**Decision** close on `{head[:8]}`")
     assert _table(body)[1] == ["acc", "0.950", "0.800", "+0.150", "0.00400"]
-    assert read_record(body) == d  # the reason's forged record is text: the real one reads back
+    # the reason's forged record is text: the real one reads back, with the record it decided on
+    assert read_record(body) == d.model_copy(update={"hypothesis": digest(h)})
     tail = [("html_block", DETAILS_OPEN), ("fence", "senpai-decision"), ("html_block", DETAILS_CLOSE)]
     assert _top(body) == [*tail, ("html_block", record_marker(d))]
     closed = forge.get_pull(pull.number)
