@@ -22,7 +22,7 @@ import uuid
 from datetime import datetime
 from pathlib import Path
 
-from senpai.errors import NotFound, TransientError
+from senpai.errors import NO_SPACE, DiskFull, NotFound, TransientError
 from senpai.tracker.wandb import OFFLINE_DIR, in_window, offline_run_id
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ def take(run_id: str, source: Path, dest: Path, window: tuple[datetime, datetime
     """Copy the newest offline folder of run `run_id` stamped in `window` from `source/wandb/`
     into `dest/wandb/` (see the module docstring); returns the copy's path. A folder of the same
     name there (an earlier try of the same second) is replaced. Raises NotFound if `source` holds
-    no such folder, TransientError if the copy cannot be written (a full disk)."""
+    no such folder, DiskFull if the tracker's volume is full, TransientError if the copy fails otherwise."""
     found = []
     for entry in _entries(source / "wandb"):
         run = offline_run_id(entry.path)
@@ -59,6 +59,8 @@ def take(run_id: str, source: Path, dest: Path, window: tuple[datetime, datetime
         os.rename(staging, target)
     except OSError as e:
         shutil.rmtree(staging, ignore_errors=True)
+        if e.errno in NO_SPACE:  # senpai's failure, named by its folder: the job exits DiskFull's status
+            raise DiskFull(str(dest), f"copying W&B run {run_id} into the tracker's folder: {e.strerror}") from e
         raise TransientError(f"W&B run {run_id}: cannot copy it into {dest}: {e}") from e
     return target
 

@@ -42,3 +42,23 @@ def test_a_git_command_that_fails_on_a_full_work_copy_is_disk_full(forge_repo, t
         with pytest.raises(DiskFull, match="git add failed on it") as full:
             repo.commit_all("apply params")
         assert full.value.path == str(repo.path) and full.value.exit_code == 6
+
+
+def test_a_run_that_cannot_be_taken_into_a_full_tracker_folder_is_disk_full(tmp_path):
+    """A train command logs its run in its own folder; taking it into a full tracker folder is
+    senpai's failure (DiskFull, naming the tracker's folder), and leaves no half-copied run there."""
+    from datetime import UTC, datetime, timedelta
+
+    from senpai.tracker.wandb_collect import take
+
+    now = datetime.now()
+    run = tmp_path / "own" / "wandb" / f"offline-run-{now:%Y%m%d_%H%M%S}-r1"
+    run.mkdir(parents=True)
+    (run / "run-r1.wandb").write_bytes(b"\0" * 600_000)
+    window = (datetime.now(UTC) - timedelta(seconds=5), datetime.now(UTC) + timedelta(seconds=5))
+    with small_volume(tmp_path / "tracker", "1m") as tracker:
+        fill(tracker)
+        with pytest.raises(DiskFull, match="tracker") as full:
+            take("r1", tmp_path / "own", tracker, window)
+        assert str(tracker) in str(full.value)
+        assert not list((tracker / "wandb").glob("*r1*"))  # nothing half-copied left in the tracker
