@@ -82,7 +82,7 @@ def test_cycle_opens_trains_and_merges_through_the_gate(local_forge, llm_server,
     assert "SENPAI_DEMO_TOKEN" not in json.dumps(env_dump) and LLM_KEY_ENV not in json.dumps(env_dump)
     assert "PATH=" in json.dumps(env_dump)  # it really is the shell's environment
     # the hooks the agent planted never ran with the harness's credentials
-    work = Path(load_harness(config).fleet.dir) / "senpai-student-pr1-1" / "work"
+    work = Path(load_harness(config).fleet.dir) / f"senpai-student-pr{e.pr}-1" / "work"
     assert (work / "repo" / ".git" / "hooks" / "pre-commit").exists()
     for leak in ("hook-env.txt", "fsmonitor-env.txt"):
         assert not (work / leak).exists() or secret not in (work / leak).read_text()

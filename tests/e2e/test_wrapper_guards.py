@@ -4,6 +4,7 @@ repository, and senpai-labelled PRs the bot never opened. Each program is paused
 human before the first tick, so no job runs unless a test wants one."""
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -242,7 +243,9 @@ def _merged(bot, work: Path, target: TargetConfig, base: str) -> tuple[int, Hypo
 def _check(config: Path) -> subprocess.CompletedProcess:
     """`senpai ledger --check`, the real console entry point (its exit status)."""
     cmd = [sys.executable, "-m", "senpai", "ledger", "--config", str(config), "--check"]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    # the token as a person gives it (a wrapper built in this process took it out of os.environ: credentials.adopt)
+    env = {**os.environ, load_harness(config).forge.token_env: TOKEN}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
 
 
 def test_a_merged_prs_hypothesis_record_gone_or_changed_is_flagged_once(local_forge, tmp_path):
