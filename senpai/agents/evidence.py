@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from senpai.agents.context import TurnContext
 from senpai.agents.measure import finite
-from senpai.fleet.base import job_deadline, job_gpus
+from senpai.fleet.base import job_deadline, train_gpus
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Cost, Evidence, Hypothesis, RunRef
 from senpai.tracker.base import RunRecord
@@ -45,8 +45,9 @@ def post(
     **fields,
 ) -> Evidence:
     """Post the evidence of measurement `m` of `head`: `spent` gives the agent's tokens and dollars,
-    the train seconds are `m`'s unless `spent` has some (a multi-arm attempt's sum); `runs` default
-    to `m`'s run; `fields` are the multi-arm rows (`arms`, `arm`)."""
+    the train seconds are `m`'s unless `spent` has some (a multi-arm attempt's sum), times the GPUs
+    the train step held (`train_gpus`: on Kubernetes the report step holds none); `runs` default to
+    `m`'s run; `fields` are the multi-arm rows (`arms`, `arm`)."""
     metric, spent = ctx.target.metric, spent or Cost()
     seconds = spent.wall_seconds or m.seconds
     ev = Evidence.of(
@@ -63,7 +64,7 @@ def post(
         command=ctx.target.train,
         runs=runs or [m.run],
         metrics=m.metrics,
-        cost=Cost(gpu_seconds=seconds * job_gpus(), wall_seconds=round(seconds, 3), tokens=spent.tokens, dollars=spent.dollars),
+        cost=Cost(gpu_seconds=seconds * train_gpus(), wall_seconds=round(seconds, 3), tokens=spent.tokens, dollars=spent.dollars),
         log_tail=m.tail if m.failure else None,
         **fields,
     )

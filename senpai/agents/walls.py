@@ -71,9 +71,9 @@ Walls = Callable[[Sequence[Path], Sequence[Path]], Wall]  # (writable, readable)
 
 
 def senpai_paths(cfg: HarnessConfig) -> list[str]:
-    """The folders of senpai's that code from a PR may not read: the state dir, the tracker's dir,
-    and on the local fleet its jobs and the sealed holdout."""
-    paths = [cfg.state_dir, cfg.tracker.dir]
+    """The folders of senpai's that code from a PR may not read: the state and cache dirs, the
+    tracker's dir, and on the local fleet its jobs and the sealed holdout."""
+    paths = [cfg.state_dir, cfg.tracker.dir, *([cfg.cache_dir] if cfg.cache_dir else [])]
     if isinstance(cfg.fleet, LocalFleetSettings):
         paths += [cfg.fleet.dir, *([cfg.fleet.holdout_dir] if cfg.fleet.holdout_dir else [])]
     return paths

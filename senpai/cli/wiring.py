@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 from senpai.agents.base import Runtime
 from senpai.agents.openhands.runtime import OpenHandsRuntime
 from senpai.agents.search.runtime import SearchRuntime
+from senpai.agents.walls import senpai_paths
 from senpai.config import credentials
 from senpai.config.harness import ForgeSettings, HarnessConfig, KubernetesFleetSettings, RoleRuntime
 from senpai.errors import needs_extra
@@ -74,7 +75,7 @@ def make_fleet(cfg: HarnessConfig) -> Fleet:
         with needs_extra("kubernetes", "fleet.backend kubernetes"):
             from senpai.fleet.kubernetes import KubernetesFleet
 
-        return KubernetesFleet(cfg.fleet)
+        return KubernetesFleet(cfg.fleet, hidden=[*senpai_paths(cfg), *cfg.wall.hidden])
     from senpai.fleet.local import LocalFleet
 
     return LocalFleet(Path(cfg.fleet.dir))

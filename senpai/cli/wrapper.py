@@ -20,7 +20,7 @@ def build_wrapper(config_path: str) -> Wrapper:
     cfg = load_harness(config_path)
     hold_secrets(cfg)  # the failure evidence it posts carries jobs' log tails
     forge = make_forge(cfg, "wrapper")
-    store = StateStore(Path(cfg.state_dir) / "wrapper.sqlite")
+    store = StateStore(Path(cfg.cache_dir or cfg.state_dir) / "wrapper.sqlite")
     # absolute, not resolved: a ConfigMap mount is a symlink into a timestamped folder that is replaced on update
     ledger = LedgerReader(forge, make_tracker(cfg), Snapshot.of(cfg.state_dir, cfg.forge.token(), cfg.forge.scope))
     ledger.load()  # a restart re-reads only what changed while it was down

@@ -386,7 +386,14 @@ class HarnessConfig(_Strict):
     runtime: RuntimeSettings = RuntimeSettings()
     steering: SteeringSettings = SteeringSettings()
     students: list[StudentSpec] = Field(min_length=1)
-    state_dir: str = Field(description="Wrapper's SQLite cache lives here; deleting it loses nothing.")
+    state_dir: str = Field(
+        description="The ledger snapshot and base mirror the wrapper leaves for its jobs (caches: deleting them loses nothing)."
+    )
+    cache_dir: str | None = Field(
+        None,
+        description="The wrapper's own SQLite cache (wrapper.sqlite): a folder no job mounts (Kubernetes: the wrapper "
+        "pod's emptyDir); None: state_dir. Deleting it loses nothing.",
+    )
     tick_seconds: float = Field(
         5.0,
         gt=0,

@@ -22,7 +22,7 @@ from senpai.config.roles import Role
 Phase = Literal["pending", "running", "succeeded", "failed"]
 ENV_DEADLINE = "SENPAI_JOB_DEADLINE"
 ENV_GPUS = "SENPAI_GPUS"  # set by the Kubernetes fleet in the containers that get GPUs
-ENV_TRAIN_GPUS = "SENPAI_TRAIN_GPUS"  # set by the Kubernetes fleet in every verifier container: its train steps' GPUs
+ENV_TRAIN_GPUS = "SENPAI_TRAIN_GPUS"  # set by the Kubernetes fleet in every student and verifier container: its train steps' GPUs
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")  # set from JobSpec.cpus
 
 
@@ -46,8 +46,8 @@ def job_gpus(env: Mapping[str, str] = os.environ) -> int:
 
 
 def train_gpus(env: Mapping[str, str] = os.environ) -> int:
-    """How many GPUs a verifier's train steps hold, from any of its steps: ENV_TRAIN_GPUS if the
-    fleet set it (on Kubernetes the checkout and score containers hold none themselves), else
+    """How many GPUs a student's or verifier's train steps hold, from any of its steps: ENV_TRAIN_GPUS
+    if the fleet set it (on Kubernetes the steps that hold the token hold no GPU themselves), else
     `job_gpus` (the local fleet runs every step in the one process that holds them)."""
     value = env.get(ENV_TRAIN_GPUS, "").strip()
     return int(value) if value.isdigit() else job_gpus(env)

@@ -4,7 +4,12 @@ Functions over the official client's models (no API calls; `build_job` reads the
 the job's deadline), so the shape can be validated against the Kubernetes OpenAPI schema without
 a cluster. docs/kubernetes.md describes the shape.
 
-Advisor and student Jobs run one container, `job`. A verifier Job runs `senpai job verify` in four
+Advisor Jobs run one container, `job`. A student Job runs `senpai job student` in three steps
+(`--step <step> --work /work` appended): init container `prepare` (forge token: the runtime's work
+on the branch, pushed; `/work` and the `train` volume at `/work/train`), init container `train` (the
+target's code: no secret of any kind, only `/work/train`, its own HOME and /tmp, the shared PVC
+read-only with senpai's state and tracker folders masked, the GPUs), then container `report`
+(forge token: the runs taken in, the evidence posted). A verifier Job runs `senpai job verify` in four
 steps (`--step <step> [--side <side>] --work /work` appended to the spec's command): init container
 `checkout` (forge token; mounts the emptyDir `/work` and both side emptyDirs, `/work/baseline` and
 `/work/candidate`, and the sealed holdout read-only, only to fingerprint it for baseline reuse:
@@ -22,6 +27,7 @@ their envFrom only the containers that hold the token.
 
 import posixpath
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from kubernetes import client
@@ -43,9 +49,11 @@ JOB = "senpai.dev/job"  # the JobSpec name, when the Job's own name carries the 
 CONTROLLER_UID = "batch.kubernetes.io/controller-uid"  # set on pods by the Job controller (1.27+)
 MANAGER = "senpai-wrapper"
 
-CONTAINER = "job"  # the one container of advisor and student Jobs
+CONTAINER = "job"  # the one container of advisor Jobs
 SIDES = ("baseline", "candidate")
 VERIFY_STEPS = ("checkout", "train-baseline", "train-candidate", "score")  # verifier Jobs: 3 init containers, then the main one
+STUDENT_STEPS = ("prepare", "train", "report")  # student Jobs: 2 init containers, then the main one
+TRAIN = "train"  # a student's train step's own volume, /work/train
 HOLDOUT_VOLUME = "holdout"
 WORK_DIR = "/work"
 HOME_DIR = "/home/senpai"
@@ -99,7 +107,7 @@ def _env(spec: JobSpec, settings: KubernetesFleetSettings, deadline: int, secret
     verifier's train steps get none)."""
     env = {"HOME": HOME_DIR, "TMPDIR": TMP_DIR, **spec.thread_env(), **spec.env, ENV_DEADLINE: str(deadline)}
     env |= {ENV_GPUS: str(gpus)} if gpus else {}
-    env |= {ENV_TRAIN_GPUS: str(spec.gpus)} if spec.role == Role.VERIFIER else {}
+    env |= {ENV_TRAIN_GPUS: str(spec.gpus)} if spec.role != Role.ADVISOR else {}
     out = [client.V1EnvVar(name=k, value=v) for k, v in env.items()]
     out += [client.V1EnvVar.model_validate(e) for e in settings.pod.env]  # no credential: senpai.config.pod
     for s in settings.secret_env if secrets else ():
@@ -122,7 +130,8 @@ def _volumes(spec: JobSpec, settings: KubernetesFleetSettings) -> tuple[list[cli
     config_path = spec.env.get(ENV_CONFIG, DEFAULT_CONFIG_PATH)
     config_dir, config_file = posixpath.split(config_path)
     empty = client.V1EmptyDirVolumeSource()
-    sides = SIDES if spec.role == Role.VERIFIER else ()  # a verifier's per-side emptyDirs, under /work
+    # the emptyDirs under /work that a step running the target's code mounts alone: a verifier's per side, a student's one
+    sides = SIDES if spec.role == Role.VERIFIER else (TRAIN,) if spec.role == Role.STUDENT else ()
     volumes = [
         client.V1Volume(name="work", empty_dir=empty),
         *(client.V1Volume(name=f"side-{side}", empty_dir=empty) for side in sides),
@@ -251,6 +260,7 @@ def _container(
     mounts: list[client.V1VolumeMount],
     spec: JobSpec,
     settings: KubernetesFleetSettings,
+    *,
     gpus: int = 0,
     working_dir: str = WORK_DIR,
     env_from: bool = True,
@@ -270,42 +280,61 @@ def _container(
     )
 
 
-def _containers(spec: JobSpec, settings: KubernetesFleetSettings) -> tuple[list, list, list]:
-    """(init containers, containers, volumes). A verifier runs its spec's command once per step of
-    VERIFY_STEPS with `--step <step> --work /work` (`--step train --side <side>` for `train-<side>`);
-    `checkout` (to fingerprint it) and `score` mount the holdout; the train steps get no secret, no
-    holdout, their side only, and the GPUs."""
+def _containers(spec: JobSpec, settings: KubernetesFleetSettings, hidden: Sequence[str]) -> tuple[list, list, list]:
+    """(init containers, containers, volumes). An advisor runs its spec's command in one container.
+    A student runs it once per step of STUDENT_STEPS with `--step <step> --work /work`; a verifier
+    once per step of VERIFY_STEPS (`--step train --side <side>` for `train-<side>`); `checkout`
+    (to fingerprint it) and `score` mount the holdout. The steps that run the target's code (a
+    student's `train`, a verifier's `train-<side>`) get no secret, no holdout, their own volume only,
+    every `hidden` path masked (`_train_step`), and the GPUs."""
     volumes, mounts = _volumes(spec, settings)
     deadline = int(time.time()) + spec.wall_seconds  # activeDeadlineSeconds counts from now: the Job is created at once
-    own = spec.gpus if spec.role == Role.STUDENT else 0  # a verifier's GPUs are its train steps'
-    with_secrets = _env(spec, settings, deadline, True, own)
-    if spec.role != Role.VERIFIER:
-        return [], [_container(CONTAINER, list(spec.command), with_secrets, mounts, spec, settings, own)], volumes
+    with_secrets = _env(spec, settings, deadline, True, 0)  # the GPUs are the train steps' alone
+    if spec.role == Role.ADVISOR:
+        return [], [_container(CONTAINER, list(spec.command), with_secrets, mounts, spec, settings)], volumes
+    bare, own = _env(spec, settings, deadline, False, spec.gpus), _train_own(settings)
+    empty = {v.name: v.empty_dir for v in volumes if v.empty_dir is not None}  # home, tmp and the operator's emptyDirs
+    volumes += [client.V1Volume(name=twin, empty_dir=empty[name]) for name, twin in own.items()]
+    masks = _masks(hidden, mounts)
+    volumes += [client.V1Volume(name=m.name, empty_dir=client.V1EmptyDirVolumeSource()) for m in masks]
+
+    def step(name: str, args: list[str], env, step_mounts, **kw) -> client.V1Container:
+        return _container(name, [*spec.command, *args, "--work", WORK_DIR], env, step_mounts, spec, settings, **kw)
+
+    def train(name: str, side: str, args: list[str]) -> client.V1Container:
+        train_mounts = [*_train_mounts(mounts, side, own), *masks]
+        return step(name, args, bare, train_mounts, gpus=spec.gpus, working_dir=f"{WORK_DIR}/{side}", env_from=False)
+
+    if spec.role == Role.STUDENT:
+        init = [step("prepare", ["--step", "prepare"], with_secrets, mounts), train("train", TRAIN, ["--step", "train"])]
+        return init, [step("report", ["--step", "report"], with_secrets, mounts)], volumes
     score_mounts = list(mounts)
     if settings.holdout is not None:
         volume, mount = _holdout(settings, mounts)
         volumes.append(volume)
         score_mounts.append(mount)
-    checkout = [*spec.command, "--step", "checkout", "--work", WORK_DIR]
-    init = [_container("checkout", checkout, with_secrets, score_mounts, spec, settings)]
-    bare, own = _env(spec, settings, deadline, False, spec.gpus), _train_own(settings)
-    for step in VERIFY_STEPS[1:-1]:  # train-baseline, train-candidate
-        side = step.removeprefix("train-")
-        command = [*spec.command, "--step", "train", "--side", side, "--work", WORK_DIR]
-        train_mounts, cwd = _train_mounts(mounts, side, own), f"{WORK_DIR}/{side}"
-        init.append(_container(step, command, bare, train_mounts, spec, settings, spec.gpus, cwd, env_from=False))
-    empty = {v.name: v.empty_dir for v in volumes if v.empty_dir is not None}  # home, tmp and the operator's emptyDirs
-    volumes += [client.V1Volume(name=twin, empty_dir=empty[name]) for name, twin in own.items()]
-    score = [*spec.command, "--step", "score", "--work", WORK_DIR]
-    return init, [_container("score", score, with_secrets, score_mounts, spec, settings)], volumes
+    init = [step("checkout", ["--step", "checkout"], with_secrets, score_mounts)]
+    for name in VERIFY_STEPS[1:-1]:  # train-baseline, train-candidate
+        side = name.removeprefix("train-")
+        init.append(train(name, side, ["--step", "train", "--side", side]))
+    return init, [step("score", ["--step", "score"], with_secrets, score_mounts)], volumes
 
 
-def build_job(spec: JobSpec, settings: KubernetesFleetSettings) -> client.V1Job:
-    """The batch/v1 Job that runs `spec` (see the module docstring). Raises PermanentError if its
+def _masks(hidden: Sequence[str], mounts: list[client.V1VolumeMount]) -> list[client.V1VolumeMount]:
+    """An empty, read-only mount over each of `hidden` (senpai's state dir, the tracker's dir) that
+    lies inside a volume the train steps mount (the shared PVC), so the target's code finds nothing
+    of senpai's there: `hide-<i>`, each its own emptyDir."""
+    inside = [h.rstrip("/") for h in hidden if any(h.rstrip("/").startswith(m.mount_path.rstrip("/") + "/") for m in mounts)]
+    return [client.V1VolumeMount(name=f"hide-{i}", mount_path=h, read_only=True) for i, h in enumerate(sorted(set(inside)))]
+
+
+def build_job(spec: JobSpec, settings: KubernetesFleetSettings, hidden: Sequence[str] = ()) -> client.V1Job:
+    """The batch/v1 Job that runs `spec` (see the module docstring); `hidden`: paths of senpai's the
+    target's code must not see, masked in its containers (`_masks`). Raises PermanentError if its
     name is too long or the holdout's mount_path overlaps another mount, ConfigError if `fleet.pod`
     does not build (`check_pod`)."""
     check_pod(settings)
-    init, containers, volumes = _containers(spec, settings)
+    init, containers, volumes = _containers(spec, settings, hidden)
     extra = settings.pod
     pod = client.V1PodSpec(
         restart_policy="Never",

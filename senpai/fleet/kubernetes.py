@@ -21,7 +21,7 @@ PermanentError) naming the verb and resource the ServiceAccount lacks, anything 
 import json
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar
 
@@ -123,14 +123,23 @@ class KubernetesFleet:
     """Fleet of batch/v1 Jobs in `settings.namespace`.
 
     `api` is the ApiClient to use (tests pass one pointed at a stand-in API server); None builds
-    one with `api_client(settings)`. `retry_wait` is the first retry delay, seconds (doubling,
-    capped at 8 s). Raises ConfigError if `settings.pod` does not build a pod (`k8s_job.check_pod`).
-    Safe to use from several threads: every call is one or two HTTP requests.
+    one with `api_client(settings)`. `hidden`: senpai's folders on the shared volume (its state dir,
+    the tracker's dir) that the containers running a target's code get masked (`k8s_job.build_job`).
+    `retry_wait` is the first retry delay, seconds (doubling, capped at 8 s). Raises ConfigError if
+    `settings.pod` does not build a pod (`k8s_job.check_pod`). Safe to use from several threads:
+    every call is one or two HTTP requests.
     """
 
-    def __init__(self, settings: KubernetesFleetSettings, api: client.ApiClient | None = None, retry_wait: float = 0.5) -> None:
+    def __init__(
+        self,
+        settings: KubernetesFleetSettings,
+        api: client.ApiClient | None = None,
+        retry_wait: float = 0.5,
+        hidden: Sequence[str] = (),
+    ) -> None:
         check_pod(settings)  # a bad fleet.pod stops the wrapper at start, not each launch
         self.settings = settings
+        self.hidden = tuple(hidden)  # senpai's folders the containers that run a target's code never see
         self.ns = settings.namespace
         api = api or api_client(settings)
         self.batch = client.BatchV1Api(api)
@@ -149,7 +158,7 @@ class KubernetesFleet:
         (403: the ServiceAccount lacks `create jobs`; 422: the API server rejected the Job) or
         TransientError.
         """
-        body = build_job(spec, self.settings)
+        body = build_job(spec, self.settings, self.hidden)
         try:
             job = self._call("create", "jobs", lambda: self.batch.create_namespaced_job(self.ns, body))
         except PermanentError as e:
@@ -194,8 +203,9 @@ class KubernetesFleet:
     def logs(self, name: str, tail_lines: int = 50) -> str:
         """The last `tail_lines` lines of the job's pod log; "" while no container has started.
 
-        A verifier pod's log is each started step's log (`checkout`, `train`, `score`, each under a
-        `--- <step> ---` line), so a failed step's output is the tail. Kubernetes:
+        A student's or verifier's pod log is each started step's log (`prepare`, `train`, `report`;
+        `checkout`, `train-<side>`, `score`), each under a `--- <step> ---` line, so a failed step's
+        output is the tail. Kubernetes:
         GET /api/v1/namespaces/{ns}/pods/{pod}/log?tailLines=N[&container=<step>]. Raises NotFound if
         there is no Job `name` or it has no pod (not created yet, or garbage-collected).
         """

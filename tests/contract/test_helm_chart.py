@@ -21,6 +21,7 @@ import pytest
 import yaml
 from kubernetes import client
 
+from senpai.agents.walls import senpai_paths
 from senpai.config.harness import HarnessConfig
 from senpai.config.secret_env import SECRET_ENV
 from senpai.fleet.base import JobSpec
@@ -506,7 +507,8 @@ def test_wrapper_deployment(helm: dict) -> None:
     assert c["ports"] == [{"name": "health", "containerPort": 8080, "protocol": "TCP"}]
     assert c["resources"]["requests"] and c["resources"]["limits"]
     mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
-    assert mounts == {"/etc/senpai": "config", "/data": "data", "/tmp": "tmp"}
+    assert mounts == {"/etc/senpai": "config", "/data": "data", "/cache": "cache", "/tmp": "tmp"}
+    assert harness(docs).cache_dir == "/cache"  # the wrapper's SQLite: on its own emptyDir, on no volume a job mounts
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["data"]["persistentVolumeClaim"]["claimName"] == "datasets"
     assert volumes["config"]["configMap"]["name"] == one(docs, "ConfigMap")["metadata"]["name"]
@@ -592,13 +594,15 @@ def hooks(answer: dict) -> list[dict]:
     return [d for h in answer["hooks"] for d in yaml.safe_load_all(h) if d]
 
 
-def built_jobs(fleet, kube_version: str = "1.37") -> dict[str, dict]:
-    """The Job of each role as the wrapper builds it from the rendered fleet settings, valid in strict mode."""
+def built_jobs(cfg, kube_version: str = "1.37") -> dict[str, dict]:
+    """The Job of each role as the wrapper builds it from the rendered harness config (`make_fleet`:
+    senpai's folders hidden from the target's code), valid in strict mode."""
     jobs = {}
+    hidden = [*senpai_paths(cfg), *cfg.wall.hidden]
     for role in ("advisor", "student", "verifier"):
         command = ["senpai", "job", role]
         spec = JobSpec(name=f"senpai-{role}-pr3-1", role=role, student="ada", command=command, wall_seconds=60, gpus=1)
-        jobs[role] = client.ApiClient().sanitize_for_serialization(build_job(spec, fleet))
+        jobs[role] = client.ApiClient().sanitize_for_serialization(build_job(spec, cfg.fleet, hidden))
         kubernetes_validate.validate(jobs[role], kube_version, strict=True)
     return jobs
 
@@ -643,8 +647,7 @@ def test_operator_values_reach_the_wrapper(helm: dict) -> None:
 
 def test_operator_values_reach_every_job(helm: dict) -> None:
     """The Jobs the wrapper builds from the ConfigMap carry every jobs.* value; the credential rule holds."""
-    fleet = harness(manifests(helm["operator-1.37"])).fleet
-    jobs = built_jobs(fleet)
+    jobs = built_jobs(harness(manifests(helm["operator-1.37"])))
     for role, job in jobs.items():
         meta, pod = job["spec"]["template"]["metadata"], job["spec"]["template"]["spec"]
         assert meta["labels"]["team"] == "ml" and meta["labels"]["app.kubernetes.io/instance"] == RELEASE, role  # senpai's win
@@ -660,15 +663,19 @@ def test_operator_values_reach_every_job(helm: dict) -> None:
             mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
             assert {"/dev/shm", "/datasets"} <= set(mounts), name
         with_env_from = {n for n, c in containers.items() if c.get("envFrom")}
-        assert with_env_from == ({"checkout", "score"} if role == "verifier" else {"job"}), role
+        holders = {"verifier": {"checkout", "score"}, "student": {"prepare", "report"}, "advisor": {"job"}}
+        assert with_env_from == holders[role], role
         for n in with_env_from:
             assert containers[n]["envFrom"] == [{"configMapRef": {"name": "job-env"}, "prefix": "ACME_"}]
-    # the verifier's train steps run the candidate's code: no secret, the datasets read-only, an shm of their own
-    verifier = jobs["verifier"]["spec"]["template"]["spec"]
-    for train in verifier["initContainers"][1:]:
+    # the verifier's and the student's train steps run the candidate's code: no secret, the datasets read-only, an shm
+    # of their own, and senpai's state and tracker folders on the shared volume masked by empty ones
+    verifier, student = (jobs[r]["spec"]["template"]["spec"] for r in ("verifier", "student"))
+    for train in [*verifier["initContainers"][1:], student["initContainers"][1]]:
         assert not [e for e in train["env"] if "valueFrom" in e and "secretKeyRef" in e["valueFrom"]]
         mounts = {m["mountPath"]: m for m in train["volumeMounts"]}
         assert mounts["/datasets"]["readOnly"] is True and mounts["/dev/shm"]["name"] == "train-shm"
+        assert mounts["/data"]["readOnly"] is True and {"/data/state", "/data/wandb"} <= set(mounts)
+        assert all(mounts[p]["readOnly"] and mounts[p]["name"].startswith("hide-") for p in ("/data/state", "/data/wandb"))
     volumes = {v["name"]: v for v in verifier["volumes"]}
     assert volumes["train-shm"]["emptyDir"] == volumes["shm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "8Gi"}
 
@@ -676,7 +683,7 @@ def test_operator_values_reach_every_job(helm: dict) -> None:
 def test_network_policy_selects_the_job_pods_and_allows_only_dns_and_the_listed_endpoints(helm: dict) -> None:
     docs = manifests(helm["operator-1.37"])
     policy = one(docs, "NetworkPolicy")
-    job_labels = built_jobs(harness(docs).fleet)["student"]["spec"]["template"]["metadata"]["labels"]
+    job_labels = built_jobs(harness(docs))["student"]["spec"]["template"]["metadata"]["labels"]
     selector = policy["spec"]["podSelector"]["matchLabels"]
     assert selector.items() <= job_labels.items()
     dep_labels = one(docs, "Deployment")["spec"]["template"]["metadata"]["labels"]
@@ -717,7 +724,7 @@ def test_openshift_assigns_the_group(helm: dict) -> None:
     assert pod["securityContext"] == {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
     fleet = harness(docs).fleet
     assert "fsGroup" not in fleet.pod.pod_security_context
-    for job in built_jobs(fleet).values():
+    for job in built_jobs(harness(docs)).values():
         assert "fsGroup" not in job["spec"]["template"]["spec"]["securityContext"]
         assert all("runAsUser" not in c["securityContext"] for c in job["spec"]["template"]["spec"]["containers"])
 

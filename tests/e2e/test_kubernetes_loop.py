@@ -77,6 +77,11 @@ def test_research_loop_on_the_kubernetes_fleet(local_forge, tmp_path, monkeypatc
                 assert not [e for e in train["env"] if "valueFrom" in e]
                 work_mounts = [m["name"] for m in train["volumeMounts"] if m["mountPath"].startswith("/work")]
                 assert work_mounts == [train["name"].replace("train", "side")]
+        elif body["metadata"]["labels"]["senpai.dev/role"] == "student":
+            assert (steps, holders) == (["prepare", "train", "report"], [])
+            train = pod["initContainers"][1]  # the target's code: no secret, the train volume alone of the work dir
+            assert not [e for e in train["env"] if "valueFrom" in e]
+            assert [m["name"] for m in train["volumeMounts"] if m["mountPath"].startswith("/work")] == ["side-train"]
         else:
             assert (steps, holders) == (["job"], [])
     assert all(TOKEN not in yaml.safe_dump(body) and SECRET_VALUE not in yaml.safe_dump(body) for body in posted)

@@ -178,10 +178,11 @@ def test_only_checkout_and_score_mount_the_claim_holdout_read_only_at_its_sub_pa
 @pytest.mark.parametrize("role, gpus", [("advisor", 0), ("student", 0), ("student", 4)])
 def test_student_and_advisor_pods_never_mount_the_holdout(holdout, role, gpus):
     pod = pod_of(role, holdout, gpus)
-    assert [c["name"] for c in every_container(pod)] == ["job"]
+    assert [c["name"] for c in every_container(pod)] == (["job"] if role == "advisor" else ["prepare", "train", "report"])
     assert "holdout" not in {v["name"] for v in pod["volumes"]}
-    assert not reads_holdout(pod, pod["containers"][0], holdout)
-    assert holdout["mount_path"] not in {m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
+    for c in every_container(pod):
+        assert not reads_holdout(pod, c, holdout)
+        assert holdout["mount_path"] not in {m["mountPath"] for m in c["volumeMounts"]}
 
 
 def test_a_holdout_on_the_shared_claim_or_beside_the_work_dir_is_refused():

@@ -65,10 +65,14 @@ def test_every_job_is_valid_for_kubernetes(role, gpus, version):
 
 def test_gpu_student_gets_gpus_node_selector_and_tolerations():
     pod = as_dict(build_job(spec("student", gpus=2), k8s_settings()))["spec"]["template"]["spec"]
-    res = pod["containers"][0]["resources"]
+    (train,) = [c for c in pod["initContainers"] if c["name"] == "train"]  # the GPUs are the train step's alone
+    res = train["resources"]
     assert res["requests"] == {"cpu": "2", "memory": "8Gi", "nvidia.com/gpu": "2"}
     assert res["limits"] == {"memory": "16Gi", "nvidia.com/gpu": "2"}
-    assert {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}["SENPAI_GPUS"] == "2"  # no CUDA_VISIBLE_DEVICES here
+    assert {e["name"]: e.get("value") for e in train["env"]}["SENPAI_GPUS"] == "2"  # no CUDA_VISIBLE_DEVICES here
+    for c in [pod["initContainers"][0], *pod["containers"]]:  # prepare and report hold the token, not the GPUs
+        assert "nvidia.com/gpu" not in c["resources"]["requests"]
+        assert {e["name"]: e.get("value") for e in c["env"]}["SENPAI_TRAIN_GPUS"] == "2"  # report counts the GPU seconds
     assert pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
     assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
 
@@ -126,10 +130,13 @@ def test_job_shape():
     )
     pod = job["spec"]["template"]["spec"]
     assert pod["restartPolicy"] == "Never" and pod["serviceAccountName"] == "senpai-job"
+    assert [c["name"] for c in pod["initContainers"]] == ["prepare", "train"]
     (c,) = pod["containers"]
-    assert c["image"] == "ghcr.io/senpai/student:0.1.0"
-    assert c["command"] == ["/opt/senpai/bin/python", "-m", "senpai", "job", "student"]
-    assert c["workingDir"] == "/work"
+    assert c["name"] == "report" and c["image"] == "ghcr.io/senpai/student:0.1.0"
+    command = ["/opt/senpai/bin/python", "-m", "senpai", "job", "student"]
+    assert c["command"] == [*command, "--step", "report", "--work", "/work"]
+    assert pod["initContainers"][1]["command"] == [*command, "--step", "train", "--work", "/work"]
+    assert c["workingDir"] == "/work" and pod["initContainers"][1]["workingDir"] == "/work/train"
     assert c["securityContext"] == {
         "allowPrivilegeEscalation": False,
         "capabilities": {"drop": ["ALL"]},
@@ -237,12 +244,12 @@ def test_oom_reason_and_log_tail_reach_the_failure_evidence(scripted, forge_repo
     pr = transitions.open_experiment(forge, hypothesis, "senpai/ada/h-oom", "advisor", "wider")
     fleet = k8s_fleet(scripted)
     name = fleet.launch(spec("student", 1, name=f"senpai-student-pr{pr.number}-1")).name
-    scripted.cluster.finish(NAMESPACE, name, 137, "OOMKilled", log="loading data\nepoch 1\n")
+    scripted.cluster.finish(NAMESPACE, name, 137, "OOMKilled", log="loading data\nepoch 1\n", container="train")
     exp = read_experiment(forge.get_pull(pr.number), forge.list_comments(pr.number), forge.login)
     Dispatcher(forge, fleet, CONFIG, {"ada": 1}).apply(FailureEvidence(pr.number, 1, name, to_review=False), {pr.number: exp})
     (ev,) = read_experiment(forge.get_pull(pr.number), forge.list_comments(pr.number), forge.login).evidence
     assert ev.outcome == "failed" and ev.failure == f"job {name} ended without evidence: OOMKilled, exit 137"
-    assert ev.log_tail == "loading data\nepoch 1\n"
+    assert ev.log_tail == "--- prepare ---\n--- train ---\nloading data\nepoch 1\n"  # the train step's, the last
 
 
 def test_two_instances_share_a_namespace(scripted):
@@ -322,7 +329,7 @@ def test_unreachable_api_server_is_transient():
         k8s_fleet(server).get("senpai-student-pr7-1")
 
 
-def test_secret_values_reach_the_running_job(apiserver):
+def test_secret_values_reach_the_steps_that_hold_the_token_and_never_the_train_step(apiserver):
     fleet = k8s_fleet(apiserver)
     echo = ["sh", "-c", 'echo "token=$GITHUB_TOKEN"']
     name = fleet.launch(JobSpec(name="tok", role="student", pr=1, student="ada", command=echo, wall_seconds=20)).name
@@ -330,7 +337,9 @@ def test_secret_values_reach_the_running_job(apiserver):
         if fleet.get(name).done:
             break
         time.sleep(0.05)
-    assert fleet.logs(name).strip() == f"token={SECRET_VALUE}"  # resolved by the "kubelet", not sent by us
+    # resolved by the "kubelet", not sent by us; the step that runs the target's code has no token at all
+    expected = f"--- prepare ---\ntoken={SECRET_VALUE}\n--- train ---\ntoken=\n--- report ---\ntoken={SECRET_VALUE}"
+    assert fleet.logs(name).strip() == expected
 
 
 def test_a_stuck_job_says_why_it_is_pending(scripted):

@@ -1,0 +1,75 @@
+"""A hostile target against the real loop, run as a non-root user (issue 24): its train command (the
+student's and the verifier's train steps) and its evaluator (the score step) run the probe of
+tests/hostile_target.py, which tries every credential, every process and file of senpai's, senpai's
+state and the forge. They find no token, write nothing of senpai's, read none of senpai's folders,
+and the forge lets them do nothing; the experiment is decided as any other.
+
+On a machine where the tests run as root (CI), the wrapper, its fleet and every job run in a user
+namespace as uid 1000 with no capability (`as_non_root`): the processes of the same non-root user
+that candidate code shares a machine with, the case the walls are for.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from forge_fixtures import register_bot
+from hostile_target import HOSTILE_TRAIN, hostile_files, probes
+from research import make_program, reader
+
+from senpai.cli.demo import EXAMPLE
+from senpai.config.harness import load_harness
+from senpai.ledger.consistency import check
+
+pytestmark = pytest.mark.e2e
+BOT = "ghp_hostileTargetCannotSeeThis0123456789"  # the bot's token, as GitHub shapes one
+
+
+def as_non_root(argv: list[str]) -> list[str]:
+    """`argv` as a non-root user: itself when the tests are not root, else in a new user namespace
+    as uid and gid 1000, every capability gone (files keep their owners; /proc, signals and ptrace
+    see an ordinary user)."""
+    if os.geteuid() != 0:
+        return argv
+    return ["unshare", "--user", "--map-user=1000", "--map-group=1000", "--", *argv]
+
+
+def _senpai_folders(config: Path, forge_data: Path) -> dict[str, Path]:
+    cfg = load_harness(config)
+    return {
+        "state": Path(cfg.state_dir), "tracker": Path(cfg.tracker.dir), "jobs": Path(cfg.fleet.dir),
+        "holdout": Path(cfg.fleet.holdout_dir), "forge": forge_data, "home": Path.home(),
+    }  # fmt: skip
+
+
+def test_a_hostile_target_gets_nothing(local_forge, tmp_path):
+    register_bot(local_forge.server, BOT)
+    files = hostile_files((EXAMPLE / "train.py").read_text(), (EXAMPLE / "eval" / "evaluate.py").read_text())
+    config = make_program(local_forge.base_url, tmp_path, "hostile", mutate=lambda t: t.update(train=HOSTILE_TRAIN), files=files)
+    wrapper = [sys.executable, "-m", "senpai", "wrapper", "run", "--config", str(config), "--until-decided", "1", "--quiet"]
+    env = {**os.environ, "SENPAI_DEMO_TOKEN": BOT}  # given to the wrapper as a person gives it: in its environment
+    proc = subprocess.run(as_non_root(wrapper), env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    found = probes(tmp_path / "run")
+    kinds = {("verifier train" if p["artifact"] else "student train") if p["role"] == "train" else p["role"] for p in found}
+    assert kinds == {"student train", "verifier train", "score"}, kinds  # every step that runs the target's code
+    assert all(p["uid"] != 0 for p in found)
+    folders = _senpai_folders(config, local_forge.data_dir)
+    for p in found:
+        where = f"{p['role']} probe in {p['cwd']}"
+        assert BOT not in "\n".join(p["tokens"]), f"{where} found the bot's token"
+        assert p["wrote"] == [] and p["forge"] == [], where
+        breaches = [
+            (name, path) for path in p["read"] for name, folder in folders.items()
+            if Path(path).is_relative_to(folder) and not (name == "holdout" and p["role"] == "score")
+        ]  # fmt: skip
+        assert breaches == [], f"{where} read senpai's {breaches[:5]}"
+
+    exps = reader(config).experiments()
+    assert len(exps) == 1 and exps[0].decided
+    forge = reader(config).forge
+    assert check(exps, forge.branch_sha("advisor")).ok  # no merge, decision or base push senpai did not make
+    assert not [c for c in forge.list_comments(exps[0].pr) if "pwned" in c.body]
