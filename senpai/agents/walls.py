@@ -8,9 +8,12 @@ the same: the interpreter senpai runs on (its prefixes and site-packages: a targ
 senpai's), and `wall.readable`. Writable: only the folders the job makes for the command (its
 checkout, a fresh HOME and TMPDIR, its W&B dir, a verifier step's artifact dir) and `wall.writable`.
 
-As root the command runs as `wall.uid`; `auto` is 65534 (nobody) where that user can run the
-interpreter (every folder above it searchable by others), else root with no capability, which only
-Landlock keeps from root's files: without Landlock that is refused.
+Where the machine allows it (root, or unprivileged user namespaces: `isolation`, tried once per
+process), the command also runs in a view of its own (`senpai.fleet.wall_ns`): the hidden folders and
+/run empty, /tmp fresh, everything but its writable folders read-only, and nothing it started left
+running after it. As root the command runs as `wall.uid`; `auto` is 65534 (nobody) where that user
+can run the interpreter (every folder above it searchable by others, or covered by the view), else
+root with no capability, which only Landlock keeps from root's files: without Landlock that is refused.
 """
 
 import functools
@@ -18,6 +21,7 @@ import logging
 import os
 import site
 import stat
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -25,7 +29,7 @@ from pathlib import Path
 
 from senpai.config.harness import HarnessConfig, LocalFleetSettings, WallSettings
 from senpai.errors import PermanentError
-from senpai.fleet.wall import Wall, landlock_abi
+from senpai.fleet.wall import SCRATCH, Wall, landlock_abi
 
 log = logging.getLogger(__name__)
 NOBODY = 65534
@@ -39,6 +43,21 @@ def _landlock() -> int:
     return abi
 
 
+@functools.cache
+def isolation() -> bool:
+    """Can this process give a command a view of its own (`senpai.fleet.wall_ns`)? Tried once: the
+    launcher runs /bin/true in one."""
+    try:
+        argv = Wall(landlock=False, isolate=True).argv(["/bin/true"])
+        trial = subprocess.run(argv, cwd="/", capture_output=True, timeout=60)
+        ok, why = trial.returncode == 0, trial.stderr.decode(errors="replace").strip()[-300:]
+    except (OSError, subprocess.TimeoutExpired) as e:
+        ok, why = False, str(e)
+    if not ok:
+        log.warning("code from a PR runs without a view of its own (no namespaces here: %s; docs/target-contract.md)", why)
+    return ok
+
+
 def interpreter_paths() -> list[str]:
     """What running senpai's interpreter reads: its executable's folder, its prefixes and site-packages."""
     paths = {os.path.dirname(os.path.realpath(sys.executable)), sys.prefix, sys.base_prefix, sys.exec_prefix}
@@ -46,25 +65,41 @@ def interpreter_paths() -> list[str]:
     return sorted(paths)
 
 
-def _open_to_others(path: str) -> bool:
-    """Can a user who owns nothing here read and search `path` and every folder above it?"""
+def _reachable(path: str, uid: int, covered: Sequence[str] = (), itself: bool = True) -> bool:
+    """Can `uid` (by owner or other bits; groups aside) search every folder above `path` and, with
+    `itself`, read and search `path`? A folder in `covered` (a mask of the view: a tmpfs senpai
+    makes searchable) or below one counts as searchable."""
+
+    def may(p: Path, bits: int) -> bool:
+        st = os.stat(p)
+        return st.st_mode & bits == bits or (st.st_uid == uid and st.st_mode & (bits << 6) == bits << 6)
+
     real = Path(os.path.realpath(path))
     try:
-        if any(not os.stat(p).st_mode & stat.S_IXOTH for p in real.parents):
+        if not all(may(p, stat.S_IXOTH) for p in real.parents if not any(_within(str(p), c) for c in covered)):
             return False
-        return os.stat(real).st_mode & (stat.S_IROTH | stat.S_IXOTH) == stat.S_IROTH | stat.S_IXOTH
+        return not itself or may(real, stat.S_IROTH | stat.S_IXOTH)
     except OSError:
         return False
 
 
-def candidate_uid(settings: WallSettings) -> int | None:
-    """The uid commands from a PR run as: None unless senpai runs as root; then `wall.uid`, or for
-    `auto` NOBODY if it can run the interpreter, else None (root without capabilities)."""
+def candidate_uid(
+    settings: WallSettings, covered: Sequence[str] = (), readable: Sequence[str] = (), writable: Sequence[str] = ()
+) -> int | None:
+    """The uid a command from a PR runs as: None unless senpai runs as root; then `wall.uid`, or
+    for `auto` NOBODY, if that user can run the interpreter, read `readable` and reach `writable`
+    (which it is handed), the view covering `covered`; else None for `auto` (root without
+    capabilities). Raises PermanentError if a set `wall.uid` cannot: its commands could not run."""
     if os.geteuid() != 0:
         return None
-    if settings.uid != "auto":
-        return settings.uid
-    return NOBODY if all(_open_to_others(p) for p in interpreter_paths()) else None
+    uid = NOBODY if settings.uid == "auto" else settings.uid
+    needs = [(p, True) for p in [*interpreter_paths(), *readable]] + [(p, False) for p in writable]
+    blocked = [p for p, itself in needs if not _reachable(p, uid, covered, itself)]
+    if not blocked:
+        return uid
+    if settings.uid == "auto":
+        return None
+    raise PermanentError(f"wall.uid {uid} cannot reach {blocked[0]}: a command from a PR could not run as it")
 
 
 Walls = Callable[[Sequence[Path], Sequence[Path]], Wall]  # (writable, readable) -> the wall: `walls_of`
@@ -97,30 +132,35 @@ def candidate_wall(
     `hidden` (senpai's folders, `senpai_paths`), the home folder or `settings.hidden`, and may read
     `readable` all the same (the sealed holdout, for the evaluator); see the module docstring.
     Raises PermanentError if the wall cannot be what `settings` asks: `landlock: required` on a
-    kernel without Landlock, or root with neither Landlock nor another uid."""
-    abi = _landlock()
-    uid = candidate_uid(settings)
+    kernel without Landlock, `namespaces: required` where no view can be made, or root with neither
+    Landlock nor another uid."""
+    abi, view = _landlock(), isolation()
     if not abi and settings.landlock == "required":
         raise PermanentError("wall.landlock is required, but this kernel offers no Landlock: code from a PR is not run")
-    if not abi and os.geteuid() == 0 and uid is None:
-        raise PermanentError(
-            "senpai runs as root on a kernel without Landlock, and no other user can run its interpreter: code from a PR "
-            "would run as root. Run senpai as another user, or set wall.uid to a user that can run "
-            f"{os.path.realpath(sys.executable)}"
-        )
+    if not view and settings.namespaces == "required":
+        raise PermanentError("wall.namespaces is required, but no namespace can be made here: code from a PR is not run")
     hidden = [*hidden, *settings.hidden]
     home = os.path.realpath(os.path.expanduser("~"))
     if home != "/":
         hidden.append(home)
     granted = [os.path.realpath(p) for p in readable]
     hidden = [h for h in map(os.path.realpath, hidden) if not any(_within(h, g) for g in granted)]
+    write = [str(Path(p).absolute()) for p in [*writable, *settings.writable]]
+    uid = candidate_uid(settings, [*hidden, *SCRATCH, "/run"] if view else [], [*granted, *settings.readable], write)
+    if not abi and os.geteuid() == 0 and uid is None:
+        raise PermanentError(
+            "senpai runs as root on a kernel without Landlock, and no other user can run its interpreter: code from a PR "
+            "would run as root. Run senpai as another user, or set wall.uid to a user that can run "
+            f"{os.path.realpath(sys.executable)}"
+        )
     return Wall(
-        writable=tuple(str(Path(p).absolute()) for p in [*writable, *settings.writable]),
+        writable=tuple(write),
         hidden=tuple(hidden),
         readable=tuple([*interpreter_paths(), *granted, *settings.readable]),
         uid=uid,
         gid=uid,
         landlock=bool(abi),
+        isolate=view,
     )
 
 
@@ -135,3 +175,25 @@ def sandbox(root: Path) -> tuple[list[Path], dict[str, str]]:
     root.mkdir(parents=True, exist_ok=True)
     home, tmp = Path(tempfile.mkdtemp(prefix="home-", dir=root)), Path(tempfile.mkdtemp(prefix="tmp-", dir=root))
     return [home, tmp], {"HOME": str(home), "TMPDIR": str(tmp)}
+
+
+def trial(cfg: HarnessConfig) -> str:
+    """Run senpai's interpreter behind the wall code from a PR gets under `cfg`, in a fresh folder,
+    and say what that wall is (Landlock, the view, the uid). Raises PermanentError if it cannot be
+    built or the interpreter cannot run behind it (the message says why)."""
+    with tempfile.TemporaryDirectory(prefix="senpai-wall-trial-") as scratch:
+        folder = Path(scratch) / "job"
+        folder.mkdir()
+        own, env = sandbox(Path(scratch) / "own")
+        wall = walls_of(cfg)([folder, *own], [])
+        run = subprocess.run(
+            wall.argv([sys.executable, "-c", "print('ok')"]), cwd=folder, env={**env, "PATH": os.environ.get("PATH", "")},
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        if run.returncode != 0 or run.stdout.strip() != "ok":
+            why = (run.stderr or run.stdout).strip()[-300:]
+            raise PermanentError(f"senpai's interpreter does not run behind the wall: {why}")
+    who = f"uid {wall.uid}" if wall.uid is not None else ("root without capabilities" if os.geteuid() == 0 else "senpai's user")
+    fence = f"Landlock ABI {_landlock()}" if wall.landlock else "no Landlock"
+    view = "a view of its own (mount and PID namespaces)" if wall.isolate else "no view of its own (no namespaces)"
+    return f"{fence}; {view}; as {who}"

@@ -42,11 +42,18 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
 
 
 def write_config(
-    out: Path, base_url: str, students: int, experiments: int, repo: str = "senpai/digits", holdout: Path | None = None
+    out: Path,
+    base_url: str,
+    students: int,
+    experiments: int,
+    repo: str = "senpai/digits",
+    holdout: Path | None = None,
+    forge_data: Path | None = None,
 ) -> Path:
     """Write `out/harness.yaml` (local forge, offline W&B, local fleet, search runtime) and return its path.
     `fleet.holdout_dir` is `holdout` when given, else the sealed digits holdout written in `out/holdout`;
-    either lies outside every work copy."""
+    either lies outside every work copy. `forge_data`, the local forge's folder (its tokens), is
+    hidden from code from a PR (`wall.hidden`)."""
     out.mkdir(parents=True, exist_ok=True)
     holdout_dir = holdout.resolve() if holdout else seal_holdout(out / "holdout")
     cfg = {
@@ -61,6 +68,8 @@ def write_config(
         "max_experiments": experiments,
         "stale_after_seconds": 600.0,
     }
+    if forge_data is not None:
+        cfg["wall"] = {"hidden": [str(forge_data.resolve())]}
     path = out / "harness.yaml"
     path.write_text(safe_yaml.dump(cfg))
     return path
@@ -97,7 +106,9 @@ def demo(students: int, experiments: int, out: str | None, example: str, holdout
     start = time.monotonic()
     server = LocalForgeServer(root / "forge", write_limits=WriteLimits()).start()  # GitHub's secondary limits
     try:
-        config_path = write_config(root, server.base_url, students, experiments, repo, Path(holdout) if holdout else None)
+        config_path = write_config(
+            root, server.base_url, students, experiments, repo, Path(holdout) if holdout else None, root / "forge"
+        )
         cfg = load_harness(config_path)
         human = forge_tokens(server, cfg.forge.token_env)
         seed_target(cfg.forge, Path(example), root / "seed")

@@ -351,8 +351,8 @@ class LimitSettings(_Strict):
 class WallSettings(_Strict):
     """What code from a PR may reach on the machine that runs it (`senpai.fleet.wall`). Besides its
     own folders it may write nothing; it may read everything but senpai's state dir, the tracker's
-    dir, the local fleet's jobs, the sealed holdout, the home folder of the user senpai runs as, and
-    `hidden`. As root it runs as `uid`."""
+    dir, the local fleet's jobs, the sealed holdout, the home folder of the user senpai runs as, /run
+    and `hidden`. As root it runs as `uid`."""
 
     readable: list[str] = Field(
         default_factory=list, description="Paths it may read although they lie under a hidden one (a dataset in HOME)."
@@ -366,6 +366,12 @@ class WallSettings(_Strict):
     )
     landlock: Literal["auto", "required"] = Field(
         "auto", description="auto: behind Landlock where the kernel offers it; required: refuse to run it elsewhere."
+    )
+    namespaces: Literal["auto", "required"] = Field(
+        "auto",
+        description="auto: in a view of its own (mount and PID namespaces: senpai's folders, HOME and /run empty, /tmp "
+        "fresh, all but its own folders read-only, nothing left running) where the machine allows it; required: refuse "
+        "to run it elsewhere.",
     )
 
     @field_validator("readable", "writable", "hidden")

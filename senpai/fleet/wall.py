@@ -20,6 +20,11 @@ which applies, in the new process and before it execs ARGV:
 3. **As root**: the command runs as `uid`:`gid` when given (its writable paths are handed to it
    first); otherwise it stays uid 0 with every capability dropped, the bounding set too, and root's
    exec-time capabilities locked off (securebits), so it keeps only what Landlock leaves it.
+4. **Its own view** (`isolate`, `senpai.fleet.wall_ns`): new mount and PID namespaces in which
+   senpai's folders, the home folder and /run are empty, /tmp and /dev/shm fresh, everything but
+   `writable` read-only, and the command the only process tree, killed whole when it ends. This is
+   what stops a socket of the same user (tmux, ssh-agent, systemd), a chmod, or a process left
+   behind, none of which Landlock covers.
 
 Anything that cannot be applied as asked exits 126 with one `[senpai-wall]` line on stderr: the
 command never runs with less of a wall than its caller asked for. Callers check `landlock_abi()`
@@ -27,12 +32,14 @@ first and ask for Landlock only where the kernel has it (`Wall.landlock`).
 
 The launcher imports the standard library alone, in isolated mode (it starts in the command's own
 folder, and before every step a verifier runs), so the Wall is a dataclass read from JSON, not a
-pydantic model.
+pydantic model, and `wall_ns` is loaded by its path beside this file.
 """
 
 import ctypes
+import importlib.util
 import json
 import os
+import stat
 import sys
 from dataclasses import asdict, dataclass
 
@@ -52,6 +59,7 @@ _SECURE_LOCKED_ROOT = 0b111111  # NOROOT, NO_SETUID_FIXUP, KEEP_CAPS_LOCKED: roo
 _CAPABILITY_VERSION_3 = 0x20080522
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx")
 DEVICE_DIRS = ("/dev/shm", "/dev/pts", "/dev/dri")
+SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")  # in its own view: fresh, private and writable (programs expect to write there)
 FAILED = 126  # what the launcher exits with when it cannot build the wall (a shell's "cannot execute")
 
 
@@ -64,6 +72,7 @@ class Wall:
     readable: paths beneath `hidden` it may read and execute all the same (an interpreter there).
     uid, gid: as root, run as this user and group (None: stay uid 0 without capabilities).
     landlock: apply Landlock (exit 126 if the kernel cannot); False where `landlock_abi()` is 0.
+    isolate: run it in a view of its own (`wall_ns`; exit 126 if the machine cannot make one).
     """
 
     writable: tuple[str, ...] = ()
@@ -72,20 +81,24 @@ class Wall:
     uid: int | None = None
     gid: int | None = None
     landlock: bool = True
+    isolate: bool = False
+
+    def to_json(self) -> str:
+        """This wall as the JSON `from_json` reads."""
+        return json.dumps({k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()})
 
     def argv(self, command: list[str]) -> list[str]:
         """`command` behind this wall: the launcher's argv. The launcher is this file run by the
         interpreter running senpai in isolated mode (`-I`): it starts where the command runs, in a
         folder of the command's, so neither that folder nor PYTHON* variables may reach its imports
         (a `json.py` there would run before the wall stands)."""
-        spec = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
-        return [sys.executable, "-I", os.path.abspath(__file__), json.dumps(spec), "--", *command]
+        return [sys.executable, "-I", os.path.abspath(__file__), self.to_json(), "--", *command]
 
     @classmethod
     def from_json(cls, text: str) -> "Wall":
         """The Wall of `text` (what `argv` wrote). Raises ValueError on anything else."""
         raw = json.loads(text)
-        if not isinstance(raw, dict) or set(raw) - {"writable", "hidden", "readable", "uid", "gid", "landlock"}:
+        if not isinstance(raw, dict) or set(raw) - {"writable", "hidden", "readable", "uid", "gid", "landlock", "isolate"}:
             raise ValueError("not a wall")
         paths = {k: tuple(raw.get(k, ())) for k in ("writable", "hidden", "readable")}
         if not all(isinstance(p, str) and p.startswith("/") for ps in paths.values() for p in ps):
@@ -93,7 +106,7 @@ class Wall:
         ids = {k: raw.get(k) for k in ("uid", "gid")}
         if not all(v is None or (isinstance(v, int) and v >= 0) for v in ids.values()):
             raise ValueError("uid and gid are non-negative integers")
-        return cls(**paths, **ids, landlock=bool(raw.get("landlock", True)))
+        return cls(**paths, **ids, landlock=bool(raw.get("landlock", True)), isolate=bool(raw.get("isolate", False)))
 
 
 class WallError(Exception):
@@ -153,9 +166,10 @@ def rules(wall: Wall) -> list[tuple[str, int]]:
     what is visible (`visible_roots` of / without `hidden` and /dev), READ on `readable`, everything
     on `writable`, read and write on the devices. Raises WallError if a hidden path lies beneath a
     writable or a readable one (Landlock's rules only add: it would not be hidden)."""
-    hidden = [os.path.realpath(p) for p in wall.hidden]
-    writable = [os.path.realpath(p) for p in wall.writable]
-    readable = [os.path.realpath(p) for p in wall.readable]
+    scratch = _real(SCRATCH) if wall.isolate else []
+    hidden = [h for h in _real(wall.hidden) if not any(_inside(h, s) for s in scratch)]  # not in its view at all
+    writable = [*_real(wall.writable), *scratch]
+    readable = _real(wall.readable)
     for h in hidden:
         if any(_inside(h, w) for w in writable) or any(_inside(h, r) for r in readable):
             raise WallError(f"hidden path {h} lies beneath a writable or readable one")
@@ -209,12 +223,23 @@ def _add_rule(libc: ctypes.CDLL, ruleset: int, path: str, access: int) -> None:
 
 
 def _hand_over(paths: tuple[str, ...], uid: int, gid: int) -> None:
-    """chown every writable path (recursively, links themselves) to the user the command runs as."""
+    """chown every writable path (recursively) to the user the command runs as. Walked by folder
+    handle, never following a link, so a link swapped in on the way cannot lead it outside; a file
+    with other hard links (which may live outside) stays as it is."""
     for top in paths:
-        for base, dirs, files in os.walk(top):
+        if not os.path.lexists(top):
+            continue
+        os.chown(top, uid, gid, follow_symlinks=False)
+        if not os.path.isdir(top) or os.path.islink(top):
+            continue
+        for _, dirs, files, fd in os.fwalk(top, follow_symlinks=False):
             for name in [*dirs, *files]:
-                os.lchown(os.path.join(base, name), uid, gid)
-        os.lchown(top, uid, gid)
+                try:
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    if stat.S_ISDIR(st.st_mode) or st.st_nlink == 1:
+                        os.chown(name, uid, gid, dir_fd=fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
 
 
 def _drop_root(wall: Wall, libc: ctypes.CDLL) -> None:
@@ -256,13 +281,46 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) < 3 or args[1] != "--":
         print("usage: python -I senpai/fleet/wall.py '<wall json>' -- ARGV...", file=sys.stderr)
         return 2
-    try:
-        enter(Wall.from_json(args[0]))
-        os.execvp(args[2], args[2:])
-    except (WallError, OSError, ValueError) as e:
-        print(f"[senpai-wall] cannot run {args[2]!r} behind the wall: {e}", file=sys.stderr, flush=True)
+    command = args[2:]
+
+    def fail(e: Exception) -> int:
+        print(f"[senpai-wall] cannot run {command[0]!r} behind the wall: {e}", file=sys.stderr, flush=True)
         return FAILED
-    return FAILED  # pragma: no cover - execvp does not return
+
+    try:
+        wall = Wall.from_json(args[0])
+    except ValueError as e:
+        return fail(e)
+
+    def start() -> None:
+        try:
+            enter(wall)
+            os.execvp(command[0], command)
+        except (WallError, OSError, ValueError) as e:
+            os._exit(fail(e))
+
+    if not wall.isolate:
+        start()
+    view = _wall_ns()
+    try:
+        return view.run(*(_real(p) for p in (wall.writable, wall.readable, wall.hidden, SCRATCH)), start)
+    except (view.ViewError, OSError) as e:
+        return fail(e)
+
+
+def _real(paths: tuple[str, ...]) -> list[str]:
+    return [os.path.realpath(p) for p in paths if os.path.lexists(p)]
+
+
+def _wall_ns():  # noqa: ANN202 - a module loaded by path
+    """`senpai.fleet.wall_ns`, loaded by its path: the launcher runs as a script, with no package."""
+    spec = importlib.util.spec_from_file_location(
+        "senpai_wall_ns", os.path.join(os.path.dirname(os.path.abspath(__file__)), "wall_ns.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 if __name__ == "__main__":
