@@ -12,7 +12,7 @@ from senpai.agents.context import TurnContext
 from senpai.agents.openhands.conversation import run_turn, turn_key
 from senpai.agents.openhands.prompts import digest, event_line, read_program, system_suffix, user_turn
 from senpai.agents.openhands.tools import senpai_tools
-from senpai.agents.openhands.turn import conversations_dir, log_turn, open_session, post_budget_report, walled_shell
+from senpai.agents.openhands.turn import conversations_dir, log_turn, open_session, post_budget_report, walled_tools
 from senpai.config.roles import Role
 from senpai.errors import TransientError
 from senpai.ledger import diversity, transitions
@@ -52,7 +52,7 @@ def advisor_turn(ctx: TurnContext, events: list[Event], now: datetime | None = N
             state_dir=conversations_dir(ctx, Role.ADVISOR),
             key=key,
             guard=guard,
-            shell=walled_shell(ctx, ctx.repo.path),
+            walled=walled_tools(ctx, ctx.repo.path),
         )
     except TransientError:
         # the provider failed mid-turn: the job's next try may hold other events (another key, a new

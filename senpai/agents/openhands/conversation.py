@@ -26,10 +26,12 @@ from openhands.tools.file_editor import FileEditorObservation, FileEditorTool
 from openhands.tools.terminal import TerminalTool
 
 from senpai.agents.openhands.budget import BudgetGuard
+from senpai.agents.openhands.editor import WalledEditor
 from senpai.agents.openhands.prompts import ROOT, untrusted
 from senpai.agents.openhands.trace import call_table
 from senpai.config.roles import Role
 from senpai.errors import TransientError
+from senpai.fleet.wall import Wall
 from senpai.ledger.blocks import TurnUsage
 from senpai.tracker.base import RunTable
 
@@ -59,7 +61,9 @@ class _Untrusted(ToolExecutor):
 
 class _Confined(ToolExecutor):
     """Wraps the file editor's executor: a path that is not inside `root` once every link in it is
-    resolved (a symlink the agent's shell planted, pointing at a key file) is refused unread."""
+    resolved (a symlink the agent's shell planted, pointing at a key file) is refused unread. The
+    editor itself runs behind the wall (`WalledEditor`), so a link swapped in after this check
+    still reaches nothing of senpai's."""
 
     def __init__(self, inner: ToolExecutor, root: str) -> None:
         self.inner, self.root = inner, os.path.realpath(root)
@@ -90,17 +94,20 @@ class GuardedTerminalTool(TerminalTool):
 
 
 class GuardedFileEditorTool(FileEditorTool):
-    """The SDK file editor with no per-turn path in its description, confined to the work copy, its
-    output marked untrusted."""
+    """The SDK file editor with no per-turn path in its description, run behind `wall` (a Wall as
+    JSON, `senpai.agents.openhands.editor`) with `env` added, confined to the work copy, its output
+    marked untrusted."""
 
     name: ClassVar[str] = "file_editor"
 
     @classmethod
     def create(cls, conv_state, **params) -> Sequence["GuardedFileEditorTool"]:
+        wall, env = Wall.from_json(params.pop("wall")), params.pop("env", {})
         out = []
         for t in super().create(conv_state, **params):
             text = t.description.split("\n\nYour current working directory is:")[0] + f"\n\n{STABLE_CWD}"
-            executor = _Untrusted(_Confined(t.executor, conv_state.workspace.working_dir), "file")
+            root = conv_state.workspace.working_dir
+            executor = _Untrusted(_Confined(WalledEditor(root, wall, env), root), "file")
             out.append(t.model_copy(update={"executor": executor, "description": text}))
         return out
 
@@ -149,16 +156,15 @@ def run_turn(
     state_dir: Path,
     key: str,
     guard: BudgetGuard,
-    shell: tuple[Path, dict[str, str]],
+    walled: dict[str, dict],
 ) -> TurnResult:
     """Run (or resume) the conversation of turn `key` until the agent finishes or a budget stops it.
-    `shell`: the terminal's shell and the env it adds (`turn.walled_shell`).
+    `walled`: the params of the walled terminal and file editor (`turn.walled_tools`).
 
     Raises TransientError if the LLM provider fails after the SDK's retries.
     """
-    terminal = {"shell_path": str(shell[0]), "env": shell[1]}
-    names = sorted(["senpai_file_editor", "senpai_terminal", *senpai_tools])
-    tools = [Tool(name=n, params=terminal if n == "senpai_terminal" else {}) for n in names]
+    params = {"senpai_terminal": walled["terminal"], "senpai_file_editor": walled["editor"]}
+    tools = [Tool(name=n, params=params.get(n, {})) for n in sorted([*params, *senpai_tools])]
     context = AgentContext(skills=skills(), system_message_suffix=system, current_datetime=None)
     agent = Agent(llm=llm, tools=tools, agent_context=context)
     cid = conversation_id(key)

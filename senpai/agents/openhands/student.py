@@ -15,7 +15,7 @@ from senpai.agents.openhands.conversation import TurnResult, run_turn, turn_key
 from senpai.agents.openhands.prompts import event_line, read_program, system_suffix, user_turn
 from senpai.agents.openhands.session import Session
 from senpai.agents.openhands.tools import senpai_tools
-from senpai.agents.openhands.turn import conversations_dir, log_turn, open_session, post_budget_report, walled_shell
+from senpai.agents.openhands.turn import conversations_dir, log_turn, open_session, post_budget_report, walled_tools
 from senpai.agents.params import apply_params
 from senpai.config.roles import Role
 from senpai.ledger import transitions
@@ -61,7 +61,7 @@ def student_turn(
         state_dir=conversations_dir(ctx, Role.STUDENT),
         key=key,
         guard=guard,
-        shell=walled_shell(ctx, ctx.repo.path),
+        walled=walled_tools(ctx, ctx.repo.path),
     )
     log_turn(ctx, Role.STUDENT, number, head, key, guard, result)
     if session.submitted is not None:

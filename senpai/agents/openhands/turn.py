@@ -1,6 +1,8 @@
 """What both roles' turns share: secrets out of reach, the LLM, the guard, and the budget report."""
 
+import os
 import shlex
+import sys
 import tempfile
 from pathlib import Path
 
@@ -37,18 +39,21 @@ def open_session(ctx: TurnContext, role: Role, events: list[Event]) -> tuple[Ses
     return session, llm, guard
 
 
-def walled_shell(ctx: TurnContext, workspace: Path) -> tuple[Path, dict[str, str]]:
-    """The agent terminal's shell: a script that starts bash behind the wall of code from a PR
-    (`senpai.agents.walls`: it may write `workspace` and a fresh HOME and TMPDIR alone, reads
-    nothing of senpai's, holds no key and cannot reach this process), and the env that points the
-    shell at that HOME and TMPDIR. The script lies outside `workspace`, where the agent cannot change it."""
+def walled_tools(ctx: TurnContext, workspace: Path) -> dict[str, dict]:
+    """The params of the agent's terminal and file editor (`conversation.run_turn`), both behind the
+    wall of code from a PR (`senpai.agents.walls`: they may write `workspace` and a fresh HOME and
+    TMPDIR alone, read nothing of senpai's, hold no key and cannot reach this process). The
+    terminal's shell is a script outside `workspace`, where the agent cannot change it; the editor
+    is a process of its own (`senpai.agents.openhands.editor`)."""
     root = Path(tempfile.mkdtemp(prefix="shell-", dir=ctx.workdir))
     own, env = sandbox(root)
     wall = walls_of(ctx.harness)([workspace, *own], [])
     script = root / "bash"
     script.write_text("#!/bin/sh\nexec " + shlex.join(wall.argv(["/bin/bash"])) + ' "$@"\n')
     script.chmod(0o755)
-    return script, env
+    # `python` in the shell is the interpreter running senpai (the target's, as for its commands)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    return {"terminal": {"shell_path": str(script), "env": env}, "editor": {"wall": wall.to_json(), "env": env}}
 
 
 def log_turn(

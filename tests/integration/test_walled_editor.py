@@ -1,0 +1,68 @@
+"""The openhands agent's file editor runs behind the wall (senpai.agents.openhands.editor): a link in
+the work copy that a process of the agent's flips between a folder of its own and a hidden one
+(the red team's race against the path check) never yields the hidden file, and edits still work."""
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from openhands.tools.file_editor import FileEditorAction
+
+from senpai.agents.openhands.conversation import _Confined
+from senpai.agents.openhands.editor import WalledEditor
+from senpai.agents.walls import candidate_wall, isolation, sandbox
+from senpai.config.harness import WallSettings
+from senpai.fleet.wall import landlock_abi
+
+pytestmark = pytest.mark.skipif(not (isolation() or landlock_abi()), reason="no wall can be built on this machine")
+SECRET = "TOPSECRET-oauth-token"
+
+
+def test_a_link_flipped_under_the_editor_never_reaches_a_hidden_file(tmp_path: Path) -> None:
+    workspace, hidden = tmp_path / "ws", tmp_path / "gh"
+    (workspace / "real").mkdir(parents=True)
+    hidden.mkdir()
+    (hidden / "hosts.yml").write_text(SECRET)
+    (workspace / "real" / "hosts.yml").write_text("mine\n")
+    own, env = sandbox(tmp_path / "own")
+    wall = candidate_wall(WallSettings(), [str(hidden)], [workspace, *own])
+    editor = _Confined(WalledEditor(str(workspace), wall, env), str(workspace))
+    link, stop = workspace / "link", threading.Event()
+
+    def flip() -> None:  # what a process left running in the agent's terminal does
+        while not stop.is_set():
+            for target in (workspace / "real", hidden):
+                tmp = workspace / f".l{os.getpid()}"
+                tmp.unlink(missing_ok=True)
+                tmp.symlink_to(target)
+                tmp.replace(link)
+
+    flipper = threading.Thread(target=flip, daemon=True)
+    flipper.start()
+    try:
+        answers = [editor(FileEditorAction(command="view", path=str(link / "hosts.yml"))).text for _ in range(200)]
+    finally:
+        stop.set()
+        flipper.join()
+        editor.inner.close()
+    assert not [a for a in answers if SECRET in a]
+    assert [a for a in answers if "mine" in a]  # the race was run: some views went through
+
+
+def test_the_walled_editor_edits_and_undoes_in_the_work_copy(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    own, env = sandbox(tmp_path / "own")
+    editor = WalledEditor(str(workspace), candidate_wall(WallSettings(), [], [workspace, *own]), env)
+    try:
+        path = str(workspace / "train.py")
+        assert not editor(FileEditorAction(command="create", path=path, file_text="lr = 0.1\n")).is_error
+        assert not editor(FileEditorAction(command="str_replace", path=path, old_str="0.1", new_str="0.2")).is_error
+        assert (workspace / "train.py").read_text() == "lr = 0.2\n"
+        assert not editor(FileEditorAction(command="undo_edit", path=path)).is_error  # one process: its history kept
+        assert (workspace / "train.py").read_text() == "lr = 0.1\n"
+        outside = editor(FileEditorAction(command="create", path=str(tmp_path / "escape.py"), file_text="x"))
+        assert outside.is_error and not (tmp_path / "escape.py").exists()
+    finally:
+        editor.close()
