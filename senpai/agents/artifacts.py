@@ -9,12 +9,14 @@ holding regular files only (no symlink, device or FIFO), each named `.skops`, `.
 would make the loader read another file, the holdout say: `senpai.agents.onnx_refs`), and at most
 MAX_BYTES in all. skops files are still loaded with trusted types only: that is the evaluator's job.
 `digest(dir)` fingerprints an accepted directory, so an artifact changed after its train step (by a
-later train step, or a forged `train.json`) is caught before scoring.
+later train step, or a forged `train.json`) is caught before scoring. `snapshot(dir, dest)` copies
+it where no code from a PR can write, so what is checked is what is scored.
 """
 
 import hashlib
 import json
 import os
+import stat
 import zipfile
 from pathlib import Path
 
@@ -130,3 +132,34 @@ def set_read_only(directory: Path, read_only: bool = True) -> None:
             if not path.is_symlink():
                 path.chmod(0o555 if read_only else 0o755)
     directory.chmod(0o555 if read_only else 0o755)
+
+
+def snapshot(directory: Path, dest: Path, max_bytes: int = MAX_BYTES) -> str | None:
+    """Copy `directory` to the new folder `dest` (its parent must be senpai's own, one no wall lets
+    a command write): folders and regular files only, each opened without following a link, at most
+    MAX_FILES entries and `max_bytes` in all. Returns why it was not copied (a link, a FIFO, too
+    much: a refusal), or None. Raises OSError if `dest` cannot be written."""
+    dest.mkdir(mode=0o700)
+    total, seen = 0, 0
+    for root, dirs, names, fd in os.fwalk(directory, follow_symlinks=False):
+        seen += len(dirs) + len(names)
+        if seen > MAX_FILES:
+            return f"the artifact directory holds more than {MAX_FILES} files and directories"
+        here = dest / os.path.relpath(root, directory)
+        for name in dirs:
+            (here / name).mkdir(mode=0o700)
+        for name in names:
+            try:
+                src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+            except OSError:
+                return f"artifact {os.path.relpath(os.path.join(root, name), directory)} is not a regular file"
+            with os.fdopen(src, "rb") as f:
+                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    return f"artifact {os.path.relpath(os.path.join(root, name), directory)} is not a regular file"
+                with open(here / name, "xb") as out:
+                    while chunk := f.read(1 << 20):
+                        total += len(chunk)
+                        if total > max_bytes:
+                            return f"the artifacts are over {max_bytes} bytes in all"
+                        out.write(chunk)
+    return None

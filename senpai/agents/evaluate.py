@@ -16,6 +16,7 @@ the environment is the same scrubbed one: no secret reaches either step.
 import io
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -27,7 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from senpai import phases
-from senpai.agents.artifacts import digest, refusal, set_read_only
+from senpai.agents.artifacts import digest, refusal, set_read_only, snapshot
 from senpai.agents.environ import allowed_env
 from senpai.agents.measure import GRACE_SECONDS, Outcome, clear, run_command
 from senpai.agents.walls import Walls, sandbox
@@ -110,6 +111,7 @@ def _walk(path: Path) -> list[Path]:
 def python_shim(directory: Path) -> Path:
     """`directory` with `python` and `python3` scripts that exec this interpreter with `-I -P`."""
     directory.mkdir(parents=True, exist_ok=True)
+    directory.chmod(0o755)  # the evaluator's user may not be this one (`walls.candidate_uid`)
     for name in ("python", "python3"):
         shim = directory / name
         shim.write_text(SHIM.format(python=shlex.quote(sys.executable)))
@@ -152,7 +154,7 @@ def reset_checkout(checkout: Path, sha: str, walls: Walls, timeout: float | None
         try:
             with phases.phase("git local"):
                 argv = wall.argv(["git", "-C", str(checkout), *args])
-                proc = subprocess.run(argv, capture_output=True, text=True, timeout=left, env=env)
+                proc = subprocess.run(argv, cwd=checkout, capture_output=True, text=True, timeout=left, env=env)
         except subprocess.TimeoutExpired:
             kill_new_descendants(before, GRACE_SECONDS)
             raise ResetFailed(f"git {args[0]} of the {checkout.name} checkout took over {timeout:g} s", True) from None
@@ -207,23 +209,33 @@ def score_step(
 ) -> tuple[Outcome | None, str | None]:
     """Score `trained`'s artifact: (outcome, None), or (None, why it was refused without scoring).
 
-    Refused: an unsafe artifact (`artifacts.refusal`), or one changed since its train step. The
-    artifact directory is read-only while the evaluator runs. The evaluator directory is created
-    under `root` now, after the train step, so nothing a train step wrote can be in it. The
-    evaluator loads what a side's code wrote, so it runs behind a wall too (`walls`): it may write
-    its own directory and a fresh HOME and TMPDIR, and read the artifact and the sealed holdout.
+    Refused: an unsafe artifact (`artifacts.refusal`), or one changed since its train step. What
+    is checked and scored is a copy under `root` (`artifacts.snapshot`), where no train step's code
+    can write: a process it left behind cannot swap the model between the check and the load. The
+    evaluator directory is created under `root` now, after the train step, so nothing a train step
+    wrote can be in it. The evaluator loads what a side's code wrote, so it runs behind a wall too
+    (`walls`): it may write its own directory and a fresh HOME and TMPDIR, and read the copy and the
+    sealed holdout. Raises OSError if the copy cannot be written (senpai's failure).
     """
-    artifact = Path(trained.artifact)
-    if reason := refusal(artifact):  # first: it bounds what `digest` reads
-        return None, reason
-    if digest(artifact) != trained.digest:
-        return None, f"the artifact of {trained.side} seed {trained.seed} changed after its train step"
-    set_read_only(artifact)
+    root.mkdir(parents=True, exist_ok=True)
+    copy = root / f"scored-{trained.side}-{trained.seed}"
+    _remove(copy)  # an earlier try's
     try:
+        if reason := snapshot(Path(trained.artifact), copy) or refusal(copy):  # first: they bound what `digest` reads
+            return None, reason
+        if digest(copy) != trained.digest:
+            return None, f"the artifact of {trained.side} seed {trained.seed} changed after its train step"
+        set_read_only(copy)
         log = root / f"{trained.side}-{trained.seed}-score.log"
-        return run_evaluator(hold.command, evaluator, artifact, holdout_dir, trained.seed, root, timeout, log, walls), None
+        return run_evaluator(hold.command, evaluator, copy, holdout_dir, trained.seed, root, timeout, log, walls), None
     finally:
-        set_read_only(artifact, False)
+        _remove(copy)
+
+
+def _remove(copy: Path) -> None:
+    if copy.is_dir() and not copy.is_symlink():
+        set_read_only(copy, False)
+        shutil.rmtree(copy)
 
 
 def run_evaluator(

@@ -12,6 +12,7 @@ from tiny_target import SNOOPED, files, sealed_holdout
 from walled import walls_at
 
 from senpai.agents.evaluate import EvaluatorFiles, python_shim, score_step, train_step
+from senpai.agents.workcopy import standalone_clone
 from senpai.config.target import Holdout
 from senpai.errors import ConfigError
 
@@ -42,8 +43,16 @@ def hostile_env(monkeypatch, tmp_path):
     monkeypatch.setenv("PYTHONSTARTUP", str(tmp_path / "repo" / "train.py"))
 
 
+def _checkout(repo: Path, sha: str, tmp_path: Path) -> Path:
+    """Where the train steps run, as the verifier's do: a clone of `repo`, one for every seed."""
+    checkout = tmp_path / "checkout"
+    return checkout if checkout.exists() else standalone_clone(repo, sha, checkout)
+
+
 def _train(repo: Path, sha: str, tmp_path: Path, seed: int = 0):
-    return train_step("python train.py", repo, sha, "candidate", seed, tmp_path / "artifacts", 60, "steps", walls_at(tmp_path))
+    checkout = _checkout(repo, sha, tmp_path)
+    walls = walls_at(tmp_path)
+    return train_step("python train.py", checkout, sha, "candidate", seed, tmp_path / "artifacts", 60, "steps", walls)
 
 
 def _score(evaluator: EvaluatorFiles, trained, tmp_path: Path):
@@ -131,11 +140,12 @@ def test_an_artifact_changed_after_its_train_step_is_refused(repo, tmp_path):
 
 def test_each_train_step_starts_from_a_clean_checkout(repo, tmp_path):
     path, sha = repo
-    (path / "params.json").write_text('{"w": 0.9}')  # what an earlier step could have left
-    (path / "stray.py").write_text("")
+    checkout = _checkout(path, sha, tmp_path)
+    (checkout / "params.json").write_text('{"w": 0.9}')  # what an earlier step could have left
+    (checkout / "stray.py").write_text("")
     trained = _train(path, sha, tmp_path)
     assert '"w": 0.5' in (Path(trained.artifact) / "model.json").read_text()
-    assert not (path / "stray.py").exists()
+    assert not (checkout / "stray.py").exists()
 
 
 def test_a_command_a_train_step_set_for_git_leaves_nothing_running(repo, tmp_path):
@@ -143,7 +153,12 @@ def test_a_command_a_train_step_set_for_git_leaves_nothing_running(repo, tmp_pat
     # with no run tag and its own session (it would outlive every later step and tamper with them)
     path, sha = repo
     marker = f"{4000 + os.getpid() % 1000}.{os.getpid() % 997}"
-    run_git(path, "config", "core.fsmonitor", f"env -i setsid sleep {marker} >/dev/null 2>&1 </dev/null & true")
+    run_git(
+        _checkout(path, sha, tmp_path),
+        "config",
+        "core.fsmonitor",
+        f"env -i setsid sleep {marker} >/dev/null 2>&1 </dev/null & true",
+    )
     _train(path, sha, tmp_path)
     alive = [p for p in psutil.process_iter(["cmdline"]) if f"sleep {marker}" in " ".join(p.info["cmdline"] or [])]
     assert [p for p in alive if p.status() != psutil.STATUS_ZOMBIE] == []

@@ -12,6 +12,7 @@ from sklearn.datasets import load_breast_cancer
 from walled import walls_at
 
 from senpai.agents.evaluate import EvaluatorFiles, score_step, train_step
+from senpai.agents.workcopy import standalone_clone
 from senpai.cli.demo import seed_target, write_config
 from senpai.cli.main import cli
 from senpai.cli.progress import TickPrinter
@@ -88,7 +89,8 @@ def verify_once(checkout: Path, holdout: Path, work: Path) -> float:
     """The verifier's train and score steps for seed 0 on `checkout`'s head, with init's evaluator;
     return the holdout metric it prints (`holdout_accuracy`)."""
     target, sha = load_target(checkout), run_git(checkout, "rev-parse", "HEAD")
-    trained = train_step(target.train, checkout, sha, "candidate", 0, work / "artifacts", 120, None, walls_at(work))
+    clone = standalone_clone(checkout, sha, work / "checkout")  # as the verifier trains: never in `checkout`
+    trained = train_step(target.train, clone, sha, "candidate", 0, work / "artifacts", 120, None, walls_at(work))
     assert trained.returncode == 0, trained.tail
     evaluator = EvaluatorFiles(checkout, sha, target.holdout.files)
     out, refused = score_step(target.holdout, evaluator, trained, holdout, work / "score", 120, walls_at(work))

@@ -1,13 +1,14 @@
 """The artifact check: only safe formats are scored; pickle is refused by name and by content."""
 
 import json
+import os
 import pickle
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from senpai.agents.artifacts import MAX_FILES, digest, refusal, set_read_only
+from senpai.agents.artifacts import MAX_FILES, digest, refusal, set_read_only, snapshot
 
 
 def _dir(tmp_path: Path, files: dict[str, bytes]) -> Path:
@@ -108,3 +109,29 @@ def test_a_directory_of_many_entries_is_refused_without_walking_it_all(tmp_path)
     for i in range(MAX_FILES):  # empty directories count: a walk of millions would never end
         (artifact / f"d{i}").mkdir()
     assert refusal(artifact) == f"the artifact directory holds more than {MAX_FILES} files and directories"
+
+
+def test_a_snapshot_is_the_same_artifact_where_no_command_writes(tmp_path):
+    """The score step checks and scores a copy (`snapshot`): a process the train step left behind
+    cannot swap the model between the check and the load."""
+    src = _dir(tmp_path, {"model.json": b'{"w": 1}', "sub/weights.safetensors": b"\x08\x00binary"})
+    assert snapshot(src, tmp_path / "copy") is None
+    assert digest(tmp_path / "copy") == digest(src) and refusal(tmp_path / "copy") is None
+    (src / "model.json").write_bytes(b'{"w": 2}')  # after the copy: the copy is what is scored
+    assert (tmp_path / "copy" / "model.json").read_bytes() == b'{"w": 1}'
+
+
+def test_a_snapshot_copies_no_link_fifo_or_more_than_the_cap(tmp_path):
+    secret = tmp_path / "holdout.csv"
+    secret.write_text("the sealed holdout\n")
+    for sub in "abd":
+        (tmp_path / sub).mkdir()
+    linked = _dir(tmp_path / "a", {"model.json": b"{}"})
+    (linked / "data.json").symlink_to(secret)
+    assert "not a regular file" in snapshot(linked, tmp_path / "c1")
+    assert not (tmp_path / "c1" / "data.json").exists()
+    fifo = _dir(tmp_path / "b", {"model.json": b"{}"})
+    os.mkfifo(fifo / "pipe.json")
+    assert "not a regular file" in snapshot(fifo, tmp_path / "c2")  # and does not block on it
+    big = _dir(tmp_path / "d", {"model.safetensors": b"x" * 5000})
+    assert "over 4096 bytes" in snapshot(big, tmp_path / "c3", max_bytes=4096)
