@@ -256,10 +256,12 @@ def standalone_clone(repo: Path, sha: str, dest: Path) -> Path:
     """A standalone clone of the local repository `repo` at `dest`, detached at `sha`, with no remote
     (nothing in it points back at `repo`, no credential is involved): where code from a PR runs, so
     that nothing it writes there (a hook, a `.git/config` that git would obey) is ever in a copy that
-    senpai runs credentialed git in. Raises PermanentError with git's message if it fails."""
+    senpai runs credentialed git in. Its objects are copies, not hard links (a local clone's
+    default): a pack the code rewrites in place would change `repo`'s, and every other clone's.
+    Raises PermanentError with git's message if it fails."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     steps = [
-        ["clone", "--quiet", "--no-checkout", str(repo), str(dest)],
+        ["clone", "--quiet", "--no-checkout", "--no-hardlinks", str(repo), str(dest)],
         ["-C", str(dest), "checkout", "--quiet", "--detach", sha],
         ["-C", str(dest), "remote", "remove", "origin"],
     ]
