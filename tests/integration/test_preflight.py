@@ -23,10 +23,13 @@ from k8s_apiserver import ApiServer
 from k8s_fixtures import NAMESPACE, k8s_settings
 from kubernetes import client
 
+from senpai.agents.walls import isolation
 from senpai.cli.main import cli, main
+from senpai.cli.preflight import wall_check
 from senpai.cli.wiring import make_forge, make_tracker
-from senpai.config.harness import HarnessConfig
+from senpai.config.harness import HarnessConfig, WallSettings
 from senpai.fleet.k8s_cluster import ClusterProbe
+from senpai.fleet.wall import landlock_abi
 from senpai.forge.base import Access
 from senpai.preflight import CheckResult
 from senpai.preflight.checks import LABELS, holdout_check, run_preflight, token_checks
@@ -418,3 +421,15 @@ def test_classic_token_needs_the_repo_scope(repo_cfg, scopes, outcome):
     assert scope.outcome == outcome
     if outcome == "fail":
         assert "repo scope" in scope.fix
+
+
+def test_the_wall_is_tried_and_described(repo_cfg, tmp_path):
+    """preflight runs senpai's interpreter behind the wall a PR's code gets, and says what it is."""
+    wall = wall_check(repo_cfg)
+    assert wall.outcome == "pass", wall
+    assert ("Landlock ABI" in wall.detail) == bool(landlock_abi()) and ("a view of its own" in wall.detail) == isolation()
+    if os.geteuid() == 0:  # as root: a uid that cannot run the interpreter is named before any PR's code runs
+        (tmp_path / "locked").mkdir(mode=0o700)
+        locked = repo_cfg.model_copy(update={"wall": WallSettings(uid=4321, readable=[str(tmp_path / "locked")])})
+        bad = wall_check(locked)
+        assert bad.outcome == "fail" and "wall.uid 4321 cannot reach" in bad.detail, bad
