@@ -128,7 +128,8 @@ def plan(ctx: TurnContext, a: Attempt | None, work: Path) -> StudentPlan:
 def train(train_dir: Path, walls: Walls) -> TrainLog:
     """The train step: every arm of `train_dir/job.json` in turn, in its own clone, behind its wall
     (it may write its clone and a fresh HOME, TMPDIR and W&B dir under its arm's folder alone),
-    each within `train_timeout`; writes `train_dir/train.json`. The process is non-dumpable first:
+    each within `train_timeout`; writes `train_dir/train.json`, and says on stdout (the job's log)
+    how each arm ended, with the end of its output if it failed. The process is non-dumpable first:
     the arms' code, its children, must not change what it writes. Raises PermanentError if
     job.json is unreadable (prepare failed)."""
     set_not_dumpable()
@@ -148,6 +149,10 @@ def train(train_dir: Path, walls: Walls) -> TrainLog:
         ran.append(
             ArmRan(name=arm.name, returncode=out.returncode, seconds=out.seconds, values=values, tail=tail, timeout=timeout)
         )
+        ended = "timed out" if out.returncode is None else f"exited {out.returncode}"
+        print(f"arm {i} ({arm.name}): the train command {ended} after {out.seconds:.1f} s; output in {root / 'train.log'}")
+        if out.returncode != 0:  # the job's log (`senpai logs`) shows why, as the failed evidence does
+            print(tail, flush=True)
     log = TrainLog(arms=ran)
     _write(train_dir / "train.json", log)
     return log

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from forge_fixtures import clone, commit_and_push
@@ -54,6 +55,8 @@ def test_failed_training_is_closed_as_a_useful_failure(local_forge, tmp_path, ca
     assert exp.verifications == []  # a failure never reaches the verifier
     if case == "crash":
         assert "boom: out of memory" in exp.evidence[-1].log_tail
+        job_log = (Path(load_harness(config).fleet.dir) / f"senpai-student-pr{exp.pr}-1" / "log").read_text()
+        assert "the train command exited 3" in job_log and "boom: out of memory" in job_log  # `senpai logs` says why
     elif case.endswith("-run"):
         assert exp.evidence[-1].outcome == "failed" and exp.evidence[-1].runs[0].state != "finished"
     else:
