@@ -50,8 +50,11 @@ def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Fleet]:
         yield fleet
 
 
-def job(name: str, script: str, wall: int = 20, **kw) -> JobSpec:
-    return JobSpec(name=name, role="student", pr=12, student="ada", command=["sh", "-c", script], wall_seconds=wall, **kw)
+def job(name: str, script: str, wall: int = 20, role: str = "advisor", **kw) -> JobSpec:
+    """A job that runs `script` once: an advisor's by default (a Kubernetes student or verifier Job
+    runs its command once per step container, docs/kubernetes.md)."""
+    student = {"pr": 12, "student": "ada"} if role == "student" else {}
+    return JobSpec(name=name, role=role, command=["sh", "-c", script], wall_seconds=wall, **student, **kw)
 
 
 def wait_for(fleet: Fleet, name: str, until: Callable[[JobStatus], bool] = lambda s: s.done) -> JobStatus:
@@ -72,7 +75,7 @@ def test_missing_job(fleet: Fleet) -> None:
 
 
 def test_launch_reports_the_spec_identity(fleet: Fleet) -> None:
-    status = fleet.launch(job("senpai-student-pr12-1", "true"))
+    status = fleet.launch(job("senpai-student-pr12-1", "true", role="student"))
     assert (status.name, status.role, status.pr, status.student) == ("senpai-student-pr12-1", "student", 12, "ada")
     assert status.phase in ("pending", "running", "succeeded")
 
