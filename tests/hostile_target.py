@@ -19,7 +19,15 @@ and for the bot's token; `HOSTILE_TRAIN` runs the probe, then the digits example
 the research loop goes on around it.
 """
 
-PROBE = r'''
+import json
+import os
+from pathlib import Path
+
+from senpai.config.harness import load_harness
+
+BOT = "ghp_hostileTargetCannotSeeThis0123456789"  # the bot's token, as GitHub shapes one
+
+PROBE = r"""
 import json, os, re, sqlite3, sys, urllib.request
 
 
@@ -158,7 +166,7 @@ def probe(role):
     out["tokens"] = sorted(out["tokens"])
     out["read"] = sorted(set(p for p in out["read"] if not mine(os.path.realpath(p))))[:500]
     print("hostile-probe:", json.dumps(out), flush=True)
-'''
+"""
 
 PROBE_SCRIPT = PROBE + "\nprobe(sys.argv[1])\n"
 
@@ -171,6 +179,8 @@ def hostile_evaluator(evaluator_py: str) -> str:
     head, sep, tail = evaluator_py.rpartition(MAIN)
     assert sep, "the evaluator has no main block"
     return f"{head}{PROBE}\n\n{MAIN}\n    probe('score'){tail}"
+
+
 PROBE_LINE = "hostile-probe: "
 
 
@@ -182,9 +192,6 @@ def hostile_files(train_py: str, evaluator_py: str) -> dict[str, str]:
 
 def probes(root) -> list[dict]:
     """Every `hostile-probe:` report in the files under `root` (logs of jobs, train and score steps)."""
-    import json
-    from pathlib import Path
-
     found = []
     for path in Path(root).rglob("*"):
         if not path.is_file() or path.is_symlink() or path.stat().st_size > 64 * 1024**2:
@@ -196,3 +203,27 @@ def probes(root) -> list[dict]:
                 except ValueError:
                     continue
     return found
+
+
+def as_non_root(argv: list[str]) -> list[str]:
+    """`argv` as a non-root user: itself when the tests are not root, else in a new user namespace
+    as uid and gid 1000, every capability gone (files keep their owners; /proc, signals and ptrace
+    see an ordinary user)."""
+    if os.geteuid() != 0:
+        return argv
+    return ["unshare", "--user", "--map-user=1000", "--map-group=1000", "--", *argv]
+
+
+def senpai_folders(config: Path, forge_data: Path) -> dict[str, Path]:
+    """The folders of senpai's that no probe may read (the score step: but the holdout), by name."""
+    cfg = load_harness(config)
+    return {
+        "state": Path(cfg.state_dir), "tracker": Path(cfg.tracker.dir), "jobs": Path(cfg.fleet.dir),
+        "holdout": Path(cfg.fleet.holdout_dir), "forge": forge_data, "home": Path.home(),
+    }  # fmt: skip
+
+
+def given_to_score(path: str, folder: str) -> bool:
+    """What the score step is given to read: the sealed holdout, the artifact's copy
+    (`scored-<side>-<seed>/`) and the python shim (`shim-*/`), all under senpai's folders."""
+    return folder == "holdout" or (folder == "jobs" and any(p.startswith(("scored-", "shim-")) for p in Path(path).parts))

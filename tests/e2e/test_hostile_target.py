@@ -16,32 +16,13 @@ from pathlib import Path
 
 import pytest
 from forge_fixtures import register_bot
-from hostile_target import HOSTILE_TRAIN, hostile_files, probes
+from hostile_target import BOT, HOSTILE_TRAIN, as_non_root, given_to_score, hostile_files, probes, senpai_folders
 from research import make_program, reader
 
 from senpai.cli.demo import EXAMPLE
-from senpai.config.harness import load_harness
 from senpai.ledger.consistency import check
 
 pytestmark = pytest.mark.e2e
-BOT = "ghp_hostileTargetCannotSeeThis0123456789"  # the bot's token, as GitHub shapes one
-
-
-def as_non_root(argv: list[str]) -> list[str]:
-    """`argv` as a non-root user: itself when the tests are not root, else in a new user namespace
-    as uid and gid 1000, every capability gone (files keep their owners; /proc, signals and ptrace
-    see an ordinary user)."""
-    if os.geteuid() != 0:
-        return argv
-    return ["unshare", "--user", "--map-user=1000", "--map-group=1000", "--", *argv]
-
-
-def _senpai_folders(config: Path, forge_data: Path) -> dict[str, Path]:
-    cfg = load_harness(config)
-    return {
-        "state": Path(cfg.state_dir), "tracker": Path(cfg.tracker.dir), "jobs": Path(cfg.fleet.dir),
-        "holdout": Path(cfg.fleet.holdout_dir), "forge": forge_data, "home": Path.home(),
-    }  # fmt: skip
 
 
 def test_a_hostile_target_gets_nothing(local_forge, tmp_path):
@@ -57,14 +38,14 @@ def test_a_hostile_target_gets_nothing(local_forge, tmp_path):
     kinds = {("verifier train" if p["artifact"] else "student train") if p["role"] == "train" else p["role"] for p in found}
     assert kinds == {"student train", "verifier train", "score"}, kinds  # every step that runs the target's code
     assert all(p["uid"] != 0 for p in found)
-    folders = _senpai_folders(config, local_forge.data_dir)
+    folders = senpai_folders(config, local_forge.data_dir)
     for p in found:
         where = f"{p['role']} probe in {p['cwd']}"
         assert BOT not in "\n".join(p["tokens"]), f"{where} found the bot's token"
         assert p["wrote"] == [] and p["forge"] == [], where
         breaches = [
             (name, path) for path in p["read"] for name, folder in folders.items()
-            if Path(path).is_relative_to(folder) and not (name == "holdout" and p["role"] == "score")
+            if Path(path).is_relative_to(folder) and not (p["role"] == "score" and given_to_score(path, name))
         ]  # fmt: skip
         assert breaches == [], f"{where} read senpai's {breaches[:5]}"
 

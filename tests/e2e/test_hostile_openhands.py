@@ -1,0 +1,83 @@
+"""The openhands roles against a hostile target, run as a non-root user (issue 24): the advisor's and
+the student's terminals run the probe of tests/hostile_target.py first thing in every turn, and the
+student's pushed change is trained (the probe again) and verified (train and score steps probe
+too). No probe finds the bot's token or the LLM key, writes anything of senpai's, reads senpai's
+folders, or gets anything from the forge; the experiment is decided as any other.
+
+The policies are the scripted ones of test_openhands_cycle, each turn preceded by the probe. As in
+test_hostile_target, on a machine where the tests run as root the wrapper and all its jobs run in
+a user namespace as uid 1000.
+"""
+
+import copy
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from forge_fixtures import register_bot
+from hostile_target import BOT, PROBE_SCRIPT, as_non_root, given_to_score, hostile_evaluator, probes, senpai_folders
+from llm_server import call
+from research import make_program, reader
+from scripted import LLM_KEY, LLM_KEY_ENV, advisor_policy, student_policy, tool_results, use_openhands, workdir
+
+from senpai.cli.demo import EXAMPLE
+from senpai.ledger.consistency import check
+
+pytestmark = pytest.mark.e2e
+
+
+def probing(policy, role: str):
+    """`policy`, after a first step that runs the probe in the agent's terminal. Its report goes to
+    the shell's own HOME (under the job's folder, where the test finds it), not to the work copy,
+    which the student commits."""
+
+    def step(body: dict) -> dict:
+        if not tool_results(body):
+            log = '"$HOME/probe.log"'
+            return call("terminal", command=f"cd {workdir(body)} && python probe.py {role} > {log} 2>&1; tail -c 300 {log}")
+        shifted = copy.deepcopy(body)  # the policy counts its own steps' results: hide the probe's
+        first = next(i for i, m in enumerate(shifted["messages"]) if m["role"] == "tool")
+        del shifted["messages"][first]
+        return policy(shifted)
+
+    return step
+
+
+def test_the_openhands_roles_get_nothing(local_forge, llm_server, tmp_path):
+    register_bot(local_forge.server, BOT)
+    # the probe, then the example's own train.py: the one the scripted student changes
+    files = {"probe.py": PROBE_SCRIPT, "eval/evaluate.py": hostile_evaluator((EXAMPLE / "eval" / "evaluate.py").read_text())}
+    probe_first = lambda t: t.update(train=f"python probe.py train && {t['train']}")  # noqa: E731
+    config = make_program(local_forge.base_url, tmp_path, "ohvile", mutate=probe_first, files=files)
+    use_openhands(config, llm_server.base_url)
+    llm_server.state.script("scripted-advisor", [probing(advisor_policy, "advisor-shell")] * 20)
+    llm_server.state.script("scripted-student", [probing(student_policy, "student-shell")] * 10)
+    wrapper = [sys.executable, "-m", "senpai", "wrapper", "run", "--config", str(config), "--until-decided", "1", "--quiet"]
+    env = {**os.environ, "SENPAI_DEMO_TOKEN": BOT, LLM_KEY_ENV: LLM_KEY}
+    proc = subprocess.run(as_non_root(wrapper), env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    found = probes(tmp_path / "run")
+    kinds = {("verifier train" if p["artifact"] else "student train") if p["role"] == "train" else p["role"] for p in found}
+    assert kinds == {"advisor-shell", "student-shell", "student train", "verifier train", "score"}, kinds
+    assert all(p["uid"] != 0 for p in found)
+    folders = senpai_folders(config, local_forge.data_dir)
+    for p in found:
+        where = f"{p['role']} probe in {p['cwd']}"
+        tokens = "\n".join(p["tokens"])
+        assert BOT not in tokens and LLM_KEY not in tokens, f"{where} found a key"
+        assert p["wrote"] == [] and p["forge"] == [], where
+        breaches = [
+            (name, path) for path in p["read"] for name, folder in folders.items()
+            if Path(path).is_relative_to(folder) and not (p["role"] == "score" and given_to_score(path, name))
+        ]  # fmt: skip
+        assert breaches == [], f"{where} read senpai's {breaches[:5]}"
+
+    exps = reader(config).experiments()
+    assert len(exps) == 1 and exps[0].decided
+    assert exps[0].evidence[-1].outcome == "ok"  # the probe did not stop the work: the change was trained
+    forge = reader(config).forge
+    assert check(exps, forge.branch_sha("advisor")).ok
+    assert not [c for c in forge.list_comments(exps[0].pr) if "pwned" in c.body]
