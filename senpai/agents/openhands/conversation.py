@@ -81,7 +81,7 @@ class _Confined(ToolExecutor):
 
 class GuardedTerminalTool(TerminalTool):
     """The SDK terminal (subprocess shell, W&B disabled), its output marked untrusted. Its shell is
-    `shell_path` (the turn's walled shell: `senpai.agents.openhands.turn.walled_shell`), with
+    `shell_path` (the turn's walled shell: `senpai.agents.openhands.turn.walled_tools`), with
     `env` (its HOME and TMPDIR) added."""
 
     name: ClassVar[str] = "terminal"
