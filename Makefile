@@ -14,7 +14,7 @@ export WANDB_SILENT := true
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export OPENHANDS_SUPPRESS_BANNER := 1
 
-.PHONY: demo test lint clean constraints images kind-e2e bench bench-quick bench-verdicts bench-requests bench-wake bench-replay bench-robustness bench-jobs bench-cpu
+.PHONY: demo test lint clean constraints images kind-e2e bench bench-quick bench-verdicts bench-requests bench-wake bench-replay bench-robustness bench-jobs bench-cpu bench-hostile
 
 # Images: $(IMAGE_REPO)/<role>:$(IMAGE_TAG), the names the chart uses by default.
 IMAGE_REPO ?= senpai
@@ -87,6 +87,10 @@ bench-cpu: $(VENV)/.test
 # The verifier's false-accept rate on null edits and its power on 0.5/1/2-point edits (bench/README.md).
 bench-verdicts: $(VENV)/.test
 	WANDB_MODE=offline $(VENV)/bin/python bench/verdicts.py $(BENCH_ARGS)
+
+# The hostile-target corpus through the real loop (hits per step), and the wall's launch cost (bench/README.md).
+bench-hostile: $(VENV)/.test
+	WANDB_MODE=offline $(VENV)/bin/python bench/hostile.py $(BENCH_ARGS)
 
 lint: $(VENV)/.test
 	$(VENV)/bin/ruff check senpai tests examples

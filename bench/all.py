@@ -49,6 +49,8 @@ FIGURES = [
     Figure("Wake latency", "wake_latency.py", "wake-", ("--trials", "5", "--tick", "1"), ("--trials", "20", "--tick", "5")),
     Figure("Replay of a 70-day programme", "replay.py", "replay-", ("--quick",), ()),
     Figure("Robustness: faults and kills", "run.py", "", ("--quick",), (), "background"),
+    Figure("Hostile target and the wall's cost", "hostile.py", "hostile-", ("--launches", "10"),
+           ("--experiments", "2", "--launches", "100")),
 ]  # fmt: skip
 
 

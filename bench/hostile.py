@@ -38,7 +38,15 @@ for key, value in {"WANDB_MODE": "offline", "WANDB_SILENT": "true"}.items():
     os.environ.setdefault(key, value)
 
 from forge_fixtures import TOKEN, seed_token  # noqa: E402
-from hostile_target import HOSTILE_TRAIN, as_non_root, hostile_files, probes, senpai_folders  # noqa: E402
+from hostile_target import (  # noqa: E402
+    HOSTILE_TRAIN,
+    as_non_root,
+    given_to_score,
+    hostile_files,
+    probes,
+    senpai_folders,
+    step_kind,
+)
 from research import make_program, reader  # noqa: E402
 
 from senpai.cli.demo import EXAMPLE  # noqa: E402
@@ -52,10 +60,6 @@ COLUMNS = {
     "token_found": "bot token found", "senpai_read": "senpai's folders read", "wrote": "senpai's files written",
     "forge": "forge actions",
 }  # fmt: skip
-
-
-def _kind(p: dict) -> str:
-    return ("verifier train" if p["artifact"] else "student train") if p["role"] == "train" else p["role"]
 
 
 def _row() -> dict:
@@ -98,14 +102,14 @@ def corpus(tmp: Path, experiments: int, timeout: float) -> dict:
         server.stop()
     rows = {k: _row() for k in KINDS}
     for p in probes(tmp / "run"):
-        r = rows.setdefault(_kind(p), _row())
+        r = rows.setdefault(step_kind(p), _row())
         r["probes"] += 1
         r["uids"].add(p["uid"])
         r["tokens_seen"] += len(p["tokens"])
         r["paths_read"] += len(p["read"])
         r["token_found"] += sum(TOKEN in t for t in p["tokens"])
         r["senpai_read"] += sum(
-            Path(path).is_relative_to(folder) and not (name == "holdout" and p["role"] == "score")
+            Path(path).is_relative_to(folder) and not (p["role"] == "score" and given_to_score(path, name))
             for path in p["read"] for name, folder in folders.items()
         )  # fmt: skip
         r["wrote"] += len(p["wrote"])

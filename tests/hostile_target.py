@@ -227,3 +227,23 @@ def given_to_score(path: str, folder: str) -> bool:
     """What the score step is given to read: the sealed holdout, the artifact's copy
     (`scored-<side>-<seed>/`) and the python shim (`shim-*/`), all under senpai's folders."""
     return folder == "holdout" or (folder == "jobs" and any(p.startswith(("scored-", "shim-")) for p in Path(path).parts))
+
+
+def step_kind(p: dict) -> str:
+    """Where a probe ran: student train, verifier train, score, or the role it was given (an agent's shell)."""
+    return ("verifier train" if p["artifact"] else "student train") if p["role"] == "train" else p["role"]
+
+
+def assert_got_nothing(found: list[dict], folders: dict[str, Path], keys: list[str]) -> None:
+    """No probe in `found` ran as root, found one of `keys`, wrote anything of senpai's, got the forge
+    to do anything, or read one of senpai's `folders` (`senpai_folders`) beyond what it was given."""
+    assert all(p["uid"] != 0 for p in found)
+    for p in found:
+        where, tokens = f"{p['role']} probe in {p['cwd']}", "\n".join(p["tokens"])
+        assert not [k for k in keys if k in tokens], f"{where} found a key"
+        assert p["wrote"] == [] and p["forge"] == [], where
+        breaches = [
+            (name, path) for path in p["read"] for name, folder in folders.items()
+            if Path(path).is_relative_to(folder) and not (p["role"] == "score" and given_to_score(path, name))
+        ]  # fmt: skip
+        assert breaches == [], f"{where} read senpai's {breaches[:5]}"

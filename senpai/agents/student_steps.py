@@ -262,4 +262,3 @@ def run_attempt(ctx: TurnContext, a: Attempt, walls: Walls) -> Evidence:
     ev = report(ctx, planned, ctx.workdir)
     assert ev is not None  # a plan of an attempt reports one
     return ev
-

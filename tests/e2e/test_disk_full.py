@@ -29,6 +29,7 @@ from senpai.wrapper import policy
 
 pytestmark = pytest.mark.e2e
 
+
 def _set(config: Path, section: str, key: str, value: str) -> None:
     cfg = yaml.safe_load(config.read_text())
     cfg[section][key] = value

@@ -13,11 +13,19 @@ import copy
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from forge_fixtures import register_bot
-from hostile_target import BOT, PROBE_SCRIPT, as_non_root, given_to_score, hostile_evaluator, probes, senpai_folders
+from hostile_target import (
+    BOT,
+    PROBE_SCRIPT,
+    as_non_root,
+    assert_got_nothing,
+    hostile_evaluator,
+    probes,
+    senpai_folders,
+    step_kind,
+)
 from llm_server import call
 from research import make_program, reader
 from scripted import LLM_KEY, LLM_KEY_ENV, advisor_policy, student_policy, tool_results, use_openhands, workdir
@@ -60,20 +68,9 @@ def test_the_openhands_roles_get_nothing(local_forge, llm_server, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
 
     found = probes(tmp_path / "run")
-    kinds = {("verifier train" if p["artifact"] else "student train") if p["role"] == "train" else p["role"] for p in found}
+    kinds = {step_kind(p) for p in found}
     assert kinds == {"advisor-shell", "student-shell", "student train", "verifier train", "score"}, kinds
-    assert all(p["uid"] != 0 for p in found)
-    folders = senpai_folders(config, local_forge.data_dir)
-    for p in found:
-        where = f"{p['role']} probe in {p['cwd']}"
-        tokens = "\n".join(p["tokens"])
-        assert BOT not in tokens and LLM_KEY not in tokens, f"{where} found a key"
-        assert p["wrote"] == [] and p["forge"] == [], where
-        breaches = [
-            (name, path) for path in p["read"] for name, folder in folders.items()
-            if Path(path).is_relative_to(folder) and not (p["role"] == "score" and given_to_score(path, name))
-        ]  # fmt: skip
-        assert breaches == [], f"{where} read senpai's {breaches[:5]}"
+    assert_got_nothing(found, senpai_folders(config, local_forge.data_dir), [BOT, LLM_KEY])
 
     exps = reader(config).experiments()
     assert len(exps) == 1 and exps[0].decided

@@ -12,11 +12,10 @@ that candidate code shares a machine with, the case the walls are for.
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from forge_fixtures import register_bot
-from hostile_target import BOT, HOSTILE_TRAIN, as_non_root, given_to_score, hostile_files, probes, senpai_folders
+from hostile_target import BOT, HOSTILE_TRAIN, as_non_root, assert_got_nothing, hostile_files, probes, senpai_folders, step_kind
 from research import make_program, reader
 
 from senpai.cli.demo import EXAMPLE
@@ -35,19 +34,9 @@ def test_a_hostile_target_gets_nothing(local_forge, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
 
     found = probes(tmp_path / "run")
-    kinds = {("verifier train" if p["artifact"] else "student train") if p["role"] == "train" else p["role"] for p in found}
+    kinds = {step_kind(p) for p in found}
     assert kinds == {"student train", "verifier train", "score"}, kinds  # every step that runs the target's code
-    assert all(p["uid"] != 0 for p in found)
-    folders = senpai_folders(config, local_forge.data_dir)
-    for p in found:
-        where = f"{p['role']} probe in {p['cwd']}"
-        assert BOT not in "\n".join(p["tokens"]), f"{where} found the bot's token"
-        assert p["wrote"] == [] and p["forge"] == [], where
-        breaches = [
-            (name, path) for path in p["read"] for name, folder in folders.items()
-            if Path(path).is_relative_to(folder) and not (p["role"] == "score" and given_to_score(path, name))
-        ]  # fmt: skip
-        assert breaches == [], f"{where} read senpai's {breaches[:5]}"
+    assert_got_nothing(found, senpai_folders(config, local_forge.data_dir), [BOT])
 
     exps = reader(config).experiments()
     assert len(exps) == 1 and exps[0].decided

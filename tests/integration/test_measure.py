@@ -35,6 +35,7 @@ LEAKY = {
     "DATABASE_URL": "postgres://ada:db-pass-0123456789@db.internal/runs",
 }
 
+
 def _with_tests() -> str:
     """PYTHONPATH with this tests folder first (the child imports `walled`)."""
     return os.pathsep.join([str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")])
