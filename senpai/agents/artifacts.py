@@ -16,10 +16,10 @@ it where no code from a PR can write, so what is checked is what is scored.
 import hashlib
 import json
 import os
-import stat
 import zipfile
 from pathlib import Path
 
+from senpai import trees
 from senpai.agents.onnx_refs import external_data
 
 SAFE_SUFFIXES = (".skops", ".safetensors", ".onnx", ".json")
@@ -136,30 +136,9 @@ def set_read_only(directory: Path, read_only: bool = True) -> None:
 
 def snapshot(directory: Path, dest: Path, max_bytes: int = MAX_BYTES) -> str | None:
     """Copy `directory` to the new folder `dest` (its parent must be senpai's own, one no wall lets
-    a command write): folders and regular files only, each opened without following a link, at most
-    MAX_FILES entries and `max_bytes` in all. Returns why it was not copied (a link, a FIFO, too
-    much: a refusal), or None. Raises OSError if `dest` cannot be written."""
-    dest.mkdir(mode=0o700)
-    total, seen = 0, 0
-    for root, dirs, names, fd in os.fwalk(directory, follow_symlinks=False):
-        seen += len(dirs) + len(names)
-        if seen > MAX_FILES:
-            return f"the artifact directory holds more than {MAX_FILES} files and directories"
-        here = dest / os.path.relpath(root, directory)
-        for name in dirs:
-            (here / name).mkdir(mode=0o700)
-        for name in names:
-            try:
-                src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
-            except OSError:
-                return f"artifact {os.path.relpath(os.path.join(root, name), directory)} is not a regular file"
-            with os.fdopen(src, "rb") as f:
-                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                    return f"artifact {os.path.relpath(os.path.join(root, name), directory)} is not a regular file"
-                with open(here / name, "xb") as out:
-                    while chunk := f.read(1 << 20):
-                        total += len(chunk)
-                        if total > max_bytes:
-                            return f"the artifacts are over {max_bytes} bytes in all"
-                        out.write(chunk)
-    return None
+    a command write) by folder handle (`senpai.trees.copy`): folders and regular files only, at
+    most MAX_FILES entries, `max_bytes` in all and `trees.MAX_DEPTH` folders deep. Returns why it
+    was not copied (a link, a FIFO, too much: a refusal), or None. Raises OSError if `dest` cannot
+    be written."""
+    why, _ = trees.copy(directory, dest, trees.Limits(entries=MAX_FILES, bytes=max_bytes))
+    return None if why is None else f"artifact {why}"

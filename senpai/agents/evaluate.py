@@ -16,7 +16,6 @@ the environment is the same scrubbed one: no secret reaches either step.
 import io
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -27,7 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from senpai import phases
+from senpai import phases, trees
 from senpai.agents.artifacts import digest, refusal, set_read_only, snapshot
 from senpai.agents.environ import allowed_env
 from senpai.agents.measure import GRACE_SECONDS, Outcome, clear, run_command
@@ -235,7 +234,7 @@ def score_step(
 def _remove(copy: Path) -> None:
     if copy.is_dir() and not copy.is_symlink():
         set_read_only(copy, False)
-        shutil.rmtree(copy)
+        trees.remove(copy)
 
 
 def run_evaluator(

@@ -13,7 +13,6 @@ process, their orphans' reaper, if they also cleared their environment) is stopp
 import math
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from senpai import phases
+from senpai import phases, trees
 from senpai.agents.environ import allowed_env
 from senpai.fleet.disk import full_volume
 from senpai.fleet.logcap import CappedLog
@@ -113,10 +112,8 @@ def clear(path: Path) -> Path:
     """Remove whatever is at `path` (a file, a symlink, a FIFO, a directory tree), so that opening it
     for writing creates a new regular file: where a target command ran, it may have planted a FIFO
     (an open for writing blocks for ever), a symlink (the write lands elsewhere) or a directory."""
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    elif path.exists() or path.is_symlink():
-        path.unlink()
+    if path.exists() or path.is_symlink():
+        trees.remove(path)
     return path
 
 

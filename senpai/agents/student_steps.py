@@ -19,7 +19,7 @@ validated, a run only from its arm's W&B dir and stamped while the step ran.
 """
 
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -141,9 +141,8 @@ def train(train_dir: Path, walls: Walls) -> TrainLog:
         own, env = sandbox(root)
         runs.mkdir(parents=True, exist_ok=True)
         timeout = train_timeout(job.train_seconds, job.post_seconds)
-        out = run_command(
-            job.command, checkout, {**arm.env, **env}, timeout, log=root / "train.log", wall=walls([checkout, *own, runs], [])
-        )
+        env = {**arm.env, **env, **_wandb_paths(arm.env, runs)}
+        out = run_command(job.command, checkout, env, timeout, log=root / "train.log", wall=walls([checkout, *own, runs], []))
         values = dict(list(out.values.items())[-MAX_VALUES:])
         tail = out.tail(20)[-TAIL_BYTES:]
         ran.append(
@@ -156,6 +155,15 @@ def train(train_dir: Path, walls: Walls) -> TrainLog:
     log = TrainLog(arms=ran)
     _write(train_dir / "train.json", log)
     return log
+
+
+def _wandb_paths(env: dict[str, str], runs: Path) -> dict[str, str]:
+    """The arm's W&B folder and run config file as this step sees them: prepare named them as it
+    mounts the train folder, which this step's container may mount elsewhere (Kubernetes)."""
+    out = {"WANDB_DIR": str(runs)}
+    if config := env.get("WANDB_SWEEP_PARAM_PATH"):
+        out["WANDB_SWEEP_PARAM_PATH"] = str(runs / PurePath(config).name)
+    return out
 
 
 def report(ctx: TurnContext, planned: StudentPlan, work: Path) -> Evidence | None:

@@ -12,10 +12,10 @@ leaves no directory behind, a fetch is read-only, and a push of the same head is
 command that fails while the work copy's volume is full raises DiskFull (exit 6) instead.
 """
 
+import contextlib
 import logging
 import os
 import re
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, stop_after_delay
 
-from senpai import phases
+from senpai import phases, trees
 from senpai.config.budgets import GIT, MIRROR_COPY_SECONDS
 from senpai.errors import PermanentError, TransientError
 from senpai.fleet.disk import full_volume
@@ -137,7 +137,8 @@ class WorkCopy:
         if why is None:
             return True
         log.info("not cloning from the base mirror %s (%s): cloning from the forge", mirror, why)
-        shutil.rmtree(self.path, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            trees.remove(self.path)
         return False
 
     def git(self, *args: str, network: bool = False) -> str:
@@ -171,7 +172,7 @@ class WorkCopy:
         """One try of a network command; raises _GitFault (retry), TransientError (a long
         Retry-After: not slept here) or PermanentError."""
         if args[0] == "clone" and self.path.exists():
-            shutil.rmtree(self.path)  # what an interrupted try left; git refuses a non-empty target
+            trees.remove(self.path)  # what an interrupted try left; git refuses a non-empty target
         with tempfile.TemporaryDirectory(prefix="senpai-git-") as tmp:
             trace = Path(tmp) / "curl.log"
             env = {**self.env, "GIT_TRACE_CURL": str(trace), "GIT_TRACE_CURL_NO_DATA": "1", "GIT_TRACE_REDACT": "1"}

@@ -43,7 +43,6 @@ import errno
 import logging
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -53,7 +52,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
-from senpai import startup
+from senpai import startup, trees
 from senpai.config import credentials
 from senpai.config.roles import Role
 from senpai.errors import NotFound, PermanentError, TransientError
@@ -172,7 +171,8 @@ class LocalFleet:
                 self._stage(staging, spec, launch_id)
                 os.rename(staging, self.root / spec.name)
             except OSError as e:
-                shutil.rmtree(staging, ignore_errors=True)
+                with contextlib.suppress(OSError):
+                    trees.remove(staging)
                 if e.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):
                     problem = TransientError(f"cannot create job dir {self.root / spec.name}: {e}")
                     raise disk.from_os_error(e, self.root) or problem from e
@@ -235,7 +235,8 @@ class LocalFleet:
             with JobDir(trash) as jd:
                 self._stop(jd)
         finally:
-            shutil.rmtree(trash, ignore_errors=True)
+            with contextlib.suppress(OSError):  # a tree the job's code made too deep goes with rm -rf
+                trees.remove(trash)
 
     # ----------------------------------------------------------------------- internals
 

@@ -303,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
         start()
     view = _wall_ns()
     try:
-        return view.run(*(_real(p) for p in (wall.writable, wall.readable, wall.hidden, SCRATCH)), start)
+        given = [[os.path.abspath(p) for p in paths] for paths in (wall.writable, wall.readable)]
+        return view.run(*given, _real(wall.hidden), _real(SCRATCH), start)
     except (view.ViewError, OSError) as e:
         return fail(e)
 

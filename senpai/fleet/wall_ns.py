@@ -122,15 +122,23 @@ def _unshare() -> None:
 
 def build(writable: Sequence[str], readable: Sequence[str], hidden: Sequence[str], scratch: Sequence[str]) -> None:
     """Enter new namespaces and build the view (see the module docstring) in this process: `scratch`
-    fresh and writable. Paths must be absolute, links resolved. Raises ViewError or OSError."""
+    fresh and writable. Paths must be absolute. Raises ViewError or OSError."""
     _unshare()
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     scratch, empty = masks(scratch, hidden)
-    keeps = _outermost([p for p in [*writable, *readable, *_keep_dns()] if os.path.lexists(p)])
+    real = {p: os.path.realpath(p) for p in [*writable, *readable] if os.path.lexists(p)}
+    writable = [real[p] for p in writable if p in real]
+    keeps = _outermost([*real.values(), *_keep_dns()])
+    covered = [m for m in [*scratch, *empty] if not any(_inside(m, k) for k in keeps)]  # a kept one stays
     old = os.umask(0o022)
     try:
-        for mask in [m for m in [*scratch, *empty] if not any(_inside(m, k) for k in keeps)]:  # a kept one stays
+        for mask in covered:
             _cover(mask, [k for k in keeps if _inside(k, mask)], mode="1777" if mask in scratch else "0755")
+        for given, path in real.items():  # a path given through a link the cover took away: the link again
+            if given != path and any(_inside(given, m) for m in covered) and not os.path.lexists(given):
+                if not any(_inside(os.path.dirname(given), k) for k in keeps):  # never in a kept folder
+                    os.makedirs(os.path.dirname(given), exist_ok=True)
+                    os.symlink(path, given)
         for path in writable:  # each its own mount, so it can stay writable below
             if os.path.lexists(path):
                 _mount(path, path, None, MS_BIND | MS_REC)

@@ -14,14 +14,14 @@ files and folders, opened without following a link, at most MAX_FILES files and 
 renamed into place, so a reader never sees half of it.
 """
 
+import contextlib
 import logging
 import os
-import shutil
-import stat
 import uuid
 from datetime import datetime
 from pathlib import Path
 
+from senpai import trees
 from senpai.errors import NO_SPACE, DiskFull, NotFound, TransientError
 from senpai.tracker.wandb import OFFLINE_DIR, in_window, offline_run_id
 
@@ -29,7 +29,6 @@ log = logging.getLogger(__name__)
 
 MAX_FILES = 10_000
 MAX_BYTES = 2 * 1024**3
-CHUNK = 1024 * 1024
 
 
 def take(run_id: str, source: Path, dest: Path, window: tuple[datetime, datetime]) -> Path:
@@ -52,13 +51,12 @@ def take(run_id: str, source: Path, dest: Path, window: tuple[datetime, datetime
     try:
         staging.parent.mkdir(parents=True, exist_ok=True)
         _copy(src, staging, first=f"run-{run_id}.wandb")
-        if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target)
-        elif target.exists() or target.is_symlink():
-            target.unlink()
+        if target.exists() or target.is_symlink():
+            trees.remove(target)
         os.rename(staging, target)
     except OSError as e:
-        shutil.rmtree(staging, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            trees.remove(staging)
         if e.errno in NO_SPACE:  # senpai's failure, named by its folder: the job exits DiskFull's status
             raise DiskFull(str(dest), f"copying W&B run {run_id} into the tracker's folder: {e.strerror}") from e
         raise TransientError(f"W&B run {run_id}: cannot copy it into {dest}: {e}") from e
@@ -74,47 +72,11 @@ def _entries(folder: Path) -> list[os.DirEntry]:
 
 
 def _copy(src: Path, dst: Path, first: str) -> None:
-    """Copy the regular files and folders of `src` to a new `dst` (links, FIFOs, devices and sockets
-    left out), `first` before the rest, within MAX_FILES files and MAX_BYTES bytes."""
-    dst.mkdir()
-    files, size, skipped = 0, 0, 0
-    todo = [(src, dst)]
-    while todo:
-        here, there = todo.pop()
-        entries = sorted(_entries(here), key=lambda e: (e.name != first, e.name))
-        for entry in entries:
-            mode = entry.stat(follow_symlinks=False).st_mode
-            if stat.S_ISDIR(mode):
-                (there / entry.name).mkdir()
-                todo.append((Path(entry.path), there / entry.name))
-                continue
-            if not stat.S_ISREG(mode) or files >= MAX_FILES:
-                skipped += 1
-                continue
-            copied = _copy_file(Path(entry.path), there / entry.name, MAX_BYTES - size)
-            if copied is None:
-                skipped += 1
-                continue
-            files, size = files + 1, size + copied
-    if skipped:
-        log.warning("W&B run folder %s: %d entr(ies) not copied (links, special files, or past %d files / %d bytes)",
-                    src.name, skipped, MAX_FILES, MAX_BYTES)  # fmt: skip
-
-
-def _copy_file(src: Path, dst: Path, room: int) -> int | None:
-    """Copy regular file `src` (opened without following a link, never blocking) to a new `dst`;
-    its size, or None (nothing written) if it is not a regular file or holds more than `room` bytes."""
-    try:
-        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode) or st.st_size > room:
-            return None
-        written = 0
-        with open(dst, "xb") as out:
-            while (chunk := f.read(CHUNK)) and written + len(chunk) <= room:
-                out.write(chunk)
-                written += len(chunk)
-    return written
+    """Copy the regular files and folders of `src` to a new `dst` by folder handle (links, FIFOs,
+    devices and sockets left out; `senpai.trees.copy`), `first` before the rest, within MAX_FILES
+    entries, MAX_BYTES bytes and `trees.MAX_DEPTH` folders; past those, what was copied is kept."""
+    limits = trees.Limits(entries=MAX_FILES, bytes=MAX_BYTES)
+    why, skipped = trees.copy(src, dst, limits, links="skip", others="skip", first=first)
+    if why is not None or skipped:
+        log.warning("W&B run folder %s: %s; %d entr(ies) left out (links, special files, past %d bytes)",
+                    src.name, why or "copied", skipped, MAX_BYTES)  # fmt: skip

@@ -157,3 +157,19 @@ def test_the_hand_over_changes_nothing_outside_the_folder(tmp_path):
     assert proc.stdout.strip() == "65534", proc.stderr
     assert (outside / "sudoers").stat().st_uid == 0 and outside.stat().st_uid == 0
     assert (job / "own").stat().st_uid == 65534
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_folder_given_through_a_link_is_there_by_that_path_too(tmp_path, user):
+    """The view puts back the real folders; a path given through a link under a covered folder (a
+    Kubernetes pod's mount seen through the stand-in's links, a TMPDIR behind one) still leads there."""
+    real = tmp_path / "volumes" / "side"
+    real.mkdir(parents=True)
+    (tmp_path / "view").mkdir()
+    (tmp_path / "view" / "work").symlink_to(real)
+    given = tmp_path / "view" / "work"
+    wall = Wall(writable=(str(given),), readable=tuple(interpreter_paths()), landlock=bool(landlock_abi()), isolate=True)
+    argv = wall.argv(["/bin/sh", "-c", f"echo hi > {given}/f && cat {given}/f"])
+    proc = subprocess.run(as_non_root(argv) if user == "non-root" else argv, cwd=real, capture_output=True, text=True)
+    assert proc.stdout == "hi\n", proc.stderr
+    assert (real / "f").read_text() == "hi\n"

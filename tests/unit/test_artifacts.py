@@ -128,10 +128,10 @@ def test_a_snapshot_copies_no_link_fifo_or_more_than_the_cap(tmp_path):
         (tmp_path / sub).mkdir()
     linked = _dir(tmp_path / "a", {"model.json": b"{}"})
     (linked / "data.json").symlink_to(secret)
-    assert "not a regular file" in snapshot(linked, tmp_path / "c1")
+    assert "data.json is a symlink" in snapshot(linked, tmp_path / "c1")
     assert not (tmp_path / "c1" / "data.json").exists()
     fifo = _dir(tmp_path / "b", {"model.json": b"{}"})
     os.mkfifo(fifo / "pipe.json")
     assert "not a regular file" in snapshot(fifo, tmp_path / "c2")  # and does not block on it
     big = _dir(tmp_path / "d", {"model.safetensors": b"x" * 5000})
-    assert "over 4096 bytes" in snapshot(big, tmp_path / "c3", max_bytes=4096)
+    assert "past the 4096 bytes" in snapshot(big, tmp_path / "c3", max_bytes=4096)

@@ -14,7 +14,7 @@ is redacted there (`senpai.ledger.redact`, applied by every ledger write and by 
 """
 
 import json
-import shutil
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -23,6 +23,7 @@ from typing import Literal
 from openhands.sdk.tool import Action, Observation, ToolAnnotations, ToolDefinition, ToolExecutor, register_tool
 from pydantic import Field
 
+from senpai import trees
 from senpai.agents import review
 from senpai.agents.attempt import Attempt
 from senpai.agents.context import TurnContext
@@ -43,6 +44,7 @@ from senpai.ledger.replies import reply_to_human
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
+SYNC_LIMITS = trees.Limits(entries=100_000, bytes=4 * 1024**3)  # an agent's work copy, as submitted
 
 
 class SenpaiObservation(Observation):
@@ -107,11 +109,22 @@ def harness_context(s: Session, purpose: str, branch: str) -> TurnContext:
 
 
 def _sync_tree(src: Path, dst: Path) -> None:
-    """Make `dst`'s working tree (not its .git) a copy of `src`'s."""
-    for entry in dst.iterdir():
-        if entry.name != ".git":
-            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
-    shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".git"))
+    """Make `dst`'s working tree (not its .git) a copy of `src`'s, the agent's work copy. The agent's
+    processes may still be changing it, so it is copied by folder handle (`senpai.trees.copy`): a link
+    stays a link and is never followed, a FIFO or device is left out. Raises TransitionError if it
+    is too large to submit (`SYNC_LIMITS`)."""
+    staged = dst.parent / f".sync-{uuid.uuid4().hex[:8]}"
+    try:
+        why, _ = trees.copy(src, staged, SYNC_LIMITS, links="keep", others="skip", exclude=frozenset({".git"}))
+        if why is not None:
+            raise TransitionError(f"your work copy cannot be submitted: {why}")
+        for entry in dst.iterdir():
+            if entry.name != ".git":
+                trees.remove(entry)
+        for entry in staged.iterdir():
+            entry.rename(dst / entry.name)
+    finally:
+        trees.remove(staged)
 
 
 class _Run(ToolExecutor):
