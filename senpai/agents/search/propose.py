@@ -1,10 +1,12 @@
-"""Propose the next points of the search space with Optuna TPE, seeded, never repeating a point; under
-the diversity alarm, with Optuna's random sampler away from the recent points instead."""
+"""Propose the next points of the search space, seeded, never repeating a point: first a scrambled
+Sobol sequence (Optuna's QMCSampler, categoricals included), then Optuna's multivariate TPE; under
+the diversity alarm, Optuna's random sampler away from the recent points instead."""
 
 import json
 import logging
 import math
 import sys
+import warnings
 
 from senpai.config.target import Metric, ParamSpec
 from senpai.errors import PermanentError
@@ -26,6 +28,12 @@ finally:
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 log = logging.getLogger(__name__)
 Point = dict[str, str | int | float | bool]
+
+
+def startup_size(space: dict[str, ParamSpec]) -> int:
+    """Points tried before TPE models the results: Optuna's default 10, or one more than the
+    space's dimension where that is larger."""
+    return max(10, len(space) + 1)
 
 
 def distribution(spec: ParamSpec):
@@ -59,34 +67,32 @@ def propose(
     radius: float = 0.0,
 ) -> list[Point]:
     """`n` new points. `history` holds every point tried so far, with its metric (None: no value,
-    failed or still running).  The sampler is seeded with `seed` and the history size, so a replayed
-    turn proposes the same points.  With `avoid` (the diversity alarm's recent and rejected points),
-    the sampler is Optuna's RandomSampler, which TPE's exploitation cannot pull back into the
-    collapsed region, and a point within `radius` (`senpai.ledger.diversity.distance`) of one of
-    them is drawn again, up to `tries` times (then the farthest draw is kept).  Raises
-    PermanentError if the space has no untried point left."""
+    failed or still running).  While fewer than `startup_size(space)` points of this space are
+    known, the points come from the Sobol sequence of `seed` (the first untried ones); after that
+    from multivariate TPE, which learns from those values.  The samplers are seeded with `seed` (and
+    the history size), so a replayed turn proposes the same points.  With `avoid` (the diversity
+    alarm's recent and rejected points), the sampler is Optuna's RandomSampler, which TPE's
+    exploitation cannot pull back into the collapsed region, and a point within `radius`
+    (`senpai.ledger.diversity.distance`) of one of them is drawn again, up to `tries` times (then
+    the farthest draw is kept).  Raises PermanentError if the space has no untried point left."""
     dists = {k: distribution(s) for k, s in space.items()}
-    direction = "maximize" if metric.direction == "maximize" else "minimize"
+    known = [({k: v for k, v in params.items() if k in dists}, value) for params, value in history]
+    tried = {point_key(p) for p, _ in known}
+    fed = [(p, v) for p, v in known if len(p) == len(dists)]  # a point of an older space: remembered, not fed
     if avoid:
-        sampler = optuna.samplers.RandomSampler(seed=seed + len(history))
+        study, ask = _study(metric, optuna.samplers.RandomSampler(seed=seed + len(history)), dists, fed)
+    elif len(fed) < startup_size(space):
+        study, ask = _sobol(dists, seed)
     else:
-        sampler = optuna.samplers.TPESampler(seed=seed + len(history), n_startup_trials=4)
-    study = optuna.create_study(direction=direction, sampler=sampler)
-    tried = set()
-    for params, value in history:
-        known = {k: v for k, v in params.items() if k in dists}
-        tried.add(point_key(known))
-        if len(known) != len(dists):
-            continue  # a point from an older search space: remembered, not fed to TPE
-        ok = value is not None and math.isfinite(value)
-        state = optuna.trial.TrialState.COMPLETE if ok else optuna.trial.TrialState.FAIL
-        study.add_trial(optuna.trial.create_trial(params=known, distributions=dists, value=value if ok else None, state=state))
+        with warnings.catch_warnings(action="ignore", category=optuna.exceptions.ExperimentalWarning):
+            tpe = optuna.samplers.TPESampler(seed=seed + len(history), n_startup_trials=0, multivariate=True)
+        study, ask = _study(metric, tpe, dists, fed)
     points: list[Point] = []
     for _ in range(n):
         best: tuple[float, Point] | None = None
         for _ in range(tries):
-            trial = study.ask(dists)
-            point = {k: _tidy(v, dists[k]) for k, v in trial.params.items()}
+            trial = study.ask(ask)
+            point = {k: _tidy(dists[k].choices[v] if ask[k] is not dists[k] else v, dists[k]) for k, v in trial.params.items()}
             study.tell(trial, state=optuna.trial.TrialState.FAIL)  # a draw, not a result: TPE learns nothing from it
             if point_key(point) in tried:
                 continue
@@ -100,6 +106,28 @@ def propose(
         tried.add(point_key(best[1]))
         points.append(best[1])
     return points
+
+
+def _study(metric: Metric, sampler, dists: dict, fed: list[tuple[dict, float | None]]):
+    """An in-memory study of `sampler` that knows every point of `fed` (a value that is None or not
+    finite: a failed trial); the distributions to ask with."""
+    study = optuna.create_study(direction="maximize" if metric.direction == "maximize" else "minimize", sampler=sampler)
+    for params, value in fed:
+        ok = value is not None and math.isfinite(value)
+        state = optuna.trial.TrialState.COMPLETE if ok else optuna.trial.TrialState.FAIL
+        study.add_trial(optuna.trial.create_trial(params=params, distributions=dists, value=value if ok else None, state=state))
+    return study, dists
+
+
+def _sobol(dists: dict, seed: int):
+    """A study that draws the scrambled Sobol sequence of `seed` from its start, every categorical as
+    the index of its choice (QMCSampler alone would draw categoricals at random): the same sequence
+    every turn, so the points already tried are skipped and the startup points are spread by
+    construction.  Needs no history."""
+    ask = {k: IntDistribution(0, len(d.choices) - 1) if isinstance(d, CategoricalDistribution) else d for k, d in dists.items()}
+    with warnings.catch_warnings(action="ignore", category=optuna.exceptions.ExperimentalWarning):
+        sampler = optuna.samplers.QMCSampler(qmc_type="sobol", scramble=True, seed=seed, warn_independent_sampling=False)
+    return optuna.create_study(sampler=sampler), ask
 
 
 def neighbours(space: dict[str, ParamSpec], point: Point, n: int, tried: list[Point] = ()) -> list[Point]:
