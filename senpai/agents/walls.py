@@ -27,6 +27,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import senpai
 from senpai.config.harness import HarnessConfig, LocalFleetSettings, WallSettings
 from senpai.errors import PermanentError
 from senpai.fleet.wall import SCRATCH, Wall, landlock_abi
@@ -59,8 +60,11 @@ def isolation() -> bool:
 
 
 def interpreter_paths() -> list[str]:
-    """What running senpai's interpreter reads: its executable's folder, its prefixes and site-packages."""
-    paths = {os.path.dirname(os.path.realpath(sys.executable)), sys.prefix, sys.base_prefix, sys.exec_prefix}
+    """What running senpai's interpreter reads: its executable's folder, its prefixes and
+    site-packages, and senpai's own package folder (an editable install's lies outside them, in a
+    clone that may be under /tmp or HOME, which the view empties: the walled editor imports it)."""
+    package = os.path.dirname(os.path.realpath(senpai.__file__))
+    paths = {os.path.dirname(os.path.realpath(sys.executable)), sys.prefix, sys.base_prefix, sys.exec_prefix, package}
     paths |= {p for p in site.getsitepackages() if os.path.isdir(p)}
     return sorted(paths)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from openhands.tools.file_editor import FileEditorAction
 
+import senpai
 from senpai.agents.openhands.conversation import _Confined
 from senpai.agents.openhands.editor import WalledEditor
 from senpai.agents.walls import candidate_wall, isolation, sandbox
@@ -64,5 +65,22 @@ def test_the_walled_editor_edits_and_undoes_in_the_work_copy(tmp_path: Path) -> 
         assert (workspace / "train.py").read_text() == "lr = 0.1\n"
         outside = editor(FileEditorAction(command="create", path=str(tmp_path / "escape.py"), file_text="x"))
         assert outside.is_error and not (tmp_path / "escape.py").exists()
+    finally:
+        editor.close()
+
+
+@pytest.mark.skipif(not isolation(), reason="needs a view of its own (namespaces) to hide the clone senpai runs from")
+def test_the_walled_editor_runs_when_senpais_clone_is_in_a_hidden_folder(tmp_path: Path) -> None:
+    """An editable install in a clone under HOME or /tmp, which the view empties: the editor process
+    still imports senpai (its package folder is kept, as the interpreter's are)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "a.txt").write_text("mine\n")
+    own, env = sandbox(tmp_path / "own")
+    clone = str(Path(senpai.__file__).resolve().parents[1])  # the folder holding the package: hidden as HOME would be
+    editor = WalledEditor(str(workspace), candidate_wall(WallSettings(), [clone], [workspace, *own]), env)
+    try:
+        answer = editor(FileEditorAction(command="view", path=str(workspace / "a.txt")))
+        assert not answer.is_error and "mine" in answer.text, answer.text
     finally:
         editor.close()
