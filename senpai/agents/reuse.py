@@ -1,12 +1,16 @@
-"""Baseline reuse: a baseline seed is trained and scored once per base, not once per verification.
+"""Measurement reuse: a tree is trained and scored once per seed, not once per verification.
 
 Every verification against a base measures the same code on the same seeds, and a merge makes
-every open PR verify again against the new base. A `Verification` records its baseline's numbers
-per seed and a `baseline_key`: a digest of what those numbers depend on (the base commit, the
-target config, the sealed holdout's fingerprint, the job's environment). A later verification with the same key takes a
-baseline seed from an earlier block instead of re-running it, and names that block's PR in
-`baseline_reused`. Only blocks the verifier itself posted are read (`read_experiment` keeps the
-bot's records only), on the PR being verified and on the PRs the wrapper names (`--baseline-from`).
+every open PR verify again against the new base: a new base whose tree is the merged candidate's,
+and candidates whose trees are often the ones already measured (a params-only PR re-applied on a
+base that moved only in its params). A `Verification` records each side's numbers per seed and a
+key per side (`baseline_key`, `candidate_key`): a digest of what those numbers depend on (the git
+tree measured, the target config, the sealed holdout's fingerprint, the job's environment). A
+later verification takes a seed of either side from an earlier block that measured a tree with
+the same key, on either side, instead of re-running it, and names that block's PR in
+`baseline_reused` or `candidate_reused`. Only blocks the verifier itself posted are read
+(`read_experiment` keeps the bot's records only), on the PR being verified and on the PRs the
+wrapper names (`--baseline-from`: those that measured the base, and the merge that made it).
 
 For a deterministic target the reused numbers are the ones a re-run would give. For a
 nondeterministic one they are a sample of the same baseline, as a fresh run would be; verifications
@@ -83,19 +87,20 @@ def _raise(error: OSError) -> None:
     raise error
 
 
-def baseline_key(target: TargetConfig, baseline: str, holdout_dir: Path) -> str | None:
-    """sha256 hex of what a baseline seed's numbers depend on: the base commit, the target config,
-    `holdout_fingerprint(holdout_dir)`, senpai's version (the steps that train and score are
-    senpai's code), and the job's environment (`environment()`). Equal keys give comparable baseline
-    numbers. None if the holdout cannot be fingerprinted, or if the gate compares training seconds
-    (`compute.seconds`, the default): seconds measured at another time, under another load, are
-    not this run's, so such a target measures its baseline in every verification."""
-    if target.holdout.compute.seconds:
+def measurement_key(target: TargetConfig, tree: str | None, holdout_dir: Path) -> str | None:
+    """sha256 hex of what one side's numbers depend on: the git tree it trains (`tree`, a sha),
+    the target config, `holdout_fingerprint(holdout_dir)`, senpai's version (the steps that train
+    and score are senpai's code), and the job's environment (`environment()`). Equal keys give
+    comparable numbers, whichever side measured them. None if `tree` is None, if the holdout cannot
+    be fingerprinted, or if the gate compares training seconds (`compute.seconds`, the default):
+    seconds measured at another time, under another load, are not this run's, so such a target
+    measures both sides in every verification."""
+    if target.holdout.compute.seconds or tree is None:
         return None
     holdout = holdout_fingerprint(holdout_dir)
     if holdout is None:
         return None
-    data = {"baseline": baseline, "target": target.model_dump(mode="json"), "holdout": holdout, "senpai": __version__}
+    data = {"tree": tree, "target": target.model_dump(mode="json"), "holdout": holdout, "senpai": __version__}
     data["environment"] = environment()
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
@@ -124,39 +129,47 @@ def installed() -> dict[str, str | None]:
     return out
 
 
-def samples(v: Verification, source: int) -> dict[int, Sample]:
-    """Seed -> its baseline sample in `v`, for the seeds whose every figure `v` recorded (a
-    block from before `baseline_guards` existed, or a failed seed, gives none)."""
-    n = len(v.baseline_values)
-    per_seed = [v.baseline_seconds, v.baseline_gpu_seconds, *v.baseline_guards.values()]
-    if any(len(xs) != n for xs in per_seed) or len(v.seeds) < n:
+def samples(v: Verification, source: int, side: str = "baseline") -> dict[int, Sample]:
+    """Seed -> its `side` sample in `v` ("baseline" or "candidate"), for the seeds whose every
+    figure `v` recorded (a failed seed gives none; a guard `v` did not record per seed is missing
+    from the sample's guards)."""
+    values, seconds, gpu = (getattr(v, f"{side}_{name}") for name in ("values", "seconds", "gpu_seconds"))
+    guards_of, compute = getattr(v, f"{side}_guards"), getattr(v, f"{side}_compute")
+    n = len(values)
+    if any(len(xs) != n for xs in [seconds, gpu, *guards_of.values()]) or len(v.seeds) < n:
         return {}
-    compute = v.baseline_compute if len(v.baseline_compute) == n else [None] * n
+    compute = compute if len(compute) == n else [None] * n
     out = {}
     for i, seed in enumerate(v.seeds[:n]):
-        guards = {name: xs[i] for name, xs in v.baseline_guards.items()}
-        figures = [v.baseline_values[i], v.baseline_seconds[i], v.baseline_gpu_seconds[i], *guards.values()]
+        guards = {name: xs[i] for name, xs in guards_of.items()}
+        figures = [values[i], seconds[i], gpu[i], *guards.values()]
         figures += [] if compute[i] is None else [compute[i]]
-        if not all(math.isfinite(x) for x in figures) or v.baseline_seconds[i] < 0 or v.baseline_gpu_seconds[i] < 0:
+        if not all(math.isfinite(x) for x in figures) or seconds[i] < 0 or gpu[i] < 0:
             continue  # a failed seed (NaN), or a figure no run gives: measure it again
-        out[seed] = Sample(v.baseline_values[i], v.baseline_seconds[i], v.baseline_gpu_seconds[i], compute[i], guards, source)
+        out[seed] = Sample(values[i], seconds[i], gpu[i], compute[i], guards, source)
     return out
 
 
-def reusable(ctx: TurnContext, number: int, key: str | None, sources: tuple[int, ...]) -> dict[int, Sample]:
-    """Seed -> a baseline sample an earlier verification with baseline key `key` measured, read
-    from PR `number` and then `sources` (at most MAX_SOURCES PRs in all; the first block to
-    measure a seed gives it). Empty if `key` is None. Raises TransientError on forge faults that
-    outlast retries."""
-    if key is None:
-        return {}
-    out: dict[int, Sample] = {}
+Keys = dict[str, str | None]  # side -> its measurement key
+
+
+def reusable(ctx: TurnContext, number: int, keys: Keys, sources: tuple[int, ...]) -> dict[str, dict[int, Sample]]:
+    """Side -> seed -> a sample an earlier verification measured for a tree with that side's key in
+    `keys` (on either of its sides), read from PR `number` and then `sources` (at most MAX_SOURCES
+    PRs in all; the first block to measure a seed gives it). A side whose key is None gets none.
+    Raises TransientError on forge faults that outlast retries."""
+    out: dict[str, dict[int, Sample]] = {side: {} for side in keys}
+    if not any(keys.values()):
+        return out
     pulls = {p.number: p for p in ctx.ledger.list_pulls()}  # one conditional request for them all
     for pr in list(dict.fromkeys([number, *sources]))[:MAX_SOURCES]:
         if (pull := pulls.get(pr)) is None:  # the wrapper named a PR that is gone: nothing to reuse from it
             continue
         for v in read_experiment(pull, ctx.ledger.comments(pull), ctx.forge.login).verifications:
-            if v.baseline_key == key:
-                for seed, s in samples(v, pr).items():
-                    out.setdefault(seed, s)
+            for measured in ("baseline", "candidate"):
+                recorded = getattr(v, f"{measured}_key")
+                for side, key in keys.items():
+                    if key is not None and recorded == key:
+                        for seed, s in samples(v, pr, measured).items():
+                            out[side].setdefault(seed, s)
     return out

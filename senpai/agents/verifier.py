@@ -64,6 +64,8 @@ class Plan(BaseModel):
     merged: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")
     unmergeable: str | None = None
     conflict: bool = False  # `unmergeable` because the trees conflict (re-applied on the base, it may merge)
+    # side -> the git tree it trains (the candidate's: `merged`'s); what its numbers are keyed by (`senpai.agents.reuse`)
+    trees: dict[str, str] = Field(default_factory=dict)
     arms: int = Field(1, ge=1)  # variants the hypothesis ran: the rule is corrected for them (`stats.for_arms`)
 
 
@@ -96,6 +98,8 @@ def make_plan(ctx: TurnContext, number: int) -> Plan:
     merged, unmergeable, conflict = ctx.repo.merged(baseline, candidate)
     # no merge base (unrelated histories): nothing to diff against, and it is refused as unmergeable
     files, unlisted = (sorted(ctx.repo.changed_paths(baseline, candidate)) if merged or conflict else []), None
+    commits = {"baseline": baseline, "candidate": merged}
+    trees = {side: ctx.repo.git("rev-parse", "--verify", f"{sha}^{{tree}}").strip() for side, sha in commits.items() if sha}
     chars = sum(len(f) for f in files)
     if len(files) > MAX_FILES or chars > MAX_PATH_CHARS:
         unlisted = f"PR #{number} changes {len(files)} files ({chars} characters of paths)"
@@ -103,7 +107,7 @@ def make_plan(ctx: TurnContext, number: int) -> Plan:
         files = []
     return Plan(
         pr=number, candidate=candidate, baseline=baseline, files=files, unlisted=unlisted, merged=merged,
-        unmergeable=unmergeable, conflict=conflict, arms=h.arm_count() if h else 1,
+        unmergeable=unmergeable, conflict=conflict, trees=trees, arms=h.arm_count() if h else 1,
         protected_touched=protected_touched(ctx.target, files), out_of_scope=out_of_scope(ctx.target, files),
     )  # fmt: skip
 
@@ -163,11 +167,11 @@ class Sample:
 
 @dataclass(frozen=True)
 class Known:
-    """Baseline seeds measured before, by seed (`senpai.agents.reuse`), and the baseline key this
-    verification records (None: its baseline is not offered for reuse)."""
+    """Per side: the key this verification records for its numbers (None: not offered for reuse),
+    and the seeds measured before for a tree with that key, by seed (`senpai.agents.reuse`)."""
 
-    key: str | None = None
-    samples: dict[int, Sample] = field(default_factory=dict)
+    keys: dict[str, str | None] = field(default_factory=lambda: dict.fromkeys(SIDES))
+    samples: dict[str, dict[int, Sample]] = field(default_factory=lambda: {s: {} for s in SIDES})
 
 
 class CandidateFailed(Exception):
@@ -216,7 +220,7 @@ def measure(
     target: TargetConfig, plan: Plan, train: Train, score: Score, test_passed: bool | None, known: Known = Known()
 ) -> Verification:
     """Train and score both sides over the seeds, adding seeds while `judge` is inconclusive; a
-    baseline seed in `known.samples` is taken from there, not run. A candidate that fails a step
+    seed of a side in `known.samples` is taken from there, not run. A candidate that fails a step
     gives a failed block; raises BaselineFailed if the baseline fails one, and PermanentError if a
     checkout cannot be reset (`reset_checkout`). The rule is corrected for the plan's arms."""
     hold = stats.for_arms(target.holdout, plan.arms)
@@ -229,9 +233,8 @@ def measure(
     for look, upto in enumerate(plan_of_looks, 1):
         for seed in seeds[len(m.seeds) : upto]:
             try:
-                base = known.samples.get(seed) or sample(hold, train("baseline", seed), score)
-                m.samples["baseline"].append(base)
-                m.samples["candidate"].append(sample(hold, train("candidate", seed), score))
+                for side in SIDES:  # the baseline first: a base that fails is not the candidate's failure
+                    m.samples[side].append(known.samples[side].get(seed) or sample(hold, train(side, seed), score))
             except CandidateFailed as e:
                 m.seeds.append(seed)
                 return _failed(target, plan, m, test_passed, str(e), known)
@@ -242,17 +245,17 @@ def measure(
     return _judged(target, plan, m, j, test_passed, known)
 
 
-def _baseline_fields(target: TargetConfig, m: Measurement, known: Known) -> dict:
-    """The baseline's figures per seed, all a later verification needs to reuse them (`reuse.samples`)."""
-    base = m.samples["baseline"]
-    return dict(
-        baseline_values=[s.value for s in base], baseline_seconds=[s.seconds for s in base],
-        baseline_gpu_seconds=[s.gpu_seconds for s in base],
-        baseline_compute=[s.compute for s in base if s.compute is not None],
-        baseline_guards={name: [s.guards[name] for s in base] for name in target.holdout.guards},
-        baseline_key=known.key,
-        baseline_reused={seed: s.source for seed, s in zip(m.seeds, base, strict=False) if s.source is not None},
-    )  # fmt: skip
+def _side_fields(target: TargetConfig, m: Measurement, known: Known, side: str) -> dict:
+    """A side's figures per seed, all a later verification needs to reuse them (`reuse.samples`)."""
+    got = m.samples[side]
+    return {
+        f"{side}_values": [s.value for s in got], f"{side}_seconds": [s.seconds for s in got],
+        f"{side}_gpu_seconds": [s.gpu_seconds for s in got],
+        f"{side}_compute": [s.compute for s in got if s.compute is not None],
+        f"{side}_guards": {name: [s.guards[name] for s in got] for name in target.holdout.guards},
+        f"{side}_key": known.keys.get(side),
+        f"{side}_reused": {seed: s.source for seed, s in zip(m.seeds, got, strict=False) if s.source is not None},
+    }  # fmt: skip
 
 
 def _failed(
@@ -260,8 +263,8 @@ def _failed(
 ) -> Verification:
     cand = [*m.values("candidate"), math.nan]  # the seed that failed
     return verification_block(
-        target, plan, m.seeds, candidate_values=cand, **_baseline_fields(target, m, known),
-        test_passed=test_passed, passed=False, reason=f"failed: {reason}",
+        target, plan, m.seeds, candidate_values=cand, **_side_fields(target, m, known, "baseline"),
+        candidate_key=known.keys.get("candidate"), test_passed=test_passed, passed=False, reason=f"failed: {reason}",
     )  # fmt: skip
 
 
@@ -271,14 +274,12 @@ def _judged(target: TargetConfig, plan: Plan, m: Measurement, j, test_passed: bo
     hold, cand, base = target.holdout, m.values("candidate"), m.values("baseline")
     means = {x: {name: statistics.fmean(s.guards[name] for s in m.samples[x]) for name in hold.guards} for x in SIDES}
     v = verification_block(
-        target, plan, m.seeds, candidate_values=cand, candidate_mean=statistics.fmean(cand),
+        target, plan, m.seeds, candidate_mean=statistics.fmean(cand),
         baseline_mean=statistics.fmean(base), improvement=j.improvement, noise_floor=j.noise_floor,
         statistic=j.statistic, p_value=j.p_value,
-        candidate_seconds=[s.seconds for s in m.samples["candidate"]],
-        candidate_gpu_seconds=[s.gpu_seconds for s in m.samples["candidate"]],
-        candidate_compute=[s.compute for s in m.samples["candidate"] if s.compute is not None],
         guards={name: [means["candidate"][name], means["baseline"][name]] for name in hold.guards},
-        test_passed=test_passed, passed=j.passed, reason=j.reason, **_baseline_fields(target, m, known),
+        test_passed=test_passed, passed=j.passed, reason=j.reason,
+        **_side_fields(target, m, known, "baseline"), **_side_fields(target, m, known, "candidate"),
     )  # fmt: skip
     regressed, compute = gate.guard_problems(hold, v), gate.compute_problem(hold, v, None)
     notes = [j.reason, *regressed, *([compute] if compute else [])]

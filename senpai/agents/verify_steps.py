@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from senpai.agents.context import TurnContext
 from senpai.agents.evaluate import SCRUBBED, EvaluatorFiles, Trained, reset_checkout, step_env, train_step
 from senpai.agents.measure import clear, run_command
-from senpai.agents.reuse import baseline_key, reusable
+from senpai.agents.reuse import measurement_key, reusable
 from senpai.agents.verifier import (
     SIDES,
     BaselineFailed,
@@ -54,7 +54,7 @@ class SideJob(BaseModel):
     side: Side
     plan: Plan
     target: TargetConfig  # senpai.yaml of the base, as the checkout step loaded it
-    known: list[int] = []  # baseline seeds an earlier verification measured (`reuse`): not trained
+    known: list[int] = []  # seeds an earlier verification measured for this side's tree (`reuse`): not trained
 
 
 class TrainLog(BaseModel):
@@ -108,15 +108,18 @@ def checkout(ctx: TurnContext, plan: Plan, work: Path) -> None:
 
 
 def known(ctx: TurnContext, plan: Plan, holdout_dir: Path, sources: tuple[int, ...]) -> Known:
-    """This verification's baseline key and the baseline seeds earlier verifications with that
-    key measured, read from the PR and `sources` (`reuse.reusable`)."""
-    key = baseline_key(ctx.target, plan.baseline, holdout_dir)
-    return Known(key, reusable(ctx, plan.pr, key, sources))
+    """This verification's key per side (its tree's: `reuse.measurement_key`) and the seeds earlier
+    verifications measured for a tree with that key, read from the PR and `sources`
+    (`reuse.reusable`); a sample that lacks one of the target's guards is measured again."""
+    keys = {side: measurement_key(ctx.target, plan.trees.get(side), holdout_dir) for side in SIDES}
+    guards = set(ctx.target.holdout.guards)
+    found = reusable(ctx, plan.pr, keys, sources)
+    return Known(keys, {side: {seed: s for seed, s in got.items() if guards <= set(s.guards)} for side, got in found.items()})
 
 
 def verify_all(ctx: TurnContext, number: int, holdout_dir: Path, sources: tuple[int, ...] = ()) -> Verification:
     """`--step all`: plan, check scope, snapshot the evaluator, then train and score both sides
-    (a baseline seed an earlier verification measured is reused: `known`); records the block.
+    (a seed an earlier verification measured for a side's tree is reused: `known`); records the block.
     Raises BaselineFailed if the base head fails its own steps, TransientError if a fetch or the
     forge fails past its retries, ConfigError if `holdout.files` are not in the base,
     PermanentError for a merged PR that owes no verification."""
@@ -136,14 +139,14 @@ def verify_all(ctx: TurnContext, number: int, holdout_dir: Path, sources: tuple[
 
 def checkout_step(ctx: TurnContext, number: int, work: Path, holdout_dir: Path, sources: tuple[int, ...] = ()) -> Plan:
     """`--step checkout`: write `work/plan.json`, and per side its clone and `work/<side>/job.json`
-    (the baseline's names the seeds earlier verifications measured: its train step skips them)."""
+    (each names the seeds earlier verifications measured for its tree: its train step skips them)."""
     plan = make_plan(ctx, number)
     checkout(ctx, plan, work)
     _write(work / "plan.json", plan)
-    skip = sorted(known(ctx, plan, holdout_dir, sources).samples) if refusal(ctx.target, plan) is None else []
+    past = known(ctx, plan, holdout_dir, sources).samples if refusal(ctx.target, plan) is None else {}
     for side in SIDES:
-        known_seeds = skip if side == "baseline" else []
-        _write(work / side / "job.json", SideJob(side=side, plan=plan, target=ctx.target, known=known_seeds))
+        skip = sorted(past.get(side, {}))
+        _write(work / side / "job.json", SideJob(side=side, plan=plan, target=ctx.target, known=skip))
     return plan
 
 

@@ -185,7 +185,12 @@ def verify(config_path: str, pr: int, step: str, side: str | None, work: str | N
         v = steps.score_from_work(ctx, pr, root, holdout, sources)
     else:
         v = steps.verify_all(ctx, pr, holdout, sources)
-    click.echo(json.dumps({"passed": v.passed, "improvement": v.improvement, "noise_floor": v.noise_floor, "seeds": v.seeds}))
+    reused = {"baseline": sorted(v.baseline_reused), "candidate": sorted(v.candidate_reused)}  # seeds not trained here
+    click.echo(
+        json.dumps(
+            {"passed": v.passed, "improvement": v.improvement, "noise_floor": v.noise_floor, "seeds": v.seeds, "reused": reused}
+        )
+    )
 
 
 def _holdout_dir(cfg: HarnessConfig) -> Path | None:

@@ -313,11 +313,16 @@ class Verification(Block):
     baseline_guards: dict[str, list[float]] = Field(
         default_factory=dict, description="Guard metric -> its baseline value per seed."
     )
+    candidate_guards: dict[str, list[float]] = Field(
+        default_factory=dict, description="Guard metric -> its candidate value per seed."
+    )
     baseline_key: str | None = Field(
         None,
-        description="sha256 of what makes baseline numbers comparable (base commit, target config, sealed holdout); "
-        "verifications with the same key reuse each other's baseline seeds. None: not reusable.",
+        description="sha256 of what makes the baseline's numbers comparable (its git tree, target config, sealed holdout, "
+        "environment: `senpai.agents.reuse.measurement_key`); a later side with the same key reuses its seeds. "
+        "None: not reusable.",
     )
+    candidate_key: str | None = Field(None, description="The same for the candidate side's numbers.")
     arms: int = Field(
         1, ge=1, description="Variants the hypothesis ran; the rule was corrected for them (`senpai.ledger.stats.for_arms`)."
     )
@@ -326,6 +331,9 @@ class Verification(Block):
     )
     baseline_reused: dict[int, int] = Field(
         default_factory=dict, description="Seed -> the PR whose verification measured that baseline seed (not re-trained here)."
+    )
+    candidate_reused: dict[int, int] = Field(
+        default_factory=dict, description="Seed -> the PR whose verification measured that candidate seed (not re-trained here)."
     )
     runs: list[RunRef] = Field(
         default_factory=list, description="The W&B run of these holdout numbers (job_type verify); empty: none logged."

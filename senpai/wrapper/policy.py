@@ -391,11 +391,18 @@ def _owed_base(e: Experiment, base_sha: str) -> str | None:
 
 
 def _measured_bases(exps: list[Experiment]) -> dict[str, list[int]]:
-    """Base commit -> the PRs (newest first, at most MAX_BASELINE_SOURCES) with a verification that
-    measured its baseline and recorded a baseline key. A base measured only without a key (its
-    seeds cannot be reused: `reuse.baseline_key`) maps to no PR: its verifiers need not wait."""
+    """Base commit -> the PRs (newest first, at most MAX_BASELINE_SOURCES) whose verifications
+    measured its tree with a key (`reuse.measurement_key`): those that measured it as their
+    baseline, and the verified merge that made it (its candidate side measured the tree the merge
+    landed). A base measured only without a key (its seeds cannot be reused) maps to no PR: its
+    verifiers need not wait."""
     out: dict[str, list[int]] = {}
     for e in sorted(exps, key=lambda e: -e.pr):
+        if e.merge_commit and any(v.passed and v.candidate_key for v in e.verifications):
+            prs = out.setdefault(e.merge_commit, [])
+            if e.pr not in prs:
+                prs.insert(0, e.pr)  # the merge's own seeds first: they measured the base's tree
+                del prs[MAX_BASELINE_SOURCES:]
         for v in e.verifications:
             if not v.baseline_values:
                 continue

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from forge_fixtures import TOKEN, as_user, commit_and_push
+from forge_fixtures import TOKEN, as_user, commit_and_push, run_git
 from tiny_target import (
     INTO_EVALUATOR,
     NAN_TRAIN,
@@ -199,19 +199,20 @@ def test_the_cli_verifies_in_one_step_and_in_four(tiny, tmp_path):
     make, _ = tiny
     forge, config = make()
     pr = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2)})
-    one = _job(config, tmp_path / "all", "--pr", str(pr))
-    assert one.returncode == 0, one.stderr
-    assert _result(one)["passed"] is True
-
     work = tmp_path / "work"
     for step in STEPS:
         env_job = _job(config, tmp_path / step[-1], "--pr", str(pr), "--step", *step, "--work", str(work))
         assert env_job.returncode == 0, (step, env_job.stderr)
-    trained = json.loads((work / "candidate" / "train.json").read_text())
-    assert len(trained["runs"]) == 2 and {r["side"] for r in trained["runs"]} == {"candidate"} == {trained["side"]}
-    # the one-step run measured this base's seeds: the four steps reuse them instead of training
-    assert json.loads((work / "baseline" / "train.json").read_text())["runs"] == []
+    for side in ("baseline", "candidate"):
+        trained = json.loads((work / side / "train.json").read_text())
+        assert len(trained["runs"]) == 2 and {r["side"] for r in trained["runs"]} == {side} == {trained["side"]}
     assert _result(env_job)["passed"] is True
+
+    # the four steps measured both trees: the one-step run reuses them instead of training
+    one = _job(config, tmp_path / "all", "--pr", str(pr))
+    assert one.returncode == 0, one.stderr
+    again = _result(one)
+    assert again["passed"] is True and again["reused"] == {"baseline": [0, 1], "candidate": [0, 1]}
 
 
 # Sets a smudge filter in its own checkout and dirties a file: git runs the filter when the next
@@ -551,6 +552,45 @@ def test_a_second_pr_against_the_same_base_reuses_its_baseline_seeds(tiny, tmp_p
     third = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.1)})
     c = _verify_from(config, third, tmp_path / "c")
     assert c.baseline_reused == {} and len(_baseline_logs(tmp_path / "c")) == 2
+
+
+def _logs(work: Path, side: str) -> list[str]:
+    return sorted(p.name for p in work.glob(f"{side}/artifacts/*-train.log"))
+
+
+def test_after_a_merge_the_new_base_and_a_re_applied_tree_are_not_trained_again(tiny, tmp_path):
+    """Two params-only PRs off one base; A merges. The new base's tree is the one A's verification
+    measured as its candidate, and B re-applied on it (its params written onto the new base) is the
+    tree B's first verification measured: B's verification against the new base trains nothing."""
+    make, _ = tiny
+    forge, config = make()
+    a_pr = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.8}\n'})
+    b_pr = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.75}\n'})
+    a = _verify(config, a_pr, tmp_path / "a")
+    b = _verify_from(config, b_pr, tmp_path / "b", (a_pr,))
+    assert a.passed and b.passed and a.candidate_key and b.candidate_key and a.candidate_key != b.candidate_key
+    assert b.baseline_reused == {0: a_pr, 1: a_pr} and _logs(tmp_path / "b", "candidate") != []
+    forge.merge_pull(a_pr, "merge A", forge.get_pull(a_pr).head_sha)
+    # B's student re-applies it: the new base merged in, its own params kept
+    branch = forge.get_pull(b_pr).head_ref
+    seed, env = tmp_path / "seed", forge.git_env()
+    run_git(seed, "fetch", "-q", "origin", env=env)
+    run_git(seed, "checkout", "-q", "-B", branch, f"origin/{branch}")
+    with pytest.raises(subprocess.CalledProcessError):  # both changed params.json
+        run_git(seed, "merge", "-q", "origin/advisor")
+    (seed / "params.json").write_text('{"w": 0.75}\n')
+    run_git(seed, "commit", "-q", "-am", "re-apply on the new base")
+    run_git(seed, "push", "-q", "origin", branch, env=env)
+    again = _verify_from(config, b_pr, tmp_path / "again", (a_pr,))
+    assert again.baseline_reused == {0: a_pr, 1: a_pr} and again.candidate_reused == {0: b_pr, 1: b_pr}
+    assert _logs(tmp_path / "again", "baseline") == [] and _logs(tmp_path / "again", "candidate") == []
+    assert again.baseline_values == a.candidate_values and again.candidate_values == b.candidate_values
+    assert again.baseline_key == a.candidate_key and again.candidate_key == b.candidate_key
+    assert not again.passed  # 0.75 against the merged 0.8: judged from the numbers already measured
+    # a tree nobody measured is trained: C changes the code on the new base
+    c_pr = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2)})
+    c = _verify_from(config, c_pr, tmp_path / "c", (a_pr,))
+    assert c.candidate_reused == {} and len(_logs(tmp_path / "c", "candidate")) == 2 and c.baseline_reused == {0: a_pr, 1: a_pr}
 
 
 def test_a_changed_holdout_or_config_is_never_scored_with_old_baseline_numbers(tiny, tmp_path):

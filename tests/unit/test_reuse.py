@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from senpai.agents.reuse import baseline_key, holdout_fingerprint, installed, samples
+from senpai.agents.reuse import holdout_fingerprint, installed, measurement_key, samples
 from senpai.config.target import TargetConfig
 from senpai.fleet.base import ENV_TRAIN_GPUS
 from senpai.ledger.blocks import Verification
@@ -91,17 +91,18 @@ def target(**compute) -> TargetConfig:
     return TargetConfig.model_validate(data)
 
 
-def test_the_baseline_key_covers_the_environment_and_is_none_when_seconds_are_compared(tmp_path, monkeypatch):
+def test_the_measurement_key_covers_the_tree_and_environment_and_is_none_when_seconds_are_compared(tmp_path, monkeypatch):
     root = holdout(tmp_path / "h")
     monkeypatch.setenv(ENV_TRAIN_GPUS, "1")
-    key = baseline_key(target(), "b" * 40, root)
-    assert key is not None and key == baseline_key(target(), "b" * 40, root)
-    assert baseline_key(target(), "c" * 40, root) != key
-    assert baseline_key(target(tolerance=0.5), "b" * 40, root) != key
-    monkeypatch.setenv(ENV_TRAIN_GPUS, "2")  # a student with more GPUs: its baseline is another measurement
-    assert baseline_key(target(), "b" * 40, root) not in (None, key)
-    # seconds measured under another load are not this run's: such a target measures its baseline each time
-    assert baseline_key(target(seconds=True), "b" * 40, root) is None
+    key = measurement_key(target(), "b" * 40, root)
+    assert key is not None and key == measurement_key(target(), "b" * 40, root)
+    assert measurement_key(target(), "c" * 40, root) != key
+    assert measurement_key(target(), None, root) is None  # no tree (the candidate does not merge): nothing to key
+    assert measurement_key(target(tolerance=0.5), "b" * 40, root) != key
+    monkeypatch.setenv(ENV_TRAIN_GPUS, "2")  # a student with more GPUs: its numbers are another measurement
+    assert measurement_key(target(), "b" * 40, root) not in (None, key)
+    # seconds measured under another load are not this run's: such a target measures both sides each time
+    assert measurement_key(target(seconds=True), "b" * 40, root) is None
 
 
 def verification(**figures) -> Verification:
@@ -128,6 +129,12 @@ def test_samples_take_a_seed_only_when_every_figure_is_a_real_measurement():
     ):
         assert sorted(samples(verification(**bad), 1)) == [1], bad
     assert samples(verification(baseline_seconds=[2.0]), 1) == {}  # figures that do not line up: none
+    # the candidate's side, by the same rules
+    assert samples(verification(), 1, "candidate") == {}  # its per-seed figures were not recorded
+    cand = verification(candidate_seconds=[1.0, 1.5], candidate_gpu_seconds=[0.0, 0.0], candidate_guards={"loss": [0.3, 0.4]})
+    got = samples(cand, 4, "candidate")
+    assert sorted(got) == [0, 1] and got[1].value == 0.5 and got[1].guards == {"loss": 0.4} and got[1].source == 4
+    assert sorted(samples(cand.model_copy(update={"candidate_values": [0.5, math.nan]}), 4, "candidate")) == [0]
 
 
 def test_installed_reads_each_distributions_name_and_version_as_importlib_metadata_does():
