@@ -144,6 +144,22 @@ def test_a_base_no_verification_measured_gets_one_verifier_at_a_time():
     assert v3.pr == 2 and v3.args == ["verify", "--pr", "2"]
 
 
+def test_the_merge_that_made_the_base_is_named_first_and_releases_its_verifiers():
+    """Its verification measured, as its candidate, the tree the merge landed: the base's seeds."""
+    merged = _verified(exp(1, "merged", attempts=1), "c" * 40).model_copy(update={"merge_commit": BASE})
+    merged = merged.model_copy(
+        update={"verifications": [merged.verifications[0].model_copy(update={"passed": True, "candidate_key": "t" * 64})]}
+    )
+    other = _verified(exp(3, "closed", attempts=1), BASE)  # measured the base as its baseline
+    w = World([merged, exp(2, "verifying", "bo", attempts=1), other], BASE, [job("senpai-verifier-pr9-1", "verifier", 9)], NOW)
+    (v,) = launches(plan(w, CFG), "verifier")  # another verifier runs, yet PR 2 need not wait: the base is measured
+    assert v.pr == 2 and v.args == ["verify", "--pr", "2", "--baseline-from", "1", "--baseline-from", "3"]
+    # a merge with no key (or no passing verification) measured nothing reusable: not named
+    keyless = merged.model_copy(update={"verifications": [merged.verifications[0].model_copy(update={"candidate_key": None})]})
+    (v,) = launches(plan(World([keyless, *w.exps[1:]], BASE, [], NOW), CFG), "verifier")
+    assert v.args == ["verify", "--pr", "2", "--baseline-from", "3"]
+
+
 def test_invalid_block_blocks_only_that_pr():
     actions = plan(World([exp(1, "wip", error="bad yaml"), exp(2, "wip", "bo")], BASE, [], NOW), CFG)
     assert [a for a in actions if isinstance(a, Block)] == [Block(1, "a senpai block is invalid: bad yaml")]
