@@ -40,7 +40,7 @@ from senpai.config.budgets import VerifierSteps
 from senpai.config.credentials import set_not_dumpable
 from senpai.config.load import read_bounded
 from senpai.config.target import TargetConfig
-from senpai.errors import ConfigError, PermanentError
+from senpai.errors import ConfigError, PermanentError, TransientError
 from senpai.ledger.blocks import Verification
 
 MAX_JSON = 16 * 1024**2  # job.json, train.json
@@ -209,13 +209,17 @@ def _side_log(work: Path, side: str) -> TrainLog:
 
 
 def _recorded(work: Path):
-    """(train(side, seed) reading each side's train.json, the candidate's test_passed)."""
+    """(train(side, seed) reading each side's train.json, the candidate's test_passed). A seed a
+    valid train.json lacks was skipped as measured before, on the ledger the checkout step read,
+    and is not found on the ledger the score step reads (a comment deleted or edited between the
+    two): senpai's failure on either side (TransientError, the wrapper's retry), never the PR's."""
     logs = {side: _side_log(work, side) for side in SIDES}
     runs = {(r.side, r.seed): r for log in logs.values() for r in log.runs}
 
     def train(side: str, seed: int) -> Trained:
-        if (side, seed) not in runs:
-            raise (BaselineFailed if side == "baseline" else CandidateFailed)(f"no train step recorded for {side} seed {seed}")
+        if (side, seed) not in runs:  # skipped as measured before (checkout's ledger), and not found there now
+            why = f"no train step recorded for {side} seed {seed}, and no earlier measurement of it found: verify again"
+            raise TransientError(why)
         return runs[side, seed]
 
     return train, logs["candidate"].test_passed
@@ -223,8 +227,8 @@ def _recorded(work: Path):
 
 def score_from_work(ctx: TurnContext, number: int, work: Path, holdout_dir: Path, sources: tuple[int, ...] = ()) -> Verification:
     """`--step score`: re-read the PR and base (fresh clone in `ctx`), compare with plan.json, score
-    what the train steps left (the baseline seeds earlier verifications measured come from the
-    ledger, read again here: `known`; never from job.json, which a side's code can write), and
+    what the train steps left (the seeds earlier verifications measured, of either side, come from
+    the ledger, read again here: `known`; never from job.json, which a side's code can write), and
     record. A moved head or base records a failed, stale verification of the planned pair (the
     wrapper then verifies the new pair)."""
     plan = make_plan(ctx, number)

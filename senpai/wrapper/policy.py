@@ -398,7 +398,8 @@ def _measured_bases(exps: list[Experiment]) -> dict[str, list[int]]:
     verifiers need not wait."""
     out: dict[str, list[int]] = {}
     for e in sorted(exps, key=lambda e: -e.pr):
-        if e.merge_commit and any(v.passed and v.candidate_key for v in e.verifications):
+        # a merge that landed on a moved base measured another tree, until its re-verification is recorded
+        if e.merge_commit and reverify(e) is None and any(v.passed and v.candidate_key for v in e.verifications):
             prs = out.setdefault(e.merge_commit, [])
             if e.pr not in prs:
                 prs.insert(0, e.pr)  # the merge's own seeds first: they measured the base's tree

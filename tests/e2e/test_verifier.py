@@ -8,9 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
-from forge_fixtures import TOKEN, as_user, commit_and_push, run_git
+from forge_fixtures import BOT_AUTH, TOKEN, as_user, commit_and_push, run_git
 from tiny_target import (
     INTO_EVALUATOR,
     NAN_TRAIN,
@@ -647,6 +648,32 @@ def test_a_baseline_seed_the_score_step_cannot_find_again_is_senpais_failure(tin
     work = _steps_apart(config, second, tmp_path, sources=(first,))
     score = _job(config, tmp_path / "score", "--pr", str(second), "--step", "score", "--work", str(work))  # no hint
     assert score.returncode == 3 and "no train step recorded for baseline seed 0" in score.stdout + score.stderr
+    assert _recorded(config, second, tmp_path) == []
+
+
+def test_a_candidate_seed_skipped_as_measured_whose_record_is_gone_is_senpais_failure(tiny, local_forge, tmp_path):
+    """Checkout skips the candidate's seeds its own earlier block measured; that block is deleted
+    before the score step (a maintainer's moderation). The gap is senpai's, not the hypothesis's:
+    exit 3 (the wrapper retries), nothing recorded."""
+    make, _ = tiny
+    forge, config = make()
+    first = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n'})
+    _verify(config, first, tmp_path / "a")
+    second = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2)})
+    assert _verify_from(config, second, tmp_path / "b", (first,)).candidate_key
+    work = _steps_apart(config, second, tmp_path, sources=(first,))
+    assert json.loads((work / "candidate" / "job.json").read_text())["known"] == [0, 1]
+    assert json.loads((work / "candidate" / "train.json").read_text())["runs"] == []
+    repo = load_harness(config).forge.repo
+    for c in forge.list_comments(second):
+        if "senpai-verification" in c.body:
+            r = httpx.delete(f"{local_forge.base_url}/repos/{repo}/issues/comments/{c.id}", headers=BOT_AUTH, timeout=30)
+            assert r.status_code == 204
+    assert _recorded(config, second, tmp_path) == []
+    score = _job(
+        config, tmp_path / "score", "--pr", str(second), "--step", "score", "--work", str(work), "--baseline-from", str(first)
+    )
+    assert score.returncode == 3 and "no train step recorded for candidate seed 0" in score.stdout + score.stderr
     assert _recorded(config, second, tmp_path) == []
 
 

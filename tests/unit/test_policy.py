@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 from senpai.config.harness import HarnessConfig
 from senpai.fleet.base import JobStatus
-from senpai.ledger.blocks import BaselineRef, BudgetRef, Evidence, Hypothesis, MetricRef, PrimaryResult, Verification
+from senpai.ledger.blocks import BaselineRef, BudgetRef, Decision, Evidence, Hypothesis, MetricRef, PrimaryResult, Verification
 from senpai.ledger.experiment import Experiment
 from senpai.wrapper.actions import Block, DeleteJob, FailureEvidence, FinishAttempts, Launch, RestoreStudent
 from senpai.wrapper.policy import plan
@@ -158,6 +158,17 @@ def test_the_merge_that_made_the_base_is_named_first_and_releases_its_verifiers(
     keyless = merged.model_copy(update={"verifications": [merged.verifications[0].model_copy(update={"candidate_key": None})]})
     (v,) = launches(plan(World([keyless, *w.exps[1:]], BASE, [], NOW), CFG), "verifier")
     assert v.args == ["verify", "--pr", "2", "--baseline-from", "3"]
+
+
+def test_a_merge_that_landed_on_a_moved_base_measured_another_tree_and_releases_nothing():
+    old_base, parent = "a" * 40, "c" * 40
+    merged = _verified(exp(1, "merged", attempts=1), old_base)  # verified against old_base, merged onto parent
+    v0 = merged.verifications[0].model_copy(update={"passed": True, "candidate_key": "t" * 64})
+    moved = Decision(pr=1, head=merged.head, verdict="merge", reason="r", base=old_base, merged_onto=parent)
+    merged = merged.model_copy(update={"merge_commit": BASE, "verifications": [v0], "decisions": [moved]})
+    w = World([merged, exp(2, "verifying", "bo", attempts=1)], BASE, [job("senpai-verifier-pr9-1", "verifier", 9)], NOW)
+    got = [(v.pr, v.args) for v in launches(plan(w, CFG), "verifier")]
+    assert 2 not in [pr for pr, _ in got], got  # BASE is not measured yet: PR 2 waits for a verifier that measures it
 
 
 def test_invalid_block_blocks_only_that_pr():
