@@ -9,7 +9,7 @@ from senpai.agents.params import params_format, read_params
 from senpai.agents.sample import sample_problems
 from senpai.agents.walls import bare_walls
 from senpai.config.evaluator import evaluator_problems
-from senpai.config.target import direction_problems, load_target, scope_problems
+from senpai.config.target import TargetConfig, budget_problems, direction_problems, load_target, scope_problems
 from senpai.errors import ConfigError
 
 
@@ -41,13 +41,23 @@ def validate(repo: str) -> None:
     check_target(root)
 
 
+def compute_rule(t: TargetConfig) -> str:
+    """How the gate judges a candidate's compute, in a sentence."""
+    c = t.holdout.compute
+    if c.budget is not None:
+        fit = f"; params.space.{c.param} fits it" if c.param else ""
+        return f"{c.key} within a fixed budget of {c.budget:g} per training{fit}"
+    figures = " and ".join([*(["training seconds"] if c.seconds else []), *([c.key] if c.key else [])])
+    return f"{figures} at most {1 + c.tolerance:g} x the baseline's" if figures else "not compared"
+
+
 def check_target(root: Path) -> None:
     """What `senpai validate` checks and prints (`senpai init` checks what it wrote with it).
     Raises ConfigError (exit 2) listing every problem, each prefixed by the file: first what
     reading finds, then, if that is fine, what running the evaluator on its sample finds."""
     t = load_target(root)
     params = read_params(root / t.params.file)
-    problems, scored = scope_problems(t) + evaluator_problems(root, t) + direction_problems(t), None
+    problems, scored = scope_problems(t) + evaluator_problems(root, t) + direction_problems(t) + budget_problems(t), None
     if not problems:
         with tempfile.TemporaryDirectory(prefix="senpai-validate-") as work:
             problems, scored = sample_problems(root, t, Path(work), bare_walls())
@@ -60,6 +70,7 @@ def check_target(root: Path) -> None:
     click.echo(f"protected: {', '.join(t.protected) or '(none)'}\nscope: {', '.join(t.scope) or t.params.file}")
     click.echo(f"holdout: {t.holdout.command}\nholdout metric: {t.holdout.metric} ({t.holdout_direction})")
     click.echo(f"evaluator: {', '.join(t.holdout.files)} (imports checked)")
+    click.echo(f"compute: {compute_rule(t)}")
     if scored is None:
         click.echo("evaluator run: no (no holdout.sample to run it on; see docs/target-contract.md)")
     else:

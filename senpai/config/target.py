@@ -105,6 +105,26 @@ class Compute(_Strict):
         0.25, ge=0, description="Fraction 0..: a candidate may spend at most (1 + tolerance) x the baseline's compute."
     )
     seconds: bool = Field(True, description="Compare training seconds too (noisy on a shared machine: set false there).")
+    budget: float | None = Field(
+        None,
+        gt=0,
+        description="What one training may spend, in `key`'s units (digits: 30 epochs), fixed as autoresearch fixes "
+        "5 minutes a run: the gate compares the candidate's mean `key` figure with it, never with the baseline's, so a "
+        "cheap merge cannot narrow what may merge after it. Needs `key`; seconds are then recorded, not compared.",
+    )
+    param: str | None = Field(
+        None,
+        description="The params key that sets the `key` figure (digits: max_iter, the epochs): `senpai validate` "
+        "refuses a search space whose range for it exceeds `budget`, so the search never proposes what the gate refuses.",
+    )
+
+    @model_validator(mode="after")
+    def _budgeted(self) -> "Compute":
+        if self.budget is not None and self.key is None:
+            raise ValueError("holdout.compute.budget needs holdout.compute.key: the figure it budgets")
+        if self.param is not None and self.budget is None:
+            raise ValueError("holdout.compute.param needs holdout.compute.budget: the budget its range must fit")
+        return self
 
 
 class Guard(_Strict):
@@ -290,6 +310,24 @@ def direction_problems(target: TargetConfig) -> list[str]:
                 f"candidates that do worse on it; {fix} {said}, or rename the metric if its name misleads"
             )
     return out
+
+
+def budget_problems(target: TargetConfig) -> list[str]:
+    """What `senpai validate` refuses about the compute budget, one sentence each (empty: fine): a
+    `compute.param` that is not a number of the search space, or whose range reaches past `budget`
+    (the search would propose points the gate must refuse)."""
+    c = target.holdout.compute
+    if c.param is None:
+        return []
+    spec = target.params.space.get(c.param)
+    if spec is None or spec.type not in ("int", "float"):
+        return [f"holdout.compute.param {c.param!r} is not an int or float param of params.space"]
+    if spec.high > c.budget:
+        return [
+            f"params.space.{c.param} reaches {spec.high:g}, over holdout.compute.budget {c.budget:g}: the search would "
+            f"propose points the gate refuses; set its high to at most {c.budget:g}"
+        ]
+    return []
 
 
 def scope_problems(target: TargetConfig) -> list[str]:

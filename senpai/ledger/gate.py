@@ -9,7 +9,7 @@ import fnmatch
 import hashlib
 import math
 
-from senpai.config.target import Holdout, Metric, TargetConfig
+from senpai.config.target import Compute, Holdout, Metric, TargetConfig
 from senpai.errors import ApprovalRequired, MergeRefused
 from senpai.ledger import stats
 from senpai.ledger.blocks import Verification
@@ -163,7 +163,7 @@ def _ratio(candidate: float, baseline: float) -> float:
 def _figures(hold: Holdout, v: Verification) -> list[tuple[str, list[float] | None]]:
     """(name, [candidate mean, baseline mean] or None if not measured) per figure `holdout.compute` compares."""
     c, out = hold.compute, []
-    named = [("training seconds", v.candidate_seconds, v.baseline_seconds)] if c.seconds else []
+    named = [("training seconds", v.candidate_seconds, v.baseline_seconds)] if c.seconds and c.budget is None else []
     named += [(f"compute figure {c.key!r}", v.candidate_compute, v.baseline_compute)] if c.key else []
     for name, cand, base in named:
         # the figure is printed by the side's own code: one per seed, and a count (never negative),
@@ -183,9 +183,12 @@ def compute_ratio(hold: Holdout, v: Verification) -> float | None:
 
 def compute_problem(hold: Holdout, v: Verification, allowed_by: str | None) -> str | None:
     """Why the candidate's training compute is refused (None if within tolerance or allowed): a
-    figure not measured on every seed of both sides, or over 1 + `holdout.compute.tolerance`."""
+    figure not measured on every seed of both sides, or over 1 + `holdout.compute.tolerance` times
+    the baseline's; with `holdout.compute.budget`, the candidate's `key` figure over that budget."""
     if allowed_by is not None:
         return None
+    if hold.compute.budget is not None:
+        return _over_budget(hold.compute, v)
     over = []
     for name, means in _figures(hold, v):
         if means is None:
@@ -196,6 +199,18 @@ def compute_problem(hold: Holdout, v: Verification, allowed_by: str | None) -> s
     if not over:
         return None
     return f"compute is not matched: {'; '.join(over)} (a trusted human may allow this PR with `{ALLOW_COMPUTE}`)"
+
+
+def _over_budget(c: Compute, v: Verification) -> str | None:
+    """Why the candidate's mean `key` figure is refused against the fixed `budget` (None: within):
+    not printed as a finite, non-negative number on every candidate seed, or over the budget."""
+    cand = v.candidate_compute
+    allow = f"(a trusted human may allow this PR with `{ALLOW_COMPUTE}`)"
+    if not (cand and len(cand) == len(v.candidate_values) and all(math.isfinite(x) and x >= 0 for x in cand)):
+        return f"compute is not within the budget: compute figure {c.key!r} not measured on every candidate seed {allow}"
+    if (mean := _mean(cand)) > c.budget:
+        return f"compute is over the budget: compute figure {c.key!r} {mean:.4g} > budget {c.budget:g} {allow}"
+    return None
 
 
 def guard_problems(hold: Holdout, v: Verification) -> list[str]:

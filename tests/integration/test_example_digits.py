@@ -22,7 +22,7 @@ from senpai.cli.demo import write_config
 from senpai.cli.digits_split import HOLDOUT_FILE, REPO_FILES, digits_split, seal_holdout, to_csv
 from senpai.config.evaluator import evaluator_problems
 from senpai.config.harness import TrackerSettings, load_harness
-from senpai.config.target import FloatParam, IntParam, load_target
+from senpai.config.target import FloatParam, IntParam, budget_problems, load_target
 from senpai.tracker.base import RunIdentity
 from senpai.tracker.wandb import WandbTracker
 
@@ -151,8 +151,9 @@ def test_senpai_yaml_matches_the_repo(target):
         else:
             assert params[key] in spec.choices, key
     assert "holdout" not in (EXAMPLE / target.program).read_text().lower()
-    # every point of the space trains within the compute tolerance of the baseline (epochs = max_iter)
-    assert target.params.space["max_iter"].high <= params["max_iter"] * (1 + h.compute.tolerance)
+    # every point of the space trains within the fixed compute budget (epochs = max_iter)
+    assert h.compute.param == "max_iter" and target.params.space["max_iter"].high <= h.compute.budget
+    assert budget_problems(target) == []
 
 
 def test_repo_holds_train_and_val_but_never_the_holdout():
