@@ -90,6 +90,14 @@ class Experiment(BaseModel):
         return finite_or_none(ok[-1].primary.value if ok else None)
 
 
+def holdout_verdicts(exps: list[Experiment]) -> int:
+    """Verdicts the sealed holdout has served: the verifications in `exps` that judged at least one
+    finite holdout value (refusals that measured nothing are not counted; a verdict from reused
+    seeds is). Each one tells the search a little about the holdout, so a long search on one
+    holdout overfits it (Blum & Hardt, 2015, "The Ladder"): `senpai status` and the report show it."""
+    return sum(any(math.isfinite(x) for x in v.candidate_values) for e in exps for v in e.verifications)
+
+
 def finite_or_none(x: float | None) -> float | None:
     """`x` if it is a finite number, else None (a NaN or an infinity from the ledger shows as no value)."""
     return x if x is not None and math.isfinite(x) else None

@@ -4,8 +4,9 @@ every openhands advisor turn's `TurnCost` (on the PR it was about or opened, els
 steering issue `transitions.record_turn` keeps for them). The one computation behind the fleet's
 caps (`senpai.wrapper.limits`), `senpai status` and `senpai report`.
 
-A baseline seed a verification reused from another PR's verification (`Verification.baseline_reused`)
-carries the seconds of the run that measured it: it is counted there, once, not again here.
+A seed of either side a verification reused from an earlier verification (`Verification.baseline_reused`,
+`candidate_reused`) carries the seconds of the run that measured it: it is counted there, once, not
+again here.
 
 An advisor turn may run more than once (resumed after a crash, or after its wall time ran out):
 its records share the turn's key, and each holds the conversation's LLM calls, tokens and dollars
@@ -76,9 +77,11 @@ def total(parts: list[Spend]) -> Spend:
     return Spend(**{k: sum(getattr(p, k) for p in parts) for k in Spend.model_fields})
 
 
-def _trained(v: Verification, per_seed: list[float]) -> float:
-    """The sum of a baseline figure per seed (`v.baseline_seconds`...) over the seeds `v` trained itself."""
-    return sum(x for seed, x in zip(v.seeds, per_seed, strict=False) if seed not in v.baseline_reused)
+def _trained(v: Verification, side: str, figure: str) -> float:
+    """The sum of a side's figure per seed (`figure` "seconds": `v.baseline_seconds`...) over the
+    seeds `v` trained itself."""
+    reused = getattr(v, f"{side}_reused")
+    return sum(x for seed, x in zip(v.seeds, getattr(v, f"{side}_{figure}"), strict=False) if seed not in reused)
 
 
 def read_turns(comments: Iterable[Comment], bot: str) -> list[TurnCost]:
@@ -112,8 +115,8 @@ def _uncovered_reports(e: Experiment) -> list[TurnUsage]:
 
 def _work(e: Experiment, cores: int) -> Spend:
     """`e`'s student and verifier spend (`experiments` 1); `cores`: the CPU cores of each job of its student."""
-    verifier = sum(sum(v.candidate_seconds) + _trained(v, v.baseline_seconds) for v in e.verifications)
-    verifier_gpu = sum(sum(v.candidate_gpu_seconds) + _trained(v, v.baseline_gpu_seconds) for v in e.verifications)
+    verifier = sum(_trained(v, side, "seconds") for v in e.verifications for side in ("baseline", "candidate"))
+    verifier_gpu = sum(_trained(v, side, "gpu_seconds") for v in e.verifications for side in ("baseline", "candidate"))
     student = sum(ev.cost.wall_seconds for ev in e.evidence)
     return Spend(
         experiments=1,

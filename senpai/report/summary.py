@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from senpai.ledger.baseline import best_merge, merges
 from senpai.ledger.blocks import Hypothesis, TurnCost, Verification
-from senpai.ledger.experiment import Experiment, finite_or_none
+from senpai.ledger.experiment import Experiment, finite_or_none, holdout_verdicts
 from senpai.ledger.labels import ExperimentState
 from senpai.ledger.spend import Spend, experiment_spend, spend
 
@@ -237,6 +237,6 @@ def summarise(
         rows=rows,
         steps=steps(exps),
         best=Step(pr=best.pr, value=best.value, url=safe_url(best.url)) if best else None,
-        counts={"experiments": len(rows), **counts},
+        counts={"experiments": len(rows), **counts, "holdout_verdicts": holdout_verdicts(exps)},
         total=spend(exps, cpus, turns),
     )

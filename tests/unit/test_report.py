@@ -83,7 +83,7 @@ def _svgs(page: str) -> list[str]:
 def test_the_summary_counts_costs_and_orders_the_baseline(ledger):
     exps, (merged, closed, failed) = ledger
     s = summarise(exps, "senpai/target")
-    assert s.counts == {"experiments": 3, "merged": 1, "closed": 1, "failed": 1, "open": 0}
+    assert s.counts == {"experiments": 3, "merged": 1, "closed": 1, "failed": 1, "open": 0, "holdout_verdicts": 2}
     assert [r.outcome for r in s.rows] == ["closed", "merged", "failed"]
     assert [(st.pr, st.value) for st in s.steps] == [(None, 0.90), (merged, pytest.approx(0.95))]
     assert s.best.pr == merged and s.merges == 1

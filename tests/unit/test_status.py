@@ -96,6 +96,21 @@ def test_a_reused_baseline_seed_counts_only_where_it_was_measured_in_the_status_
     assert spent.exhausted == {}
 
 
+def test_a_reused_candidate_seed_counts_once_and_every_holdout_verdict_is_counted():
+    e = merged(1, 0.9, BASE)
+    seeds = dict(seeds=[0, 1], candidate_values=[0.9, 0.9], baseline_values=[0.5, 0.5])
+    seconds = dict(candidate_seconds=[100.0, 30.0], baseline_seconds=[400.0, 50.0], candidate_gpu_seconds=[0.0, 0.0])
+    reused = {"baseline_reused": {0: 7}, "candidate_reused": {0: 1, 1: 1}}  # its own earlier verification measured both
+    again = e.verifications[0].model_copy(update=seeds | seconds | reused)
+    refused = again.model_copy(update={"seeds": [], "candidate_values": [], "baseline_values": [], "candidate_seconds": []})
+    e = e.model_copy(update={"verifications": [e.verifications[0], again, refused]})
+    first = build_status(CFG, [e.model_copy(update={"verifications": e.verifications[:1]})], [], SteerState(), NOW, TICK, None)
+    s = build_status(CFG, [e], [], SteerState(), NOW, TICK, None)
+    assert s.budget.spent.verifier_seconds - first.budget.spent.verifier_seconds == 50  # baseline seed 1, trained again
+    assert (first.holdout_verdicts, s.holdout_verdicts) == (1, 2)  # a refusal that measured nothing is no verdict
+    assert "- holdout verdicts: 2 " in s.markdown() and summarise([e], "o/r").counts["holdout_verdicts"] == 2
+
+
 def test_an_assigned_student_waiting_for_its_job_and_no_caps():
     cfg = CFG.model_copy(update={"max_experiments": None})
     s = build_status(cfg, [exp(1, "changes", student="bo")], [], SteerState(), NOW, LastTick(at=None, source="none"), None)
