@@ -38,7 +38,8 @@ class TickPrinter:
 class OutcomePrinter:
     """Prints `HH:MM:SS #<pr> <what happened>` once per experiment state it has not printed yet
     (proposed, trained, verifying, merged, closed, changes asked, blocked), with the decided count
-    out of `target` after each decision; action errors go to stderr."""
+    out of `target` after each decision; a state with nothing to say yet (a merge whose decision is
+    not posted yet) is looked at again on the next tick. Action errors go to stderr."""
 
     def __init__(self, target: int) -> None:
         self.target = target
@@ -49,8 +50,8 @@ class OutcomePrinter:
         for e in r.exps:
             if self._seen.get(e.pr) == e.state:
                 continue
-            self._seen[e.pr] = e.state
             if line := outcome(e):
+                self._seen[e.pr] = e.state
                 decided = e.state in (ExperimentState.MERGED, ExperimentState.CLOSED)
                 click.echo(f"{now} #{e.pr} {line}" + (f"  [{r.decided} of {self.target} decided]" if decided else ""))
         for line in r.errors:
@@ -61,8 +62,10 @@ def outcome(e: Experiment) -> str | None:
     """What `e`'s state means in words, from its blocks; None for a state with nothing to say."""
     d, ev = e.decision, (e.evidence[-1] if e.evidence else None)
     match e.state:
-        case ExperimentState.MERGED if d is not None:
+        case ExperimentState.MERGED if d is not None and d.verdict == "merge":
             return f"merged: {_measured(d.candidate, d.baseline, d.improvement, d.noise_floor)}"
+        case ExperimentState.MERGED if d is not None:
+            return None  # the merge lands before its decision is posted: say it when the decision is there
         case ExperimentState.MERGED:
             return "merged (no senpai decision: merged by hand?)"
         case ExperimentState.CLOSED:

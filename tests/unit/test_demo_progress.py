@@ -55,6 +55,16 @@ def test_outcomes_print_once_each_as_they_happen(capsys: pytest.CaptureFixture[s
     ]
 
 
+def test_a_merge_seen_before_its_decision_is_posted_waits_for_its_numbers(capsys: pytest.CaptureFixture[str]) -> None:
+    """The forge merges first and the decision comment follows; a tick between them sees the PR
+    merged under its earlier `changes` decision, which holds no holdout numbers."""
+    asked = Decision(pr=3, head="old", verdict="changes", reason="re-apply on the new base")
+    merged = experiment(3, "merged", decisions=[asked])
+    ticks(OutcomePrinter(target=1), [merged], [merged.model_copy(update={"decisions": [asked, merge(3)]})])
+    lines = [re.sub(r"^\d\d:\d\d:\d\d ", "", line) for line in capsys.readouterr().out.splitlines()]
+    assert lines == ["#3 merged: holdout 0.950 vs 0.803, +0.147 > floor 0.026  [1 of 1 decided]"]
+
+
 def test_a_long_reason_is_cut_to_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     ticks(OutcomePrinter(target=1), [exp(5, "closed", close(5, "why\n" * 100))])
     [line] = capsys.readouterr().out.splitlines()
