@@ -166,12 +166,16 @@ def _figures(hold: Holdout, v: Verification) -> list[tuple[str, list[float] | No
     named = [("training seconds", v.candidate_seconds, v.baseline_seconds)] if c.seconds and c.budget is None else []
     named += [(f"compute figure {c.key!r}", v.candidate_compute, v.baseline_compute)] if c.key else []
     for name, cand, base in named:
-        # the figure is printed by the side's own code: one per seed, and a count (never negative),
-        # or a candidate could report -1, or stay silent on its costly seeds, to pass the ratio
-        counts = len(cand) == len(v.candidate_values) and len(base) == len(v.baseline_values)
-        measured = cand and base and counts and all(math.isfinite(x) and x >= 0 for x in [*cand, *base])
+        measured = _counted(cand, len(v.candidate_values)) and _counted(base, len(v.baseline_values))
         out.append((name, [_mean(cand), _mean(base)] if measured else None))
     return out
+
+
+def _counted(figures: list[float], seeds: int) -> bool:
+    """A compute figure measured on each of `seeds` seeds as a count (finite, never negative). It is
+    printed by the side's own code, or a candidate could report -1, or stay silent on its costly
+    seeds, to pass the ratio or the budget."""
+    return bool(figures) and len(figures) == seeds and all(math.isfinite(x) and x >= 0 for x in figures)
 
 
 def compute_ratio(hold: Holdout, v: Verification) -> float | None:
@@ -206,7 +210,7 @@ def _over_budget(c: Compute, v: Verification) -> str | None:
     not printed as a finite, non-negative number on every candidate seed, or over the budget."""
     cand = v.candidate_compute
     allow = f"(a trusted human may allow this PR with `{ALLOW_COMPUTE}`)"
-    if not (cand and len(cand) == len(v.candidate_values) and all(math.isfinite(x) and x >= 0 for x in cand)):
+    if not _counted(cand, len(v.candidate_values)):
         return f"compute is not within the budget: compute figure {c.key!r} not measured on every candidate seed {allow}"
     if (mean := _mean(cand)) > c.budget:
         return f"compute is over the budget: compute figure {c.key!r} {mean:.4g} > budget {c.budget:g} {allow}"
