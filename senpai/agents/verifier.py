@@ -98,8 +98,9 @@ def make_plan(ctx: TurnContext, number: int) -> Plan:
     merged, unmergeable, conflict = ctx.repo.merged(baseline, candidate)
     # no merge base (unrelated histories): nothing to diff against, and it is refused as unmergeable
     files, unlisted = (sorted(ctx.repo.changed_paths(baseline, candidate)) if merged or conflict else []), None
-    commits = {"baseline": baseline, "candidate": merged}
-    trees = {side: ctx.repo.git("rev-parse", "--verify", f"{sha}^{{tree}}").strip() for side, sha in commits.items() if sha}
+    commits = {side: sha for side, sha in {"baseline": baseline, "candidate": merged}.items() if sha}
+    shas = ctx.repo.git("rev-parse", *(f"{sha}^{{tree}}" for sha in commits.values())).split()
+    trees = dict(zip(commits, shas, strict=True))  # one git for both sides
     chars = sum(len(f) for f in files)
     if len(files) > MAX_FILES or chars > MAX_PATH_CHARS:
         unlisted = f"PR #{number} changes {len(files)} files ({chars} characters of paths)"
