@@ -7,12 +7,12 @@ import os
 from pathlib import Path
 
 import yaml
+from tiny_target import files
 
 from senpai.agents.reuse import holdout_fingerprint, installed, measurement_key, samples
 from senpai.config.target import TargetConfig
 from senpai.fleet.base import ENV_TRAIN_GPUS
 from senpai.ledger.blocks import Verification
-from tests.tiny_target import files
 
 
 def holdout(root: Path) -> Path:
