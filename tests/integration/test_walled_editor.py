@@ -2,8 +2,8 @@
 the work copy that a process of the agent's flips between a folder of its own and a hidden one
 (the red team's race against the path check) never yields the hidden file, and edits still work."""
 
-import os
-import threading
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,26 +29,30 @@ def test_a_link_flipped_under_the_editor_never_reaches_a_hidden_file(tmp_path: P
     own, env = sandbox(tmp_path / "own")
     wall = candidate_wall(WallSettings(), [str(hidden)], [workspace, *own])
     editor = _Confined(WalledEditor(str(workspace), wall, env), str(workspace))
-    link, stop = workspace / "link", threading.Event()
-
-    def flip() -> None:  # what a process left running in the agent's terminal does
-        while not stop.is_set():
-            for target in (workspace / "real", hidden):
-                tmp = workspace / f".l{os.getpid()}"
-                tmp.unlink(missing_ok=True)
-                tmp.symlink_to(target)
-                tmp.replace(link)
-
-    flipper = threading.Thread(target=flip, daemon=True)
-    flipper.start()
-    try:
-        answers = [editor(FileEditorAction(command="view", path=str(link / "hosts.yml"))).text for _ in range(200)]
+    link = workspace / "link"
+    link.symlink_to(workspace / "real")
+    # What a process left running in the agent's terminal does: flip the link, holding each target
+    # for a random 0-4 ms, so that some views pass the path check and some are refused by it.
+    flip = (
+        "import os, random, sys, time\n"
+        "link, real, hidden = sys.argv[1:4]\n"
+        "while True:\n"
+        "    for target in (real, hidden):\n"
+        "        os.symlink(target, link + '.tmp'); os.replace(link + '.tmp', link)\n"
+        "        time.sleep(random.uniform(0, 0.004))\n"
+    )
+    flipper = subprocess.Popen([sys.executable, "-c", flip, str(link), str(workspace / "real"), str(hidden)])
+    answers: list[str] = []
+    try:  # until the race has gone both ways several times, or 5000 views
+        while len(answers) < 5000 and min(sum("mine" in a for a in answers), sum("refused" in a for a in answers)) < 5:
+            answers.append(editor(FileEditorAction(command="view", path=str(link / "hosts.yml"))).text)
     finally:
-        stop.set()
-        flipper.join()
+        flipper.kill()
+        flipper.wait()
         editor.inner.close()
     assert not [a for a in answers if SECRET in a]
-    assert [a for a in answers if "mine" in a]  # the race was run: some views went through
+    assert sum("mine" in a for a in answers) >= 5  # the race was run: views went through, and views were refused
+    assert sum("refused" in a for a in answers) >= 5
 
 
 def test_the_walled_editor_edits_and_undoes_in_the_work_copy(tmp_path: Path) -> None:
