@@ -423,6 +423,13 @@ class HarnessConfig(_Strict):
         "step of both sides, the test, + 300); set, it must hold them, or jobs refuse the target.",
     )
     stale_after_seconds: float = Field(1800.0, gt=0, description="WIP with no live job this long is stale.")
+    round_wait_seconds: float = Field(
+        1800.0,
+        ge=0,
+        description="Once a verification of a base passes, how long its round waits for the other verifications of "
+        "that base still owed before the best one goes to the merge gate, seconds (`senpai.wrapper.rounds`); 0: "
+        "the best of those verified so far goes at once.",
+    )
 
     @model_validator(mode="after")
     def _budgets_fit(self) -> "HarnessConfig":

@@ -28,6 +28,7 @@ from senpai.ledger.escalation import escalated
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import ExperimentState
 from senpai.ledger.table import LedgerReader
+from senpai.wrapper import rounds
 from senpai.wrapper.actions import Launch
 from senpai.wrapper.dispatch import Dispatcher
 from senpai.wrapper.health import TickHealth
@@ -232,10 +233,11 @@ class Wrapper:
             foreign=self._foreign,
             rate_limit=self.forge.rate_limit(),
         )
-        ids = [ev.id for ev in pending_messages(w, self.cfg)]
+        ids = [ev.id for ev in pending_messages(w, self.cfg)] + rounds.open_ids(w)
         if not ids:
             return w
-        self.store.see(ids, now)  # the batch window starts when the wrapper first sees a message
+        # the batch window starts when the wrapper first sees a message; a round's wait, its first pass
+        self.store.see(ids, now)
         return replace(w, first_seen=self.store.first_seen(ids, now))
 
     def run(

@@ -3,7 +3,8 @@
 Rules (design §3, §4):
 - first what humans wrote (`senpai.wrapper.steering`): slash commands, stops, lost delivery acks,
   issues for humans; a tick that applies a command or a stop does only that;
-- wake the advisor for trusted human messages (first), review-ready PRs, verified PRs, queued
+- wake the advisor for trusted human messages (first), review-ready PRs, verified PRs (a pass only
+  as its round's pick: `senpai.wrapper.rounds`), queued
   `/senpai try`s and idle students (unless paused), and stale WIP;
 - wake a student for an assigned wip/changes PR without a live job, carrying the messages routed
   to it; messages wait until `steering.batch_seconds` after the first undelivered one, then go
@@ -41,6 +42,7 @@ from senpai.ledger.events import Event, idle_event, message_event, pr_event, try
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.inbox import Inbound
 from senpai.ledger.labels import ASSIGNED, STUDENT_PREFIX, ExperimentState, student_label
+from senpai.wrapper import rounds
 from senpai.wrapper.actions import (
     Action,
     ApplyCommand,
@@ -183,6 +185,7 @@ def advisor_events(w: World, cfg: HarnessConfig) -> list[Event]:
     events: list[Event] = []
     busy_prs = {j.pr for j in _live(w.jobs) if j.role in (Role.STUDENT, Role.VERIFIER)}
     stale_after = timedelta(seconds=cfg.stale_after_seconds)
+    waiting = rounds.held(w, cfg)  # passes that wait for their round, or lost it
     for e in w.exps:
         if e.error or e.decided:
             continue
@@ -190,6 +193,8 @@ def advisor_events(w: World, cfg: HarnessConfig) -> list[Event]:
         if e.state == ExperimentState.REVIEW:
             events.append(pr_event("review", e.pr, e.head, version))
         elif e.state == ExperimentState.VERIFYING and e.verification_for(e.head, w.base_sha):
+            if e.pr in waiting:
+                continue
             events.append(pr_event("verified", e.pr, e.head, version + _approved(e, w), base=w.base_sha))
         elif (
             e.state == ExperimentState.WIP and e.pr not in busy_prs and w.now - datetime.fromisoformat(e.updated_at) > stale_after

@@ -6,7 +6,7 @@ test draws), and the property is checked on every tick.  Advisor turns always su
 retries are another test's subject); they pick a verdict the test draws.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 from hypothesis import given, settings
@@ -17,6 +17,7 @@ from senpai.config.harness import HarnessConfig
 from senpai.fleet.base import JobStatus
 from senpai.ledger.blocks import BudgetRef, Decision, Evidence, PrimaryResult, Verification
 from senpai.ledger.experiment import Experiment
+from senpai.wrapper import rounds
 from senpai.wrapper.actions import Block, Escalate, FailureEvidence, FinishAttempts, Launch
 from senpai.wrapper.policy import job_attempt, plan
 from senpai.wrapper.world import World
@@ -31,6 +32,7 @@ CFG = HarnessConfig.model_validate(
         "students": [{"name": s} for s in STUDENTS],
         "max_experiments": 3,
         "stale_after_seconds": 600,
+        "round_wait_seconds": 20,  # two ticks: a round's passes wait that long for its other verifications
     }
 )
 OPEN = ("wip", "review", "verifying", "changes")
@@ -57,11 +59,11 @@ def _decide(e: Experiment, verdict: str) -> Experiment:
     return e.model_copy(update={"decisions": [*e.decisions, d], "state": state})
 
 
-def _verification(e: Experiment, passed: bool) -> Verification:
+def _verification(e: Experiment, passed: bool, base: str) -> Verification:
     return Verification(
         pr=e.pr,
         candidate=e.head,
-        baseline=BASE,
+        baseline=base,
         metric="acc",
         direction="maximize",
         seeds=[0],
@@ -86,9 +88,14 @@ class Sim:
     handed: dict[str, str] = field(default_factory=dict)
     carried: dict[str, tuple] = field(default_factory=dict)  # advisor job -> its events
     now: object = NOW
+    base: str = BASE  # a merge moves it
+    first_seen: dict = field(default_factory=dict)  # the wrapper's cache: when a round first had a pass
 
     def world(self) -> World:
-        return World(list(self.exps.values()), BASE, list(self.jobs), self.now, dict(self.handed))
+        w = World(list(self.exps.values()), self.base, list(self.jobs), self.now, dict(self.handed))
+        for rid in rounds.open_ids(w):
+            self.first_seen.setdefault(rid, self.now)
+        return replace(w, first_seen=dict(self.first_seen))
 
     def touch(self, e: Experiment, **update) -> None:
         self.exps[e.pr] = e.model_copy(update={**update, "updated_at": self.now.isoformat()})
@@ -124,7 +131,8 @@ class Sim:
                     verdict = draw(st.sampled_from(["verify", "changes", "close"]))
                     self.touch(e, state="verifying") if verdict == "verify" else self.touch(_decide(e, verdict))
                 elif ev.kind == "verified" and e.state == "verifying":
-                    self.touch(_decide(e, draw(st.sampled_from(["merge", "close", "changes"]))))
+                    self.touch(_decide(e, verdict := draw(st.sampled_from(["merge", "close", "changes"]))))
+                    self.base = f"m{e.pr}{e.head[:8]}".ljust(40, "0") if verdict == "merge" else self.base
                 elif ev.kind == "stale" and e.state == "wip":
                     self.touch(_decide(e, "close"))
             return self.end(j, "succeeded", 0)
@@ -135,7 +143,7 @@ class Sim:
         if j.role == "verifier":
             if outcome.startswith("dies"):
                 return self.end(j, "failed", 1)
-            self.touch(e, verifications=[*e.verifications, _verification(e, outcome == "ok")])
+            self.touch(e, verifications=[*e.verifications, _verification(e, outcome == "ok", self.base)])
             return self.end(j, "succeeded", 0)
         if outcome == "dies-at-start":  # before it moved changes -> wip
             return self.end(j, "failed", 1)
