@@ -10,9 +10,10 @@ both apply them here.
 import math
 
 from senpai.agents.context import TurnContext
+from senpai.agents.reapply import params_onto_base
 from senpai.agents.runs import tag_verdict
 from senpai.config.budgets import HEAD_MOVES
-from senpai.errors import ApprovalRequired, MergeBlocked, MergeConflict, MergeRefused
+from senpai.errors import ApprovalRequired, MergeBlocked, MergeConflict, MergeRefused, PermanentError
 from senpai.forge.base import PullRequest
 from senpai.ledger import escalation, transitions
 from senpai.ledger.baseline import Baseline
@@ -121,15 +122,26 @@ REAPPLY = "the base moved and the merge conflicts; re-apply on the new base"
 
 def reapply(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline: Baseline, numbers: dict) -> str:
     """The base moved and the PR conflicts with it (at the merge, or the verifier's `conflict`):
-    not the hypothesis's failure, so its student re-applies it on the new base (`changes`), at most
-    the hypothesis's `budget.attempts` times; a PR that conflicts again after that is closed (each
-    re-apply runs a student job: a base that keeps moving must not cost without end)."""
-    sent_back = sum(d.verdict == "changes" and d.reason == REAPPLY for d in exp.decisions)
+    not the hypothesis's failure. A params-only PR is re-applied by senpai itself: its params
+    written onto the new base as a commit on its branch (`senpai.agents.reapply`), recorded
+    (`transitions.record_reapply`) before it is pushed, so a retry pushes the same commit; it stays
+    verifying, and no student attempt is spent. Any other PR goes back to its student (`changes`).
+    Either way at most the hypothesis's `budget.attempts` times; a PR that conflicts again after
+    that is closed (a base that keeps moving must not cost without end)."""
+    sent_back = sum(d.verdict == "changes" and d.reason == REAPPLY for d in exp.decisions) + len(exp.reapplies)
     limit = exp.hypothesis.budget.attempts if exp.hypothesis else 1
     if sent_back >= limit:
         why = f"the merge conflicts with the base again after {sent_back} re-applies (budget.attempts {limit})"
         apply(ctx, pr, exp, baseline, decision(exp, "close", why, **numbers))
         return f"#{exp.pr}: closed, {why}"
+    if (r := params_onto_base(ctx, pr, exp, baseline.commit)) is not None:
+        transitions.record_reapply(ctx.forge, pr, r)
+        try:
+            ctx.repo.git("push", "--quiet", "origin", f"{r.head}:refs/heads/{pr.head_ref}", network=True)
+        except PermanentError as e:  # the branch moved under this turn (not a fast-forward): its next event decides
+            return f"#{exp.pr}: not re-applied, its branch moved meanwhile ({e})"
+        reused = f", the tree {r.measured[:8]} trained" if r.measured else ""
+        return f"#{exp.pr}: params re-applied onto {baseline.commit[:8]} as {r.head[:8]}{reused} (no student attempt)"
     apply(ctx, pr, exp, baseline, decision(exp, "changes", REAPPLY, **numbers))
     return f"#{exp.pr}: changes requested (merge conflict)"
 

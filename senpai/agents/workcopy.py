@@ -228,6 +228,15 @@ class WorkCopy:
             raise PermanentError(f"git commit-tree failed: {commit.stderr.decode(errors='replace')[-500:]}")
         return commit.stdout.decode().strip(), None, False
 
+    def git_env(self, env: dict[str, str], *args: str) -> str:
+        """`git <args>` in the work copy with `env` added (an index of its own, fixed dates);
+        returns stdout (stripped). Raises PermanentError with git's message if it fails."""
+        proc = self._run(*args, env=env)
+        if proc.returncode != 0:
+            said = proc.stderr.decode(errors="replace").strip()[-500:]
+            raise PermanentError(f"git {args[0]} failed ({proc.returncode}): {said}")
+        return proc.stdout.decode().strip()
+
     def _run(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         with phases.phase("git local"):
             return subprocess.run(["git", *args], cwd=self.path, env={**self.env, **(env or {})}, capture_output=True)

@@ -392,6 +392,25 @@ class ApprovalRequest(Block):
     reasons: list[str] = Field(description="The senpai.yaml `approval` rules that name this merge.")
 
 
+class Reapply(Block):
+    """`senpai-reapply`: senpai wrote a params-only PR's params onto a base that moved, as a commit
+    of its own on the PR's branch (`review.reapply`), instead of a student attempt: its head
+    conflicted with the new base only in the params file. The PR stays verifying, and the verifier
+    measures the new head; where its tree is one measured before, the numbers are reused."""
+
+    KIND: ClassVar[str] = "reapply"
+    pr: int
+    head: str = Field(pattern=r"^[0-9a-f]{40}$", description="The commit senpai pushed: the base with the PR's params.")
+    replaces: str = Field(pattern=r"^[0-9a-f]{40}$", description="The head it replaced, which conflicted with the base.")
+    base: str = Field(pattern=r"^[0-9a-f]{40}$", description="The base it was written onto.")
+    tree: str = Field(pattern=r"^[0-9a-f]{40}$", description="The git tree of `head`.")
+    measured: str | None = Field(
+        None,
+        pattern=r"^[0-9a-f]{40}$",
+        description="An earlier head of the PR whose ok evidence trained this same tree, if any: its numbers stand for `head`.",
+    )
+
+
 class SteerCommand(BaseModel):
     """One slash command as the wrapper applied it (the fields its verb uses; the rest stay empty)."""
 
@@ -478,7 +497,7 @@ class TurnCost(Block):
 
 
 KINDS: dict[str, type[Block]] = {
-    m.KIND: m for m in (Hypothesis, Evidence, Verification, Decision, Steer, BudgetReport, ApprovalRequest, TurnCost)
+    m.KIND: m for m in (Hypothesis, Evidence, Verification, Decision, Steer, BudgetReport, ApprovalRequest, TurnCost, Reapply)
 }
 
 

@@ -13,6 +13,7 @@ from senpai.ledger.blocks import (
     Decision,
     Evidence,
     Hypothesis,
+    Reapply,
     TurnCost,
     Verification,
 )
@@ -52,6 +53,9 @@ class Experiment(BaseModel):
     approval_requests: list[ApprovalRequest] = Field(default_factory=list, description="The bot's requests for a human approval.")
     turn_costs: list[TurnCost] = Field(
         default_factory=list, description="What the openhands advisor's turns about this PR (or that opened it) spent."
+    )
+    reapplies: list[Reapply] = Field(
+        default_factory=list, description="Heads senpai pushed to re-apply the PR's params onto a moved base."
     )
     error: str | None = Field(None, description="Why a block could not be read (PR is blocked).")
 
@@ -175,8 +179,9 @@ def read_experiment(pr: PullRequest, comments: list[Comment], bot: str) -> Exper
         budget_reports=[b for b in blocks if isinstance(b, BudgetReport)],
         approval_requests=[b for b in blocks if isinstance(b, ApprovalRequest)],
         turn_costs=[b for b in blocks if isinstance(b, TurnCost)],
+        reapplies=[b for b in blocks if isinstance(b, Reapply)],
         error="; ".join(errors[:3]) + (f"; and {len(errors) - 3} more" if len(errors) > 3 else "") or None,
     )
 
 
-_COMMENT_KINDS = (Evidence, Verification, Decision, BudgetReport, ApprovalRequest, TurnCost)
+_COMMENT_KINDS = (Evidence, Verification, Decision, BudgetReport, ApprovalRequest, TurnCost, Reapply)

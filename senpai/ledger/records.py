@@ -44,6 +44,7 @@ from senpai.ledger.blocks import (
     Decision,
     Evidence,
     Hypothesis,
+    Reapply,
     Steer,
     TurnCost,
     Verification,
@@ -64,6 +65,7 @@ MARKERS: dict[str, type[Block]] = {
     "ack": Steer,  # the wrapper's acknowledgement of a slash-command message
     "approval": ApprovalRequest,  # the advisor's merge path asking a human (transitions.request_approval)
     "turn": TurnCost,  # what an openhands advisor turn spent (transitions.record_turn)
+    "reapply": Reapply,  # the advisor's params written onto a moved base (transitions.record_reapply)
 }
 _MARKER = re.compile(r"<!-- senpai:([a-z]+):([0-9a-z:_-]{1,100}) -->")
 _MARKER_AT_END = re.compile(_MARKER.pattern + r"\s*\Z")
@@ -162,6 +164,8 @@ def record_key(block: Block) -> str:
             return hashed(f"{block.role}:{block.pr}:{block.revision}")
         case ApprovalRequest():
             return block.fingerprint
+        case Reapply():
+            return hashed(f"{block.pr}:{block.head}")
         case TurnCost():  # a resumed run that made more calls is a record of its own; a replay is not
             return hashed(f"{block.key}:{block.spent.llm_calls}")
     raise TypeError(f"{type(block).__name__} is not a record")

@@ -17,7 +17,16 @@ posting twice.  A precondition that does not hold raises TransitionError.
 from senpai.config.target import TargetConfig
 from senpai.errors import FileListTruncated, MergeRefused, TransientError, TransitionError
 from senpai.forge.base import Forge, PullRequest
-from senpai.ledger.blocks import ApprovalRequest, BudgetReport, Decision, Evidence, Hypothesis, TurnCost, Verification
+from senpai.ledger.blocks import (
+    ApprovalRequest,
+    BudgetReport,
+    Decision,
+    Evidence,
+    Hypothesis,
+    Reapply,
+    TurnCost,
+    Verification,
+)
 from senpai.ledger.comments import prose
 from senpai.ledger.escalation import marked, open_issue_once
 from senpai.ledger.experiment import Experiment, own_pull
@@ -237,6 +246,15 @@ def request_approval(forge: Forge, pr: PullRequest, r: ApprovalRequest) -> None:
     GitHub REST: GET and POST .../issues/{n}/comments."""
     _require(pr, {ExperimentState.VERIFYING, ExperimentState.REVIEW}, "request an approval")
     text = record_text(r, prose("approval.md.j2", r=r))
+    _post_once(forge, pr.number, record_marker(r), text, _comment_bodies(forge, pr.number))
+
+
+def record_reapply(forge: Forge, pr: PullRequest, r: Reapply) -> None:
+    """Post the record of a head senpai pushed to re-apply a params-only PR onto a moved base, once
+    (the PR stays verifying: the wrapper launches the verifier for the new head).
+    GitHub REST: GET and POST .../issues/{n}/comments."""
+    _require(pr, {ExperimentState.VERIFYING}, "record a re-apply")
+    text = record_text(r, prose("reapply.md.j2", r=r))
     _post_once(forge, pr.number, record_marker(r), text, _comment_bodies(forge, pr.number))
 
 

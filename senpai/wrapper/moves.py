@@ -15,7 +15,7 @@ def head_keeps_moving(e: Experiment) -> str | None:
     """Why verifying PR `e` is blocked instead of verified again, or None: its head is one no student
     measured, after HEAD_MOVES verifications of such heads (each pushed by someone other than
     senpai under a verifier, which then verified the new head), so someone keeps pushing to it."""
-    measured = {ev.head for ev in e.evidence}
+    measured = {ev.head for ev in e.evidence} | {r.head for r in e.reapplies}  # both pushed by senpai
     moved = {v.candidate for v in e.verifications} - measured
     if e.state != ExperimentState.VERIFYING or e.head in measured or len(moved) < HEAD_MOVES:
         return None

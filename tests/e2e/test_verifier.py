@@ -25,7 +25,9 @@ from tiny_target import (
 )
 
 from senpai import phases
+from senpai.agents import review
 from senpai.agents.context import prepare_turn
+from senpai.agents.reapply import params_onto_base
 from senpai.agents.search.advisor import advisor_turn
 from senpai.agents.verifier import BaselineFailed
 from senpai.agents.verify_steps import verify_all
@@ -35,6 +37,7 @@ from senpai.config import safe_yaml
 from senpai.config.harness import load_harness
 from senpai.fleet.wall import landlock_abi
 from senpai.ledger import transitions
+from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import Verification, render
 from senpai.ledger.events import Event
 from senpai.ledger.labels import ExperimentState, status_of
@@ -592,6 +595,54 @@ def test_after_a_merge_the_new_base_and_a_re_applied_tree_are_not_trained_again(
     c_pr = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2)})
     c = _verify_from(config, c_pr, tmp_path / "c", (a_pr,))
     assert c.candidate_reused == {} and len(_logs(tmp_path / "c", "candidate")) == 2 and c.baseline_reused == {0: a_pr, 1: a_pr}
+
+
+def _params(w: float) -> str:
+    return json.dumps({"w": w}, indent=2, sort_keys=True) + "\n"  # as `params.write_params` writes it
+
+
+def test_a_params_only_pr_is_re_applied_by_writing_its_params_onto_the_new_base(tiny, tmp_path):
+    """After A merges, B (params only) conflicts with the new base in params.json. The advisor's
+    re-apply writes B's params onto the new base as a commit of senpai's: no student attempt, no
+    decision, the PR stays verifying, and its tree is the one B's first verification measured, so
+    the verification of the new head trains nothing. A code change, or params senpai cannot read,
+    goes back to its student."""
+    make, _ = tiny
+    forge, config = make()
+    seed = tmp_path / "seed"
+    a_pr = open_candidate(forge, seed, {"params.json": _params(0.8)})
+    b_pr = open_candidate(forge, seed, {"params.json": _params(0.75)})
+    code_pr = open_candidate(forge, seed, {"params.json": _params(0.7), "train.py": train_py(0.2)})
+    broken_pr = open_candidate(forge, seed, {"params.json": "{not json"})
+    _verify(config, a_pr, tmp_path / "a")
+    first = _verify_from(config, b_pr, tmp_path / "b", (a_pr,))
+    forge.merge_pull(a_pr, "merge A", forge.get_pull(a_pr).head_sha)
+    cfg = load_harness(config)
+    ctx = prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), tmp_path / "advisor")
+    baseline = current_baseline(ctx.ledger.experiments(), ctx.forge.branch_sha("advisor"))
+    old = ctx.forge.get_pull(b_pr)
+    line = review.reapply(ctx, old, ctx.ledger.experiment(old), baseline, {})
+    assert "no student attempt" in line
+    for pr in (code_pr, broken_pr):  # not params-only, or params it cannot read: its student re-applies it
+        pull = ctx.forge.get_pull(pr)
+        assert params_onto_base(ctx, pull, ctx.ledger.experiment(pull), baseline.commit) is None
+    reader = prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), tmp_path / "reader")
+    new = reader.forge.get_pull(b_pr)
+    e = reader.ledger.experiment(new)
+    (r,) = e.reapplies
+    assert (r.head, r.replaces, r.base) == (new.head_sha, old.head_sha, baseline.commit) and new.head_sha != old.head_sha
+    assert e.state == ExperimentState.VERIFYING and e.decisions == [] and e.attempts == 0
+    env = forge.git_env()
+    run_git(seed, "fetch", "-q", "origin", env=env)
+    assert run_git(seed, "show", f"{new.head_sha}:params.json") == _params(0.75).strip()
+    run_git(seed, "merge-base", "--is-ancestor", baseline.commit, new.head_sha)  # the forge can merge it
+    assert run_git(seed, "rev-parse", f"{old.head_sha}^{{tree}}") == r.tree  # the tree B's verification measured
+    again = _verify_from(config, b_pr, tmp_path / "again", (a_pr,))
+    assert again.candidate == new.head_sha and again.candidate_reused == {0: b_pr, 1: b_pr}
+    assert _logs(tmp_path / "again", "candidate") == [] and again.candidate_values == first.candidate_values
+    # the same turn again (a retry after a crash): the same commit, one record
+    retry = prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), tmp_path / "retry")
+    assert params_onto_base(retry, old, e, baseline.commit).head == r.head
 
 
 def test_a_changed_holdout_or_config_is_never_scored_with_old_baseline_numbers(tiny, tmp_path):
