@@ -16,7 +16,7 @@ and the figures in `bench/` count the same things.  Counts (all ints):
 - `not_terminal`: senpai PRs still open;
 - `lost_events`: a terminal PR whose state contradicts its last decision (merge decision but closed,
   close decision but merged), merged or closed with no decision, or whose last ok evidence was never
-  decided;
+  decided (a decision on a head senpai re-applied from it counts);
 - `unreadable`: experiments with a block the ledger could not read.
 """
 
@@ -135,6 +135,11 @@ def _lost(e: Experiment) -> str | None:
     if (d.verdict == "merge") != (e.state == "merged"):
         return f"{e.state} but the last decision is '{d.verdict}'"
     ok = [ev for ev in e.evidence if ev.outcome == "ok"]
-    if ok and not any(x.head == ok[-1].head for x in e.decisions):
+    # a head senpai re-applied onto a moved base stands for the head it replaced (`senpai-reapply`)
+    heads = {x.head for x in e.decisions}
+    for r in reversed(e.reapplies):  # newest first: a chain of re-applies leads back to the evidence
+        if r.head in heads:
+            heads.add(r.replaces)
+    if ok and ok[-1].head not in heads:
         return f"evidence on {ok[-1].head[:8]} was never decided"
     return None

@@ -67,6 +67,7 @@ def open_hypothesis(
     request: str | None = None,
     exploration: str | None = None,
     arms: list[Arm] | None = None,
+    measures_base: bool = False,
 ) -> PullRequest:
     """Push branch `senpai/<student>/<hid>` at the baseline commit and open its PR in state wip.
 
@@ -74,7 +75,8 @@ def open_hypothesis(
     describes a code change in words (LLM runtimes); `request` is the ref of the `/senpai try` that
     asked for it (its id then differs from a proposal of the same point, so a fresh branch is cut);
     `exploration` is the diversity alarm's reason when it was raised for this turn (recorded in the block);
-    `arms` are its named variants (`Hypothesis.arms`; they enter its id). Raises ValueError for invalid arms.
+    `arms` are its named variants (`Hypothesis.arms`; they enter its id); `measures_base` marks the
+    measurement of the base itself (`Hypothesis.measures_base`; it enters the id). Raises ValueError for invalid arms.
     Idempotent: an existing branch and open PR are reused. Raises TransitionError if the PR exists
     but cannot be (re)opened.
     """
@@ -82,6 +84,7 @@ def open_hypothesis(
     text = change if request is None else f"{change or ''}\nrequest:{request}"
     if arms:
         text = f"{text or ''}\narms:{json.dumps([a.model_dump() for a in arms], sort_keys=True)}"
+    text = f"{text or ''}\nmeasures_base:{baseline.commit}" if measures_base else text
     hid = hypothesis_id(params, text, id_salt(ctx.harness))
     budget = ctx.budgets.student  # an LLM student's job holds its agent turn as well as the training run
     deadline = budget.job_deadline(len(arms) if arms else 1)  # one full training run per arm
@@ -100,6 +103,7 @@ def open_hypothesis(
         request=request,
         exploration=exploration,
         arms=arms,
+        measures_base=measures_base,
     )
     branch = f"senpai/{student}/{hid}"
     # git, not REST: a branch check costs no rate limit

@@ -22,18 +22,32 @@ def current_baseline(exps: list[Experiment], base_sha: str) -> Baseline:
     """The verified merge (see `consistency.verified_merge`) whose merge commit is the base head, if any.
 
     Merges are the only way the base moves during research, so the base head is the merge commit
-    of the last merge.  A base moved by hand, or by a merge made by hand (no merge decision or no
-    passing verification), has no measured value (None) until the next verified merge: its code is
-    not what any verification measured.
+    of the last merge.  Else, the validation value of the oldest experiment that measured this
+    base itself (`Hypothesis.measures_base`, the measured start: pr None). A base moved by hand,
+    or by a merge made by hand (no merge decision or no passing verification), and not measured,
+    has no value (None) until the next verified merge: its code is not what any verification measured.
     """
     bases = seen_bases(exps)
     for e in exps:
         if e.merge_commit == base_sha and verified_merge(e, bases):
-            ok = [ev for ev in e.evidence if ev.outcome == "ok"]
-            run = ok[-1].runs[-1].id if ok and ok[-1].runs else None
             params = e.hypothesis.params if e.hypothesis else None
-            return Baseline(commit=base_sha, pr=e.pr, run_id=run, value=e.primary_value(), params=params)
+            return Baseline(commit=base_sha, pr=e.pr, run_id=_run_of(e), value=e.primary_value(), params=params)
+    measured = [e for e in exps if e.hypothesis and e.hypothesis.measures_base and e.hypothesis.baseline.commit == base_sha]
+    for e in sorted(measured, key=lambda e: e.pr):
+        if (value := e.primary_value()) is not None:
+            return Baseline(commit=base_sha, pr=None, run_id=_run_of(e), value=value, params=e.hypothesis.params)
     return Baseline(commit=base_sha, pr=None, run_id=None, value=None, params=None)
+
+
+def measuring_base(exps: list[Experiment], base_sha: str) -> bool:
+    """True if an experiment measuring the base `base_sha` on validation was opened (any state:
+    one that failed is not opened again, the base then stays unmeasured until a merge)."""
+    return any(e.hypothesis and e.hypothesis.measures_base and e.hypothesis.baseline.commit == base_sha for e in exps)
+
+
+def _run_of(e: Experiment) -> str | None:
+    ok = [ev for ev in e.evidence if ev.outcome == "ok"]
+    return ok[-1].runs[-1].id if ok and ok[-1].runs else None
 
 
 class Merge(BaseModel):

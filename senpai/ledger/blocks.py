@@ -105,6 +105,11 @@ class Hypothesis(Block):
     arms: list[Arm] | None = Field(
         None, description=f"Named variants, exactly one the control (2 to {MAX_ARMS}); None: a single-arm experiment."
     )
+    measures_base: bool = Field(
+        False,
+        description="It measures the base itself on validation (its params are the base's): closed once measured, never "
+        "verified or merged; its value is the base's until a verified merge moves it (`baseline.current_baseline`).",
+    )
 
     @model_validator(mode="after")
     def _one_control(self) -> "Hypothesis":

@@ -19,12 +19,13 @@ from senpai.wrapper.world import World
 
 def patience_streak(exps: list[Experiment], resumed_after: frozenset[int] = frozenset()) -> list[Experiment]:
     """The experiments closed without a merge since the last merge (in PR order), leaving out those
-    decided before the last `/senpai resume`."""
+    decided before the last `/senpai resume` and the measurements of a base (no hypothesis of
+    improvement: `Hypothesis.measures_base`)."""
     streak: list[Experiment] = []
     for e in exps:
         if e.state == ExperimentState.MERGED:
             streak = []
-        elif e.state == ExperimentState.CLOSED and e.pr not in resumed_after:
+        elif e.state == ExperimentState.CLOSED and e.pr not in resumed_after and not _measures_base(e):
             streak.append(e)
     return streak
 
@@ -55,3 +56,7 @@ def patience_issue(w: World, cfg: HarnessConfig) -> OpenIssue | None:
         f"{SYNTAX}\n\nFree text here goes to the advisor.\n\n{marker}"
     )
     return OpenIssue(marker, f"senpai paused: {len(streak)} experiments without improvement", body, (STEER, ATTENTION))
+
+
+def _measures_base(e: Experiment) -> bool:
+    return bool(e.hypothesis and e.hypothesis.measures_base)

@@ -59,7 +59,9 @@ def _ctx(config, work):
 def test_three_arms_run_under_one_seed_and_only_the_best_merges(arms_config, tmp_path):
     forge, config = arms_config
     base = forge.branch_sha("advisor")
-    (opened,) = advisor_turn(_ctx(config, tmp_path / "a1"), [idle_event("ada", base, 0)])
+    # ada measures the base first (the measured start: tests/e2e/test_measured_start.py), bo gets the arms
+    measuring, opened = advisor_turn(_ctx(config, tmp_path / "a1"), [idle_event("ada", base, 0), idle_event("bo", base, 0)])
+    assert "measurement of the base" in measuring
     pr = int(opened.split(":")[0].lstrip("#"))
     exp = _ctx(config, tmp_path / "read").ledger.experiment(forge.get_pull(pr))
     h = exp.hypothesis

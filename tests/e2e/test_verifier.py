@@ -729,12 +729,13 @@ def test_a_candidate_seed_skipped_as_measured_whose_record_is_gone_is_senpais_fa
 
 
 def test_a_pr_that_conflicts_with_a_moved_base_is_sent_back_to_re_apply_not_closed(tiny, tmp_path):
-    """Two PRs change the same line of params.json; once the base has the other's change, the
-    verifier refuses the pair as a conflict (the hypothesis's own merit is unknown), and the advisor
-    asks its student to re-apply it on the new base instead of closing it as a failure."""
+    """Two PRs change the same line of params.json, and this one changes the code too; once the
+    base has the other's change, the verifier refuses the pair as a conflict (the hypothesis's own
+    merit is unknown), and the advisor asks its student to re-apply it on the new base instead of
+    closing it as a failure (a params-only PR senpai re-applies itself: the test above)."""
     make, _ = tiny
     forge, config = make()
-    pr = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n'})
+    pr = open_candidate(forge, tmp_path / "seed", {"params.json": '{"w": 0.7}\n', "train.py": train_py(0.2)})
     commit_and_push(forge, tmp_path / "seed", "advisor", {"params.json": '{"w": 0.6}\n'}, start="advisor")
     v = _verify(config, pr, tmp_path / "job")
     assert not v.passed and v.conflict and "conflicts with the base" in v.reason and v.seeds == []

@@ -218,7 +218,9 @@ def test_a_spent_llm_cap_starts_no_llm_turn_but_the_advisors_answers_to_humans()
     # stop deletes the running student and verifier jobs as for any cap; a raise resumes every turn
     stopped = plan(World(work, BASE, jobs, NOW), _llm("stop", dollars=1.0))
     assert [a.name for a in stopped if isinstance(a, DeleteJob)] == ["senpai-student-pr3-2"]
-    raised = plan(World(work, BASE, [], NOW, steer=SteerState(limits={"dollars": 5.0})), _llm(dollars=1.0))
+    # (#2's round does not wait for #4's verification here: `tests/unit/test_rounds.py`)
+    no_wait = _llm(dollars=1.0).model_copy(update={"round_wait_seconds": 0.0})
+    raised = plan(World(work, BASE, [], NOW, steer=SteerState(limits={"dollars": 5.0})), no_wait)
     (adv,) = launches(raised, "advisor")
     assert {"review", "verified"} <= {e.kind for e in adv.events} and [a.pr for a in launches(raised, "student")] == [3]
 

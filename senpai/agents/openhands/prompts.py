@@ -88,7 +88,13 @@ def digest(exps: list[Experiment], baseline: Baseline, target: TargetConfig) -> 
     lines = [
         f"Metric: {m.name} ({m.direction}){f', target {m.target}' if m.target is not None else ''}.",
         f"Baseline: base head {baseline.commit[:12]}, {m.name} = {_value(baseline.value)}"
-        + (f" (merged PR #{baseline.pr}, run {baseline.run_id})" if baseline.pr else " (not measured yet)"),
+        + (
+            f" (merged PR #{baseline.pr}, run {baseline.run_id})"
+            if baseline.pr
+            else " (the base measured on validation)"
+            if baseline.value is not None
+            else " (not measured yet)"
+        ),
     ]
     if baseline.params:
         lines.append(f"Baseline params: {baseline.params}")

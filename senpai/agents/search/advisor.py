@@ -14,7 +14,7 @@ from senpai.agents.params import read_params
 from senpai.errors import TransitionError
 from senpai.forge.base import Forge
 from senpai.ledger import diversity
-from senpai.ledger.baseline import Baseline, current_baseline
+from senpai.ledger.baseline import Baseline, current_baseline, measuring_base
 from senpai.ledger.blocks import Arm
 from senpai.ledger.commands import SYNTAX
 from senpai.ledger.events import Event, Message
@@ -86,6 +86,10 @@ def _review_evidence(ctx, pr, exp: Experiment, baseline: Baseline, decide) -> li
         decide(_decision(exp, "close", f"useful failure: {why}"))
         return [f"#{exp.pr}: closed, {why}"]
     value, base = evidence.primary.value, baseline.value
+    if exp.hypothesis and exp.hypothesis.measures_base:
+        reason = f"the base measured on validation: {evidence.primary.name} = {value}"
+        decide(_decision(exp, "close", reason, candidate=value))
+        return [f"#{exp.pr}: closed, {reason}"]
     if base is not None and value is not None and ctx.target.metric.better(value, base) <= 0:
         reason = f"no improvement on validation: {value:.4f} vs baseline {base:.4f}"
         decide(_decision(exp, "close", reason, candidate=value, baseline=base, improvement=ctx.target.metric.better(value, base)))
@@ -128,6 +132,12 @@ def _assign(ctx: TurnContext, students: list[str], exps: list[Experiment], basel
     if not students:
         return []
     current = baseline.params or read_params(ctx.repo.path / ctx.target.params.file)
+    out = []
+    if baseline.pr is None and baseline.value is None and not measuring_base(exps, baseline.commit):
+        out.append(_measure_base(ctx, students[0], current, baseline))  # the measured start
+        students = students[1:]
+        if not students:
+            return out
     history = _history(exps) + [(current, baseline.value)]
     settings, space = ctx.harness.runtime.diversity, ctx.target.params.space
     alarm = diversity.read(exps, space, settings)
@@ -142,10 +152,33 @@ def _assign(ctx: TurnContext, students: list[str], exps: list[Experiment], basel
         )
     exploration = alarm.reason if alarm.collapsed else None
     tried = [p for p, _ in history]
-    return [
+    return out + [
         _open(ctx, s, {**current, **p}, p, baseline, len(exps), exploration, _arms(ctx, p, tried))
         for s, p in zip(students, points, strict=True)
     ]
+
+
+def _measure_base(ctx: TurnContext, student: str, current: dict, baseline: Baseline) -> str:
+    """Open the experiment that measures the base itself on validation, by the student's own path
+    (its params are the base's): until it reports, proposals go to the verifier unscreened; once
+    it has, a point no better than the base on validation is closed without a verification
+    (`_review_evidence`). Its holdout side is measured once by the first verification of the base,
+    and reused by the others (`senpai.agents.reuse`)."""
+    t = ctx.target
+    try:
+        pr = open_hypothesis(
+            ctx,
+            student,
+            hypothesis=f"measure the base on validation ({t.metric.name}) before the first proposal is judged",
+            rationale="the measured start: no value of the base is known on validation",
+            plan=f"run `{t.train}` on the base as it is, report {t.metric.name} from the W&B run",
+            params=current,
+            baseline=baseline,
+            measures_base=True,
+        )
+    except TransitionError as e:
+        return f"{student}: not assigned: {e}"
+    return f"#{pr.number}: opened the measurement of the base for {student}"
 
 
 def _arms(ctx: TurnContext, point: dict, tried: list[dict]) -> list[Arm] | None:
