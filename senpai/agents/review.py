@@ -20,6 +20,7 @@ from senpai.ledger.baseline import Baseline
 from senpai.ledger.blocks import ApprovalRequest, Decision, Verification
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.gate import rival_p_values
+from senpai.ledger.labels import ExperimentState
 
 
 def decision(exp: Experiment, verdict: str, reason: str, **numbers) -> Decision:
@@ -93,6 +94,30 @@ def merge_verified(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline:
         return reapply(ctx, pr, exp, baseline, numbers)
     except MergeBlocked as e:
         return base_refuses(ctx, pr, exp, baseline, e)
+
+
+def reapply_round(ctx: TurnContext, merged: int, old: Baseline, exps: list[Experiment]) -> list[str]:
+    """Right after PR `merged` merged onto `old`: the round's other passes (verifying PRs whose head
+    passed against `old`, from `exps`, the turn's read of the ledger) whose head conflicts with the
+    new base are re-applied at once (`reapply`: a params-only PR by senpai, any other by its
+    student), instead of each first costing a verification refused unrun for the conflict and an
+    advisor turn. The others need nothing: the wrapper launches their verification against the new
+    base. One line per PR re-applied; none if the base did not move to a merge of this turn."""
+    new = ctx.forge.branch_sha(ctx.base)
+    if new == old.commit:
+        return []
+    ctx.repo.git("fetch", "--quiet", "origin", ctx.base, network=True)
+    base = Baseline(commit=new, pr=merged, run_id=None, value=None, params=None)
+    out = []
+    for e in exps:
+        v = e.verification_for(e.head, old.commit) if e.state == ExperimentState.VERIFYING and e.pr != merged else None
+        if v is None or not v.passed or e.error:
+            continue
+        pr = ctx.ledger.pull(e.pr)
+        ctx.repo.git("fetch", "--quiet", "origin", f"+{pr.head_sha}:refs/senpai/round", network=True)
+        if pr.state == "open" and pr.head_sha == e.head and ctx.repo.merged(new, pr.head_sha)[2]:
+            out.append(reapply(ctx, pr, e, base, {}))
+    return out
 
 
 def base_refuses(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline: Baseline, e: MergeBlocked) -> str:

@@ -50,7 +50,7 @@ def test_the_base_is_measured_once_on_validation_and_screens_the_proposals(one_a
     ev = _train(config, measure, tmp_path / "s1")
     assert ev.primary.value == pytest.approx(0.9)  # the tiny target's validation value is w
     (closed,) = advisor_turn(_ctx(config, tmp_path / "a3"), [pr_event("review", measure, ev.head, "/a1d0")])
-    assert closed == f"#{measure}: closed, the base measured on validation: val = {ev.primary.value}"
+    assert closed == f"#{measure}: closed, the base measured on validation: val = {ev.primary.value:.4g}"
     exps = _ctx(config, tmp_path / "r2").ledger.experiments()
     e = next(x for x in exps if x.pr == measure)
     assert e.state == ExperimentState.CLOSED and e.verifications == []

@@ -602,8 +602,9 @@ def _params(w: float) -> str:
 
 
 def test_a_params_only_pr_is_re_applied_by_writing_its_params_onto_the_new_base(tiny, tmp_path):
-    """After A merges, B (params only) conflicts with the new base in params.json. The advisor's
-    re-apply writes B's params onto the new base as a commit of senpai's: no student attempt, no
+    """After A merges, B (params only, passed in A's round) conflicts with the new base in
+    params.json. In the turn that merged A, the advisor re-applies the round's passes that
+    conflict; B's params are written onto the new base as a commit of senpai's: no student attempt, no
     decision, the PR stays verifying, and its tree is the one B's first verification measured, so
     the verification of the new head trains nothing. A code change, or params senpai cannot read,
     goes back to its student."""
@@ -616,13 +617,15 @@ def test_a_params_only_pr_is_re_applied_by_writing_its_params_onto_the_new_base(
     broken_pr = open_candidate(forge, seed, {"params.json": "{not json"})
     _verify(config, a_pr, tmp_path / "a")
     first = _verify_from(config, b_pr, tmp_path / "b", (a_pr,))
-    forge.merge_pull(a_pr, "merge A", forge.get_pull(a_pr).head_sha)
+    assert first.passed  # B is in A's round
     cfg = load_harness(config)
     ctx = prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), tmp_path / "advisor")
-    baseline = current_baseline(ctx.ledger.experiments(), ctx.forge.branch_sha("advisor"))
+    round_base, exps = current_baseline([], ctx.forge.branch_sha("advisor")), ctx.ledger.experiments()
     old = ctx.forge.get_pull(b_pr)
-    line = review.reapply(ctx, old, ctx.ledger.experiment(old), baseline, {})
-    assert "no student attempt" in line
+    forge.merge_pull(a_pr, "merge A", forge.get_pull(a_pr).head_sha)  # the advisor's merge, this turn
+    (line,) = review.reapply_round(ctx, a_pr, round_base, exps)  # only B passed in A's round
+    assert line.startswith(f"#{b_pr}: params re-applied onto ") and "no student attempt" in line
+    baseline = current_baseline(ctx.ledger.experiments(), ctx.forge.branch_sha("advisor"))
     for pr in (code_pr, broken_pr):  # not params-only, or params it cannot read: its student re-applies it
         pull = ctx.forge.get_pull(pr)
         assert params_onto_base(ctx, pull, ctx.ledger.experiment(pull), baseline.commit) is None

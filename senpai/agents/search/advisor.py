@@ -35,7 +35,7 @@ def advisor_turn(ctx: TurnContext, events: list[Event]) -> list[str]:
     for ev in [e for e in events if e.kind not in ("idle", "message")]:
         exp = next((x for x in exps if x.pr == ev.pr), None)
         if exp is not None:
-            actions += _review(ctx, ev, exp, baseline)
+            actions += _review(ctx, ev, exp, baseline, exps)
     idle = [e.student for e in events if e.kind == "idle" and e.student]
     if idle:
         exps = ctx.ledger.experiments()
@@ -55,7 +55,7 @@ def answer_free_text(forge: Forge, m: Message) -> str:
     return f"#{m.number}: answered @{m.author}" + ("" if posted else " (already answered)")
 
 
-def _review(ctx: TurnContext, ev: Event, exp: Experiment, baseline: Baseline) -> list[str]:
+def _review(ctx: TurnContext, ev: Event, exp: Experiment, baseline: Baseline, exps: list[Experiment]) -> list[str]:
     pr = ctx.ledger.pull(exp.pr)
     status = status_of(pr.labels)
     if pr.state != "open" or pr.head_sha != ev.head:
@@ -67,7 +67,7 @@ def _review(ctx: TurnContext, ev: Event, exp: Experiment, baseline: Baseline) ->
     if ev.kind == "review" and status == ExperimentState.REVIEW:
         return _review_evidence(ctx, pr, exp, baseline, decide)
     if ev.kind == "verified" and status == ExperimentState.VERIFYING:
-        return _decide_verified(ctx, pr, exp, baseline)
+        return _decide_verified(ctx, pr, exp, baseline, exps)
     return []
 
 
@@ -87,7 +87,7 @@ def _review_evidence(ctx, pr, exp: Experiment, baseline: Baseline, decide) -> li
         return [f"#{exp.pr}: closed, {why}"]
     value, base = evidence.primary.value, baseline.value
     if exp.hypothesis and exp.hypothesis.measures_base:
-        reason = f"the base measured on validation: {evidence.primary.name} = {value}"
+        reason = f"the base measured on validation: {evidence.primary.name} = {value:.4g}"
         decide(_decision(exp, "close", reason, candidate=value))
         return [f"#{exp.pr}: closed, {reason}"]
     if base is not None and value is not None and ctx.target.metric.better(value, base) <= 0:
@@ -97,7 +97,7 @@ def _review_evidence(ctx, pr, exp: Experiment, baseline: Baseline, decide) -> li
     return [review.send_to_verifier(ctx, pr, exp)]
 
 
-def _decide_verified(ctx: TurnContext, pr, exp: Experiment, baseline: Baseline) -> list[str]:
+def _decide_verified(ctx: TurnContext, pr, exp: Experiment, baseline: Baseline, exps: list[Experiment]) -> list[str]:
     v = exp.verification_for(exp.head, baseline.commit)
     if v is None:
         return []
@@ -106,7 +106,8 @@ def _decide_verified(ctx: TurnContext, pr, exp: Experiment, baseline: Baseline) 
     if not v.passed:
         review.apply(ctx, pr, exp, baseline, _decision(exp, "close", f"verifier: {v.reason}", **review.verified_numbers(v)))
         return [f"#{exp.pr}: closed, verifier: {v.reason}"]
-    return [review.merge_verified(ctx, pr, exp, baseline, v, f"verified improvement: {v.reason}")]
+    line = review.merge_verified(ctx, pr, exp, baseline, v, f"verified improvement: {v.reason}")
+    return [line, *review.reapply_round(ctx, exp.pr, baseline, exps)]
 
 
 def _history(exps: list[Experiment]) -> list[tuple[dict, float | None]]:
