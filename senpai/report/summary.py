@@ -50,7 +50,8 @@ class Row(BaseModel):
     """One experiment as the report shows it. `value`/`baseline`: the student's latest ok evidence
     (validation), in metric units; `improvement`/`floor`: the PR's last verification that measured
     (not one refused for a conflict), on the sealed holdout, signed so that positive is better, and
-    its noise floor (None for the test rules); `params`: `k=v` by name."""
+    its noise floor (None for the test rules), and both sides' mean compute figure per seed
+    (`holdout.compute.key`, e.g. epochs; None where not counted on every seed); `params`: `k=v` by name."""
 
     model_config = ConfigDict(frozen=True)
     pr: int
@@ -65,6 +66,8 @@ class Row(BaseModel):
     baseline: float | None
     improvement: float | None
     floor: float | None
+    compute: float | None = None  # that verification's mean compute figure per candidate seed (holdout.compute.key)
+    base_compute: float | None = None  # ... and per baseline seed
     passed: bool | None
     verdict: str | None
     reason: str
@@ -118,6 +121,17 @@ class Summary(BaseModel):
     def per_improvement(self) -> Spend | None:
         """Total spend divided by the verified merges; None before the first."""
         return self.total.per(self.merges) if self.merges else None
+
+    @property
+    def per_compute(self) -> float | None:
+        """Holdout improvement per unit of compute (`holdout.compute.key`) over the verified
+        merges: the sum of the merged rows' verified improvements over the sum of their mean
+        compute figures per seed (signed: positive is better); None before a merge, or when a
+        merge's compute was not counted."""
+        merged = [r for r in self.rows if r.outcome == "merged" and r.improvement is not None]
+        if not merged or any(r.compute is None for r in merged) or not sum(r.compute for r in merged):  # type: ignore[misc]
+            return None
+        return sum(r.improvement for r in merged) / sum(r.compute for r in merged)  # type: ignore[misc]
 
     @property
     def explored(self) -> list[Row]:
@@ -179,6 +193,8 @@ def row(e: Experiment, cores: int = 1) -> Row:
         baseline=finite_or_none(ok[-1].primary.baseline) if ok else None,
         improvement=finite_or_none(v.improvement) if v else None,
         floor=finite_or_none(v.noise_floor) if v else None,
+        compute=_mean_compute(v.candidate_compute, v.candidate_values) if v else None,
+        base_compute=_mean_compute(v.baseline_compute, v.baseline_values) if v else None,
         passed=v.passed if v else None,
         verdict=d.verdict if d else None,
         reason=clip(_reason(e, v), TEXT_CHARS),
@@ -187,6 +203,13 @@ def row(e: Experiment, cores: int = 1) -> Row:
         runs=runs[-5:],
         spend=experiment_spend(e, cores),
     )
+
+
+def _mean_compute(figures: list[float], values: list[float]) -> float | None:
+    """The mean compute figure per seed, if one was counted for every seed measured; else None."""
+    if not figures or len(figures) != len(values):
+        return None
+    return finite_or_none(sum(figures) / len(figures))
 
 
 def _better(direction: str | None) -> str:

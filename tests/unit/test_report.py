@@ -36,6 +36,7 @@ def _verification(pr: int, head: str, base: str, improvement: float) -> Verifica
         candidate_values=[0.90 + improvement] * 3, baseline_values=[0.89, 0.90, 0.91], candidate_mean=0.90 + improvement,
         baseline_mean=0.90, improvement=improvement, noise_floor=0.01, candidate_seconds=[3.5, 3.5, 3.5],
         baseline_seconds=[3.0, 3.0, 3.0], passed=passed, reason=f"improvement {improvement} vs floor 0.01",
+        candidate_compute=[20.0, 20.0, 20.0], baseline_compute=[10.0, 10.0, 10.0],  # e.g. epochs
     )  # fmt: skip
 
 
@@ -92,6 +93,11 @@ def test_the_summary_counts_costs_and_orders_the_baseline(ledger):
     assert s.per_improvement.seconds == 129 and s.per_improvement.dollars == pytest.approx(0.75)
     assert {r.pr: r.reason for r in s.rejected}[failed] == "the run crashed: NaN"
     assert {r.pr: r.failure for r in s.rejected}[failed] == "NaN loss at step 3"
+    # both sides' compute per training, and the merges' holdout improvement per unit of it: 0.05 / 20
+    assert {r.pr: (r.compute, r.base_compute) for r in s.rows} == {closed: (20, 10), merged: (20, 10), failed: (None, None)}
+    assert s.per_compute == pytest.approx(0.0025)
+    text = render.markdown(s)
+    assert "| 20.000 (10.000) |" in text and "**Holdout improvement per unit of compute:** +0.0025" in text
 
 
 def test_the_best_result_is_the_best_verified_holdout_not_the_last_merge():
@@ -135,7 +141,7 @@ def test_the_markdown_says_it_is_a_cache_and_holds_the_table(ledger):
     md = render.markdown(summarise(exps, "senpai/target"))
     first, *rest = md.splitlines()
     assert "cache of the ledger" in first and "senpai report" in first
-    assert "| PR | outcome | student | params | acc | verifier Δ | noise floor | verdict | cost |" in md
+    assert "| PR | outcome | student | params | acc | verifier Δ | noise floor | compute (base) | verdict | cost |" in md
     assert re.search(rf"^\| \[#{merged}\]\(\S+/pull/{merged}\) \| merged \| ada \|", md, re.MULTILINE)
     (line,) = [x for x in rest if x.startswith(f"- [#{closed}]")]
     assert "<script" not in md and "&lt;script>" in line and "\\|" in line and "```" not in line
