@@ -23,6 +23,7 @@ line as each run starts and ends.
 """
 
 import json
+import math
 import os
 import resource
 import shutil
@@ -93,6 +94,8 @@ class Measurer:
         self.target: TargetConfig = load_target(example)
         self.cache: dict[tuple[str, int], float] = {}
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("WANDB_", "SENPAI_", "PYTHON"))}
+        # the train command's `python` is this interpreter's, as in senpai's jobs
+        self.env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 
     def _copy(self, params: dict) -> Path:
         """A scratch copy of the target with `params` in its params file."""
@@ -106,7 +109,10 @@ class Measurer:
         if artifact:
             env["SENPAI_ARTIFACT_DIR"] = str(artifact)
         proc = subprocess.run(self.target.train, shell=True, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
-        return key_values(proc.stdout) if proc.returncode == 0 else {}
+        if proc.returncode != 0:
+            log(f"    training failed (exit {proc.returncode}, seed {seed}): {proc.stderr.strip()[-300:]}")
+            return {}
+        return key_values(proc.stdout)
 
     def validation(self, params: dict) -> float:
         """The validation metric of one training at `params` with SEED=0; NaN if it failed."""
@@ -156,7 +162,9 @@ def fresh(n: int) -> list[int]:
 
 
 def summary(values: list[float]) -> dict:
-    """Mean and sample stdev of `values` (stdev 0 for one)."""
+    """Mean and sample stdev of `values` (stdev 0 for one; both NaN if a value is: a training failed)."""
+    if any(v != v for v in values):
+        return {"mean": math.nan, "sd": math.nan, "values": values}
     return {"mean": statistics.fmean(values), "sd": statistics.stdev(values) if len(values) > 1 else 0.0, "values": values}
 
 
@@ -177,11 +185,20 @@ def senpai_run(m: Measurer, out: Path, experiments: int, seed: int, fresh_seeds:
     return {**s, "seed": seed, "cpu_seconds": round(cpu, 1), "result_params": final, "holdout": summary(m.holdout(final, seeds))}
 
 
-def optuna_run(m: Measurer, trials: int, seed: int, fresh_seeds: int) -> dict:
-    """A plain TPE study on the validation metric: `trials` trainings; its best trial re-measured."""
+def _optuna():
+    """optuna, quiet: no line per study or trial, no warning that QMCSampler is experimental."""
+    import warnings
+
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    return optuna
+
+
+def optuna_run(m: Measurer, trials: int, seed: int, fresh_seeds: int) -> dict:
+    """A plain TPE study on the validation metric: `trials` trainings; its best trial re-measured."""
+    optuna = _optuna()
     dists = {k: distribution(spec) for k, spec in m.target.params.space.items()}
     study = optuna.create_study(direction=m.target.metric.direction, sampler=optuna.samplers.TPESampler(seed=seed))
     before_self, before_children = cpu_seconds(resource.RUSAGE_SELF), cpu_seconds(resource.RUSAGE_CHILDREN)
@@ -200,8 +217,7 @@ def optuna_run(m: Measurer, trials: int, seed: int, fresh_seeds: int) -> dict:
 
 def sweep(m: Measurer, points: int) -> dict:
     """The best mean holdout over a scrambled Sobol sweep of `points` points x SWEEP_SEEDS, and its params."""
-    import optuna
-
+    optuna = _optuna()
     dists = {k: distribution(spec) for k, spec in m.target.params.space.items()}
     study = optuna.create_study(sampler=optuna.samplers.QMCSampler(qmc_type="sobol", scramble=True, seed=0))
     means = []
