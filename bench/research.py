@@ -177,7 +177,7 @@ def senpai_run(m: Measurer, out: Path, experiments: int, seed: int, fresh_seeds:
     subprocess.run([sys.executable, "-c", REAPER, *argv], check=True)
     cpu = cpu_seconds(resource.RUSAGE_CHILDREN) - before
     s = json.loads((out / "summary.json").read_text())
-    direction, seeds = m.target.holdout.direction, fresh(fresh_seeds)
+    direction, seeds = m.target.holdout_direction, fresh(fresh_seeds)
     for merge in s["merges"]:
         before_v, after_v = (statistics.fmean(m.holdout(s["params"][merge[k]], seeds)) for k in ("before", "after"))
         merge.update(before_fresh=before_v, after_fresh=after_v, real=better(after_v, before_v, direction))
@@ -226,7 +226,7 @@ def sweep(m: Measurer, points: int) -> dict:
         means.append((statistics.fmean(m.holdout(params, list(SWEEP_SEEDS))), params))
         if (i + 1) % 10 == 0:
             log(f"    sweep {i + 1}/{points}")
-    sign = 1 if m.target.holdout.direction == "maximize" else -1
+    sign = 1 if m.target.holdout_direction == "maximize" else -1
     value, params = max((x for x in means if x[0] == x[0]), key=lambda x: sign * x[0])
     return {"points": points, "seeds": list(SWEEP_SEEDS), "best": value, "params": params}
 
@@ -248,7 +248,7 @@ def bench_target(name: str, scratch: Path, experiments: int, seeds: int, points:
     log(f"{name}: sweep of {points} points x {len(SWEEP_SEEDS)} seeds on the holdout ...")
     best = sweep(m, points)
     h = m.target.holdout
-    return {"target": name, "metric": h.metric, "direction": h.direction, "verifier_seeds": len(h.seeds),
+    return {"target": name, "metric": h.metric, "direction": m.target.holdout_direction, "verifier_seeds": len(h.seeds),
             "start": summary(m.holdout(start, fresh(fresh_seeds))), "sweep": best, "runs": runs}  # fmt: skip
 
 

@@ -66,6 +66,16 @@ def ledger_counts(exps: list[Experiment]) -> dict:
     }
 
 
+def verifications(exps: list[Experiment]) -> list[dict]:
+    """Each verification in brief, to audit the counts by: its PR, bases, seeds trained, verdict and reason."""
+    return [
+        {"pr": v.pr, "candidate": v.candidate[:8], "baseline": v.baseline[:8], "passed": v.passed, "conflict": v.conflict,
+         "trained": trained_seeds(v.candidate_values, v.seeds, v.candidate_reused)
+         + trained_seeds(v.baseline_values, v.seeds, v.baseline_reused), "reason": v.reason[:200]}
+        for e in exps for v in e.verifications
+    ]  # fmt: skip
+
+
 def merges(exps: list[Experiment]) -> list[dict]:
     """Each merge's PR, the base its verification measured and the commit the merge made, in merge order."""
     done = [
@@ -121,6 +131,7 @@ def main(example: Path, holdout: Path, out: Path, experiments: int, seed: int, t
         "charged_requests": requests,
         "wall_seconds": round(time.monotonic() - start, 1),
         "merges": made,
+        "verification_log": verifications(report.exps),
         "final_base": cfg.forge.base_branch,
         "params": {rev: params_at(bare, rev, target.params.file) for rev in revs},
     }
