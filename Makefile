@@ -14,7 +14,7 @@ export WANDB_SILENT := true
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export OPENHANDS_SUPPRESS_BANNER := 1
 
-.PHONY: demo test lint clean constraints images kind-e2e bench bench-quick bench-verdicts bench-requests bench-wake bench-replay bench-robustness bench-jobs bench-cpu bench-hostile
+.PHONY: demo test lint clean constraints images kind-e2e bench bench-quick bench-verdicts bench-requests bench-wake bench-replay bench-robustness bench-jobs bench-cpu bench-hostile bench-research
 
 # Images: $(IMAGE_REPO)/<role>:$(IMAGE_TAG), the names the chart uses by default.
 IMAGE_REPO ?= senpai
@@ -91,6 +91,10 @@ bench-verdicts: $(VENV)/.test
 # The hostile-target corpus through the real loop (hits per step), and the wall's launch cost (bench/README.md).
 bench-hostile: $(VENV)/.test
 	WANDB_MODE=offline $(VENV)/bin/python bench/hostile.py $(BENCH_ARGS)
+
+# senpai against plain Optuna TPE on digits and diabetes: holdout on fresh seeds, trainings, requests, CPU (bench/README.md).
+bench-research: $(VENV)/.test
+	WANDB_MODE=offline $(VENV)/bin/python bench/research.py $(BENCH_ARGS)
 
 lint: $(VENV)/.test
 	$(VENV)/bin/ruff check senpai tests examples

@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from senpai.agents.workcopy import IDENTITY
-from senpai.cli.digits_split import seal_holdout
+from senpai.cli.example_split import DIGITS
 from senpai.cli.forge import BOT, HUMAN
 from senpai.cli.progress import OutcomePrinter
 from senpai.cli.wiring import forge_from
@@ -55,7 +55,7 @@ def write_config(
     either lies outside every work copy. `forge_data`, the local forge's folder (its tokens), is
     hidden from code from a PR (`wall.hidden`)."""
     out.mkdir(parents=True, exist_ok=True)
-    holdout_dir = holdout.resolve() if holdout else seal_holdout(out / "holdout")
+    holdout_dir = holdout.resolve() if holdout else DIGITS.seal(out / "holdout")
     cfg = {
         "schema_version": 1,
         "forge": {"base_url": base_url, "repo": repo, "token_env": "SENPAI_DEMO_TOKEN", "base_branch": "advisor"},

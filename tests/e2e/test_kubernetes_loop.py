@@ -36,7 +36,7 @@ def kubeconfig(url: str) -> str:
 
 
 def test_research_loop_on_the_kubernetes_fleet(local_forge, tmp_path, monkeypatch):
-    from senpai.cli.digits_split import HOLDOUT_FILE, digits_split, to_csv
+    from senpai.cli.example_split import DIGITS, HOLDOUT_FILE
 
     config = make_program(local_forge.base_url, tmp_path, "k8s-loop")
     secret_env = [{"env": TOKEN_ENV, "secret": "senpai-secrets", "key": "forge-token"}]
@@ -49,7 +49,7 @@ def test_research_loop_on_the_kubernetes_fleet(local_forge, tmp_path, monkeypatc
     config.write_text(safe_yaml.dump(raw))
     with ApiServer() as server:
         seed(server).cluster.secrets[(NAMESPACE, "senpai-secrets")] = {"forge-token": TOKEN}
-        server.cluster.secrets[(NAMESPACE, "senpai-holdout")] = {HOLDOUT_FILE: to_csv(*digits_split()["holdout"])}
+        server.cluster.secrets[(NAMESPACE, "senpai-holdout")] = {HOLDOUT_FILE: DIGITS.to_csv(*DIGITS.split()["holdout"])}
         (tmp_path / "kubeconfig").write_text(kubeconfig(server.url))
         monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
         monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)

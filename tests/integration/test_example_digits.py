@@ -19,7 +19,7 @@ import skops.io
 import yaml
 
 from senpai.cli.demo import write_config
-from senpai.cli.digits_split import HOLDOUT_FILE, REPO_FILES, digits_split, seal_holdout, to_csv
+from senpai.cli.example_split import DIGITS, HOLDOUT_FILE, REPO_FILES
 from senpai.config.evaluator import evaluator_problems
 from senpai.config.harness import TrackerSettings, load_harness
 from senpai.config.target import FloatParam, IntParam, budget_problems, load_target
@@ -65,7 +65,7 @@ def repo(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def holdout(tmp_path_factory):
-    return seal_holdout(tmp_path_factory.mktemp("sealed") / "holdout")
+    return DIGITS.seal(tmp_path_factory.mktemp("sealed") / "holdout")
 
 
 @pytest.fixture(scope="module")
@@ -157,12 +157,12 @@ def test_senpai_yaml_matches_the_repo(target):
 
 
 def test_repo_holds_train_and_val_but_never_the_holdout():
-    split = digits_split()
+    split = DIGITS.split()
     for name, rel in REPO_FILES.items():
-        assert (EXAMPLE / rel).read_text() == to_csv(*split[name]), rel  # the fixed split, checked in once
+        assert (EXAMPLE / rel).read_text() == DIGITS.to_csv(*split[name]), rel  # the fixed split, checked in once
     sizes = {name: len(y) for name, (_, y) in split.items()}
     assert sizes == {"train": 1077, "val": 360, "holdout": 360}
-    holdout_rows = to_csv(*split["holdout"]).splitlines()[1:]
+    holdout_rows = DIGITS.to_csv(*split["holdout"]).splitlines()[1:]
     repo_text = "\n".join(p.read_text(errors="replace") for p in EXAMPLE.rglob("*") if p.is_file())
     assert sum(row in repo_text for row in holdout_rows[:50]) < 5  # identical images may occur; the split does not
     assert not any("holdout" in p.name for p in EXAMPLE.rglob("*") if p.suffix in (".csv", ".npz", ".npy"))
@@ -172,7 +172,7 @@ def test_demo_config_seals_the_holdout_outside_the_work_copies(tmp_path):
     config = write_config(tmp_path / "run", "http://127.0.0.1:1", 2, 6)
     fleet = load_harness(config).fleet
     sealed = Path(fleet.holdout_dir)
-    assert (sealed / HOLDOUT_FILE).read_text() == to_csv(*digits_split()["holdout"])
+    assert (sealed / HOLDOUT_FILE).read_text() == DIGITS.to_csv(*DIGITS.split()["holdout"])
     assert oct(sealed.stat().st_mode & 0o777) == "0o700"
     assert not sealed.is_relative_to(Path(fleet.dir)) and not Path(fleet.dir).is_relative_to(sealed)
     assert yaml.safe_load(config.read_text())["fleet"]["holdout_dir"] == str(sealed)
