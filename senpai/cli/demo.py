@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from senpai.agents.workcopy import IDENTITY
-from senpai.cli.example_split import DIGITS
+from senpai.cli.example_split import DIABETES, DIGITS
 from senpai.cli.forge import BOT, HUMAN
 from senpai.cli.progress import OutcomePrinter
 from senpai.cli.wiring import forge_from
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from senpai.forge.localforge.server import LocalForgeServer
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
+BUNDLED = {EXAMPLE: DIGITS, EXAMPLE.parent / "diabetes": DIABETES}  # example -> how its sealed holdout is made
 
 
 def write_config(
@@ -84,7 +85,8 @@ def write_config(
     "--holdout",
     type=click.Path(exists=True, file_okay=False),
     default=None,
-    help="The sealed holdout folder the example's evaluator reads (outside the example) [the digits holdout].",
+    help="The sealed holdout folder the example's evaluator reads (outside the example) [a bundled example's own: "
+    "examples/digits or examples/diabetes].",
 )
 @click.option("--timeout", type=float, default=900, show_default=True, help="Give up after this many seconds.")
 def demo(students: int, experiments: int, out: str | None, example: str, holdout: str | None, timeout: float) -> None:
@@ -99,6 +101,9 @@ def demo(students: int, experiments: int, out: str | None, example: str, holdout
 
     target = load_target(Path(example))  # a bad senpai.yaml stops here (exit 2), not at the timeout
     repo = "senpai/digits" if Path(example).resolve() == EXAMPLE else f"senpai/{target.name}"
+    split = BUNDLED.get(Path(example).resolve())
+    if holdout is None and split is None:  # sealing digits for another target would fail late, in the verifier
+        raise ConfigError(f"--example {example}: not a bundled example, so senpai cannot seal its holdout: pass --holdout DIR")
     root = Path(out or f"demo-out/{datetime.now():%Y%m%d-%H%M%S}").resolve()
     if root.is_dir() and any(root.iterdir()):  # a second demo would mix its forge, jobs and runs into the first's
         raise ConfigError(f"--out {out}: {root} is not empty (a demo ran there?): give a new folder, or remove it first")
@@ -106,9 +111,8 @@ def demo(students: int, experiments: int, out: str | None, example: str, holdout
     start = time.monotonic()
     server = LocalForgeServer(root / "forge", write_limits=WriteLimits()).start()  # GitHub's secondary limits
     try:
-        config_path = write_config(
-            root, server.base_url, students, experiments, repo, Path(holdout) if holdout else None, root / "forge"
-        )
+        sealed = Path(holdout) if holdout else split.seal(root / "holdout")  # type: ignore[union-attr]
+        config_path = write_config(root, server.base_url, students, experiments, repo, sealed, root / "forge")
         cfg = load_harness(config_path)
         human = forge_tokens(server, cfg.forge.token_env)
         seed_target(cfg.forge, Path(example), root / "seed")

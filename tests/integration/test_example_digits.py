@@ -178,6 +178,18 @@ def test_demo_config_seals_the_holdout_outside_the_work_copies(tmp_path):
     assert yaml.safe_load(config.read_text())["fleet"]["holdout_dir"] == str(sealed)
 
 
+def test_the_demo_refuses_an_example_whose_holdout_it_cannot_seal(tmp_path):
+    """A target that is not bundled gets no digits holdout sealed for it (its evaluator would fail
+    late, in the verifier): the demo asks for --holdout before it starts anything."""
+    mine = tmp_path / "mine"
+    shutil.copytree(EXAMPLE, mine)
+    out = tmp_path / "out"
+    args = [sys.executable, "-m", "senpai", "demo", "--example", str(mine), "--out", str(out)]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "not a bundled example" in proc.stderr and "--holdout" in proc.stderr, proc.stderr
+    assert not out.exists()
+
+
 def test_train_reports_logs_its_run_and_writes_a_safe_artifact(repo, tracker, tmp_path, evaluator):
     artifact = tmp_path / "artifact"
     artifact.mkdir()
