@@ -112,9 +112,9 @@ def open_hypothesis(
         ctx.repo.git("checkout", "--quiet", "-B", branch, baseline.commit)
         ctx.repo.commit_all(f"Start experiment {hid}: {h.hypothesis}", allow_empty=True)
         ctx.repo.push(branch)
-    # a conditional re-list (free when nothing changed since the turn's own read) finds a PR a
-    # crashed turn already opened from `branch`
-    pulls = ctx.ledger.list_pulls()
+    # the turn's own listing finds a PR a crashed turn already opened from `branch` (listing again
+    # after each PR this turn opens would cost a request each: the open changed the list)
+    pulls = ctx.ledger.listed()
     pr = transitions.open_experiment(ctx.forge, h, branch, ctx.base, f"[{student}] {h.hypothesis}", pulls)
     phases.mark("opened")
     return pr

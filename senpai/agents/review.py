@@ -108,12 +108,12 @@ def reapply_round(ctx: TurnContext, merged: int, old: Baseline, exps: list[Exper
         return []
     ctx.repo.git("fetch", "--quiet", "origin", ctx.base, network=True)
     base = Baseline(commit=new, pr=merged, run_id=None, value=None, params=None)
+    current = {p.number: p for p in ctx.ledger.list_pulls()}  # one listing for them all: the merge changed it
     out = []
     for e in exps:
         v = e.verification_for(e.head, old.commit) if e.state == ExperimentState.VERIFYING and e.pr != merged else None
-        if v is None or not v.passed or e.error:
+        if v is None or not v.passed or e.error or (pr := current.get(e.pr)) is None:
             continue
-        pr = ctx.ledger.pull(e.pr)
         ctx.repo.git("fetch", "--quiet", "origin", f"+{pr.head_sha}:refs/senpai/round", network=True)
         if pr.state == "open" and pr.head_sha == e.head and ctx.repo.merged(new, pr.head_sha)[2]:
             out.append(reapply(ctx, pr, e, base, {}))

@@ -58,6 +58,7 @@ class LedgerReader:
         self._dirty = False  # read something since the last `save`
         self._parsed: dict[int, tuple[PullRequest, list[Comment], Experiment]] = {}  # by PR number
         self.pulls: list[PullRequest] = []  # every PR listed so far (any label), oldest first
+        self._listed = False  # this process listed the PRs at least once (a snapshot's list is older)
 
     def comments(self, pr: PullRequest | Issue) -> list[Comment]:
         """The comments of a PR or an issue (one cache for both: they share GitHub's numbers),
@@ -94,6 +95,12 @@ class LedgerReader:
         self.refresh()
         return self.pulls
 
+    def listed(self) -> list[PullRequest]:
+        """Every PR as this process's last listing left them, without a request once it has listed
+        (`refresh` first otherwise: a snapshot's list may predate a PR). For what a turn finds of
+        what was there when it started, such as a PR a crashed turn opened; not for what moved since."""
+        return self.pulls if self._listed else self.list_pulls()
+
     def refresh(self, revalidate: bool = False) -> bool:
         """List the PRs updated since the last listing (less `SETTLE` seconds), page by page, into
         `pulls`; True if any changed. One conditional request when nothing changed (a 304, free);
@@ -103,6 +110,7 @@ class LedgerReader:
         # a 304 is safe even within a second of a change: what the listing does not show (a comment)
         # moves a PR's updated_at to a later second, or is re-read by `comments` (not yet settled)
         page = self.forge.pulls_updated(since, None if revalidate else self._etag)
+        self._listed = True
         if page.changed:
             self._pulls.update({p.number: p for p in page.pulls})
             self._newest = max([p.updated_at for p in page.pulls] + ([self._newest] if self._newest else []), default=None)
