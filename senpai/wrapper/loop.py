@@ -233,12 +233,14 @@ class Wrapper:
             foreign=self._foreign,
             rate_limit=self.forge.rate_limit(),
         )
-        ids = [ev.id for ev in pending_messages(w, self.cfg)] + rounds.open_ids(w)
+        open_rounds = rounds.open_ids(w)
+        ids = [ev.id for ev in pending_messages(w, self.cfg)] + open_rounds
         if not ids:
             return w
         # the batch window starts when the wrapper first sees a message; a round's wait, its first pass
         self.store.see(ids, now)
-        return replace(w, first_seen=self.store.first_seen(ids, now))
+        upto = self.store.pinned(rounds.upto_key(w.base_sha), rounds.verifying_upto(w), now) if open_rounds else None
+        return replace(w, first_seen=self.store.first_seen(ids, now), round_upto=upto)
 
     def run(
         self,

@@ -1,8 +1,10 @@
 """Rounds: the candidates verified against one base, and which of them goes to the merge gate.
 
 The verifications of one base form a round. Once one of them passes, the round waits for the
-others of that base still owed (a verifier running or about to run), at most
-`round_wait_seconds` after the wrapper first saw a pass, so a slow verifier never holds the loop.
+others of that base still owed by PRs that were already verifying then (a verifier running or
+about to run; a PR that reaches verifying later does not hold the round, so a busy fleet cannot
+keep it open), at most `round_wait_seconds` after the wrapper first saw a pass, so a slow
+verifier never holds the loop.
 Then the advisor sees the round's best passing candidate (largest verified improvement, then the
 smallest p-value, then the oldest PR) and not the others: the first verified PR no longer merges
 ahead of a better one. The merge gate then re-checks the pick, correcting for the round's other
@@ -31,6 +33,16 @@ def round_id(base: str) -> str:
     return f"round:{base}"
 
 
+def upto_key(base: str) -> str:
+    """The wrapper cache's key prefix for the round's members (`World.round_upto`, `StateStore.pinned`)."""
+    return f"round:{base}:upto:"
+
+
+def verifying_upto(w: World) -> int:
+    """The highest PR number verifying now (0 if none): the round's members, pinned at its first pass."""
+    return max((e.pr for e in w.exps if e.state == ExperimentState.VERIFYING), default=0)
+
+
 def passed(w: World) -> list[Experiment]:
     """Verifying PRs whose verification of (head, current base) passed."""
     out = []
@@ -48,14 +60,19 @@ def open_ids(w: World) -> list[str]:
 
 def held(w: World, cfg: HarnessConfig) -> set[int]:
     """PRs whose `verified` event waits: every pass while the round is open (a verification of
-    this base is still owed and `round_wait_seconds` has not passed since its first pass), then
+    this base is still owed by a PR verifying at the round's first pass, `World.round_upto`, and
+    `round_wait_seconds` has not passed since that pass), then
     every pass but the round's pick. Pinned PRs (a human's approval acknowledged) never wait."""
     wins = passed(w)
     if not wins:
         return set()
     pinned = {e.pr for e in wins if (fp := current_fingerprint(e, w.base_sha)) and fp in w.steer.approvals.get(e.pr, {})}
     owed = any(
-        e.state == ExperimentState.VERIFYING and not e.error and e.verification_for(e.head, w.base_sha) is None for e in w.exps
+        e.state == ExperimentState.VERIFYING
+        and not e.error
+        and e.verification_for(e.head, w.base_sha) is None
+        and (w.round_upto is None or e.pr <= w.round_upto)  # already verifying at the round's first pass
+        for e in w.exps
     )
     first = w.first_seen.get(round_id(w.base_sha), w.now)
     if owed and w.now < first + timedelta(seconds=cfg.round_wait_seconds):

@@ -143,6 +143,23 @@ class StateStore:
 
         return self._run("read first_seen", read)
 
+    def pinned(self, prefix: str, value: int, now: datetime | None = None) -> int:
+        """The number first recorded under `prefix` (as the id `<prefix><number>`), or `value`,
+        recorded now if none was. A row under `prefix` whose rest is not such a number is deleted."""
+        stamp = (now or datetime.now(UTC)).isoformat()
+
+        def run(db: sqlite3.Connection) -> int:
+            rows = db.execute("SELECT id FROM events WHERE substr(id, 1, ?) = ?", (len(prefix), prefix)).fetchall()
+            for (eid,) in rows:
+                rest = eid[len(prefix) :] if isinstance(eid, str) else ""
+                if rest.isascii() and rest.isdigit() and len(rest) <= 12:
+                    return int(rest)
+            db.executemany("DELETE FROM events WHERE id = ?", rows)
+            db.execute("INSERT OR IGNORE INTO events (id, first_seen) VALUES (?, ?)", (f"{prefix}{value}", stamp))
+            return value
+
+        return self._run("pin a number", run)
+
     def handed(self, event_ids: list[str], job: str) -> None:
         rows = [(job, e) for e in event_ids]
         self._run("record a handing", lambda db: db.executemany("UPDATE events SET job = ? WHERE id = ?", rows))

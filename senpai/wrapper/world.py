@@ -23,6 +23,9 @@ class World:
     steer: SteerState = SteerState()  # from the acks on the forge
     inbox: tuple[Inbound, ...] = ()  # trusted free-text messages, acked or not
     first_seen: dict[str, datetime] = field(default_factory=dict)  # message event id -> first seen (state store)
+    # the highest PR number verifying when the current base's round had its first pass (state
+    # store): the verifications the round waits for; None: every verifying PR's (`rounds.held`)
+    round_upto: int | None = None
     labels: dict[int, tuple[str, ...]] = field(default_factory=dict)  # PR number -> its labels (forge)
     escalated: frozenset[str] = frozenset()  # escalation ids that have their issue (senpai.ledger.escalation)
     commands: tuple[Inbound, ...] = ()  # trusted slash-command messages not acknowledged yet, any order

@@ -90,12 +90,14 @@ class Sim:
     now: object = NOW
     base: str = BASE  # a merge moves it
     first_seen: dict = field(default_factory=dict)  # the wrapper's cache: when a round first had a pass
+    upto: dict = field(default_factory=dict)  # ... and which PRs were verifying then (`World.round_upto`)
 
     def world(self) -> World:
         w = World(list(self.exps.values()), self.base, list(self.jobs), self.now, dict(self.handed))
         for rid in rounds.open_ids(w):
             self.first_seen.setdefault(rid, self.now)
-        return replace(w, first_seen=dict(self.first_seen))
+            self.upto.setdefault(rid, rounds.verifying_upto(w))
+        return replace(w, first_seen=dict(self.first_seen), round_upto=self.upto.get(rounds.round_id(self.base)))
 
     def touch(self, e: Experiment, **update) -> None:
         self.exps[e.pr] = e.model_copy(update={**update, "updated_at": self.now.isoformat()})

@@ -64,3 +64,13 @@ def test_no_wait_configured_sends_the_best_verified_so_far():
     cfg = CFG.model_copy(update={"round_wait_seconds": 0.0})
     w = World([verified(1, 0.02), verified(2, 0.03), exp(4, "verifying", "bo", attempts=1)], BASE, [], NOW)
     assert sorted(ev.pr for ev in advisor_events(w, cfg) if ev.kind == "verified") == [2]
+
+
+def test_a_pr_that_reaches_verifying_after_the_first_pass_does_not_hold_the_round():
+    """With a busy fleet some PR is always verifying: the round waits only for those verifying at
+    its first pass (`World.round_upto`, pinned in the wrapper cache)."""
+    best, later = verified(2, 0.09), exp(5, "verifying", "bo", attempts=1)  # #5 reached verifying after #2 passed
+    w = World([verified(1, 0.02), best, later], BASE, [], NOW, first_seen={round_id(BASE): NOW}, round_upto=2)
+    assert verified_prs(w) == [2]
+    member = World([verified(1, 0.02), best, exp(3, "verifying", "bo", attempts=1)], BASE, [], NOW, round_upto=3)
+    assert verified_prs(member) == []  # #3 was verifying at the first pass: the round waits for it

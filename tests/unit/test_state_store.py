@@ -139,3 +139,16 @@ def test_an_unwritable_folder_keeps_the_cache_in_memory(tmp_path):
     store = StateStore(blocker / "wrapper.sqlite")
     store.see(["message:1"], NOW)
     assert store.first_seen(["message:1"], NOW) == {"message:1": NOW}
+
+
+@pytest.mark.parametrize("planted", ["round:b:upto:", "round:b:upto:x9", "round:b:upto:" + "9" * 40, "round:b:upto:٣"])
+def test_a_pinned_number_is_kept_and_a_bad_one_recorded_afresh(tmp_path, planted):
+    """The round's members (`senpai.wrapper.rounds`): the first number pinned under a prefix stands;
+    a row under it that is not one is dropped, and the number given now is pinned."""
+    path = tmp_path / "wrapper.sqlite"
+    store = StateStore(path)
+    assert store.pinned("round:a:upto:", 7, NOW) == 7
+    assert store.pinned("round:a:upto:", 12, NOW) == 7  # pinned at the first pass: later PRs are not members
+    with sqlite3.connect(path, isolation_level=None) as db:
+        db.execute("INSERT INTO events (id, first_seen) VALUES (?, ?)", (planted, NOW.isoformat()))
+    assert store.pinned("round:b:upto:", 5, NOW) == 5 and store.pinned("round:b:upto:", 9, NOW) == 5
