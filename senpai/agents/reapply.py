@@ -25,8 +25,8 @@ from senpai.ledger.experiment import Experiment
 def params_onto_base(ctx: TurnContext, pr: PullRequest, exp: Experiment, base: str) -> Reapply | None:
     """The commit that writes `pr`'s params onto `base` (already in the clone, made and not yet
     pushed), as the record to post; None if the PR is not params-only (its head changes any other
-    path since its merge base with `base`, or removes a param) or its params cannot be read
-    (ConfigError: the student's path re-applies it then). The params written: the base's file,
+    path since its merge base with `base`, or removes a param) or its params cannot be read or
+    written (ConfigError, e.g. TOML: the student's path re-applies it then). The params written: the base's file,
     then every param the head changed since the merge base, then the hypothesis's own params
     (single-arm). The commit's identity and date are fixed (the base's date), so a retry after a
     crash builds the same sha. Raises TransientError if fetching the head fails."""
@@ -43,7 +43,10 @@ def params_onto_base(ctx: TurnContext, pr: PullRequest, exp: Experiment, base: s
         return None  # a removed param is not a params change senpai can write
     own = exp.hypothesis.params if exp.hypothesis and not exp.hypothesis.arms else {}
     params = {**onto, **{k: v for k, v in after.items() if before.get(k, _MISSING) != v}, **own}
-    tree = _tree_with(ctx, base, file, params)
+    try:
+        tree = _tree_with(ctx, base, file, params)
+    except ConfigError:  # a format senpai reads but cannot write (TOML): its student re-applies it
+        return None
     head = _commit(ctx, tree, [pr.head_sha, base], f"senpai: re-apply the params of #{pr.number} onto {base}")
     measured = next((ev.head for ev in reversed(exp.evidence) if ev.outcome == "ok" and _tree_of(ctx, ev.head) == tree), None)
     return Reapply(pr=pr.number, head=head, replaces=pr.head_sha, base=base, tree=tree, measured=measured)

@@ -153,13 +153,16 @@ def reapply(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline: Baseli
     verifying, and no student attempt is spent. Any other PR goes back to its student (`changes`).
     Either way at most the hypothesis's `budget.attempts` times; a PR that conflicts again after
     that is closed (a base that keeps moving must not cost without end)."""
-    sent_back = sum(d.verdict == "changes" and d.reason == REAPPLY for d in exp.decisions) + len(exp.reapplies)
+    r = params_onto_base(ctx, pr, exp, baseline.commit)
+    # a record of this very commit is this re-apply, recorded and not yet pushed (a crash between the two): not another
+    done = {x.head for x in exp.reapplies} - ({r.head} if r is not None else set())
+    sent_back = sum(d.verdict == "changes" and d.reason == REAPPLY for d in exp.decisions) + len(done)
     limit = exp.hypothesis.budget.attempts if exp.hypothesis else 1
     if sent_back >= limit:
         why = f"the merge conflicts with the base again after {sent_back} re-applies (budget.attempts {limit})"
         apply(ctx, pr, exp, baseline, decision(exp, "close", why, **numbers))
         return f"#{exp.pr}: closed, {why}"
-    if (r := params_onto_base(ctx, pr, exp, baseline.commit)) is not None:
+    if r is not None:
         transitions.record_reapply(ctx.forge, pr, r)
         try:
             ctx.repo.git("push", "--quiet", "origin", f"{r.head}:refs/heads/{pr.head_ref}", network=True)

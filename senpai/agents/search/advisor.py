@@ -106,6 +106,8 @@ def _decide_verified(ctx: TurnContext, pr, exp: Experiment, baseline: Baseline, 
     if not v.passed:
         review.apply(ctx, pr, exp, baseline, _decision(exp, "close", f"verifier: {v.reason}", **review.verified_numbers(v)))
         return [f"#{exp.pr}: closed, verifier: {v.reason}"]
+    if (now := ctx.forge.branch_sha(ctx.base)) != baseline.commit:  # e.g. another pass of this round merged this turn
+        return [f"#{exp.pr}: not merged, the base moved to {now[:8]} since {baseline.commit[:8]} was verified: verify again"]
     line = review.merge_verified(ctx, pr, exp, baseline, v, f"verified improvement: {v.reason}")
     return [line, *review.reapply_round(ctx, exp.pr, baseline, exps)]
 
