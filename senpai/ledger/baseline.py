@@ -23,7 +23,8 @@ def current_baseline(exps: list[Experiment], base_sha: str) -> Baseline:
 
     Merges are the only way the base moves during research, so the base head is the merge commit
     of the last merge.  Else, the validation value of the oldest experiment that measured this
-    base itself (`Hypothesis.measures_base`, the measured start: pr None). A base moved by hand,
+    base itself (`Hypothesis.measures_base`, the measured start: pr None), as the advisor's closing
+    decision recorded it (`candidate`: it takes none from a head whose tree is not the base's). A base moved by hand,
     or by a merge made by hand (no merge decision or no passing verification), and not measured,
     has no value (None) until the next verified merge: its code is not what any verification measured.
     """
@@ -34,7 +35,8 @@ def current_baseline(exps: list[Experiment], base_sha: str) -> Baseline:
             return Baseline(commit=base_sha, pr=e.pr, run_id=_run_of(e), value=e.primary_value(), params=params)
     measured = [e for e in exps if e.hypothesis and e.hypothesis.measures_base and e.hypothesis.baseline.commit == base_sha]
     for e in sorted(measured, key=lambda e: e.pr):
-        if (value := e.primary_value()) is not None:
+        d = e.decision  # the advisor's, who took the value only from a head with the base's tree
+        if d is not None and d.verdict == "close" and (value := finite_or_none(d.candidate)) is not None:
             return Baseline(commit=base_sha, pr=None, run_id=_run_of(e), value=value, params=e.hypothesis.params)
     return Baseline(commit=base_sha, pr=None, run_id=None, value=None, params=None)
 

@@ -1,4 +1,5 @@
-"""Red team: the measured start's value must be the base's, not whatever its student trained."""
+"""Red team: the measured start's value must be the base's, not whatever its student trained
+(fixed: `search.advisor._close_measurement` compares the trained head's tree with the base's)."""
 
 import pytest
 from forge_fixtures import commit_and_push
@@ -12,13 +13,7 @@ from senpai.ledger.events import idle_event, pr_event
 pytestmark = pytest.mark.e2e
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="red team, not fixed: current_baseline takes the measurement's latest ok evidence whatever tree it trained; "
-    "the advisor should close a measurement whose head's tree is not the base's without a value, and "
-    "current_baseline count only a measurement the advisor closed as one",
-)
-def test_a_measurement_of_the_base_whose_head_is_not_the_base_gives_the_base_no_value(one_arm, tmp_path):
+def test_a_measurement_of_the_base_whose_head_is_not_the_base_gives_the_base_no_value(one_arm, tmp_path):  # noqa: F811
     """The measurement PR's student changed the code (an LLM student told to improve things; here a
     push to its branch stands for it), so what it trained is not the base. Its value (inflated by
     0.3) must not become the base's validation value: it would close, unverified, every proposal

@@ -24,7 +24,7 @@ def _turn(config, work):
     return prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), work)
 
 
-def test_two_passes_of_one_base_in_one_turn_merge_once_not_twice(tiny, tmp_path):
+def test_two_passes_of_one_base_in_one_turn_merge_once_not_twice(tiny, tmp_path):  # noqa: F811
     """The round's pick and a PR a human's approval pinned both get a `verified` event in the same
     tick (`rounds.held`), so one advisor turn holds both. Both passed against the same base. Once
     the first merges the base has moved: the second's verification is of a base that is no longer
@@ -50,7 +50,7 @@ def test_two_passes_of_one_base_in_one_turn_merge_once_not_twice(tiny, tmp_path)
     assert forge.get_pull(pinned).state == "open"  # it waits for a verification against the new base
 
 
-def test_a_re_apply_recorded_but_not_pushed_is_pushed_on_retry_not_counted_against_the_budget(tiny, tmp_path):
+def test_a_re_apply_recorded_but_not_pushed_is_pushed_on_retry_not_counted_against_the_budget(tiny, tmp_path):  # noqa: F811
     """The advisor posts the `senpai-reapply` record, then crashes before the push. Its retry (the
     base has not moved again) builds the same commit: that is the same re-apply, finished, not a
     second one. With `budget.attempts` 1 (the tiny hypothesis-less PR), counting the record of a
@@ -79,7 +79,7 @@ def test_a_re_apply_recorded_but_not_pushed_is_pushed_on_retry_not_counted_again
     assert len(retry.ledger.experiment(after).reapplies) == 1  # one record, the same commit
 
 
-def test_a_toml_params_pr_that_conflicts_goes_to_its_student_not_a_crash(tiny, tmp_path):
+def test_a_toml_params_pr_that_conflicts_goes_to_its_student_not_a_crash(tiny, tmp_path):  # noqa: F811
     """A TOML params file can be read but not written (`params.write_params`). A params-only PR of
     such a target (an LLM runtime's) that conflicts with a moved base is not one senpai can
     re-apply: `params_onto_base` must say so (None: its student re-applies it), not raise
@@ -105,7 +105,7 @@ def test_a_toml_params_pr_that_conflicts_goes_to_its_student_not_a_crash(tiny, t
     assert params_onto_base(ctx, pull, ctx.ledger.experiment(pull), forge.branch_sha("advisor")) is None
 
 
-def test_a_round_pass_closed_and_deleted_by_a_human_during_the_turn_does_not_break_the_merge_turn(tiny, tmp_path):
+def test_a_round_pass_closed_and_deleted_by_a_human_during_the_turn_does_not_break_the_merge_turn(tiny, tmp_path):  # noqa: F811
     """Right after the pick merges, `reapply_round` looks at the round's other passes (as the turn
     read them). One was closed by a human meanwhile and its branch deleted: it is not open, so it
     is skipped, and nothing about it (a fetch of a head nobody serves any more) may raise out of

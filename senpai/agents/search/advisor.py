@@ -87,14 +87,28 @@ def _review_evidence(ctx, pr, exp: Experiment, baseline: Baseline, decide) -> li
         return [f"#{exp.pr}: closed, {why}"]
     value, base = evidence.primary.value, baseline.value
     if exp.hypothesis and exp.hypothesis.measures_base:
-        reason = f"the base measured on validation: {evidence.primary.name} = {value:.4g}"
-        decide(_decision(exp, "close", reason, candidate=value))
-        return [f"#{exp.pr}: closed, {reason}"]
+        return [_close_measurement(ctx, exp, evidence, baseline, decide)]
     if base is not None and value is not None and ctx.target.metric.better(value, base) <= 0:
         reason = f"no improvement on validation: {value:.4f} vs baseline {base:.4f}"
         decide(_decision(exp, "close", reason, candidate=value, baseline=base, improvement=ctx.target.metric.better(value, base)))
         return [f"#{exp.pr}: closed, {reason}"]
     return [review.send_to_verifier(ctx, pr, exp)]
+
+
+def _close_measurement(ctx: TurnContext, exp: Experiment, evidence, baseline: Baseline, decide) -> str:
+    """Close the measurement of the base: with its value (the decision's `candidate`, which
+    `current_baseline` reads) only if the head it trained has the base's tree; a student or a push
+    that changed anything measured something else, which must not become the base's value."""
+    ctx.repo.git("fetch", "--quiet", "origin", f"+{evidence.head}:refs/senpai/measured", network=True)
+    trees = ctx.repo.git("rev-parse", f"{evidence.head}^{{tree}}", f"{exp.hypothesis.baseline.commit}^{{tree}}").split()
+    name, value = evidence.primary.name, evidence.primary.value
+    if len(set(trees)) != 1:
+        reason = f"the measurement of the base trained {evidence.head[:8]}, whose tree is not the base's: no value taken"
+        decide(_decision(exp, "close", reason))
+        return f"#{exp.pr}: closed, {reason}"
+    reason = f"the base measured on validation: {name} = {value:.4g}"
+    decide(_decision(exp, "close", reason, candidate=value))
+    return f"#{exp.pr}: closed, {reason}"
 
 
 def _decide_verified(ctx: TurnContext, pr, exp: Experiment, baseline: Baseline, exps: list[Experiment]) -> list[str]:
