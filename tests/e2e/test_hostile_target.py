@@ -2,7 +2,7 @@
 student's and the verifier's train steps) and its evaluator (the score step) run the probe of
 tests/hostile_target.py, which tries every credential, every process and file of senpai's, senpai's
 state and the forge. They find no token, write nothing of senpai's, read none of senpai's folders,
-and the forge lets them do nothing; the experiment is decided as any other.
+and the forge lets them do nothing; the experiments are decided as any other.
 
 On a machine where the tests run as root (CI), the wrapper, its fleet and every job run in a user
 namespace as uid 1000 with no capability (`as_non_root`): the processes of the same non-root user
@@ -27,8 +27,11 @@ pytestmark = pytest.mark.e2e
 def test_a_hostile_target_gets_nothing(local_forge, tmp_path):
     register_bot(local_forge.server, BOT)
     files = hostile_files((EXAMPLE / "train.py").read_text(), (EXAMPLE / "eval" / "evaluate.py").read_text())
-    config = make_program(local_forge.base_url, tmp_path, "hostile", mutate=lambda t: t.update(train=HOSTILE_TRAIN), files=files)
-    wrapper = [sys.executable, "-m", "senpai", "wrapper", "run", "--config", str(config), "--until-decided", "1", "--quiet"]
+    config = make_program(
+        local_forge.base_url, tmp_path, "hostile", experiments=2, mutate=lambda t: t.update(train=HOSTILE_TRAIN), files=files
+    )
+    # the measured start (its student train), then a proposal the verifier trains and scores
+    wrapper = [sys.executable, "-m", "senpai", "wrapper", "run", "--config", str(config), "--until-decided", "2", "--quiet"]
     env = {**os.environ, "SENPAI_DEMO_TOKEN": BOT}  # given to the wrapper as a person gives it: in its environment
     proc = subprocess.run(as_non_root(wrapper), env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -39,7 +42,7 @@ def test_a_hostile_target_gets_nothing(local_forge, tmp_path):
     assert_got_nothing(found, senpai_folders(config, local_forge.data_dir), [BOT])
 
     exps = reader(config).experiments()
-    assert len(exps) == 1 and exps[0].decided
+    assert len([e for e in exps if e.decided]) >= 2 and exps[0].hypothesis.measures_base
     forge = reader(config).forge
     assert check(exps, forge.branch_sha("advisor")).ok  # no merge, decision or base push senpai did not make
-    assert not [c for c in forge.list_comments(exps[0].pr) if "pwned" in c.body]
+    assert not [c for e in exps for c in forge.list_comments(e.pr) if "pwned" in c.body]

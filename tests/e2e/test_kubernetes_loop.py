@@ -38,7 +38,7 @@ def kubeconfig(url: str) -> str:
 def test_research_loop_on_the_kubernetes_fleet(local_forge, tmp_path, monkeypatch):
     from senpai.cli.example_split import DIGITS, HOLDOUT_FILE
 
-    config = make_program(local_forge.base_url, tmp_path, "k8s-loop")
+    config = make_program(local_forge.base_url, tmp_path, "k8s-loop", experiments=2)
     secret_env = [{"env": TOKEN_ENV, "secret": "senpai-secrets", "key": "forge-token"}]
     # the PVC holds tracker.dir and state_dir, as in the chart; the stand-in mounts host paths as they are,
     # and writes the holdout Secret's files at its mount path when the score container starts
@@ -55,7 +55,7 @@ def test_research_loop_on_the_kubernetes_fleet(local_forge, tmp_path, monkeypatc
         monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
         monkeypatch.setenv(TOKEN_ENV, TOKEN)  # the wrapper's own token; jobs get theirs from the Secret
         try:
-            run(config, decided=1, timeout=240)
+            run(config, decided=2, timeout=420)  # the measured start, then a proposal that goes to the verifier
         except AssertionError as e:
             logs = {f"{pod}/{c}": path.read_text()[-2000:] for (_, pod, c), path in server.cluster.logs.items()}
             raise AssertionError(f"{e}\njob logs: {logs}") from None
