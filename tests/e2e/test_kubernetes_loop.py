@@ -85,6 +85,7 @@ def test_research_loop_on_the_kubernetes_fleet(local_forge, tmp_path, monkeypatc
         else:
             assert (steps, holders) == (["job"], [])
     assert all(TOKEN not in yaml.safe_dump(body) and SECRET_VALUE not in yaml.safe_dump(body) for body in posted)
-    (exp,) = reader(config).experiments()
-    assert exp.decided and exp.evidence and exp.evidence[0].outcome == "ok"
+    measured, exp = reader(config).experiments()  # the measured start, then the proposal
+    assert measured.hypothesis.measures_base and measured.decided
+    assert exp.decided and exp.evidence and exp.evidence[0].outcome == "ok" and exp.verifications
     assert_no_duplicates(config)
