@@ -38,6 +38,7 @@ CFG = HarnessConfig.model_validate(
 OPEN = ("wip", "review", "verifying", "changes")
 BOUND = 3  # ticks an open, unblocked PR may go without any action or live job for it
 TICKS = 40
+ROUND_TICKS = 2 + 2  # round_wait_seconds in ticks, then the pick's advisor turn and the merge's re-verification
 
 
 def _evidence(e: Experiment, attempt: int, head: str, outcome: str) -> Evidence:
@@ -202,8 +203,9 @@ def test_every_open_experiment_gets_an_action_within_a_bounded_number_of_ticks(e
         served = _served(sim, actions)
         for pr, e in sim.exps.items():
             waiting[pr] = 0 if pr in served or e.state not in OPEN else waiting[pr] + 1
-            # a base's first verifier runs alone (the rest reuse its baseline): one job per other PR more
-            bound = BOUND + (len(exps) - 1 if e.state == "verifying" else 0)
+            # a base's first verifier runs alone (the rest reuse its baseline): one job per other PR more;
+            # a pass may wait for its round (its wait, then the pick's advisor turn, then the merge's verifier)
+            bound = BOUND + (len(exps) - 1 + ROUND_TICKS if e.state == "verifying" else 0)
             assert waiting[pr] <= bound, f"PR #{pr} in {e.state} got no action for {waiting[pr]} ticks: {e}"
         running = [j for j in sim.jobs if not j.done]
         for a in actions:
