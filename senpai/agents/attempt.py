@@ -6,6 +6,7 @@ from senpai.agents.context import TurnContext
 from senpai.errors import PermanentError
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Hypothesis
+from senpai.ledger.labels import ExperimentState, status_of
 
 
 class Attempt(BaseModel):
@@ -31,10 +32,12 @@ class Attempt(BaseModel):
 def checkout_for_attempt(ctx: TurnContext, number: int) -> tuple[Hypothesis, str]:
     """Read PR `number`'s hypothesis, move it to wip, and check its branch out with the research base
     merged in (ours wins).  Returns (hypothesis, branch).  Raises PermanentError without a hypothesis."""
-    pr = ctx.ledger.pull(number)
+    pr = ctx.ledger.handed(number)
     exp = ctx.ledger.experiment(pr)
     if exp.hypothesis is None:
         raise PermanentError(f"PR #{number} has no readable senpai-hypothesis block: {exp.error}")
+    if status_of(pr.labels) != ExperimentState.WIP:  # a label write acts on the labels as they are now
+        pr = ctx.forge.get_pull(number)
     transitions.start_work(ctx.forge, pr)
     ctx.repo.checkout_remote_branch(pr.head_ref)
     ctx.repo.git("merge", "--quiet", "--no-edit", "-X", "ours", f"origin/{ctx.base}")

@@ -31,6 +31,7 @@ from senpai import __version__
 from senpai.agents.context import TurnContext
 from senpai.agents.verifier import Sample
 from senpai.config.target import TargetConfig
+from senpai.errors import NotFound
 from senpai.fleet.base import train_gpus
 from senpai.ledger.blocks import Verification
 from senpai.ledger.experiment import read_experiment
@@ -161,9 +162,10 @@ def reusable(ctx: TurnContext, number: int, keys: Keys, sources: tuple[int, ...]
     out: dict[str, dict[int, Sample]] = {side: {} for side in keys}
     if not any(keys.values()):
         return out
-    pulls = {p.number: p for p in ctx.ledger.list_pulls()}  # one conditional request for them all
     for pr in list(dict.fromkeys([number, *sources]))[:MAX_SOURCES]:
-        if (pull := pulls.get(pr)) is None:  # the wrapper named a PR that is gone: nothing to reuse from it
+        try:
+            pull = ctx.ledger.handed(pr)  # as the wrapper saw it when it named it: no request
+        except NotFound:  # the wrapper named a PR that is gone: nothing to reuse from it
             continue
         for v in read_experiment(pull, ctx.ledger.comments(pull), ctx.forge.login).verifications:
             for measured in ("baseline", "candidate"):

@@ -70,11 +70,12 @@ class Plan(BaseModel):
 
 
 def pair(ctx: TurnContext, number: int) -> tuple[str, str]:
-    """(candidate, baseline) to measure: an open PR's head against the base head, as the forge says
-    now; a merged PR's merge commit against the base it landed on, when the merge landed on a base
-    that moved after its verification (`consistency.reverify`). Raises PermanentError for a merged
-    PR that owes no verification."""
-    pr = ctx.forge.get_pull(number)  # its ETag makes `record`'s re-read a 304 if nothing changed meanwhile
+    """(candidate, baseline) to measure: an open PR's head as the wrapper handed it
+    (`LedgerReader.handed`: a head pushed since is verified on the wrapper's next look) against the
+    base head as the forge says now; a merged PR's merge commit against the base it landed on, when
+    the merge landed on a base that moved after its verification (`consistency.reverify`). Raises
+    PermanentError for a merged PR that owes no verification."""
+    pr = ctx.ledger.handed(number)
     if not pr.merged:
         return pr.head_sha, ctx.forge.branch_sha(ctx.base)
     owed = reverify(ctx.ledger.experiment(pr))
@@ -91,7 +92,7 @@ def make_plan(ctx: TurnContext, number: int) -> Plan:
     measured on its old tree would count the base's later changes, reverted, as its own). Raises
     TransientError if the fetch fails."""
     candidate, baseline = pair(ctx, number)
-    pull = ctx.forge.get_pull(number)
+    pull = ctx.ledger.handed(number)
     h = read_experiment(pull, ctx.ledger.comments(pull), ctx.forge.login).hypothesis  # its arms: no tracker read
     refs = [f"+{candidate}:refs/senpai/candidate", f"+{baseline}:refs/senpai/baseline"]
     ctx.repo.git("fetch", "--quiet", "origin", *refs, network=True)
@@ -295,7 +296,8 @@ def record(ctx: TurnContext, v: Verification) -> Verification:
     TransientError on forge faults that outlast retries). Returns the block posted."""
     if (run := log_verification(ctx, v)) is not None:
         v = v.model_copy(update={"runs": [run]})
-    transitions.record_verification(ctx.forge, ctx.forge.get_pull(v.pr), v)
+    # the PR as handed: a comment is no label write, and a block names the pair it measured
+    transitions.record_verification(ctx.forge, ctx.ledger.handed(v.pr), v)
     return v
 
 

@@ -127,6 +127,15 @@ class LedgerReader:
         self.refresh()
         return self._pulls.get(number) or self.forge.get_pull(number)
 
+    def handed(self, number: int) -> PullRequest:
+        """PR `number` as the wrapper saw it when it launched this job: from the snapshot this reader
+        loaded (or its own last listing), with no request; `pull` (a listing, else GET .../pulls/{n})
+        only where neither holds it (no snapshot, or one written before the PR existed). Raises
+        NotFound if the forge has no such PR. For what a job was handed (its PR's head, body and
+        thread); a write that must not act on a state that moved since reads the PR afresh
+        (`Forge.get_pull`) first."""
+        return self._pulls.get(number) or self.pull(number)
+
     def experiment(self, pr: PullRequest) -> Experiment:
         """The experiment of `pr`, with its runs."""
         return self._with_runs([self._parse(pr)])[0]

@@ -12,6 +12,7 @@ from fault_proxy import FaultProxy
 from forge_fixtures import TOKEN, commit_and_push
 
 from senpai.cli.wiring import forge_from
+from senpai.errors import NotFound
 from senpai.forge.github import GitHubForge
 from senpai.ledger.labels import SENPAI
 from senpai.ledger.table import SETTLE, LedgerReader, Snapshot
@@ -143,6 +144,31 @@ def test_a_job_reads_the_pull_its_event_names_from_the_snapshot_while_it_is_curr
     forge.set_labels(2, [SENPAI, "status:review"])
     pr, answers = counted(proxy, lambda: job.pull(2))
     assert pr.labels == [SENPAI, "status:review"] and answers == {200: 1}
+
+
+def test_a_job_reads_the_pull_it_was_handed_from_the_snapshot_at_no_cost(ledger, local_forge, tmp_path):
+    """`LedgerReader.handed`: the PR as the wrapper saw it when it launched the job, with no request
+    even after the PR moved on (a job must not pay a listing for every other job's write); a PR
+    the snapshot does not hold is listed, and one the forge does not have raises NotFound."""
+    forge, fresh, proxy = ledger
+    snap = Snapshot.of(str(tmp_path / "state"), TOKEN, f"{local_forge.base_url} {forge.settings.repo}")
+    wrapper = LedgerReader(fresh(), snapshot=snap)
+    wrapper.experiments()
+    assert wrapper.save()
+    handed = forge.get_pull(2)
+    forge.set_labels(2, [SENPAI, "status:review"])
+    commit_and_push(forge, tmp_path / "seed", "senpai/ada/h-late", {"late.md": "late\n"}, start="advisor")
+    late = forge.create_pull("h-late", "a hypothesis", "senpai/ada/h-late", "advisor", [SENPAI])
+    job = LedgerReader(fresh(), snapshot=snap)
+    assert job.load()
+    pr, answers = counted(proxy, lambda: job.handed(2))
+    assert answers == {} and pr.labels == handed.labels and pr.head_sha == handed.head_sha
+    comments, answers = counted(proxy, lambda: job.comments(pr))
+    assert answers == {} and [c.body for c in comments] == ["note 1"]
+    pr, answers = counted(proxy, lambda: job.handed(late.number))
+    assert pr.head_sha == late.head_sha and answers == {200: 1}
+    with pytest.raises(NotFound):
+        job.handed(999)
 
 
 def test_the_base_branch_and_a_label_listing_are_conditional(ledger, tmp_path):

@@ -34,7 +34,7 @@ def student_turn(
     apply_params(ctx.repo.path / ctx.target.params.file, h.params)
     head = ctx.repo.head()
     session.pr, session.attempt, session.hypothesis, session.branch = number, attempt, h, branch
-    exp = ctx.ledger.experiment(ctx.ledger.pull(number))
+    exp = ctx.ledger.experiment(ctx.ledger.handed(number))
     earlier = [render(b) for b in [*exp.evidence, *exp.decisions]]
     t = ctx.target
     sections = [

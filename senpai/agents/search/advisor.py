@@ -12,7 +12,7 @@ from senpai.agents.context import TurnContext
 from senpai.agents.hypothesis import open_hypothesis
 from senpai.agents.params import read_params
 from senpai.errors import TransitionError
-from senpai.forge.base import Forge
+from senpai.forge.base import Forge, PullRequest
 from senpai.ledger import diversity
 from senpai.ledger.baseline import Baseline, current_baseline, measuring_base
 from senpai.ledger.blocks import Arm
@@ -32,10 +32,19 @@ def advisor_turn(ctx: TurnContext, events: list[Event]) -> list[str]:
     base_sha = ctx.forge.branch_sha(ctx.base)
     exps = ctx.ledger.experiments()
     baseline = current_baseline(exps, base_sha)
+    # each PR is read as listed above (a listing per event would be charged for every decision made
+    # before it) and acted on once; after a verified PR's turn (a merge re-applies other PRs) afresh
+    acted: set[int] = set()
+    fresh = False
     for ev in [e for e in events if e.kind not in ("idle", "message")]:
         exp = next((x for x in exps if x.pr == ev.pr), None)
-        if exp is not None:
-            actions += _review(ctx, ev, exp, baseline, exps)
+        if exp is None or exp.pr in acted:
+            continue
+        pr = ctx.ledger.pull(exp.pr) if fresh else ctx.ledger.handed(exp.pr)
+        if lines := _review(ctx, ev, pr, exp, baseline, exps):
+            actions += lines
+            acted.add(exp.pr)
+            fresh = fresh or ev.kind == "verified"
     idle = [e.student for e in events if e.kind == "idle" and e.student]
     if idle:
         exps = ctx.ledger.experiments()
@@ -55,8 +64,9 @@ def answer_free_text(forge: Forge, m: Message) -> str:
     return f"#{m.number}: answered @{m.author}" + ("" if posted else " (already answered)")
 
 
-def _review(ctx: TurnContext, ev: Event, exp: Experiment, baseline: Baseline, exps: list[Experiment]) -> list[str]:
-    pr = ctx.ledger.pull(exp.pr)
+def _review(
+    ctx: TurnContext, ev: Event, pr: PullRequest, exp: Experiment, baseline: Baseline, exps: list[Experiment]
+) -> list[str]:
     status = status_of(pr.labels)
     if pr.state != "open" or pr.head_sha != ev.head:
         return []  # moved on since the wrapper looked
