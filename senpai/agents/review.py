@@ -59,7 +59,10 @@ def apply(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline: Baseline
 
 def verified_numbers(v: Verification) -> dict[str, float | str | None]:
     """The verification's holdout numbers for a Decision, named by the holdout metric."""
-    numbers = dict(candidate=v.candidate_mean, baseline=v.baseline_mean, improvement=v.improvement, noise_floor=v.noise_floor)
+    numbers = dict(
+        candidate=v.candidate_mean, baseline=v.baseline_mean, improvement=v.improvement, noise_floor=v.noise_floor,
+        resolution=v.resolution,
+    )  # fmt: skip
     return {"metric": v.metric} | {k: x for k, x in numbers.items() if x is None or math.isfinite(x)}
 
 

@@ -31,7 +31,7 @@ from senpai.agents.runs import log_verification
 from senpai.agents.walls import Walls
 from senpai.config.target import Holdout, TargetConfig
 from senpai.errors import PermanentError, TransientError
-from senpai.ledger import gate, stats, transitions
+from senpai.ledger import gate, ladder, stats, transitions
 from senpai.ledger.blocks import Verification
 from senpai.ledger.consistency import reverify
 from senpai.ledger.experiment import read_experiment
@@ -279,6 +279,7 @@ def _judged(target: TargetConfig, plan: Plan, m: Measurement, j, test_passed: bo
         target, plan, m.seeds, candidate_mean=statistics.fmean(cand),
         baseline_mean=statistics.fmean(base), improvement=j.improvement, noise_floor=j.noise_floor,
         statistic=j.statistic, p_value=j.p_value,
+        resolution=ladder.resolution(hold.rule, j.noise_floor, hold.min_delta, cand, base),
         guards={name: [means["candidate"][name], means["baseline"][name]] for name in hold.guards},
         test_passed=test_passed, passed=j.passed, reason=j.reason,
         **_side_fields(target, m, known, "baseline"), **_side_fields(target, m, known, "candidate"),

@@ -294,6 +294,11 @@ class Verification(Block):
     noise_floor: float | None = Field(
         description="Rule noise_floor: noise_k x stdev of baseline repeats, at least min_floor; None for the test rules."
     )
+    resolution: float | None = Field(
+        None,
+        description="The smallest difference this verdict tells apart, metric units (`ladder.resolution`): what every "
+        "text senpai renders from it is rounded to (`ladder.for_proposer`); None: not rounded.",
+    )
     protected_touched: list[str] = Field(default_factory=list)
     out_of_scope: list[str] = Field(default_factory=list, description="Changed paths outside the target's scope.")
     files: list[str] = Field(
@@ -364,6 +369,9 @@ class Decision(Block):
     baseline: float | None = None
     improvement: float | None = None
     noise_floor: float | None = None
+    resolution: float | None = Field(
+        None, description="Numbers from a verification: its `resolution`, which the texts rendered from them are rounded to."
+    )
     approval: str | None = Field(
         None, description="merge: the fingerprint of the human approval it consumed (`gate.fingerprint`); single-use."
     )

@@ -33,6 +33,7 @@ from senpai.ledger.experiment import Experiment, own_pull
 from senpai.ledger.gate import check_merge
 from senpai.ledger.inbox import SteerState, pr_steer, trust_of
 from senpai.ledger.labels import ASSIGNED, LABELLED, SENPAI, STEER, ExperimentState, status_of, student_label, with_status
+from senpai.ledger.ladder import for_proposer
 from senpai.ledger.records import by_bot, digest, hashed, marker, marker_of, record_marker, record_text
 from senpai.ledger.redact import redact
 
@@ -131,7 +132,7 @@ def record_verification(forge: Forge, pr: PullRequest, v: Verification) -> None:
     PR whose merge landed on a moved base (`consistency.reverify`: its merge commit measured again)."""
     if not (pr.merged and v.candidate == pr.merge_commit_sha):
         _require(pr, {ExperimentState.VERIFYING}, "record a verification")
-    text = record_text(v, prose("verification.md.j2", v=v))
+    text = record_text(v, prose("verification.md.j2", v=for_proposer(v)))
     _post_once(forge, pr.number, record_marker(v), text, _comment_bodies(forge, pr.number))
 
 
@@ -146,7 +147,7 @@ def block(forge: Forge, pr: PullRequest, reason: str) -> None:
 
 
 def _decision_text(d: Decision) -> str:
-    return record_text(d, prose("decision.md.j2", d=d))
+    return record_text(d, prose("decision.md.j2", d=for_proposer(d)))
 
 
 def _pinned(forge: Forge, d: Decision, base_sha: str, merge_commit: str | None) -> Decision:

@@ -20,6 +20,7 @@ from senpai.errors import ConfigError
 from senpai.ledger.baseline import Baseline
 from senpai.ledger.events import Event
 from senpai.ledger.experiment import Experiment
+from senpai.ledger.ladder import for_proposer
 
 ROOT = Path(__file__).resolve().parents[3]  # the checkout (or image) holding advisor/, student/, skills/
 TRUST = """\
@@ -113,7 +114,7 @@ def digest(exps: list[Experiment], baseline: Baseline, target: TargetConfig) -> 
         lines.append(
             f"- #{e.pr} {e.state}: {h.hypothesis if h else e.title}; params {h.params if h else {}}"
             + (f"; change: {h.change}" if h and h.change else "")
-            + f"; {m.name} = {_value(e.primary_value())}; reason: {d.reason if d else 'no decision recorded'}"
+            + f"; {m.name} = {_value(e.primary_value())}; reason: {for_proposer(d).reason if d else 'no decision recorded'}"
         )
     return "\n".join(lines)
 

@@ -21,6 +21,7 @@ from senpai.config.roles import Role
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Cost, Evidence, render
 from senpai.ledger.events import Event
+from senpai.ledger.ladder import for_proposer
 
 
 def student_turn(
@@ -35,7 +36,7 @@ def student_turn(
     head = ctx.repo.head()
     session.pr, session.attempt, session.hypothesis, session.branch = number, attempt, h, branch
     exp = ctx.ledger.experiment(ctx.ledger.handed(number))
-    earlier = [render(b) for b in [*exp.evidence, *exp.decisions]]
+    earlier = [render(for_proposer(b)) for b in [*exp.evidence, *exp.decisions]]
     t = ctx.target
     sections = [
         (

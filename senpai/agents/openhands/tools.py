@@ -38,6 +38,7 @@ from senpai.ledger import diversity
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import MAX_ARMS, Arm, Scalar, render
 from senpai.ledger.labels import ASSIGNED, ExperimentState, status_of
+from senpai.ledger.ladder import for_proposer
 from senpai.ledger.redact import redact
 from senpai.ledger.replies import reply_to_human
 
@@ -156,7 +157,12 @@ def _query_ledger(s: Session, a: QueryLedgerAction) -> str:
     exp = ctx.ledger.experiment(ctx.ledger.pull(a.pr))
     blocks = [b for b in [exp.hypothesis, *exp.evidence, *exp.verifications, *exp.decisions, *exp.budget_reports] if b]
     head = f"PR #{exp.pr} [{exp.state}] {exp.title}\nbranch {exp.branch} head {exp.head}\n"
-    return head + ("\n".join(render(b) for b in blocks) or "(no blocks)") + (f"\nerror: {exp.error}" if exp.error else "")
+    # holdout numbers rounded, no per-seed values: the Ladder (`ladder.for_proposer`)
+    return (
+        head
+        + ("\n".join(render(for_proposer(b)) for b in blocks) or "(no blocks)")
+        + (f"\nerror: {exp.error}" if exp.error else "")
+    )
 
 
 def _query_runs(s: Session, a: QueryRunsAction) -> str:
@@ -172,6 +178,8 @@ def _query_runs(s: Session, a: QueryRunsAction) -> str:
     parts = []
     for r in runs:
         numbers = {k: v for k, v in sorted(r.summary.items()) if isinstance(v, (int, float)) and not k.startswith("_")}
+        if r.job_type == "verify":  # the holdout's exact numbers: an agent sees them rounded (query_ledger), never here
+            numbers = {"holdout": "rounded in query_ledger's verification blocks"}
         text = json.dumps(
             {"name": r.name, "group": r.group, "job_type": r.job_type, "tags": r.tags, "config": r.config}, default=str
         )
