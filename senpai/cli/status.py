@@ -39,7 +39,8 @@ class StatusReader:
         view = self.humans.read()
         jobs = self.fleet.list()
         tick = self._tick([*(p for p in self.ledger.pulls if SENPAI in p.labels), *view.issues])
-        return build_status(self.cfg, exps, jobs, view.state, datetime.now(UTC), tick, self.forge.rate_limit())
+        base = self.forge.branch_sha(self.cfg.forge.base_branch)
+        return build_status(self.cfg, exps, jobs, view.state, datetime.now(UTC), tick, self.forge.rate_limit(), base)
 
     def _tick(self, threads: list[PullRequest | Issue]) -> LastTick:
         """The last tick from the wrapper's `GET /healthz` (`senpai.wrapper.health`) if it answers;

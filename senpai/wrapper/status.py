@@ -61,6 +61,7 @@ class ExperimentRow(_Row):
     state: ExperimentState
     student: str | None
     attempts: int = Field(description="Attempts with evidence so far.")
+    note: str = Field("", description="What a verifying PR waits for (`_note`); empty for the other states.")
 
 
 class ApprovalRow(_Row):
@@ -191,10 +192,12 @@ def build_status(
     now: datetime,
     last_tick: LastTick,
     rate_limit: RateLimit | None,
+    base: str | None = None,
 ) -> Status:
     """The status for the harness config `cfg` from what was read: the experiments, the fleet's jobs
-    (finished ones are left out), the steering state, `now` (aware UTC), the last tick and the
-    forge's rate limit. Pure: reads nothing itself."""
+    (finished ones are left out), the steering state, `now` (aware UTC), the last tick, the
+    forge's rate limit and the base head `base` (None: unknown; a verifying PR's note then says
+    less). Pure: reads nothing itself."""
     live = [j for j in jobs if not j.done]
     titles = {e.pr: e.title for e in exps}
     cap = steer.experiments if steer.experiments is not None else cfg.max_experiments
@@ -205,7 +208,9 @@ def build_status(
         repo=cfg.forge.repo,
         students=[_student(s.name, exps, live, titles) for s in cfg.students],
         open=[
-            ExperimentRow(pr=e.pr, title=e.title, state=e.state, student=e.student, attempts=e.attempts)
+            ExperimentRow(
+                pr=e.pr, title=e.title, state=e.state, student=e.student, attempts=e.attempts, note=_note(e, exps, base)
+            )
             for e in sorted((e for e in exps if not e.decided), key=lambda e: (OPEN_ORDER.index(e.state), e.pr))
         ],
         merged=sum(e.state == ExperimentState.MERGED for e in exps),
@@ -285,7 +290,29 @@ def _student_cells(s: StudentRow) -> tuple[str, ...]:
 
 
 def _exp_cells(e: ExperimentRow) -> tuple[str, ...]:
-    return (_pr(e.pr), e.state.value, e.student or "", str(e.attempts), _cell(e.title))
+    state = f"{e.state.value}: {e.note}" if e.note else e.state.value
+    return (_pr(e.pr), _cell(state), e.student or "", str(e.attempts), _cell(e.title))
+
+
+def _note(e: Experiment, exps: list[Experiment], base: str | None) -> str:
+    """For a verifying PR, what it waits for: its verification of the head against `base`, or,
+    once that passed, its round (design: the best pass of a base merges, after the verifications
+    of that base already running) and the advisor; a failed or refused one waits for the advisor."""
+    if e.state != ExperimentState.VERIFYING:
+        return ""
+    v = e.verification_for(e.head, base) if base else None
+    if v is None:
+        return f"measuring {e.head[:8]} against the base" + ("" if base else " (base unknown)")
+    if v.conflict:
+        return "conflicts with the base: re-applied on it next"
+    if not v.passed:
+        return "failed verification: the advisor closes it"
+    rivals = [x.pr for x in exps if x.state == ExperimentState.VERIFYING and x.verification_for(x.head, base) is None]
+    running = f" ({', '.join(f'#{n}' for n in rivals)} still verifying)" if rivals else ""
+    return (
+        f"passed on {base[:8]}; the advisor merges the round's best pass once the verifications of this base "
+        f"that were running at its first pass end, or round_wait_seconds after it{running}"
+    )
 
 
 def _approval_cells(a: ApprovalRow) -> tuple[str, ...]:

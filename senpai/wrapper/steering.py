@@ -113,7 +113,7 @@ def _answer(query: str, w: World, state: SteerState, cfg: HarnessConfig) -> str:
     if query == "help":
         return SYNTAX
     tick = LastTick(at=w.now, source="wrapper", detail="this tick answers")
-    return build_status(cfg, w.exps, w.jobs, state, w.now, tick, w.rate_limit).markdown()
+    return build_status(cfg, w.exps, w.jobs, state, w.now, tick, w.rate_limit, w.base_sha).markdown()
 
 
 def stop_for(w: World, pr: int, author: str, reason: str | None = None) -> Stop:

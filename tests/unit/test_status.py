@@ -159,3 +159,22 @@ def test_a_query_with_arguments_is_refused_with_the_syntax(fake_forge, tmp_path)
     (ack,) = _acks(forge, issue)
     assert "Nothing was applied: `/senpai status now`: `status` takes no arguments" in ack and "/senpai help" in ack
     assert not steering_tick.read(forge, CFG)[2].state.paused
+
+
+def test_a_verifying_pr_says_what_it_waits_for():
+    """A pass waits for its round and the advisor, a failure for the advisor, a conflict for its
+    re-application; one with no verification of its head against the base is being measured."""
+    from test_rounds import verified
+
+    passed, failed, measuring = verified(6, 0.05), verified(7, -0.01, passed=False), exp(8, "verifying", attempts=1)
+    conflict = verified(9, 0.0, passed=False)
+    conflict = conflict.model_copy(update={"verifications": [conflict.verifications[0].model_copy(update={"conflict": True})]})
+    s = build_status(CFG, [passed, failed, measuring, conflict], [], SteerState(), NOW, TICK, None, BASE)
+    notes = {e.pr: e.note for e in s.open}
+    assert notes[6].startswith(f"passed on {BASE[:8]}") and "(#8 still verifying)" in notes[6]
+    assert notes[7] == "failed verification: the advisor closes it"
+    assert notes[8].startswith("measuring") and "re-applied" in notes[9]
+    assert f"verifying: passed on {BASE[:8]}" in s.markdown()
+    moved = build_status(CFG, [passed], [], SteerState(), NOW, TICK, None, "f" * 40)
+    assert moved.open[0].note.startswith("measuring")  # its pass was against a base that moved since
+    assert build_status(CFG, [passed], [], SteerState(), NOW, TICK, None).open[0].note.endswith("(base unknown)")
