@@ -84,6 +84,14 @@ def holdout_fingerprint(root: Path) -> str | None:
     return h.hexdigest()
 
 
+def holdout_id(root: Path) -> str | None:
+    """16 hex digits naming the sealed holdout at `root` (a hash of `holdout_fingerprint`, which
+    hashes its contents; None where that is None): the verdicts of one holdout are counted apart
+    from a refreshed one's (`experiment.verdicts_by_holdout`)."""
+    fingerprint = holdout_fingerprint(root)
+    return None if fingerprint is None else hashlib.sha256(f"senpai holdout\0{fingerprint}".encode()).hexdigest()[:16]
+
+
 def _raise(error: OSError) -> None:
     raise error
 

@@ -21,6 +21,7 @@ from senpai.ledger.blocks import ApprovalRequest, Decision, Verification
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.gate import rival_p_values
 from senpai.ledger.labels import ExperimentState
+from senpai.ledger.ladder import for_proposer
 
 
 def decision(exp: Experiment, verdict: str, reason: str, **numbers) -> Decision:
@@ -85,7 +86,7 @@ def merge_verified(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline:
     numbers = verified_numbers(v)
     try:
         apply(ctx, pr, exp, baseline, decision(exp, "merge", reason, **numbers))
-        return f"#{exp.pr}: merged ({v.reason})"
+        return f"#{exp.pr}: merged ({for_proposer(v).reason})"  # an LLM advisor reads this line: the Ladder's numbers
     except ApprovalRequired as e:
         r = ApprovalRequest(pr=exp.pr, head=pr.head_sha, base=baseline.commit, fingerprint=e.fingerprint, reasons=e.reasons)
         transitions.request_approval(ctx.forge, pr, r)

@@ -55,6 +55,7 @@ class Plan(BaseModel):
     pr: int
     candidate: str = Field(pattern=r"^[0-9a-f]{40}$")
     baseline: str = Field(pattern=r"^[0-9a-f]{40}$")
+    holdout: str | None = None  # `reuse.holdout_id` of the sealed holdout it is scored on (set where that is mounted)
     files: list[str]
     protected_touched: list[str]
     out_of_scope: list[str]
@@ -120,7 +121,7 @@ def verification_block(target: TargetConfig, plan: Plan, seeds: list[int], **fie
         pr=plan.pr, candidate=plan.candidate, baseline=plan.baseline, metric=target.holdout.metric,
         direction=target.holdout_direction, rule=target.holdout.rule, protected_touched=plan.protected_touched,
         out_of_scope=plan.out_of_scope, files=plan.files, seeds=seeds, candidate_values=[], baseline_values=[],
-        candidate_mean=None, baseline_mean=None, improvement=None, noise_floor=None, arms=plan.arms,
+        candidate_mean=None, baseline_mean=None, improvement=None, noise_floor=None, arms=plan.arms, holdout=plan.holdout,
     )  # fmt: skip
     return Verification(**{**common, **fields})
 

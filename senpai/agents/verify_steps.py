@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from senpai.agents.context import TurnContext
 from senpai.agents.evaluate import SCRUBBED, EvaluatorFiles, Trained, reset_checkout, step_env, train_step
 from senpai.agents.measure import clear, run_command
-from senpai.agents.reuse import measurement_key, reusable
+from senpai.agents.reuse import holdout_id, measurement_key, reusable
 from senpai.agents.verifier import (
     SIDES,
     BaselineFailed,
@@ -123,7 +123,7 @@ def verify_all(ctx: TurnContext, number: int, holdout_dir: Path, sources: tuple[
     Raises BaselineFailed if the base head fails its own steps, TransientError if a fetch or the
     forge fails past its retries, ConfigError if `holdout.files` are not in the base,
     PermanentError for a merged PR that owes no verification."""
-    plan = make_plan(ctx, number)
+    plan = make_plan(ctx, number).model_copy(update={"holdout": holdout_id(holdout_dir)})
     v = refusal(ctx.target, plan)
     if v is None:
         hold = ctx.target.holdout
@@ -226,12 +226,13 @@ def _recorded(work: Path):
 
 
 def score_from_work(ctx: TurnContext, number: int, work: Path, holdout_dir: Path, sources: tuple[int, ...] = ()) -> Verification:
-    """`--step score`: re-read the PR and base (fresh clone in `ctx`), compare with plan.json, score
-    what the train steps left (the seeds earlier verifications measured, of either side, come from
-    the ledger, read again here: `known`; never from job.json, which a side's code can write), and
-    record. A moved head or base records a failed, stale verification of the planned pair (the
-    wrapper then verifies the new pair)."""
-    plan = make_plan(ctx, number)
+    """`--step score`: plan again (the PR as this step's snapshot hands it, the base as the forge
+    says now, a fresh clone in `ctx`), compare with plan.json, score what the train steps left (the
+    seeds earlier verifications measured, of either side, come from the ledger, read again here:
+    `known`; never from job.json, which a side's code can write), and record. A moved head or base
+    records a failed, stale verification of the planned pair (the wrapper then verifies the new
+    pair); a head that moved after the snapshot is verified on the wrapper's next look."""
+    plan = make_plan(ctx, number).model_copy(update={"holdout": holdout_id(holdout_dir)})
     try:
         planned: Plan | None = _read(work / "plan.json", Plan)
     except ValueError:

@@ -294,6 +294,12 @@ class Verification(Block):
     noise_floor: float | None = Field(
         description="Rule noise_floor: noise_k x stdev of baseline repeats, at least min_floor; None for the test rules."
     )
+    holdout: str | None = Field(
+        None,
+        pattern=r"^[0-9a-f]{16}$",
+        description="Which sealed holdout judged it: 16 hex digits of a hash of its fingerprint (`reuse.holdout_id`), so "
+        "`senpai status` counts the verdicts each holdout served; None: not fingerprinted (see `holdout_fingerprint`).",
+    )
     resolution: float | None = Field(
         None,
         description="The smallest difference this verdict tells apart, metric units (`ladder.resolution`): what every "

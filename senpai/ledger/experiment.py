@@ -94,12 +94,23 @@ class Experiment(BaseModel):
         return finite_or_none(ok[-1].primary.value if ok else None)
 
 
+def verdicts_by_holdout(exps: list[Experiment]) -> dict[str | None, int]:
+    """Holdout (`Verification.holdout`; None: not recorded) -> the verdicts it served: the
+    verifications in `exps` that judged at least one finite holdout value (refusals that measured
+    nothing are not counted; a verdict from reused seeds is), in ledger order (PR, then comment),
+    the latest verdict's holdout last. Each verdict tells the search a little about its holdout, so
+    a long search on one holdout overfits it (Blum & Hardt, 2015, "The Ladder")."""
+    out: dict[str | None, int] = {}
+    for v in (v for e in exps for v in e.verifications if any(math.isfinite(x) for x in v.candidate_values)):
+        out[v.holdout] = out.pop(v.holdout, 0) + 1
+    return out
+
+
 def holdout_verdicts(exps: list[Experiment]) -> int:
-    """Verdicts the sealed holdout has served: the verifications in `exps` that judged at least one
-    finite holdout value (refusals that measured nothing are not counted; a verdict from reused
-    seeds is). Each one tells the search a little about the holdout, so a long search on one
-    holdout overfits it (Blum & Hardt, 2015, "The Ladder"): `senpai status` and the report show it."""
-    return sum(any(math.isfinite(x) for x in v.candidate_values) for e in exps for v in e.verifications)
+    """Verdicts the current holdout (the latest verdict's) has served (`verdicts_by_holdout`): what
+    `senpai status` and the report show; a holdout refreshed with new sealed data starts again at 1."""
+    served = verdicts_by_holdout(exps)
+    return served[next(reversed(served))] if served else 0
 
 
 def finite_or_none(x: float | None) -> float | None:

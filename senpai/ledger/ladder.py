@@ -76,6 +76,7 @@ def for_proposer[B: Block](block: B) -> B:
                 baseline_guards={},
                 guards={},
                 statistic=None,
+                holdout=None,
                 p_value=None,
                 reason=_said(block.metric, cand, base, gain, by, verdict),
             )  # fmt: skip

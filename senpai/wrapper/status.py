@@ -19,7 +19,7 @@ from senpai.config.roles import Role
 from senpai.fleet.base import JobStatus, Phase
 from senpai.forge.base import RateLimit
 from senpai.ledger.comments import cell, count, dollars, duration, number
-from senpai.ledger.experiment import Experiment, holdout_verdicts
+from senpai.ledger.experiment import Experiment, holdout_verdicts, verdicts_by_holdout
 from senpai.ledger.inbox import SteerState
 from senpai.ledger.labels import ASSIGNED, ExperimentState
 from senpai.ledger.spend import Spend
@@ -128,7 +128,8 @@ class Status(_Row):
     open: list[ExperimentRow] = Field(description="Open experiments, in OPEN_ORDER of their state, then by PR.")
     merged: int
     closed: int
-    holdout_verdicts: int = Field(0, description="Verdicts the sealed holdout has served (`experiment.holdout_verdicts`).")
+    holdout_verdicts: int = Field(0, description="Verdicts the current holdout has served (`experiment.holdout_verdicts`).")
+    holdouts: int = Field(0, description="Sealed holdouts that served a verdict (`experiment.verdicts_by_holdout`).")
     jobs: list[JobRow]
     approvals: list[ApprovalRow] = Field(default_factory=list, description="Merges waiting for a human's approval.")
     budget: BudgetStatus
@@ -172,7 +173,9 @@ class Status(_Row):
             [
                 f"- experiments: {cap}, {len(self.open)} open, {self.merged} merged, {self.closed} closed{paused}",
                 f"- without improvement: {patience}",
-                f"- holdout verdicts: {self.holdout_verdicts} (each tells the search a little about the sealed holdout)",
+                f"- holdout verdicts: {self.holdout_verdicts} on the current holdout"
+                + (f" ({self.holdouts} holdouts in all)" if self.holdouts > 1 else "")
+                + " (each tells the search a little about it; refresh it after some thousands)",
                 "- spent: " + ", ".join(_against(k, getattr(s, k), b.caps.get(k)) for k in MONEY),
                 f"- by role: student {duration(s.student_seconds)}, verifier {duration(s.verifier_seconds)}, "
                 f"advisor {duration(s.advisor_seconds)} ({count(s.advisor_tokens)} tokens, {dollars(s.advisor_dollars)})",
@@ -216,6 +219,7 @@ def build_status(
         merged=sum(e.state == ExperimentState.MERGED for e in exps),
         closed=sum(e.state == ExperimentState.CLOSED for e in exps),
         holdout_verdicts=holdout_verdicts(exps),
+        holdouts=len(verdicts_by_holdout(exps)),
         jobs=[_job(j, now) for j in live],
         approvals=[a for e in exps if (a := _waiting(e, steer))],
         budget=BudgetStatus(

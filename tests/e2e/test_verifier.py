@@ -28,6 +28,7 @@ from senpai import phases
 from senpai.agents import review
 from senpai.agents.context import prepare_turn
 from senpai.agents.reapply import params_onto_base
+from senpai.agents.reuse import holdout_id
 from senpai.agents.search.advisor import advisor_turn
 from senpai.agents.verifier import BaselineFailed
 from senpai.agents.verify_steps import verify_all
@@ -41,6 +42,7 @@ from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import Verification, render
 from senpai.ledger.events import Event
 from senpai.ledger.labels import ExperimentState, status_of
+from senpai.ledger.table import LedgerReader
 
 pytestmark = pytest.mark.e2e
 
@@ -75,11 +77,12 @@ def _verify(config: Path, pr: int, work: Path) -> Verification:
 
 
 def test_a_code_change_is_trained_and_scored_and_beats_the_baseline(tiny, tmp_path):
-    make, _ = tiny
+    make, holdout = tiny
     forge, config = make()
     pr = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2)})
     v = _verify(config, pr, tmp_path / "job")
     assert v.passed, v.reason
+    assert v.holdout == holdout_id(holdout) and v.resolution == pytest.approx(v.noise_floor)  # what status and the Ladder read
     assert v.seeds == [0, 1] and v.baseline_values == pytest.approx([0.7, 0.702])
     assert v.candidate_values == pytest.approx([0.9, 0.902]) and v.improvement == pytest.approx(0.2)
     assert v.candidate_compute == [100.0, 100.0] and v.compute_ratio == pytest.approx(1.0)
@@ -211,6 +214,9 @@ def test_the_cli_verifies_in_one_step_and_in_four(tiny, tmp_path):
         trained = json.loads((work / side / "train.json").read_text())
         assert len(trained["runs"]) == 2 and {r["side"] for r in trained["runs"]} == {side} == {trained["side"]}
     assert _result(env_job)["passed"] is True
+    cfg = load_harness(config)
+    (four,) = LedgerReader(make_forge(cfg)).experiment(forge.get_pull(pr)).verifications
+    assert four.holdout == holdout_id(Path(cfg.fleet.holdout_dir))  # the score step, where the holdout is mounted
 
     # the four steps measured both trees: the one-step run reuses them instead of training
     one = _job(config, tmp_path / "all", "--pr", str(pr))

@@ -108,7 +108,12 @@ def test_a_reused_candidate_seed_counts_once_and_every_holdout_verdict_is_counte
     s = build_status(CFG, [e], [], SteerState(), NOW, TICK, None)
     assert s.budget.spent.verifier_seconds - first.budget.spent.verifier_seconds == 50  # baseline seed 1, trained again
     assert (first.holdout_verdicts, s.holdout_verdicts) == (1, 2)  # a refusal that measured nothing is no verdict
-    assert "- holdout verdicts: 2 " in s.markdown() and summarise([e], "o/r").counts["holdout_verdicts"] == 2
+    assert "- holdout verdicts: 2 on the current holdout (each" in s.markdown()
+    assert summarise([e], "o/r").counts["holdout_verdicts"] == 2
+    # a refreshed holdout (new sealed data, another `holdout` id) counts its own verdicts from 1
+    fresh = again.model_copy(update={"holdout": "f" * 16})
+    s = build_status(CFG, [e.model_copy(update={"verifications": [*e.verifications, fresh]})], [], SteerState(), NOW, TICK, None)
+    assert (s.holdout_verdicts, s.holdouts) == (1, 2) and "(2 holdouts in all)" in s.markdown()
 
 
 def test_an_assigned_student_waiting_for_its_job_and_no_caps():

@@ -270,7 +270,7 @@ def _merge(s: Session, pr, exp, baseline, status, reason: str) -> str:
     if v.conflict:
         return review.reapply(ctx, pr, exp, baseline, review.verified_numbers(v))
     if not v.passed:
-        raise TransitionError(f"the verifier did not pass PR #{pr.number}: {v.reason}; close it or ask for changes")
+        raise TransitionError(f"the verifier did not pass PR #{pr.number}: {for_proposer(v).reason}; close it or ask for changes")
     return review.merge_verified(ctx, pr, exp, baseline, v, reason)
 
 
