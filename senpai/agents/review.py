@@ -8,6 +8,7 @@ both apply them here.
 """
 
 import math
+import statistics
 
 from senpai.agents.context import TurnContext
 from senpai.agents.reapply import params_onto_base
@@ -15,7 +16,7 @@ from senpai.agents.runs import tag_verdict
 from senpai.config.budgets import HEAD_MOVES
 from senpai.errors import ApprovalRequired, MergeBlocked, MergeConflict, MergeRefused, PermanentError
 from senpai.forge.base import PullRequest
-from senpai.ledger import escalation, transitions
+from senpai.ledger import escalation, ladder, stats, transitions
 from senpai.ledger.baseline import Baseline
 from senpai.ledger.blocks import ApprovalRequest, Decision, Verification
 from senpai.ledger.experiment import Experiment
@@ -101,27 +102,70 @@ def merge_verified(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline:
 
 
 def reapply_round(ctx: TurnContext, merged: int, old: Baseline, exps: list[Experiment]) -> list[str]:
-    """Right after PR `merged` merged onto `old`: the round's other passes (verifying PRs whose head
-    passed against `old`, from `exps`, the turn's read of the ledger) whose head conflicts with the
-    new base are re-applied at once (`reapply`: a params-only PR by senpai, any other by its
-    student), instead of each first costing a verification refused unrun for the conflict and an
-    advisor turn. The others need nothing: the wrapper launches their verification against the new
-    base. One line per PR re-applied; none if the base did not move to a merge of this turn."""
-    new = ctx.forge.branch_sha(ctx.base)
-    if new == old.commit:
+    """Right after PR `merged` merged onto `old`, the round's other passes (verifying PRs whose head
+    passed against `old`, from `exps`, the turn's read of the ledger) are settled from the numbers
+    the round already has. The new base's tree is the one the pick's verification measured as its
+    candidate, on the same seeds: a pass that the rule does not find better than the pick there
+    (`beaten`) is closed now, with no verification against the new base. Of the others, one whose
+    head conflicts with the new base is re-applied at once (`reapply`: a params-only PR by senpai,
+    any other by its student), instead of first costing a verification refused unrun for the
+    conflict and an advisor turn; the rest need nothing: the wrapper launches their verification
+    against the new base. One line per PR closed or re-applied; none if the base did not move to a
+    merge of this turn. Asks the forge nothing when the round has no other pass."""
+    passes = [
+        (e, v)
+        for e in exps
+        if e.state == ExperimentState.VERIFYING and e.pr != merged and not e.error
+        if (v := e.verification_for(e.head, old.commit)) is not None and v.passed
+    ]
+    if not passes or (new := ctx.forge.branch_sha(ctx.base)) == old.commit:
         return []
     ctx.repo.git("fetch", "--quiet", "origin", ctx.base, network=True)
     base = Baseline(commit=new, pr=merged, run_id=None, value=None, params=None)
     current = {p.number: p for p in ctx.ledger.list_pulls()}  # one listing for them all: the merge changed it
+    pick = next((e.verification_for(e.head, old.commit) for e in exps if e.pr == merged), None)
+    if pick is not None and ctx.repo.git("rev-parse", f"{new}^@").split() != [old.commit, pick.candidate]:
+        pick = None  # the base is not exactly the pick merged onto `old` (another push landed): verify as usual
     out = []
-    for e in exps:
-        v = e.verification_for(e.head, old.commit) if e.state == ExperimentState.VERIFYING and e.pr != merged else None
-        if v is None or not v.passed or e.error or (pr := current.get(e.pr)) is None:
+    for e, v in passes:
+        if (pr := current.get(e.pr)) is None or pr.state != "open" or pr.head_sha != e.head:
+            continue  # moved on since the turn read it: its next event decides
+        if pick is not None and (why := beaten(ctx, v, pick)) is not None:
+            apply(ctx, pr, e, base, decision(e, "close", why[0], **why[1]))
+            out.append(f"#{e.pr}: closed, {why[0]}")
             continue
         ctx.repo.git("fetch", "--quiet", "origin", f"+{pr.head_sha}:refs/senpai/round", network=True)
-        if pr.state == "open" and pr.head_sha == e.head and ctx.repo.merged(new, pr.head_sha)[2]:
+        if ctx.repo.merged(new, pr.head_sha)[2]:
             out.append(reapply(ctx, pr, e, base, {}))
     return out
+
+
+def beaten(ctx: TurnContext, v: Verification, pick: Verification) -> tuple[str, dict] | None:
+    """Why the pass `v` cannot beat the merged `pick` of its round, and the numbers of that
+    judgement for the decision; None if it may (then it is verified against the new base as usual).
+    Judged by the target's rule (`stats.judge`, one look) with `v`'s candidate values as the
+    candidate and the pick's as the baseline, on the seeds both measured (at least 2, same metric
+    and direction): the new base's tree is the one the pick's candidate side trained. A gain that
+    more seeds might confirm (`holdout.max_seeds`) is left to the verifier."""
+    hold = ctx.target.holdout
+    if (v.metric, v.direction) != (pick.metric, pick.direction) or v.metric != hold.metric:
+        return None
+    mine, theirs = (
+        dict(zip(v.seeds, v.candidate_values, strict=False)),
+        dict(zip(pick.seeds, pick.candidate_values, strict=False)),
+    )
+    seeds = [s for s in v.seeds if s in theirs and math.isfinite(mine.get(s, math.nan)) and math.isfinite(theirs[s])]
+    if len(seeds) < 2:
+        return None
+    cand, base = [mine[s] for s in seeds], [theirs[s] for s in seeds]
+    j = stats.judge(hold, v.direction, cand, base)
+    if j.passed or j.improvement is None or (stats.looks(hold) > 1 and j.improvement > 0):
+        return None  # passes, or more seeds (`max_seeds`) might: the verifier decides
+    numbers = dict(
+        metric=hold.metric, candidate=statistics.fmean(cand), baseline=statistics.fmean(base), improvement=j.improvement,
+        noise_floor=j.noise_floor, resolution=ladder.resolution(hold.rule, j.noise_floor, hold.min_delta, cand, base),
+    )  # fmt: skip
+    return f"cannot beat the new base (#{pick.pr} merged), judged on the round's seeds {seeds}: {j.reason}", numbers
 
 
 def base_refuses(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline: Baseline, e: MergeBlocked) -> str:

@@ -617,8 +617,8 @@ def test_a_params_only_pr_is_re_applied_by_writing_its_params_onto_the_new_base(
     make, _ = tiny
     forge, config = make()
     seed = tmp_path / "seed"
-    a_pr = open_candidate(forge, seed, {"params.json": _params(0.8)})
-    b_pr = open_candidate(forge, seed, {"params.json": _params(0.75)})
+    a_pr = open_candidate(forge, seed, {"params.json": _params(0.75)})
+    b_pr = open_candidate(forge, seed, {"params.json": _params(0.8)})  # better than A: not settled by the round's numbers
     code_pr = open_candidate(forge, seed, {"params.json": _params(0.7), "train.py": train_py(0.2)})
     broken_pr = open_candidate(forge, seed, {"params.json": "{not json"})
     _verify(config, a_pr, tmp_path / "a")
@@ -643,7 +643,7 @@ def test_a_params_only_pr_is_re_applied_by_writing_its_params_onto_the_new_base(
     assert e.state == ExperimentState.VERIFYING and e.decisions == [] and e.attempts == 0
     env = forge.git_env()
     run_git(seed, "fetch", "-q", "origin", env=env)
-    assert run_git(seed, "show", f"{new.head_sha}:params.json") == _params(0.75).strip()
+    assert run_git(seed, "show", f"{new.head_sha}:params.json") == _params(0.8).strip()
     run_git(seed, "merge-base", "--is-ancestor", baseline.commit, new.head_sha)  # the forge can merge it
     assert run_git(seed, "rev-parse", f"{old.head_sha}^{{tree}}") == r.tree  # the tree B's verification measured
     again = _verify_from(config, b_pr, tmp_path / "again", (a_pr,))
@@ -652,6 +652,37 @@ def test_a_params_only_pr_is_re_applied_by_writing_its_params_onto_the_new_base(
     # the same turn again (a retry after a crash): the same commit, one record
     retry = prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), tmp_path / "retry")
     assert params_onto_base(retry, old, e, baseline.commit).head == r.head
+
+
+def test_a_round_pass_the_merged_pick_beats_on_the_same_seeds_is_closed_without_verifying_again(tiny, tmp_path):
+    """After A merges, B (passed in A's round, worse than A) is judged on the seeds both measured,
+    A's candidate values as the new base's: it is closed in the merge turn with those numbers, and
+    no verification against the new base is owed. One the merge leaves better (C) is not closed."""
+    make, _ = tiny
+    forge, config = make()
+    seed = tmp_path / "seed"
+    a_pr = open_candidate(forge, seed, {"params.json": _params(0.7)})  # acc ~0.9 (the holdout's target is 0.8)
+    b_pr = open_candidate(forge, seed, {"params.json": _params(0.65)})  # acc ~0.85
+    c_pr = open_candidate(forge, seed, {"train.py": train_py(0.25)})  # acc ~0.95; no params change: merges after A
+    a = _verify(config, a_pr, tmp_path / "a")
+    b = _verify_from(config, b_pr, tmp_path / "b", (a_pr,))
+    c = _verify_from(config, c_pr, tmp_path / "c", (a_pr,))
+    assert a.passed and b.passed and c.passed
+    cfg = load_harness(config)
+    ctx = prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), tmp_path / "advisor")
+    round_base, exps = current_baseline([], ctx.forge.branch_sha("advisor")), ctx.ledger.experiments()
+    pull = ctx.forge.get_pull(a_pr)
+    line = review.merge_verified(ctx, pull, ctx.ledger.experiment(pull), round_base, a, "verified")
+    assert line.startswith(f"#{a_pr}: merged")
+    (closed,) = review.reapply_round(ctx, a_pr, round_base, exps)
+    assert closed.startswith(f"#{b_pr}: closed, cannot beat the new base (#{a_pr} merged), judged on the round's seeds [0, 1]")
+    reader = prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), tmp_path / "reader")
+    e = reader.ledger.experiment(reader.forge.get_pull(b_pr))
+    (d,) = e.decisions
+    assert e.state == ExperimentState.CLOSED and d.verdict == "close" and e.verifications == [b]  # no second verification
+    assert (d.candidate, d.baseline) == (pytest.approx(b.candidate_mean), pytest.approx(a.candidate_mean))
+    assert d.improvement < 0 and d.resolution == pytest.approx(d.noise_floor)
+    assert reader.ledger.experiment(reader.forge.get_pull(c_pr)).state == ExperimentState.VERIFYING  # C may beat A
 
 
 def test_a_changed_holdout_or_config_is_never_scored_with_old_baseline_numbers(tiny, tmp_path):

@@ -242,10 +242,11 @@ def _decide(s: Session, a: DecideAction) -> str:
     exp = ctx.ledger.experiment(pr)
     if pr.state != "open":
         raise TransitionError(f"PR #{a.pr} is already {'merged' if pr.merged else 'closed'}")
-    baseline = current_baseline(ctx.ledger.experiments(), ctx.forge.branch_sha(ctx.base))
+    exps = ctx.ledger.experiments()
+    baseline = current_baseline(exps, ctx.forge.branch_sha(ctx.base))
     status, reason = status_of(pr.labels), a.reason
     if a.verdict == "merge":
-        line = _merge(s, pr, exp, baseline, status, reason)
+        line = _merge(s, pr, exp, baseline, status, reason, exps)
     else:
         review.apply(ctx, pr, exp, baseline, review.decision(exp, a.verdict, reason))
         line = f"#{a.pr}: {'closed' if a.verdict == 'close' else 'changes requested'}: {reason}"
@@ -253,7 +254,7 @@ def _decide(s: Session, a: DecideAction) -> str:
     return line
 
 
-def _merge(s: Session, pr, exp, baseline, status, reason: str) -> str:
+def _merge(s: Session, pr, exp, baseline, status, reason: str, exps: list) -> str:
     ctx = s.ctx
     if status == ExperimentState.REVIEW:
         ev = exp.evidence_for(pr.head_sha)
@@ -271,7 +272,8 @@ def _merge(s: Session, pr, exp, baseline, status, reason: str) -> str:
         return review.reapply(ctx, pr, exp, baseline, review.verified_numbers(v))
     if not v.passed:
         raise TransitionError(f"the verifier did not pass PR #{pr.number}: {for_proposer(v).reason}; close it or ask for changes")
-    return review.merge_verified(ctx, pr, exp, baseline, v, reason)
+    line = review.merge_verified(ctx, pr, exp, baseline, v, reason)
+    return "; ".join([line, *review.reapply_round(ctx, pr.number, baseline, exps)])  # the round's others, settled
 
 
 def _reply(s: Session, a: ReplyToHumanAction) -> str:
