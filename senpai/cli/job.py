@@ -19,6 +19,7 @@ from senpai.config.harness import HarnessConfig, LocalFleetSettings, load_harnes
 from senpai.config.roles import Role
 from senpai.fleet.disk import check_room
 from senpai.forge.mirror import handed_base
+from senpai.ledger.table import handed_snapshot
 from senpai.ledger.blocks import Evidence
 from senpai.ledger.events import ENV_EVENTS, EventBatch
 from senpai.ledger.redact import redact_own_output
@@ -43,7 +44,7 @@ def _context(config_path: str, role: Role, workdir: Path | None = None):
     with phases.phase("adapters"):
         forge = phases.timed(make_forge(cfg, role), _forge_phase)
         tracker = phases.timed(make_tracker(cfg), lambda _: "tracker")
-    return prepare_turn(cfg, forge, tracker, workdir or Path.cwd(), handed_base())
+    return prepare_turn(cfg, forge, tracker, workdir or Path.cwd(), handed_base(), handed_snapshot())
 
 
 def _events() -> EventBatch:
