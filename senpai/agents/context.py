@@ -48,7 +48,9 @@ def prepare_turn(
     """
     ledger = LedgerReader(forge, tracker, Snapshot.of(harness.state_dir, harness.forge.token(), harness.forge.scope))
     with phases.phase("ledger snapshot"):
-        ledger.load(snapshot)  # the wrapper's cache (the one it wrote for this job: `table.handed_snapshot`) (and forge memo): the turn reads only what changed since its last refresh
+        # the wrapper's cache (the one it wrote for this job: `table.handed_snapshot`) and forge memo:
+        # the turn reads only what changed since its last refresh
+        ledger.load(snapshot)
     mirror = (mirror_path(harness.state_dir), mirrored_base) if mirrored_base else None
     repo = WorkCopy.clone(forge.clone_url, workdir / "repo", forge.git_env(), harness.forge.base_branch, mirror=mirror)
     with phases.phase("config"):

@@ -19,10 +19,10 @@ from senpai.config.harness import HarnessConfig, LocalFleetSettings, load_harnes
 from senpai.config.roles import Role
 from senpai.fleet.disk import check_room
 from senpai.forge.mirror import handed_base
-from senpai.ledger.table import handed_snapshot
 from senpai.ledger.blocks import Evidence
 from senpai.ledger.events import ENV_EVENTS, EventBatch
 from senpai.ledger.redact import redact_own_output
+from senpai.ledger.table import handed_snapshot
 
 FORGE_WRITES = frozenset(
     {"create_pull", "update_pull", "set_labels", "merge_pull", "create_comment", "create_issue", "ensure_labels"}

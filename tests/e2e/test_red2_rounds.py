@@ -20,7 +20,7 @@ def _turn(config, work):
     return prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), work)
 
 
-def _round(tiny, tmp_path, other: dict[str, str]):
+def _round(tiny, tmp_path, other: dict[str, str]):  # noqa: F811
     """A (params w 0.7, acc ~0.9) and B (`other`) both pass against the base; returns
     (forge, config, ctx, round base, exps read at the turn's start, a_pr, b_pr, a, b)."""
     make, _ = tiny
@@ -42,7 +42,7 @@ def _merge_a(ctx, round_base, a_pr, a):
     assert line.startswith(f"#{a_pr}: merged")
 
 
-def test_a_pass_whose_change_composes_with_the_pick_is_not_closed_from_the_rounds_numbers(tiny, tmp_path):
+def test_a_pass_whose_change_composes_with_the_pick_is_not_closed_from_the_rounds_numbers(tiny, tmp_path):  # noqa: F811
     """B is a code change (w + 0.15: acc ~0.85 on the old base, worse than A's ~0.9 alone). On the new
     base it trains A's params AND its own change (w 0.85: acc ~0.95), which beats A: the round's numbers
     (B alone vs A) say nothing of that tree, so B must be verified against the new base, not closed."""
@@ -54,7 +54,7 @@ def test_a_pass_whose_change_composes_with_the_pick_is_not_closed_from_the_round
     assert again.passed, again.reason
 
 
-def test_the_close_line_an_llm_advisor_reads_shows_no_exact_holdout_numbers(tiny, tmp_path):
+def test_the_close_line_an_llm_advisor_reads_shows_no_exact_holdout_numbers(tiny, tmp_path):  # noqa: F811
     """`_merge` (openhands) hands reapply_round's lines to the LLM advisor: a close must show the
     Ladder's rounded numbers, never the rule's exact means, floor or p-value."""
     forge, config, ctx, round_base, exps, a_pr, b_pr, a, b = _round(tiny, tmp_path, {"params.json": _params(0.65)})
@@ -66,7 +66,7 @@ def test_the_close_line_an_llm_advisor_reads_shows_no_exact_holdout_numbers(tiny
 
 
 @pytest.mark.parametrize("labels", [["senpai", "student:ada", "status:blocked"], ["senpai", "student:ada"]])
-def test_a_round_pass_whose_status_moved_after_the_turn_read_it_is_left_alone(tiny, tmp_path, labels):
+def test_a_round_pass_whose_status_moved_after_the_turn_read_it_is_left_alone(tiny, tmp_path, labels):  # noqa: F811
     """B was verifying when the turn read the ledger; then a human blocked it (or took its status
     label off). Settling the round must neither close a PR a human holds nor raise out of the merge
     turn (the merge already happened: the LLM advisor would be told `refused`)."""
@@ -79,7 +79,7 @@ def test_a_round_pass_whose_status_moved_after_the_turn_read_it_is_left_alone(ti
     assert pull.state == "open" and sorted(pull.labels) == sorted(labels)
 
 
-def test_a_pass_in_the_round_still_closes_when_its_tree_on_the_new_base_is_the_one_it_measured(tiny, tmp_path):
+def test_a_pass_in_the_round_still_closes_when_its_tree_on_the_new_base_is_the_one_it_measured(tiny, tmp_path):  # noqa: F811
     """The settlement stays for what it is sound for: B params-only (w 0.65) re-applied onto A's base
     is the very tree B measured, so A's candidate values are the new base's on those seeds."""
     forge, config, ctx, round_base, exps, a_pr, b_pr, a, b = _round(tiny, tmp_path, {"params.json": _params(0.65)})
