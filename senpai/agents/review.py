@@ -94,7 +94,7 @@ def merge_verified(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline:
         return f"#{exp.pr}: waiting for a human's `/senpai approve {e.fingerprint}`"
     except MergeRefused as e:
         apply(ctx, pr, exp, baseline, decision(exp, "close", f"merge gate refused: {e}", **numbers))
-        return f"#{exp.pr}: closed, merge gate refused: {e}"
+        return f"#{exp.pr}: closed, merge gate refused: {e.shown}"  # an LLM advisor reads it: no exact p-value or mean
     except MergeConflict:
         return reapply(ctx, pr, exp, baseline, numbers)
     except MergeBlocked as e:
