@@ -43,3 +43,24 @@ def test_a_merge_the_gate_refuses_tells_the_llm_advisor_no_exact_p_value(monkeyp
     line = review.merge_verified(SimpleNamespace(), SimpleNamespace(head_sha="b" * 40), exp, base, v, "best of the round")
     assert line.startswith("#3: closed, merge gate refused: not significant after Benjamini-Hochberg")
     assert f"{p:.2g}" not in line, line
+
+
+def _exp(pr: int, *vs) -> Experiment:
+    return Experiment(
+        pr=pr, title="t", url="u", branch="b", head="b" * 40, student=None, state=ExperimentState.MERGED,
+        updated_at="2026-01-01T00:00:00+00:00", hypothesis=None, evidence=[], verifications=list(vs), decisions=[],
+    )  # fmt: skip
+
+
+@pytest.mark.xfail(
+    reason="red2 finding: the 'current' holdout is the one of the highest PR's last verdict, not the latest", strict=True
+)
+def test_the_current_holdout_is_the_latest_verdicts_not_the_highest_prs():
+    """After a holdout refresh, the newest verdict is a re-verification of merged PR #3 (a merge that
+    landed on a moved base, `consistency.reverify`) on holdout H2; PR #10's verdict on H1 is older.
+    Ledger order (PR, then comment) makes H1 'current': status shows H1's count as the current one."""
+    from senpai.ledger.experiment import holdout_verdicts
+
+    h1, h2 = "1" * 16, "2" * 16
+    exps = [_exp(3, _verification(holdout=h1), _verification(holdout=h2)), _exp(10, _verification(holdout=h1))]
+    assert holdout_verdicts(exps) == 1  # H2, the holdout mounted now, served one verdict
