@@ -80,7 +80,13 @@ class TransitionError(PermanentError):
 
 
 class MergeRefused(PermanentError):
-    """The merge gate refused a merge; the message says which rule."""
+    """The merge gate refused a merge; the message says which rule. `shown`: the message with none of
+    the holdout's exact numbers (means, p-values), for an agent's eyes (the Ladder); the message itself
+    goes into the record."""
+
+    def __init__(self, message: str = "", shown: str | None = None) -> None:
+        super().__init__(message)
+        self.shown = message if shown is None else shown
 
 
 class ApprovalRequired(MergeRefused):

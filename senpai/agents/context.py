@@ -31,18 +31,26 @@ class TurnContext:
 
 
 def prepare_turn(
-    harness: HarnessConfig, forge: Forge, tracker: Tracker, workdir: Path, mirrored_base: str | None = None
+    harness: HarnessConfig,
+    forge: Forge,
+    tracker: Tracker,
+    workdir: Path,
+    mirrored_base: str | None = None,
+    snapshot: str | None = None,
 ) -> TurnContext:
     """Clone the research base branch into `workdir/repo` and load its senpai.yaml. With
     `mirrored_base` (the sha the wrapper mirrored, `senpai.forge.mirror.handed_base`), the clone is
-    copied from the wrapper's mirror if it holds that sha, else it comes from the forge.
+    copied from the wrapper's mirror if it holds that sha, else it comes from the forge. With
+    `snapshot` (`senpai.ledger.table.handed_snapshot`), only that ledger snapshot is loaded.
 
     Raises TransientError if the clone fails on the network, ConfigError if senpai.yaml is bad or
     does not fit the harness config (`Budgets.of`).
     """
     ledger = LedgerReader(forge, tracker, Snapshot.of(harness.state_dir, harness.forge.token(), harness.forge.scope))
     with phases.phase("ledger snapshot"):
-        ledger.load()  # the wrapper's cache (and forge memo): the turn reads only what changed since its last refresh
+        # the wrapper's cache (the one it wrote for this job: `table.handed_snapshot`) and forge memo:
+        # the turn reads only what changed since its last refresh
+        ledger.load(snapshot)
     mirror = (mirror_path(harness.state_dir), mirrored_base) if mirrored_base else None
     repo = WorkCopy.clone(forge.clone_url, workdir / "repo", forge.git_env(), harness.forge.base_branch, mirror=mirror)
     with phases.phase("config"):

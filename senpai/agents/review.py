@@ -21,7 +21,7 @@ from senpai.ledger.baseline import Baseline
 from senpai.ledger.blocks import ApprovalRequest, Decision, Verification
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.gate import rival_p_values
-from senpai.ledger.labels import ExperimentState
+from senpai.ledger.labels import ExperimentState, status_of
 from senpai.ledger.ladder import for_proposer
 
 
@@ -94,7 +94,7 @@ def merge_verified(ctx: TurnContext, pr: PullRequest, exp: Experiment, baseline:
         return f"#{exp.pr}: waiting for a human's `/senpai approve {e.fingerprint}`"
     except MergeRefused as e:
         apply(ctx, pr, exp, baseline, decision(exp, "close", f"merge gate refused: {e}", **numbers))
-        return f"#{exp.pr}: closed, merge gate refused: {e}"
+        return f"#{exp.pr}: closed, merge gate refused: {e.shown}"  # an LLM advisor reads it: no exact p-value or mean
     except MergeConflict:
         return reapply(ctx, pr, exp, baseline, numbers)
     except MergeBlocked as e:
@@ -105,8 +105,10 @@ def reapply_round(ctx: TurnContext, merged: int, old: Baseline, exps: list[Exper
     """Right after PR `merged` merged onto `old`, the round's other passes (verifying PRs whose head
     passed against `old`, from `exps`, the turn's read of the ledger) are settled from the numbers
     the round already has. The new base's tree is the one the pick's verification measured as its
-    candidate, on the same seeds: a pass that the rule does not find better than the pick there
-    (`beaten`) is closed now, with no verification against the new base. Of the others, one whose
+    candidate, on the same seeds: a pass that would train on the new base the very tree it measured
+    (`_measured_tree`: not a change that composes with the pick's) and that the rule does not find
+    better than the pick there (`beaten`) is closed now, with no verification against the new base.
+    A pass a human blocked since the turn read it is left alone. Of the others, one whose
     head conflicts with the new base is re-applied at once (`reapply`: a params-only PR by senpai,
     any other by its student), instead of first costing a verification refused unrun for the
     conflict and an advisor turn; the rest need nothing: the wrapper launches their verification
@@ -130,14 +132,35 @@ def reapply_round(ctx: TurnContext, merged: int, old: Baseline, exps: list[Exper
     for e, v in passes:
         if (pr := current.get(e.pr)) is None or pr.state != "open" or pr.head_sha != e.head:
             continue  # moved on since the turn read it: its next event decides
-        if pick is not None and (why := beaten(ctx, v, pick)) is not None:
-            apply(ctx, pr, e, base, decision(e, "close", why[0], **why[1]))
-            out.append(f"#{e.pr}: closed, {why[0]}")
-            continue
+        if status_of(pr.labels) != ExperimentState.VERIFYING:
+            continue  # blocked by a human (or its label taken off) since the turn read it: not the round's to settle
         ctx.repo.git("fetch", "--quiet", "origin", f"+{pr.head_sha}:refs/senpai/round", network=True)
-        if ctx.repo.merged(new, pr.head_sha)[2]:
+        onto, _, conflict = ctx.repo.merged(new, pr.head_sha)
+        if pick is not None and (why := beaten(ctx, v, pick)) is not None and _measured_tree(ctx, pr, e, old.commit, new, onto):
+            d = decision(e, "close", why[0], **why[1])
+            apply(ctx, pr, e, base, d)
+            # an LLM advisor reads this line: the Ladder's numbers, or none where the verdict has no resolution
+            shown = for_proposer(d).reason if ladder.step(d.resolution) else why[0].split(":", 1)[0]
+            out.append(f"#{e.pr}: closed, {shown}")
+            continue
+        if conflict:
             out.append(reapply(ctx, pr, e, base, {}))
     return out
+
+
+def _measured_tree(ctx: TurnContext, pr: PullRequest, exp: Experiment, old: str, new: str, onto: str | None) -> bool:
+    """Whether `pr` on the new base `new` would train the very tree its verification against `old`
+    trained (the merge of its head into `old`): its merge into `new` (`onto`), or, where that
+    conflicts, its params re-applied onto `new` (`params_onto_base`). Only then do its candidate
+    values stand for it against the new base; a change that composes with the pick's (a code change
+    on top of the pick's params) trains a tree nobody measured, which the verifier measures."""
+    measured, _, _ = ctx.repo.merged(old, pr.head_sha)
+    if onto is None:
+        r = params_onto_base(ctx, pr, exp, new)
+        tree = r.tree if r is not None else None
+    else:
+        tree = ctx.repo.git("rev-parse", f"{onto}^{{tree}}").strip()
+    return measured is not None and tree is not None and tree == ctx.repo.git("rev-parse", f"{measured}^{{tree}}").strip()
 
 
 def beaten(ctx: TurnContext, v: Verification, pick: Verification) -> tuple[str, dict] | None:
@@ -148,8 +171,8 @@ def beaten(ctx: TurnContext, v: Verification, pick: Verification) -> tuple[str, 
     and direction): the new base's tree is the one the pick's candidate side trained. A gain that
     more seeds might confirm (`holdout.max_seeds`) is left to the verifier."""
     hold = ctx.target.holdout
-    if (v.metric, v.direction) != (pick.metric, pick.direction) or v.metric != hold.metric:
-        return None
+    if (v.metric, v.direction, v.holdout) != (pick.metric, pick.direction, pick.holdout) or v.metric != hold.metric:
+        return None  # another metric, direction or sealed holdout: their values are not comparable
     mine, theirs = (
         dict(zip(v.seeds, v.candidate_values, strict=False)),
         dict(zip(pick.seeds, pick.candidate_values, strict=False)),

@@ -22,6 +22,7 @@ from senpai.forge.mirror import handed_base
 from senpai.ledger.blocks import Evidence
 from senpai.ledger.events import ENV_EVENTS, EventBatch
 from senpai.ledger.redact import redact_own_output
+from senpai.ledger.table import handed_snapshot
 
 FORGE_WRITES = frozenset(
     {"create_pull", "update_pull", "set_labels", "merge_pull", "create_comment", "create_issue", "ensure_labels"}
@@ -43,7 +44,7 @@ def _context(config_path: str, role: Role, workdir: Path | None = None):
     with phases.phase("adapters"):
         forge = phases.timed(make_forge(cfg, role), _forge_phase)
         tracker = phases.timed(make_tracker(cfg), lambda _: "tracker")
-    return prepare_turn(cfg, forge, tracker, workdir or Path.cwd(), handed_base())
+    return prepare_turn(cfg, forge, tracker, workdir or Path.cwd(), handed_base(), handed_snapshot())
 
 
 def _events() -> EventBatch:

@@ -78,7 +78,8 @@ def check_merge(
     try:
         judgement = _verdict(hold, target.holdout_direction, v)
     except MergeRefused as e:
-        raise MergeRefused(f"{e} (the rule corrected for {arms} arms)" if arms > 1 else str(e)) from None
+        said = lambda x: f"{x} (the rule corrected for {arms} arms)" if arms > 1 else x  # noqa: E731
+        raise MergeRefused(said(str(e)), said(e.shown)) from None
     problems = [compute_problem(hold, v, compute_allowed_by), *guard_problems(hold, v), _test(target, v)]
     problems = [p for p in problems if p]
     if problems:
@@ -137,16 +138,18 @@ def _verdict(hold: Holdout, direction: stats.Direction, v: Verification) -> stat
     numbers = [*v.candidate_values, *v.baseline_values, *(x for x in (v.improvement, v.noise_floor) if x is not None)]
     if not v.candidate_values or not v.baseline_values or not all(math.isfinite(n) for n in numbers):
         said = "" if v.passed else f"; the verifier: {v.reason[:500]}"  # e.g. which step failed, and why
-        raise MergeRefused(f"a verification metric is NaN, infinite or missing ({hold.metric}){said}")
+        what = f"a verification metric is NaN, infinite or missing ({hold.metric})"
+        raise MergeRefused(what + said, what)
     fewest = min(len(v.candidate_values), len(v.baseline_values))
     if fewest < len(hold.seeds):
         raise MergeRefused(f"verification has {fewest} seed(s) a side; senpai.yaml declares {len(hold.seeds)}")
     looks = stats.looks(hold)
     judgement = stats.judge(hold, direction, v.candidate_values, v.baseline_values, look=looks, looks=looks)
     if not judgement.passed:
-        raise MergeRefused(f"the holdout shows no improvement by rule {hold.rule}: {judgement.reason}")
+        what = f"the holdout shows no improvement by rule {hold.rule}"
+        raise MergeRefused(f"{what}: {judgement.reason}", what)
     if not v.passed:
-        raise MergeRefused(f"the verifier did not pass it: {v.reason}")
+        raise MergeRefused(f"the verifier did not pass it: {v.reason}", "the verifier did not pass it")
     return judgement
 
 
@@ -246,10 +249,9 @@ def _multiple(hold: Holdout, judgement: stats.Judgement, rivals: dict[int, float
     adjusted = stats.bh_adjust([judgement.p_value, *rivals.values()])[0]
     if adjusted >= alpha:
         others = ", ".join(f"#{n}" for n in sorted(rivals))
-        raise MergeRefused(
-            f"not significant after Benjamini-Hochberg over {len(rivals) + 1} verifications against base {base[:8]} "
-            f"(with {others}): p={judgement.p_value:.2g} becomes {adjusted:.2g} >= alpha {alpha:.3g}"
-        )
+        what = f"not significant after Benjamini-Hochberg over {len(rivals) + 1} verifications against base {base[:8]}"
+        what += f" (with {others})"
+        raise MergeRefused(f"{what}: p={judgement.p_value:.2g} becomes {adjusted:.2g} >= alpha {alpha:.3g}", what)
 
 
 def rival_p_values(target: TargetConfig, exps: list[Experiment], pr: int, base: str) -> dict[int, float]:

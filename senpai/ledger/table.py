@@ -16,6 +16,8 @@ import json
 import logging
 import os
 import tempfile
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -33,6 +35,9 @@ from senpai.tracker.base import RunRecord, Tracker
 SETTLE = 2.0  # seconds: forge timestamps are whole seconds (plus a little clock skew)
 MAX_SNAPSHOT = 256 * 1024**2  # bytes: a larger ledger snapshot is not loaded (a job reads it whole)
 SNAPSHOT_FILE = "ledger-snapshot.json"  # in the harness's state_dir
+# when the wrapper wrote its last snapshot (`_Cache.saved_ns`), handed to each job it launches ("none": it
+# has none): a job loads that snapshot or a later one, never an older one put back (`handed` reads no forge)
+ENV_SNAPSHOT = "SENPAI_LEDGER_SNAPSHOT"
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +64,7 @@ class LedgerReader:
         self._parsed: dict[int, tuple[PullRequest, list[Comment], Experiment]] = {}  # by PR number
         self.pulls: list[PullRequest] = []  # every PR listed so far (any label), oldest first
         self._listed = False  # this process listed the PRs at least once (a snapshot's list is older)
+        self.saved: str | None = None  # `saved_ns` of the snapshot `save` last wrote; None: no file holds our cache
 
     def comments(self, pr: PullRequest | Issue) -> list[Comment]:
         """The comments of a PR or an issue (one cache for both: they share GitHub's numbers),
@@ -187,12 +193,14 @@ class LedgerReader:
         path, key = self.snapshot.path, self.snapshot.key
         # the comment pages of open PRs, which jobs write to: their idempotency re-reads are conditional
         memo = self.forge.memo([p.number for p in self._pulls.values() if p.state == "open"])
-        cache = _Cache(etag=self._etag, pulls=list(self._pulls.values()), comments=self._comments, forge=memo)
+        stamp = time.time_ns()
+        cache = _Cache(etag=self._etag, pulls=list(self._pulls.values()), comments=self._comments, forge=memo, saved_ns=stamp)
         data = cache.model_dump_json().encode()
         mac = hmac.new(key, data, hashlib.sha256).hexdigest().encode()
         path.parent.mkdir(parents=True, exist_ok=True)
         # a fresh name, created exclusively (mode 0600): a FIFO or a link planted at a guessable
         # temporary name can neither block the wrapper nor redirect its write
+        self.saved = None  # until the write lands, the file at `path` is not this reader's cache
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
         try:
             with os.fdopen(fd, "wb") as f:
@@ -201,14 +209,16 @@ class LedgerReader:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        self._dirty = False
+        self._dirty, self.saved = False, str(stamp)
         return True
 
-    def load(self) -> bool:
+    def load(self, expect: str | None = None) -> bool:
         """Start from the cache `save` wrote at `snapshot.path`; True if it did. A missing, oversized
         (over MAX_SNAPSHOT bytes), unreadable or not regular file (`_authentic`), or one whose HMAC
         under `snapshot.key` does not match (not written by a holder of the forge token), is ignored:
-        the reader reads the forge."""
+        the reader reads the forge. `expect` (`handed_snapshot`): when the wrapper wrote the snapshot
+        it launched this job with ("none": it had none); an authentic older one put back in its
+        place (a copy kept by student code, or the last one left by a failed write) is ignored too."""
         if self.snapshot is None:
             return False
         path, key = self.snapshot.path, self.snapshot.key
@@ -216,6 +226,8 @@ class LedgerReader:
             return False
         try:
             snap = _Cache.model_validate_json(_authentic(path, key))  # only a file a holder of the token wrote is parsed
+            if expect is not None and not (expect.isdigit() and snap.saved_ns >= int(expect)):
+                raise ValueError(f"it is older than the one the wrapper handed this job ({expect}): put back?")
         except (ConfigError, ValueError, MemoryError) as e:
             # a cache: after a new token it no longer verifies, which is expected; the forge is read instead
             log.info("ledger snapshot %s not used (reading the forge instead): %s", path, e)
@@ -226,6 +238,12 @@ class LedgerReader:
         self.pulls = sorted(snap.pulls, key=lambda p: p.number)
         self.forge.recall(snap.forge)
         return True
+
+
+def handed_snapshot(env: Mapping[str, str] = os.environ) -> str | None:
+    """When the wrapper wrote the snapshot it launched this job with (ENV_SNAPSHOT; "none": load
+    none), or None where the wrapper named none (any authentic snapshot is loaded)."""
+    return env.get(ENV_SNAPSHOT, "").strip() or None
 
 
 def _authentic(path: Path, key: bytes) -> bytearray:
@@ -250,6 +268,7 @@ class _Cache(BaseModel):
     pulls: list[PullRequest]
     comments: dict[int, tuple[str, list[Comment]]]
     forge: ForgeMemo = ForgeMemo()  # the wrapper's forge identity and branch ETags
+    saved_ns: int = 0  # when it was written (time.time_ns): a job handed a later one does not load it
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from senpai.forge.base import Forge
 from senpai.ledger.escalation import escalated
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import ExperimentState
-from senpai.ledger.table import LedgerReader
+from senpai.ledger.table import ENV_SNAPSHOT, LedgerReader
 from senpai.wrapper import rounds
 from senpai.wrapper.actions import Launch
 from senpai.wrapper.dispatch import Dispatcher
@@ -151,14 +151,19 @@ class Wrapper:
         path = mirror.mirror_path(self.cfg.state_dir)
         base = self.cfg.forge.base_branch
         self._mirrored = mirror.update(path, self.forge.clone_url, self.forge.git_env(), base, want=self._base_sha)
-        self.dispatcher.job_env = {mirror.ENV_MIRROR_BASE: self._mirrored} if self._mirrored else {}
+        env = {k: v for k, v in self.dispatcher.job_env.items() if k != mirror.ENV_MIRROR_BASE}
+        self.dispatcher.job_env = env | ({mirror.ENV_MIRROR_BASE: self._mirrored} if self._mirrored else {})
 
     def _save_snapshot(self) -> None:
-        """Leave the ledger cache for the jobs; a failed write costs them requests, not correctness."""
+        """Leave the ledger cache for the jobs, and hand them when it was written (`table.ENV_SNAPSHOT`):
+        a job loads that snapshot or a later one, never an older one (`LedgerReader.handed` reads no
+        forge). A failed write costs them requests, not correctness: they are handed none."""
         try:
             self.ledger.save()
         except OSError as e:
             log.warning("ledger snapshot not written: %s", e)
+        if self.ledger.snapshot is not None:
+            self.dispatcher.job_env = {**self.dispatcher.job_env, ENV_SNAPSHOT: self.ledger.saved or "none"}
 
     def tick(self) -> TickReport:
         """Run one tick. Errors of one action are reported and do not stop the others."""

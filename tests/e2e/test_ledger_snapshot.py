@@ -242,3 +242,47 @@ def test_an_old_snapshot_put_back_serves_no_stale_pull_or_thread(ledger, local_f
     thread = [c.body for c in forge.list_comments(2)]
     assert thread[-1] == "/senpai stop" and [c.body for c in job.comments(pr)] == thread
     assert [c.body for c in job.forge.list_comments(2)] == thread  # the memo's page, asked for conditionally
+
+
+def test_an_old_snapshot_put_back_hands_no_stale_pull_to_a_job_bound_to_the_new_one(ledger, local_forge, tmp_path):
+    """`handed` reads no forge, so what the snapshot says is what the verifier measures and records on:
+    a replayed old snapshot (student code keeping a copy, or a failed write leaving the last one in
+    place) must not hand a job the PR as it was before its head moved and a human stopped it. The
+    wrapper hands each job the MAC of the snapshot it wrote (`ENV_SNAPSHOT`); any other is not loaded."""
+    forge, fresh, _ = ledger
+    snap = Snapshot.of(str(tmp_path / "state"), TOKEN, f"{local_forge.base_url} {forge.settings.repo}")
+    wrapper = LedgerReader(fresh(), snapshot=snap)
+    wrapper.experiments()
+    assert wrapper.save()
+    old = snap.path.read_bytes()
+    head = commit_and_push(forge, tmp_path / "seed", forge.get_pull(2).head_ref, {"moved.md": "moved\n"})
+    forge.set_labels(2, [SENPAI, "status:review"])
+    wrapper.experiments()
+    assert wrapper.save() and wrapper.saved
+    snap.path.write_bytes(old)  # the replay
+    job = LedgerReader(fresh(), snapshot=snap)
+    job.load(expect=wrapper.saved)
+    pr = job.handed(2)
+    assert pr.head_sha == head and pr.labels == [SENPAI, "status:review"]
+
+
+def test_a_failed_snapshot_write_binds_jobs_to_no_snapshot(ledger, local_forge, tmp_path, monkeypatch):
+    forge, fresh, _ = ledger
+    snap = Snapshot.of(str(tmp_path / "state"), TOKEN, f"{local_forge.base_url} {forge.settings.repo}")
+    wrapper = LedgerReader(fresh(), snapshot=snap)
+    wrapper.experiments()
+    assert wrapper.save()
+    head = commit_and_push(forge, tmp_path / "seed", forge.get_pull(2).head_ref, {"moved.md": "moved\n"})
+    wrapper.experiments()
+
+    def full(*_a, **_k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("senpai.ledger.table.os.replace", full)
+    with pytest.raises(OSError):
+        wrapper.save()
+    monkeypatch.undo()
+    assert wrapper.saved is None  # the file on disk is not this reader's ledger: jobs are bound to none
+    job = LedgerReader(fresh(), snapshot=snap)
+    assert not job.load(expect=wrapper.saved or "none")
+    assert job.handed(2).head_sha == head

@@ -47,10 +47,9 @@ def test_two_passes_of_one_base_in_one_turn_merge_once_not_twice(tiny, tmp_path)
     advisor_turn(_turn(config, tmp_path / "advisor"), events)
     merged = [pr for pr in (pick, pinned) if forge.get_pull(pr).merged]
     assert merged == [pick], f"merged {merged} in one turn against {base[:8]}"
-    # it is not merged onto a base nobody measured it on: the round's own numbers (acc ~0.9 against the
-    # merged pick's ~1.0 on the same seeds) close it in the same turn, with no verification owed
-    closed = _turn(config, tmp_path / "reader").ledger.experiment(forge.get_pull(pinned))
-    assert closed.state == "closed" and closed.decisions[-1].reason.startswith(f"cannot beat the new base (#{pick} merged)")
+    # it is not merged onto a base nobody measured it on; nor closed from the round's numbers: on the new
+    # base it trains its change on top of the pick's (w 1.0), a tree the round never measured
+    assert forge.get_pull(pinned).state == "open"  # it waits for a verification against the new base
 
 
 def test_a_re_apply_recorded_but_not_pushed_is_pushed_on_retry_not_counted_against_the_budget(tiny, tmp_path):  # noqa: F811
