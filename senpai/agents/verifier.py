@@ -20,6 +20,7 @@ import math
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -122,6 +123,7 @@ def verification_block(target: TargetConfig, plan: Plan, seeds: list[int], **fie
         direction=target.holdout_direction, rule=target.holdout.rule, protected_touched=plan.protected_touched,
         out_of_scope=plan.out_of_scope, files=plan.files, seeds=seeds, candidate_values=[], baseline_values=[],
         candidate_mean=None, baseline_mean=None, improvement=None, noise_floor=None, arms=plan.arms, holdout=plan.holdout,
+        at=datetime.now(UTC).replace(microsecond=0),
     )  # fmt: skip
     return Verification(**{**common, **fields})
 

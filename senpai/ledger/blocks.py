@@ -14,6 +14,7 @@ bounded excerpt of the text.
 
 import math
 import re
+from datetime import datetime
 from typing import Any, ClassVar, Literal
 
 import yaml
@@ -294,6 +295,7 @@ class Verification(Block):
     noise_floor: float | None = Field(
         description="Rule noise_floor: noise_k x stdev of baseline repeats, at least min_floor; None for the test rules."
     )
+    at: datetime | None = Field(None, description="When the verifier recorded it, UTC; None in older records.")
     holdout: str | None = Field(
         None,
         pattern=r"^[0-9a-f]{16}$",

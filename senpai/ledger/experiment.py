@@ -97,11 +97,13 @@ class Experiment(BaseModel):
 def verdicts_by_holdout(exps: list[Experiment]) -> dict[str | None, int]:
     """Holdout (`Verification.holdout`; None: not recorded) -> the verdicts it served: the
     verifications in `exps` that judged at least one finite holdout value (refusals that measured
-    nothing are not counted; a verdict from reused seeds is), in ledger order (PR, then comment),
-    the latest verdict's holdout last. Each verdict tells the search a little about its holdout, so
-    a long search on one holdout overfits it (Blum & Hardt, 2015, "The Ladder")."""
+    nothing are not counted; a verdict from reused seeds is), the latest verdict's holdout last
+    (by `Verification.at`; records without it count as older, in ledger order). Each verdict tells
+    the search a little about its holdout, so a long search on one holdout overfits it (Blum &
+    Hardt, 2015, "The Ladder")."""
+    judged = [v for e in exps for v in e.verifications if any(math.isfinite(x) for x in v.candidate_values)]
     out: dict[str | None, int] = {}
-    for v in (v for e in exps for v in e.verifications if any(math.isfinite(x) for x in v.candidate_values)):
+    for v in sorted(judged, key=lambda v: v.at.timestamp() if v.at else -math.inf):  # stable: ledger order within
         out[v.holdout] = out.pop(v.holdout, 0) + 1
     return out
 

@@ -237,6 +237,8 @@ class LedgerReader:
         self._newest = max((p.updated_at for p in snap.pulls), default=None)
         self.pulls = sorted(snap.pulls, key=lambda p: p.number)
         self.forge.recall(snap.forge)
+        # the file holds this cache now: a restarted wrapper hands its jobs this one until it writes anew
+        self.saved = str(snap.saved_ns)
         return True
 
 

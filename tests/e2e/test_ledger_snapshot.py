@@ -286,3 +286,17 @@ def test_a_failed_snapshot_write_binds_jobs_to_no_snapshot(ledger, local_forge, 
     job = LedgerReader(fresh(), snapshot=snap)
     assert not job.load(expect=wrapper.saved or "none")
     assert job.handed(2).head_sha == head
+
+
+def test_a_restarted_wrapper_hands_its_jobs_the_snapshot_it_loaded(ledger, local_forge, tmp_path):
+    """A wrapper that restarts loads its snapshot and, while nothing changed, writes none: its jobs are
+    handed the one it loaded (they must not fall back to reading the whole ledger from the forge)."""
+    forge, fresh, _ = ledger
+    snap = Snapshot.of(str(tmp_path / "state"), TOKEN, f"{local_forge.base_url} {forge.settings.repo}")
+    first = LedgerReader(fresh(), snapshot=snap)
+    first.experiments()
+    assert first.save()
+    restarted = LedgerReader(fresh(), snapshot=snap)
+    assert restarted.load() and restarted.saved == first.saved
+    assert not restarted.save()  # nothing read since: the file stays, and so does what jobs are handed
+    assert LedgerReader(fresh(), snapshot=snap).load(expect=restarted.saved)

@@ -1,5 +1,7 @@
-"""Red-team: exact holdout numbers reaching an LLM agent through the merge turn's lines."""
+"""Exact holdout numbers must not reach an LLM agent through the merge turn's lines, and the
+current holdout is the latest verdict's (found by a red team)."""
 
+from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
 import pytest
@@ -52,9 +54,6 @@ def _exp(pr: int, *vs) -> Experiment:
     )  # fmt: skip
 
 
-@pytest.mark.xfail(
-    reason="red2 finding: the 'current' holdout is the one of the highest PR's last verdict, not the latest", strict=True
-)
 def test_the_current_holdout_is_the_latest_verdicts_not_the_highest_prs():
     """After a holdout refresh, the newest verdict is a re-verification of merged PR #3 (a merge that
     landed on a moved base, `consistency.reverify`) on holdout H2; PR #10's verdict on H1 is older.
@@ -62,5 +61,7 @@ def test_the_current_holdout_is_the_latest_verdicts_not_the_highest_prs():
     from senpai.ledger.experiment import holdout_verdicts
 
     h1, h2 = "1" * 16, "2" * 16
-    exps = [_exp(3, _verification(holdout=h1), _verification(holdout=h2)), _exp(10, _verification(holdout=h1))]
+    t = datetime(2026, 12, 6, tzinfo=UTC)
+    old, new, older = (_verification(holdout=h, at=t + timedelta(hours=n)) for h, n in ((h1, 0), (h2, 2), (h1, 1)))
+    exps = [_exp(3, old, new), _exp(10, older)]
     assert holdout_verdicts(exps) == 1  # H2, the holdout mounted now, served one verdict
