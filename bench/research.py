@@ -15,8 +15,10 @@ as the verifier scores: the target's train command with `SEED` and `SENPAI_ARTIF
 scratch copy with the params file written, then `holdout.command` in a fresh directory holding only
 `holdout.files`, under `python -I -P`, on the sealed holdout. So are the start point, and each
 senpai merge's base before and after it (a merge whose fresh mean is not better than its base's is
-counted as not real). The best reachable value is the best mean of a scrambled Sobol sweep
-(`optuna.samplers.QMCSampler`) of `--sweep` points x 3 seeds on the holdout.
+counted as not real). The best reachable value comes from a scrambled Sobol sweep
+(`optuna.samplers.QMCSampler`) of `--sweep` points x 3 seeds on the holdout: its best 5 points are
+re-measured on the fresh seeds, and the best of those is the figure, since the sweep's own maximum of
+95 noisy means is biased up (it is shown beside it).
 
 Writes bench/results/research-<UTC>.json (every number) and .md (the table), and prints a progress
 line as each run starts and ends.
@@ -48,6 +50,7 @@ from senpai.config.target import TargetConfig, load_target  # noqa: E402
 TARGETS: dict[str, ExampleSplit] = {"digits": DIGITS, "diabetes": DIABETES}
 FRESH_SEED = 1000  # the first fresh seed: none below it is used by a student, a verifier or the sweep
 SWEEP_SEEDS = (0, 1, 2)
+SWEEP_TOP = 5  # the sweep's best points re-measured on the fresh seeds
 # Runs the command in its argv as its child, having made itself the subreaper of its orphans (the
 # local fleet's supervisors double-fork), then reaps them all, so their CPU joins its own.
 REAPER = """import os, subprocess, sys, time
@@ -215,8 +218,10 @@ def optuna_run(m: Measurer, trials: int, seed: int, fresh_seeds: int) -> dict:
             "result_params": best, "holdout": summary(m.holdout(best, fresh(fresh_seeds)))}  # fmt: skip
 
 
-def sweep(m: Measurer, points: int) -> dict:
-    """The best mean holdout over a scrambled Sobol sweep of `points` points x SWEEP_SEEDS, and its params."""
+def sweep(m: Measurer, points: int, fresh_seeds: int) -> dict:
+    """A scrambled Sobol sweep of `points` points x SWEEP_SEEDS on the holdout; its best mean there
+    (`best`: biased up, the maximum of many noisy means), and the best of its SWEEP_TOP points
+    re-measured on the fresh seeds (`best_fresh`, `params`), on the footing of every other result."""
     optuna = _optuna()
     dists = {k: distribution(spec) for k, spec in m.target.params.space.items()}
     study = optuna.create_study(sampler=optuna.samplers.QMCSampler(qmc_type="sobol", scramble=True, seed=0))
@@ -227,8 +232,12 @@ def sweep(m: Measurer, points: int) -> dict:
         if (i + 1) % 10 == 0:
             log(f"    sweep {i + 1}/{points}")
     sign = 1 if m.target.holdout_direction == "maximize" else -1
-    value, params = max((x for x in means if x[0] == x[0]), key=lambda x: sign * x[0])
-    return {"points": points, "seeds": list(SWEEP_SEEDS), "best": value, "params": params}
+    top = sorted((x for x in means if x[0] == x[0]), key=lambda x: -sign * x[0])[:SWEEP_TOP]
+    log(f"    the sweep's best {len(top)} points on {fresh_seeds} fresh seeds ...")
+    again = [(statistics.fmean(m.holdout(params, fresh(fresh_seeds))), params) for _, params in top]
+    value, params = max((x for x in again if x[0] == x[0]), key=lambda x: sign * x[0])
+    return {"points": points, "seeds": list(SWEEP_SEEDS), "best": top[0][0], "top": SWEEP_TOP, "best_fresh": value,
+            "params": params}  # fmt: skip
 
 
 def bench_target(name: str, scratch: Path, experiments: int, seeds: int, points: int, fresh_seeds: int) -> dict:
@@ -246,7 +255,7 @@ def bench_target(name: str, scratch: Path, experiments: int, seeds: int, points:
         runs["optuna"].append(r := optuna_run(m, experiments, seed, fresh_seeds))
         log(f"{name}: optuna, seed {seed}: holdout {r['holdout']['mean']:.4g}")
     log(f"{name}: sweep of {points} points x {len(SWEEP_SEEDS)} seeds on the holdout ...")
-    best = sweep(m, points)
+    best = sweep(m, points, fresh_seeds)
     h = m.target.holdout
     return {"target": name, "metric": h.metric, "direction": m.target.holdout_direction, "verifier_seeds": len(h.seeds),
             "start": summary(m.holdout(start, fresh(fresh_seeds))), "sweep": best, "runs": runs}  # fmt: skip
@@ -273,14 +282,16 @@ def senpai_cells(runs: list[dict], verifier_seeds: int) -> list:
 
 def table(results: list[dict], experiments: int) -> str:
     """One row per target and side; the senpai-only columns are '-' for Optuna."""
-    head = ["target (metric, direction)", "side", f"holdout at {experiments} (fresh seeds)", "best reachable (sweep)",
+    head = ["target (metric, direction)", "side", f"holdout at {experiments} (fresh seeds)",
+            "best reachable (fresh seeds; the sweep's own)",
             "start point", "CPU s", "trainings / experiment (min)", "verifications refused unrun",
             "passed, then discarded", "charged requests / experiment", "merges not real on fresh seeds"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for t in results:
         for side, runs in t["runs"].items():
             label, reached = f"{t['target']} ({t['metric']}, {t['direction']})", [r["holdout"]["mean"] for r in runs]
-            cells = [label, side, _mean_sd(reached), f"{t['sweep']['best']:.4g}", f"{t['start']['mean']:.4g}"]
+            best = f"{t['sweep']['best_fresh']:.4g} ({t['sweep']['best']:.4g})"
+            cells = [label, side, _mean_sd(reached), best, f"{t['start']['mean']:.4g}"]
             cells.append(_mean_sd([r["cpu_seconds"] for r in runs]))
             cells += senpai_cells(runs, t["verifier_seeds"]) if side == "senpai" else ["1.0 (1)", "-", "-", "-", "-"]
             lines.append("| " + " | ".join(str(c) for c in cells) + " |")
