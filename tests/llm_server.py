@@ -143,7 +143,11 @@ def _handler(state: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
                 return
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
             body["_headers"] = {k.lower(): v for k, v in self.headers.items()}
-            self._send(200, state.answer(body))
+            answer = state.answer(body)
+            try:
+                self._send(200, answer)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up waiting (its timeout): the request is recorded all the same
 
     return Handler
 

@@ -12,6 +12,7 @@ refused otherwise (`HarnessConfig` for the advisor, `Budgets.of` for the verifie
 target declares). Inner and outer, as checked:
 
     advisor job   ⊇ openhands turn (runtime.advisor.budget.wall_seconds) + JOB_OVERHEAD_SECONDS
+    openhands turn ⊇ one LLM call: (llm.num_retries + 1) attempts x llm.timeout + the waits between them
     student job   = arms x target budget.wall_seconds + openhands turn (runtime.student.budget.wall_seconds)
                     ⊇ per arm: train command (TRAIN_SHARE of the budget, cut to end POST_SHARE before the deadline)
     verifier job  ⊇ test + 2 sides x seeds x (train step + score step), each step budget.wall_seconds,
@@ -28,7 +29,7 @@ from senpai.config.roles import Role
 from senpai.errors import ConfigError
 
 if TYPE_CHECKING:  # harness.py imports this module for its own checks
-    from senpai.config.harness import HarnessConfig
+    from senpai.config.harness import HarnessConfig, LLMSettings
     from senpai.config.target import TargetConfig
 
 JOB_OVERHEAD_SECONDS = 300  # an advisor or verifier job's work around its turn or steps: clone, forge reads, its record
@@ -83,8 +84,46 @@ RELAUNCH = Relaunch()
 HEAD_MOVES = 3  # re-runs of a PR whose head someone other than senpai moved under its jobs; then it is blocked
 GIT = GitRetries(attempts=5, backoff_seconds=1.0, max_wait_seconds=30.0, total_seconds=120.0)  # a job's fetch, push, clone
 FORGE = ForgeRetries(attempts=4, backoff_seconds=0.5, max_wait_seconds=30.0, timeout_seconds=30)  # one REST operation
+LLM_TIMEOUT_SECONDS = 300  # an LLM call attempt's timeout where llm.timeout is unset and the turn holds it (the SDK's default)
+LLM_BACKOFF_SECONDS = 8  # wait after an LLM call's first failed attempt, doubled after each next one (the SDK's backoff)
+LLM_MAX_WAIT_SECONDS = 30  # longest wait between two attempts of an LLM call
 MIRROR_UPDATE_SECONDS = 60.0  # one git step of the wrapper's base mirror update (no retry); a tick waits for it
 MIRROR_COPY_SECONDS = 60.0  # each step of a job's copy of the base mirror (killed with its process group after it)
+
+
+class LLMCall(_Row):
+    """One LLM call of an openhands turn, retries included (`senpai.agents.openhands.llm.make_llm`
+    hands it to the OpenHands SDK, which retries timeouts, connection errors, 429s and 5xx).
+    The turn's wall-time stop takes effect only between calls, so the whole call must fit the turn."""
+
+    timeout: int = Field(gt=0, description="Seconds one attempt may take.")
+    attempts: int = Field(ge=1, description="Tries: llm.num_retries + 1.")
+
+    @classmethod
+    def of(cls, llm: "LLMSettings", wall_seconds: int) -> "LLMCall":
+        """`llm.timeout` if set, else LLM_TIMEOUT_SECONDS cut so the call fits `wall_seconds` (the
+        turn's budget). Raises ConfigError if not even a 1-second attempt fits (the waits fill the turn)."""
+        attempts = llm.num_retries + 1
+        if llm.timeout is not None:
+            return cls(timeout=llm.timeout, attempts=attempts)
+        fits = int((wall_seconds - waits(llm.num_retries)) // attempts)
+        if fits < 1:
+            raise ConfigError(
+                f"budget.wall_seconds ({wall_seconds} s) cannot hold {attempts} attempts of an LLM call (llm.num_retries "
+                f"{llm.num_retries} + 1) and the {waits(llm.num_retries):g} s of waits between them: raise it, or lower "
+                "llm.num_retries"
+            )
+        return cls(timeout=min(LLM_TIMEOUT_SECONDS, fits), attempts=attempts)
+
+    def seconds(self) -> float:
+        """The longest the call takes: every attempt timing out, and the waits between them."""
+        return self.attempts * self.timeout + waits(self.attempts - 1)
+
+
+def waits(retries: int) -> float:
+    """Seconds an LLM call waits in all between its attempts when it is retried `retries` times:
+    LLM_BACKOFF_SECONDS, doubled after each retry, each wait at most LLM_MAX_WAIT_SECONDS."""
+    return sum(min(LLM_MAX_WAIT_SECONDS, LLM_BACKOFF_SECONDS * 2**k) for k in range(retries))
 
 
 class AdvisorBudget(_Row):
@@ -216,6 +255,7 @@ def harness_problems(harness: "HarnessConfig") -> list[str]:
             f"({rt.budget.wall_seconds} s) + {JOB_OVERHEAD_SECONDS} s for clone and report; "
             "raise it, or leave it unset to derive it"
         )
+    problems += [p for role in (Role.ADVISOR, Role.STUDENT) if (p := _llm_call_problem(harness, role))]
     if harness.full_refresh_seconds < harness.tick_seconds:
         problems.append(
             f"full_refresh_seconds ({harness.full_refresh_seconds:g} s) is shorter than tick_seconds "
@@ -229,3 +269,22 @@ def harness_problems(harness: "HarnessConfig") -> list[str]:
             f"({harness.steering.batch_seconds:g}) + the last relaunch backoff ({RELAUNCH.longest_wait():g}) = {gap:g} s"
         )
     return problems
+
+
+def _llm_call_problem(harness: "HarnessConfig", role: Role) -> str | None:
+    """Where one LLM call of `role`'s openhands turn, retries included, could outlast the turn."""
+    rt = getattr(harness.runtime, role)
+    if not rt.llm_agent:
+        return None
+    try:
+        call = LLMCall.of(rt.llm, rt.budget.wall_seconds)
+    except ConfigError as e:
+        return f"runtime.{role}.{e}"
+    if call.seconds() <= rt.budget.wall_seconds:
+        return None
+    return (
+        f"runtime.{role}.llm.timeout ({call.timeout} s) x {call.attempts} attempts (llm.num_retries {rt.llm.num_retries} + 1) "
+        f"+ {waits(rt.llm.num_retries):g} s of waits between them = {call.seconds():g} s: one LLM call could outlast the "
+        f"turn, runtime.{role}.budget.wall_seconds ({rt.budget.wall_seconds} s); lower llm.timeout or llm.num_retries, "
+        "or raise budget.wall_seconds"
+    )

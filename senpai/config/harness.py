@@ -10,7 +10,17 @@ import os
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    JsonValue,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 from senpai.config import credentials
 from senpai.config.budgets import harness_problems
@@ -241,8 +251,35 @@ class LLMSettings(_Strict):
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint; None: the provider default.")
     api_key_env: str = Field("LLM_API_KEY", description="Env var holding the provider key.")
     reasoning_effort: Literal["none", "low", "medium", "high"] | None = None
-    input_cost_per_token: float | None = Field(None, ge=0, description="Dollars; overrides LiteLLM's price map.")
-    output_cost_per_token: float | None = Field(None, ge=0, description="Dollars; overrides LiteLLM's price map.")
+    input_cost_per_token: float | None = Field(
+        None,
+        ge=0,
+        description="Dollars; with output_cost_per_token (the SDK applies them only together), overrides LiteLLM's price map.",
+    )
+    output_cost_per_token: float | None = Field(
+        None,
+        ge=0,
+        description="Dollars; with input_cost_per_token (the SDK applies them only together), overrides LiteLLM's price map.",
+    )
+    timeout: int | None = Field(
+        None,
+        gt=0,
+        description="Seconds one attempt of an LLM call may take. Unset: 300 (the SDK's default), or less where the turn's "
+        "budget.wall_seconds cannot hold num_retries + 1 attempts of 300 s and the waits between them "
+        "(`senpai.config.budgets.LLMCall`); set, they must fit it.",
+    )
+    num_retries: int = Field(2, ge=0, description="Attempts of a failed or timed-out LLM call after the first.")
+    max_output_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="Cap on the tokens of each completion, sent as `max_completion_tokens`. Unset: the SDK's default from "
+        "LiteLLM's model info (none sent for a model LiteLLM does not know).",
+    )
+    extra_body: dict[str, JsonValue] = Field(
+        default_factory=dict,
+        description="Fields added to every request's JSON body (the SDK's `litellm_extra_body`), e.g. `{tool_choice: required}` "
+        "for a llama.cpp server.",
+    )
 
     def api_key(self) -> str | None:
         """The provider key, the secret named `api_key_env` (`senpai.config.credentials.get`); None if unset or empty."""

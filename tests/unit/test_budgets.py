@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from senpai.config.budgets import Budgets, ForgeRetries, GitRetries, Relaunch, StudentBudget, VerifierSteps
+from senpai.config.budgets import Budgets, ForgeRetries, GitRetries, LLMCall, Relaunch, StudentBudget, VerifierSteps
 from senpai.config.harness import HarnessConfig, load_harness
 from senpai.config.target import TargetConfig
 from senpai.errors import ConfigError
@@ -96,8 +96,18 @@ def test_a_verifier_wall_that_holds_the_steps_is_the_deadline_and_one_that_does_
             r"stale_after_seconds \(45 s\) must exceed .* tick_seconds \(5\) \+ steering\.batch_seconds \(10\) "
             r"\+ the last relaunch backoff \(30\) = 45 s",
         ),
+        (  # 3 attempts x 100 s + waits 8 + 16 s > 300 s
+            {"runtime": {"student": {**OPENHANDS, "llm": {"model": "m", "timeout": 100}, "budget": {"wall_seconds": 300}}}},
+            r"runtime\.student\.llm\.timeout \(100 s\) x 3 attempts \(llm\.num_retries 2 \+ 1\) \+ 24 s of waits between "
+            r"them = 324 s: one LLM call could outlast the turn, runtime\.student\.budget\.wall_seconds \(300 s\)",
+        ),
+        (  # no timeout fits: the waits alone (8 + 16 + 30 + 30 s) fill the turn
+            {"runtime": {"advisor": {**OPENHANDS, "llm": {"model": "m", "num_retries": 4}, "budget": {"wall_seconds": 80}}}},
+            r"runtime\.advisor\.budget\.wall_seconds \(80 s\) cannot hold 5 attempts of an LLM call \(llm\.num_retries 4 "
+            r"\+ 1\) and the 84 s of waits between them",
+        ),
     ],
-    ids=["advisor-turn", "refresh-tick", "stale-relaunch"],
+    ids=["advisor-turn", "refresh-tick", "stale-relaunch", "llm-call", "llm-retries"],
 )
 def test_an_inner_limit_that_does_not_fit_is_refused_at_load(tmp_path: Path, changes: dict, expected: str) -> None:
     path = tmp_path / "harness.yaml"
@@ -111,6 +121,18 @@ def test_the_same_settings_load_once_the_inner_limit_fits(tmp_path: Path) -> Non
     assert harness(**fits).advisor_wall_seconds == 2100
     assert harness(tick_seconds=5, full_refresh_seconds=5).full_refresh_seconds == 5
     assert harness(tick_seconds=5, steering={"batch_seconds": 10}, stale_after_seconds=46).stale_after_seconds == 46
+
+
+def test_an_llm_call_timeout_is_derived_to_fit_its_turn_and_a_set_one_that_fits_is_kept() -> None:
+    def call(llm: dict, wall: int) -> LLMCall:
+        rt = harness(runtime={"advisor": {**OPENHANDS, "llm": {"model": "m", **llm}, "budget": {"wall_seconds": wall}}})
+        return LLMCall.of(rt.runtime.advisor.llm, wall)
+
+    assert call({}, 1800) == LLMCall(timeout=300, attempts=3)  # the SDK's 300 s, as before these settings
+    assert call({}, 300) == LLMCall(timeout=92, attempts=3)  # (300 - 8 - 16) // 3: the call fits the turn
+    assert call({}, 300).seconds() <= 300 < call({"timeout": 93}, 1800).seconds()
+    assert call({"timeout": 92, "num_retries": 0}, 92) == LLMCall(timeout=92, attempts=1)  # exactly the turn: it fits
+    assert call({"timeout": 100}, 324).seconds() == 324
 
 
 def test_an_infinite_turn_dollar_budget_is_refused_at_load_not_when_a_stopped_turn_reports_it(tmp_path: Path) -> None:

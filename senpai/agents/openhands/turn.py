@@ -34,7 +34,7 @@ def open_session(ctx: TurnContext, role: Role, events: list[Event]) -> tuple[Ses
     weave.start(ctx.harness.tracker)
     scrub_environment(ctx.harness, [runtime.llm.api_key_env])
     guard = BudgetGuard(runtime.budget)
-    llm = make_llm(runtime.llm, role, api_key)
+    llm = make_llm(runtime, role, api_key)
     session = Session(ctx=ctx, role=role, usage=guard.usage, events=events)
     return session, llm, guard
 
