@@ -14,14 +14,14 @@ from senpai.errors import PermanentError
 from senpai.preflight import CheckResult, failed, passed
 from senpai.preflight.checks import run_preflight
 
-STYLE = {"pass": "green", "fail": "bold red", "skip": "yellow"}
+STYLE = {"pass": "green", "warn": "bold yellow", "fail": "bold red", "skip": "yellow"}
 
 
 @click.command()
 @config_option
 @click.option("--json", "as_json", is_flag=True, help="Print the results as a JSON list instead of a table.")
 def preflight(config_path: str, as_json: bool) -> None:
-    """Check everything the harness config needs; exit 0 if all checks pass or skip, 1 otherwise.
+    """Check everything the harness config needs; exit 0 if no check fails (each passes, warns or skips), 1 otherwise.
 
     Creates the missing senpai labels on the repository; makes no other change.
     A bad config exits 2.
@@ -64,5 +64,5 @@ def print_report(results: list[CheckResult]) -> None:
         table.add_row(r.area, r.check, f"[{STYLE[r.outcome]}]{r.outcome}[/]", r.detail, r.fix or "")
     console = Console()
     console.print(table)
-    counts = {o: sum(r.outcome == o for r in results) for o in ("pass", "fail", "skip")}
-    console.print(f"passed: {counts['pass']}  failed: {counts['fail']}  skipped: {counts['skip']}")
+    counts = {o: sum(r.outcome == o for r in results) for o in STYLE}
+    console.print(f"passed: {counts['pass']}  warned: {counts['warn']}  failed: {counts['fail']}  skipped: {counts['skip']}")

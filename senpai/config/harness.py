@@ -6,6 +6,7 @@ of the environment variables that hold them.
 """
 
 import hashlib
+import logging
 import os
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
@@ -22,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from senpai.config import credentials
+from senpai.config import credentials, prices
 from senpai.config.budgets import harness_problems
 from senpai.config.load import load_yaml_model
 from senpai.config.pod import JobPodSettings, env_problems
@@ -30,6 +31,7 @@ from senpai.config.roles import Role
 from senpai.errors import ConfigError
 
 ENV_CONFIG = "SENPAI_CONFIG"
+log = logging.getLogger(__name__)
 
 
 class _Strict(BaseModel):
@@ -285,6 +287,13 @@ class LLMSettings(_Strict):
         """The provider key, the secret named `api_key_env` (`senpai.config.credentials.get`); None if unset or empty."""
         return credentials.get(self.api_key_env)
 
+    def unpriced(self) -> bool:
+        """True when a call of this model counts $0: the two per-token prices are not both set, and
+        LiteLLM's bundled price map has no non-zero price for `model` (`senpai.config.prices`).
+        False when priced, or when LiteLLM is not installed here (then it cannot be told)."""
+        given = self.input_cost_per_token is not None and self.output_cost_per_token is not None
+        return not given and prices.litellm_prices(self.model) is False
+
 
 class TurnBudget(_Strict):
     """Hard caps on one agent turn, enforced by the harness."""
@@ -476,11 +485,29 @@ class HarnessConfig(_Strict):
                 raise ValueError("fleet.pod." + "; fleet.pod.".join(problems))
         if problems := harness_problems(self):
             raise ValueError("; ".join(problems))
+        if self.limits.dollars is not None and (unpriced := self.unpriced_llms()):
+            raise ValueError(
+                f"limits.dollars ({self.limits.dollars:g}) cannot be enforced: "
+                + "; ".join(_UNPRICED.format(role=r, model=m) for r, m in unpriced.items())
+            )
         return self
+
+    def unpriced_llms(self) -> dict[Role, str]:
+        """The LLM model of each role with an openhands runtime whose calls count $0
+        (`LLMSettings.unpriced`), by role."""
+        runtimes = {Role.ADVISOR: self.runtime.advisor, Role.STUDENT: self.runtime.student}
+        return {role: rt.llm.model for role, rt in runtimes.items() if rt.llm_agent and rt.llm.unpriced()}
+
+
+_UNPRICED = (
+    "runtime.{role}.llm.model {model!r} has no price in LiteLLM's price map and no per-token prices are set, so its "
+    "calls count $0: set runtime.{role}.llm.input_cost_per_token and output_cost_per_token (dollars; 0 for a free server)"
+)
 
 
 def load_harness(path: Path | str | None = None) -> HarnessConfig:
-    """Load the harness config from `path` or `$SENPAI_CONFIG`. Raises ConfigError (exit 2)."""
+    """Load the harness config from `path` or `$SENPAI_CONFIG`, and log a warning for each role whose
+    LLM calls count $0 (`HarnessConfig.unpriced_llms`). Raises ConfigError (exit 2)."""
     path = path or os.environ.get(ENV_CONFIG)
     if not path:
         raise ConfigError(f"no harness config: pass --config or set {ENV_CONFIG}")
@@ -489,4 +516,7 @@ def load_harness(path: Path | str | None = None) -> HarnessConfig:
             f"{path}: no such harness config: check --config (or ${ENV_CONFIG}); "
             "`senpai demo` writes one to its --out folder (demo-out/<time>/harness.yaml)"
         )
-    return load_yaml_model(path, HarnessConfig)
+    cfg = load_yaml_model(path, HarnessConfig)
+    for role, model in cfg.unpriced_llms().items():
+        log.warning("%s: %s", path, _UNPRICED.format(role=role, model=model))
+    return cfg

@@ -6,20 +6,22 @@ senpai/tracker/, the kubernetes client in senpai/fleet/):
 - **github** (`checks.forge_checks`): token present, token scopes, push access, base branch,
   labels (missing ones are created: the only write preflight makes);
 - **wandb** (`checks.tracker_checks`): online mode only: key valid and entity reachable;
-- **llm** (`llm.llm_checks`): per openhands role: key env present and one 1-token completion;
+- **llm** (`llm.llm_checks`): per openhands role: key env present and one 1-token completion, and a
+  warning where the model's calls would count $0 (`senpai.config.prices`);
 - **local** (`checks.holdout_check`): local fleet only: `fleet.holdout_dir` is a non-empty folder
   apart from the folders jobs use (`fleet.dir`, `state_dir`, `tracker.dir`);
 - **cluster** (`cluster.cluster_checks`): kubernetes fleet only: namespace, PVC bound, GPU nodes,
   ConfigMap, Secrets (key names only), and RBAC by SelfSubjectAccessReview.
 
 A check never raises: an error while checking is that check's failure, with the error as detail.
+A warning is a check that passed with something to fix; it does not fail the preflight.
 """
 
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Outcome = Literal["pass", "fail", "skip"]
+Outcome = Literal["pass", "warn", "fail", "skip"]
 
 
 class CheckResult(BaseModel):
@@ -31,11 +33,15 @@ class CheckResult(BaseModel):
     check: str = Field(description="What was checked, e.g. 'push access'.")
     outcome: Outcome
     detail: str = Field(description="What was found; never a secret value.")
-    fix: str | None = Field(None, description="For a failure: what to do about it.")
+    fix: str | None = Field(None, description="For a failure or a warning: what to do about it.")
 
 
 def passed(area: str, check: str, detail: str) -> CheckResult:
     return CheckResult(area=area, check=check, outcome="pass", detail=detail)
+
+
+def warned(area: str, check: str, detail: str, fix: str) -> CheckResult:
+    return CheckResult(area=area, check=check, outcome="warn", detail=detail, fix=fix)
 
 
 def failed(area: str, check: str, detail: str, fix: str) -> CheckResult:

@@ -1,4 +1,5 @@
 """LLM checks of `senpai preflight`: per openhands role, the key env and one 1-token completion.
+A role whose model's calls would count $0 (`LLMSettings.unpriced`) gets a warning, not a pass.
 
 Roles that share model, endpoint and key env share one completion. The key is read from the
 environment and passed to LiteLLM directly; it never appears in a result (error messages are
@@ -14,7 +15,7 @@ import sys
 from senpai.config.harness import HarnessConfig, LLMSettings
 from senpai.config.roles import Role
 from senpai.errors import extra_missing
-from senpai.preflight import CheckResult, failed, passed, skipped
+from senpai.preflight import CheckResult, failed, passed, skipped, warned
 
 TIMEOUT_SECONDS = 30
 # What the runtime sends for a keyless OpenAI-compatible server: LiteLLM's openai client needs some key.
@@ -63,8 +64,19 @@ def llm_checks(cfg: HarnessConfig) -> list[CheckResult]:
         ident = (llm.model, llm.base_url, llm.api_key_env)
         if ident not in done:
             done[ident] = _complete(check, llm, key)
-        out.append(done[ident].model_copy(update={"check": check}))
+        out.append(_priced(role, done[ident].model_copy(update={"check": check}), llm))
     return out
+
+
+def _priced(role: Role, result: CheckResult, llm: LLMSettings) -> CheckResult:
+    """`result`, a warning instead of a pass if `llm`'s calls count $0."""
+    if result.outcome != "pass" or not llm.unpriced():
+        return result
+    detail = (
+        f"{result.detail}; unpriced: LiteLLM has no price for {llm.model} and no per-token prices are set, so its calls count $0"
+    )
+    fix = f"set runtime.{role}.llm.input_cost_per_token and output_cost_per_token (dollars; 0 for a free server)"
+    return warned("llm", result.check, detail, fix)
 
 
 def _complete(check: str, llm: LLMSettings, key: str | None) -> CheckResult:

@@ -251,8 +251,11 @@ def llm_url():
     server.server_close()
 
 
+PRICES = {"input_cost_per_token": 1e-6, "output_cost_per_token": 4e-6}  # a model LiteLLM does not price: no warning
+
+
 def test_llm_checks(repo_cfg, llm_url, monkeypatch):
-    llm = {"model": "openai/senpai-preflight-model", "base_url": llm_url, "api_key_env": "SENPAI_TEST_LLM_KEY"}
+    llm = {"model": "openai/senpai-preflight-model", "base_url": llm_url, "api_key_env": "SENPAI_TEST_LLM_KEY", **PRICES}
     runtime = {"advisor": {"kind": "openhands", "llm": llm}, "student": {"kind": "openhands", "llm": llm}}
     cfg = HarnessConfig.model_validate({**repo_cfg.model_dump(), "runtime": runtime})
     monkeypatch.delenv("SENPAI_TEST_LLM_KEY", raising=False)
@@ -272,7 +275,7 @@ def test_llm_checks(repo_cfg, llm_url, monkeypatch):
 
 def test_a_keyless_server_is_called_without_a_key_as_the_runtime_does(repo_cfg, llm_server, monkeypatch):
     monkeypatch.delenv("LLM_API_KEY", raising=False)
-    llm = {"model": "openai/qwen", "base_url": llm_server.base_url}
+    llm = {"model": "openai/qwen", "base_url": llm_server.base_url, **PRICES}
     cfg = HarnessConfig.model_validate({**repo_cfg.model_dump(), "runtime": {"student": {"kind": "openhands", "llm": llm}}})
     student = preflight(cfg)["student LLM"]
     assert student.outcome == "pass" and student.detail.endswith("without a key ($LLM_API_KEY unset)")
@@ -285,6 +288,35 @@ def test_a_keyless_server_is_called_without_a_key_as_the_runtime_does(repo_cfg, 
     unreachable = preflight(cfg)["student LLM"]
     assert unreachable.outcome == "fail" and unreachable.detail.endswith("Connection error.")
     assert "if the server needs a key, export LLM_API_KEY" in unreachable.fix
+
+
+def test_an_unpriced_model_is_a_warning_that_does_not_fail_the_preflight(repo_cfg, llm_server, monkeypatch, tmp_path):
+    """A local alias LiteLLM cannot price, with no per-token prices, warns; prices (even 0) or a model
+    LiteLLM prices pass. The completion itself succeeds in every case."""
+    monkeypatch.delenv("LLM_API_KEY", raising=False)
+    alias = {"model": "openai/qwen", "base_url": llm_server.base_url}
+    runtime = {"advisor": {"kind": "openhands", "llm": alias}, "student": {"kind": "openhands", "llm": alias}}
+    cfg = HarnessConfig.model_validate({**repo_cfg.model_dump(), "runtime": runtime})
+    advisor = preflight(cfg)["advisor LLM"]
+    assert (
+        advisor.outcome == "warn" and advisor.detail.startswith("qwen at ") and "answered a 1-token completion" in advisor.detail
+    )
+    assert advisor.detail.endswith(
+        "; unpriced: LiteLLM has no price for openai/qwen and no per-token prices are set, so its calls count $0"
+    )
+    assert advisor.fix == "set runtime.advisor.llm.input_cost_per_token and output_cost_per_token (dollars; 0 for a free server)"
+    for llm in (alias | {"input_cost_per_token": 0, "output_cost_per_token": 0}, alias | {"model": "openai/gpt-4o"}):
+        priced = {"advisor": {"kind": "openhands", "llm": llm}}
+        row = preflight(HarnessConfig.model_validate({**repo_cfg.model_dump(), "runtime": priced}))["advisor LLM"]
+        assert (row.outcome, row.fix) == ("pass", None), row.detail
+    path = tmp_path / "harness.yaml"
+    path.write_text(yaml.safe_dump(cfg.model_dump(mode="json")))
+    shown = CliRunner().invoke(cli, ["preflight", "--config", str(path)], terminal_width=300)
+    assert shown.exit_code == 0, shown.output
+    assert "warned: 2  failed: 0" in shown.output
+    as_json = CliRunner().invoke(cli, ["preflight", "--config", str(path), "--json"])
+    rows = by_check(CheckResult.model_validate(r) for r in json.loads(as_json.stdout))
+    assert as_json.exit_code == 0 and rows["advisor LLM"].outcome == rows["student LLM"].outcome == "warn"
 
 
 # --------------------------------------------------------------------------- cluster
