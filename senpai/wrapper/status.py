@@ -105,6 +105,11 @@ class BudgetStatus(_Row):
         description="Fleet-wide caps in force by `/senpai budget` key (`senpai.wrapper.limits.caps`); absent: no cap."
     )
     exhausted: dict[str, str] = Field(description="Cap key -> 'spent of cap' for each cap reached: no new experiment opens.")
+    unpriced: dict[Role, str] = Field(
+        default_factory=dict,
+        description="Role -> LLM model, for each openhands role whose calls count $0 (`HarnessConfig.unpriced_llms`): "
+        "the dollars spent and their cap leave those calls out.",
+    )
 
 
 class LastTick(_Row):
@@ -176,7 +181,7 @@ class Status(_Row):
                 f"- holdout verdicts: {self.holdout_verdicts} on the current holdout"
                 + (f" ({self.holdouts} holdouts in all)" if self.holdouts > 1 else "")
                 + " (each tells the search a little about it; refresh it after some thousands)",
-                "- spent: " + ", ".join(_against(k, getattr(s, k), b.caps.get(k)) for k in MONEY),
+                "- spent: " + ", ".join(_against(k, getattr(s, k), b.caps.get(k), b.unpriced) for k in MONEY),
                 f"- by role: student {duration(s.student_seconds)}, verifier {duration(s.verifier_seconds)}, "
                 f"advisor {duration(s.advisor_seconds)} ({count(s.advisor_tokens)} tokens, {dollars(s.advisor_dollars)})",
                 *([f"- end: {_time(b.caps['end'])}"] if "end" in b.caps else []),
@@ -200,7 +205,7 @@ def build_status(
     """The status for the harness config `cfg` from what was read: the experiments, the fleet's jobs
     (finished ones are left out), the steering state, `now` (aware UTC), the last tick, the
     forge's rate limit and the base head `base` (None: unknown; a verifying PR's note then says
-    less). Pure: reads nothing itself."""
+    less). Pure: reads nothing itself but LiteLLM's bundled price map (`senpai.config.prices`)."""
     live = [j for j in jobs if not j.done]
     titles = {e.pr: e.title for e in exps}
     cap = steer.experiments if steer.experiments is not None else cfg.max_experiments
@@ -233,6 +238,7 @@ def build_status(
             spent=spent(exps, cfg, steer),
             caps=caps(steer, cfg),
             exhausted=exhausted(exps, steer, now, cfg),
+            unpriced=cfg.unpriced_llms(),
         ),
         last_tick=last_tick,
         rate_limit=rate_limit,
@@ -247,10 +253,13 @@ def _waiting(e: Experiment, steer: SteerState) -> ApprovalRow | None:
     return ApprovalRow(pr=e.pr, title=e.title, fingerprint=r.fingerprint, reasons=r.reasons, approved_by=by)
 
 
-def _against(key: str, used: float, cap: float | None) -> str:
+def _against(key: str, used: float, cap: float | None, unpriced: dict[Role, str]) -> str:
     names = {"dollars": "LLM", "tokens": "tokens", "gpu_hours": "GPU-h", "cpu_hours": "CPU-core-h"}
     shown = {"dollars": dollars, "tokens": count}.get(key, number)
-    return f"{shown(used)}{f' of {shown(cap)}' if cap is not None else ''} {names[key]}"
+    text = f"{shown(used)}{f' of {shown(cap)}' if cap is not None else ''} {names[key]}"
+    if key == "dollars" and unpriced:
+        text += " (**unpriced**: " + ", ".join(f"{role} {cell(model)} counts $0" for role, model in unpriced.items()) + ")"
+    return text
 
 
 def _student(name: str, exps: list[Experiment], live: list[JobStatus], titles: dict[int, str]) -> StudentRow:

@@ -1,15 +1,20 @@
 """An LLM whose calls would count $0 is never silent: LiteLLM cannot price its model and the
-config sets no per-token prices. Loading the harness config warns of it, and a `limits.dollars`
-cap refuses it. A model LiteLLM prices, or prices set in the config (0 included), gives neither."""
+config sets no per-token prices. Loading the harness config warns of it, a `limits.dollars` cap
+refuses it, and the status marks the dollars unpriced. A model LiteLLM prices, or prices set in
+the config (0 included), gives none of these."""
 
 import logging
 from pathlib import Path
 
 import pytest
 import yaml
+from test_policy import CFG, NOW
+from test_status import TICK
 
-from senpai.config.harness import load_harness
+from senpai.config.harness import RuntimeSettings, load_harness
 from senpai.errors import ConfigError
+from senpai.ledger.inbox import SteerState
+from senpai.wrapper.status import build_status
 
 HARNESS = {
     "forge": {"repo": "o/r"},
@@ -68,3 +73,15 @@ def test_a_dollars_cap_refuses_an_unpriced_model(tmp_path):
         "LiteLLM's price map and no per-token prices are set, so its calls count $0: set "
         "runtime.advisor.llm.input_cost_per_token and output_cost_per_token (dollars; 0 for a free server)"
     )
+
+
+def test_the_status_marks_the_dollars_unpriced_next_to_their_cap():
+    runtime = RuntimeSettings.model_validate({"advisor": {"kind": "openhands", "llm": LOCAL}, "student": "search"})
+    cfg = CFG.model_copy(update={"runtime": runtime})
+    capped = SteerState(limits={"dollars": 5.0})  # a cap raised by `/senpai budget`, not the config's
+    s = build_status(cfg, [], [], capped, NOW, TICK, None)
+    assert s.budget.unpriced == {"advisor": "openai/qwen"}
+    assert "- spent: $0.00 of $5.00 LLM (**unpriced**: advisor openai/qwen counts $0), " in s.markdown()
+    priced = CFG.model_copy(update={"runtime": runtime.model_validate({"advisor": {"kind": "openhands", "llm": LOCAL | FREE}})})
+    s = build_status(priced, [], [], capped, NOW, TICK, None)
+    assert s.budget.unpriced == {} and "unpriced" not in s.markdown() and "$0.00 of $5.00 LLM, " in s.markdown()
