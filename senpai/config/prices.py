@@ -36,11 +36,14 @@ ANY_PROVIDER = "litellm_proxy"  # LiteLLM's proxy: the entry of the model behind
 
 @cache
 def _price_map() -> dict[str, dict] | None:
-    """LiteLLM's bundled price map by lower-cased model key; None if LiteLLM is not installed."""
+    """LiteLLM's bundled price map by lower-cased model key; None if LiteLLM is not installed, or
+    ships no such file."""
     spec = importlib.util.find_spec("litellm")  # finds the package folder without importing it
     if spec is None or not spec.submodule_search_locations:
         return None
     path = Path(next(iter(spec.submodule_search_locations))) / MAP_FILE
+    if not path.is_file():
+        return None
     raw = json.loads(path.read_text())
     return {k.lower(): v for k, v in raw.items() if isinstance(v, dict)}
 
@@ -48,8 +51,9 @@ def _price_map() -> dict[str, dict] | None:
 @cache
 def litellm_prices(model: str) -> bool | None:
     """True if LiteLLM's bundled price map gives the LiteLLM model name `model` a non-zero price
-    per input or output token, False if it gives none or 0, None if LiteLLM is not installed here
-    (then it cannot be told: that machine runs no openhands turn). Reads the map once per process."""
+    per input or output token, False if it gives none or 0, None if LiteLLM or its map is not
+    installed here (then it cannot be told: that machine runs no openhands turn). Reads the map once
+    per process."""
     prices = _price_map()
     if prices is None:
         return None

@@ -201,3 +201,25 @@ def test_preflight_without_the_agents_extra_fails_the_llm_rows_with_the_fix():
         "for r in llm_checks(cfg):\n    print(r.check, r.outcome, r.fix)\n"
     )
     assert _without_extras(code) == ["advisor LLM fail pip install 'senpai[agents]'", "student LLM skip None"]
+
+
+UNPRICED = {"advisor": {"kind": "openhands", "llm": {"model": "openai/qwen", "base_url": "http://127.0.0.1:8080/v1"}}}
+
+
+def test_telling_an_unpriced_model_imports_no_heavy_package():
+    """Every process that loads a config with an openhands role prices its model (`senpai.config.prices`):
+    from LiteLLM's map file, not by importing LiteLLM."""
+    code = (
+        "import sys; from senpai.config.harness import HarnessConfig\n"
+        f"cfg = HarnessConfig.model_validate({MINIMAL | {'fleet': {'backend': 'local', 'dir': 'jobs'}, 'runtime': UNPRICED}!r})\n"
+        f"print(dict(cfg.unpriced_llms()), sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "{<Role.ADVISOR: 'advisor'>: 'openai/qwen'} []", proc.stderr
+
+
+def test_without_litellm_a_price_cannot_be_told_and_nothing_is_refused():
+    """Without the `agents` extra no openhands turn runs here: a dollars cap over an unpriced model loads."""
+    raw = MINIMAL | {"fleet": {"backend": "local", "dir": "jobs"}, "runtime": UNPRICED, "limits": {"dollars": 5.0}}
+    code = f"from senpai.config.harness import HarnessConfig\nprint(HarnessConfig.model_validate({raw!r}).unpriced_llms())\n"
+    assert _without_extras(code) == ["{}"]
