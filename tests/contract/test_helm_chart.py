@@ -259,6 +259,22 @@ BAD = {  # values -> what Helm must say
         with_required(networkPolicy={"enabled": True, "egress": [{"cidr": "0.0.0.0/0"}]}),
         "at '/networkPolicy/egress/0': missing property 'ports'",
     ),
+    "negative LLM retries": (
+        with_required(runtime={"advisor": {"kind": "search", "llm": {"numRetries": -1}}}),
+        "at '/runtime/advisor/llm/numRetries': minimum: got -1, want 0",
+    ),
+    "a zero LLM timeout": (
+        with_required(runtime={"student": {"kind": "search", "llm": {"timeout": 0}}}),
+        "at '/runtime/student/llm/timeout': minimum: got 0, want 1",
+    ),
+    "a fractional output-token cap": (
+        with_required(runtime={"student": {"kind": "search", "llm": {"maxOutputTokens": 512.5}}}),
+        "at '/runtime/student/llm/maxOutputTokens': got number, want integer",
+    ),
+    "an LLM extra body that is no object": (
+        with_required(runtime={"advisor": {"kind": "search", "llm": {"extraBody": "tool_choice=required"}}}),
+        "at '/runtime/advisor/llm/extraBody': got string, want object",
+    ),
 }
 
 
@@ -275,6 +291,23 @@ KEYLESS = {
                 "outputCostPerToken": 0,
             },
         }
+    },
+}
+
+
+# A slow local llama.cpp server for the advisor: every LLM setting for slow and local servers set; the
+# student sets only numRetries 0, which must not be dropped as "unset".
+LLAMA_CPP = {"model": "openai/qwen3-coder", "baseUrl": "http://llama.research.svc:8080/v1"}
+FREE = {"inputCostPerToken": 0, "outputCostPerToken": 0}
+EXTRA_BODY = {"tool_choice": "required", "chat_template_kwargs": {"enable_thinking": False}, "top_k": 20}
+LLM_SETTINGS = {
+    **REQUIRED,
+    "runtime": {
+        "advisor": {
+            "kind": "openhands",
+            "llm": {**LLAMA_CPP, **FREE, "timeout": 600, "numRetries": 1, "maxOutputTokens": 4096, "extraBody": EXTRA_BODY},
+        },
+        "student": {"kind": "openhands", "llm": {**LLAMA_CPP, **FREE, "numRetries": 0}},
     },
 }
 
@@ -308,6 +341,7 @@ def helm(tmp_path_factory: pytest.TempPathFactory) -> dict:
     requests["service monitor without its CRD"] = {**base, "values": with_required(metrics=OPERATOR["metrics"])}
     requests |= {name: {**base, "values": values} for name, (values, _) in BAD.items()}
     requests["keyless"] = {**base, "values": KEYLESS, "kube_version": KUBE_VERSIONS[-1]}
+    requests["llm settings"] = {**base, "values": LLM_SETTINGS}
     for kv in KUBE_VERSIONS:
         requests[f"holdout-secret-{kv}"] = {**base, "values": HOLDOUT_SECRET, "kube_version": kv}
         requests[f"holdout-claim-{kv}"] = {**base, "values": HOLDOUT_CLAIM, "kube_version": kv}
@@ -483,6 +517,32 @@ def test_a_keyless_base_url_llm_needs_no_secret(helm: dict) -> None:
     assert (cfg.runtime.student.kind, llm.model, llm.base_url) == ("openhands", "openai/qwen", "http://vllm.research.svc:8000/v1")
     assert llm.input_cost_per_token == llm.output_cost_per_token == 0.0
     assert "LLM_API_KEY" not in {s.env for s in cfg.fleet.secret_env}  # the runtime calls the server keyless
+
+
+def test_llm_settings_for_slow_and_local_servers_reach_the_harness_config(helm: dict) -> None:
+    docs = manifests(helm["llm settings"])
+    raw = yaml.safe_load(one(docs, "ConfigMap")["data"]["harness.yaml"])["runtime"]
+    advisor = raw["advisor"]["llm"]
+    assert {k: advisor[k] for k in ("timeout", "num_retries", "max_output_tokens", "extra_body")} == {
+        "timeout": 600,
+        "num_retries": 1,
+        "max_output_tokens": 4096,
+        "extra_body": EXTRA_BODY,
+    }
+    assert all(type(advisor[k]) is int for k in ("timeout", "num_retries", "max_output_tokens"))  # not 600.0
+    student = raw["student"]["llm"]
+    assert student["num_retries"] == 0 and not {"timeout", "max_output_tokens", "extra_body"} & set(student)
+    cfg = harness(docs)
+    llm = cfg.runtime.advisor.llm
+    assert (llm.timeout, llm.num_retries, llm.max_output_tokens, llm.extra_body) == (600, 1, 4096, EXTRA_BODY)
+    llm = cfg.runtime.student.llm
+    assert (llm.timeout, llm.num_retries, llm.max_output_tokens, llm.extra_body) == (None, 0, None, {})
+    # unset (BIG sets none of them), none is rendered and the harness defaults hold
+    big = manifests(helm["big-1.30"])
+    rendered = yaml.safe_load(one(big, "ConfigMap")["data"]["harness.yaml"])["runtime"]["advisor"]["llm"]
+    assert not {"timeout", "num_retries", "max_output_tokens", "extra_body"} & set(rendered)
+    llm = harness(big).runtime.advisor.llm
+    assert (llm.timeout, llm.num_retries, llm.max_output_tokens, llm.extra_body) == (None, 2, None, {})
 
 
 def test_wrapper_deployment(helm: dict) -> None:

@@ -143,6 +143,11 @@ app.kubernetes.io/part-of: senpai
 {{- if .reasoningEffort -}}{{- $_ := set $llm "reasoning_effort" .reasoningEffort -}}{{- end -}}
 {{- if hasKey . "inputCostPerToken" -}}{{- $_ := set $llm "input_cost_per_token" (float64 .inputCostPerToken) -}}{{- end -}}
 {{- if hasKey . "outputCostPerToken" -}}{{- $_ := set $llm "output_cost_per_token" (float64 .outputCostPerToken) -}}{{- end -}}
+{{- if hasKey . "timeout" -}}{{- $_ := set $llm "timeout" (int .timeout) -}}{{- end -}}
+{{- /* hasKey: 0 retries is a choice, not "unset" */ -}}
+{{- if hasKey . "numRetries" -}}{{- $_ := set $llm "num_retries" (int .numRetries) -}}{{- end -}}
+{{- if hasKey . "maxOutputTokens" -}}{{- $_ := set $llm "max_output_tokens" (int .maxOutputTokens) -}}{{- end -}}
+{{- if .extraBody -}}{{- $_ := set $llm "extra_body" .extraBody -}}{{- end -}}
 {{- $_ := set $rt "llm" $llm -}}
 {{- end -}}{{- end -}}
 {{- toJson $rt -}}
