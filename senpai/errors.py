@@ -15,11 +15,14 @@
     │   ├── FileListTruncated        the forge lists only part of a PR's files (GitHub: 3,000)
     │   └── Forbidden                the credentials lack a permission (HTTP 401/403)
     ├── (ConfigError) MissingExtra   a package of an optional extra (`pip install 'senpai[agents]'`) is missing
-    └── LedgerInconsistent           exit 5: `senpai ledger --check` found hand-made changes
+    ├── LedgerInconsistent           exit 5: `senpai ledger --check` found hand-made changes
+    └── NoEffect                     exit 7: an LLM advisor turn changed nothing (status `no_effect`)
 
 Adapters translate library errors (PyGithub, wandb, subprocess) into these at the boundary.
 A job (`senpai job ...`) that exits 3 (or 6, a full volume) failed on senpai's infrastructure, not
 on its hypothesis: the wrapper relaunches it and spends no attempt (`senpai.wrapper.policy.infra_failure`).
+An advisor job that exits 7 ran, but its model changed nothing: the wrapper wakes its events again
+later, backing off, and tells humans once (`senpai.wrapper.policy`, `runtime.no_effect`).
 """
 
 import contextlib
@@ -129,6 +132,16 @@ class LedgerInconsistent(SenpaiError):
     lists each flag.  Raised by `senpai ledger --check`."""
 
     exit_code = 5
+
+
+class NoEffect(SenpaiError):
+    """An LLM advisor turn over events ended with no ledger effect (no hypothesis opened, nothing
+    decided, no reply) and without finishing with a reason, even after a directive naming the tool
+    to call: its status is `no_effect`. The message quotes the head of the model's last answer as
+    neutral prose. Not transient (the same model answers the same way) and not permanent (a later
+    turn may act): exit 7, which the wrapper backs off from (`senpai.wrapper.policy`)."""
+
+    exit_code = 7
 
 
 def cannot_listen(what: str, host: str, port: int, err: OSError, flag: str) -> ConfigError:

@@ -81,7 +81,9 @@ def advisor(config_path: str) -> None:
 
     ctx = _context(config_path, Role.ADVISOR)
     opened, events = open_requested(ctx, _events().events)  # human `/senpai try`s go before any proposal
-    for line in opened + make_runtime(ctx.harness.runtime.advisor).advisor_turn(ctx, events):
+    for line in opened:  # printed before the turn, which may end in an error (NoEffect: exit 7)
+        click.echo(line)
+    for line in make_runtime(ctx.harness.runtime.advisor).advisor_turn(ctx, events):
         click.echo(line)
 
 

@@ -513,7 +513,9 @@ class TurnCost(Block):
         pattern=r"^[0-9a-z-]{1,100}$",
         description="The turn's key (`conversation.turn_key`): one conversation, however often resumed.",
     )
-    status: Literal["finished", "budget", "stuck", "error"]
+    status: Literal["finished", "no_effect", "budget", "stuck", "error"] = Field(
+        description="no_effect: it finished with no ledger effect and no reason, even after a directive naming the tool."
+    )
     spent: TurnUsage
 
 

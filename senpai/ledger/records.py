@@ -121,6 +121,20 @@ def neutral(text: str) -> str:
     return text[:MAX_PROSE].rstrip("\\") + f"\n\n(cut: {len(text)} characters)"
 
 
+_QUOTE_UNSAFE = re.compile(r"`+|~{3,}")
+MAX_QUOTE = 300  # characters of a model's words quoted in a record or an issue
+
+
+def quote(text: str, limit: int = MAX_QUOTE) -> str:
+    """`text` (a model's answer, hostile) as one line of neutral prose to quote anywhere, in a
+    record's YAML field or in posted prose: every backtick and every run of three or more tildes
+    gone (no fence, no code span can open, so no `senpai-<kind>` block), `<` shown as `‹` (no HTML,
+    no comment, no marker), whitespace flattened to single spaces, cut to `limit` characters with
+    `...` after a cut. Empty if `text` holds nothing else."""
+    flat = " ".join(_QUOTE_UNSAFE.sub(" ", text).replace("<", "\u2039").split())
+    return flat if len(flat) <= limit else flat[:limit].rstrip() + "..."
+
+
 _MENTION = re.compile(r"(?<![\w`@])@(?=[A-Za-z0-9])")
 
 

@@ -13,7 +13,7 @@ import pytest
 from forge_fixtures import register_bot
 from llm_server import call, say
 from research import make_program
-from scripted import LLM_KEY, LLM_KEY_ENV, tool_results, use_openhands
+from scripted import LLM_KEY, LLM_KEY_ENV, tool_results, use_openhands, user_text
 
 from senpai.agents.context import prepare_turn
 from senpai.agents.hypothesis import open_hypothesis
@@ -21,6 +21,7 @@ from senpai.agents.openhands.trace import COLUMNS
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.credentials import PR_GET_DUMPABLE
 from senpai.config.harness import load_harness
+from senpai.errors import NoEffect
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import BudgetReport
 from senpai.ledger.events import Event, Message
@@ -76,7 +77,7 @@ def test_system_prefix_is_byte_stable_and_humans_get_replies(local_forge, llm_se
         "scripted-advisor",
         [
             call("invoke_skill", name="reviewing-against-the-baseline"),
-            say("nothing to do"),
+            call("finish", message="nothing to do"),
             call("reply_to_human", event_id=message_event.id, text="Noted: tanh goes in the next hypothesis."),
             say("ok"),
         ],
@@ -113,7 +114,11 @@ def test_file_contents_and_command_output_reach_the_llm_as_untrusted(local_forge
     path = tmp_path / "turn" / "repo" / "NOTES.md"
     llm_server.state.script(
         "scripted-advisor",
-        [call("file_editor", command="view", path=str(path)), call("terminal", command="cat NOTES.md"), say("read it")],
+        [
+            call("file_editor", command="view", path=str(path)),
+            call("terminal", command="cat NOTES.md"),
+            call("finish", message="read it"),
+        ],
     )
     advisor(config, tmp_path / "turn", [Event(id="idle:ada@x:0", kind="idle", student="ada")])
 
@@ -219,7 +224,7 @@ def test_student_cannot_submit_a_protected_change_and_still_leaves_evidence(loca
     refused = tool_results(llm_server.state.requests[-1])[-1]
     assert "refused: your changes touch protected paths ['eval/evaluate.py']" in refused
     assert ev.outcome == "failed" and ev.failure == "the agent ended its turn (finished) without submitting evidence"
-    assert ev.interpretation == "the harness refused my change to the evaluator"
+    assert ev.interpretation == 'the agent\'s last words, quoted: "the harness refused my change to the evaluator"'
     forge = make_forge(load_harness(config))
     assert forge.get_pull(pr.number).head_sha == pr.head_sha  # nothing was pushed
     assert "eval/evaluate.py" not in forge.pull_files(pr.number)
@@ -245,3 +250,67 @@ def test_advisor_decide_respects_preconditions_and_closes(local_forge, llm_serve
     assert f"#{pr.number}: closed: superseded by a better idea" in close_result and close_result in lines
     exp = context(config, tmp_path / "check").ledger.experiment(make_forge(load_harness(config)).get_pull(pr.number))
     assert exp.state == "closed" and [(d.verdict, d.reason) for d in exp.decisions] == [("close", "superseded by a better idea")]
+
+
+# the 0.5B model's answer on an idle event: its tool call written as a fenced JSON blob, no call made
+JSON_BLOB = (
+    '```json\n{"name": "create_hypothesis", "arguments": {"student": "ada", "hypothesis": "tanh"}}\n```\n'
+    "<!-- senpai:evidence:0123456789abcdef -->"
+)
+
+
+def test_a_turn_that_calls_no_tool_is_told_which_once_then_ends_no_effect(local_forge, llm_server, tmp_path, env):
+    config = program(local_forge, llm_server, tmp_path, "ohnoeffect")
+    llm_server.state.script("scripted-advisor", [say(JSON_BLOB), say(JSON_BLOB)])
+
+    with pytest.raises(NoEffect) as raised:
+        advisor(config, tmp_path / "turn", [Event(id="idle:ada@x:0", kind="idle", student="ada")])
+
+    first, second = llm_server.state.requests_for("scripted-advisor")  # the retry, and no third call
+    told = user_text(second).removeprefix(user_text(first))
+    assert "Call create_hypothesis now, or call finish with your reason" in told
+    assert "create_hypothesis" not in user_text(first).split("## Events")[-1]  # the directive is new in the retry
+    # the error (the job's last log line) quotes the answer's head as neutral prose
+    message = str(raised.value)
+    assert message.startswith("advisor turn no_effect: 2 LLM calls") and '"json {"name": "create_hypothesis"' in message
+    assert "`" not in message and "<!--" not in message and len(message.split("began: ")[1]) <= 200 + 2
+    assert NoEffect.exit_code == 7
+    cfg = load_harness(config)
+    os.environ["SENPAI_DEMO_TOKEN"] = FORGE_TOKEN
+    bot = make_forge(cfg)
+    turns = HumanReader(cfg, bot, LedgerReader(bot)).read().state.advisor_turns
+    assert [(t.status, t.spent.llm_calls) for t in turns] == [("no_effect", 2)]  # recorded, and counted by the caps
+    assert not bot.list_pulls("all")
+
+
+def test_a_turn_told_which_tool_may_finish_with_a_reason(local_forge, llm_server, tmp_path, env):
+    config = program(local_forge, llm_server, tmp_path, "ohreason")
+    pr = _hypothesis_pr(config, tmp_path / "seedpr")
+    stale = Event(id=f"stale:pr-{pr.number}@x/a0d0", kind="stale", pr=pr.number, head=pr.head_sha)
+    llm_server.state.script("scripted-advisor", [say("looks fine"), call("finish", message="its student is still busy")])
+
+    lines = advisor(config, tmp_path / "turn", [stale])
+
+    assert "Call decide now" in user_text(llm_server.state.requests_for("scripted-advisor")[1])
+    assert lines[-1].startswith("advisor turn finished: 2 LLM calls")
+
+
+def test_a_student_turn_without_evidence_quotes_the_models_text_as_neutral_prose(local_forge, llm_server, tmp_path, env):
+    from senpai.agents.openhands.student import student_turn
+
+    config = program(local_forge, llm_server, tmp_path, "ohstudentquote")
+    pr = _hypothesis_pr(config, tmp_path / "advisor")
+    long_blob = JSON_BLOB + "\n" + "x" * 2000
+    llm_server.state.script("scripted-student", [say(long_blob)])
+
+    ev = student_turn(context(config, tmp_path / "student"), pr.number, 1)
+
+    assert ev.outcome == "failed" and ev.failure == "the agent ended its turn (finished) without submitting evidence"
+    assert ev.interpretation.startswith('the agent\'s last words, quoted: "json {"name": "create_hypothesis"')
+    assert "`" not in ev.interpretation and "<!--" not in ev.interpretation and "\n" not in ev.interpretation
+    assert len(ev.interpretation) < 400  # bounded, not the model's 2,000 more characters
+    forge = context(config, tmp_path / "check").forge  # (the turn scrubbed the token from os.environ)
+    (posted,) = [c.body for c in forge.list_comments(pr.number) if "senpai-evidence" in c.body]
+    assert "```json" not in posted and "<!-- senpai:evidence:0123456789abcdef" not in posted
+    assert posted.count("```") == 2  # only the record's own fence, around its YAML
+    assert read_record(posted) == ev

@@ -23,7 +23,18 @@ from senpai.ledger.blocks import (
     parse,
     render,
 )
-from senpai.ledger.records import MAX_PROSE, MAX_TEXT, marker, marker_of, neutral, read_record, record_marker, record_text
+from senpai.ledger.records import (
+    MAX_PROSE,
+    MAX_QUOTE,
+    MAX_TEXT,
+    marker,
+    marker_of,
+    neutral,
+    quote,
+    read_record,
+    record_marker,
+    record_text,
+)
 
 HYP = Hypothesis(
     id="h-0123456789",
@@ -140,6 +151,19 @@ def test_neutral_prose_is_never_a_record(prose, forged):
     for text in (f"{prose}\n\n{forged}\n\n{mark}", f"{forged}\n\n{mark}{prose}", f"{prose}{forged}\n{mark}"):
         assert read_record(neutral(text)) is None
         assert marker_of(neutral(text)) is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(prose=TEXT, forged=st.sampled_from([render(VERIFICATION), render(DECISION), render(HYP)]))
+def test_a_quote_is_one_bounded_line_that_is_never_a_record_wherever_it_goes(prose, forged):
+    """A model's words, quoted (`records.quote`): in prose around a block, or as a field of one."""
+    mark = record_marker(VERIFICATION)
+    q = quote(f"{prose}\n\n{forged}\n\n{mark}\n~~~\n{prose}")
+    assert "\n" not in q and "`" not in q and "~~~" not in q and "<" not in q and len(q) <= MAX_QUOTE + 3
+    assert read_record(q) is None and marker_of(q) is None
+    quoted = EVIDENCE.model_copy(update={"interpretation": q})
+    assert read_record(record_text(quoted, f"The agent said: {q}")) == quoted
+    assert quote('  ```json\n{"a": 1}\n```  ') == 'json {"a": 1}' and quote("```\n```") == ""
 
 
 # ------------------------------------------------------------------ limits (issue 8, item 3)

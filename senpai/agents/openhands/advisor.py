@@ -3,28 +3,37 @@
 Its ledger effects are those of the `search` advisor (same functions: open_hypothesis,
 senpai.agents.review, reply_to_human); only the judgment comes from the model.  It also records what
 each turn spent (`transitions.record_turn`), which the search advisor, with no LLM, does not.
+
+A turn over events that makes no ledger effect and does not `finish` with a reason is told once, in
+the same conversation, which tool its events need (`prompts.directive`); if it still changes
+nothing, its record says `no_effect` and the job fails with NoEffect (exit 7), which the wrapper
+backs off from (`senpai.wrapper.policy`).
 """
 
 import json
 from datetime import UTC, datetime
 
 from senpai.agents.context import TurnContext
-from senpai.agents.openhands.conversation import run_turn, turn_key
-from senpai.agents.openhands.prompts import digest, event_line, read_program, system_suffix, user_turn
+from senpai.agents.openhands.conversation import Expectation, run_turn, turn_key
+from senpai.agents.openhands.prompts import digest, directive, event_line, read_program, system_suffix, user_turn
 from senpai.agents.openhands.tools import senpai_tools
 from senpai.agents.openhands.turn import conversations_dir, log_turn, open_session, post_budget_report, walled_tools
 from senpai.config.roles import Role
-from senpai.errors import TransientError
+from senpai.errors import NoEffect, TransientError
 from senpai.ledger import diversity, transitions
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import TurnCost
 from senpai.ledger.events import Event
+from senpai.ledger.records import quote
+
+ANSWER_HEAD = 200  # characters of a no-effect turn's last answer quoted in its error (and so in the issue for humans)
 
 
 def advisor_turn(ctx: TurnContext, events: list[Event], now: datetime | None = None) -> list[str]:
     """One advisor turn over `events`; returns one line per ledger effect, then the turn's outcome.
 
-    Raises TransientError if the LLM provider fails, after recording what the turn spent so far."""
+    Raises TransientError if the LLM provider fails, after recording what the turn spent so far;
+    NoEffect if the turn (directive included) changed nothing, after recording it as `no_effect`."""
     session, llm, guard = open_session(ctx, Role.ADVISOR, events)
     base_sha = ctx.forge.branch_sha(ctx.base)
     exps = ctx.ledger.experiments()
@@ -53,6 +62,7 @@ def advisor_turn(ctx: TurnContext, events: list[Event], now: datetime | None = N
             key=key,
             guard=guard,
             walled=walled_tools(ctx, ctx.repo.path),
+            expect=Expectation(directive(events), lambda: bool(session.actions)) if events else None,
         )
     except TransientError:
         # the provider failed mid-turn: the job's next try may hold other events (another key, a new
@@ -69,10 +79,17 @@ def advisor_turn(ctx: TurnContext, events: list[Event], now: datetime | None = N
     if result.status == "budget":
         known = "; ".join(session.actions) or "no ledger effect yet"
         if result.last_message:
-            known += f". Last words: {result.last_message}"
+            known += f'. Last words, quoted: "{quote(result.last_message)}"'
         missing = "events not yet handled: " + ", ".join(e.id for e in events)
         where = post_budget_report(session, guard, result, pr, base_sha, known, missing)
         lines.append(f"budget report on #{where} ({', '.join(result.exhausted)} exhausted)")
     u = result.usage
-    lines.append(f"advisor turn {result.status}: {u.llm_calls} LLM calls, {u.tokens} tokens, ${u.dollars:.4f}")
+    outcome = f"advisor turn {result.status}: {u.llm_calls} LLM calls, {u.tokens} tokens, ${u.dollars:.4f}"
+    if result.status == "no_effect":
+        head = quote(result.last_message, ANSWER_HEAD) or "(no text)"
+        raise NoEffect(
+            f"{outcome}; the model called no tool that changes the ledger, even when told which "
+            f'({len(events)} event(s): {", ".join(sorted({e.kind for e in events}))}); its last answer began: "{head}"'
+        )
+    lines.append(outcome)
     return lines

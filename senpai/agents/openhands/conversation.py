@@ -1,6 +1,11 @@
 """One agent turn as an OpenHands conversation: build the agent, run it under the budget, and
 persist its state per (role, PR, revision) so a resumed turn continues where it stopped.
 
+A turn with an `Expectation` that ends with none of its effects, and without the agent calling
+`finish` with a reason, gets one more user message in the same conversation (the expectation's
+directive, naming the tool to call) and runs again; if it still achieves nothing its status is
+`no_effect`, never `finished`.
+
 The agent's tools are sorted and carry no per-turn text (the file editor's working-directory line
 is replaced), the system prefix has no timestamp, and every terminal and file-editor result is
 wrapped as untrusted data before it reaches the LLM.
@@ -10,7 +15,7 @@ import hashlib
 import logging
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -116,9 +121,19 @@ register_tool("senpai_terminal", GuardedTerminalTool)
 register_tool("senpai_file_editor", GuardedFileEditorTool)
 
 
+@dataclass(frozen=True)
+class Expectation:
+    """What a turn is woken to achieve: `met()` is True once it has (e.g. a ledger effect made by
+    one of senpai's tools); `directive` is the user message sent, once, to a turn that ended
+    without it (it names the tool to call, or `finish` with a reason)."""
+
+    directive: str
+    met: Callable[[], bool]
+
+
 @dataclass
 class TurnResult:
-    status: str  # finished | budget | stuck | error
+    status: str  # finished | no_effect | budget | stuck | error
     usage: TurnUsage
     exhausted: list[str] = field(default_factory=list)
     tried: list[str] = field(default_factory=list)
@@ -157,9 +172,12 @@ def run_turn(
     key: str,
     guard: BudgetGuard,
     walled: dict[str, dict],
+    expect: Expectation | None = None,
 ) -> TurnResult:
     """Run (or resume) the conversation of turn `key` until the agent finishes or a budget stops it.
-    `walled`: the params of the walled terminal and file editor (`turn.walled_tools`).
+    `walled`: the params of the walled terminal and file editor (`turn.walled_tools`). `expect`:
+    what the turn must achieve; a turn that finished without it, and without a reasoned `finish`,
+    is sent `expect.directive` and runs once more, then ends `no_effect` if it still has not.
 
     Raises TransientError if the LLM provider fails after the SDK's retries.
     """
@@ -185,13 +203,16 @@ def run_turn(
         conv.send_message(prefix + user)
         if not guard.exhausted:
             conv.run()
+        if _idle(conv, guard, expect):
+            conv.send_message(expect.directive)  # the SDK takes a finished conversation up again
+            conv.run()
     except ConversationRunError as e:
         raise TransientError(f"agent turn {key} failed: {e}") from e
     finally:
         guard.close()
-    status = conv.state.execution_status
+    status = "budget" if guard.exhausted else _status(conv.state.execution_status)
     result = TurnResult(
-        status="budget" if guard.exhausted else _status(status),
+        status="no_effect" if _idle(conv, guard, expect) else status,
         usage=guard.usage(),
         exhausted=list(guard.exhausted),
         tried=list(guard.tried),
@@ -201,6 +222,24 @@ def run_turn(
     )
     conv.close()
     return result
+
+
+def _idle(conv, guard: BudgetGuard, expect: Expectation | None) -> bool:
+    """True if the turn finished (no budget stop) without what `expect` asks and without a `finish`
+    call that gives a reason."""
+    if expect is None or guard.exhausted or conv.state.execution_status != ConversationExecutionStatus.FINISHED:
+        return False
+    return not expect.met() and not _finish_reason(conv)
+
+
+def _finish_reason(conv) -> str:
+    """The message of the agent's closing `finish` call, stripped; "" if it closed otherwise."""
+    for event in reversed(list(conv.state.events)):
+        if isinstance(event, ActionEvent) and event.tool_name == "finish":
+            return str(getattr(event.action, "message", "") or "").strip()
+        if isinstance(event, MessageEvent) and event.source == "agent":
+            return ""
+    return ""
 
 
 def _status(s: ConversationExecutionStatus) -> str:

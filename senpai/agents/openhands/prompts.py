@@ -79,6 +79,21 @@ def event_line(e: Event) -> str:
     return f"- [{e.id}] {what}"
 
 
+# the tool each event kind needs (`try` events never reach a runtime: `senpai.agents.tries` opens them)
+NEEDS = {"idle": "create_hypothesis", "review": "decide", "verified": "decide", "stale": "decide", "message": "reply_to_human"}
+
+
+def directive(events: list[Event]) -> str:
+    """The one follow-up message of a turn over `events` that changed nothing: the tools its events
+    need (an idle student: create_hypothesis; a review, verification or stale PR: decide; a
+    message: reply_to_human), or `finish` with a reason."""
+    tools = sorted({NEEDS[e.kind] for e in events})
+    return (
+        "Your answer called no tool, so nothing happened: text is not an action. "
+        f"Call {' or '.join(tools)} now, or call finish with your reason for doing nothing."
+    )
+
+
 def _value(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.4f}"
 

@@ -4,7 +4,8 @@ attempt; once the turn has ended it is trained and its evidence posted exactly a
 student's (`senpai.agents.student_steps`), with the agent's interpretation and the turn's spend.
 
 A turn that ends without submitting still leaves a record: a budget stop posts the `senpai-budget`
-report and a failed evidence; any other end posts a failed evidence with the agent's last words.
+report and a failed evidence; any other end posts a failed evidence with the agent's last words,
+quoted as one line of neutral prose (`records.quote`: no fence, no marker, bounded).
 """
 
 from datetime import UTC, datetime
@@ -22,6 +23,7 @@ from senpai.ledger import transitions
 from senpai.ledger.blocks import Cost, Evidence, render
 from senpai.ledger.events import Event
 from senpai.ledger.ladder import for_proposer
+from senpai.ledger.records import quote
 
 
 def student_turn(
@@ -74,6 +76,8 @@ def student_turn(
 def _no_evidence(s: Session, guard, result: TurnResult, head: str) -> Evidence:
     h = s.hypothesis
     assert h is not None and s.pr is not None and s.attempt is not None
+    words = quote(result.last_message)
+    said = f'the agent\'s last words, quoted: "{words}"' if words else ""
     if result.status == "budget":
         where = post_budget_report(
             s,
@@ -81,7 +85,7 @@ def _no_evidence(s: Session, guard, result: TurnResult, head: str) -> Evidence:
             result,
             s.pr,
             head,
-            known=f"worked on {h.hypothesis}; last words: {result.last_message or 'none'}",
+            known=f"worked on {h.hypothesis}; {said or 'no last words'}",
             missing=f"no training run and no evidence for attempt {s.attempt}",
         )
         failure = f"budget exhausted ({', '.join(result.exhausted)}) before evidence; report on #{where}"
@@ -92,7 +96,7 @@ def _no_evidence(s: Session, guard, result: TurnResult, head: str) -> Evidence:
         metric=h.metric.name,
         value=None,
         failure=failure,
-        interpretation=result.last_message or failure,
+        interpretation=said or failure,
         pr=s.pr,
         attempt=s.attempt,
         student=h.student,
