@@ -349,9 +349,27 @@ class DiversitySettings(_Strict):
     max_change_similarity: float = Field(0.8, ge=0, le=1, description="Code-change similarity over which it is raised.")
 
 
+class NoEffectSettings(_Strict):
+    """What the wrapper does with an LLM advisor turn that changed nothing (status `no_effect`, exit
+    7: `senpai.errors.NoEffect`): the same events are woken again no sooner than `wait(k)` after the
+    k-th such turn ended, and after `turns` of them one issue for humans says the model calls no
+    tools (`senpai.wrapper.policy`). The turns are counted from the fleet's jobs, so on Kubernetes
+    the waits must end within `ttl_seconds_after_finished` of the first (defaults: 300 + 600 s)."""
+
+    turns: int = Field(3, ge=1, description="No-effect advisor turns over the same events before the issue for humans.")
+    backoff_seconds: float = Field(
+        300.0, ge=0, description="Wait after the first no-effect turn before its events wake another, seconds; doubled per turn."
+    )
+
+    def wait(self, k: int) -> float:
+        """Seconds the same events wait after the k-th (k >= 1) no-effect turn over them ended."""
+        return self.backoff_seconds * 2 ** (k - 1)
+
+
 class RuntimeSettings(_Strict):
     """The advisor's and the students' runtimes (a bare string is the kind: `advisor: search`), the
-    search sampler's seed, and the diversity alarm's thresholds."""
+    search sampler's seed, the diversity alarm's thresholds, and the backoff from advisor turns
+    that change nothing."""
 
     advisor: RoleRuntime = SearchRuntimeSettings()
     student: RoleRuntime = SearchRuntimeSettings()
@@ -360,6 +378,7 @@ class RuntimeSettings(_Strict):
         1, ge=1, le=5, description="Arms per search experiment: the proposed point (control) and arms - 1 neighbours."
     )
     diversity: DiversitySettings = DiversitySettings()
+    no_effect: NoEffectSettings = NoEffectSettings()
 
     @field_validator("advisor", "student", mode="before")
     @classmethod

@@ -22,6 +22,11 @@ Rules (design §3, §4):
   are escalated: blocked with one comment each, and one issue for humans;
 - a verifying PR whose head someone other than senpai keeps moving under its verifier is blocked
   after HEAD_MOVES verifications of such heads.
+- an advisor turn that changed nothing (`no_effect`: its job exits 7) is no success: its events
+  are woken again, no sooner than `runtime.no_effect.wait(k)` after the k-th such turn over them;
+  after `runtime.no_effect.turns` of them the events are not woken again until they change, the
+  PRs they carry are blocked, and one issue for humans (one per advisor model) says the model
+  calls no tools, with the last job's log tail (its answer's head).
 
 A launch names no deadline: the Dispatcher gives the job its role's (`senpai.config.budgets`).
 """
@@ -34,7 +39,7 @@ from datetime import datetime, timedelta
 from senpai.config.budgets import RELAUNCH
 from senpai.config.harness import HarnessConfig
 from senpai.config.roles import Role
-from senpai.errors import DiskFull, TransientError
+from senpai.errors import DiskFull, NoEffect, TransientError
 from senpai.fleet.base import JobStatus
 from senpai.ledger.consistency import reverify
 from senpai.ledger.escalation import escalation_id
@@ -64,6 +69,7 @@ from senpai.wrapper.world import World
 MAX_BASELINE_SOURCES = 4  # PRs a verifier is told to read for reusable baseline seeds
 INFRA_EXIT = TransientError.exit_code  # `senpai job` exits 3 when the forge, git or the network failed it
 DISK_FULL_EXIT = DiskFull.exit_code  # ... and 6 when a volume it writes to is full (`senpai.fleet.disk`)
+NO_EFFECT_EXIT = NoEffect.exit_code  # an advisor job exits 7 when its LLM turn changed nothing
 INFRA_REASONS = frozenset({"Lost", "Killed", "Evicted", "NodeLost", "Preempted"})  # the fleet's doing
 HYPOTHESIS_REASONS = frozenset({"DeadlineExceeded", "OOMKilled"})  # its wall-time and memory budget
 _JOB = re.compile(r"^senpai-(?:student|verifier)-pr\d+-(?P<attempt>\d+)(?:-r(?P<retry>\d+))?$")
@@ -82,6 +88,11 @@ def infra_failure(job: JobStatus) -> bool:
     if job.phase != "failed" or job.reason in HYPOTHESIS_REASONS:
         return False
     return job.exit_code in (INFRA_EXIT, DISK_FULL_EXIT, None) or job.reason in INFRA_REASONS
+
+
+def no_effect(job: JobStatus) -> bool:
+    """True if `job` is an advisor job that ran but whose turn changed nothing (exit 7, NoEffect)."""
+    return job.role == Role.ADVISOR and job.phase == "failed" and job.exit_code == NO_EFFECT_EXIT
 
 
 def job_attempt(job: JobStatus) -> int:
@@ -439,12 +450,16 @@ def _advisor(w: World, cfg: HarnessConfig, launching: Collection[int | None] = (
         return None
     digest = hashlib.sha256("\n".join(sorted(ev.id for ev in events)).encode()).hexdigest()[:10]
     tries = [j for j in w.jobs if j.role == Role.ADVISOR and j.name.startswith(f"senpai-advisor-{digest}-")]
-    if len(tries) >= RELAUNCH.advisor_runs:
+    idle = [j for j in tries if no_effect(j)]
+    if len(idle) >= cfg.runtime.no_effect.turns:
+        return _advisor_idle(events, idle, w, cfg)
+    if len(tries) - len(idle) >= RELAUNCH.advisor_runs:
         return _advisor_spent(events, tries, digest, w)
     last = max(tries, key=lambda j: int(j.name.rsplit("-", 1)[1]), default=None)
     if last is not None and last.phase == "failed" and last.finished_at is not None:
-        if w.now < last.finished_at + timedelta(seconds=RELAUNCH.wait(len(tries))):
-            return None  # the same batch just died: back off as for any relaunch
+        wait = cfg.runtime.no_effect.wait(len(idle)) if no_effect(last) else RELAUNCH.wait(len(tries))
+        if w.now < last.finished_at + timedelta(seconds=wait):
+            return None  # the same batch just died, or changed nothing: back off
     name = f"senpai-advisor-{digest}-{len(tries) + 1}"
     return Launch(Role.ADVISOR, name, ["advisor"], events=tuple(events))
 
@@ -466,6 +481,28 @@ def _advisor_spent(events: list[Event], tries: list[JobStatus], digest: str, w: 
         f"(last `{last.name}`: {last.reason}, exit {last.exit_code}). No attempt was spent; see the job logs."
     )
     return Escalate(prs, reason, key, last.name)
+
+
+def _advisor_idle(events: list[Event], idle: list[JobStatus], w: World, cfg: HarnessConfig) -> Escalate | None:
+    """The same batch woke `runtime.no_effect.turns` advisor turns that changed nothing: block the
+    PRs it carries (a human decides them) and open one issue per advisor model (its key), quoting
+    the last turn's answer through its log tail. A batch without PRs is left once the issue exists:
+    its events wake the advisor again only once they change (a new base, a new experiment)."""
+    model = getattr(cfg.runtime.advisor.llm, "model", cfg.runtime.advisor.kind)
+    key = f"senpai-advisor-no-effect:{model}"
+    prs = tuple(sorted({ev.pr for ev in events if ev.pr is not None}))
+    if not prs and escalation_id(key) in w.escalated:
+        return None
+    last = max(idle, key=lambda j: int(j.name.rsplit("-", 1)[1]))
+    kinds = ", ".join(sorted({ev.kind for ev in events}))
+    reason = (
+        f"{len(idle)} advisor turns over the same {len(events)} event(s) ({kinds}) changed nothing: the model "
+        f"`{model}` answered without calling a tool that changes the ledger, even when told which tool to call. "
+        "It may write its tool calls as text: it needs native tool calling (or a chat template that renders tools, "
+        "and `tool_choice: required`). These events wake it again only once they change. The head of its last "
+        "answer is in the last lines below."
+    )
+    return Escalate(prs, reason, key, last.name, "the advisor's model calls no tools")
 
 
 def _handled(ev: Event, w: World) -> bool:
