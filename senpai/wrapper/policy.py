@@ -450,14 +450,14 @@ def _advisor(w: World, cfg: HarnessConfig, launching: Collection[int | None] = (
         return None
     digest = hashlib.sha256("\n".join(sorted(ev.id for ev in events)).encode()).hexdigest()[:10]
     tries = [j for j in w.jobs if j.role == Role.ADVISOR and j.name.startswith(f"senpai-advisor-{digest}-")]
-    idle = [j for j in tries if no_effect(j)]
-    if len(idle) >= cfg.runtime.no_effect.turns:
-        return _advisor_idle(events, idle, w, cfg)
-    if len(tries) - len(idle) >= RELAUNCH.advisor_runs:
+    ineffective = [j for j in tries if no_effect(j)]
+    if len(ineffective) >= cfg.runtime.no_effect.turns:
+        return _advisor_ineffective(events, ineffective, w, cfg)
+    if len(tries) - len(ineffective) >= RELAUNCH.advisor_runs:
         return _advisor_spent(events, tries, digest, w)
     last = max(tries, key=lambda j: int(j.name.rsplit("-", 1)[1]), default=None)
     if last is not None and last.phase == "failed" and last.finished_at is not None:
-        wait = cfg.runtime.no_effect.wait(len(idle)) if no_effect(last) else RELAUNCH.wait(len(tries))
+        wait = cfg.runtime.no_effect.wait(len(ineffective)) if no_effect(last) else RELAUNCH.wait(len(tries))
         if w.now < last.finished_at + timedelta(seconds=wait):
             return None  # the same batch just died, or changed nothing: back off
     name = f"senpai-advisor-{digest}-{len(tries) + 1}"
@@ -483,7 +483,7 @@ def _advisor_spent(events: list[Event], tries: list[JobStatus], digest: str, w: 
     return Escalate(prs, reason, key, last.name)
 
 
-def _advisor_idle(events: list[Event], idle: list[JobStatus], w: World, cfg: HarnessConfig) -> Escalate | None:
+def _advisor_ineffective(events: list[Event], turns: list[JobStatus], w: World, cfg: HarnessConfig) -> Escalate | None:
     """The same batch woke `runtime.no_effect.turns` advisor turns that changed nothing: block the
     PRs it carries (a human decides them) and open one issue per advisor model (its key), quoting
     the last turn's answer through its log tail. A batch without PRs is left once the issue exists:
@@ -493,10 +493,10 @@ def _advisor_idle(events: list[Event], idle: list[JobStatus], w: World, cfg: Har
     prs = tuple(sorted({ev.pr for ev in events if ev.pr is not None}))
     if not prs and escalation_id(key) in w.escalated:
         return None
-    last = max(idle, key=lambda j: int(j.name.rsplit("-", 1)[1]))
+    last = max(turns, key=lambda j: int(j.name.rsplit("-", 1)[1]))
     kinds = ", ".join(sorted({ev.kind for ev in events}))
     reason = (
-        f"{len(idle)} advisor turns over the same {len(events)} event(s) ({kinds}) changed nothing: the model "
+        f"{len(turns)} advisor turns over the same {len(events)} event(s) ({kinds}) changed nothing: the model "
         f"`{model}` answered without calling a tool that changes the ledger, even when told which tool to call. "
         "It may write its tool calls as text: it needs native tool calling (or a chat template that renders tools, "
         "and `tool_choice: required`). These events wake it again only once they change. The head of its last "

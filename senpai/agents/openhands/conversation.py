@@ -203,7 +203,7 @@ def run_turn(
         conv.send_message(prefix + user)
         if not guard.exhausted:
             conv.run()
-        if _idle(conv, guard, expect):
+        if _achieved_nothing(conv, guard, expect):
             conv.send_message(expect.directive)  # the SDK takes a finished conversation up again
             conv.run()
     except ConversationRunError as e:
@@ -212,7 +212,7 @@ def run_turn(
         guard.close()
     status = "budget" if guard.exhausted else _status(conv.state.execution_status)
     result = TurnResult(
-        status="no_effect" if _idle(conv, guard, expect) else status,
+        status="no_effect" if _achieved_nothing(conv, guard, expect) else status,
         usage=guard.usage(),
         exhausted=list(guard.exhausted),
         tried=list(guard.tried),
@@ -224,7 +224,7 @@ def run_turn(
     return result
 
 
-def _idle(conv, guard: BudgetGuard, expect: Expectation | None) -> bool:
+def _achieved_nothing(conv, guard: BudgetGuard, expect: Expectation | None) -> bool:
     """True if the turn finished (no budget stop) without what `expect` asks and without a `finish`
     call that gives a reason."""
     if expect is None or guard.exhausted or conv.state.execution_status != ConversationExecutionStatus.FINISHED:
