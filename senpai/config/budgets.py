@@ -18,6 +18,7 @@ target declares). Inner and outer, as checked:
     verifier job  ⊇ test + 2 sides x seeds x (train step + score step), each step budget.wall_seconds,
                     + JOB_OVERHEAD_SECONDS
     stale_after_seconds ⊇ tick_seconds + steering.batch_seconds + the longest relaunch backoff
+    fleet.ttl_seconds_after_finished (Kubernetes) ⊇ the waits between runtime.no_effect.turns advisor turns
     full_refresh_seconds ⊇ tick_seconds
 """
 
@@ -267,6 +268,15 @@ def harness_problems(harness: "HarnessConfig") -> list[str]:
             f"stale_after_seconds ({harness.stale_after_seconds:g} s) must exceed the longest a healthy WIP PR waits for "
             f"its next job: tick_seconds ({harness.tick_seconds:g}) + steering.batch_seconds "
             f"({harness.steering.batch_seconds:g}) + the last relaunch backoff ({RELAUNCH.longest_wait():g}) = {gap:g} s"
+        )
+    ttl = getattr(harness.fleet, "ttl_seconds_after_finished", None)  # Kubernetes deletes a finished Job then
+    ne = harness.runtime.no_effect
+    waits = sum(ne.wait(k) for k in range(1, ne.turns))
+    if ttl is not None and harness.runtime.advisor.llm_agent and waits >= ttl:
+        problems.append(
+            f"runtime.no_effect: the waits before the last of {ne.turns} no-effect advisor turns ({waits:g} s) must end "
+            f"within fleet.ttl_seconds_after_finished ({ttl} s), as the wrapper counts those turns from the fleet's Jobs; "
+            "lower runtime.no_effect.turns or backoff_seconds, or raise the ttl"
         )
     return problems
 

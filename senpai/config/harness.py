@@ -354,7 +354,8 @@ class NoEffectSettings(_Strict):
     7: `senpai.errors.NoEffect`): the same events are woken again no sooner than `wait(k)` after the
     k-th such turn ended, and after `turns` of them one issue for humans says the model calls no
     tools (`senpai.wrapper.policy`). The turns are counted from the fleet's jobs, so on Kubernetes
-    the waits must end within `ttl_seconds_after_finished` of the first (defaults: 300 + 600 s)."""
+    the waits must end within `ttl_seconds_after_finished` (defaults: 300 + 600 s), or the config
+    is refused at load (`senpai.config.budgets.harness_problems`)."""
 
     turns: int = Field(3, ge=1, description="No-effect advisor turns over the same events before the issue for humans.")
     backoff_seconds: float = Field(

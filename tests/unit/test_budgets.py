@@ -27,6 +27,15 @@ TARGET = {  # every budget and holdout setting at its default
     "holdout": {"command": "python score.py {artifact} {holdout}", "files": ["score.py"], "metric": "acc", "min_floor": 0.01},
 }
 OPENHANDS = {"kind": "openhands", "llm": {"model": "m"}}
+KUBERNETES = {
+    "backend": "kubernetes",
+    "namespace": "research",
+    "images": {role: f"senpai/{role}:0.1.0" for role in ("advisor", "student", "verifier")},
+    "pvc": "senpai-data",
+    "config_map": "senpai-config",
+    "ttl_seconds_after_finished": 1800,
+    "secret_env": [{"env": "LLM_API_KEY", "secret": "llm", "key": "k"}, {"env": "GITHUB_TOKEN", "secret": "gh", "key": "t"}],
+}
 
 
 def harness(**changes) -> HarnessConfig:
@@ -106,8 +115,13 @@ def test_a_verifier_wall_that_holds_the_steps_is_the_deadline_and_one_that_does_
             r"runtime\.advisor\.budget\.wall_seconds \(80 s\) cannot hold 5 attempts of an LLM call \(llm\.num_retries 4 "
             r"\+ 1\) and the 84 s of waits between them",
         ),
+        (
+            {"runtime": {"advisor": OPENHANDS, "no_effect": {"turns": 4}}, "fleet": KUBERNETES},
+            r"runtime\.no_effect: the waits before the last of 4 no-effect advisor turns \(2100 s\) must end within "
+            r"fleet\.ttl_seconds_after_finished \(1800 s\)",
+        ),
     ],
-    ids=["advisor-turn", "refresh-tick", "stale-relaunch", "llm-call", "llm-retries"],
+    ids=["advisor-turn", "refresh-tick", "stale-relaunch", "llm-call", "llm-retries", "no-effect-ttl"],
 )
 def test_an_inner_limit_that_does_not_fit_is_refused_at_load(tmp_path: Path, changes: dict, expected: str) -> None:
     path = tmp_path / "harness.yaml"
@@ -121,6 +135,8 @@ def test_the_same_settings_load_once_the_inner_limit_fits(tmp_path: Path) -> Non
     assert harness(**fits).advisor_wall_seconds == 2100
     assert harness(tick_seconds=5, full_refresh_seconds=5).full_refresh_seconds == 5
     assert harness(tick_seconds=5, steering={"batch_seconds": 10}, stale_after_seconds=46).stale_after_seconds == 46
+    three = {"advisor": OPENHANDS, "no_effect": {"turns": 3}}  # 300 + 600 s of waits
+    assert harness(runtime=three, fleet=KUBERNETES).runtime.no_effect.turns == 3
 
 
 def test_an_llm_call_timeout_is_derived_to_fit_its_turn_and_a_set_one_that_fits_is_kept() -> None:
