@@ -101,7 +101,10 @@ def student_policy(body: dict) -> dict:
     done = tool_results(body)
     wd = workdir(body)
     steps = [
-        lambda: call("terminal", command=f"env | sort; cat .git/config; git remote -v; {PLANT_HOOKS}"),
+        # the environment in a call of its own: a long output can scroll the terminal's previous
+        # prompt out of its capture, and the SDK then shows only the output's last lines
+        lambda: call("terminal", command="env | sort"),
+        lambda: call("terminal", command=f"cat .git/config; git remote -v; {PLANT_HOOKS}"),
         lambda: call("file_editor", command="view", path=f"{wd}/train.py"),
         lambda: call("file_editor", command="str_replace", path=f"{wd}/train.py", old_str=ADAM, new_str=LBFGS),
         lambda: call("submit_evidence", interpretation="L-BFGS instead of Adam, same params; expect higher val_accuracy"),
