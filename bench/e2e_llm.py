@@ -98,8 +98,11 @@ def download(url: str, dest: Path, want_sha256: str | None = None) -> Path:
 
 
 def build_server() -> Path:
-    """`.cache/e2e-llm/llama-server-<version>`, built from the pinned sdist unless already there."""
-    binary = CACHE / f"llama-server-{LLAMA_CPP_PYTHON}"
+    """`.cache/e2e-llm/llama-server-<version>[-<hash of E2E_LLM_CMAKE_ARGS>]`, built from the pinned
+    sdist unless already there."""
+    extra = os.environ.get("E2E_LLM_CMAKE_ARGS", "").split()  # e.g. -DGGML_CUDA=ON on a GPU machine
+    flavour = f"-{hashlib.sha256(' '.join(extra).encode()).hexdigest()[:8]}" if extra else ""  # its own binary
+    binary = CACHE / f"llama-server-{LLAMA_CPP_PYTHON}{flavour}"
     if binary.is_file():
         say(f"llama-server: reusing {binary}")
         return binary
@@ -124,12 +127,12 @@ def build_server() -> Path:
         raise SystemExit(
             "e2e-llm: the build needs cmake and ninja on PATH (apt-get install cmake ninja-build, or pip install them)"
         )
-    build = CACHE / f"build-{LLAMA_CPP_PYTHON}"
+    build = CACHE / f"build-{LLAMA_CPP_PYTHON}{flavour}"
     flags = [
         "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_CURL=OFF", "-DBUILD_SHARED_LIBS=OFF",
         "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=ON",
     ]  # fmt: skip
-    flags += os.environ.get("E2E_LLM_CMAKE_ARGS", "").split()  # e.g. -DGGML_CUDA=ON on a GPU machine
+    flags += extra
     jobs = os.environ.get("E2E_LLM_JOBS", str(os.cpu_count() or 2))
     say(f"building llama-server (cmake + ninja, {jobs} jobs; 10-30 min on 2 cores) in {build}")
     t0 = time.monotonic()
