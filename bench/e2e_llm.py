@@ -317,7 +317,8 @@ def role_of(model: str | None) -> str:
 def summarize(calls: list[dict], table_rows: list[dict], records: dict) -> dict:
     """Per role: LLM calls, tool calls in order, tokens and seconds per call, the prompt cache;
     then what senpai recorded (`records`). `calls` are the proxy's rows (`call_row`), `table_rows`
-    the rows of senpai's W&B per-call tables (columns of `senpai.agents.openhands.trace.COLUMNS`)."""
+    the rows of senpai's W&B per-call tables (columns of `senpai.agents.openhands.trace.COLUMNS`),
+    matched to the proxy's by response id (in order where no id matches)."""
     roles: dict[str, dict] = {}
     for c in calls:
         r = roles.setdefault(role_of(c["model"]), {"server": [], "senpai": []})
@@ -328,6 +329,11 @@ def summarize(calls: list[dict], table_rows: list[dict], records: dict) -> dict:
     out = {}
     for role, r in sorted(roles.items()):
         server = r["server"]
+        by_id = {row.get("response_id"): row for row in r["senpai"]}
+        if any(c["response_id"] in by_id for c in server):  # senpai's row of each call, by the response's id
+            mine = [by_id.get(c["response_id"], {}) for c in server]
+        else:  # ids not kept: in order
+            mine = r["senpai"] + [{}] * (len(server) - len(r["senpai"]))
         out[role] = {
             "llm_calls": len(server),
             "llm_calls_senpai": len(r["senpai"]),
@@ -339,10 +345,16 @@ def summarize(calls: list[dict], table_rows: list[dict], records: dict) -> dict:
             "seconds": [c["seconds"] for c in server],
             "cached_prompt_tokens": [c["cache_n"] for c in server],
             "tools_offered": server[0]["tools_offered"] if server else [],
-            "senpai_tools": [row.get("tools") for row in r["senpai"]],
-            "senpai_latency_s": [row.get("latency_s") for row in r["senpai"]],
+            "senpai_tools": [row.get("tools") for row in mine],
+            "senpai_latency_s": [row.get("latency_s") for row in mine],
         }
     return {"roles": out, "records": records}
+
+
+def cell(text: str, limit: int = 160) -> str:
+    """`text` as one Markdown table cell: one line, pipes escaped, at most `limit` characters."""
+    flat = " ".join(str(text).split())
+    return (flat if len(flat) <= limit else flat[: limit - 3] + "...").replace("|", "\\|")
 
 
 def render_md(summary: dict, head: str) -> str:
@@ -358,7 +370,7 @@ def render_md(summary: dict, head: str) -> str:
             tools = r["senpai_tools"][i] if i < len(r["senpai_tools"]) and r["senpai_tools"][i] else None
             lines.append(
                 f"| {role} | {i} | {sec} | {r['prompt_tokens'][i]} | {r['cached_prompt_tokens'][i]} | "
-                f"{r['completion_tokens'][i]} | {tools or '-'} |"
+                f"{r['completion_tokens'][i]} | {cell(tools) if tools else '-'} |"
             )
     lines += [""]
     for role, r in summary["roles"].items():
@@ -400,10 +412,10 @@ def use_server(config: Path, base_url: str, timeout: int) -> None:
     config.write_text(safe_yaml.dump(cfg))
 
 
-def run_turns(root: Path, base_url: str, timeout: int, deadline: float) -> tuple[Path, list[dict]]:
+def run_turns(root: Path, base_url: str, timeout: int, deadline: float) -> tuple[list[dict], dict]:
     """The demo's setup with both roles on the server; the wrapper runs until the advisor's first
-    turn ended and, if it opened a PR, the student's job on it ended. Returns the harness config
-    and the jobs seen."""
+    turn ended and, if it opened a PR, the student's job on it ended. Returns what senpai recorded
+    (`senpai_records`, read while the forge still runs), with the jobs seen."""
     from senpai.cli.demo import EXAMPLE, forge_tokens, seed_target, write_config
     from senpai.cli.wrapper import build_wrapper
     from senpai.forge.localforge.server import LocalForgeServer
@@ -447,7 +459,9 @@ def run_turns(root: Path, base_url: str, timeout: int, deadline: float) -> tuple
                 if not job.done:
                     w.fleet.delete(job.name)
             w.store.close()
-        return config, list(jobs.values())
+        rows, records = senpai_records(config)
+        records["jobs"] = [f"{j['role']} pr={j['pr']} {j['phase']} exit={j['exit_code']}" for j in jobs.values()]
+        return rows, records
     finally:
         server.stop()
 
@@ -510,14 +524,12 @@ def main() -> int:
     proc, url = serve(binary, model, root / "llama-server.log")
     proxy = CallLog(url, root / "calls.jsonl")
     try:
-        config, jobs = run_turns(root, proxy.url, timeout, started + float(os.environ.get("E2E_LLM_DEADLINE", "5400")))
+        rows, records = run_turns(root, proxy.url, timeout, started + float(os.environ.get("E2E_LLM_DEADLINE", "5400")))
         server_metrics = metrics(url)
     finally:
         proxy.close()
         proc.terminate()
         proc.wait(30)
-    rows, records = senpai_records(config)
-    records["jobs"] = [f"{j['role']} pr={j['pr']} {j['phase']} exit={j['exit_code']}" for j in jobs]
     summary = summarize(proxy.calls, rows, records)
     summary.update(
         model=str(model),

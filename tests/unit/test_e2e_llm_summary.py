@@ -52,9 +52,9 @@ def test_the_summary_groups_calls_by_the_role_the_model_name_carries_and_renders
         e2e_llm.call_row(request("advisor"), 200, reply("finish", None, 9500, 30, 9300), 10.0),
         e2e_llm.call_row(request("student"), 200, reply(None, "I will train", 8000, 20, 0), 150.0),
     ]
-    table = [
-        {"model": "openai/e2e-advisor", "latency_s": 204.9, "tools": "create_hypothesis({...})"},
-        {"model": "openai/e2e-advisor", "latency_s": 9.9, "tools": "finish({...})"},
+    table = [  # senpai's rows, matched by response id, whatever their order
+        {"model": "openai/e2e-advisor", "response_id": "chatcmpl-9500", "latency_s": 9.9, "tools": "finish({...})"},
+        {"model": "openai/e2e-advisor", "response_id": "chatcmpl-9300", "latency_s": 204.9, "tools": "create_hypothesis({...})"},
     ]
     summary = e2e_llm.summarize(calls, table, {"hypothesis_prs": ["#1 open: 'x'"]})
     adv, stu = summary["roles"]["advisor"], summary["roles"]["student"]
@@ -62,11 +62,19 @@ def test_the_summary_groups_calls_by_the_role_the_model_name_carries_and_renders
     assert adv["prompt_tokens"] == [9300, 9500] and adv["cached_prompt_tokens"] == [0, 9300] and adv["seconds"] == [205.0, 10.0]
     assert adv["llm_calls"] == adv["llm_calls_senpai"] == 2 and adv["senpai_latency_s"] == [204.9, 9.9]
     assert stu["tool_calls"] == [] and stu["calls_without_tool"] == 1 and stu["llm_calls_senpai"] == 0
+    assert stu["senpai_tools"] == [None]  # no row of senpai's for that call
+    unmatched = e2e_llm.summarize(calls[:2], [{**row, "response_id": None} for row in table], {})
+    assert unmatched["roles"]["advisor"]["senpai_tools"] == ["finish({...})", "create_hypothesis({...})"]  # in order
     md = e2e_llm.render_md(summary, "# run")
     assert "| advisor | 1 | 10.0 | 9500 | 9300 | 30 | finish({...}) |" in md
     assert "| student | 0 | 150.0 | 8000 | 0 | 20 | - |" in md
     assert "- student: 1 LLM calls (0 in senpai's table), tool calls none; 2 tools offered per request" in md
     assert "- hypothesis_prs: [\"#1 open: 'x'\"]" in md
+
+
+def test_a_tool_call_cell_is_one_line_with_its_pipes_escaped_and_cut():
+    assert e2e_llm.cell('terminal({"command": "env | sort\nls"})') == 'terminal({"command": "env \\| sort ls"})'
+    assert e2e_llm.cell("x" * 500, limit=20) == "x" * 17 + "..."
 
 
 def test_the_role_is_the_model_name_after_the_provider_and_the_e2e_prefix():
