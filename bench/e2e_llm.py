@@ -262,6 +262,9 @@ class CallLog:
     def record(self, request: dict, status: int, data: bytes, seconds: float) -> None:
         row = call_row(request, status, data, seconds)
         with self.lock:
+            first = self.out.with_name(f"request-{role_of(row['model'])}.json")
+            if not first.exists():  # each role's first request, whole: what the prompt is made of
+                first.write_text(json.dumps(request, indent=1))
             self.calls.append(row)
             with self.out.open("a") as f:
                 f.write(json.dumps(row) + "\n")
@@ -307,6 +310,22 @@ def call_row(request: dict, status: int, data: bytes, seconds: float) -> dict:
         "predicted_n": timings.get("predicted_n"),
         "predicted_ms": timings.get("predicted_ms"),
     }
+
+
+def prompt_parts(request: dict) -> dict[str, str]:
+    """The parts of a chat request's prompt, as the template renders them: each message's text
+    (`system`, `user 1`, ...) and each tool's JSON (`tool <name>`)."""
+    parts: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for m in request.get("messages") or []:
+        content = m.get("content")
+        text = content if isinstance(content, str) else "".join(c.get("text", "") for c in content or [] if isinstance(c, dict))
+        role = m.get("role", "?")
+        counts[role] = counts.get(role, 0) + 1
+        parts[f"{role} {counts[role]}"] = text
+    for t in request.get("tools") or []:
+        parts[f"tool {t.get('function', {}).get('name')}"] = json.dumps(t)
+    return parts
 
 
 def role_of(model: str | None) -> str:
@@ -499,7 +518,24 @@ def senpai_records(config: Path) -> tuple[list[dict], dict]:
     return rows, records
 
 
-def metrics(url: str) -> dict[str, float]:
+def prompt_economy(url: str, root: Path) -> dict[str, dict[str, int]]:
+    """Per role, the tokens of each part of its first request (`prompt_parts`; a tool as `json.dumps`
+    writes it, near what the template's `tojson` renders), by the server's own tokenizer (its
+    /tokenize), largest first."""
+    out = {}
+    for path in sorted(root.glob("request-*.json")):
+        sizes = {}
+        for label, text in prompt_parts(json.loads(path.read_text())).items():
+            req = urllib.request.Request(
+                f"{url}/tokenize", data=json.dumps({"content": text}).encode(), headers={"Content-Type": "application/json"}
+            )
+            with urllib.request.urlopen(req, timeout=60) as r:
+                sizes[label] = len(json.load(r)["tokens"])
+        out[path.stem.removeprefix("request-")] = dict(sorted(sizes.items(), key=lambda kv: -kv[1]))
+    return out
+
+
+def metrics(url: str) -> dict[str, float | str]:
     """llama-server's /metrics (Prometheus text), the `llamacpp:` counters."""
     try:
         with urllib.request.urlopen(f"{url}/metrics", timeout=10) as r:
@@ -526,6 +562,7 @@ def main() -> int:
     try:
         rows, records = run_turns(root, proxy.url, timeout, started + float(os.environ.get("E2E_LLM_DEADLINE", "5400")))
         server_metrics = metrics(url)
+        economy = prompt_economy(url, root)
     finally:
         proxy.close()
         proc.terminate()
@@ -536,6 +573,7 @@ def main() -> int:
         model_sha256=MODEL_SHA256 if model.name == MODEL_FILE else None,
         llama_cpp_python=LLAMA_CPP_PYTHON,
         server_metrics=server_metrics,
+        first_prompt_tokens_by_part=economy,
         wall_seconds=round(time.monotonic() - started, 1),
         data=str(root),
     )
@@ -544,6 +582,9 @@ def main() -> int:
     (results / f"e2e-llm-{stamp}.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     head = f"# e2e-llm {stamp}: {model.name} on llama-server ({LLAMA_CPP_PYTHON}), {summary['wall_seconds']} s"
     md = render_md(summary, head)
+    for role, sizes in economy.items():
+        md += f"\nFirst {role} prompt, tokens by part: " + ", ".join(f"{k} {v}" for k, v in sizes.items()) + "\n"
+    md += "\nServer /metrics: " + ", ".join(f"{k.removeprefix('llamacpp:')} {v}" for k, v in server_metrics.items()) + "\n"
     (results / f"e2e-llm-{stamp}.md").write_text(md)
     print(md)
     say(f"wrote bench/results/e2e-llm-{stamp}.json|md; data in {root}")

@@ -80,3 +80,18 @@ def test_a_tool_call_cell_is_one_line_with_its_pipes_escaped_and_cut():
 def test_the_role_is_the_model_name_after_the_provider_and_the_e2e_prefix():
     assert e2e_llm.role_of("openai/e2e-advisor") == "advisor" and e2e_llm.role_of("e2e-student") == "student"
     assert e2e_llm.role_of(None) == "?"
+
+
+def test_the_prompt_parts_are_each_message_text_and_each_tool_schema():
+    body = {
+        "messages": [
+            {"role": "system", "content": [{"type": "text", "text": "You are "}, {"type": "text", "text": "the advisor"}]},
+            {"role": "user", "content": "student ada is idle"},
+            {"role": "user", "content": None},
+        ],
+        "tools": TOOLS,
+    }
+    parts = e2e_llm.prompt_parts(body)
+    assert list(parts) == ["system 1", "user 1", "user 2", "tool create_hypothesis", "tool finish"]
+    assert parts["system 1"] == "You are the advisor" and parts["user 2"] == ""
+    assert json.loads(parts["tool finish"]) == TOOLS[1]
