@@ -529,8 +529,11 @@ def prompt_economy(url: str, root: Path) -> dict[str, dict[str, int]]:
             req = urllib.request.Request(
                 f"{url}/tokenize", data=json.dumps({"content": text}).encode(), headers={"Content-Type": "application/json"}
             )
-            with urllib.request.urlopen(req, timeout=60) as r:
-                sizes[label] = len(json.load(r)["tokens"])
+            try:
+                with urllib.request.urlopen(req, timeout=60) as r:
+                    sizes[label] = len(json.load(r)["tokens"])
+            except OSError:  # a server with no /tokenize
+                sizes[label] = -1
         out[path.stem.removeprefix("request-")] = dict(sorted(sizes.items(), key=lambda kv: -kv[1]))
     return out
 

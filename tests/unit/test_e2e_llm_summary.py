@@ -95,3 +95,21 @@ def test_the_prompt_parts_are_each_message_text_and_each_tool_schema():
     assert list(parts) == ["system 1", "user 1", "user 2", "tool create_hypothesis", "tool finish"]
     assert parts["system 1"] == "You are the advisor" and parts["user 2"] == ""
     assert json.loads(parts["tool finish"]) == TOOLS[1]
+
+
+def test_the_chat_template_renders_tools_and_past_calls_as_bare_json():
+    jinja2 = __import__("jinja2")
+    template = jinja2.Environment().from_string(e2e_llm.TEMPLATE.read_text())
+    call = {"id": "c1", "type": "function", "function": {"name": "create_hypothesis", "arguments": '{"plan": "train"}'}}
+    messages = [
+        {"role": "system", "content": [{"type": "text", "text": "You are the advisor."}]},
+        {"role": "user", "content": "student ada is idle"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "opened PR #1"}]},
+    ]
+    text = template.render(messages=messages, tools=TOOLS, add_generation_prompt=True)
+    assert text.startswith("<|im_start|>system\nYou are the advisor.\n\n# Tools\n") and text.count("<|im_start|>system") == 1
+    system = text.split("<|im_end|>")[0]
+    assert [json.loads(line) for line in system.splitlines() if line.startswith("{")] == TOOLS  # one JSON object a tool
+    assert '<|im_start|>assistant\n{"name": "create_hypothesis", "arguments": {"plan": "train"}}<|im_end|>' in text
+    assert "<|im_start|>user\nTool result:\nopened PR #1<|im_end|>\n<|im_start|>assistant\n" in text and "<tool_call>" not in text
