@@ -207,7 +207,7 @@ def serve(binary: Path, model: Path, log: Path) -> tuple[subprocess.Popen, str]:
     args = [
         str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "--jinja",
         "--chat-template-file", str(TEMPLATE), "-c", os.environ.get("E2E_LLM_CTX", "32768"), "-t", threads,
-        "--parallel", "1", "--metrics", "--alias", "e2e",
+        "--parallel", "1", "--metrics", "--alias", "e2e-advisor,e2e-student",
     ]  # fmt: skip
     args += os.environ.get("E2E_LLM_SERVER_ARGS", "").split()  # e.g. -ngl 99 with a GPU build
     say(f"serving {model.name} on 127.0.0.1:{port} (log: {log})")
