@@ -2,6 +2,7 @@
 # Both create .venv with a Python >= 3.12 if it is missing; `make demo` installs the core alone,
 # `make test` the `test` extra too (the agents and kubernetes extras and the test tools).
 # `make images` builds the wrapper, advisor and student images; `make kind-e2e` runs the chart on kind.
+# `make e2e-llm` runs one advisor and one student turn against a real model on a local llama.cpp server.
 
 SHELL := /bin/bash
 VENV := .venv
@@ -14,7 +15,7 @@ export WANDB_SILENT := true
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export OPENHANDS_SUPPRESS_BANNER := 1
 
-.PHONY: demo test lint clean constraints images kind-e2e bench bench-quick bench-verdicts bench-requests bench-wake bench-replay bench-robustness bench-jobs bench-cpu bench-hostile bench-research
+.PHONY: demo test lint clean constraints images kind-e2e bench bench-quick bench-verdicts bench-requests bench-wake bench-replay bench-robustness bench-jobs bench-cpu bench-hostile bench-research e2e-llm
 
 # Images: $(IMAGE_REPO)/<role>:$(IMAGE_TAG), the names the chart uses by default.
 IMAGE_REPO ?= senpai
@@ -95,6 +96,17 @@ bench-hostile: $(VENV)/.test
 # senpai against plain Optuna TPE on digits and diabetes: holdout on fresh seeds, trainings, requests, CPU (bench/README.md).
 bench-research: $(VENV)/.test
 	WANDB_MODE=offline $(VENV)/bin/python bench/research.py $(BENCH_ARGS)
+
+# Opt-in, not part of `make test`: a real model on a local llama.cpp server through one advisor and one
+# student turn (bench/e2e_llm.py; the first run builds the server and fetches the model into .cache/e2e-llm/).
+# E2E_LLM_MODEL: another GGUF file; E2E_LLM_SERVER_ARGS: more llama-server arguments (e.g. -ngl 99);
+# E2E_LLM_CMAKE_ARGS: more build flags (e.g. -DGGML_CUDA=ON); README "A real model: make e2e-llm".
+E2E_LLM_MODEL ?=
+E2E_LLM_SERVER_ARGS ?=
+E2E_LLM_CMAKE_ARGS ?=
+e2e-llm: $(VENV)/.test
+	WANDB_MODE=offline E2E_LLM_MODEL="$(E2E_LLM_MODEL)" E2E_LLM_SERVER_ARGS="$(E2E_LLM_SERVER_ARGS)" \
+	  E2E_LLM_CMAKE_ARGS="$(E2E_LLM_CMAKE_ARGS)" $(VENV)/bin/python bench/e2e_llm.py
 
 lint: $(VENV)/.test
 	$(VENV)/bin/ruff check senpai tests examples
