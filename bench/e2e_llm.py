@@ -201,13 +201,15 @@ def wait_health(url: str, proc: subprocess.Popen, timeout: float) -> None:
 
 
 def serve(binary: Path, model: Path, log: Path) -> tuple[subprocess.Popen, str]:
-    """Start llama-server on 127.0.0.1 at a free port; its base URL once /health answers."""
+    """Start llama-server on 127.0.0.1 at a free port; its base URL once /health answers. Two slots
+    (half the context each): the advisor's and the student's calls overlap, and with one slot each
+    switch of role threw away the other's cached prompt (6,000 tokens re-read, minutes on a CPU)."""
     port = free_port()
     threads = os.environ.get("E2E_LLM_THREADS", str(os.cpu_count() or 2))
     args = [
         str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "--jinja",
-        "--chat-template-file", str(TEMPLATE), "-c", os.environ.get("E2E_LLM_CTX", "32768"), "-t", threads,
-        "--parallel", "1", "--metrics", "--alias", "e2e-advisor,e2e-student",
+        "--chat-template-file", str(TEMPLATE), "-c", os.environ.get("E2E_LLM_CTX", "49152"), "-t", threads,
+        "--parallel", "2", "--metrics", "--alias", "e2e-advisor,e2e-student",
     ]  # fmt: skip
     args += os.environ.get("E2E_LLM_SERVER_ARGS", "").split()  # e.g. -ngl 99 with a GPU build
     say(f"serving {model.name} on 127.0.0.1:{port} (log: {log})")
@@ -247,13 +249,16 @@ class CallLog:
                 except urllib.error.HTTPError as e:
                     status, data = e.code, e.read()
                 seconds = time.monotonic() - t0
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-                if body and self.path.endswith("/chat/completions"):
+                if body and self.path.endswith("/chat/completions"):  # kept even if the caller is gone by now
                     log.record(json.loads(body), status, data, seconds)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:  # the job that asked was stopped meanwhile (e.g. its PR was closed)
+                    say(f"LLM call answered after its caller left ({self.path})")
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -454,7 +459,12 @@ def run_turns(root: Path, base_url: str, timeout: int, deadline: float) -> tuple
         settled = {"ticks": 0}
 
         def until(report) -> bool:
-            for j in w.fleet.list():
+            listed = w.fleet.list()
+            for name in set(jobs) - {j.name for j in listed}:
+                if not jobs[name]["done"]:  # deleted by the wrapper (e.g. its PR was closed): it ended
+                    say(f"job {name}: gone (deleted by the wrapper)")
+                    jobs[name] = {**jobs[name], "phase": "deleted", "done": True}
+            for j in listed:
                 seen = jobs.get(j.name)
                 now = {"role": j.role, "pr": j.pr, "phase": str(j.phase), "exit_code": j.exit_code, "done": j.done}
                 if seen != now:
