@@ -414,7 +414,7 @@ def render_md(summary: dict, head: str) -> str:
 def use_server(config: Path, base_url: str, timeout: int) -> None:
     """Both roles of the harness config at `config` on the openhands runtime at `base_url`: model
     `openai/e2e-<role>` (the role names the model, so the proxy can tell the calls apart; llama-server
-    serves any name), prices 0, tool_choice required, one attempt per call."""
+    serves any name), prices 0, tool_choice required, no parallel tool calls, one attempt per call."""
     cfg = yaml.safe_load(config.read_text())
     runtime = cfg.setdefault("runtime", {})
     for role, calls in (("advisor", 6), ("student", 12)):
@@ -429,7 +429,8 @@ def use_server(config: Path, base_url: str, timeout: int) -> None:
                 "timeout": timeout,
                 "num_retries": 0,  # a CPU server re-reading a 9k-token prompt after a timeout helps nobody
                 "max_output_tokens": 1024,
-                "extra_body": {"tool_choice": "required"},
+                # one call per reply: given the choice, the 1.5B wrote 11 calls in one reply (finish third)
+                "extra_body": {"tool_choice": "required", "parallel_tool_calls": False},
             },
             "budget": {"llm_calls": calls, "wall_seconds": timeout * 4},
         }
