@@ -14,7 +14,8 @@ Opt-in, not part of `make test`: the first run builds a server and fetches a mod
    at a free port, waiting for `/health`. The template renders the tools and past calls as bare
    JSON objects: with the model's own template these small models write calls as text that
    llama-server cannot parse; with this one and `tool_choice: "required"` (sent through the
-   `llm.extra_body` setting) its grammar forces a schema-valid call. `E2E_LLM_SERVER_ARGS` adds
+   `llm.extra_body` setting, with `parallel_tool_calls: false`) its grammar forces one
+   schema-valid call per reply. `E2E_LLM_SERVER_ARGS` adds
    arguments (e.g. `-ngl 99` on a machine with a GPU and a GPU build).
 4. **The turns.** What `senpai demo` sets up (the local forge, the digits example, offline W&B,
    the local fleet) with both roles on the openhands runtime at `openai/<alias>` on that server,
