@@ -14,7 +14,8 @@ Opt-in, not part of `make test`: the first run builds a server and fetches a mod
    at a free port, waiting for `/health`. The template renders the tools and past calls as bare
    JSON objects: with the model's own template these small models write calls as text that
    llama-server cannot parse; with this one and `tool_choice: "required"` (sent through the
-   `llm.extra_body` setting) its grammar forces a schema-valid call. `E2E_LLM_SERVER_ARGS` adds
+   `llm.extra_body` setting, with `parallel_tool_calls: false`) its grammar forces one
+   schema-valid call per reply. `E2E_LLM_SERVER_ARGS` adds
    arguments (e.g. `-ngl 99` on a machine with a GPU and a GPU build).
 4. **The turns.** What `senpai demo` sets up (the local forge, the digits example, offline W&B,
    the local fleet) with both roles on the openhands runtime at `openai/<alias>` on that server,
@@ -201,13 +202,15 @@ def wait_health(url: str, proc: subprocess.Popen, timeout: float) -> None:
 
 
 def serve(binary: Path, model: Path, log: Path) -> tuple[subprocess.Popen, str]:
-    """Start llama-server on 127.0.0.1 at a free port; its base URL once /health answers."""
+    """Start llama-server on 127.0.0.1 at a free port; its base URL once /health answers. Two slots
+    (half the context each): the advisor's and the student's calls overlap, and with one slot each
+    switch of role threw away the other's cached prompt (6,000 tokens re-read, minutes on a CPU)."""
     port = free_port()
     threads = os.environ.get("E2E_LLM_THREADS", str(os.cpu_count() or 2))
     args = [
         str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "--jinja",
-        "--chat-template-file", str(TEMPLATE), "-c", os.environ.get("E2E_LLM_CTX", "32768"), "-t", threads,
-        "--parallel", "1", "--metrics", "--alias", "e2e-advisor,e2e-student",
+        "--chat-template-file", str(TEMPLATE), "-c", os.environ.get("E2E_LLM_CTX", "49152"), "-t", threads,
+        "--parallel", "2", "--metrics", "--alias", "e2e-advisor,e2e-student",
     ]  # fmt: skip
     args += os.environ.get("E2E_LLM_SERVER_ARGS", "").split()  # e.g. -ngl 99 with a GPU build
     say(f"serving {model.name} on 127.0.0.1:{port} (log: {log})")
@@ -247,13 +250,16 @@ class CallLog:
                 except urllib.error.HTTPError as e:
                     status, data = e.code, e.read()
                 seconds = time.monotonic() - t0
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-                if body and self.path.endswith("/chat/completions"):
+                if body and self.path.endswith("/chat/completions"):  # kept even if the caller is gone by now
                     log.record(json.loads(body), status, data, seconds)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:  # the job that asked was stopped meanwhile (e.g. its PR was closed)
+                    say(f"LLM call answered after its caller left ({self.path})")
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -409,7 +415,7 @@ def render_md(summary: dict, head: str) -> str:
 def use_server(config: Path, base_url: str, timeout: int) -> None:
     """Both roles of the harness config at `config` on the openhands runtime at `base_url`: model
     `openai/e2e-<role>` (the role names the model, so the proxy can tell the calls apart; llama-server
-    serves any name), prices 0, tool_choice required, one attempt per call."""
+    serves any name), prices 0, tool_choice required, no parallel tool calls, one attempt per call."""
     cfg = yaml.safe_load(config.read_text())
     runtime = cfg.setdefault("runtime", {})
     for role, calls in (("advisor", 6), ("student", 12)):
@@ -424,7 +430,8 @@ def use_server(config: Path, base_url: str, timeout: int) -> None:
                 "timeout": timeout,
                 "num_retries": 0,  # a CPU server re-reading a 9k-token prompt after a timeout helps nobody
                 "max_output_tokens": 1024,
-                "extra_body": {"tool_choice": "required"},
+                # one call per reply: given the choice, the 1.5B wrote 11 calls in one reply (finish third)
+                "extra_body": {"tool_choice": "required", "parallel_tool_calls": False},
             },
             "budget": {"llm_calls": calls, "wall_seconds": timeout * 4},
         }
@@ -454,7 +461,12 @@ def run_turns(root: Path, base_url: str, timeout: int, deadline: float) -> tuple
         settled = {"ticks": 0}
 
         def until(report) -> bool:
-            for j in w.fleet.list():
+            listed = w.fleet.list()
+            for name in set(jobs) - {j.name for j in listed}:
+                if not jobs[name]["done"]:  # deleted by the wrapper (e.g. its PR was closed): it ended
+                    say(f"job {name}: gone (deleted by the wrapper)")
+                    jobs[name] = {**jobs[name], "phase": "deleted", "done": True}
+            for j in listed:
                 seen = jobs.get(j.name)
                 now = {"role": j.role, "pr": j.pr, "phase": str(j.phase), "exit_code": j.exit_code, "done": j.done}
                 if seen != now:
