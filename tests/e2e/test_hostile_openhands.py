@@ -1,8 +1,9 @@
-"""The openhands roles against a hostile target, run as a non-root user (issue 24): the advisor's and
-the student's terminals run the probe of tests/hostile_target.py first thing in every turn, and the
-student's pushed change is trained (the probe again) and verified (train and score steps probe
-too). No probe finds the bot's token or the LLM key, writes anything of senpai's, reads senpai's
-folders, or gets anything from the forge; the experiment is decided as any other.
+"""The openhands roles against a hostile target, run as a non-root user (issue 24): the student's
+terminal runs the probe of tests/hostile_target.py first thing in every turn (the advisor has no
+terminal: it is offered none, and its scripted tries to call one fail), and the student's pushed
+change is trained (the probe again) and verified (train and score steps probe too). No probe finds
+the bot's token or the LLM key, writes anything of senpai's, reads senpai's folders, or gets
+anything from the forge; the experiment is decided as any other.
 
 The policies are the scripted ones of test_openhands_cycle, each turn preceded by the probe. As in
 test_hostile_target, on a machine where the tests run as root the wrapper and all its jobs run in
@@ -60,7 +61,7 @@ def test_the_openhands_roles_get_nothing(local_forge, llm_server, tmp_path):
     probe_first = lambda t: t.update(train=f"python probe.py train && {t['train']}")  # noqa: E731
     config = make_program(local_forge.base_url, tmp_path, "ohvile", mutate=probe_first, files=files)
     use_openhands(config, llm_server.base_url)
-    llm_server.state.script("scripted-advisor", [probing(advisor_policy, "advisor-shell")] * 20)
+    llm_server.state.script("scripted-advisor", [probing(advisor_policy, "advisor-shell")] * 20)  # the probe call fails
     llm_server.state.script("scripted-student", [probing(student_policy, "student-shell")] * 10)
     wrapper = [sys.executable, "-m", "senpai", "wrapper", "run", "--config", str(config), "--until-decided", "1", "--quiet"]
     env = {**os.environ, "SENPAI_DEMO_TOKEN": BOT, LLM_KEY_ENV: LLM_KEY}
@@ -69,7 +70,9 @@ def test_the_openhands_roles_get_nothing(local_forge, llm_server, tmp_path):
 
     found = probes(tmp_path / "run")
     kinds = {step_kind(p) for p in found}
-    assert kinds == {"advisor-shell", "student-shell", "student train", "verifier train", "score"}, kinds
+    assert kinds == {"student-shell", "student train", "verifier train", "score"}, kinds
+    offered = {t["function"]["name"] for r in llm_server.state.requests_for("scripted-advisor") for t in r["tools"]}
+    assert "file_editor" in offered and "terminal" not in offered
     assert_got_nothing(found, senpai_folders(config, local_forge.data_dir), [BOT, LLM_KEY])
 
     exps = reader(config).experiments()

@@ -61,7 +61,7 @@ def advisor_turn(ctx: TurnContext, events: list[Event], now: datetime | None = N
             state_dir=conversations_dir(ctx, Role.ADVISOR),
             key=key,
             guard=guard,
-            walled=walled_tools(ctx, ctx.repo.path),
+            walled=walled_tools(ctx, ctx.repo.path, Role.ADVISOR),
             expect=Expectation(directive(events), lambda: bool(session.actions)) if events else None,
         )
     except TransientError:

@@ -119,6 +119,16 @@ class GuardedFileEditorTool(FileEditorTool):
 
 register_tool("senpai_terminal", GuardedTerminalTool)
 register_tool("senpai_file_editor", GuardedFileEditorTool)
+# Replaces the SDK's own system prompt (about 3,000 tokens of coding-assistant advice on git, PRs,
+# memory files and code style, measured on a real server: bench/results/e2e-llm-*): the role's
+# instructions, the trust rules and program.md follow it (`prompts.system_suffix`).
+BASE_PROMPT = """\
+You are one role of senpai, a harness that runs an ML research program as pull requests on a target
+repository. You act only through the tools you are given; each result comes back as the next
+message. Every LLM call and token counts against this turn's budget: combine reads, never repeat a
+call whose result you have, and end the turn with `finish` and a short reason as soon as your task
+is done or cannot be done."""
+DEFAULT_TOOLS = ["FinishTool"]  # not ThinkTool: a call that does nothing still costs a whole prompt
 
 
 @dataclass(frozen=True)
@@ -142,9 +152,11 @@ class TurnResult:
     calls: RunTable | None = None  # the LLM and tool calls (`trace.call_table`)
 
 
-def conversation_id(key: str) -> uuid.UUID:
-    """Stable id of the conversation of turn `key` (e.g. `student-pr3-a1-<head>`)."""
-    return uuid.uuid5(uuid.NAMESPACE_URL, f"senpai:{key}")
+def conversation_id(key: str, agent: str = "") -> uuid.UUID:
+    """Stable id of the conversation of turn `key` (e.g. `student-pr3-a1-<head>`) run by the agent
+    `agent` (its system prompt and tool names): a turn whose agent changed (an upgrade) starts a new
+    conversation, since the SDK refuses to resume one whose tools were removed."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"senpai:{key}:{hashlib.sha256(agent.encode()).hexdigest()[:16]}")
 
 
 def turn_key(role: Role, pr: int | None, revision: str, extra: str = "") -> str:
@@ -175,17 +187,20 @@ def run_turn(
     expect: Expectation | None = None,
 ) -> TurnResult:
     """Run (or resume) the conversation of turn `key` until the agent finishes or a budget stops it.
-    `walled`: the params of the walled terminal and file editor (`turn.walled_tools`). `expect`:
+    `walled`: the params of the role's walled workspace tools, `terminal` and/or `file_editor`
+    (`turn.walled_tools`). `expect`:
     what the turn must achieve; a turn that finished without it, and without a reasoned `finish`,
     is sent `expect.directive` and runs once more, then ends `no_effect` if it still has not.
 
     Raises TransientError if the LLM provider fails after the SDK's retries.
     """
-    params = {"senpai_terminal": walled["terminal"], "senpai_file_editor": walled["editor"]}
+    params = {f"senpai_{name}": p for name, p in walled.items()}
     tools = [Tool(name=n, params=params.get(n, {})) for n in sorted([*params, *senpai_tools])]
     context = AgentContext(skills=skills(), system_message_suffix=system, current_datetime=None)
-    agent = Agent(llm=llm, tools=tools, agent_context=context)
-    cid = conversation_id(key)
+    agent = Agent(
+        llm=llm, tools=tools, agent_context=context, system_prompt=BASE_PROMPT, include_default_tools=DEFAULT_TOOLS
+    )
+    cid = conversation_id(key, "\n".join([BASE_PROMPT, system, *DEFAULT_TOOLS, *(t.name for t in tools)]))
     resumed = (state_dir / cid.hex).is_dir()
     conv = Conversation(
         agent=agent,

@@ -64,7 +64,7 @@ def student_turn(
         state_dir=conversations_dir(ctx, Role.STUDENT),
         key=key,
         guard=guard,
-        walled=walled_tools(ctx, ctx.repo.path),
+        walled=walled_tools(ctx, ctx.repo.path, Role.STUDENT),
     )
     log_turn(ctx, Role.STUDENT, number, head, key, guard, result)
     if session.submitted is not None:

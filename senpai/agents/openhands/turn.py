@@ -39,8 +39,10 @@ def open_session(ctx: TurnContext, role: Role, events: list[Event]) -> tuple[Ses
     return session, llm, guard
 
 
-def walled_tools(ctx: TurnContext, workspace: Path) -> dict[str, dict]:
-    """The params of the agent's terminal and file editor (`conversation.run_turn`), both behind the
+def walled_tools(ctx: TurnContext, workspace: Path, role: Role) -> dict[str, dict]:
+    """The params of the role's workspace tools (`conversation.run_turn`) by tool name: the student's
+    `terminal` and `file_editor`, the advisor's `file_editor` alone (it reads code; a shell schema
+    costs about 1,000 prompt tokens a call, measured in bench/results/e2e-llm-*). Both are behind the
     wall of code from a PR (`senpai.agents.walls`: they may write `workspace` and a fresh HOME and
     TMPDIR alone, read nothing of senpai's, hold no key and cannot reach this process). The
     terminal's shell is a script outside `workspace`, where the agent cannot change it; the editor
@@ -53,7 +55,8 @@ def walled_tools(ctx: TurnContext, workspace: Path) -> dict[str, dict]:
     script.chmod(0o755)
     # `python` in the shell is the interpreter running senpai (the target's, as for its commands)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    return {"terminal": {"shell_path": str(script), "env": env}, "editor": {"wall": wall.to_json(), "env": env}}
+    editor = {"file_editor": {"wall": wall.to_json(), "env": env}}
+    return editor if role == Role.ADVISOR else {"terminal": {"shell_path": str(script), "env": env}, **editor}
 
 
 def log_turn(
