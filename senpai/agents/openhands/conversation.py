@@ -197,9 +197,7 @@ def run_turn(
     params = {f"senpai_{name}": p for name, p in walled.items()}
     tools = [Tool(name=n, params=params.get(n, {})) for n in sorted([*params, *senpai_tools])]
     context = AgentContext(skills=skills(), system_message_suffix=system, current_datetime=None)
-    agent = Agent(
-        llm=llm, tools=tools, agent_context=context, system_prompt=BASE_PROMPT, include_default_tools=DEFAULT_TOOLS
-    )
+    agent = Agent(llm=llm, tools=tools, agent_context=context, system_prompt=BASE_PROMPT, include_default_tools=DEFAULT_TOOLS)
     cid = conversation_id(key, "\n".join([BASE_PROMPT, system, *DEFAULT_TOOLS, *(t.name for t in tools)]))
     resumed = (state_dir / cid.hex).is_dir()
     conv = Conversation(
