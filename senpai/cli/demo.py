@@ -44,7 +44,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
 # Nothing progressed for this long: give up. Between two observable events (a job launched, started
 # or ended, a verifier's seed step begun, a record posted) a working demo spends at most one step,
 # which the bundled examples cap at 120 s (budget.wall_seconds; a step past it is stopped, itself
-# progress). The longest such gap in 6 runs on a shared 2-core machine was 13 s, so 300 s is
+# progress). The longest such gap in 7 runs on a shared 2-core machine was 13 s, so 300 s is
 # far past any slowdown that still makes progress, and a real hang is reported within 5 minutes.
 STALL_SECONDS = 300.0
 BUNDLED = {EXAMPLE: DIGITS, EXAMPLE.parent / "diabetes": DIABETES}  # example -> how its sealed holdout is made
