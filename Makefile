@@ -26,7 +26,8 @@ EXTRA_REQUIREMENTS ?=
 
 # Two stamps: `make demo` installs the core alone (.venv/.demo); `make test` and the other targets
 # install the `test` extra, which adds the agents and kubernetes extras and the test tools (.venv/.test).
-# pip shows a progress bar for each download; the first install takes minutes (docs/first-run.md).
+# pip shows a progress bar for each download, and one for the install step on a terminal (not in a log, where
+# that step says nothing for minutes: hence the package counts echoed first); see docs/first-run.md.
 # constraints.txt pins every version (as the images do): pip resolves nothing, where the open
 # ranges of openhands-sdk and wandb sent it backtracking through opentelemetry releases for minutes.
 $(VENV)/bin/python:
@@ -37,7 +38,8 @@ $(VENV)/bin/python:
 	$(VENV)/bin/pip install --progress-bar on --upgrade pip
 
 $(VENV)/.demo: pyproject.toml constraints.txt | $(VENV)/bin/python
-	@echo "== installing senpai and what the demo needs (pip install -e .)"
+	@echo "== installing senpai and what the demo needs (pip install -e .): about 80 packages, 560 MB; this may take"
+	@echo "   minutes on a slow network or disk. pip shows each download, then a bar while it installs (on a terminal only)"
 	$(VENV)/bin/pip install --progress-bar on -c constraints.txt -e .
 	@touch $@
 

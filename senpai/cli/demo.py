@@ -25,20 +25,28 @@ from rich.text import Text
 from senpai.agents.workcopy import IDENTITY
 from senpai.cli.example_split import DIABETES, DIGITS
 from senpai.cli.forge import BOT, HUMAN
-from senpai.cli.progress import OutcomePrinter
+from senpai.cli.progress import HEARTBEAT_SECONDS, DemoWatch, OutcomePrinter
 from senpai.cli.wiring import forge_from
 from senpai.cli.wrapper import build_wrapper
 from senpai.config import credentials, safe_yaml
 from senpai.config.harness import ForgeSettings, load_harness
 from senpai.config.target import load_target
 from senpai.errors import ConfigError, PermanentError
+from senpai.fleet.supervise import WORK
 from senpai.ledger.labels import ExperimentState
 from senpai.ledger.table import ledger_rows
+from senpai.wrapper.loop import TickReport
 
 if TYPE_CHECKING:
     from senpai.forge.localforge.server import LocalForgeServer
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
+# Nothing progressed for this long: give up. Between two observable events (a job launched, started
+# or ended, a verifier's seed step begun, a record posted) a working demo spends at most one step,
+# which the bundled examples cap at 120 s (budget.wall_seconds; a step past it is stopped, itself
+# progress). The longest such gap in 7 runs on a shared 2-core machine was 13 s, so 300 s is
+# far past any slowdown that still makes progress, and a real hang is reported within 5 minutes.
+STALL_SECONDS = 300.0
 BUNDLED = {EXAMPLE: DIGITS, EXAMPLE.parent / "diabetes": DIABETES}  # example -> how its sealed holdout is made
 
 
@@ -88,8 +96,28 @@ def write_config(
     help="The sealed holdout folder the example's evaluator reads (outside the example) [a bundled example's own: "
     "examples/digits or examples/diabetes].",
 )
-@click.option("--timeout", type=float, default=900, show_default=True, help="Give up after this many seconds.")
-def demo(students: int, experiments: int, out: str | None, example: str, holdout: str | None, timeout: float) -> None:
+@click.option(
+    "--stall-timeout",
+    type=click.FloatRange(0, min_open=True),
+    default=STALL_SECONDS,
+    show_default=True,
+    help="Give up when nothing has progressed (no new job, seed step, record or decision) for this many seconds.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0, min_open=True),
+    default=None,
+    help="Also give up after this many seconds in all [default: no limit].",
+)
+def demo(
+    students: int,
+    experiments: int,
+    out: str | None,
+    example: str,
+    holdout: str | None,
+    stall_timeout: float,
+    timeout: float | None,
+) -> None:
     """Run the research loop end to end on the local forge, then print the leaderboard.
 
     \b
@@ -118,8 +146,13 @@ def demo(students: int, experiments: int, out: str | None, example: str, holdout
         seed_target(cfg.forge, Path(example), root / "seed")
         click.echo(f"forge: {server.base_url}  repo: {cfg.forge.repo}  students: {students}  target: {experiments} decided")
         click.echo(f"human token (user {HUMAN}, collaborator; steer with curl or PyGithub): {human}")
-        click.echo(f"each experiment's outcome prints as it happens (the whole run takes a few minutes); data: {_shown(root)}")
-        report = run_until(config_path, experiments, start + timeout)
+        click.echo(
+            f"each experiment's outcome prints as it happens, and what runs every {HEARTBEAT_SECONDS:.0f} s otherwise "
+            f"(the whole run takes minutes); data: {_shown(root)}"
+        )
+        work = Path(cfg.fleet.dir)
+        watch = DemoWatch(experiments, target.holdout, lambda job: work / job / WORK, stall_timeout)
+        report = run_until(config_path, experiments, None if timeout is None else start + timeout, watch)
     finally:
         server.stop()
     show_leaderboard(ledger_rows(report.exps), target.metric.direction)
@@ -133,7 +166,21 @@ def demo(students: int, experiments: int, out: str | None, example: str, holdout
     for line in next_steps(root, report.exps[-1].pr if report.exps else 1):
         click.echo(f"  {line}")
     if report.decided < experiments:
-        raise PermanentError(f"only {report.decided} of {experiments} experiments decided before the timeout")
+        raise PermanentError(given_up(report.decided, experiments, watch, timeout, time.monotonic() - start))
+
+
+def given_up(decided: int, experiments: int, watch: DemoWatch, timeout: float | None, elapsed: float) -> str:
+    """Why the demo stopped short of `experiments` decided, in one sentence that names the option to change."""
+    short = f"only {decided} of {experiments} experiments were decided"
+    if watch.stalled():
+        more = max(STALL_SECONDS, 3 * (watch.stall_seconds or 0))
+        return (
+            f"{short}: nothing progressed for {watch.stall_seconds:g} s (no new job, seed step, record or decision), so the demo "
+            f"gave up; if the machine is only busy or slow, run it again with a longer --stall-timeout (say {more:g})"
+        )
+    if timeout is not None and elapsed > timeout:
+        return f"{short} within --timeout {timeout:g} s; run it again with a larger --timeout, or without one"
+    return f"{short}: the demo was stopped (Ctrl-C or SIGTERM)"
 
 
 def next_steps(root: Path, pr: int) -> list[str]:
@@ -167,13 +214,25 @@ def forge_tokens(server: "LocalForgeServer", token_env: str) -> str:
     return server.store.add_token(HUMAN, "collaborator")
 
 
-def run_until(config_path: Path, experiments: int, deadline: float):
-    """Run the wrapper until `experiments` are decided or `deadline` passes; then stop live jobs."""
+def run_until(config_path: Path, experiments: int, deadline: float | None = None, watch: DemoWatch | None = None) -> TickReport:
+    """Run the wrapper until `experiments` are decided, `deadline` (time.monotonic()) passes or `watch`
+    says the run stalled; then stop live jobs. `watch` prints each tick's outcomes and heartbeat
+    (`DemoWatch`); without it, the outcome lines alone are printed."""
     w = build_wrapper(str(config_path))
+    printer = OutcomePrinter(experiments)
+
+    def on_tick(r: TickReport) -> None:
+        if watch is None:
+            printer(r)
+        else:
+            watch(r, w.fleet)
+
+    def until(r: TickReport) -> bool:
+        late = deadline is not None and time.monotonic() > deadline
+        return r.decided >= experiments or late or (watch is not None and watch.stalled())
+
     try:
-        report = w.run(
-            until=lambda r: r.decided >= experiments or time.monotonic() > deadline, on_tick=OutcomePrinter(experiments)
-        )
+        report = w.run(until=until, on_tick=on_tick)
         report = w.tick() if report is None else report
     finally:
         for job in w.fleet.list():

@@ -33,6 +33,7 @@ from senpai.agents.search.advisor import advisor_turn
 from senpai.agents.verifier import BaselineFailed
 from senpai.agents.verify_steps import verify_all
 from senpai.cli.demo import write_config
+from senpai.cli.progress import seed_steps
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config import safe_yaml
 from senpai.config.harness import load_harness
@@ -90,6 +91,8 @@ def test_a_code_change_is_trained_and_scored_and_beats_the_baseline(tiny, tmp_pa
     assert v.guards == {"leak": [0.0, 0.0]}  # the evaluator saw no secret, no PYTHON*, no candidate tree
     logs = sorted((tmp_path / "job").glob("*/artifacts/*-train.log"))
     assert len(logs) == 4 and all("train_leak: 0" in log.read_text() for log in logs)  # nor did the train steps
+    steps = {(side, seed, step) for side in ("baseline", "candidate") for seed in (0, 1) for step in ("train", "score")}
+    assert seed_steps(tmp_path / "job") == steps  # what `senpai demo`'s heartbeat reads of a running verifier
     # the holdout numbers are a W&B run of the PR's group, named in the block
     cfg = load_harness(config)
     (ref,) = v.runs
