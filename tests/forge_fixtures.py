@@ -26,7 +26,7 @@ from senpai.forge.base import Forge
 from senpai.forge.github import GitHubForge, create_repository
 from senpai.forge.localforge.server import LocalForgeServer
 from senpai.forge.localforge.store import Store
-from senpai.ledger.blocks import BaselineRef, BudgetRef, Decision, Hypothesis, MetricRef, Verification
+from senpai.ledger.blocks import BaselineRef, BudgetRef, Cost, Decision, Evidence, Hypothesis, MetricRef, RunRef, Verification
 from senpai.ledger.experiment import Experiment
 
 OWNER = "senpai"
@@ -273,3 +273,79 @@ def forge_folder_with_a_pr(
     finally:
         server.stop()
     return data, settings, pr.number
+
+
+REPORT_TARGET = target_yaml({"rule": "noise_floor", "min_floor": 0.005})
+
+
+def holdout_verification(pr: int, head: str, base: str, improvement: float) -> Verification:
+    """The verifier's record of `head` against `base`: 3 seeds, a baseline mean of 0.90, noise floor
+    0.01 (it passes above it), 3.5 s and 20 epochs per candidate seed, 3 s and 10 per baseline seed."""
+    passed = improvement > 0.01
+    return Verification(
+        pr=pr, candidate=head, baseline=base, metric="acc", direction="maximize", seeds=[0, 1, 2],
+        candidate_values=[0.90 + improvement] * 3, baseline_values=[0.89, 0.90, 0.91], candidate_mean=0.90 + improvement,
+        baseline_mean=0.90, improvement=improvement, noise_floor=0.01, candidate_seconds=[3.5, 3.5, 3.5],
+        baseline_seconds=[3.0, 3.0, 3.0], passed=passed, reason=f"improvement {improvement} vs floor 0.01",
+        candidate_compute=[20.0, 20.0, 20.0], baseline_compute=[10.0, 10.0, 10.0],  # e.g. epochs
+    )  # fmt: skip
+
+
+def verified_experiment(
+    forge: Forge, tmp_path: Path, base: str, n: int, value: float | None, verdict: str | None, reason: str,
+    improvement: float | None,
+) -> int:  # fmt: skip
+    """Open experiment `n` (student ada, params.json `width` 16 x `n`, cut from `base`) through
+    senpai's transitions, post its evidence (failed if `value` is None), verify it against `base` if
+    `improvement` is given, and decide `verdict` through `transitions.decide` (the merge gate; None:
+    leave it open). Returns its PR number."""
+    from senpai.config.target import TargetConfig
+    from senpai.ledger import transitions
+    from senpai.ledger.table import LedgerReader
+
+    branch = f"senpai/ada/h{n}"
+    head = commit_and_push(forge, tmp_path / "seed", branch, {"params.json": f'{{"width": {16 * n}}}\n'}, start="advisor")
+    h = hypothesis(base, f"h{n}", {"width": 16 * n})
+    pull = transitions.open_experiment(forge, h, branch, "advisor", f"width {16 * n} <b>bold</b>")
+    run = RunRef(id=f"run-{n}", url=f"https://wandb.example/senpai/runs/run-{n}", state="finished")
+    ev = Evidence.of(
+        h, metric="acc", value=value, failure=None if value is not None else "NaN loss at step 3",
+        interpretation="x", pr=pull.number, attempt=1, student="ada", head=head, command="python train.py",
+        runs=[run], cost=Cost(wall_seconds=30.0, gpu_seconds=0.0, tokens=1000, dollars=0.25),
+    )  # fmt: skip
+    transitions.submit_evidence(forge, forge.get_pull(pull.number), ev)
+    if improvement is not None:
+        transitions.request_verification(forge, forge.get_pull(pull.number))
+        v = holdout_verification(pull.number, head, base, improvement)
+        transitions.record_verification(forge, forge.get_pull(pull.number), v)
+    if verdict is not None:
+        pull = forge.get_pull(pull.number)
+        target = TargetConfig.model_validate(yaml.safe_load(REPORT_TARGET))
+        d = Decision(pr=pull.number, head=head, verdict=verdict, reason=reason, metric="acc")
+        transitions.decide(forge, pull, LedgerReader(forge).experiment(pull), d, target, forge.branch_sha("advisor"))
+    return pull.number
+
+
+@dataclass(frozen=True)
+class MovedBase:
+    """A ledger after a merge (`after_a_merge`): the PR numbers and the two bases."""
+
+    start: str  # the base every PR was cut from, before the merge
+    base: str  # the base branch head now: the merge commit
+    merged: int  # verified against `start` (+0.05), then merged
+    stale: int  # verified against `start` before the merge (+0.08), still open
+    current: int  # verified against `base` (+0.02), still open
+
+
+def after_a_merge(forge: Forge, tmp_path: Path) -> MovedBase:
+    """On a repository seeded as `fake_forge` or `forge_repo` seed it (a clone at tmp_path/'seed'):
+    the base (`width` 8) gets senpai.yaml, PR `merged` (`width` 32) is verified and merged, PR
+    `stale` (`width` 64) was verified against the old base and waits, and PR `current` (`width` 80)
+    is verified against the merge commit: the open PR with the larger delta is the stale one."""
+    files = {"senpai.yaml": REPORT_TARGET, "params.json": '{"width": 8}\n', "eval.py": "x\n"}
+    start = commit_and_push(forge, tmp_path / "seed", "advisor", files)
+    merged = verified_experiment(forge, tmp_path, start, 2, 0.95, "merge", "beats the floor", improvement=0.05)
+    stale = verified_experiment(forge, tmp_path, start, 4, 0.97, None, "", improvement=0.08)
+    base = forge.branch_sha("advisor")
+    current = verified_experiment(forge, tmp_path, base, 5, 0.96, None, "", improvement=0.02)
+    return MovedBase(start=start, base=base, merged=merged, stale=stale, current=current)

@@ -19,10 +19,12 @@ from senpai.ledger.baseline import best_merge
 from senpai.ledger.consistency import check
 from senpai.ledger.table import LedgerReader, ledger_rows, to_csv, to_json
 
-# the table's columns (row key -> header), then the reason; --csv and --json carry every field (params,
-# run ids, hypotheses): a demo's seven params alone would fill 80 columns
+# the table's columns (row key -> header), then what changed and the reason; --csv and --json carry every
+# field (the whole params, run ids, hypotheses): a demo's seven params alone would fill 80 columns
 COLUMNS = {"pr": "PR", "state": "state", "student": "student", "value": "val", "verifier_delta": "Δ holdout"}
 BEST = "★"
+STALE = "dim"  # the style of a delta measured against a base that is no longer the current one
+DELTA_WIDTH = 10  # characters of the delta column, whose base wraps under the number at 80 columns
 MAX_REASON = 160  # characters of a decision's reason in the table (--json has it whole)
 
 
@@ -54,7 +56,8 @@ def ledger(config_path: str, as_json: bool, as_csv: bool, local_forge: str | Non
         hold_secrets(cfg)  # a token `served` made too
         forge = make_forge(cfg)
         exps = LedgerReader(forge, make_tracker(cfg)).experiments()
-        flags = check(exps, forge.branch_sha(cfg.forge.base_branch))
+        base = forge.branch_sha(cfg.forge.base_branch)
+        flags = check(exps, base)
     if check_only:
         if not flags.ok:
             raise LedgerInconsistent("the ledger does not match the forge:\n" + "\n".join(flags.lines()))
@@ -63,10 +66,10 @@ def ledger(config_path: str, as_json: bool, as_csv: bool, local_forge: str | Non
     if as_json:
         click.echo(to_json(exps))
     elif as_csv:
-        click.echo(to_csv(exps, flags), nl=False)
+        click.echo(to_csv(exps, flags, base), nl=False)
     else:
         best = best_merge(exps)
-        print_table(ledger_rows(exps, flags), best.pr if best else None)
+        print_table(ledger_rows(exps, flags, base), best.pr if best else None)
     for line in flags.lines():
         click.echo(f"inconsistent: {line}", err=True)
 
@@ -102,24 +105,32 @@ def served(cfg: HarnessConfig, local_forge: str | None) -> Iterator[HarnessConfi
 
 
 def print_table(rows: list[dict], best: int | None, console: Console | None = None) -> None:
-    """One row per experiment, readable at 80 columns (the reason wraps): the PR (`BEST` marks PR
-    `best`, the current best: `senpai.ledger.baseline.best_merge`), its state, student, validation
-    value, the verifier's holdout delta and the decision's reason, led by the consistency flags when
-    there are any."""
+    """One row per experiment (`ledger_rows`), readable at 80 columns (the last three wrap): the PR
+    (`BEST` marks PR `best`, the current best: `senpai.ledger.baseline.best_merge`), its state,
+    student, validation value, the verifier's holdout delta with the base it was measured against
+    (greyed, "vs old base", when that base is no longer the current one), what the PR changed
+    against its base and the decision's reason, led by the consistency flags when there are any."""
     title = "senpai ledger" + (f" ({BEST} current best: #{best}, the best holdout of the verified merges)" if best else "")
-    caption = "params, runs and hypotheses: senpai ledger --csv or --json"
+    caption = "the whole params, runs and hypotheses: senpai ledger --csv or --json"
     table = Table(title=title, caption=caption, expand=False)
     for key, header in COLUMNS.items():
         table.add_column(header, no_wrap=key != "student", justify="right" if key == "pr" else "left")
-    table.add_column("reason", ratio=1, min_width=16)
+    table.columns[-1].no_wrap, table.columns[-1].max_width = False, DELTA_WIDTH  # its base wraps under the number
+    table.add_column("changed", ratio=1, min_width=10, overflow="fold")  # a long word folds, never cut
+    table.add_column("reason", ratio=2, min_width=12, overflow="fold")
     for r in rows:
         cells = [_cell(c, r.get(c)) for c in COLUMNS]
         cells[0] = f"{BEST} {r['pr']}" if r["pr"] == best else str(r["pr"])
+        if r.get("verifier_vs") and cells[4]:
+            cells[4] += f" {r['verifier_vs']}"
         reason = r.get("reason") or r.get("error") or ""
         reason = reason if len(reason) <= MAX_REASON else reason[: MAX_REASON - 1] + "…"
         flags = r.get("consistency")
-        cells.append(f"inconsistent: {flags}; {reason}" if flags and flags != "ok" else reason)
-        table.add_row(*(Text(strip_control_codes(c)) for c in cells))  # forge text: no rich markup, no escapes
+        cells += [r.get("change") or "", f"inconsistent: {flags}; {reason}" if flags and flags != "ok" else reason]
+        texts = [Text(strip_control_codes(c)) for c in cells]  # forge text: no rich markup, no escapes
+        if r.get("verifier_stale"):
+            texts[4].stylize(STALE)
+        table.add_row(*texts)
     (console or Console()).print(table)
 
 

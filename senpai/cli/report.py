@@ -49,10 +49,11 @@ def report(config_path: str, out: str | None, fmt: str, local_forge: str | None,
         hold_secrets(live)  # a token `served` made too
         ledger = LedgerReader(make_forge(live), tracker)
         exps = ledger.experiments()
+        base = ledger.forge.branch_sha(live.forge.base_branch)  # what names each delta's base as the current one
         turns = HumanReader(cfg, ledger.forge, ledger).read().state.advisor_turns  # the advisor's turns about no PR
     if local_forge:  # its forge lives only as long as this command: a link to it would be dead
         exps = [e.model_copy(update={"url": ""}) for e in exps]
-    summary = summarise(exps, cfg.forge.repo, cpus={s.name: s.cpus for s in cfg.students}, turns=turns)
+    summary = summarise(exps, cfg.forge.repo, cpus={s.name: s.cpus for s in cfg.students}, turns=turns, base=base)
     try:
         path.write_text(render.html(summary) if fmt == "html" else render.markdown(summary), encoding="utf-8")
     except OSError as e:

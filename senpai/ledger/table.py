@@ -28,6 +28,7 @@ from senpai.config.load import open_regular
 from senpai.errors import ConfigError
 from senpai.forge.base import Comment, Forge, ForgeMemo, Issue, PullRequest
 from senpai.ledger.consistency import Consistency
+from senpai.ledger.deltas import base_names, base_params, change, delta
 from senpai.ledger.experiment import Experiment, RunSummary, finite_or_none, own_pull, read_experiment
 from senpai.ledger.labels import SENPAI
 from senpai.tracker.base import RunRecord, Tracker
@@ -306,13 +307,20 @@ def _summary(run_id: str, rec: RunRecord | None, metric: str) -> RunSummary:
     return RunSummary(id=run_id, state=rec.state, metric=value, url=rec.url)
 
 
-def ledger_rows(exps: list[Experiment], flags: Consistency | None = None) -> list[dict]:
+def ledger_rows(exps: list[Experiment], flags: Consistency | None = None, base: str | None = None) -> list[dict]:
     """Flat, JSON-safe rows (NaN/inf become null): one per experiment.  With `flags`
-    (`consistency.check`), column `consistency` is "ok" or the PR's flags joined by "; "."""
+    (`consistency.check`), column `consistency` is "ok" or the PR's flags joined by "; ".
+    `base`: the base branch head now (None: unknown, no delta is marked stale). The verifier's
+    columns are those of the verification the PR shows (`deltas.measured`): `verifier_base` is the
+    base commit it was measured against, `verifier_vs` names it (`Delta.label`: `vs #2`, `vs old
+    base #1`) and `verifier_stale` is true when that base is no longer the current one on a PR not
+    merged; `change` is what the PR changed against its base (`deltas.change`, at most 3 items)."""
+    names, params = base_names(exps), base_params(exps)
     rows = []
     for e in exps:
         ev = e.evidence[-1] if e.evidence else None
         v = e.verifications[-1] if e.verifications else None
+        dv = delta(e, names, base)
         d = e.decision
         rows.append(
             {
@@ -323,6 +331,7 @@ def ledger_rows(exps: list[Experiment], flags: Consistency | None = None) -> lis
                 "hypothesis": e.hypothesis.hypothesis if e.hypothesis else None,
                 "hypothesis_id": e.hypothesis.id if e.hypothesis else None,
                 "params": json.dumps(e.hypothesis.params, sort_keys=True) if e.hypothesis else None,
+                "change": change(e, params).text() or None,
                 "attempts": e.attempts,
                 "outcome": ev.outcome if ev else None,
                 "metric": e.hypothesis.metric.name if e.hypothesis else None,
@@ -331,8 +340,11 @@ def ledger_rows(exps: list[Experiment], flags: Consistency | None = None) -> lis
                 "run_id": ev.runs[-1].id if ev and ev.runs else None,
                 "run_state": e.runs[-1].state if e.runs else None,
                 "verified": v.passed if v else None,
-                "verifier_delta": finite_or_none(v.improvement) if v else None,
-                "noise_floor": finite_or_none(v.noise_floor) if v else None,
+                "verifier_delta": dv.improvement if dv else None,
+                "verifier_base": dv.base if dv else None,
+                "verifier_vs": dv.label if dv else None,
+                "verifier_stale": dv.stale if dv else None,
+                "noise_floor": dv.noise_floor if dv else None,
                 "verdict": d.verdict if d else None,
                 "reason": d.reason if d else None,
                 "error": e.error,
@@ -348,8 +360,9 @@ def to_json(exps: list[Experiment]) -> str:
     return json.dumps([json.loads(e.model_dump_json()) for e in exps], indent=2, sort_keys=True)
 
 
-def to_csv(exps: list[Experiment], flags: Consistency | None = None) -> str:
-    rows = ledger_rows(exps, flags)
+def to_csv(exps: list[Experiment], flags: Consistency | None = None, base: str | None = None) -> str:
+    """`ledger_rows` as CSV, with a header row ("" when there is no experiment)."""
+    rows = ledger_rows(exps, flags, base)
     out = io.StringIO()
     if rows:
         writer = csv.DictWriter(out, fieldnames=list(rows[0]))

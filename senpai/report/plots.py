@@ -20,6 +20,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from senpai.report.summary import Summary  # noqa: E402
 
 COLORS = {"merged": "#1a7f37", "closed": "#8c959f", "failed": "#cf222e", "open": "#0969da"}
+STALE_SHOWN = 6  # PR numbers named in the chart's note on the stale deltas it leaves out
 STYLE = {
     "text.parse_math": False,
     "font.size": 11,
@@ -78,7 +79,8 @@ def baseline_plot(s: Summary) -> str:
 def experiments_plot(s: Summary) -> str:
     """Two panels per PR: the student's validation value (merged, closed, failed, open) against the
     baseline it was measured on; the verifier's holdout improvement (positive = better) against the
-    noise floor."""
+    noise floor, each against the base it was measured on, stale ones (against an old base, on a PR
+    not merged: `Summary.stale`) left out and named in the title."""
     with _figure(rows=2, height=6.6) as (fig, (top, bottom)):
         top.set_title(f"{s.metric or 'metric'} per experiment ({s.better})")
         if not s.rows:
@@ -110,8 +112,8 @@ def experiments_plot(s: Summary) -> str:
         if top.get_legend_handles_labels()[0]:
             top.legend(loc="best", frameon=False, ncols=2)
 
-        bottom.set_title("Verifier: improvement on the holdout vs the noise floor")
-        verified = [r for r in s.rows if r.improvement is not None]
+        bottom.set_title("Verifier: improvement on the holdout vs the noise floor" + _left_out(s))
+        verified = [r for r in s.rows if r.improvement is not None and not r.stale]  # stale: not comparable
         for r in verified:
             bottom.bar(r.pr, r.improvement, width=0.6, color=COLORS[r.outcome])
             if r.floor is not None:
@@ -129,6 +131,14 @@ def experiments_plot(s: Summary) -> str:
         if handles:
             bottom.legend(handles=handles, loc="best", frameon=False)
         return _svg(fig)
+
+
+def _left_out(s: Summary) -> str:
+    """The title's second line naming the stale deltas the chart leaves out; "" when there are none."""
+    if not s.stale:
+        return ""
+    shown = ", ".join(f"#{r.pr}" for r in s.stale[:STALE_SHOWN]) + (", …" if len(s.stale) > STALE_SHOWN else "")
+    return f"\nleft out, measured against an old base (stale): {shown}"
 
 
 def cost_plot(s: Summary) -> str:

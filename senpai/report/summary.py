@@ -8,13 +8,15 @@ Every text here comes from the forge or W&B, so it is hostile: `clip` bounds it 
 """
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from senpai.ledger.baseline import best_merge, merges
-from senpai.ledger.blocks import Hypothesis, TurnCost, Verification
+from senpai.ledger.blocks import Hypothesis, Scalar, TurnCost, Verification
+from senpai.ledger.deltas import base_names, base_params, change, delta, measured
 from senpai.ledger.experiment import Experiment, finite_or_none, holdout_verdicts
 from senpai.ledger.labels import ExperimentState
 from senpai.ledger.spend import Spend, experiment_spend, spend
@@ -40,6 +42,20 @@ def safe_url(url: str | None) -> str | None:
     return None if any(c in url for c in " \t\r\n\"'<>`()\\") else url
 
 
+@dataclass(frozen=True)
+class Bases:
+    """What the rows need to know of the bases: `deltas.base_names`, `deltas.base_params` and the
+    base branch head now (`current`; None: unknown)."""
+
+    names: dict[str, str] = field(default_factory=dict)
+    params: dict[str, dict[str, Scalar]] = field(default_factory=dict)
+    current: str | None = None
+
+    @classmethod
+    def of(cls, exps: list[Experiment], current: str | None) -> "Bases":
+        return cls(base_names(exps), base_params(exps), current)
+
+
 class RunLink(BaseModel):
     model_config = ConfigDict(frozen=True)
     id: str
@@ -49,9 +65,11 @@ class RunLink(BaseModel):
 class Row(BaseModel):
     """One experiment as the report shows it. `value`/`baseline`: the student's latest ok evidence
     (validation), in metric units; `improvement`/`floor`: the PR's last verification that measured
-    (not one refused for a conflict), on the sealed holdout, signed so that positive is better, and
-    its noise floor (None for the test rules), and both sides' mean compute figure per seed
-    (`holdout.compute.key`, e.g. epochs; None where not counted on every seed); `params`: `k=v` by name."""
+    (not one refused for a conflict: `deltas.measured`), on the sealed holdout, signed so that
+    positive is better, and its noise floor (None for the test rules), the base it was measured
+    against (`vs`: `Delta.label`) and whether that base is an old one (`stale`), and both sides'
+    mean compute figure per seed (`holdout.compute.key`, e.g. epochs; None where not counted on
+    every seed); `params`: `k=v` by name; `change`: what it changed against its base (`deltas.change`)."""
 
     model_config = ConfigDict(frozen=True)
     pr: int
@@ -66,6 +84,9 @@ class Row(BaseModel):
     baseline: float | None
     improvement: float | None
     floor: float | None
+    vs: str = ""  # the base of `improvement`: "vs #2", "vs old base #1"; "" before a verification
+    stale: bool = False  # `improvement` is against a base that is no longer the current one (PR not merged)
+    change: str = ""
     compute: float | None = None  # that verification's mean compute figure per candidate seed (holdout.compute.key)
     base_compute: float | None = None  # ... and per baseline seed
     passed: bool | None
@@ -142,6 +163,11 @@ class Summary(BaseModel):
     def rejected(self) -> list[Row]:
         return [r for r in self.rows if r.outcome in ("closed", "failed")]
 
+    @property
+    def stale(self) -> list[Row]:
+        """The rows whose holdout delta is against an old base: named in the tables, left out of the chart."""
+        return [r for r in self.rows if r.stale and r.improvement is not None]
+
 
 def outcome(e: Experiment) -> Outcome:
     """merged; failed (no attempt produced a result); closed; else open."""
@@ -169,13 +195,14 @@ def _reason(e: Experiment, v: Verification | None) -> str:
     return v.reason if v and not v.passed else ""
 
 
-def row(e: Experiment, cores: int = 1) -> Row:
-    """`e` as the report shows it; `cores`: the CPU cores of each job of its student (`experiment_spend`)."""
+def row(e: Experiment, cores: int = 1, bases: Bases | None = None) -> Row:
+    """`e` as the report shows it; `cores`: the CPU cores of each job of its student (`experiment_spend`);
+    `bases`: what names its delta's base and tells its change (`Bases.of` the whole ledger)."""
+    bases = bases or Bases()
     ok = [ev for ev in e.evidence if ev.outcome == "ok"]
     failed = [ev for ev in e.evidence if ev.outcome == "failed"]
-    # the latest verification that measured something (a refusal for a conflict with a moved base has no numbers)
-    measured = [v for v in e.verifications if v.improvement is not None and not v.conflict]
-    v = measured[-1] if measured else (e.verifications[-1] if e.verifications else None)
+    v = measured(e)
+    dv = delta(e, bases.names, bases.current)
     d = e.decision
     urls = {r.id: r.url for r in e.runs}
     runs = [RunLink(id=clip(r.id, 64), url=safe_url(urls.get(r.id) or r.url)) for ev in e.evidence for r in ev.runs]
@@ -191,8 +218,11 @@ def row(e: Experiment, cores: int = 1) -> Row:
         params=clip(_params(h), TITLE_CHARS),
         value=e.primary_value(),
         baseline=finite_or_none(ok[-1].primary.baseline) if ok else None,
-        improvement=finite_or_none(v.improvement) if v else None,
-        floor=finite_or_none(v.noise_floor) if v else None,
+        improvement=dv.improvement if dv else None,
+        floor=dv.noise_floor if dv else None,
+        vs=dv.label if dv else "",
+        stale=dv.stale if dv else False,
+        change=clip(change(e, bases.params).text(), TITLE_CHARS),
         compute=_mean_compute(v.candidate_compute, v.candidate_values) if v else None,
         base_compute=_mean_compute(v.baseline_compute, v.baseline_values) if v else None,
         passed=v.passed if v else None,
@@ -238,14 +268,17 @@ def summarise(
     now: datetime | None = None,
     cpus: Mapping[str, int] | None = None,
     turns: Iterable[TurnCost] = (),
+    base: str | None = None,
 ) -> Summary:
     """The report of `exps` (`LedgerReader.experiments()`, oldest PR first) of repository `repo`;
     `cpus`: student name -> CPU cores of each of its jobs (harness `students`; absent: 1); `turns`:
-    the advisor's turn records on the steering issues (`SteerState.advisor_turns`), in the total. The
-    metric and its direction are the newest hypothesis's, the holdout metric and its direction the
-    newest verification's; the best is `best_merge`'s, on the holdout."""
+    the advisor's turn records on the steering issues (`SteerState.advisor_turns`), in the total;
+    `base`: the base branch head now (None: unknown, no delta is marked stale). The metric and its
+    direction are the newest hypothesis's, the holdout metric and its direction the newest
+    verification's; the best is `best_merge`'s, on the holdout."""
     cpus = cpus or {}
-    rows = [row(e, cpus.get(e.student or "", 1)) for e in exps]
+    bases = Bases.of(exps, base)
+    rows = [row(e, cpus.get(e.student or "", 1), bases) for e in exps]
     hyps = [e.hypothesis for e in exps if e.hypothesis]
     verifs = [v for e in exps for v in e.verifications]
     counts = {k: sum(r.outcome == k for r in rows) for k in ("merged", "closed", "failed", "open")}

@@ -18,7 +18,8 @@ from senpai.config.harness import HarnessConfig
 from senpai.config.roles import Role
 from senpai.fleet.base import JobStatus, Phase
 from senpai.forge.base import RateLimit
-from senpai.ledger.comments import cell, count, dollars, duration, number
+from senpai.ledger.comments import cell, count, dollars, duration, number, signed
+from senpai.ledger.deltas import base_names, delta
 from senpai.ledger.experiment import Experiment, holdout_verdicts, verdicts_by_holdout
 from senpai.ledger.inbox import SteerState
 from senpai.ledger.labels import ASSIGNED, ExperimentState
@@ -62,6 +63,11 @@ class ExperimentRow(_Row):
     student: str | None
     attempts: int = Field(description="Attempts with evidence so far.")
     note: str = Field("", description="What a verifying PR waits for (`_note`); empty for the other states.")
+    delta: float | None = Field(
+        None, description="Its verifier's holdout delta (`deltas.measured`), positive is better; None: not verified."
+    )
+    vs: str = Field("", description="The base that delta was measured against (`Delta.label`: `vs #2`, `vs old base #1`).")
+    stale: bool = Field(False, description="That base is no longer the current one: the delta is not comparable.")
 
 
 class ApprovalRow(_Row):
@@ -148,7 +154,7 @@ class Status(_Row):
                 f"**senpai status** for `{self.repo}` at {_time(self.at)}",
                 self._summary(),
                 _table(("student", "doing", "PR", "job"), [_student_cells(s) for s in self.students]),
-                _table(("PR", "state", "student", "attempts", "title"), [_exp_cells(e) for e in self.open])
+                _table(("PR", "state", "student", "attempts", "holdout Δ", "title"), [_exp_cells(e) for e in self.open])
                 if self.open
                 else "No open experiments.",
                 _table(("job", "phase", "PR", "age", "deadline in"), [_job_cells(j) for j in self.jobs])
@@ -208,6 +214,7 @@ def build_status(
     less). Pure: reads nothing itself but LiteLLM's bundled price map (`senpai.config.prices`)."""
     live = [j for j in jobs if not j.done]
     titles = {e.pr: e.title for e in exps}
+    names = base_names(exps)
     cap = steer.experiments if steer.experiments is not None else cfg.max_experiments
     source = "steering" if steer.experiments is not None else "config" if cfg.max_experiments else "none"
     streak = len(patience_streak(exps, steer.resumed_after))
@@ -216,9 +223,7 @@ def build_status(
         repo=cfg.forge.repo,
         students=[_student(s.name, exps, live, titles) for s in cfg.students],
         open=[
-            ExperimentRow(
-                pr=e.pr, title=e.title, state=e.state, student=e.student, attempts=e.attempts, note=_note(e, exps, base)
-            )
+            _open_row(e, exps, base, names)
             for e in sorted((e for e in exps if not e.decided), key=lambda e: (OPEN_ORDER.index(e.state), e.pr))
         ],
         merged=sum(e.state == ExperimentState.MERGED for e in exps),
@@ -243,6 +248,15 @@ def build_status(
         last_tick=last_tick,
         rate_limit=rate_limit,
     )
+
+
+def _open_row(e: Experiment, exps: list[Experiment], base: str | None, names: dict[str, str]) -> ExperimentRow:
+    """`e` (open) with what it waits for and its holdout delta against the base it names (`deltas.delta`)."""
+    d = delta(e, names, base)
+    return ExperimentRow(
+        pr=e.pr, title=e.title, state=e.state, student=e.student, attempts=e.attempts, note=_note(e, exps, base),
+        delta=d.improvement if d else None, vs=d.label if d else "", stale=d.stale if d else False,
+    )  # fmt: skip
 
 
 def _waiting(e: Experiment, steer: SteerState) -> ApprovalRow | None:
@@ -304,7 +318,8 @@ def _student_cells(s: StudentRow) -> tuple[str, ...]:
 
 def _exp_cells(e: ExperimentRow) -> tuple[str, ...]:
     state = f"{e.state.value}: {e.note}" if e.note else e.state.value
-    return (_pr(e.pr), _cell(state), e.student or "", str(e.attempts), _cell(e.title))
+    delta = f"{signed(e.delta)} {e.vs}" if e.delta is not None else ""
+    return (_pr(e.pr), _cell(state), e.student or "", str(e.attempts), f"_{delta}_" if e.stale else delta, _cell(e.title))
 
 
 def _note(e: Experiment, exps: list[Experiment], base: str | None) -> str:

@@ -1,6 +1,10 @@
-"""`senpai ledger` as a user meets it: its flags, `--local-forge` on a forge's data folder, and the
-consistency flags for what was done by hand (a PR reopened after a close decision)."""
+"""`senpai ledger` as a user meets it: its flags, `--local-forge` on a forge's data folder, the
+consistency flags for what was done by hand (a PR reopened after a close decision), and, after a
+merge, each holdout delta named by its base in the ledger, the report and the status alike."""
 
+import csv
+import io
+import json
 import sqlite3
 import subprocess
 import sys
@@ -9,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from forge_fixtures import clone, commit_and_push, hypothesis, new_repository, register_bot
+from forge_fixtures import after_a_merge, clone, commit_and_push, hypothesis, new_repository, register_bot
 
 from senpai.cli.ledger import _cell
 from senpai.cli.main import cli
@@ -111,3 +115,36 @@ def test_serving_on_a_port_in_use_is_a_clear_error(tmp_path):
         assert "pick another --port" in result.stderr and "Traceback" not in result.stderr
     finally:
         server.stop()
+
+
+def test_after_a_merge_the_ledger_the_report_and_the_status_name_each_deltas_base(tmp_path, monkeypatch):
+    """Over the real local forge (HTTP, git): a PR verified before a merge shows +0.08 against the old
+    base, more than the merge's +0.05; every view says so, and which base each delta is against."""
+    data = tmp_path / "forge"
+    server = register_bot(LocalForgeServer(data)).start()
+    try:
+        forge, settings = new_repository(server.url, tmp_path / "seed")
+        m = after_a_merge(forge, tmp_path)
+    finally:
+        server.stop()
+    monkeypatch.delenv("SENPAI_LEDGER_TEST_TOKEN", raising=False)
+    config = _config(tmp_path, server.url, settings.repo)
+    args = ["--config", str(config), "--local-forge", str(data)]
+    start, stale = m.start[:8], f"old base {m.start[:8]}"
+    monkeypatch.setenv("COLUMNS", "100")
+    table = CliRunner().invoke(cli, ["ledger", *args])
+    assert table.exit_code == 0, table.output
+    cells = [line.strip("│").split("│") for line in table.output.splitlines() if line.startswith("│")]
+    delta, changed = (" ".join(w for c in cells for w in c[i].split()) for i in (4, 5))  # a cell wraps: its words in order
+    assert f"+0.0800 vs {stale}" in delta and f"+0.0200 vs #{m.merged}" in delta and "width 32 -> 80" in changed
+    rows = {int(r["pr"]): r for r in csv.DictReader(io.StringIO(CliRunner().invoke(cli, ["ledger", *args, "--csv"]).output))}
+    assert (rows[m.stale]["verifier_vs"], rows[m.stale]["verifier_stale"]) == (f"vs {stale}", "True")
+    assert (rows[m.current]["verifier_vs"], rows[m.current]["change"]) == (f"vs #{m.merged}", "width 32 -> 80")
+    report = tmp_path / "report.md"
+    result = CliRunner().invoke(cli, ["report", *args, "--format", "md", "--out", str(report), "--no-wandb"])
+    assert result.exit_code == 0, result.output
+    md = report.read_text()
+    assert f"| _+0.0800 vs {stale}_ |" in md and f"| +0.0200 vs #{m.merged} |" in md and f"| +0.0500 vs {start} |" in md
+    status = json.loads(CliRunner().invoke(cli, ["status", *args, "--json"]).output)
+    by_pr = {e["pr"]: e for e in status["open"]}
+    assert (by_pr[m.stale]["vs"], by_pr[m.stale]["stale"], by_pr[m.current]["vs"]) == (f"vs {stale}", True, f"vs #{m.merged}")

@@ -9,71 +9,32 @@ import re
 import sys
 
 import pytest
-import yaml
 from click.testing import CliRunner
-from forge_fixtures import commit_and_push, hypothesis, merged, target_yaml
+from forge_fixtures import REPORT_TARGET, after_a_merge, commit_and_push, merged, verified_experiment
 
 from senpai.cli.report import report
 from senpai.config.harness import TrackerSettings
-from senpai.config.target import TargetConfig
 from senpai.errors import ConfigError
-from senpai.ledger import transitions
-from senpai.ledger.blocks import Cost, Decision, Evidence, RunRef, Verification
 from senpai.ledger.table import LedgerReader
 from senpai.report import render
 from senpai.report.summary import summarise
 from senpai.tracker.wandb import WandbTracker
 from senpai.tracker.wandb_report import build_report, build_workspace
 
-TARGET = target_yaml({"rule": "noise_floor", "min_floor": 0.005})
 HOSTILE = "<script>alert('pwned')</script> below the floor | ```senpai-decision"
-
-
-def _verification(pr: int, head: str, base: str, improvement: float) -> Verification:
-    passed = improvement > 0.01
-    return Verification(
-        pr=pr, candidate=head, baseline=base, metric="acc", direction="maximize", seeds=[0, 1, 2],
-        candidate_values=[0.90 + improvement] * 3, baseline_values=[0.89, 0.90, 0.91], candidate_mean=0.90 + improvement,
-        baseline_mean=0.90, improvement=improvement, noise_floor=0.01, candidate_seconds=[3.5, 3.5, 3.5],
-        baseline_seconds=[3.0, 3.0, 3.0], passed=passed, reason=f"improvement {improvement} vs floor 0.01",
-        candidate_compute=[20.0, 20.0, 20.0], baseline_compute=[10.0, 10.0, 10.0],  # e.g. epochs
-    )  # fmt: skip
-
-
-def _experiment(forge, tmp_path, base: str, n: int, value: float | None, verdict: str, reason: str, improvement: float | None):
-    """Open experiment `n` (student ada), post its evidence (failed if `value` is None), verify it if
-    `improvement` is given, and decide `verdict` through `transitions.decide` (the merge gate)."""
-    branch = f"senpai/ada/h{n}"
-    head = commit_and_push(forge, tmp_path / "seed", branch, {"params.json": f'{{"width": {16 * n}}}\n'}, start="advisor")
-    h = hypothesis(base, f"h{n}", {"width": 16 * n})
-    pull = transitions.open_experiment(forge, h, branch, "advisor", f"width {16 * n} <b>bold</b>")
-    run = RunRef(id=f"run-{n}", url=f"https://wandb.example/senpai/runs/run-{n}", state="finished")
-    ev = Evidence.of(
-        h, metric="acc", value=value, failure=None if value is not None else "NaN loss at step 3",
-        interpretation="x", pr=pull.number, attempt=1, student="ada", head=head, command="python train.py",
-        runs=[run], cost=Cost(wall_seconds=30.0, gpu_seconds=0.0, tokens=1000, dollars=0.25),
-    )  # fmt: skip
-    transitions.submit_evidence(forge, forge.get_pull(pull.number), ev)
-    if improvement is not None:
-        transitions.request_verification(forge, forge.get_pull(pull.number))
-        transitions.record_verification(forge, forge.get_pull(pull.number), _verification(pull.number, head, base, improvement))
-    pull = forge.get_pull(pull.number)
-    exp = LedgerReader(forge).experiment(pull)
-    target = TargetConfig.model_validate(yaml.safe_load(TARGET))
-    d = Decision(pr=pull.number, head=head, verdict=verdict, reason=reason, metric="acc")
-    transitions.decide(forge, pull, exp, d, target, forge.branch_sha("advisor"))
-    return pull.number
 
 
 @pytest.fixture
 def ledger(fake_forge, tmp_path):
     forge, _ = fake_forge
     base = commit_and_push(
-        forge, tmp_path / "seed", "advisor", {"senpai.yaml": TARGET, "params.json": '{"width": 8}\n', "eval.py": "x\n"}
+        forge, tmp_path / "seed", "advisor", {"senpai.yaml": REPORT_TARGET, "params.json": '{"width": 8}\n', "eval.py": "x\n"}
     )
-    closed = _experiment(forge, tmp_path, base, 1, 0.91, "close", HOSTILE, improvement=0.002)
-    merged = _experiment(forge, tmp_path, base, 2, 0.95, "merge", "beats the floor", improvement=0.05)
-    failed = _experiment(forge, tmp_path, forge.branch_sha("advisor"), 3, None, "close", "the run crashed: NaN", improvement=None)
+    closed = verified_experiment(forge, tmp_path, base, 1, 0.91, "close", HOSTILE, improvement=0.002)
+    merged = verified_experiment(forge, tmp_path, base, 2, 0.95, "merge", "beats the floor", improvement=0.05)
+    failed = verified_experiment(
+        forge, tmp_path, forge.branch_sha("advisor"), 3, None, "close", "the run crashed: NaN", improvement=None
+    )
     return LedgerReader(forge).experiments(), (merged, closed, failed)
 
 
@@ -141,7 +102,7 @@ def test_the_markdown_says_it_is_a_cache_and_holds_the_table(ledger):
     md = render.markdown(summarise(exps, "senpai/target"))
     first, *rest = md.splitlines()
     assert "cache of the ledger" in first and "senpai report" in first
-    assert "| PR | outcome | student | params | acc | verifier Δ | noise floor | compute (base) | verdict | cost |" in md
+    assert "| PR | outcome | student | changed | acc | verifier Δ | noise floor | compute (base) | verdict | cost |" in md
     assert re.search(rf"^\| \[#{merged}\]\(\S+/pull/{merged}\) \| merged \| ada \|", md, re.MULTILINE)
     (line,) = [x for x in rest if x.startswith(f"- [#{closed}]")]
     assert "<script" not in md and "&lt;script>" in line and "\\|" in line and "```" not in line
@@ -215,3 +176,30 @@ def test_hypotheses_proposed_under_the_diversity_alarm_are_shown_with_its_readin
     page, md = render.html(s), render.markdown(s)
     assert "params spread 0.012 &lt; 0.1 over the last 6 points &lt;i&gt;" in page and "<i>" not in page
     assert f"#{closed}]" in md.split("## Diversity alarm")[1] and "params spread 0.012" in md
+
+
+def test_after_a_merge_each_delta_names_its_base_and_one_against_the_old_base_is_stale(fake_forge, tmp_path):
+    """The open PR verified before the merge has the largest delta (+0.08 against the old base, the
+    merge's +0.05): it is named stale, set apart in both tables and left out of the chart."""
+    forge, _ = fake_forge
+    m = after_a_merge(forge, tmp_path)
+    s = summarise(LedgerReader(forge).experiments(), "senpai/target", base=m.base)
+    rows = {r.pr: r for r in s.rows}
+    start = m.start[:8]
+    assert (rows[m.merged].vs, rows[m.merged].stale) == (f"vs {start}", False)  # a merge's gain over the base of its time
+    assert (rows[m.stale].vs, rows[m.stale].stale, rows[m.stale].improvement) == (f"vs old base {start}", True, 0.08)
+    assert (rows[m.current].vs, rows[m.current].stale) == (f"vs #{m.merged}", False)
+    assert [r.pr for r in s.stale] == [m.stale]
+    # what each changed: against the merge commit's params (#2's), or, before the merge, a base the ledger did not measure
+    assert (rows[m.current].change, rows[m.stale].change, rows[m.merged].change) == ("width 32 -> 80", "width=64", "width=32")
+    md = render.markdown(s)
+    assert f"| _+0.0800 vs old base {start}_ |" in md and f"| +0.0200 vs #{m.merged} |" in md and "| width 32 -> 80 |" in md
+    page = render.html(s)
+    assert '<td class="num stale" title="measured against a base that is no longer the current one' in page
+    assert f'<span class="vs">vs old base {start}</span>' in page
+    chart = _svgs(page)[1]  # the verifier's panel: matplotlib keeps each text as a comment beside its glyphs
+    assert f"<!-- left out, measured against an old base (stale): #{m.stale} -->" in chart
+    assert "open: improvement" in chart  # the current open PR's bar is drawn
+    # with the base unknown nothing is called stale, and the stale PR's bar is drawn like the others
+    unknown = summarise(LedgerReader(forge).experiments(), "senpai/target")
+    assert not unknown.stale and "left out" not in _svgs(render.html(unknown))[1]

@@ -5,7 +5,7 @@ import json
 from datetime import timedelta
 
 import steering_tick
-from forge_fixtures import commit_and_push, merged
+from forge_fixtures import after_a_merge, commit_and_push, merged
 from test_forge_steering import TARGET
 from test_policy import BASE, CFG, NOW, exp, job
 
@@ -15,6 +15,7 @@ from senpai.ledger.blocks import Cost
 from senpai.ledger.commands import SYNTAX
 from senpai.ledger.inbox import SteerState
 from senpai.ledger.labels import STEER, ExperimentState
+from senpai.ledger.table import LedgerReader
 from senpai.report.summary import summarise
 from senpai.wrapper.status import LastTick, Status, build_status
 
@@ -183,3 +184,17 @@ def test_a_verifying_pr_says_what_it_waits_for():
     moved = build_status(CFG, [passed], [], SteerState(), NOW, TICK, None, "f" * 40)
     assert moved.open[0].note.startswith("measuring")  # its pass was against a base that moved since
     assert build_status(CFG, [passed], [], SteerState(), NOW, TICK, None).open[0].note.endswith("(base unknown)")
+
+
+def test_an_open_prs_holdout_delta_names_its_base_and_one_against_an_old_base_is_stale(fake_forge, tmp_path):
+    forge, _ = fake_forge
+    m = after_a_merge(forge, tmp_path)
+    s = build_status(CFG, LedgerReader(forge).experiments(), [], SteerState(), NOW, TICK, None, m.base)
+    rows = {e.pr: e for e in s.open}
+    assert (rows[m.stale].delta, rows[m.stale].vs, rows[m.stale].stale) == (0.08, f"vs old base {m.start[:8]}", True)
+    assert (rows[m.current].delta, rows[m.current].vs, rows[m.current].stale) == (0.02, f"vs #{m.merged}", False)
+    text = s.markdown()
+    assert "| PR | state | student | attempts | holdout Δ | title |" in text
+    assert f"| _+0.0800 vs old base {m.start[:8]}_ |" in text and f"| +0.0200 vs #{m.merged} |" in text
+    unknown = build_status(CFG, LedgerReader(forge).experiments(), [], SteerState(), NOW, TICK, None)
+    assert not any(e.stale for e in unknown.open)  # the base unknown: nothing is called stale
