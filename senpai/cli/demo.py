@@ -153,9 +153,10 @@ def demo(
         work = Path(cfg.fleet.dir)
         watch = DemoWatch(experiments, target.holdout, lambda job: work / job / WORK, stall_timeout)
         report = run_until(config_path, experiments, None if timeout is None else start + timeout, watch)
+        base = forge_from(cfg.forge).branch_sha(cfg.forge.base_branch)  # names each delta's base
     finally:
         server.stop()
-    show_leaderboard(ledger_rows(report.exps), target.metric.direction)
+    show_leaderboard(ledger_rows(report.exps, None, base), target.metric.direction)
     click.echo(f"\nwall_seconds: {time.monotonic() - start:.1f}\ndecided: {report.decided}")
     click.echo(f"merged: {sum(e.state == ExperimentState.MERGED for e in report.exps)}")
     click.echo(
@@ -275,7 +276,8 @@ def show_leaderboard(rows: list[dict], direction: str) -> None:
     """Merged experiments first, then the rest; within each, best validation value first.
 
     The verifier delta is shown but not ranked on: each merge is measured against the base of its
-    time, so deltas of different merges are not comparable.
+    time, so deltas of different merges are not comparable. Each names its base (`verifier_vs`,
+    `ledger_rows`), and one against a base that is no longer the current one is dimmed.
     """
     table = Table(title="leaderboard (merged first, then by validation metric)", caption="W&B runs: senpai ledger --csv")
     for col in ("PR", "val", "Δ holdout", "verdict"):
@@ -285,8 +287,10 @@ def show_leaderboard(rows: list[dict], direction: str) -> None:
     order = sorted(rows, key=lambda r: (r["verdict"] != "merge", r["value"] is None, sign * (r["value"] or 0.0)))
     for r in order:
         value = "" if r["value"] is None else f"{r['value']:.4f}"
-        delta = "" if r["verifier_delta"] is None else f"{r['verifier_delta']:+.4f}"
+        delta = "" if r["verifier_delta"] is None else f"{r['verifier_delta']:+.4f} {r.get('verifier_vs') or ''}".rstrip()
         params = " ".join(f"{k}={v}" for k, v in json.loads(r["params"] or "{}").items())
         cells = (f"#{r['pr']}", value, delta, r["verdict"] or r["state"], params)
-        table.add_row(*(Text(strip_control_codes(c)) for c in cells))  # the advisor's params: text, not markup
+        style = ["dim" if i == 2 and r.get("verifier_stale") else "" for i in range(len(cells))]
+        # the advisor's params: text, not markup
+        table.add_row(*(Text(strip_control_codes(c), style=st) for c, st in zip(cells, style, strict=True)))
     Console().print(table)  # the terminal's width: a wider table would wrap line by line in an 80-column one

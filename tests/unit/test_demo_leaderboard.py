@@ -43,3 +43,16 @@ def test_the_leaderboard_fits_80_columns_with_its_params_whole(capsys: pytest.Ca
     table = [line for line in lines if line[:1] in "┏┃┡│└"]
     assert all(len(line) <= 80 and line.rstrip()[-1] in "┓┃┩│┘" for line in table)
     assert "learning_rate_init=0.0002381" in "\n".join(lines)
+
+
+def test_a_delta_names_its_base_and_a_stale_one_is_dimmed(capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    rows = [
+        row(1, 0.90, "merge", delta=0.147) | {"verifier_vs": "vs start", "verifier_stale": False},
+        row(2, 0.95, None, delta=0.216) | {"verifier_vs": "vs old base #0", "verifier_stale": True},
+    ]
+    show_leaderboard(rows, "maximize")
+    out = capsys.readouterr().out
+    assert "+0.1470 vs start" in out and "+0.2160 vs old base #0" in out
+    assert "\x1b[2m+0.2160" in out and "\x1b[2m+0.1470" not in out  # only the stale delta is dimmed
