@@ -46,7 +46,8 @@ NO_KEY = (
 )
 NO_CONFIG = (
     "senpai sync uploads only the runs of the installation a harness config names, into its W&B entity and "
-    "project: give --config <harness.yaml> (a demo's is <out>/harness.yaml); --dry-run lists the runs without one"
+    "project: give --config <harness.yaml>, or set $SENPAI_CONFIG to its path (a demo's is <out>/harness.yaml); "
+    "--dry-run lists the runs without one"
 )
 
 

@@ -271,7 +271,7 @@ def test_senpai_sync_needs_a_config_and_a_key_and_lists_with_dry_run(tmp_path, c
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     runner = CliRunner()
     bare = runner.invoke(cli, ["sync", str(tmp_path / "out")])  # no config: whose runs, into which project?
-    assert isinstance(bare.exception, ConfigError) and "give --config" in str(bare.exception)
+    assert isinstance(bare.exception, ConfigError) and "--config <harness.yaml>, or set $SENPAI_CONFIG" in str(bare.exception)
     harness(tmp_path / "cfg", installation=tracker.installation)
     missing = runner.invoke(cli, ["sync", str(tmp_path / "out"), "--config", str(tmp_path / "cfg" / "harness.yaml")])
     assert isinstance(missing.exception, ConfigError) and "export WANDB_API_KEY" in str(missing.exception)
