@@ -49,7 +49,7 @@ from forge_fixtures import seed_token  # noqa: E402
 from forge_seed import STORE_FILE, peak_rss_mib, seed_pulls, serve, stop  # noqa: E402
 from research import make_program  # noqa: E402
 
-from senpai.cli.progress import TickPrinter  # noqa: E402
+from senpai.cli.ticklog import TickLog  # noqa: E402
 from senpai.cli.wiring import make_forge  # noqa: E402
 from senpai.cli.wrapper import build_wrapper  # noqa: E402
 from senpai.config.harness import load_harness  # noqa: E402
@@ -155,7 +155,7 @@ def busy(tmp: Path, students: int, decided: int, timeout: float) -> dict:
             w = build_wrapper(str(config))
             try:
                 stop = lambda r: r.decided >= decided or time.monotonic() - start > timeout  # noqa: E731
-                report = w.run(until=stop, on_tick=TickPrinter(quiet=True))
+                report = w.run(until=stop, on_tick=TickLog(quiet=True))
             finally:
                 for job in w.fleet.list():
                     if not job.done:

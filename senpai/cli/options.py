@@ -2,13 +2,21 @@
 
 import click
 
+
+class _HarnessConfig(click.Path):
+    """A harness config path whose absence says both ways to give one (click prints it after "Missing option")."""
+
+    def get_missing_message(self, param: click.Parameter, ctx: click.Context | None) -> str:
+        return "Give the harness config YAML as --config FILE, or set $SENPAI_CONFIG to its path (a demo's: <out>/harness.yaml)."
+
+
 config_option = click.option(
     "--config",
     "config_path",
     envvar="SENPAI_CONFIG",
     required=True,
-    type=click.Path(dir_okay=False),
-    help="Harness config YAML (env: SENPAI_CONFIG).",
+    type=_HarnessConfig(dir_okay=False),
+    help="Harness config YAML; without --config, the file $SENPAI_CONFIG names.",
 )
 
 local_forge_option = click.option(

@@ -26,8 +26,8 @@ def sync(folder: str | None, config_path: str | None, local_forge: str | None, d
     sync`, into the config's tracker entity and project (never those a run's log names), then add
     the verdicts of its ledger (`verdict:merge`, ...), read before uploading, to its runs under
     FOLDER, uploaded now or earlier. Runs of another installation and runs already synced are not
-    uploaded. Needs --config and WANDB_API_KEY (exit 2 with the fix if either is missing), except
-    with --dry-run. wandb's progress goes to stderr.
+    uploaded. Needs --config (or $SENPAI_CONFIG) and WANDB_API_KEY (exit 2 with the fix if either is
+    missing, or the key is malformed), except with --dry-run. wandb's progress goes to stderr.
 
     \b
     Example, after `senpai demo --out demo-out/run1`:

@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from senpai.cli.options import config_option
-from senpai.cli.progress import TickPrinter
+from senpai.cli.ticklog import SUMMARY_SECONDS, TickLog
 from senpai.cli.wiring import hold_secrets, make_fleet, make_forge, make_tracker
 from senpai.config.harness import load_harness
 from senpai.errors import TransientError, cannot_listen
@@ -41,7 +41,11 @@ def wrapper() -> None:
 @config_option
 @click.option("--until-decided", type=int, default=None, help="Exit 0 once this many experiments are decided.")
 @click.option("--max-ticks", type=int, default=None, help="Exit after this many ticks.")
-@click.option("--quiet", is_flag=True, help="Print only ticks that did something.")
+@click.option(
+    "--quiet",
+    is_flag=True,
+    help=f"No summary line after {SUMMARY_SECONDS:.0f} s without one: print only the ticks that did something.",
+)
 @click.option(
     "--health-port",
     type=click.IntRange(0, 65535),
@@ -57,14 +61,16 @@ def wrapper() -> None:
 def run(
     config_path: str, until_decided: int | None, max_ticks: int | None, quiet: bool, health_port: int | None, health_host: str
 ) -> None:
-    """Tick until stopped (SIGTERM/Ctrl-C stop cleanly after the current tick).
+    """Tick until stopped (SIGTERM/Ctrl-C stop cleanly after the current tick). Prints the ticks
+    that did something (an action, an error, an experiment's state changed) and, unless --quiet,
+    a summary line after a minute without one (`senpai.cli.ticklog`).
 
     \b
     Example:
       senpai wrapper run --config harness.yaml --health-port 8080
     """
     w = build_wrapper(config_path)
-    printer = TickPrinter(quiet=quiet)
+    printer = TickLog(quiet=quiet)
     try:
         health = None if health_port is None else HealthServer(w.health, w.metrics.registry, health_host, health_port).start()
     except OSError as e:

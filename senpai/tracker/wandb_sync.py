@@ -44,9 +44,14 @@ NO_KEY = (
     "no W&B key: export WANDB_API_KEY=<your key> (`wandb login` shows where to get one; set WANDB_BASE_URL for "
     "a W&B server other than the default), then run senpai sync again; --dry-run lists the runs without a key"
 )
+MALFORMED_KEY = (
+    "WANDB_API_KEY is malformed: {problem} Copy the key again from https://wandb.ai/authorize (or <your W&B server>/authorize "
+    "with WANDB_BASE_URL set to it), export WANDB_API_KEY=<key>, then run senpai sync again"
+)
 NO_CONFIG = (
     "senpai sync uploads only the runs of the installation a harness config names, into its W&B entity and "
-    "project: give --config <harness.yaml> (a demo's is <out>/harness.yaml); --dry-run lists the runs without one"
+    "project: give --config <harness.yaml>, or set $SENPAI_CONFIG to its path (a demo's is <out>/harness.yaml); "
+    "--dry-run lists the runs without one"
 )
 
 
@@ -154,7 +159,8 @@ def sync_offline(
     none if None) to this installation's runs under `root` (`plan`); `echo` gets one line per step.
     `dry_run`: list the runs, where they would go and the tags they would get; send nothing (no key
     needed). Without `destination` only a dry run is allowed. Raises ConfigError if `root` is not a
-    folder, if there is something to upload without `destination` or with no W&B key set, what
+    folder, if there is something to upload without `destination`, with no W&B key set or with a
+    malformed one (`wandb_key_problem`: wandb would refuse it on every try), what
     `verdicts()` raises (before anything is uploaded), TransientError if `wandb sync` fails or the
     W&B API cannot be reached."""
     if not root.is_dir():
@@ -171,8 +177,10 @@ def sync_offline(
     if not any(r.installation == destination.installation for r in runs):
         echo(f"no offline W&B runs of installation {destination.installation} under {root}" + _others(runs))
         return SyncReport(skipped=[r.path for r in runs if not r.synced])
-    if not dry_run and not credentials.get("WANDB_API_KEY"):
+    if not dry_run and not (key := credentials.get("WANDB_API_KEY")):
         raise ConfigError(NO_KEY)
+    if not dry_run and (problem := wandb_key_problem(key)):  # wandb would refuse it on each try: no retry can fix it
+        raise ConfigError(MALFORMED_KEY.format(problem=problem))
     decided = verdicts() if verdicts else {}  # before any upload: a ledger that cannot be read stops the sync here
     todo = plan(runs, destination.installation, decided)
     report = SyncReport(runs=todo.upload, skipped=todo.skipped)
@@ -195,6 +203,16 @@ def sync_offline(
     else:  # pragma: no cover - needs a W&B server
         report.tagged = _apply_tags(targets, echo)
     return report
+
+
+def wandb_key_problem(key: str) -> str | None:
+    """What wandb finds wrong with the form of the W&B key `key` (empty, a character outside
+    A-Z, digits and underscores, fewer than 40 of them after an on-prem prefix), as a sentence that
+    does not quote the key; None if it is well formed. Offline: a well-formed key the server does
+    not know is refused later, by the upload."""
+    from wandb.sdk.lib.wbauth.validation import check_api_key  # what wandb.Api and `wandb sync` check first
+
+    return check_api_key(key)
 
 
 def _others(runs: list[OfflineRun]) -> str:

@@ -92,6 +92,32 @@ def llm_held(reached: dict[str, str], cfg: HarnessConfig, role: Role) -> bool:
     return bool(LLM_CAPS.intersection(reached)) and role in (Role.ADVISOR, Role.STUDENT) and getattr(cfg.runtime, role).llm_agent
 
 
+def stops_jobs(reached: dict[str, str], cfg: HarnessConfig) -> bool:
+    """True when the `reached` caps (`exhausted`) stop running student and verifier jobs: the config
+    says `limits.on_exhausted: stop` and a cap other than the experiment cap is among them (that
+    one only keeps new experiments from opening)."""
+    return cfg.limits.on_exhausted == "stop" and bool(set(reached) - {"experiments"})
+
+
+def consequence(reached: dict[str, str], cfg: HarnessConfig) -> str:
+    """What reaching the caps `reached` (`exhausted`, not empty) does, as one clause for people: no
+    new experiment opens; running student and verifier jobs are stopped (`stops_jobs`) or finish;
+    an LLM role's new turns are held (`llm_held`). `senpai status` and the exhaustion report say it."""
+    held = [role for role in (Role.ADVISOR, Role.STUDENT) if llm_held(reached, cfg, role)]
+    if stops_jobs(reached, cfg):
+        out = "no new experiment opens, and running student and verifier jobs are stopped (`limits.on_exhausted: stop`)"
+    elif held:
+        out = "no new experiment opens; running jobs finish"
+    else:
+        out = "no new experiment opens; running jobs finish and open experiments go on until decided"
+    if held:
+        out += (
+            f"; no new LLM turn of the {' or the '.join(held)} starts (running ones finish), except the advisor's"
+            " answers to trusted humans' messages, so PRs waiting for one stay where they are"
+        )
+    return out
+
+
 def exhaustion_issue(w: World, cfg: HarnessConfig) -> OpenIssue | None:
     """The exhaustion report once a cap is reached and the work running then has settled (no
     experiment in SETTLING; at once when `on_exhausted: stop` stops it, or when an LLM cap holds an
@@ -100,8 +126,7 @@ def exhaustion_issue(w: World, cfg: HarnessConfig) -> OpenIssue | None:
     cut = caps_reached(w, cfg)
     if not cut or w.steer.paused:
         return None
-    stopping = cfg.limits.on_exhausted == "stop" and bool(set(cut) - {"experiments"})
-    stopping = stopping or any(llm_held(cut, cfg, role) for role in (Role.ADVISOR, Role.STUDENT))
+    stopping = stops_jobs(cut, cfg) or any(llm_held(cut, cfg, role) for role in (Role.ADVISOR, Role.STUDENT))
     if not stopping and any(e.state in SETTLING for e in w.exps):
         return None  # running work finishes first: the report then holds its outcome, not a snapshot of it
     in_force = caps(w.steer, cfg)
@@ -123,16 +148,9 @@ def report(w: World, cfg: HarnessConfig, reached: dict[str, str]) -> str:
     merged = sum(e.state == ExperimentState.MERGED for e in w.exps)
     open_ = [e for e in w.exps if not e.decided]
     decided = sorted((e for e in w.exps if e.decided), key=lambda e: -e.pr)
-    action = "running student and verifier jobs are stopped" if cfg.limits.on_exhausted == "stop" else "running work finishes"
-    held = [role for role in (Role.ADVISOR, Role.STUDENT) if llm_held(reached, cfg, role)]
-    if held:
-        action += (
-            f"; no new LLM turn of the {' or the '.join(held)} starts (running ones finish), except the advisor's"
-            " answers to trusted humans' messages, so PRs waiting for one stay where they are"
-        )
-    listed = ", ".join(f"**{k}** {v}" for k, v in reached.items())
+    listed, effect = ", ".join(f"**{k}** {v}" for k, v in reached.items()), consequence(reached, cfg)
     lines = [
-        f"senpai opens no new experiment: {listed}. {action[0].upper()}{action[1:]}.",
+        f"Reached: {listed}. {effect[0].upper()}{effect[1:]}.",
         "",
         "## What is known",
         f"- Baseline: {_baseline(merges(w.exps))}",

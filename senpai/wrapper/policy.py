@@ -60,7 +60,7 @@ from senpai.wrapper.actions import (
     RestoreStudent,
     Stop,
 )
-from senpai.wrapper.limits import caps_reached, llm_held
+from senpai.wrapper.limits import caps_reached, llm_held, stops_jobs
 from senpai.wrapper.moves import head_keeps_moving
 from senpai.wrapper.patience import paused_for_patience
 from senpai.wrapper.steering import current_fingerprint, steering_actions
@@ -271,7 +271,7 @@ def _stopping(w: World, cfg: HarnessConfig) -> bool:
     """True when a spent budget or time stops running student and verifier jobs (`limits.on_exhausted:
     stop`): they are deleted and not relaunched until a `/senpai budget` raises the cap. The
     deleted attempt runs again then; it spends no attempt (the job is gone, so nothing reaps it)."""
-    return cfg.limits.on_exhausted == "stop" and bool(set(caps_reached(w, cfg)) - {"experiments"})
+    return stops_jobs(caps_reached(w, cfg), cfg)
 
 
 def _by_pr(w: World) -> dict[int, Experiment]:

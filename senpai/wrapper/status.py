@@ -24,7 +24,7 @@ from senpai.ledger.experiment import Experiment, holdout_verdicts, verdicts_by_h
 from senpai.ledger.inbox import SteerState
 from senpai.ledger.labels import ASSIGNED, ExperimentState
 from senpai.ledger.spend import Spend
-from senpai.wrapper.limits import MONEY, caps, exhausted, spent
+from senpai.wrapper.limits import MONEY, caps, consequence, exhausted, spent, stops_jobs
 from senpai.wrapper.patience import patience_streak
 
 TITLE_CHARS = 80  # characters of a PR title shown in a table cell
@@ -111,6 +111,12 @@ class BudgetStatus(_Row):
         description="Fleet-wide caps in force by `/senpai budget` key (`senpai.wrapper.limits.caps`); absent: no cap."
     )
     exhausted: dict[str, str] = Field(description="Cap key -> 'spent of cap' for each cap reached: no new experiment opens.")
+    stopping: bool = Field(
+        False,
+        description="A reached cap stops running student and verifier jobs (`limits.stops_jobs`: "
+        "`limits.on_exhausted: stop`); else they finish and open experiments go on.",
+    )
+    effect: str = Field("", description="What the reached caps do now, in words (`limits.consequence`); empty: none reached.")
     unpriced: dict[Role, str] = Field(
         default_factory=dict,
         description="Role -> LLM model, for each openhands role whose calls count $0 (`HarnessConfig.unpriced_llms`): "
@@ -191,7 +197,7 @@ class Status(_Row):
                 f"- by role: student {duration(s.student_seconds)}, verifier {duration(s.verifier_seconds)}, "
                 f"advisor {duration(s.advisor_seconds)} ({count(s.advisor_tokens)} tokens, {dollars(s.advisor_dollars)})",
                 *([f"- end: {_time(b.caps['end'])}"] if "end" in b.caps else []),
-                *([f"- **budget exhausted**: {'; '.join(f'{k} {v}' for k, v in b.exhausted.items())}"] if b.exhausted else []),
+                *([_reached(b)] if b.exhausted else []),
                 f"- last tick: {tick_line}",
                 f"- forge rate limit: {rate_line}",
             ]
@@ -218,6 +224,7 @@ def build_status(
     cap = steer.experiments if steer.experiments is not None else cfg.max_experiments
     source = "steering" if steer.experiments is not None else "config" if cfg.max_experiments else "none"
     streak = len(patience_streak(exps, steer.resumed_after))
+    reached = exhausted(exps, steer, now, cfg)
     return Status(
         at=now,
         repo=cfg.forge.repo,
@@ -242,7 +249,9 @@ def build_status(
             paused_for_patience=cfg.patience is not None and streak >= cfg.patience and not steer.paused,
             spent=spent(exps, cfg, steer),
             caps=caps(steer, cfg),
-            exhausted=exhausted(exps, steer, now, cfg),
+            exhausted=reached,
+            stopping=stops_jobs(reached, cfg),
+            effect=consequence(reached, cfg) if reached else "",
             unpriced=cfg.unpriced_llms(),
         ),
         last_tick=last_tick,
@@ -265,6 +274,14 @@ def _waiting(e: Experiment, steer: SteerState) -> ApprovalRow | None:
         return None
     by = steer.approvals.get(e.pr, {}).get(r.fingerprint)
     return ApprovalRow(pr=e.pr, title=e.title, fingerprint=r.fingerprint, reasons=r.reasons, approved_by=by)
+
+
+def _reached(b: BudgetStatus) -> str:
+    """The summary line of the reached caps: a real stop only where running jobs are stopped; else
+    only the opening of new experiments has stopped, and the line says that the rest goes on."""
+    caps_ = "; ".join(f"{k} {v}" for k, v in b.exhausted.items())
+    head = f"**stopped**, budget exhausted ({caps_})" if b.stopping else f"**no new experiments**, cap reached ({caps_})"
+    return f"- {head}: {b.effect}"
 
 
 def _against(key: str, used: float, cap: float | None, unpriced: dict[Role, str]) -> str:

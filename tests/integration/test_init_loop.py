@@ -15,8 +15,8 @@ from senpai.agents.evaluate import EvaluatorFiles, score_step, train_step
 from senpai.agents.workcopy import standalone_clone
 from senpai.cli.demo import seed_target, write_config
 from senpai.cli.main import cli
-from senpai.cli.progress import TickPrinter
 from senpai.cli.scaffold import Answers, advice, detect
+from senpai.cli.ticklog import TickLog
 from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import load_harness
 from senpai.config.target import load_target
@@ -106,7 +106,7 @@ def run_until_evidence(config: Path, deadline: float):
 
     w = build_wrapper(str(config))
     try:
-        report = w.run(until=done, on_tick=TickPrinter(quiet=True))
+        report = w.run(until=done, on_tick=TickLog(quiet=True))
         return (report or w.tick()).exps
     finally:
         for job in w.fleet.list():

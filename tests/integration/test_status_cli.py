@@ -107,6 +107,8 @@ def test_logs_follows_a_prs_newest_job_to_its_end_and_names_the_known_jobs(demo_
         result = CliRunner().invoke(cli, ["logs", "--config", str(config), "#1", "-f", "--interval", "0.2"])
         assert result.exit_code == 0, result.output
         assert result.output.count("one") == 1 and result.output.count("two") == 1  # each line once
+        assert result.stderr.startswith("[job senpai-student-pr1-1: student ada on PR #1, attempt 1; ")  # which job, first
+        assert "one" not in result.stderr  # the log itself is stdout's alone
         assert "[job senpai-student-pr1-1: succeeded, exit 0]" in result.output
         missing = CliRunner().invoke(cli, ["logs", "--config", str(config), "7"])
         assert isinstance(missing.exception, NotFound) and "The fleet knows: senpai-student-pr1-1 (#1)" in str(missing.exception)

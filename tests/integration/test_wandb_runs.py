@@ -24,7 +24,7 @@ from senpai.errors import ConfigError, TransientError
 from senpai.tracker.base import RunIdentity, RunTable
 from senpai.tracker.wandb import WandbTracker
 from senpai.tracker.wandb_log import log_payloads
-from senpai.tracker.wandb_sync import Destination, offline_runs, plan, sync_args, sync_offline
+from senpai.tracker.wandb_sync import Destination, offline_runs, plan, sync_args, sync_offline, wandb_key_problem
 
 EXPERIMENT = "e" * 40  # the PR head the run measured
 REMOTE = "http://127.0.0.1:9/git/lab/digits.git"
@@ -271,7 +271,7 @@ def test_senpai_sync_needs_a_config_and_a_key_and_lists_with_dry_run(tmp_path, c
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     runner = CliRunner()
     bare = runner.invoke(cli, ["sync", str(tmp_path / "out")])  # no config: whose runs, into which project?
-    assert isinstance(bare.exception, ConfigError) and "give --config" in str(bare.exception)
+    assert isinstance(bare.exception, ConfigError) and "--config <harness.yaml>, or set $SENPAI_CONFIG" in str(bare.exception)
     harness(tmp_path / "cfg", installation=tracker.installation)
     missing = runner.invoke(cli, ["sync", str(tmp_path / "out"), "--config", str(tmp_path / "cfg" / "harness.yaml")])
     assert isinstance(missing.exception, ConfigError) and "export WANDB_API_KEY" in str(missing.exception)
@@ -283,6 +283,22 @@ def test_senpai_sync_needs_a_config_and_a_key_and_lists_with_dry_run(tmp_path, c
     assert nothing.exit_code == 0 and "no offline W&B runs left to sync" in nothing.stderr
     not_a_folder = runner.invoke(cli, ["sync", str(tmp_path / "absent")])
     assert isinstance(not_a_folder.exception, ConfigError)
+
+
+@pytest.mark.parametrize("key", ["0123456789abcdef", "paste your key here " + "x" * 40])
+def test_a_malformed_wandb_key_is_a_config_error_naming_the_fix_and_uploads_nothing(decided_forge, tmp_path, checkout, key):
+    data, cfg, pr = decided_forge
+    tracker = make_tracker(cfg)
+    run_program(tracker, train_identity(tracker, pr=pr), checkout, tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    env |= {"WANDB_API_KEY": key, "WANDB_BASE_URL": "http://127.0.0.1:9", "WANDB_CONFIG_DIR": str(tmp_path / "cfg")}
+    args = [sys.executable, "-m", "senpai", "sync", "--config", str(tmp_path / "harness.yaml"), "--local-forge", str(data)]
+    proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr  # permanent: a retry cannot fix it (3 would say it might)
+    problem = wandb_key_problem(key)  # wandb's own reading of the key
+    assert problem and f"WANDB_API_KEY is malformed: {problem} Copy the key again" in proc.stderr
+    assert key not in proc.stderr  # a pasted key is never printed back
+    assert [r.synced for r in offline_runs(tracker.dir)] == [False]
 
 
 def test_senpai_sync_uploads_only_this_installations_runs_into_the_configs_project(tmp_path, checkout):

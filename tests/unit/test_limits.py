@@ -72,6 +72,12 @@ def test_the_exhaustion_report_names_the_last_merge_in_merge_order_and_the_best_
     assert "- Experiments: 3 opened, 2 merged, 1 closed, 0 open" in body
     none = report(World([_costly(2, "closed", value=0.99)], BASE, [], NOW), CFG, {"experiments": "1 of 1"})
     assert "- Baseline: the base branch as it was (no verified merge yet)" in none and "- Best: no verified merge" in none
+    stop = CFG.model_copy(update={"limits": CFG.limits.model_copy(update={"on_exhausted": "stop"})})
+    capped = report(World(exps, BASE, [], NOW), stop, {"experiments": "3 of 3"})  # the experiment cap stops no job
+    assert "Reached: **experiments** 3 of 3. No new experiment opens; running jobs finish and open" in capped
+    hours = stop.model_copy(update={"limits": stop.limits.model_copy(update={"gpu_hours": 0.5})})
+    spent = report(World(exps, BASE, [], NOW), hours, {"gpu_hours": "0.50 h of 0.50 h"})
+    assert "No new experiment opens, and running student and verifier jobs are stopped" in spent
 
 
 def test_a_spent_budget_stops_new_work_even_a_try_and_a_raise_resumes_it():

@@ -27,10 +27,10 @@ def test_a_pr_names_its_newest_job_and_a_miss_names_the_known_jobs():
         _job("senpai-verifier-pr3-2", 3, 5),
         _job("senpai-advisor-abc-1", None, 20),
     ]
-    assert logs_cli.resolve_job(jobs, "3") == logs_cli.resolve_job(jobs, "#3") == "senpai-student-pr3-2"
+    assert logs_cli.resolve_job(jobs, "3").name == logs_cli.resolve_job(jobs, "#3").name == "senpai-student-pr3-2"
     pending = [*jobs, _job("senpai-student-pr3-2-r1", 3, None, "pending")]  # not started yet: the newest
-    assert logs_cli.resolve_job(pending, "3") == "senpai-student-pr3-2-r1"
-    assert logs_cli.resolve_job(jobs, "senpai-advisor-abc-1") == "senpai-advisor-abc-1"
+    assert logs_cli.resolve_job(pending, "3").name == "senpai-student-pr3-2-r1"
+    assert logs_cli.resolve_job(jobs, "senpai-advisor-abc-1").name == "senpai-advisor-abc-1"
     for miss in ("4", "senpai-student-pr9-1"):
         with pytest.raises(NotFound, match=r"The fleet knows: .*senpai-student-pr3-1 \(#3\).*senpai-advisor-abc-1"):
             logs_cli.resolve_job(jobs, miss)
@@ -64,7 +64,26 @@ def test_follow_prints_each_line_once_as_the_tail_window_slides(monkeypatch, tmp
     result = CliRunner().invoke(cli, ["logs", "--config", str(config), "1", "-n", "2", "-f", "--interval", "0.2"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()  # stdout, then the job's end on stderr
-    assert lines == ["d", "e", "f", "g", "h", "same", "same", "same", "[job senpai-student-pr1-1: succeeded, exit None]"]
+    assert lines[0].startswith("[job senpai-student-pr1-1: student ada on PR #1, attempt 1; ")  # the header, on stderr
+    assert lines[1:] == ["d", "e", "f", "g", "h", "same", "same", "same", "[job senpai-student-pr1-1: succeeded, exit None]"]
+
+
+def test_the_header_names_the_job_its_role_pr_attempt_state_and_start():
+    now = T0 + timedelta(minutes=14, seconds=12)
+    student = _job("senpai-student-pr3-2-r1", 3, 10, "running")
+    jobs = [_job("senpai-student-pr3-1", 3, 0), _job("senpai-verifier-pr3-1", 3, 5), student]
+    assert logs_cli.header(student, jobs, now) == (
+        "[job senpai-student-pr3-2-r1: student ada on PR #3, attempt 2, relaunch 1; running, started 2026-12-01 00:10:00 UTC, "
+        "4 min 12 s ago; the newest of 3 jobs of PR #3 (give a job's name for another)]"
+    )
+    verifier = JobStatus(
+        name="senpai-verifier-pr3-1", role="verifier", pr=3, student=None, phase="failed", exit_code=3, started_at=T0
+    )
+    assert logs_cli.header(verifier, [verifier], now).startswith(
+        "[job senpai-verifier-pr3-1: verifier on PR #3, verification 1; failed (exit 3), started 2026-12-01 00:00:00 UTC, 14 min"
+    )
+    advisor = JobStatus(name="senpai-advisor-abc-1", role="advisor", pr=None, student=None, phase="pending")
+    assert logs_cli.header(advisor, jobs, now) == "[job senpai-advisor-abc-1: advisor; pending, not started yet]"
 
 
 def test_overlap_is_the_longest_suffix_that_starts_the_new_tail():

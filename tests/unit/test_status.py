@@ -77,7 +77,34 @@ def test_spend_is_shown_against_each_cap_and_an_exhausted_one_is_named():
     assert s.budget.exhausted == {"dollars": "$1.00 of $0.75"}
     text = s.markdown()
     assert "$1.00 of $0.75 LLM" in text and "1.000 of 10.000 GPU-h" in text and "- end: " in text
-    assert "**budget exhausted**: dollars $1.00 of $0.75" in text
+    assert "**no new experiments**, cap reached (dollars $1.00 of $0.75): no new experiment opens; running jobs finish" in text
+    assert "budget exhausted" not in text and "stopped" not in text  # nothing was stopped
+
+
+def test_a_reached_cap_says_what_goes_on_and_only_a_stop_reads_as_one():
+    """The experiment cap only keeps new experiments from opening: the open ones go on. Only
+    `on_exhausted: stop` with a spend cap reached stops running jobs, and only then is it a stop."""
+    work = [exp(1, "closed"), exp(2, "review", attempts=1), exp(3, "wip")]
+    jobs = [job("senpai-student-pr3-1", "student", pr=3, student="ada")]
+    capped = CFG.model_copy(update={"max_experiments": 3})
+    b = build_status(capped, work, jobs, SteerState(), NOW, TICK, None).budget
+    assert b.exhausted == {"experiments": "3 of 3"} and not b.stopping
+    line = next(x for x in build_status(capped, work, jobs, SteerState(), NOW, TICK, None).markdown().splitlines() if "cap" in x)
+    assert line == (
+        "- **no new experiments**, cap reached (experiments 3 of 3): no new experiment opens; "
+        "running jobs finish and open experiments go on until decided"
+    )
+    stop = capped.model_copy(update={"limits": CFG.limits.model_copy(update={"on_exhausted": "stop"})})
+    assert not build_status(stop, work, jobs, SteerState(), NOW, TICK, None).budget.stopping  # the experiment cap stops nothing
+    hours = stop.model_copy(update={"max_experiments": None, "limits": stop.limits.model_copy(update={"gpu_hours": 0.1})})
+    costly = exp(2, "review", attempts=1)
+    costly = costly.model_copy(update={"evidence": [costly.evidence[0].model_copy(update={"cost": Cost(gpu_seconds=3600)})]})
+    s = build_status(hours, [costly], jobs, SteerState(), NOW, TICK, None)
+    stopped = (
+        "- **stopped**, budget exhausted (gpu_hours 1.000 h of 0.100 h): no new experiment opens, and running student and "
+        "verifier jobs are stopped (`limits.on_exhausted: stop`)"
+    )
+    assert s.budget.stopping and stopped in s.markdown()
 
 
 def test_a_reused_baseline_seed_counts_only_where_it_was_measured_in_the_status_and_the_report_alike():
