@@ -1,6 +1,6 @@
-"""Progress on stdout while the wrapper ticks.
+"""Progress on stdout while the demo's wrapper ticks (`senpai wrapper run` prints through
+`senpai.cli.ticklog`).
 
-`TickPrinter` (`senpai wrapper run`): a grep-able line per tick that did something, with the actions.
 `OutcomePrinter` (`senpai demo`): a line per experiment as its outcome changes, e.g.
 `#3 merged: holdout 0.950 vs 0.803, +0.147 > floor 0.026` or `#4 closed: <the advisor's reason>`.
 `DemoWatch` (`senpai demo`): those lines, a heartbeat while jobs run and nothing else was said
@@ -31,25 +31,6 @@ Clock = Callable[[], datetime]  # now, aware (UTC)
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-class TickPrinter:
-    def __init__(self, quiet: bool = False) -> None:
-        self.quiet = quiet
-
-    def __call__(self, r: TickReport) -> None:
-        if self.quiet and not (r.actions or r.errors):
-            return
-        now = datetime.now().strftime("%H:%M:%S")
-        states = {}
-        for e in r.exps:
-            states[e.state] = states.get(e.state, 0) + 1
-        summary = " ".join(f"{k}={v}" for k, v in sorted(states.items())) or "no experiments"
-        click.echo(f"{now} tick {r.tick}: calls={r.calls} jobs={r.live_jobs} decided={r.decided} [{summary}]")
-        for line in r.actions:
-            click.echo(f"    {line}")
-        for line in r.errors:
-            click.echo(f"    error: {line}", err=True)
 
 
 class OutcomePrinter:
