@@ -30,7 +30,9 @@ from senpai.errors import ConfigError
     help="What the evaluator prints on the holdout, of the same kind as the metric [from the metric and the model].",
 )
 @click.option("-y", "--yes", "--no-input", "no_input", is_flag=True, help="Ask nothing: the flags, else the detected defaults.")
-@click.option("--force", is_flag=True, help="Overwrite senpai.yaml, program.md and eval/evaluate.py if they exist.")
+@click.option(
+    "--force", is_flag=True, help="Replace the files init writes where they would change (one you edited: after its diff)."
+)
 def init(repo: str, train_cmd, metric, direction, params_file, holdout_metric, no_input: bool, force: bool) -> None:
     """Scaffold senpai.yaml, program.md and eval/evaluate.py in REPO from what its train script does.
 
@@ -44,10 +46,14 @@ def init(repo: str, train_cmd, metric, direction, params_file, holdout_metric, n
     Example:
       senpai init ./my-project --train-cmd "python train.py" --metric val_accuracy --yes
 
+    A re-run reuses the answers of the senpai.yaml there (a flag changes one) and leaves files that
+    would not change; --force replaces the others, showing the diff of a file edited since init
+    wrote it and asking first (--yes: replaced).
+
     Writes only inside REPO. Exits 2 before writing anything if a path it would write, or a folder
-    above it, is a symlink, if the params file is outside REPO, if a file exists (without --force),
-    or if something is missing with --yes (each missing answer is listed with its flag); exits 2
-    after writing if the written target does not validate.
+    above it, is a symlink, if the params file is outside REPO, if a file would change (without
+    --force), if there is nothing to search, or if something is missing with --yes (each missing
+    answer is listed with its flag); exits 2 after writing if the written target does not validate.
     """
     root = Path(repo)
     before_answers = previous(root)

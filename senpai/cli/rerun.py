@@ -19,7 +19,6 @@ from pathlib import Path
 import click
 import yaml
 
-from senpai.agents.params import MAX_BYTES
 from senpai.cli.confine import inside
 from senpai.cli.quantities import QUANTITIES
 from senpai.config import safe_yaml
@@ -27,17 +26,23 @@ from senpai.config.load import MAX_CONFIG_BYTES, read_bounded
 from senpai.config.target import CONFIG_FILE
 from senpai.errors import ConfigError
 
+UNREADABLE = "\0"  # a regular file whose text cannot be shown (over the limit, not UTF-8): never replaced unasked
+
 
 def _existing(root: Path, rel: str, limit: int = MAX_CONFIG_BYTES) -> str | None:
     """The text of repo-relative `rel` if it is a regular file inside the repository (no link on the
-    way), else None (missing, or something `write_inside` refuses with its own message)."""
+    way; UNREADABLE if it cannot be read as text), else None (missing, or something `write_inside`
+    refuses with its own message)."""
     try:
         path = inside(root, rel)
         if not stat.S_ISREG(os.lstat(path).st_mode):
             return None
-        return read_bounded(path, limit)
     except (ConfigError, OSError):
         return None
+    try:
+        return read_bounded(path, limit)
+    except ConfigError:
+        return UNREADABLE
 
 
 def previous(root: Path) -> dict[str, str]:
@@ -45,7 +50,7 @@ def previous(root: Path) -> dict[str, str]:
     as strings), {} if there is none or it is not a YAML mapping."""
     text = _existing(root, CONFIG_FILE)
     try:
-        data = safe_yaml.load(text) if text else None
+        data = safe_yaml.load(text) if text and text != UNREADABLE else None
     except yaml.YAMLError:  # a hand-broken file: init asks again, and refuses to overwrite it without --force
         return {}
     if not isinstance(data, dict):
@@ -77,7 +82,7 @@ def plan(
     not `before`'s is shown as a diff and written only if `confirm(rel)`."""
     write, kept, differ = {}, [], []
     for rel, text in files.items():
-        old = _existing(root, rel, max(MAX_CONFIG_BYTES, MAX_BYTES))
+        old = _existing(root, rel)
         if old is None:
             write[rel] = text  # new, or a link or odd file that write_inside refuses by name
         elif old == text:
@@ -97,6 +102,9 @@ def plan(
 
 
 def _confirmed(rel: str, old: str, new: str, confirm: Callable[[str], bool]) -> bool:
+    if old == UNREADABLE:
+        click.echo(f"\n{rel} was changed since init wrote it, and is too large or not UTF-8 to show a diff of.")
+        return confirm(rel)
     diff = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), f"{rel} (yours)", f"{rel} (init)")
     click.echo(f"\n{rel} was changed since init wrote it; --force would make these changes:\n")
     click.echo("".join(diff).rstrip("\n"))

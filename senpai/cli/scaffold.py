@@ -1,11 +1,13 @@
 """What `senpai init` reads from an existing training repository, and the files it writes.
 
 Detection is static: it reads the repository's files (Python with `ast`, never importing or running
-them) to guess the train command (`train.py`/`main.py`/`run.py`, a Makefile `train` target, a
-pyproject script), the primary metric and how the script reports it (`wandb.log({...})`, a printed
-`name: value` line, or forms senpai does not read: `name=value`, printed JSON, a metrics file),
-the params file (`params.*`, `config.*`, `hparams.*`) or else the argparse defaults, and whether the
-script honours `SEED` and `SENPAI_ARTIFACT_DIR`. Every guess is a default the user confirms.
+them) to guess the train command (`senpai.cli.scripts`: a conventional name, a Makefile `train`
+target, a pyproject script, else the `.py` that trains; or the script `--train-cmd` runs), the
+primary metric and how the script reports it (`wandb.log({...})`, a printed `name: value` line, or
+forms senpai does not read: `name=value`, either inside a longer line, printed JSON, a metrics
+file), the params file (`params.*`, `config.*`, `hparams.*`) or else the argparse defaults (the
+search space around them: `senpai.cli.space`), and whether the script honours `SEED` and
+`SENPAI_ARTIFACT_DIR`. Every guess is a default the user confirms.
 `advice()` turns what does not fit docs/target-contract.md into sentences with a snippet to add.
 The files are rendered from the jinja2 templates in `senpai/cli/templates/`.
 """

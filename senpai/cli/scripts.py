@@ -19,7 +19,9 @@ from pathlib import Path
 
 SCRIPTS = ["train.py", "main.py", "run.py", "src/train.py", "scripts/train.py"]
 MAX_SCANNED = 400  # .py files looked at, at most (a vendored library is not a train script)
+MAX_ENTRIES = 20_000  # folder entries walked, at most (a data folder of a million files is not read through)
 _SKIP_DIRS = {"node_modules", "site-packages", "tests", "test", "docs", "build", "dist", "eval", "venv", "env"}
+_SKIP_DIRS |= {"data", "datasets", "wandb", "runs", "out", "outputs", "checkpoints", "__pycache__"}
 _SKIP_FILES = {"setup.py", "conftest.py", "__init__.py", "noxfile.py", "__main__.py"}
 # (pattern over the source, weight): what a script that trains does
 _SIGNALS = [
@@ -47,11 +49,11 @@ class Found:
 def trains(rel: str, source: str) -> int:
     """How much `source` (the text of repo-relative `rel`) looks like a training script: 0 without
     a `__main__` block or top-level call, else the weights of the signals it shows, +2 for `train` in its name."""
+    score = sum(w for pattern, w in _SIGNALS if pattern.search(source)) + (2 if "train" in Path(rel).stem.lower() else 0)
+    if score < TRAINS:  # not worth parsing
+        return score
     tree = _parse(source)
-    if tree is None or not _runs(tree):
-        return 0
-    score = sum(w for pattern, w in _SIGNALS if pattern.search(source))
-    return score + (2 if "train" in Path(rel).stem.lower() else 0)
+    return score if tree is not None and _runs(tree) else 0
 
 
 def _parse(source: str) -> ast.Module | None:
@@ -100,13 +102,15 @@ def find(repo: Path, regular: Callable[[str], bool], read: Callable[[str], str])
 def _python_files(repo: Path) -> list[str]:
     """Repo-relative `.py` files, hidden folders, virtual envs and tests skipped, symlinks never followed."""
     out: list[str] = []
+    seen = 0
     for top, dirs, files in os.walk(repo):  # os.walk does not follow links to folders
+        seen += len(dirs) + len(files)
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS and not d.endswith(".egg-info"))
         for f in sorted(files):
             if f.endswith(".py") and f not in _SKIP_FILES and not f.startswith("test_"):
                 out.append(Path(top, f).relative_to(repo).as_posix())
-                if len(out) >= MAX_SCANNED:
-                    return out
+        if len(out) >= MAX_SCANNED or seen >= MAX_ENTRIES:
+            return out[:MAX_SCANNED]
     return out
 
 

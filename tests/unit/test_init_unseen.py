@@ -270,3 +270,12 @@ def test_scripts_that_train_equally_well_are_asked_about(tmp_path):
     asked = init(root, "--holdout-metric", "log_loss", input="python rnn.py\n\n\n\n")
     assert "Several scripts look like training: gpt.py, rnn.py." in asked.output and asked.exit_code == 0, asked.output
     assert load_target(root).train == "python rnn.py" and load_target(root).scope[-1] == "rnn.py"  # the script answered
+
+
+def test_a_scanned_script_that_links_out_of_the_repository_is_not_read(tmp_path):
+    outside = tmp_path / "outside.py"
+    outside.write_text(CHAR_MODEL.replace("test loss", "secret loss"))
+    root = repo(tmp_path, {"README.md": "a model\n"})
+    (root / "lm.py").symlink_to(outside)
+    found = detect(root)
+    assert (found.train_cmd, found.script, found.metric) == (None, None, None)
