@@ -73,14 +73,15 @@ class Detected:
 
     @property
     def metric(self) -> str | None:
-        """The most likely primary metric: one senpai can read, named like a validation metric."""
+        """The most likely primary metric: one named like a validation metric (a training loss is
+        never the primary, however it is printed), then one senpai can read as it is."""
         if not self.reports:
             return None
 
         def rank(ir: tuple[int, Report]) -> tuple:
             i, r = ir
             low = r.name.lower()
-            return (r.how in ("stdout", "wandb"), any(p in low for p in _PREFERRED), any(w in low for w in _METRIC_WORDS), i)
+            return (any(p in low for p in _PREFERRED), r.how in ("stdout", "wandb"), any(w in low for w in _METRIC_WORDS), i)
 
         return max(enumerate(self.reports), key=rank)[1].name
 
@@ -294,7 +295,10 @@ def params_of(repo: Path, answers: Answers, found: Detected) -> tuple[dict[str, 
     Raises ConfigError if the path leaves the repository or passes a symlink (`confine.inside`)."""
     path = inside(repo, answers.params_file)
     if path.exists():
-        return read_params(path), False
+        try:
+            return read_params(path), False
+        except ConfigError as e:
+            raise ConfigError(f"{e}; fix it, or name another params file with --params-file") from None
     return dict(found.argparse_defaults), True
 
 
@@ -320,7 +324,10 @@ def render(repo: Path, answers: Answers, found: Detected) -> dict[str, str]:
     or is one of init's own files, or for a stdout metric senpai could not read."""
     source = "wandb" if found.how(answers.metric) == "wandb" else "stdout"
     if source == "stdout" and not _KEY.fullmatch(answers.metric):
-        raise ConfigError(f"metric {answers.metric!r}: a metric printed as `name: value` is named with A-Z a-z 0-9 _ . / - only")
+        raise ConfigError(
+            f"metric {answers.metric!r}: a metric printed as `name: value` is named with A-Z a-z 0-9 _ . / - only; "
+            f"pass --metric {_ident(answers.metric)} and print it under that name"
+        )
     params, new_params, space, skipped = _searched(repo, answers, found)
     if not space:
         raise ConfigError(_no_space(answers, found, params, skipped, new_params))

@@ -279,3 +279,12 @@ def test_a_scanned_script_that_links_out_of_the_repository_is_not_read(tmp_path)
     (root / "lm.py").symlink_to(outside)
     found = detect(root)
     assert (found.train_cmd, found.script, found.metric) == (None, None, None)
+
+
+def test_a_validation_metric_printed_mid_line_beats_a_training_loss_printed_alone(tmp_path):
+    script = (
+        "for epoch in range(3):\n    loss.backward()\n    print(f'train_loss: {loss}')\n"
+        "    print(f'epoch {epoch} | val loss: {val}')\n"
+    )
+    found = detect(repo(tmp_path, {"fit.py": script}), "python fit.py")
+    assert (found.metric, found.how("val_loss"), found.how("train_loss")) == ("val_loss", "inline", "stdout")
