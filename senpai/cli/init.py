@@ -6,11 +6,15 @@ import sys
 from pathlib import Path
 
 import click
+from pydantic import ValidationError
 
 from senpai.cli.confine import write_inside
 from senpai.cli.quantities import QUANTITIES, guess, unclear
-from senpai.cli.scaffold import Answers, Detected, advice, detect, guess_direction, render
+from senpai.cli.rerun import plan, previous
+from senpai.cli.scaffold import Answers, Detected, advice, detect, guess_direction, render, render_skipped
 from senpai.cli.validate import check_target
+from senpai.config import safe_yaml
+from senpai.config.target import CONFIG_FILE, TargetConfig
 from senpai.errors import ConfigError
 
 
@@ -26,7 +30,9 @@ from senpai.errors import ConfigError
     help="What the evaluator prints on the holdout, of the same kind as the metric [from the metric and the model].",
 )
 @click.option("-y", "--yes", "--no-input", "no_input", is_flag=True, help="Ask nothing: the flags, else the detected defaults.")
-@click.option("--force", is_flag=True, help="Overwrite senpai.yaml, program.md and eval/evaluate.py if they exist.")
+@click.option(
+    "--force", is_flag=True, help="Replace the files init writes where they would change (one you edited: after its diff)."
+)
 def init(repo: str, train_cmd, metric, direction, params_file, holdout_metric, no_input: bool, force: bool) -> None:
     """Scaffold senpai.yaml, program.md and eval/evaluate.py in REPO from what its train script does.
 
@@ -40,41 +46,78 @@ def init(repo: str, train_cmd, metric, direction, params_file, holdout_metric, n
     Example:
       senpai init ./my-project --train-cmd "python train.py" --metric val_accuracy --yes
 
+    A re-run reuses the answers of the senpai.yaml there (a flag changes one) and leaves files that
+    would not change; --force replaces the others, showing the diff of a file edited since init
+    wrote it and asking first (--yes: replaced).
+
     Writes only inside REPO. Exits 2 before writing anything if a path it would write, or a folder
-    above it, is a symlink, if the params file is outside REPO, if a file exists (without --force),
-    or if something is missing with --yes (each missing answer is listed with its flag); exits 2
-    after writing if the written target does not validate.
+    above it, is a symlink, if the params file is outside REPO, if a file would change (without
+    --force), if there is nothing to search, or if something is missing with --yes (each missing
+    answer is listed with its flag); exits 2 after writing if the written target does not validate.
     """
     root = Path(repo)
-    found = detect(root)
-    answers = _ask(found, train_cmd, metric, direction, params_file, holdout_metric, no_input)
+    before_answers = previous(root)
+    if before_answers:
+        said = ", ".join(f"{k} {v!r}" for k, v in before_answers.items())
+        click.echo(f"Reusing the answers in {root / CONFIG_FILE} ({said}); a flag changes one.")
+    flags = dict(train_cmd=train_cmd, metric=metric, direction=direction, params_file=params_file, quantity=holdout_metric)
+    given = before_answers | {k: v for k, v in flags.items() if v}
+    answers, found = _ask(root, given, no_input)
     files = render(root, answers, found)
-    write_inside(root, files, force)
-    click.echo("\n".join(f"wrote {root / rel}" for rel in files))
-    check_target(root)
+    _loads(files[CONFIG_FILE])
+    write, kept = plan(root, files, _rendered_before(root, before_answers), force, _confirm(no_input))
+    write_inside(root, write, force)
+    click.echo("\n".join([*(f"wrote {root / rel}" for rel in write), *(f"kept {root / rel} as it is" for rel in kept)]))
+    skipped = render_skipped(root, answers, found)
+    if skipped:
+        click.echo("not searched (see senpai.yaml): " + ", ".join(f"{k} ({why})" for k, why in skipped.items()))
+    try:
+        check_target(root)
+    except ConfigError as e:
+        raise ConfigError(f"{e}\nFix that, then run `senpai init` again: it reuses the answers in {CONFIG_FILE}") from None
     _explain(root, answers, found)
 
 
-def _ask(found: Detected, train_cmd, metric, direction, params_file, quantity, no_input: bool) -> Answers:
-    """The answers: each flag, else a prompt defaulting to what was detected (no prompt with `no_input`).
-    Raises ConfigError listing every answer that is still missing with `no_input`."""
+def _ask(root: Path, given: dict[str, str], no_input: bool) -> tuple[Answers, Detected]:
+    """The answers and what was detected for them: each of `given` (flags, then a senpai.yaml init
+    wrote before), else a prompt defaulting to what was detected (no prompt with `no_input`).
+    The script read is the one the train command runs. Raises ConfigError listing every answer
+    that is still missing with `no_input`."""
+    found = detect(root, given.get("train_cmd"))
     default_params = found.params_file or ("params.json" if found.argparse_defaults else None)
+    train_cmd, metric, params_file, quantity = (given.get(k) for k in ("train_cmd", "metric", "params_file", "quantity"))
+    direction = given.get("direction")
+    tied = ", ".join([found.script or "", *found.others])
     if no_input:
-        train_cmd, metric, params_file = train_cmd or found.train_cmd, metric or found.metric, params_file or default_params
+        metric, params_file = metric or found.metric, params_file or default_params
         quantity = quantity or (guess(metric, found.model) if metric else None)
         missing = []
-        if not train_cmd:
-            missing.append("the train command (--train-cmd): no train.py, main.py, run.py, Makefile `train` or pyproject script")
+        if not train_cmd and found.others:
+            missing.append(f"the train command (--train-cmd): {tied} all look like training scripts; name the one that trains")
+        elif not (train_cmd or found.train_cmd):
+            missing.append(
+                "the train command (--train-cmd): no script with a __main__ block that trains, "
+                "no Makefile `train` target and no pyproject train script"
+            )
         if not metric:
-            missing.append("the metric (--metric): the script reports no metric init recognises")
+            missing.append(
+                "the metric (--metric): the script reports no metric init recognises "
+                "(`name: value` or `name=value` printed, JSON printed, wandb.log)"
+            )
         if not params_file:
             missing.append("the params file (--params-file): no params/hparams/config.{json,yaml,toml}, no argparse defaults")
         if metric and not quantity:
             missing.append(f"the holdout metric (--holdout-metric): {unclear(metric, found.model)}")
         if missing:
             raise ConfigError("senpai init --yes cannot guess:\n" + "\n".join(f"  - {m}" for m in missing))
-        return Answers(train_cmd, metric, direction or guess_direction(metric), params_file, quantity)
-    train_cmd = train_cmd or click.prompt("Train command", default=found.train_cmd)
+        return Answers(train_cmd or found.train_cmd, metric, direction or guess_direction(metric), params_file, quantity), found
+    if not train_cmd:
+        if found.others:
+            click.echo(f"Several scripts look like training: {tied}.")
+        train_cmd = click.prompt("Train command", default=found.train_cmd)
+        if train_cmd != found.train_cmd:  # read the script the answer runs, not the one detected
+            found = detect(root, train_cmd)
+            default_params = found.params_file or ("params.json" if found.argparse_defaults else None)
     metric = metric or click.prompt("Primary metric (a validation metric)", default=found.metric)
     direction = direction or click.prompt(
         "Direction", type=click.Choice(["maximize", "minimize"]), default=guess_direction(metric)
@@ -85,7 +128,34 @@ def _ask(found: Detected, train_cmd, metric, direction, params_file, quantity, n
         if not guessed:
             click.echo(f"The evaluator prints the same kind of quantity as {metric}, but {unclear(metric, found.model)}.")
         quantity = click.prompt("Holdout metric the evaluator prints", type=click.Choice(list(QUANTITIES)), default=guessed)
-    return Answers(train_cmd, metric, direction, params_file, quantity)
+    return Answers(train_cmd, metric, direction, params_file, quantity), found
+
+
+def _rendered_before(root: Path, before: dict[str, str]) -> dict[str, str]:
+    """What init wrote last time: the earlier answers rendered again ({} if they are incomplete or no longer render)."""
+    if set(before) != {"train_cmd", "metric", "direction", "params_file", "quantity"}:
+        return {}
+    try:
+        return render(root, Answers(**before), detect(root, before["train_cmd"]))
+    except ConfigError:
+        return {}
+
+
+def _confirm(no_input: bool):
+    """Whether to replace a file the user changed, after its diff: asked, or yes with --yes (which --force asked for)."""
+    return (lambda rel: True) if no_input else (lambda rel: click.confirm(f"Replace {rel}?", default=False))
+
+
+def _loads(text: str) -> None:
+    """Raise ConfigError, in one sentence naming the answers to fix, if senpai.yaml `text` would not load."""
+    try:
+        TargetConfig.model_validate(safe_yaml.load(text))
+    except ValidationError as e:
+        fields = sorted({".".join(str(p) for p in err["loc"][:2]) for err in e.errors()})
+        raise ConfigError(
+            f"senpai init would write a senpai.yaml senpai cannot load ({', '.join(fields)} are not valid); "
+            "nothing was written: check the answers behind them (--train-cmd, --metric, --params-file) and run init again"
+        ) from None
 
 
 def _explain(root: Path, answers: Answers, found: Detected) -> None:

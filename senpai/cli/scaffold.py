@@ -1,21 +1,22 @@
 """What `senpai init` reads from an existing training repository, and the files it writes.
 
 Detection is static: it reads the repository's files (Python with `ast`, never importing or running
-them) to guess the train command (`train.py`/`main.py`/`run.py`, a Makefile `train` target, a
-pyproject script), the primary metric and how the script reports it (`wandb.log({...})`, a printed
-`name: value` line, or forms senpai does not read: `name=value`, printed JSON, a metrics file),
-the params file (`params.*`, `config.*`, `hparams.*`) or else the argparse defaults, and whether the
-script honours `SEED` and `SENPAI_ARTIFACT_DIR`. Every guess is a default the user confirms.
+them) to guess the train command (`senpai.cli.scripts`: a conventional name, a Makefile `train`
+target, a pyproject script, else the `.py` that trains; or the script `--train-cmd` runs), the
+primary metric and how the script reports it (`wandb.log({...})`, a printed `name: value` line, or
+forms senpai does not read: `name=value`, either inside a longer line, printed JSON, a metrics
+file), the params file (`params.*`, `config.*`, `hparams.*`) or else the argparse defaults (the
+search space around them: `senpai.cli.space`), and whether the script honours `SEED` and
+`SENPAI_ARTIFACT_DIR`. Every guess is a default the user confirms.
 `advice()` turns what does not fit docs/target-contract.md into sentences with a snippet to add.
 The files are rendered from the jinja2 templates in `senpai/cli/templates/`.
 """
 
 import ast
 import json
-import math
 import re
-import tomllib
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -23,17 +24,19 @@ import jinja2
 import yaml
 
 from senpai.agents.params import FORMATS, read_params
+from senpai.cli import scripts
 from senpai.cli.confine import inside
 from senpai.cli.quantities import QUANTITIES, estimator
+from senpai.cli.space import space_for
 from senpai.config.target import CONFIG_FILE, LOWER_WORDS
 from senpai.errors import ConfigError
 
-SCRIPTS = ["train.py", "main.py", "run.py", "src/train.py", "scripts/train.py"]
 PARAMS_FILES = [f"{stem}{ext}" for stem in ("params", "hparams", "hyperparams", "config") for ext in FORMATS]
 DATA_DIRS = ["data", "datasets"]
 EVALUATOR = "eval/evaluate.py"
 MAX_SOURCE_BYTES = 1024 * 1024  # a larger script is not parsed
-_NAME = re.compile(r"^\s*([A-Za-z0-9_./-]+)\s*([:=])\s*$")  # `accuracy: ` or `accuracy=` before the value
+# `name: ` or `name=` (a name of one or two words: `test loss: `) right before a printed value
+_NAMED = re.compile(r"([A-Za-z][A-Za-z0-9_./-]*(?: [A-Za-z][A-Za-z0-9_./-]*)?)\s*([:=])\s*$")
 _KEY = re.compile(r"[A-Za-z0-9_./-]+")  # a key senpai reads from a `key: value` line (senpai.agents.measure.LINE)
 _PREFERRED = ("val", "valid", "test", "dev", "eval")
 _METRIC_WORDS = ("acc", "f1", "auc", "loss", "score", "r2", "rmse", "mse", "mae", "precision", "recall", "bpb", "ppl")
@@ -41,12 +44,15 @@ _METRIC_WORDS = ("acc", "f1", "auc", "loss", "score", "r2", "rmse", "mse", "mae"
 
 @dataclass(frozen=True)
 class Report:
-    """One way the script reports a number: `name`, and `how` (`stdout`: a `name: value` line;
-    `wandb`: a key of `wandb.log`/`run.log`; `equals`: printed `name=value`; `json`: printed JSON;
-    `file`: `json.dump` into a file). Only `stdout` and `wandb` are read by senpai."""
+    """One way the script reports a number: `name`, `how` (`stdout`: a `name: value` line;
+    `wandb`: a key of `wandb.log`/`run.log`; `equals`: a printed line `name=value`; `inline`:
+    `name: value` or `name=value` inside a longer printed line; `json`: printed JSON; `file`:
+    `json.dump` into a file), and `expr`, the source of the value (None for a literal). Only
+    `stdout` and `wandb` are read by senpai; for the others init gives a line to print."""
 
     name: str
     how: str
+    expr: str | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,7 @@ class Detected:
     name: str
     train_cmd: str | None = None
     script: str | None = None  # the repo-relative Python file the train command runs
+    others: list[str] = field(default_factory=list)  # other scripts that rank as high as `script`: ask
     source: str = ""  # that file's text
     reports: list[Report] = field(default_factory=list)
     params_file: str | None = None
@@ -66,14 +73,15 @@ class Detected:
 
     @property
     def metric(self) -> str | None:
-        """The most likely primary metric: one senpai can read, named like a validation metric."""
+        """The most likely primary metric: one named like a validation metric (a training loss is
+        never the primary, however it is printed), then one senpai can read as it is."""
         if not self.reports:
             return None
 
         def rank(ir: tuple[int, Report]) -> tuple:
             i, r = ir
             low = r.name.lower()
-            return (r.how in ("stdout", "wandb"), any(p in low for p in _PREFERRED), any(w in low for w in _METRIC_WORDS), i)
+            return (any(p in low for p in _PREFERRED), r.how in ("stdout", "wandb"), any(w in low for w in _METRIC_WORDS), i)
 
         return max(enumerate(self.reports), key=rank)[1].name
 
@@ -89,17 +97,23 @@ def guess_direction(metric: str) -> str:
     return "minimize" if any(w in LOWER_WORDS or w.endswith("loss") for w in words) else "maximize"
 
 
-def detect(repo: Path) -> Detected:
-    """Read `repo` (a directory) and guess the target's parts; never runs or imports its code."""
+def detect(repo: Path, train_cmd: str | None = None) -> Detected:
+    """Read `repo` (a directory) and guess the target's parts; never runs or imports its code.
+    With `train_cmd` (the user's), the script read is the one that command runs (`scripts.script_of`)."""
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", repo.resolve().name).strip("-.") or "target"
-    train_cmd, script = _train_command(repo)
-    source = _read(repo, script) if script else ""
+    regular, read = partial(_regular, repo), partial(_read, repo)
+    found = scripts.find(repo, regular, read)
+    if train_cmd:  # the user's command: the script it runs (`make train`: the one the Makefile runs, if detected)
+        ran = scripts.script_of(train_cmd, regular) or (found.script if found.command == train_cmd else None)
+        found = scripts.Found(train_cmd, ran)
+    source = read(found.script) if found.script else ""
     tree = _parse(source)
     params_file = next((p for p in PARAMS_FILES if _regular(repo, p)), None)
     return Detected(
         name=name,
-        train_cmd=train_cmd,
-        script=script,
+        train_cmd=found.command,
+        script=found.script,
+        others=found.others,
         source=source,
         reports=_reports(tree) if tree else [],
         params_file=params_file,
@@ -134,86 +148,125 @@ def _parse(source: str) -> ast.Module | None:
         return None
 
 
-def _train_command(repo: Path) -> tuple[str | None, str | None]:
-    """(command, the Python file it runs) from a train script, a Makefile `train` target or a pyproject script."""
-    for script in SCRIPTS:
-        if _regular(repo, script):
-            return f"python {script}", script
-    makefile = _read(repo, "Makefile")
-    if target := re.search(r"^train\s*:", makefile, re.MULTILINE):
-        ran = re.search(r"python[0-9.]*\s+(?:-u\s+)?([\w./-]+\.py)", makefile[target.end() :])
-        return "make train", ran.group(1) if ran and _regular(repo, ran.group(1)) else None
-    try:  # a hostile pyproject: `project = 1`, `scripts = "x"`, arrays nested 200,000 deep
-        project = tomllib.loads(_read(repo, "pyproject.toml")).get("project")
-        scripts = project.get("scripts") if isinstance(project, dict) else None
-    except (tomllib.TOMLDecodeError, RecursionError):
-        scripts = None
-    for command, target in (scripts if isinstance(scripts, dict) else {}).items():
-        if "train" in command and isinstance(target, str):
-            module = target.split(":")[0].replace(".", "/")
-            found = next((f"{d}{module}.py" for d in ("", "src/") if _regular(repo, f"{d}{module}.py")), None)
-            return command, found
-    return None, None
-
-
 def _reports(tree: ast.Module) -> list[Report]:
     """Every metric-like name the script reports, in source order (see Report)."""
     calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args), key=lambda n: (n.lineno, n.col_offset))
+    dicts = _dict_literals(tree)
     out = []
     for node in calls:  # in source order: of equally likely names, the last reported wins
         func = node.func
         attr = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        if attr == "log" and isinstance(node.args[0], ast.Dict):
-            out += [Report(k, "wandb") for k in _keys(node.args[0])]
-        elif attr == "dump" and isinstance(node.args[0], ast.Dict):
-            out += [Report(k, "file") for k in _keys(node.args[0])]
+        if attr == "log":
+            out += [Report(k, "wandb", _shown(v)) for k, v in _items(node.args[0], dicts)]
+        elif attr == "dump":
+            out += [Report(k, "file", _shown(v)) for k, v in _items(node.args[0], dicts)]
         elif attr == "print":
-            out += _printed(node)
+            out += _printed(node, dicts)
     return out
 
 
-def _keys(d: ast.Dict) -> list[str]:
-    return [k.value for k in d.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+def _dict_literals(tree: ast.Module) -> dict[str, ast.expr]:
+    """Variable name -> the dict it was last assigned (`{...}` or `dict(...)`), for `print(json.dumps(metrics))`."""
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if _items(node.value, {}):
+                out[node.targets[0].id] = node.value
+    return out
 
 
-def _printed(call: ast.Call) -> list[Report]:
+def _items(node: ast.expr, dicts: dict[str, ast.expr]) -> list[tuple[str, ast.expr]]:
+    """(string key, value) of a dict display, a `dict(k=v)` call, or a variable assigned one of them."""
+    if isinstance(node, ast.Name) and node.id in dicts:
+        node = dicts[node.id]
+    if isinstance(node, ast.Dict):
+        pairs = zip(node.keys, node.values, strict=True)  # a `**spread` key is None
+        return [(k.value, v) for k, v in pairs if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+        return [(k.arg, k.value) for k in node.keywords if k.arg]
+    return []
+
+
+def _shown(value: ast.expr) -> str | None:
+    """The source of a reported value, for a snippet that prints it; None for a literal."""
+    return None if isinstance(value, ast.Constant) else ast.unparse(value)
+
+
+def _pieces(arg: ast.expr) -> list[str | ast.expr]:
+    """One printed argument as its literal text and the values it formats, in order: an f-string,
+    `"..." % values` or `"...".format(values)`; any other expression is one value."""
+    if isinstance(arg, ast.JoinedStr):
+        return [v.value for v in arg.values if isinstance(v, ast.Constant | ast.FormattedValue)]  # text, or the value's expr
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return [arg.value]
+    if isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Mod) and isinstance(arg.left, ast.Constant):
+        values = arg.right.elts if isinstance(arg.right, ast.Tuple) else [arg.right]
+        return _fill(re.split(r"%[-+ #0-9.*]*[a-zA-Z]", str(arg.left.value)), values)
+    if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr == "format":
+        if isinstance(arg.func.value, ast.Constant) and isinstance(arg.func.value.value, str):
+            return _fill(re.split(r"\{[^{}]*\}", arg.func.value.value), arg.args)
+    return [arg]
+
+
+def _fill(texts: list[str], values: list[ast.expr]) -> list[str | ast.expr]:
+    out: list[str | ast.expr] = []
+    for i, text in enumerate(texts):
+        out += [text] if i == len(texts) - 1 else [text, values[i] if i < len(values) else ast.Constant(None)]
+    return out
+
+
+def _line(call: ast.Call) -> list[str | ast.expr]:
+    """What `print(...)` writes: text and values alternating, adjacent texts joined (args are separated by a space)."""
+    out: list[str | ast.expr] = []
+    for i, arg in enumerate(call.args):
+        for piece in ([" "] if i else []) + _pieces(arg):
+            if isinstance(piece, str) and out and isinstance(out[-1], str):
+                out[-1] += piece
+            else:
+                out.append(piece)
+    return out
+
+
+def _printed(call: ast.Call, dicts: dict[str, ast.expr]) -> list[Report]:
+    """What one `print(...)` reports: JSON keys (`print(json.dumps({...}))`), and each value printed
+    after `name: ` or `name=` anywhere in the line (`step 300 | test loss: 2.27` reports `test_loss`)."""
     first = call.args[0]
     if isinstance(first, ast.Call) and getattr(first.func, "attr", "") == "dumps" and first.args:
-        return [Report(k, "json") for k in _keys(first.args[0])] if isinstance(first.args[0], ast.Dict) else []
-    if isinstance(first, ast.JoinedStr):  # f"name: {value}"
-        prefix = first.values[0] if first.values else None
-        text = prefix.value if isinstance(prefix, ast.Constant) and len(first.values) > 1 else None
-    elif isinstance(first, ast.Constant) and isinstance(first.value, str):
-        text = first.value if len(call.args) > 1 else None  # print("name:", value)
-    elif isinstance(first, ast.BinOp) and isinstance(first.left, ast.Constant):  # "name: %f" % value
-        text = str(first.left.value).split("%")[0]
-    elif isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute) and isinstance(first.func.value, ast.Constant):
-        text = str(first.func.value.value).split("{")[0]  # "name: {}".format(value)
-    else:
-        text = None
-    m = _NAME.match(text or "")
-    if not m or not any(w in m.group(1).lower() for w in (*_METRIC_WORDS, *_PREFERRED)):
-        return []
-    return [Report(m.group(1), "stdout" if m.group(2) == ":" else "equals")]
+        return [Report(k, "json", _shown(v)) for k, v in _items(first.args[0], dicts)]
+    line = _line(call)
+    out = []
+    for i, piece in enumerate(line):
+        before = line[i - 1] if i else ""
+        if isinstance(piece, str) or not isinstance(before, str) or not (m := _NAMED.search(before)):
+            continue
+        said, sep = m.group(1), m.group(2)
+        if not any(w in said.lower() for w in (*_METRIC_WORDS, *_PREFERRED)):
+            continue
+        whole = i == 1 and before.strip() == said + sep and all(p == "" or p.isspace() for p in line[2:] if isinstance(p, str))
+        whole = whole and len(line) <= 3 and " " not in said
+        how = "stdout" if whole and sep == ":" else "equals" if whole else "inline"
+        out.append(Report(re.sub(r"[^A-Za-z0-9_./-]+", "_", said), how, _shown(piece)))
+    return out
 
 
 def _argparse_defaults(tree: ast.Module) -> dict[str, Any]:
-    """`--name` → literal default of every `add_argument` that has one (dest spelled with `_`)."""
+    """The dest (`dest=`, else the long flag spelled with `_`) → literal default of every `add_argument` that has one."""
     out = {}
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument" and node.args):
             continue
-        flag = node.args[0]
+        flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        long = next((f for f in flags if f.startswith("--")), None)  # `add_argument("-o", "--work-dir")`
+        dest = next((k.value.value for k in node.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)), None)
         default = next((k.value for k in node.keywords if k.arg == "default"), None)
-        is_option = isinstance(flag, ast.Constant) and isinstance(flag.value, str) and flag.value.startswith("--")
-        if not is_option or default is None:
+        if long is None or default is None:
             continue
         try:
             value = ast.literal_eval(default)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # `default={[]: 1}` raises TypeError
             continue
         if isinstance(value, bool | int | float | str):
-            out[flag.value[2:].replace("-", "_")] = value
+            out[dest if isinstance(dest, str) else long[2:].replace("-", "_")] = value
     return out
 
 
@@ -224,25 +277,6 @@ def _framework(tree: ast.Module) -> str | None:
 
 
 # --- the search space and the files -----------------------------------------------------------
-
-
-def space_for(params: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """A first search space around the current values (to review): ints and positive floats from
-    half/a tenth to twice/ten times the value, booleans both ways, strings as their one choice."""
-    out: dict[str, dict[str, Any]] = {}
-    for key, v in params.items():
-        if isinstance(v, bool):
-            out[key] = {"type": "categorical", "choices": [v, not v]}
-        elif isinstance(v, int):
-            low = max(1, v // 2) if v > 0 else v
-            out[key] = {"type": "int", "low": low, "high": max(v * 2, low + 1)}
-        elif isinstance(v, float) and math.isfinite(v) and v > 0:
-            out[key] = {"type": "float", "low": float(f"{v / 10:.3g}"), "high": float(f"{v * 10:.3g}"), "log": True}
-        elif isinstance(v, float) and math.isfinite(v):
-            out[key] = {"type": "float", "low": min(v, 0.0), "high": max(v, 1.0)}
-        elif isinstance(v, str):
-            out[key] = {"type": "categorical", "choices": [v]}
-    return out
 
 
 @dataclass(frozen=True)
@@ -261,8 +295,26 @@ def params_of(repo: Path, answers: Answers, found: Detected) -> tuple[dict[str, 
     Raises ConfigError if the path leaves the repository or passes a symlink (`confine.inside`)."""
     path = inside(repo, answers.params_file)
     if path.exists():
-        return read_params(path), False
+        try:
+            return read_params(path), False
+        except ConfigError as e:
+            raise ConfigError(f"{e}; fix it, or name another params file with --params-file") from None
     return dict(found.argparse_defaults), True
+
+
+def render_skipped(repo: Path, answers: Answers, found: Detected) -> dict[str, str]:
+    """The params `render` leaves out of the search space: key -> why (`space.left_out`)."""
+    return _searched(repo, answers, found)[3]
+
+
+def _searched(repo: Path, answers: Answers, found: Detected) -> tuple[dict[str, Any], bool, dict[str, Any], dict[str, str]]:
+    """(the params, whether init writes their file, the search space, what is left out: key -> why).
+    The argparse defaults left out are listed too: a params file init wrote before holds only the
+    knobs, and a re-run must render the same senpai.yaml."""
+    params, new = params_of(repo, answers, found)
+    space, skipped = space_for(params)
+    skipped |= {k: why for k, why in space_for(found.argparse_defaults)[1].items() if k not in space and k not in skipped}
+    return params, new, space, skipped
 
 
 def render(repo: Path, answers: Answers, found: Detected) -> dict[str, str]:
@@ -270,10 +322,17 @@ def render(repo: Path, answers: Answers, found: Detected) -> dict[str, str]:
     evaluator, and the params file when it is made from the argparse defaults (JSON or YAML).
     Raises ConfigError for a params file that does not parse, leaves the repository, passes a symlink
     or is one of init's own files, or for a stdout metric senpai could not read."""
-    source = "stdout" if found.how(answers.metric) in (None, "stdout", "equals", "json", "file") else "wandb"
+    source = "wandb" if found.how(answers.metric) == "wandb" else "stdout"
     if source == "stdout" and not _KEY.fullmatch(answers.metric):
-        raise ConfigError(f"metric {answers.metric!r}: a metric printed as `name: value` is named with A-Z a-z 0-9 _ . / - only")
-    params, new_params = params_of(repo, answers, found)
+        raise ConfigError(
+            f"metric {answers.metric!r}: a metric printed as `name: value` is named with A-Z a-z 0-9 _ . / - only; "
+            f"pass --metric {_ident(answers.metric)} and print it under that name"
+        )
+    params, new_params, space, skipped = _searched(repo, answers, found)
+    if not space:
+        raise ConfigError(_no_space(answers, found, params, skipped, new_params))
+    if new_params:  # the file the search changes holds the knobs, not the seed or the paths
+        params = {k: params[k] for k in space}
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("senpai.cli", "templates"),
         keep_trailing_newline=True,
@@ -287,7 +346,8 @@ def render(repo: Path, answers: Answers, found: Detected) -> dict[str, str]:
         "name": found.name,
         "a": answers,
         "source": source,
-        "space": space_for(params),
+        "space": space,
+        "skipped": skipped,
         "params": params,
         "evaluator": EVALUATOR,
         "q": QUANTITIES[answers.quantity],
@@ -305,6 +365,21 @@ def render(repo: Path, answers: Answers, found: Detected) -> dict[str, str]:
             json.dumps(params, indent=2) + "\n" if fmt == "json" else yaml.safe_dump(params, sort_keys=False)
         )
     return files
+
+
+def _no_space(answers: Answers, found: Detected, params: dict[str, Any], skipped: dict[str, str], new: bool) -> str:
+    """The one sentence init says when it finds nothing to search, naming the fix."""
+    where = f"the argparse defaults of {found.script or 'the train script'}" if new else answers.params_file
+    if params:
+        why = f"{where} hold no hyper-parameter ({', '.join(f'{k}: {w}' for k, w in skipped.items())})"
+    elif new and not found.script:
+        why = f"init cannot tell which script {answers.train_cmd!r} runs, so it read no argparse defaults"
+    else:
+        why = f"{where} hold no params (no `--name` flag with a literal default)"
+    return (
+        f"senpai init found nothing to search: {why}; write {answers.params_file} yourself with the knobs worth "
+        'searching and their current values (e.g. {"lr": 0.001, "batch_size": 64}), make the script read it, and run init again'
+    )
 
 
 def _yaml(value: Any) -> str:
@@ -331,15 +406,19 @@ def advice(answers: Answers, found: Detected) -> list[Advice]:
     if how not in ("stdout", "wandb"):
         said = {
             "equals": f"prints `{answers.metric}=...`",
+            "inline": "prints it inside a longer line",
             "json": "prints it as JSON",
             "file": "writes it to a file",
             None: "does not report it in a way init can see",
         }[how]
+        expr = next((r.expr for r in found.reports if r.name == answers.metric and r.how == how and r.expr), None)
+        ident = _ident(answers.metric)
+        named = f"`{expr}` below: the value it prints" if expr else f"a variable named `{ident}` below: use yours"
         out.append(
             Advice(
                 f"senpai reads the metric as the last `{answers.metric}: value` line on stdout, and {where} {said}; "
-                f"print it at the end (a variable named `{answers.metric}` below: use yours)",
-                f'print(f"{answers.metric}: {{{_ident(answers.metric)}}}")',
+                f"print it on a line of its own at the end ({named})",
+                f'print(f"{answers.metric}: {{{expr or _ident(answers.metric)}}}")',
             )
         )
     name = PurePosixPath(answers.params_file).name

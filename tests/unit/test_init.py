@@ -180,7 +180,7 @@ def test_prompts_offer_the_detected_defaults(tmp_path):
     assert t.metric.source == "wandb"
     assert yaml.safe_load((root / "senpai.yaml").read_text())["params"]["space"] == {
         "lr": {"type": "float", "low": 0.0001, "high": 0.01, "log": True},
-        "epochs": {"type": "int", "low": 2, "high": 10},
+        "epochs": {"type": "int", "low": 2, "high": 5},  # what one run costs: never above today's
         "opt": {"type": "categorical", "choices": ["adamw"]},
     }
     assert "torch.save" in result.output  # the artifact advice for a PyTorch model
