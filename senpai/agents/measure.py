@@ -1,4 +1,10 @@
-"""Run a target command and read `key: value` lines from what it prints (autoresearch style).
+"""Run a target command and read the values it prints (autoresearch style).
+
+A printed value is a `key: value` line; failing that, each `name: value` or `name=value` inside a
+longer line (`step 300 | test loss: 2.27` gives `test_loss` 2.27, and `loss` too: a name of two
+words is also kept by its last word), or each number of a line that is one JSON object
+(`{"val_auc": 0.91}`). Names are spelled as `senpai init` spells them (`scaffold._printed`):
+runs of other characters than `A-Za-z0-9_./-` become `_`.
 
 The output streams to the log file as it comes, capped on disk (its head and tail:
 `senpai.fleet.logcap`); memory holds only a bounded tail (TAIL_BYTES) and
@@ -10,6 +16,7 @@ it started (setsid daemons included, found by their `ENV_RUN` tag, or as descend
 process, their orphans' reaper, if they also cleared their environment) is stopped when it ends.
 """
 
+import json
 import math
 import os
 import re
@@ -31,6 +38,16 @@ from senpai.fleet.procs import ENV_RUN, become_subreaper, descendants, kill_new_
 from senpai.fleet.wall import Wall
 
 LINE = re.compile(rb"^([A-Za-z0-9_./-]+):[ \t]*(\S+)\s*$")
+# `name: value` or `name=value` inside a line: a name of one or two words, a number ending there
+NUMBER = rb"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)"
+PAIR = re.compile(
+    rb"(?<![A-Za-z0-9_./-])([A-Za-z][A-Za-z0-9_./-]*(?: [A-Za-z][A-Za-z0-9_./-]*)?)[ \t]*[:=][ \t]*("
+    + NUMBER
+    + rb")(?![A-Za-z0-9_.])",
+    re.IGNORECASE,
+)
+UNNAMED = re.compile(r"[^A-Za-z0-9_./-]+")  # what `senpai init` turns into `_` in a printed name
+MAX_PAIRS = 64  # values read from one line
 TAIL_BYTES = 256 * 1024
 MAX_LINE = 4096  # a longer line is logged, never parsed
 MAX_KEYS = 10_000  # the least recently printed key is forgotten past this
@@ -44,13 +61,13 @@ class Outcome:
     returncode: int | None  # None: killed at the timeout
     seconds: float
     output: str  # the last TAIL_BYTES of combined stdout + stderr
-    values: dict[str, str] = field(default_factory=dict)  # last raw value of each `key: value` line
+    values: dict[str, str] = field(default_factory=dict)  # last raw value printed of each key (see the module)
 
     def tail(self, lines: int = 30) -> str:
         return "\n".join(self.output.splitlines()[-lines:])
 
     def value(self, key: str) -> float | None:
-        """Last `key: value` line printed, as float (nan/inf kept); None if absent or not a number."""
+        """Last value printed of `key` (see the module), as float (nan/inf kept); None if absent or not a number."""
         raw = self.values.get(key)
         if raw is None:
             return None
@@ -61,7 +78,7 @@ class Outcome:
 
 
 class _Reader:
-    """Copies a pipe to a log file, keeping a bounded tail and the `key: value` lines."""
+    """Copies a pipe to a log file, keeping a bounded tail and the values printed (see the module)."""
 
     def __init__(self, pipe, log) -> None:
         self.pipe, self.log = pipe, log
@@ -96,16 +113,49 @@ class _Reader:
             self.tail_size -= len(self.tail.popleft())
 
     def _parse(self, line: bytes) -> None:
-        if len(line) > MAX_LINE or not (m := LINE.match(line)):
+        if len(line) > MAX_LINE:
             return
-        key = m[1].decode()
+        if m := LINE.match(line):
+            self._set(m[1].decode(), m[2].decode(errors="replace"))
+            return
+        for key, value in (_json(line) or _pairs(line))[:MAX_PAIRS]:
+            self._set(key, value)
+
+    def _set(self, key: str, value: str) -> None:
         self.values.pop(key, None)
-        self.values[key] = m[2].decode(errors="replace")
+        self.values[key] = value
         if len(self.values) > MAX_KEYS:
             del self.values[next(iter(self.values))]
 
     def text(self) -> str:
         return b"".join(self.tail)[-TAIL_BYTES:].decode("utf-8", "replace")
+
+
+def _pairs(line: bytes) -> list[tuple[str, str]]:
+    """(key, raw number) of each `name: value` / `name=value` in `line`; a two-word name also by its last word."""
+    out = []
+    for m in PAIR.finditer(line):
+        name = m[1].decode()
+        out.append((UNNAMED.sub("_", name), m[2].decode()))
+        if " " in name:
+            out.append((name.rsplit(" ", 1)[1], m[2].decode()))
+    return out
+
+
+def _json(line: bytes) -> list[tuple[str, str]]:
+    """(key, number) of each top-level number of `line` if it is one JSON object (MAX_LINE bounds the
+    parse), else []. Booleans are not numbers here."""
+    text = line.strip()
+    if not (text.startswith(b"{") and text.endswith(b"}")):
+        return []
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError):
+        return []
+    if not isinstance(obj, dict):
+        return []
+    numbers = ((k, v) for k, v in obj.items() if isinstance(v, int | float) and not isinstance(v, bool))
+    return [(UNNAMED.sub("_", k), repr(float(v)) if isinstance(v, float) else str(v)) for k, v in numbers]
 
 
 def clear(path: Path) -> Path:

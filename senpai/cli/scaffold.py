@@ -39,6 +39,7 @@ MAX_SOURCE_BYTES = 1024 * 1024  # a larger script is not parsed
 _NAMED = re.compile(r"([A-Za-z][A-Za-z0-9_./-]*(?: [A-Za-z][A-Za-z0-9_./-]*)?)\s*([:=])\s*$")
 _KEY = re.compile(r"[A-Za-z0-9_./-]+")  # a key senpai reads from a `key: value` line (senpai.agents.measure.LINE)
 _PREFERRED = ("val", "valid", "test", "dev", "eval")
+READ = ("stdout", "wandb", "equals", "inline", "json")  # how a script may report what senpai reads as it is
 _METRIC_WORDS = ("acc", "f1", "auc", "loss", "score", "r2", "rmse", "mse", "mae", "precision", "recall", "bpb", "ppl")
 
 
@@ -47,8 +48,8 @@ class Report:
     """One way the script reports a number: `name`, `how` (`stdout`: a `name: value` line;
     `wandb`: a key of `wandb.log`/`run.log`; `equals`: a printed line `name=value`; `inline`:
     `name: value` or `name=value` inside a longer printed line; `json`: printed JSON; `file`:
-    `json.dump` into a file), and `expr`, the source of the value (None for a literal). Only
-    `stdout` and `wandb` are read by senpai; for the others init gives a line to print."""
+    `json.dump` into a file), and `expr`, the source of the value (None for a literal). senpai
+    reads all but `file` as they are (`senpai.agents.measure`); for a file init gives a line to print."""
 
     name: str
     how: str
@@ -81,14 +82,14 @@ class Detected:
         def rank(ir: tuple[int, Report]) -> tuple:
             i, r = ir
             low = r.name.lower()
-            return (any(p in low for p in _PREFERRED), r.how in ("stdout", "wandb"), any(w in low for w in _METRIC_WORDS), i)
+            return (any(p in low for p in _PREFERRED), r.how in READ, any(w in low for w in _METRIC_WORDS), i)
 
         return max(enumerate(self.reports), key=rank)[1].name
 
     def how(self, metric: str) -> str | None:
-        """How the script reports `metric` (`stdout`/`wandb` preferred), None if it does not."""
+        """How the script reports `metric` (the first of READ it uses), None if it does not."""
         found = [r.how for r in self.reports if r.name == metric]
-        return next((h for h in ("stdout", "wandb") if h in found), found[0] if found else None)
+        return next((h for h in READ if h in found), found[0] if found else None)
 
 
 def guess_direction(metric: str) -> str:
@@ -403,14 +404,8 @@ def advice(answers: Answers, found: Detected) -> list[Advice]:
     out = []
     where = found.script or "the train script"
     how = found.how(answers.metric)
-    if how not in ("stdout", "wandb"):
-        said = {
-            "equals": f"prints `{answers.metric}=...`",
-            "inline": "prints it inside a longer line",
-            "json": "prints it as JSON",
-            "file": "writes it to a file",
-            None: "does not report it in a way init can see",
-        }[how]
+    if how not in READ:
+        said = {"file": "writes it to a file", None: "does not report it in a way init can see"}[how]
         expr = next((r.expr for r in found.reports if r.name == answers.metric and r.how == how and r.expr), None)
         ident = _ident(answers.metric)
         named = f"`{expr}` below: the value it prints" if expr else f"a variable named `{ident}` below: use yours"

@@ -26,7 +26,8 @@ class Metric(_Strict):
     source: Literal["wandb", "stdout"] = Field(
         "wandb",
         description="`wandb`: the summary of the W&B run the program logs; "
-        "`stdout`: the last `name: value` line the program prints.",
+        "`stdout`: the last value the program prints of it: a `name: value` line, `name: value` or `name=value` "
+        "inside a longer line (`test loss: 2.27` is `test_loss`), or a line that is one JSON object.",
     )
     target: float | None = Field(None, description="Value at which the research program is done.")
 

@@ -81,6 +81,22 @@ def test_key_value_lines_split_across_reads_and_the_last_one_wins(tmp_path: Path
     assert run_command("printf 'acc: 0.5\\nacc: 0.6\\n'", tmp_path, {}, 60, wall=W(tmp_path)).value("acc") == 0.6
 
 
+def test_values_inside_longer_lines_and_json_lines_are_read_as_senpai_init_names_them(tmp_path: Path) -> None:
+    (tmp_path / "third_party.py").write_text(
+        "import json\n"
+        "print('step 300 | train loss: 2.1000 | test loss: 2.2700 | 3.2s/it')\n"
+        "print('epoch 3 val_acc=0.912, lr=1e-3')\n"
+        "print(json.dumps({'step': 4, 'val_auc': 0.91, 'done': True, 'nested': {'a': 1}}))\n"
+        "print('elapsed: 12.5s, acc: 91.2%')\n"
+    )
+    out = run_command(f"{sys.executable} third_party.py", tmp_path, {}, 60, wall=W(tmp_path))
+    assert out.returncode == 0
+    assert (out.value("test_loss"), out.value("train_loss"), out.value("loss")) == (2.27, 2.1, 2.27)  # last printed
+    assert (out.value("val_acc"), out.value("lr"), out.value("val_auc"), out.value("step")) == (0.912, 1e-3, 0.91, 4.0)
+    assert out.value("done") is None and out.value("nested") is None  # a JSON line's numbers only
+    assert out.value("elapsed") is None and out.value("acc") == 91.2  # a number with a unit is not one
+
+
 def test_the_command_gets_no_secret_whatever_its_name(tmp_path: Path, monkeypatch) -> None:
     for name, value in LEAKY.items():
         monkeypatch.setenv(name, value)

@@ -98,12 +98,17 @@ def test_detects_a_pytorch_wandb_script_and_its_params_file(tmp_path):
     assert "save_file(model.state_dict()" in only.snippet and "torch.save" in only.why
 
 
-def test_metrics_senpai_cannot_read_get_a_print_snippet(tmp_path):
+def test_a_metric_printed_as_json_is_read_as_it_is_and_one_only_in_a_file_gets_a_print_snippet(tmp_path):
     found = detect_text(tmp_path, {"Makefile": "train:\n\tpython -u src/fit.py --epochs 3\n", "src/fit.py": TORCH_JSON})
     assert (found.train_cmd, found.script) == ("make train", "src/fit.py")
     assert found.metric == "val_f1" and found.how("val_f1") == "json"
     tips = advice(Answers("make train", "val_f1", "maximize", "params.json", "f1"), found)
-    assert tips[0].snippet == 'print(f"val_f1: {val_f1}")' and "prints it as JSON" in tips[0].why
+    assert not any("line of its own" in t.why for t in tips)  # senpai.agents.measure reads a JSON line
+    make = {"Makefile": "train:\n\tpython -u src/fit.py --epochs 3\n"}
+    filed = detect_text(tmp_path / "filed", {**make, "src/fit.py": TORCH_JSON.replace("print(json.dumps(", "str((")})
+    assert filed.how("val_f1") == "file"
+    tips = advice(Answers("make train", "val_f1", "maximize", "params.json", "f1"), filed)
+    assert tips[0].snippet == 'print(f"val_f1: {val_f1}")' and "writes it to a file" in tips[0].why
     assert any("params.json" in t.why and "json.load(f)" in t.snippet for t in tips)
     assert any("SEED" in t.why for t in tips) and any("safetensors" in t.snippet for t in tips)
 

@@ -4,11 +4,14 @@ search space of hyper-parameters only, re-runs that ask nothing twice, and failu
 what to do. The real CLI (click's runner) on real files in tmp folders; the scripts are read, never run."""
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from walled import wall_around
 
+from senpai.agents.measure import run_command
 from senpai.cli.main import cli
 from senpai.cli.scaffold import detect
 from senpai.cli.space import left_out, range_for
@@ -143,8 +146,8 @@ def test_a_third_party_script_gets_its_command_metric_and_a_space_of_hyper_param
     assert (space["batch_size"].low, space["batch_size"].high) == (16, 32)
     written = (root / "senpai.yaml").read_text()
     assert "#   max_steps: -1 reads as a sentinel" in written and "#   seed: the seed is senpai's to set" in written
-    # the loss is printed mid-line, which senpai does not read: init says which line to add, with the script's value
-    assert 'print(f"test_loss: {test_loss}")' in result.output and "inside a longer line" in result.output
+    # the loss is printed mid-line, which senpai reads as it is (senpai.agents.measure): no line to add
+    assert "test_loss: {" not in result.output and "line of its own" not in result.output
     assert "safetensors" in result.output and "skops" not in result.output  # a torch script's advice
 
 
@@ -168,8 +171,7 @@ def test_a_metric_printed_as_json_is_detected_and_the_evaluator_agrees_with_it(t
     assert (t.train, t.metric.name, t.metric.direction) == ("python fit_ridge.py", "val_loss", "minimize")
     assert (t.holdout.metric, t.holdout_direction) == ("holdout_mse", "minimize")  # a regressor's loss: the same kind
     assert set(t.params.space) == {"alpha"} and t.params.space["alpha"].log  # random_state and out_dir left out
-    assert "prints it as JSON" in result.output
-    assert 'print(f"val_loss: {float(mean_squared_error(y_val, model.predict(x_val)))}")' in result.output
+    assert "line of its own" not in result.output  # its JSON line is read as it is (senpai.agents.measure)
 
 
 @pytest.mark.parametrize(
@@ -183,10 +185,17 @@ def test_a_metric_printed_as_json_is_detected_and_the_evaluator_agrees_with_it(t
         ("wandb.log(stats)", "val_bpb", "wandb"),
     ],
 )
-def test_a_metric_printed_anywhere_in_a_line_is_found(tmp_path, line, name, how):
+def test_a_metric_printed_anywhere_in_a_line_is_found_and_read_under_that_name(tmp_path, line, name, how):
     script = f'import json, wandb\nstats = {{"val_bpb": 1.2}}\nfor i in range(3):\n    loss.backward()\n    {line}\n'
     found = detect(repo(tmp_path, {"fit.py": script}), "python fit.py")
     assert (found.metric, found.how(name)) == (name, how)
+    if how == "wandb":
+        return
+    # the same line printed for real: the train step's reader finds the value under init's name
+    run = f"import json\ni = e = 1\nv = acc = f1 = auc = 0.75\n{line}\n"
+    (tmp_path / "run.py").write_text(run)
+    out = run_command(f"{sys.executable} run.py", tmp_path, {}, 60, wall=wall_around(tmp_path))
+    assert out.returncode == 0 and out.value(name) == 0.75, out.output
 
 
 @pytest.mark.parametrize(
