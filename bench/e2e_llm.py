@@ -20,8 +20,9 @@ Opt-in, not part of `make test`: the first run builds a server and fetches a mod
 4. **The turns.** What `senpai demo` sets up (the local forge, the digits example, offline W&B,
    the local fleet) with both roles on the openhands runtime at `openai/<alias>` on that server,
    prices 0. The real wrapper runs until the advisor, woken for the idle student, has ended its
-   turn and the student's job for the PR it opened (if any) has posted its evidence; each turn is
-   a real `senpai job advisor|student` process.
+   turn and the student's job for the PR it opened has posted its evidence; each turn is a real
+   `senpai job advisor|student` process. If the advisor's turn opened no PR, the lane opens one
+   itself through senpai's `open_hypothesis` (the PR says so), so the student's turn still runs.
 5. **The record.** `bench/results/e2e-llm-<UTC>.json|md` and a printed summary, per role: LLM
    calls, tool calls (names), prompt/completion tokens and seconds per call (from the W&B per-call
    table of each turn's run), the server's prompt-cache figures (its /metrics and the `timings` it
@@ -440,7 +441,8 @@ def use_server(config: Path, base_url: str, timeout: int) -> None:
 
 def run_turns(root: Path, base_url: str, timeout: int, deadline: float) -> tuple[list[dict], dict]:
     """The demo's setup with both roles on the server; the wrapper runs until the advisor's first
-    turn ended and, if it opened a PR, the student's job on it ended. Returns what senpai recorded
+    turn ended and the student's job on a PR ended (the advisor's, else one the lane opened:
+    `open_for_the_student`). Returns what senpai recorded
     (`senpai_records`, read while the forge still runs), with the jobs seen."""
     from senpai.cli.demo import EXAMPLE, forge_tokens, seed_target, write_config
     from senpai.cli.wrapper import build_wrapper
@@ -480,7 +482,9 @@ def run_turns(root: Path, base_url: str, timeout: int, deadline: float) -> tuple
                 return True  # the student's job ended: its evidence (or failure) is on the PR
             if any(j["role"] == "advisor" for j in done) and not report.exps and not report.live_jobs:
                 settled["ticks"] += 1  # the advisor's turn ended with no PR seen yet: a few ticks to be sure
-                return settled["ticks"] >= 3
+                if settled["ticks"] >= 3 and not settled.get("opened"):
+                    settled["opened"] = open_for_the_student(config, root / "lane")
+                    say(f"the advisor opened no PR: the lane opened #{settled['opened']} for the student's turn")
             return False
 
         try:
@@ -495,6 +499,32 @@ def run_turns(root: Path, base_url: str, timeout: int, deadline: float) -> tuple
         return rows, records
     finally:
         server.stop()
+
+
+def open_for_the_student(config: Path, workdir: Path) -> int:
+    """Opens one hypothesis PR for the student when the real advisor's turn opened none, through
+    senpai's own `open_hypothesis` (what the advisor's `create_hypothesis` calls), so that the
+    student's turn still runs on the real model. The PR says the lane opened it. Returns its number."""
+    from senpai.agents.context import prepare_turn
+    from senpai.agents.hypothesis import open_hypothesis
+    from senpai.cli.demo import EXAMPLE
+    from senpai.cli.wiring import make_forge, make_tracker
+    from senpai.ledger.baseline import current_baseline
+
+    cfg = load_harness(config)
+    ctx = prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), workdir)
+    baseline = current_baseline(ctx.ledger.experiments(), ctx.forge.branch_sha(ctx.base))
+    params = {**json.loads((EXAMPLE / "params.json").read_text()), "hidden_width": 128}
+    pr = open_hypothesis(
+        ctx,
+        cfg.students[0].name,
+        hypothesis="A wider hidden layer (128 units) raises validation accuracy",
+        rationale="Opened by the e2e-llm lane, not by the advisor: its real turn opened no hypothesis.",
+        plan="Set hidden_width to 128 in params.json, train, and report val_accuracy.",
+        params=params,
+        baseline=baseline,
+    )
+    return pr.number
 
 
 def senpai_records(config: Path) -> tuple[list[dict], dict]:
