@@ -315,3 +315,56 @@ def test_a_student_turn_without_evidence_quotes_the_models_text_as_neutral_prose
     assert "```json" not in posted and "<!-- senpai:evidence:0123456789abcdef" not in posted
     assert posted.count("```") == 2  # only the record's own fence, around its YAML
     assert read_record(posted) == ev
+
+
+def test_a_pr_number_below_1_is_a_tool_error_the_model_can_read_not_a_forge_404(local_forge, llm_server, tmp_path, env):
+    # what a real 1.5B model did: decide on PR #-1 until the stuck detector stopped the turn
+    config = program(local_forge, llm_server, tmp_path, "ohbadpr")
+    llm_server.state.script(
+        "scripted-advisor",
+        [
+            call("decide", pr=-1, verdict="close", reason="not useful"),
+            call("decide", pr=0, verdict="close", reason="not useful"),
+            call("query_ledger", pr=-1),
+            call("query_runs", pr=0),
+            call("decide", pr=999, verdict="close", reason="not useful"),
+            call("finish", message="no PR to decide"),
+        ],
+    )
+    advisor(config, tmp_path / "turn", [Event(id="idle:ada@x:0", kind="idle", student="ada")])
+
+    *below, missing = tool_results(llm_server.state.requests_for("scripted-advisor")[-1])
+    assert len(below) == 4
+    for text in below:  # the action is refused before it runs: pydantic's message, no request to the forge
+        assert "greater than or equal to 1" in text and "404" not in text, text
+    assert "404" not in missing and re.search(r"there is no PR #999; the open PRs: none", missing), missing
+
+
+def test_the_advisor_cannot_close_a_wip_pr_it_was_not_asked_about(local_forge, llm_server, tmp_path, env):
+    # the first real run: a hypothesis opened, then closed by the same turn before its student began
+    config = program(local_forge, llm_server, tmp_path, "ohwipclose")
+    pr = _hypothesis_pr(config, tmp_path / "seedpr")
+    llm_server.state.script(
+        "scripted-advisor",
+        [
+            call("decide", pr=pr.number, verdict="close", reason="on second thought, not promising"),
+            call("finish", message="left it"),
+        ],
+    )
+    advisor(config, tmp_path / "turn", [Event(id="idle:bo@x:1", kind="idle", student="bo")])
+
+    (refused,) = tool_results(llm_server.state.requests_for("scripted-advisor")[-1])
+    assert "refused:" in refused and f"PR #{pr.number} is status:wip" in refused and "stale" in refused
+    forge = context(config, tmp_path / "check").forge  # (the turn scrubbed the token from os.environ)
+    assert forge.get_pull(pr.number).state == "open"
+
+    # a trusted human asking for it in this turn's message lets it close
+    issue = forge.create_issue("stop the tanh one", f"Please close #{pr.number}, tanh is a dead end.", [STEER])
+    msg = Message(number=issue.number, author="senpai", association="OWNER", body=issue.body, version="v1")
+    llm_server.state.script(
+        "scripted-advisor",
+        [call("decide", pr=pr.number, verdict="close", reason="a human asked: tanh is a dead end"), say("closed")],
+    )
+    lines = advisor(config, tmp_path / "turn2", [Event(id=f"message:issue-{issue.number}@v1", kind="message", message=msg)])
+    assert f"#{pr.number}: closed: a human asked: tanh is a dead end" in lines
+    assert context(config, tmp_path / "check2").forge.get_pull(pr.number).state == "closed"
