@@ -14,15 +14,17 @@ from collections.abc import Iterable
 
 from senpai.forge.base import Forge, Issue
 from senpai.ledger.labels import ATTENTION, SENPAI, STEER
-from senpai.ledger.records import by_bot
+from senpai.ledger.records import by_bot, html_blocks
 from senpai.ledger.redact import redact
 
 _MARKER = re.compile(r"<!-- senpai:escalation:([0-9a-f]{16}) -->")
 
 
 def marked(issues: Iterable[Issue], marker: str, bot: str) -> list[Issue]:
-    """The issues among `issues` that the bot (login `bot`) wrote and that carry `marker`."""
-    return [i for i in issues if by_bot(i, bot) and marker in i.body]
+    """The issues among `issues` that the bot (login `bot`) wrote and that carry `marker` as an HTML
+    block of their own (`records.html_blocks`): the bot's issue bodies quote hostile text too (a
+    budget report's YAML holds the model's tool arguments raw), and a marker there counts nothing."""
+    return [i for i in issues if by_bot(i, bot) and marker in html_blocks(i.body)]
 
 
 def open_issue_once(forge: Forge, marker: str, title: str, body: str, labels: list[str]) -> tuple[int, bool]:
@@ -42,7 +44,7 @@ def escalation_id(key: str) -> str:
 
 def escalated(issues: list[Issue], bot: str) -> frozenset[str]:
     """Ids of the escalations that already have an issue written by `bot` among `issues`."""
-    return frozenset(m for i in issues if by_bot(i, bot) for m in _MARKER.findall(i.body))
+    return frozenset(m.group(1) for i in issues if by_bot(i, bot) for b in html_blocks(i.body) if (m := _MARKER.fullmatch(b)))
 
 
 def open_issue(forge: Forge, key: str, title: str, body: str) -> int:

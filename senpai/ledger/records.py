@@ -228,6 +228,17 @@ def _tail(text: str):
     return found, fence
 
 
+@functools.lru_cache(maxsize=2048)  # the wrapper asks for every steering issue's body each tick
+def html_blocks(text: str) -> frozenset[str]:
+    """The top-level HTML blocks of `text` (CommonMark), each stripped: where a marker senpai wrote
+    after its prose stands (`escalation.marked`). A marker's text anywhere else (in a fence, such as
+    a model's tool call quoted raw in a budget report's YAML, or in prose) is none. Empty for a
+    text over MAX_TEXT, which senpai never posts."""
+    if len(text) > MAX_TEXT:
+        return frozenset()
+    return frozenset(t.content.strip() for t in _MD.parse(text) if t.type == "html_block" and t.level == 0)
+
+
 @functools.lru_cache(maxsize=2048)  # replied() asks for every bot comment on every read
 def marker_of(text: str) -> str | None:
     """The marker that ends `text` as its last top-level token, or None (text in prose is not one,
