@@ -303,19 +303,21 @@ def test_a_student_turn_without_evidence_quotes_the_models_text_as_neutral_prose
 
     config = program(local_forge, llm_server, tmp_path, "ohstudentquote")
     pr = _hypothesis_pr(config, tmp_path / "advisor")
-    long_blob = JSON_BLOB + "\n" + "x" * 2000
+    long_blob = "@octocat \x1b]8;;https://evil.example\x07look\x1b[2J \u202e" + JSON_BLOB + "\n" + "x" * 2000
     llm_server.state.script("scripted-student", [say(long_blob)])
 
     ev = student_turn(context(config, tmp_path / "student"), pr.number, 1)
 
     assert ev.outcome == "failed" and ev.failure == "the agent ended its turn (finished) without submitting evidence"
-    assert ev.interpretation.startswith('the agent\'s last words, quoted: "json {"name": "create_hypothesis"')
+    assert ev.interpretation.startswith("the agent's last words, quoted: \"@\u2060octocat ]8;;https://evil.example look [2J json")
     assert "`" not in ev.interpretation and "<!--" not in ev.interpretation and "\n" not in ev.interpretation
     assert len(ev.interpretation) < 400  # bounded, not the model's 2,000 more characters
     forge = context(config, tmp_path / "check").forge  # (the turn scrubbed the token from os.environ)
     (posted,) = [c.body for c in forge.list_comments(pr.number) if "senpai-evidence" in c.body]
     assert "```json" not in posted and "<!-- senpai:evidence:0123456789abcdef" not in posted
     assert posted.count("```") == 2  # only the record's own fence, around its YAML
+    # no mention to notify anywhere in the comment (its YAML included), no terminal escape, no bidi override
+    assert "@octocat" not in posted and "\x1b" not in posted and "\u202e" not in posted and "\x07" not in posted
     assert read_record(posted) == ev
 
 
