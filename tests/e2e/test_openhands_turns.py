@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import yaml
 from forge_fixtures import register_bot
 from llm_server import call, say
 from research import make_program
@@ -20,9 +21,10 @@ from senpai.agents.hypothesis import open_hypothesis
 from senpai.agents.openhands.conversation import BASE_PROMPT
 from senpai.agents.openhands.trace import COLUMNS
 from senpai.cli.wiring import make_forge, make_tracker
+from senpai.config import safe_yaml
 from senpai.config.credentials import PR_GET_DUMPABLE
 from senpai.config.harness import load_harness
-from senpai.errors import NoEffect
+from senpai.errors import NoEffect, TransientError
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import BudgetReport
 from senpai.ledger.escalation import escalated, escalation_id, open_issue
@@ -389,3 +391,29 @@ def test_a_marker_the_model_wrote_into_a_budget_report_hides_no_issue_for_humans
     assert escalated([report], forge.login) == frozenset()
     number = open_issue(forge, key, "senpai: the advisor's model calls no tools (no PR)", "humans, look")
     assert number != report.number and escalated(forge.list_issues(SENPAI, "all"), forge.login) == {escalation_id(key)}
+
+
+def _dies(body: dict) -> dict:
+    raise ConnectionAbortedError("the job died here")  # the server drops the connection: the turn ends mid-way
+
+
+def test_a_turn_resumed_after_it_opened_a_hypothesis_is_not_no_effect(local_forge, llm_server, tmp_path, env):
+    # a turn that made its effect, then died before it finished (here its provider failed, as a killed
+    # job's would stop): its resumed run must not be told to call create_hypothesis again, nor end no_effect
+    config = program(local_forge, llm_server, tmp_path, "ohresumed")
+    cfg = yaml.safe_load(config.read_text())
+    cfg["runtime"]["advisor"]["llm"]["num_retries"] = 0
+    config.write_text(safe_yaml.dump(cfg))
+    idle = [Event(id="idle:ada@x:0", kind="idle", student="ada")]
+    create = call("create_hypothesis", student="ada", hypothesis="tanh", rationale="r", plan="p", params={"activation": "tanh"})
+    llm_server.state.script("scripted-advisor", [create, _dies])
+    with pytest.raises(TransientError):
+        advisor(config, tmp_path / "turn1", idle)
+    assert len(context(config, tmp_path / "check").forge.list_pulls("open")) == 1
+
+    llm_server.state.script("scripted-advisor", [say("the hypothesis is open; nothing more to do")])
+    lines = advisor(config, tmp_path / "turn2", idle)
+
+    assert len(llm_server.state.requests_for("scripted-advisor")) == 3  # no directive after the resumed answer
+    assert "This turn was interrupted and is resumed" in user_text(llm_server.state.requests[-1])
+    assert lines[-1].startswith("advisor turn finished")

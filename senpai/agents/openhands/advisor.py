@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from senpai.agents.context import TurnContext
 from senpai.agents.openhands.conversation import Expectation, run_turn, turn_key
 from senpai.agents.openhands.prompts import digest, directive, event_line, read_program, system_suffix, user_turn
-from senpai.agents.openhands.tools import senpai_tools
+from senpai.agents.openhands.tools import LEDGER_TOOLS, senpai_tools
 from senpai.agents.openhands.turn import conversations_dir, log_turn, open_session, post_budget_report, walled_tools
 from senpai.config.roles import Role
 from senpai.errors import NoEffect, TransientError
@@ -62,7 +62,7 @@ def advisor_turn(ctx: TurnContext, events: list[Event], now: datetime | None = N
             key=key,
             guard=guard,
             walled=walled_tools(ctx, ctx.repo.path, Role.ADVISOR),
-            expect=Expectation(directive(events), lambda: bool(session.actions)) if events else None,
+            expect=Expectation(directive(events), LEDGER_TOOLS) if events else None,
         )
     except TransientError:
         # the provider failed mid-turn: the job's next try may hold other events (another key, a new

@@ -381,6 +381,8 @@ ROLE_TOOLS = {
     Role.ADVISOR: ["create_hypothesis", "decide", "query_ledger", "query_runs", "reply_to_human"],
     Role.STUDENT: ["query_ledger", "query_runs", "reply_to_human", "submit_evidence"],
 }
+# the advisor's tools whose result (no error) is a ledger effect: what an advisor turn is woken for
+LEDGER_TOOLS = frozenset(n for n in ROLE_TOOLS[Role.ADVISOR] if not SPECS[n][2].readOnlyHint)
 
 
 def senpai_tools(session: Session) -> list[str]:
