@@ -29,12 +29,21 @@ def marked(issues: Iterable[Issue], marker: str, bot: str) -> list[Issue]:
 
 def open_issue_once(forge: Forge, marker: str, title: str, body: str, labels: list[str]) -> tuple[int, bool]:
     """Open the issue `title`/`body` (which carries `marker`) labelled `labels`, unless one of the
-    bot's issues labelled `labels[0]` carries `marker` already; returns (its number, True if opened
-    now).  GitHub REST: GET .../issues?labels=<labels[0]>&state=all, then POST .../issues."""
+    bot's issues labelled `labels[0]` carries `marker` already; returns (its number: the lowest of
+    them, True if opened now).  Two processes that both listed before either opened it (a wrapper
+    restarted while the old one finishes its tick) each open one: the one that finds a lower number
+    carrying the marker once it has opened its own closes its own (labelled `labels[0]` only), so
+    humans get one.  GitHub REST: GET .../issues?labels=<labels[0]>&state=all, then POST
+    .../issues, GET again, and PATCH .../issues/{n} for a duplicate."""
     found = marked(forge.list_issues(labels[0], "all"), marker, forge.login)
     if found:
-        return found[0].number, False
-    return forge.create_issue(title, body, labels).number, True
+        return min(i.number for i in found), False
+    mine = forge.create_issue(title, body, labels).number
+    first = min([mine, *(i.number for i in marked(forge.list_issues(labels[0], "all"), marker, forge.login))])
+    if first != mine:
+        forge.close_with_labels(mine, labels[:1])
+        return first, False
+    return mine, True
 
 
 def escalation_id(key: str) -> str:
