@@ -417,3 +417,20 @@ def test_a_turn_resumed_after_it_opened_a_hypothesis_is_not_no_effect(local_forg
     assert len(llm_server.state.requests_for("scripted-advisor")) == 3  # no directive after the resumed answer
     assert "This turn was interrupted and is resumed" in user_text(llm_server.state.requests[-1])
     assert lines[-1].startswith("advisor turn finished")
+
+
+def test_a_turn_the_stuck_detector_stopped_before_any_effect_is_no_success(local_forge, llm_server, tmp_path, env):
+    # the third and fourth real runs: decide on a PR that does not exist, again and again, until the
+    # SDK's stuck detector ended the turn; the job succeeded, so its idle event counted as handled
+    config = program(local_forge, llm_server, tmp_path, "ohstuck")
+    llm_server.state.script("scripted-advisor", [call("decide", pr=10, verdict="close", reason="no gain")] * 10)
+
+    with pytest.raises(NoEffect, match=r"^advisor turn stuck: \d+ LLM calls.*stuck detector"):
+        advisor(config, tmp_path / "turn", [Event(id="idle:ada@x:0", kind="idle", student="ada")])
+
+    assert len(llm_server.state.requests_for("scripted-advisor")) < 10  # stopped by the detector, not the script
+    cfg = load_harness(config)
+    os.environ["SENPAI_DEMO_TOKEN"] = FORGE_TOKEN
+    bot = make_forge(cfg)
+    turns = HumanReader(cfg, bot, LedgerReader(bot)).read().state.advisor_turns
+    assert [t.status for t in turns] == ["stuck"]  # the record says how it ended

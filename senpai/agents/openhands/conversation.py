@@ -151,6 +151,7 @@ class TurnResult:
     last_message: str = ""
     resumed: bool = False
     calls: RunTable | None = None  # the LLM and tool calls (`trace.call_table`)
+    made: bool = False  # the conversation holds what its Expectation asked for (False without one)
 
 
 def conversation_id(key: str, agent: str = "") -> uuid.UUID:
@@ -233,6 +234,7 @@ def run_turn(
         last_message=_last_agent_text(conv),
         resumed=resumed,
         calls=call_table(conv.conversation_stats.get_combined_metrics(), guard.calls),
+        made=expect is not None and _made(conv, expect.tools),
     )
     conv.close()
     return result
