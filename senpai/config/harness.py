@@ -6,6 +6,7 @@ of the environment variables that hold them.
 """
 
 import hashlib
+import json
 import logging
 import os
 from pathlib import Path
@@ -246,6 +247,28 @@ FleetSettings = Annotated[
 ]
 
 
+MAX_EXTRA_BODY = 8192  # bytes of `llm.extra_body` as JSON, sent with every call
+_PROMPT = "the turn builds it"
+# request fields senpai (or the SDK on its behalf) sets on every call, and where to set each instead
+OWNED_BODY_FIELDS = {
+    "model": "set llm.model",
+    "messages": _PROMPT,
+    "tools": _PROMPT,
+    "functions": _PROMPT,
+    "function_call": _PROMPT,
+    "max_completion_tokens": "set llm.max_output_tokens",
+    "n": "one completion per call is what the budget counts",
+    "stream": "the SDK reads whole responses",
+    "stream_options": "the SDK reads whole responses",
+    "reasoning_effort": "set llm.reasoning_effort",
+    "timeout": "set llm.timeout",
+    "num_retries": "set llm.num_retries",
+    "api_key": "keys come from the env var llm.api_key_env",
+    "api_base": "set llm.base_url",
+    "base_url": "set llm.base_url",
+}
+
+
 class LLMSettings(_Strict):
     """A LiteLLM model. The key is read from `api_key_env` at call time and never enters a prompt."""
 
@@ -270,10 +293,12 @@ class LLMSettings(_Strict):
         "budget.wall_seconds cannot hold num_retries + 1 attempts of 300 s and the waits between them "
         "(`senpai.config.budgets.LLMCall`); set, they must fit it.",
     )
-    num_retries: int = Field(2, ge=0, description="Attempts of a failed or timed-out LLM call after the first.")
+    # bounded: the load sums the waits between attempts (`budgets.waits`), and no provider needs more
+    num_retries: int = Field(2, ge=0, le=10, description="Attempts of a failed or timed-out LLM call after the first.")
     max_output_tokens: int | None = Field(
         None,
         ge=1,
+        le=1_000_000,
         description="Cap on the tokens of each completion, sent as `max_completion_tokens`. Unset: the SDK's default from "
         "LiteLLM's model info (none sent for a model LiteLLM does not know).",
     )
@@ -282,6 +307,23 @@ class LLMSettings(_Strict):
         description="Fields added to every request's JSON body (the SDK's `litellm_extra_body`), e.g. `{tool_choice: required}` "
         "for a llama.cpp server.",
     )
+
+    @field_validator("extra_body")
+    @classmethod
+    def _extra_body(cls, v: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        """Refuse a field senpai sets itself (LiteLLM puts extra_body over the request's own fields, so
+        it would replace the prompt, the tools, the output cap or the cost silently) and a body over
+        MAX_EXTRA_BODY bytes as JSON, or one JSON cannot carry (NaN, infinity)."""
+        for key in v:
+            if key in OWNED_BODY_FIELDS:
+                raise ValueError(f"{key!r} is senpai's: {OWNED_BODY_FIELDS[key]}")
+        try:
+            size = len(json.dumps(v, allow_nan=False).encode())
+        except ValueError as e:
+            raise ValueError(f"not JSON ({e})") from None
+        if size > MAX_EXTRA_BODY:
+            raise ValueError(f"{size} bytes as JSON (at most {MAX_EXTRA_BODY}): it goes out with every LLM call")
+        return v
 
     def api_key(self) -> str | None:
         """The provider key, the secret named `api_key_env` (`senpai.config.credentials.get`); None if unset or empty."""
@@ -357,9 +399,14 @@ class NoEffectSettings(_Strict):
     the waits must end within `ttl_seconds_after_finished` (defaults: 300 + 600 s), or the config
     is refused at load (`senpai.config.budgets.harness_problems`)."""
 
-    turns: int = Field(3, ge=1, description="No-effect advisor turns over the same events before the issue for humans.")
+    # bounded so that the longest wait, backoff_seconds * 2**(turns - 2), is a timedelta the wrapper can add
+    turns: int = Field(3, ge=1, le=20, description="No-effect advisor turns over the same events before the issue for humans.")
     backoff_seconds: float = Field(
-        300.0, ge=0, description="Wait after the first no-effect turn before its events wake another, seconds; doubled per turn."
+        300.0,
+        ge=0,
+        le=86_400,
+        allow_inf_nan=False,
+        description="Wait after the first no-effect turn before its events wake another, seconds; doubled per turn.",
     )
 
     def wait(self, k: int) -> float:

@@ -153,6 +153,14 @@ def _identity(body: str) -> str:
     return markers[-1] if markers else body.strip()
 
 
+def _same(body: str | None, key: str) -> bool:
+    """True if `body` is the text `_identity` named `key`: it ends in that marker (senpai's texts end
+    in theirs; a marker's text elsewhere, such as a model's words quoted raw in a record's YAML, is
+    not it), or it is that text without a marker."""
+    text = (body or "").strip()
+    return text.endswith(key) if MARKER.fullmatch(key) else text == key
+
+
 def _translate(what: str, exc: GithubException, merge: bool = False) -> SenpaiError:
     message = exc.data.get("message") if isinstance(exc.data, dict) else exc.data
     text = f"{what}: HTTP {exc.status} {message or ''}".strip()
@@ -666,7 +674,7 @@ class GitHubForge:
         self._written(number, comments=True)
 
         def find() -> Comment | None:
-            mine = [c for c in self._repo.get_issue(number).get_comments() if c.user.login == self.login and key in c.body]
+            mine = [c for c in self._repo.get_issue(number).get_comments() if c.user.login == self.login and _same(c.body, key)]
             return _comment(mine[-1]) if mine else None
 
         return self._write(f"comment on #{number}", lambda: _comment(self._repo.get_issue(number).create_comment(body)), find)
@@ -688,7 +696,7 @@ class GitHubForge:
 
         def find() -> Issue | None:
             issues = self._repo.get_issues(state="all", creator=self.login)
-            mine = [i for i in issues if not _is_pull(i) and i.user.login == self.login and key in (i.body or "")]
+            mine = [i for i in issues if not _is_pull(i) and i.user.login == self.login and _same(i.body, key)]
             return _issue(mine[0]) if mine else None
 
         return self._write("create issue", lambda: _issue(self._repo.create_issue(title=title, body=body, labels=labels)), find)

@@ -14,25 +14,36 @@ from collections.abc import Iterable
 
 from senpai.forge.base import Forge, Issue
 from senpai.ledger.labels import ATTENTION, SENPAI, STEER
-from senpai.ledger.records import by_bot
+from senpai.ledger.records import by_bot, html_blocks
 from senpai.ledger.redact import redact
 
 _MARKER = re.compile(r"<!-- senpai:escalation:([0-9a-f]{16}) -->")
 
 
 def marked(issues: Iterable[Issue], marker: str, bot: str) -> list[Issue]:
-    """The issues among `issues` that the bot (login `bot`) wrote and that carry `marker`."""
-    return [i for i in issues if by_bot(i, bot) and marker in i.body]
+    """The issues among `issues` that the bot (login `bot`) wrote and that carry `marker` as an HTML
+    block of their own (`records.html_blocks`): the bot's issue bodies quote hostile text too (a
+    budget report's YAML holds the model's tool arguments raw), and a marker there counts nothing."""
+    return [i for i in issues if by_bot(i, bot) and marker in html_blocks(i.body)]
 
 
 def open_issue_once(forge: Forge, marker: str, title: str, body: str, labels: list[str]) -> tuple[int, bool]:
     """Open the issue `title`/`body` (which carries `marker`) labelled `labels`, unless one of the
-    bot's issues labelled `labels[0]` carries `marker` already; returns (its number, True if opened
-    now).  GitHub REST: GET .../issues?labels=<labels[0]>&state=all, then POST .../issues."""
+    bot's issues labelled `labels[0]` carries `marker` already; returns (its number: the lowest of
+    them, True if opened now).  Two processes that both listed before either opened it (a wrapper
+    restarted while the old one finishes its tick) each open one: the one that finds a lower number
+    carrying the marker once it has opened its own closes its own (labelled `labels[0]` only), so
+    humans get one.  GitHub REST: GET .../issues?labels=<labels[0]>&state=all, then POST
+    .../issues, GET again, and PATCH .../issues/{n} for a duplicate."""
     found = marked(forge.list_issues(labels[0], "all"), marker, forge.login)
     if found:
-        return found[0].number, False
-    return forge.create_issue(title, body, labels).number, True
+        return min(i.number for i in found), False
+    mine = forge.create_issue(title, body, labels).number
+    first = min([mine, *(i.number for i in marked(forge.list_issues(labels[0], "all"), marker, forge.login))])
+    if first != mine:
+        forge.close_with_labels(mine, labels[:1])
+        return first, False
+    return mine, True
 
 
 def escalation_id(key: str) -> str:
@@ -42,7 +53,7 @@ def escalation_id(key: str) -> str:
 
 def escalated(issues: list[Issue], bot: str) -> frozenset[str]:
     """Ids of the escalations that already have an issue written by `bot` among `issues`."""
-    return frozenset(m for i in issues if by_bot(i, bot) for m in _MARKER.findall(i.body))
+    return frozenset(m.group(1) for i in issues if by_bot(i, bot) for b in html_blocks(i.body) if (m := _MARKER.fullmatch(b)))
 
 
 def open_issue(forge: Forge, key: str, title: str, body: str) -> int:

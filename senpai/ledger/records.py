@@ -31,6 +31,7 @@ PR: `by_bot`) is the caller's check: see `experiment.read_experiment` and `inbox
 import functools
 import hashlib
 import re
+import unicodedata
 from collections.abc import Iterable
 
 from markdown_it import MarkdownIt
@@ -121,20 +122,7 @@ def neutral(text: str) -> str:
     return text[:MAX_PROSE].rstrip("\\") + f"\n\n(cut: {len(text)} characters)"
 
 
-_QUOTE_UNSAFE = re.compile(r"`+|~{3,}")
-MAX_QUOTE = 300  # characters of a model's words quoted in a record or an issue
-
-
-def quote(text: str, limit: int = MAX_QUOTE) -> str:
-    """`text` (a model's answer, hostile) as one line of neutral prose to quote anywhere, in a
-    record's YAML field or in posted prose: every backtick and every run of three or more tildes
-    gone (no fence, no code span can open, so no `senpai-<kind>` block), `<` shown as `‹` (no HTML,
-    no comment, no marker), whitespace flattened to single spaces, cut to `limit` characters with
-    `...` after a cut. Empty if `text` holds nothing else."""
-    flat = " ".join(_QUOTE_UNSAFE.sub(" ", text).replace("<", "\u2039").split())
-    return flat if len(flat) <= limit else flat[:limit].rstrip() + "..."
-
-
+WORD_JOINER = "\u2060"
 _MENTION = re.compile(r"(?<![\w`@])@(?=[A-Za-z0-9])")
 
 
@@ -142,7 +130,36 @@ def unmention(text: str) -> str:
     """`text` with no @mention GitHub would notify: a word joiner (U+2060) after each `@` that starts
     one (an e-mail address's `@` stays). For hostile text the bot posts; its own `@author` replies are
     written around it."""
-    return _MENTION.sub("@\u2060", text)
+    return _MENTION.sub("@" + WORD_JOINER, text)
+
+
+_QUOTE_UNSAFE = re.compile(r"`+|~{3,}")
+MAX_QUOTE = 300  # characters of a model's words quoted in a record or an issue
+
+
+class _Invisible(dict):
+    """A `str.translate` table: a control or format character (Unicode Cc, Cf: a terminal escape, NUL,
+    a right-to-left override, a zero-width space) becomes a space, any other stays (cached per code
+    point). The word joiner stays: `unmention` writes it, and it joins nothing a reader could misread."""
+
+    def __missing__(self, cp: int) -> str:
+        ch = chr(cp)
+        self[cp] = out = " " if unicodedata.category(ch) in ("Cc", "Cf") and ch != WORD_JOINER else ch
+        return out
+
+
+_INVISIBLE = _Invisible()
+
+
+def quote(text: str, limit: int = MAX_QUOTE) -> str:
+    """`text` (a model's answer, hostile) as one line of neutral prose to quote anywhere, in a
+    record's YAML field or in posted prose: every backtick and every run of three or more tildes
+    gone (no fence, no code span can open, so no `senpai-<kind>` block), `<` shown as `‹` (no HTML,
+    no comment, no marker), every control and format character a space, whitespace flattened to
+    single spaces, cut to `limit` characters with `...` after a cut, and no @mention (`unmention`).
+    Empty if `text` holds nothing else."""
+    flat = unmention(" ".join(_QUOTE_UNSAFE.sub(" ", text).replace("<", "\u2039").translate(_INVISIBLE).split()))
+    return flat if len(flat) <= limit else flat[:limit].rstrip() + "..."
 
 
 def marker(kind: str, key: str) -> str:
@@ -226,6 +243,17 @@ def _tail(text: str):
     before = tokens[-3] if wrapped else tokens[-2] if bare else None
     fence = before if before is not None and before.type == "fence" and before.level == 0 else None
     return found, fence
+
+
+@functools.lru_cache(maxsize=2048)  # the wrapper asks for every steering issue's body each tick
+def html_blocks(text: str) -> frozenset[str]:
+    """The top-level HTML blocks of `text` (CommonMark), each stripped: where a marker senpai wrote
+    after its prose stands (`escalation.marked`). A marker's text anywhere else (in a fence, such as
+    a model's tool call quoted raw in a budget report's YAML, or in prose) is none. Empty for a
+    text over MAX_TEXT, which senpai never posts."""
+    if len(text) > MAX_TEXT:
+        return frozenset()
+    return frozenset(t.content.strip() for t in _MD.parse(text) if t.type == "html_block" and t.level == 0)
 
 
 @functools.lru_cache(maxsize=2048)  # replied() asks for every bot comment on every read

@@ -497,7 +497,8 @@ def _advisor_ineffective(events: list[Event], turns: list[JobStatus], w: World, 
     kinds = ", ".join(sorted({ev.kind for ev in events}))
     reason = (
         f"{len(turns)} advisor turns over the same {len(events)} event(s) ({kinds}) changed nothing: the model "
-        f"`{model}` answered without calling a tool that changes the ledger, even when told which tool to call. "
+        f"`{model}` answered without calling a tool that changes the ledger, even when told which tool to call "
+        "(or repeated a refused call until the stuck detector stopped it). "
         "It may write its tool calls as text: it needs native tool calling (or a chat template that renders tools, "
         "and `tool_choice: required`). These events wake it again only once they change. The head of its last "
         "answer is in the last lines below."

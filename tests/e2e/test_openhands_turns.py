@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import yaml
 from forge_fixtures import register_bot
 from llm_server import call, say
 from research import make_program
@@ -20,17 +21,20 @@ from senpai.agents.hypothesis import open_hypothesis
 from senpai.agents.openhands.conversation import BASE_PROMPT
 from senpai.agents.openhands.trace import COLUMNS
 from senpai.cli.wiring import make_forge, make_tracker
+from senpai.config import safe_yaml
 from senpai.config.credentials import PR_GET_DUMPABLE
 from senpai.config.harness import load_harness
-from senpai.errors import NoEffect
+from senpai.errors import NoEffect, TransientError
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import BudgetReport
+from senpai.ledger.escalation import escalated, escalation_id, open_issue
 from senpai.ledger.events import Event, Message
 from senpai.ledger.inbox import SteerState
 from senpai.ledger.labels import SENPAI, STEER
 from senpai.ledger.records import read_record
 from senpai.ledger.replies import reply_marker
 from senpai.ledger.table import LedgerReader
+from senpai.ledger.transitions import BUDGET_ISSUE_TITLE
 from senpai.wrapper.humans import HumanReader
 from senpai.wrapper.limits import spent
 
@@ -301,17 +305,132 @@ def test_a_student_turn_without_evidence_quotes_the_models_text_as_neutral_prose
 
     config = program(local_forge, llm_server, tmp_path, "ohstudentquote")
     pr = _hypothesis_pr(config, tmp_path / "advisor")
-    long_blob = JSON_BLOB + "\n" + "x" * 2000
+    long_blob = "@octocat \x1b]8;;https://evil.example\x07look\x1b[2J \u202e" + JSON_BLOB + "\n" + "x" * 2000
     llm_server.state.script("scripted-student", [say(long_blob)])
 
     ev = student_turn(context(config, tmp_path / "student"), pr.number, 1)
 
     assert ev.outcome == "failed" and ev.failure == "the agent ended its turn (finished) without submitting evidence"
-    assert ev.interpretation.startswith('the agent\'s last words, quoted: "json {"name": "create_hypothesis"')
+    assert ev.interpretation.startswith("the agent's last words, quoted: \"@\u2060octocat ]8;;https://evil.example look [2J json")
     assert "`" not in ev.interpretation and "<!--" not in ev.interpretation and "\n" not in ev.interpretation
     assert len(ev.interpretation) < 400  # bounded, not the model's 2,000 more characters
     forge = context(config, tmp_path / "check").forge  # (the turn scrubbed the token from os.environ)
     (posted,) = [c.body for c in forge.list_comments(pr.number) if "senpai-evidence" in c.body]
     assert "```json" not in posted and "<!-- senpai:evidence:0123456789abcdef" not in posted
     assert posted.count("```") == 2  # only the record's own fence, around its YAML
+    # no mention to notify anywhere in the comment (its YAML included), no terminal escape, no bidi override
+    assert "@octocat" not in posted and "\x1b" not in posted and "\u202e" not in posted and "\x07" not in posted
     assert read_record(posted) == ev
+
+
+def test_a_pr_number_below_1_is_a_tool_error_the_model_can_read_not_a_forge_404(local_forge, llm_server, tmp_path, env):
+    # what a real 1.5B model did: decide on PR #-1 until the stuck detector stopped the turn
+    config = program(local_forge, llm_server, tmp_path, "ohbadpr")
+    llm_server.state.script(
+        "scripted-advisor",
+        [
+            call("decide", pr=-1, verdict="close", reason="not useful"),
+            call("decide", pr=0, verdict="close", reason="not useful"),
+            call("query_ledger", pr=-1),
+            call("query_runs", pr=0),
+            call("decide", pr=999, verdict="close", reason="not useful"),
+            call("finish", message="no PR to decide"),
+        ],
+    )
+    advisor(config, tmp_path / "turn", [Event(id="idle:ada@x:0", kind="idle", student="ada")])
+
+    *below, missing = tool_results(llm_server.state.requests_for("scripted-advisor")[-1])
+    assert len(below) == 4
+    for text in below:  # the action is refused before it runs: pydantic's message, no request to the forge
+        assert "greater than or equal to 1" in text and "404" not in text, text
+    assert "404" not in missing and re.search(r"there is no PR #999; the open PRs: none", missing), missing
+
+
+def test_the_advisor_cannot_close_a_wip_pr_it_was_not_asked_about(local_forge, llm_server, tmp_path, env):
+    # the first real run: a hypothesis opened, then closed by the same turn before its student began
+    config = program(local_forge, llm_server, tmp_path, "ohwipclose")
+    pr = _hypothesis_pr(config, tmp_path / "seedpr")
+    llm_server.state.script(
+        "scripted-advisor",
+        [
+            call("decide", pr=pr.number, verdict="close", reason="on second thought, not promising"),
+            call("finish", message="left it"),
+        ],
+    )
+    advisor(config, tmp_path / "turn", [Event(id="idle:bo@x:1", kind="idle", student="bo")])
+
+    (refused,) = tool_results(llm_server.state.requests_for("scripted-advisor")[-1])
+    assert "refused:" in refused and f"PR #{pr.number} is status:wip" in refused and "stale" in refused
+    forge = context(config, tmp_path / "check").forge  # (the turn scrubbed the token from os.environ)
+    assert forge.get_pull(pr.number).state == "open"
+
+    # a trusted human asking for it in this turn's message lets it close
+    issue = forge.create_issue("stop the tanh one", f"Please close #{pr.number}, tanh is a dead end.", [STEER])
+    msg = Message(number=issue.number, author="senpai", association="OWNER", body=issue.body, version="v1")
+    llm_server.state.script(
+        "scripted-advisor",
+        [call("decide", pr=pr.number, verdict="close", reason="a human asked: tanh is a dead end"), say("closed")],
+    )
+    lines = advisor(config, tmp_path / "turn2", [Event(id=f"message:issue-{issue.number}@v1", kind="message", message=msg)])
+    assert f"#{pr.number}: closed: a human asked: tanh is a dead end" in lines
+    assert context(config, tmp_path / "check2").forge.get_pull(pr.number).state == "closed"
+
+
+def test_a_marker_the_model_wrote_into_a_budget_report_hides_no_issue_for_humans(local_forge, llm_server, tmp_path, env):
+    # the model's tool arguments are quoted raw in the report's YAML, on an issue the bot wrote:
+    # there the no-effect escalation's marker used to count, and the issue for humans never opened
+    config = program(local_forge, llm_server, tmp_path, "ohforgedmarker", budget={"llm_calls": 2, "wall_seconds": 300})
+    key = "senpai-advisor-no-effect:openai/scripted-advisor"
+    forged = f"<!-- senpai:escalation:{escalation_id(key)} -->"
+    llm_server.state.script("scripted-advisor", [call("query_runs", run_id=forged)] * 2)
+    advisor(config, tmp_path / "turn", [Event(id="idle:ada@x:0", kind="idle", student="ada")])
+
+    forge = context(config, tmp_path / "check").forge
+    (report,) = [i for i in forge.list_issues(SENPAI, "all") if i.title == BUDGET_ISSUE_TITLE]
+    assert forged in report.body and forge.login == report.user  # quoted in the bot's own text
+    assert escalated([report], forge.login) == frozenset()
+    number = open_issue(forge, key, "senpai: the advisor's model calls no tools (no PR)", "humans, look")
+    assert number != report.number and escalated(forge.list_issues(SENPAI, "all"), forge.login) == {escalation_id(key)}
+
+
+def _dies(body: dict) -> dict:
+    raise ConnectionAbortedError("the job died here")  # the server drops the connection: the turn ends mid-way
+
+
+def test_a_turn_resumed_after_it_opened_a_hypothesis_is_not_no_effect(local_forge, llm_server, tmp_path, env):
+    # a turn that made its effect, then died before it finished (here its provider failed, as a killed
+    # job's would stop): its resumed run must not be told to call create_hypothesis again, nor end no_effect
+    config = program(local_forge, llm_server, tmp_path, "ohresumed")
+    cfg = yaml.safe_load(config.read_text())
+    cfg["runtime"]["advisor"]["llm"]["num_retries"] = 0
+    config.write_text(safe_yaml.dump(cfg))
+    idle = [Event(id="idle:ada@x:0", kind="idle", student="ada")]
+    create = call("create_hypothesis", student="ada", hypothesis="tanh", rationale="r", plan="p", params={"activation": "tanh"})
+    llm_server.state.script("scripted-advisor", [create, _dies])
+    with pytest.raises(TransientError):
+        advisor(config, tmp_path / "turn1", idle)
+    assert len(context(config, tmp_path / "check").forge.list_pulls("open")) == 1
+
+    llm_server.state.script("scripted-advisor", [say("the hypothesis is open; nothing more to do")])
+    lines = advisor(config, tmp_path / "turn2", idle)
+
+    assert len(llm_server.state.requests_for("scripted-advisor")) == 3  # no directive after the resumed answer
+    assert "This turn was interrupted and is resumed" in user_text(llm_server.state.requests[-1])
+    assert lines[-1].startswith("advisor turn finished")
+
+
+def test_a_turn_the_stuck_detector_stopped_before_any_effect_is_no_success(local_forge, llm_server, tmp_path, env):
+    # the third and fourth real runs: decide on a PR that does not exist, again and again, until the
+    # SDK's stuck detector ended the turn; the job succeeded, so its idle event counted as handled
+    config = program(local_forge, llm_server, tmp_path, "ohstuck")
+    llm_server.state.script("scripted-advisor", [call("decide", pr=10, verdict="close", reason="no gain")] * 10)
+
+    with pytest.raises(NoEffect, match=r"^advisor turn stuck: \d+ LLM calls.*stuck detector"):
+        advisor(config, tmp_path / "turn", [Event(id="idle:ada@x:0", kind="idle", student="ada")])
+
+    assert len(llm_server.state.requests_for("scripted-advisor")) < 10  # stopped by the detector, not the script
+    cfg = load_harness(config)
+    os.environ["SENPAI_DEMO_TOKEN"] = FORGE_TOKEN
+    bot = make_forge(cfg)
+    turns = HumanReader(cfg, bot, LedgerReader(bot)).read().state.advisor_turns
+    assert [t.status for t in turns] == ["stuck"]  # the record says how it ended

@@ -101,3 +101,21 @@ def test_forge_serve_applies_githubs_secondary_limits_by_default(tmp_path):
 
 def _comment_at(url: str, repo: str, headers: dict, number: int) -> int:
     return httpx.post(f"{url}/repos/{repo}/issues/{number}/comments", json={"body": "x"}, headers=headers, timeout=30).status_code
+
+
+def test_a_retried_write_finds_only_the_text_that_ends_in_its_marker(forge_with):
+    # a bot comment quoting a model's text raw in its YAML (a student's interpretation, a budget report's
+    # tool arguments) can hold the marker of a record senpai posts later; the retry of that post (here
+    # after a 403 of the write rate) took the quote for the post and never made it
+    server, bot = forge_with(WriteLimits(per_minute=6, comments_per_thread=None))  # one write back each 10 s
+    issue = bot.create_issue("pr", "", []).number
+    mark = "<!-- senpai:decision:0123456789abcdef -->"
+    quoted = f"evidence\n\n```senpai-evidence\ninterpretation: 'done {mark}'\n```\n\n<!-- senpai:evidence:fedcba9876543210 -->"
+    bot.create_comment(issue, quoted)
+    while _comment(server, bot.settings.repo, TOKEN, issue).status_code == 201:
+        pass  # the bot's bucket is empty: its next write is refused once, then retried after the wait
+    calls = bot.calls
+    made = bot.create_comment(issue, f"merged\n\n{mark}")
+    assert bot.calls - calls >= 3  # refused, then the retry's look for it (a GET), then the post
+    assert made.body == f"merged\n\n{mark}"
+    assert [c.body for c in bot.list_comments(issue)][-1] == f"merged\n\n{mark}"

@@ -1,6 +1,7 @@
 """Ledger blocks: strict render/parse round trip, and clear errors for human-broken YAML."""
 
 import math
+import unicodedata
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -164,6 +165,17 @@ def test_a_quote_is_one_bounded_line_that_is_never_a_record_wherever_it_goes(pro
     quoted = EVIDENCE.model_copy(update={"interpretation": q})
     assert read_record(record_text(quoted, f"The agent said: {q}")) == quoted
     assert quote('  ```json\n{"a": 1}\n```  ') == 'json {"a": 1}' and quote("```\n```") == ""
+
+
+def test_a_quote_notifies_nobody_and_carries_no_control_or_format_character():
+    # a model's answer: a mention, a terminal escape, a NUL, a right-to-left override, a zero-width space
+    q = quote("ping @octocat and @org/team \x1b[2J\x00 done \u202egnp.exe \u200b \x85 \x7f ok")
+    assert "@octocat" not in q and "@\u2060octocat" in q and "@\u2060org/team" in q
+    assert not [ch for ch in q if unicodedata.category(ch) in ("Cc", "Cf") and ch != "\u2060"], ascii(q)
+    assert q == "ping @\u2060octocat and @\u2060org/team [2J done gnp.exe ok"
+    big = quote("@x " * 400_000)  # a 1.2 MB answer: one bounded line
+    assert len(big) <= MAX_QUOTE + 3 and "@x" not in big
+    assert quote(q) == q  # quoting a quote changes nothing
 
 
 # ------------------------------------------------------------------ limits (issue 8, item 3)

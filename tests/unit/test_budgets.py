@@ -160,3 +160,47 @@ def test_an_infinite_turn_dollar_budget_is_refused_at_load_not_when_a_stopped_tu
         load_harness(path)
     budget = harness(runtime={"advisor": {**OPENHANDS, "budget": {"dollars": 1e9}}}).runtime.advisor.budget
     assert TurnUsage(**budget.model_dump()).dollars == 1e9  # what BudgetGuard.limits() builds
+
+
+def _llm(**llm) -> dict:
+    return {"runtime": {"advisor": {**OPENHANDS, "llm": {"model": "m", **llm}}}}
+
+
+@pytest.mark.parametrize(
+    "changes, expected",
+    [
+        # it used to hang the load: the waits between 10**9 attempts were summed one by one
+        (_llm(num_retries=10**9), r"runtime\.advisor\.llm\.num_retries: must be less than or equal to 10"),
+        (_llm(max_output_tokens=10**30), r"runtime\.advisor\.llm\.max_output_tokens: must be less than or equal to 1000000"),
+        # extra_body keys land in the request's JSON body over senpai's own: the prompt, the output cap, the cost
+        (_llm(extra_body={"messages": [{"role": "user", "content": "x"}]}), r"extra_body: 'messages' is senpai's"),
+        (_llm(extra_body={"max_completion_tokens": 99999}), r"'max_completion_tokens' is senpai's.*max_output_tokens"),
+        (_llm(extra_body={"n": 5}), r"extra_body: 'n' is senpai's"),
+        (_llm(extra_body={"model": "gpt-4o"}), r"extra_body: 'model' is senpai's.*llm\.model"),
+        (_llm(extra_body={"api_key": "sk-x"}), r"extra_body: 'api_key' is senpai's.*api_key_env"),
+        (_llm(extra_body={"tools": []}), r"extra_body: 'tools' is senpai's"),
+        (_llm(extra_body={"blob": "y" * 20_000}), r"extra_body: \d+ bytes as JSON \(at most 8192\)"),
+        (_llm(extra_body={"temperature": float("nan")}), r"extra_body: .*not JSON"),
+        # a wait of inf seconds crashed the wrapper's tick (timedelta overflow) at the first no-effect turn
+        ({"runtime": {"no_effect": {"backoff_seconds": float("inf")}}}, r"runtime\.no_effect\.backoff_seconds: .*finite"),
+        ({"runtime": {"no_effect": {"backoff_seconds": 10**7}}}, r"runtime\.no_effect\.backoff_seconds: must be less than"),
+        # it used to raise OverflowError (exit 1) summing 10**9 doubling waits
+        ({"runtime": {"no_effect": {"turns": 10**9}}}, r"runtime\.no_effect\.turns: must be less than or equal to 20"),
+    ],
+    ids=[
+        "retries-huge", "max-output-huge", "body-messages", "body-cap", "body-n", "body-model", "body-key", "body-tools",
+        "body-huge", "body-nan", "backoff-inf", "backoff-huge", "turns-huge",
+    ],
+)  # fmt: skip
+def test_an_llm_or_no_effect_setting_senpai_cannot_honour_is_a_config_error(tmp_path: Path, changes, expected) -> None:
+    path = tmp_path / "harness.yaml"
+    path.write_text(yaml.safe_dump({**HARNESS, **changes}))
+    with pytest.raises(ConfigError, match=rf"^{path}: .*{expected}"):
+        load_harness(path)
+
+
+def test_extra_body_fields_senpai_does_not_set_are_kept() -> None:
+    body = {"tool_choice": "required", "parallel_tool_calls": False, "cache_prompt": True, "chat_template_kwargs": {"a": [1]}}
+    assert harness(**_llm(extra_body=body, num_retries=10)).runtime.advisor.llm.extra_body == body
+    slowest = {"backoff_seconds": 86_400, "turns": 20}  # the longest wait stays a timedelta
+    assert harness(runtime={"no_effect": slowest}).runtime.no_effect.wait(19) == 86_400 * 2**18

@@ -7,7 +7,8 @@ each turn spent (`transitions.record_turn`), which the search advisor, with no L
 A turn over events that makes no ledger effect and does not `finish` with a reason is told once, in
 the same conversation, which tool its events need (`prompts.directive`); if it still changes
 nothing, its record says `no_effect` and the job fails with NoEffect (exit 7), which the wrapper
-backs off from (`senpai.wrapper.policy`).
+backs off from (`senpai.wrapper.policy`). A turn the SDK's stuck detector stopped before any
+ledger effect (a model repeating a refused call) keeps `stuck` in its record and fails the same way.
 """
 
 import json
@@ -16,7 +17,7 @@ from datetime import UTC, datetime
 from senpai.agents.context import TurnContext
 from senpai.agents.openhands.conversation import Expectation, run_turn, turn_key
 from senpai.agents.openhands.prompts import digest, directive, event_line, read_program, system_suffix, user_turn
-from senpai.agents.openhands.tools import senpai_tools
+from senpai.agents.openhands.tools import LEDGER_TOOLS, senpai_tools
 from senpai.agents.openhands.turn import conversations_dir, log_turn, open_session, post_budget_report, walled_tools
 from senpai.config.roles import Role
 from senpai.errors import NoEffect, TransientError
@@ -33,7 +34,8 @@ def advisor_turn(ctx: TurnContext, events: list[Event], now: datetime | None = N
     """One advisor turn over `events`; returns one line per ledger effect, then the turn's outcome.
 
     Raises TransientError if the LLM provider fails, after recording what the turn spent so far;
-    NoEffect if the turn (directive included) changed nothing, after recording it as `no_effect`."""
+    NoEffect if the turn (directive included) changed nothing, after recording it as `no_effect`, or
+    the stuck detector stopped it before any ledger effect (recorded as `stuck`)."""
     session, llm, guard = open_session(ctx, Role.ADVISOR, events)
     base_sha = ctx.forge.branch_sha(ctx.base)
     exps = ctx.ledger.experiments()
@@ -62,7 +64,7 @@ def advisor_turn(ctx: TurnContext, events: list[Event], now: datetime | None = N
             key=key,
             guard=guard,
             walled=walled_tools(ctx, ctx.repo.path, Role.ADVISOR),
-            expect=Expectation(directive(events), lambda: bool(session.actions)) if events else None,
+            expect=Expectation(directive(events), LEDGER_TOOLS) if events else None,
         )
     except TransientError:
         # the provider failed mid-turn: the job's next try may hold other events (another key, a new
@@ -85,10 +87,11 @@ def advisor_turn(ctx: TurnContext, events: list[Event], now: datetime | None = N
         lines.append(f"budget report on #{where} ({', '.join(result.exhausted)} exhausted)")
     u = result.usage
     outcome = f"advisor turn {result.status}: {u.llm_calls} LLM calls, {u.tokens} tokens, ${u.dollars:.4f}"
-    if result.status == "no_effect":
+    if result.status == "no_effect" or (result.status == "stuck" and events and not result.made):
         head = quote(result.last_message, ANSWER_HEAD) or "(no text)"
+        how = "until the stuck detector stopped it" if result.status == "stuck" else "even when told which"
         raise NoEffect(
-            f"{outcome}; the model called no tool that changes the ledger, even when told which "
+            f"{outcome}; the model called no tool that changes the ledger, {how} "
             f'({len(events)} event(s): {", ".join(sorted({e.kind for e in events}))}); its last answer began: "{head}"'
         )
     lines.append(outcome)

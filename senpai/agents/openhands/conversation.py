@@ -15,7 +15,7 @@ import hashlib
 import logging
 import os
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -23,7 +23,7 @@ from typing import ClassVar
 from openhands.sdk import Agent, AgentContext, Conversation, Tool
 from openhands.sdk.conversation.exceptions import ConversationRunError
 from openhands.sdk.conversation.state import ConversationExecutionStatus
-from openhands.sdk.event import ActionEvent, MessageEvent
+from openhands.sdk.event import ActionEvent, MessageEvent, ObservationEvent
 from openhands.sdk.llm import TextContent
 from openhands.sdk.skills import load_skills_from_dir
 from openhands.sdk.tool import ToolExecutor, register_tool
@@ -133,12 +133,13 @@ DEFAULT_TOOLS = ["FinishTool"]  # not ThinkTool: a call that does nothing still 
 
 @dataclass(frozen=True)
 class Expectation:
-    """What a turn is woken to achieve: `met()` is True once it has (e.g. a ledger effect made by
-    one of senpai's tools); `directive` is the user message sent, once, to a turn that ended
-    without it (it names the tool to call, or `finish` with a reason)."""
+    """What a turn is woken to achieve: a result that is no error from one of `tools` (senpai's tools
+    that write the ledger), anywhere in its conversation, a run of it that died before a resume
+    included; `directive` is the user message sent, once, to a turn that ended without one (it
+    names the tool to call, or `finish` with a reason)."""
 
     directive: str
-    met: Callable[[], bool]
+    tools: frozenset[str]
 
 
 @dataclass
@@ -150,6 +151,7 @@ class TurnResult:
     last_message: str = ""
     resumed: bool = False
     calls: RunTable | None = None  # the LLM and tool calls (`trace.call_table`)
+    made: bool = False  # the conversation holds what its Expectation asked for (False without one)
 
 
 def conversation_id(key: str, agent: str = "") -> uuid.UUID:
@@ -188,9 +190,9 @@ def run_turn(
 ) -> TurnResult:
     """Run (or resume) the conversation of turn `key` until the agent finishes or a budget stops it.
     `walled`: the params of the role's walled workspace tools, `terminal` and/or `file_editor`
-    (`turn.walled_tools`). `expect`:
-    what the turn must achieve; a turn that finished without it, and without a reasoned `finish`,
-    is sent `expect.directive` and runs once more, then ends `no_effect` if it still has not.
+    (`turn.walled_tools`). `expect`: what the turn must achieve; a turn that finished without it (in
+    this run or one before a resume), and without a reasoned `finish`, is sent `expect.directive`
+    and runs once more, then ends `no_effect` if it still has not.
 
     Raises TransientError if the LLM provider fails after the SDK's retries.
     """
@@ -232,6 +234,7 @@ def run_turn(
         last_message=_last_agent_text(conv),
         resumed=resumed,
         calls=call_table(conv.conversation_stats.get_combined_metrics(), guard.calls),
+        made=expect is not None and _made(conv, expect.tools),
     )
     conv.close()
     return result
@@ -242,7 +245,12 @@ def _achieved_nothing(conv, guard: BudgetGuard, expect: Expectation | None) -> b
     call that gives a reason."""
     if expect is None or guard.exhausted or conv.state.execution_status != ConversationExecutionStatus.FINISHED:
         return False
-    return not expect.met() and not _finish_reason(conv)
+    return not _made(conv, expect.tools) and not _finish_reason(conv)
+
+
+def _made(conv, tools: frozenset[str]) -> bool:
+    """True if the conversation holds a result of one of `tools` that is no error (a refusal is one)."""
+    return any(isinstance(e, ObservationEvent) and e.tool_name in tools and not e.observation.is_error for e in conv.state.events)
 
 
 def _finish_reason(conv) -> str:

@@ -4,16 +4,19 @@ write the ledger through the same functions as the `search` runtime.
     query_ledger       read-only   the ledger digest, or one experiment's blocks
     query_runs         read-only   tracker runs by id or by PR (W&B text marked untrusted)
     create_hypothesis  advisor     `senpai.agents.hypothesis.open_hypothesis`
-    decide             advisor     `senpai.agents.review` (verifier first, merge gate on merge)
+    decide             advisor     `senpai.agents.review` (verifier first, merge gate on merge; a PR its
+                                   student works on closes only for a stale event or a trusted human)
     reply_to_human     both        `senpai.ledger.replies.reply_to_human`
     submit_evidence    student     commit + push the work copy, as the attempt to train (`senpai.agents.student_steps`)
 
-A refused action (precondition, gate, bad input) comes back as an error observation the agent can
+A refused action (precondition, gate, bad input: a PR number below 1 fails the action's own
+validation, one the forge does not know is named with the open PRs) comes back as an error observation the agent can
 act on; it never raises out of the conversation.  Text an agent writes into the ledger or a commit
 is redacted there (`senpai.ledger.redact`, applied by every ledger write and by WorkCopy.commit_all).
 """
 
 import json
+import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -33,7 +36,8 @@ from senpai.agents.openhands.session import Session
 from senpai.agents.params import read_params
 from senpai.agents.workcopy import WorkCopy
 from senpai.config.roles import Role
-from senpai.errors import PermanentError, SenpaiError, TransitionError
+from senpai.errors import NotFound, PermanentError, SenpaiError, TransitionError
+from senpai.forge.base import PullRequest
 from senpai.ledger import diversity
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import MAX_ARMS, Arm, Scalar, render
@@ -53,12 +57,12 @@ class SenpaiObservation(Observation):
 
 
 class QueryLedgerAction(Action):
-    pr: int | None = Field(None, description="A PR number for that experiment's full record; omit for the digest.")
+    pr: int | None = Field(None, ge=1, description="A PR number for that experiment's full record; omit for the digest.")
 
 
 class QueryRunsAction(Action):
     run_id: str | None = Field(None, description="A W&B run id (from evidence).")
-    pr: int | None = Field(None, description="All runs of this PR (W&B group pr-<n>).")
+    pr: int | None = Field(None, ge=1, description="All runs of this PR (W&B group pr-<n>).")
 
 
 class CreateHypothesisAction(Action):
@@ -77,7 +81,7 @@ class CreateHypothesisAction(Action):
 
 
 class DecideAction(Action):
-    pr: int = Field(description="The PR to decide.")
+    pr: int = Field(ge=1, description="The PR to decide.")
     verdict: Literal["merge", "close", "changes"] = Field(
         description="merge: a review-ready PR goes to the verifier, a verified one is merged through the gate; "
         "close: reject with the reason; changes: send back to the student."
@@ -149,12 +153,22 @@ class SenpaiTool(ToolDefinition[Action, SenpaiObservation]):
         raise NotImplementedError("senpai tools are registered as instances bound to a turn (senpai_tools)")
 
 
+def _pull(ctx: TurnContext, number: int) -> PullRequest:
+    """PR `number` (`LedgerReader.pull`). Raises TransitionError naming the open PRs if there is no
+    such PR (the forge's 404 tells a model nothing it can act on)."""
+    try:
+        return ctx.ledger.pull(number)
+    except NotFound:
+        open_prs = [f"#{p.number}" for p in ctx.ledger.listed() if p.state == "open"]
+        raise TransitionError(f"there is no PR #{number}; the open PRs: {', '.join(open_prs) or 'none'}") from None
+
+
 def _query_ledger(s: Session, a: QueryLedgerAction) -> str:
     ctx = s.ctx
     if a.pr is None:
         exps = ctx.ledger.experiments()
         return digest(exps, current_baseline(exps, ctx.forge.branch_sha(ctx.base)), ctx.target)
-    exp = ctx.ledger.experiment(ctx.ledger.pull(a.pr))
+    exp = ctx.ledger.experiment(_pull(ctx, a.pr))
     blocks = [b for b in [exp.hypothesis, *exp.evidence, *exp.verifications, *exp.decisions, *exp.budget_reports] if b]
     head = f"PR #{exp.pr} [{exp.state}] {exp.title}\nbranch {exp.branch} head {exp.head}\n"
     # holdout numbers rounded, no per-seed values: the Ladder (`ladder.for_proposer`)
@@ -238,13 +252,19 @@ def _check_arms(ctx: TurnContext, a: CreateHypothesisAction) -> None:
 
 def _decide(s: Session, a: DecideAction) -> str:
     ctx = s.ctx
-    pr = ctx.ledger.pull(a.pr)
+    pr = _pull(ctx, a.pr)
     exp = ctx.ledger.experiment(pr)
     if pr.state != "open":
         raise TransitionError(f"PR #{a.pr} is already {'merged' if pr.merged else 'closed'}")
     exps = ctx.ledger.experiments()
     baseline = current_baseline(exps, ctx.forge.branch_sha(ctx.base))
     status, reason = status_of(pr.labels), a.reason
+    if a.verdict == "close" and status in ASSIGNED and not _may_close_assigned(s, pr.number):
+        raise TransitionError(
+            f"PR #{pr.number} is {status.label}: its student is working on it and has no evidence to review yet. "
+            "Close it only when this turn's events say it is stale, or a trusted human's message here asks for it; "
+            "otherwise wait for its evidence"
+        )
     if a.verdict == "merge":
         line = _merge(s, pr, exp, baseline, status, reason, exps)
     else:
@@ -252,6 +272,20 @@ def _decide(s: Session, a: DecideAction) -> str:
         line = f"#{a.pr}: {'closed' if a.verdict == 'close' else 'changes requested'}: {reason}"
     s.actions.append(line)
     return line
+
+
+def _may_close_assigned(s: Session, number: int) -> bool:
+    """True if this turn may close PR `number` while its student works on it (wip or changes): one of
+    the turn's events says it is stale, or is a trusted human's message (only those become message
+    events: `senpai.ledger.events.Message`) written on it or naming `#<number>`. The model's own
+    judgment never closes work whose evidence it has not seen (a real model closed the hypothesis
+    it had just opened, in the same turn)."""
+    named = re.compile(rf"(?<![\w&])#{number}(?!\d)")
+    return any(
+        (e.kind == "stale" and e.pr == number)
+        or (e.message is not None and (e.message.number == number or named.search(e.message.body)))
+        for e in s.events
+    )
 
 
 def _merge(s: Session, pr, exp, baseline, status, reason: str, exps: list) -> str:
@@ -347,6 +381,8 @@ ROLE_TOOLS = {
     Role.ADVISOR: ["create_hypothesis", "decide", "query_ledger", "query_runs", "reply_to_human"],
     Role.STUDENT: ["query_ledger", "query_runs", "reply_to_human", "submit_evidence"],
 }
+# the advisor's tools whose result (no error) is a ledger effect: what an advisor turn is woken for
+LEDGER_TOOLS = frozenset(n for n in ROLE_TOOLS[Role.ADVISOR] if not SPECS[n][2].readOnlyHint)
 
 
 def senpai_tools(session: Session) -> list[str]:
