@@ -87,9 +87,12 @@ def advisor_turn(ctx: TurnContext, events: list[Event], now: datetime | None = N
         lines.append(f"budget report on #{where} ({', '.join(result.exhausted)} exhausted)")
     u = result.usage
     outcome = f"advisor turn {result.status}: {u.llm_calls} LLM calls, {u.tokens} tokens, ${u.dollars:.4f}"
-    if result.status == "no_effect" or (result.status == "stuck" and events and not result.made):
+    # a turn stopped (stuck, out of budget) before any ledger effect handled none of its events either
+    if result.status == "no_effect" or (result.status in ("stuck", "budget") and events and not result.made):
         head = quote(result.last_message, ANSWER_HEAD) or "(no text)"
-        how = "until the stuck detector stopped it" if result.status == "stuck" else "even when told which"
+        how = {"stuck": "until the stuck detector stopped it", "budget": "until its budget stopped it"}.get(
+            result.status, "even when told which"
+        )
         raise NoEffect(
             f"{outcome}; the model called no tool that changes the ledger, {how} "
             f'({len(events)} event(s): {", ".join(sorted({e.kind for e in events}))}); its last answer began: "{head}"'
