@@ -289,15 +289,19 @@ class LLMSettings(_Strict):
     timeout: int | None = Field(
         None,
         gt=0,
+        strict=True,  # YAML's `true` is no number of seconds
         description="Seconds one attempt of an LLM call may take. Unset: 300 (the SDK's default), or less where the turn's "
         "budget.wall_seconds cannot hold num_retries + 1 attempts of 300 s and the waits between them "
         "(`senpai.config.budgets.LLMCall`); set, they must fit it.",
     )
     # bounded: the load sums the waits between attempts (`budgets.waits`), and no provider needs more
-    num_retries: int = Field(2, ge=0, le=10, description="Attempts of a failed or timed-out LLM call after the first.")
+    num_retries: int = Field(
+        2, ge=0, le=10, strict=True, description="Attempts of a failed or timed-out LLM call after the first."
+    )
     max_output_tokens: int | None = Field(
         None,
         ge=1,
+        strict=True,
         le=1_000_000,
         description="Cap on the tokens of each completion, sent as `max_completion_tokens`. Unset: the SDK's default from "
         "LiteLLM's model info (none sent for a model LiteLLM does not know).",

@@ -349,6 +349,18 @@ def test_a_pr_number_below_1_is_a_tool_error_the_model_can_read_not_a_forge_404(
     assert "404" not in missing and re.search(r"there is no PR #999; the open PRs: none", missing), missing
 
 
+def test_a_hypothesis_too_long_for_a_pr_body_is_a_tool_error_and_opens_nothing(local_forge, llm_server, tmp_path, env):
+    # GitHub refuses a PR body over 65,536 characters, after the branch was pushed
+    config = program(local_forge, llm_server, tmp_path, "ohlongtext")
+    long = call("create_hypothesis", student="ada", hypothesis="tanh", rationale="r" * 70_000, plan="p", params={})
+    llm_server.state.script("scripted-advisor", [long, call("finish", message="too long")])
+    advisor(config, tmp_path / "turn", [Event(id="idle:ada@x:0", kind="idle", student="ada")])
+
+    (refused,) = tool_results(llm_server.state.requests_for("scripted-advisor")[-1])
+    assert "at most 8000 characters" in refused, refused[:500]
+    assert not context(config, tmp_path / "check").forge.list_pulls("all")
+
+
 def test_the_advisor_cannot_close_a_wip_pr_it_was_not_asked_about(local_forge, llm_server, tmp_path, env):
     # the first real run: a hypothesis opened, then closed by the same turn before its student began
     config = program(local_forge, llm_server, tmp_path, "ohwipclose")

@@ -186,10 +186,15 @@ def _llm(**llm) -> dict:
         ({"runtime": {"no_effect": {"backoff_seconds": 10**7}}}, r"runtime\.no_effect\.backoff_seconds: must be less than"),
         # it used to raise OverflowError (exit 1) summing 10**9 doubling waits
         ({"runtime": {"no_effect": {"turns": 10**9}}}, r"runtime\.no_effect\.turns: must be less than or equal to 20"),
+        # YAML's `true` used to load as a 1 s timeout (and 1 retry, a 1-token cap)
+        (_llm(timeout=True), r"runtime\.advisor\.llm\.timeout: .*valid integer"),
+        (_llm(num_retries=True), r"runtime\.advisor\.llm\.num_retries: .*valid integer"),
+        (_llm(max_output_tokens=True), r"runtime\.advisor\.llm\.max_output_tokens: .*valid integer"),
     ],
     ids=[
         "retries-huge", "max-output-huge", "body-messages", "body-cap", "body-n", "body-model", "body-key", "body-tools",
-        "body-huge", "body-nan", "backoff-inf", "backoff-huge", "turns-huge",
+        "body-huge", "body-nan", "backoff-inf", "backoff-huge", "turns-huge", "timeout-bool", "retries-bool",
+        "max-output-bool",
     ],
 )  # fmt: skip
 def test_an_llm_or_no_effect_setting_senpai_cannot_honour_is_a_config_error(tmp_path: Path, changes, expected) -> None:

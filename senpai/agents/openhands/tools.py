@@ -52,6 +52,11 @@ DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempote
 SYNC_LIMITS = trees.Limits(entries=100_000, bytes=4 * 1024**3)  # an agent's work copy, as submitted
 
 
+# Bounds on what the model may write into a record (a PR body is at most 65,536 characters on GitHub,
+# and the forge refuses the PR after its branch was pushed): a longer argument is a tool error it can read.
+SHORT, SENTENCE, TEXT = 200, 1_000, 8_000
+
+
 class SenpaiObservation(Observation):
     """The text result of a senpai tool (is_error: refused, with the reason)."""
 
@@ -61,17 +66,17 @@ class QueryLedgerAction(Action):
 
 
 class QueryRunsAction(Action):
-    run_id: str | None = Field(None, description="A W&B run id (from evidence).")
+    run_id: str | None = Field(None, max_length=SHORT, description="A W&B run id (from evidence).")
     pr: int | None = Field(None, ge=1, description="All runs of this PR (W&B group pr-<n>).")
 
 
 class CreateHypothesisAction(Action):
-    student: str = Field(description="An idle student's name (from the idle events).")
-    hypothesis: str = Field(description="One sentence: what change improves the metric.")
-    rationale: str = Field(description="Why you expect it, citing the ledger.")
-    plan: str = Field(description="What the student should do and measure.")
+    student: str = Field(max_length=SHORT, description="An idle student's name (from the idle events).")
+    hypothesis: str = Field(max_length=SENTENCE, description="One sentence: what change improves the metric.")
+    rationale: str = Field(max_length=TEXT, description="Why you expect it, citing the ledger.")
+    plan: str = Field(max_length=TEXT, description="What the student should do and measure.")
     params: dict[str, Scalar] = Field(default_factory=dict, description="Params to set (keys of the target's space).")
-    change: str | None = Field(None, description="A code change in words, when not (only) a params change.")
+    change: str | None = Field(None, max_length=TEXT, description="A code change in words, when not (only) a params change.")
     arms: list[Arm] | None = Field(
         None,
         description="Optional params-only variants run under the same seed, exactly one `control: true`; each arm's "
@@ -86,16 +91,16 @@ class DecideAction(Action):
         description="merge: a review-ready PR goes to the verifier, a verified one is merged through the gate; "
         "close: reject with the reason; changes: send back to the student."
     )
-    reason: str = Field(description="The reason, with the numbers compared.")
+    reason: str = Field(max_length=TEXT, description="The reason, with the numbers compared.")
 
 
 class ReplyToHumanAction(Action):
-    event_id: str = Field(description="The id of the message event you answer, e.g. message:issue-4@ab12.")
-    text: str = Field(description="Your answer: what you did or will do, and why.")
+    event_id: str = Field(max_length=SHORT, description="The id of the message event you answer, e.g. message:issue-4@ab12.")
+    text: str = Field(max_length=TEXT, description="Your answer: what you did or will do, and why.")
 
 
 class SubmitEvidenceAction(Action):
-    interpretation: str = Field(description="What you changed and what you expect the numbers to show.")
+    interpretation: str = Field(max_length=TEXT, description="What you changed and what you expect the numbers to show.")
 
 
 Executor = Callable[[Session, Action], str]
