@@ -39,9 +39,10 @@ log = logging.getLogger(__name__)
 NOBODY = 65534
 QUERY_SECONDS = 60.0  # for another interpreter to say where it lives
 _WHERE = (
-    "import json, os, site, sys; print(json.dumps([os.path.realpath(sys.executable), sys.prefix, sys.base_prefix, "
-    "sys.exec_prefix, *site.getsitepackages()]))"
+    "import json, os, site, sys; print(json.dumps(['%d.%d' % sys.version_info[:2], os.path.realpath(sys.executable), "
+    "sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages()]))"
 )
+MIN_PYTHON = (3, 11)  # the score step runs it with -P
 
 
 @functools.cache
@@ -81,11 +82,13 @@ def interpreter_paths() -> list[str]:
 def python_paths(python: str) -> tuple[str, ...]:
     """What running interpreter `python` (an absolute path: `holdout.python`) reads: the folder of
     its path and of its real executable, its prefixes and its site-packages, as it reports them.
-    It is asked once per process, outside any wall, with an empty environment, from /: it is as
-    trusted as senpai's own, since only the base's protected senpai.yaml names it. Raises
-    ConfigError naming it if it does not run, or does not answer as Python 3 within QUERY_SECONDS."""
+    It is asked once per process, outside any wall, with PATH alone in its environment, from /: it
+    is as trusted as senpai's own, since only the base's protected senpai.yaml names it. Raises
+    ConfigError naming it if it does not run, does not answer as Python 3 within QUERY_SECONDS, or
+    is older than MIN_PYTHON."""
+    argv, env = [python, "-I", "-c", _WHERE], {"PATH": os.environ.get("PATH", os.defpath)}  # as the score step has it
     try:
-        run = subprocess.run([python, "-I", "-c", _WHERE], cwd="/", env={}, capture_output=True, text=True, timeout=QUERY_SECONDS)
+        run = subprocess.run(argv, cwd="/", env=env, capture_output=True, text=True, timeout=QUERY_SECONDS)
     except (OSError, ValueError) as e:
         raise ConfigError(f"holdout.python {python} does not run ({e}); fix or unset it") from None
     except subprocess.TimeoutExpired:
@@ -94,13 +97,17 @@ def python_paths(python: str) -> tuple[str, ...]:
         said = json.loads((run.stdout.strip().splitlines() or [""])[-1]) if run.returncode == 0 else None
     except ValueError:
         said = None
-    if not (isinstance(said, list) and said and all(isinstance(p, str) for p in said)):
+    if not (isinstance(said, list) and len(said) > 1 and all(isinstance(p, str) for p in said)):
         printed = (run.stderr or run.stdout).strip()[-300:]
         raise ConfigError(
             f"holdout.python {python} does not run as a Python 3 interpreter (it exited {run.returncode}: {printed}); "
             "fix or unset it"
         )
-    paths = {os.path.dirname(python), os.path.dirname(said[0]), *said[1:]}
+    version, executable, *where = said
+    if [int(n) if n.isdigit() else 0 for n in version.split(".")] < list(MIN_PYTHON):
+        need = "%d.%d" % MIN_PYTHON
+        raise ConfigError(f"holdout.python {python} is Python {version}: the score step runs it with -P, which needs {need}+")
+    paths = {os.path.dirname(python), os.path.dirname(executable), *where}
     return tuple(sorted(p for p in paths if os.path.isdir(p)))
 
 

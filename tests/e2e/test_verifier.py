@@ -33,7 +33,7 @@ from senpai.agents.reapply import params_onto_base
 from senpai.agents.reuse import holdout_id
 from senpai.agents.search.advisor import advisor_turn
 from senpai.agents.verifier import BaselineFailed
-from senpai.agents.verify_steps import verify_all
+from senpai.agents.verify_steps import checkout_step, verify_all
 from senpai.cli.demo import write_config
 from senpai.cli.progress import seed_steps
 from senpai.cli.wiring import make_forge, make_tracker
@@ -188,7 +188,9 @@ def test_a_holdout_python_that_does_not_run_stops_the_verifier_before_any_train_
     ctx = prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), tmp_path / "job")
     with pytest.raises(ConfigError, match=r"holdout.python \S+/gone/bin/python does not exist on this machine"):
         verify_all(ctx, pr, Path(cfg.fleet.holdout_dir))
-    assert not list((tmp_path / "job").glob("*/artifacts/*"))  # nothing was trained
+    with pytest.raises(ConfigError, match="does not exist"):  # on Kubernetes: before the train containers
+        checkout_step(ctx, pr, tmp_path / "steps", Path(cfg.fleet.holdout_dir))
+    assert not list((tmp_path / "job").glob("*/artifacts/*")) and not (tmp_path / "steps").exists()  # nothing trained
     assert ctx.ledger.experiment(ctx.forge.get_pull(pr)).verifications == []
 
 

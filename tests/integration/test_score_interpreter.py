@@ -138,3 +138,9 @@ def test_a_holdout_python_that_is_missing_or_not_executable_is_a_sentence_not_a_
     code, output = validate(target(tmp_path / "c", python=str(shell)))
     assert code == 2
     assert f"holdout.python {shell} does not run as a Python 3 interpreter (it exited 0: not python)" in output
+    old = tmp_path / "python3.10"  # answers as a Python without -P would
+    old.write_text('#!/bin/sh\necho \'["3.10", "/usr/bin/python3.10", "/usr", "/usr", "/usr"]\'\n')
+    os.chmod(old, 0o755)
+    code, output = validate(target(tmp_path / "d", python=str(old)))
+    assert code == 2
+    assert f"holdout.python {old} is Python 3.10: the score step runs it with -P, which needs 3.11+" in output
