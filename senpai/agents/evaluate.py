@@ -9,8 +9,9 @@ behind a wall (`senpai.agents.walls`): each may write only its own folders.
 Score step: `holdout.command` in a directory created fresh (random name) right before it runs,
 holding only `holdout.files` as they were at the base commit, extracted from a snapshot taken
 before any train step ran (`EvaluatorFiles`). `python`/`python3` on its PATH is a shim that execs
-this interpreter with `-I -P` (no script dir or cwd on sys.path, no `PYTHON*` variable read), and
-the environment is the same scrubbed one: no secret reaches either step.
+the score interpreter (`holdout.python` of the base's senpai.yaml, else this one) with `-I -P`
+(no script dir or cwd on sys.path, no `PYTHON*` variable read), and the environment is the same
+scrubbed one: no secret reaches either step.
 """
 
 import io
@@ -30,7 +31,7 @@ from senpai import phases, trees
 from senpai.agents.artifacts import digest, refusal, set_read_only, snapshot
 from senpai.agents.environ import allowed_env
 from senpai.agents.measure import GRACE_SECONDS, Outcome, clear, run_command
-from senpai.agents.walls import Walls, sandbox
+from senpai.agents.walls import Walls, python_paths, sandbox
 from senpai.config.target import Holdout
 from senpai.errors import ConfigError, PermanentError
 from senpai.fleet.base import job_gpus
@@ -107,13 +108,37 @@ def _walk(path: Path) -> list[Path]:
     return [Path(root) / n for root, dirs, names in os.walk(path) for n in dirs + names]
 
 
-def python_shim(directory: Path) -> Path:
-    """`directory` with `python` and `python3` scripts that exec this interpreter with `-I -P`."""
+def score_python(hold: Holdout) -> str:
+    """The interpreter that runs the score step (and `holdout.sample`): `holdout.python`, else this one."""
+    return hold.python or sys.executable
+
+
+def python_problem(hold: Holdout) -> str | None:
+    """Why `holdout.python` cannot run the score step here (a sentence), or None: it is not set, or it
+    is an executable file that runs as Python 3 (`walls.python_paths`, asked once a process)."""
+    python = hold.python
+    if python is None:
+        return None
+    if not os.path.isfile(python) or not os.access(python, os.X_OK):
+        what = "is not an executable file" if os.path.exists(python) else "does not exist"
+        return (
+            f"holdout.python {python} {what} on this machine: the score step would not run; point it at the "
+            "interpreter that has the evaluator's packages (on Kubernetes, one in the verifier image), or unset it"
+        )
+    try:
+        python_paths(python)
+    except ConfigError as e:
+        return str(e)
+    return None
+
+
+def python_shim(directory: Path, python: str = sys.executable) -> Path:
+    """`directory` with `python` and `python3` scripts that exec `python` with `-I -P`."""
     directory.mkdir(parents=True, exist_ok=True)
     directory.chmod(0o755)  # the evaluator's user may not be this one (`walls.candidate_uid`)
     for name in ("python", "python3"):
         shim = directory / name
-        shim.write_text(SHIM.format(python=shlex.quote(sys.executable)))
+        shim.write_text(SHIM.format(python=shlex.quote(python)))
         shim.chmod(0o755)
     return directory
 
@@ -214,7 +239,8 @@ def score_step(
     evaluator directory is created under `root` now, after the train step, so nothing a train step
     wrote can be in it. The evaluator loads what a side's code wrote, so it runs behind a wall too
     (`walls`): it may write its own directory and a fresh HOME and TMPDIR, and read the copy and the
-    sealed holdout. Raises OSError if the copy cannot be written (senpai's failure).
+    sealed holdout, and run `holdout.python`. Raises OSError if the copy cannot be written (senpai's
+    failure), ConfigError if `holdout.python` does not run (`scorer` checks it first).
     """
     root.mkdir(parents=True, exist_ok=True)
     copy = root / f"scored-{trained.side}-{trained.seed}"
@@ -226,7 +252,8 @@ def score_step(
             return None, f"the artifact of {trained.side} seed {trained.seed} changed after its train step"
         set_read_only(copy)
         log = root / f"{trained.side}-{trained.seed}-score.log"
-        return run_evaluator(hold.command, evaluator, copy, holdout_dir, trained.seed, root, timeout, log, walls), None
+        seed, python = trained.seed, hold.python
+        return run_evaluator(hold.command, evaluator, copy, holdout_dir, seed, root, timeout, log, walls, python=python), None
     finally:
         _remove(copy)
 
@@ -248,20 +275,23 @@ def run_evaluator(
     log: Path,
     walls: Walls,
     writes: bool = False,
+    python: str | None = None,
 ) -> Outcome:
     """Run `command` ({artifact}, {holdout} and {seed} replaced) as the score step runs the
     evaluator: in a directory created fresh under `root` holding only the evaluator's files, with
-    `python` a shim for this interpreter under `-I -P`, the scrubbed environment, and behind its
-    wall (`walls`: it writes its directory, a fresh HOME and TMPDIR; it reads the artifact and the
-    holdout, and with `writes` writes them: `holdout.sample` makes both); output to `log`."""
+    `python` a shim for interpreter `python` (`holdout.python`; None: this one) under `-I -P`, the
+    scrubbed environment, and behind its wall (`walls`: it writes its directory, a fresh HOME and
+    TMPDIR; it reads the artifact, the holdout and that interpreter, and with `writes` writes the
+    first two: `holdout.sample` makes both); output to `log`. Raises ConfigError if `python` does
+    not run (`walls.python_paths`)."""
     root.mkdir(parents=True, exist_ok=True)
     cwd = evaluator.extract(root)
-    shims = python_shim(Path(tempfile.mkdtemp(prefix="shim-", dir=root)))
+    shims = python_shim(Path(tempfile.mkdtemp(prefix="shim-", dir=root)), python or sys.executable)
     path = os.pathsep.join([str(shims), os.environ.get("PATH", "")])
     subs = {"{artifact}": shlex.quote(str(artifact)), "{holdout}": shlex.quote(str(holdout_dir)), "{seed}": str(seed)}
     for key, value in subs.items():
         command = command.replace(key, value)
     own, env = step_env(root, PATH=path, SEED=str(seed))
     made = [artifact, holdout_dir] if writes else []
-    wall = walls([cwd, *own, *made], [artifact, holdout_dir, shims])
+    wall = walls([cwd, *own, *made], [artifact, holdout_dir, shims], python)
     return run_command(command, cwd, env, timeout, log, drop=SCRUBBED, wall=wall)

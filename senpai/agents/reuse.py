@@ -17,6 +17,7 @@ nondeterministic one they are a sample of the same baseline, as a fresh run woul
 against one base then share their baseline samples, as experiments against one control do.
 """
 
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -24,12 +25,14 @@ import math
 import os
 import re
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
 from senpai import __version__
 from senpai.agents.context import TurnContext
 from senpai.agents.verifier import Sample
+from senpai.agents.walls import QUERY_SECONDS
 from senpai.config.target import TargetConfig
 from senpai.errors import NotFound
 from senpai.fleet.base import train_gpus
@@ -99,19 +102,42 @@ def _raise(error: OSError) -> None:
 def measurement_key(target: TargetConfig, tree: str | None, holdout_dir: Path) -> str | None:
     """sha256 hex of what one side's numbers depend on: the git tree it trains (`tree`, a sha),
     the target config, `holdout_fingerprint(holdout_dir)`, senpai's version (the steps that train
-    and score are senpai's code), and the job's environment (`environment()`). Equal keys give
+    and score are senpai's code), and the job's environment (`environment()`, plus the score
+    interpreter's, `score_environment`, where `holdout.python` is set). Equal keys give
     comparable numbers, whichever side measured them. None if `tree` is None, if the holdout cannot
-    be fingerprinted, or if the gate compares training seconds (`compute.seconds`, the default):
-    seconds measured at another time, under another load, are not this run's, so such a target
-    measures both sides in every verification."""
+    be fingerprinted, if `holdout.python` does not say what it runs on, or if the gate compares
+    training seconds (`compute.seconds`, the default): seconds measured at another time, under
+    another load, are not this run's, so such a target measures both sides in every verification."""
     if target.holdout.compute.seconds or tree is None:
         return None
     holdout = holdout_fingerprint(holdout_dir)
-    if holdout is None:
+    python = target.holdout.python
+    scorer = score_environment(python) if python else None
+    if holdout is None or (python and scorer is None):
         return None
     data = {"tree": tree, "target": target.model_dump(mode="json"), "holdout": holdout, "senpai": __version__}
-    data["environment"] = environment()
+    data["environment"] = environment() | ({"score_python": scorer} if python else {})
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+_DISTRIBUTIONS = (
+    "import importlib.metadata as m, json, sys; "
+    "print(json.dumps([sys.version, sorted([d.metadata['Name'].lower(), d.version] for d in m.distributions() "
+    "if d.metadata['Name'])]))"
+)
+
+
+@functools.cache
+def score_environment(python: str) -> str | None:
+    """What the score step runs on when `holdout.python` is `python`: its version and installed
+    distributions, as it reports them (once a process, as `walls.python_paths` asks it); None if
+    it does not answer within QUERY_SECONDS (its numbers are then not reused)."""
+    env = {"PATH": os.environ.get("PATH", os.defpath)}
+    try:
+        run = subprocess.run([python, "-I", "-c", _DISTRIBUTIONS], cwd="/", env=env, capture_output=True, timeout=QUERY_SECONDS)
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+    return run.stdout.decode(errors="replace").strip() if run.returncode == 0 and run.stdout.strip() else None
 
 
 def environment() -> dict[str, object]:

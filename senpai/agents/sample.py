@@ -1,5 +1,5 @@
 """`senpai validate`'s run of the evaluator: on a sample, never on the sealed holdout, and without
-training anything.
+training anything; first, whether the score interpreter can import what it imports (`imports`).
 
 `holdout.sample`, a command of the target's evaluator, writes a tiny artifact and a holdout that
 artifact can be scored on. Then the score step's own code runs `holdout.command` on them exactly
@@ -17,6 +17,7 @@ from pathlib import Path
 
 from senpai.agents.artifacts import digest, refusal
 from senpai.agents.evaluate import EvaluatorFiles, Trained, run_evaluator, score_step
+from senpai.agents.imports import import_problems
 from senpai.agents.measure import Outcome
 from senpai.agents.walls import Walls
 from senpai.config.target import TargetConfig
@@ -25,24 +26,29 @@ MAX_NAMED = 10  # printed keys a problem lists
 
 
 def sample_problems(repo: Path, target: TargetConfig, root: Path, walls: Walls) -> tuple[list[str], Outcome | None]:
-    """Run `target.holdout.sample`, then `holdout.command` on what it wrote, for checkout `repo`
-    (the working tree's `holdout.files`), in the empty folder `root`, each within
-    `budget.wall_seconds`. Returns (problems, one sentence each; the score step's outcome, None if
-    it did not run; ([], None) without a sample command). Both run behind `walls`, as the verifier's
-    steps do. Raises ConfigError as `EvaluatorFiles.from_tree`."""
+    """For checkout `repo` (the working tree's `holdout.files`), in the empty folder `root`: first
+    the import check (`imports.import_problems`), then, if it finds nothing, `target.holdout.sample`
+    and `holdout.command` on what it wrote, each within `budget.wall_seconds`, all under the score
+    interpreter (`holdout.python`, else senpai's) and behind `walls`, as the verifier's steps run.
+    Returns (problems, one sentence each; the score step's outcome, None if it did not run).
+    Raises ConfigError as `EvaluatorFiles.from_tree`, and if `holdout.python` does not run."""
+    evaluator = EvaluatorFiles.from_tree(repo, target.holdout.files)
+    try:
+        problems = import_problems(repo, target, evaluator, root / "imports", walls)
+        return (problems, None) if problems or target.holdout.sample is None else _sample(evaluator, target, root, walls)
+    except tarfile.TarError as e:  # a link in holdout.files that leads out of the evaluator's directory
+        return [f"holdout.files cannot be laid out as the score step lays them out: {e}"], None
+
+
+def _sample(evaluator: EvaluatorFiles, target: TargetConfig, root: Path, walls: Walls) -> tuple[list[str], Outcome | None]:
     hold, seed, timeout = target.holdout, target.holdout.seeds[0], float(target.budget.wall_seconds)
-    if hold.sample is None:
-        return [], None
-    evaluator = EvaluatorFiles.from_tree(repo, hold.files)
     artifact, holdout = root / "artifact", root / "holdout"
     artifact.mkdir(parents=True)
     holdout.mkdir()
-    try:
-        wrote = run_evaluator(
-            hold.sample, evaluator, artifact, holdout, seed, root / "sample", timeout, root / "sample.log", walls, writes=True
-        )
-    except tarfile.TarError as e:  # a link in holdout.files that leads out of the evaluator's directory
-        return [f"holdout.files cannot be laid out as the score step lays them out: {e}"], None
+    wrote = run_evaluator(
+        hold.sample, evaluator, artifact, holdout, seed, root / "sample", timeout, root / "sample.log", walls,
+        writes=True, python=hold.python,
+    )  # fmt: skip
     if wrote.returncode != 0:
         return [f"holdout.sample {_ended(wrote)}: {wrote.tail(10)[-500:]}"], None
     if reason := refusal(artifact):

@@ -26,12 +26,12 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from senpai.agents.context import TurnContext
-from senpai.agents.evaluate import EvaluatorFiles, Trained, score_step
+from senpai.agents.evaluate import EvaluatorFiles, Trained, python_problem, score_step
 from senpai.agents.measure import Outcome
 from senpai.agents.runs import log_verification
 from senpai.agents.walls import Walls
 from senpai.config.target import Holdout, TargetConfig
-from senpai.errors import PermanentError, TransientError
+from senpai.errors import ConfigError, PermanentError, TransientError
 from senpai.ledger import gate, ladder, stats, transitions
 from senpai.ledger.blocks import Verification
 from senpai.ledger.consistency import reverify
@@ -306,5 +306,9 @@ def record(ctx: TurnContext, v: Verification) -> Verification:
 
 
 def scorer(hold: Holdout, evaluator: EvaluatorFiles, holdout_dir: Path, root: Path, timeout: float, walls: Walls) -> Score:
-    """The score step as `measure` calls it: Trained -> (Outcome | None, refusal | None)."""
+    """The score step as `measure` calls it: Trained -> (Outcome | None, refusal | None). Raises
+    ConfigError now, before any step runs, if `holdout.python` cannot run here (`python_problem`):
+    a fault of the base's senpai.yaml or of the machine, never the PR's."""
+    if why := python_problem(hold):
+        raise ConfigError(why)
     return lambda trained: score_step(hold, evaluator, trained, holdout_dir, root, timeout, walls)

@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from senpai.agents.context import TurnContext
-from senpai.agents.evaluate import SCRUBBED, EvaluatorFiles, Trained, reset_checkout, step_env, train_step
+from senpai.agents.evaluate import SCRUBBED, EvaluatorFiles, Trained, python_problem, reset_checkout, step_env, train_step
 from senpai.agents.measure import clear, run_command
 from senpai.agents.reuse import holdout_id, measurement_key, reusable
 from senpai.agents.verifier import (
@@ -139,7 +139,11 @@ def verify_all(ctx: TurnContext, number: int, holdout_dir: Path, sources: tuple[
 
 def checkout_step(ctx: TurnContext, number: int, work: Path, holdout_dir: Path, sources: tuple[int, ...] = ()) -> Plan:
     """`--step checkout`: write `work/plan.json`, and per side its clone and `work/<side>/job.json`
-    (each names the seeds earlier verifications measured for its tree: its train step skips them)."""
+    (each names the seeds earlier verifications measured for its tree: its train step skips them).
+    Raises ConfigError, before anything is trained, if `holdout.python` cannot run here (the score
+    step runs in the same image)."""
+    if why := python_problem(ctx.target.holdout):
+        raise ConfigError(why)
     plan = make_plan(ctx, number)
     checkout(ctx, plan, work)
     _write(work / "plan.json", plan)

@@ -5,7 +5,8 @@ mirror, agent conversations), the tracker's dir (every job's W&B runs), the loca
 other jobs' folders; this job's own spec, status and log), the sealed holdout, the home folder of the
 user senpai runs as (~/.netrc, ~/.git-credentials, ~/.config/gh...), and `wall.hidden`. Readable all
 the same: the interpreter senpai runs on (its prefixes and site-packages: a target's `python` is
-senpai's), and `wall.readable`. Writable: only the folders the job makes for the command (its
+senpai's), the evaluator's own interpreter where senpai.yaml declares one (`holdout.python`), and
+`wall.readable`. Writable: only the folders the job makes for the command (its
 checkout, a fresh HOME and TMPDIR, its W&B dir, a verifier step's artifact dir) and `wall.writable`.
 
 Where the machine allows it (root, or unprivileged user namespaces: `isolation`, tried once per
@@ -17,6 +18,7 @@ root with no capability, which only Landlock keeps from root's files: without La
 """
 
 import functools
+import json
 import logging
 import os
 import site
@@ -24,16 +26,23 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 import senpai
 from senpai.config.harness import HarnessConfig, LocalFleetSettings, WallSettings
-from senpai.errors import PermanentError
+from senpai.errors import ConfigError, PermanentError
 from senpai.fleet.wall import SCRATCH, Wall, landlock_abi
 
 log = logging.getLogger(__name__)
 NOBODY = 65534
+QUERY_SECONDS = 60.0  # for another interpreter to say where it lives
+_WHERE = (
+    "import json, os, site, sys; print(json.dumps(['%d.%d' % sys.version_info[:2], os.path.realpath(sys.executable), "
+    "sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages()]))"
+)
+MIN_PYTHON = (3, 11)  # the score step runs it with -P
 
 
 @functools.cache
@@ -69,6 +78,39 @@ def interpreter_paths() -> list[str]:
     return sorted(paths)
 
 
+@functools.cache
+def python_paths(python: str) -> tuple[str, ...]:
+    """What running interpreter `python` (an absolute path: `holdout.python`) reads: the folder of
+    its path and of its real executable, its prefixes and its site-packages, as it reports them.
+    It is asked once per process, outside any wall, with PATH alone in its environment, from /: it
+    is as trusted as senpai's own, since only the base's protected senpai.yaml names it. Raises
+    ConfigError naming it if it does not run, does not answer as Python 3 within QUERY_SECONDS, or
+    is older than MIN_PYTHON."""
+    argv, env = [python, "-I", "-c", _WHERE], {"PATH": os.environ.get("PATH", os.defpath)}  # as the score step has it
+    try:
+        run = subprocess.run(argv, cwd="/", env=env, capture_output=True, text=True, timeout=QUERY_SECONDS)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"holdout.python {python} does not run ({e}); fix or unset it") from None
+    except subprocess.TimeoutExpired:
+        raise ConfigError(f"holdout.python {python} did not answer within {QUERY_SECONDS:g} s; fix or unset it") from None
+    try:
+        said = json.loads((run.stdout.strip().splitlines() or [""])[-1]) if run.returncode == 0 else None
+    except ValueError:
+        said = None
+    if not (isinstance(said, list) and len(said) > 1 and all(isinstance(p, str) for p in said)):
+        printed = (run.stderr or run.stdout).strip()[-300:]
+        raise ConfigError(
+            f"holdout.python {python} does not run as a Python 3 interpreter (it exited {run.returncode}: {printed}); "
+            "fix or unset it"
+        )
+    version, executable, *where = said
+    if [int(n) if n.isdigit() else 0 for n in version.split(".")] < list(MIN_PYTHON):
+        need = "%d.%d" % MIN_PYTHON
+        raise ConfigError(f"holdout.python {python} is Python {version}: the score step runs it with -P, which needs {need}+")
+    paths = {os.path.dirname(python), os.path.dirname(executable), *where}
+    return tuple(sorted(p for p in paths if os.path.isdir(p)))
+
+
 def _reachable(path: str, uid: int, covered: Sequence[str] = (), itself: bool = True) -> bool:
     """Can `uid` (by owner or other bits; groups aside) search every folder above `path` and, with
     `itself`, read and search `path`? A folder in `covered` (a mask of the view: a tmpfs senpai
@@ -88,16 +130,21 @@ def _reachable(path: str, uid: int, covered: Sequence[str] = (), itself: bool = 
 
 
 def candidate_uid(
-    settings: WallSettings, covered: Sequence[str] = (), readable: Sequence[str] = (), writable: Sequence[str] = ()
+    settings: WallSettings,
+    covered: Sequence[str] = (),
+    readable: Sequence[str] = (),
+    writable: Sequence[str] = (),
+    python: Sequence[str] = (),
 ) -> int | None:
     """The uid a command from a PR runs as: None unless senpai runs as root; then `wall.uid`, or
-    for `auto` NOBODY, if that user can run the interpreter, read `readable` and reach `writable`
-    (which it is handed), the view covering `covered`; else None for `auto` (root without
-    capabilities). Raises PermanentError if a set `wall.uid` cannot: its commands could not run."""
+    for `auto` NOBODY, if that user can run the interpreter (and the one of `python_paths`
+    `python`), read `readable` and reach `writable` (which it is handed), the view covering
+    `covered`; else None for `auto` (root without capabilities). Raises PermanentError if a set
+    `wall.uid` cannot: its commands could not run."""
     if os.geteuid() != 0:
         return None
     uid = NOBODY if settings.uid == "auto" else settings.uid
-    needs = [(p, True) for p in [*interpreter_paths(), *readable]] + [(p, False) for p in writable]
+    needs = [(p, True) for p in [*interpreter_paths(), *python, *readable]] + [(p, False) for p in writable]
     blocked = [p for p, itself in needs if not _reachable(p, uid, covered, itself)]
     if not blocked:
         return uid
@@ -106,7 +153,10 @@ def candidate_uid(
     raise PermanentError(f"wall.uid {uid} cannot reach {blocked[0]}: a command from a PR could not run as it")
 
 
-Walls = Callable[[Sequence[Path], Sequence[Path]], Wall]  # (writable, readable) -> the wall: `walls_of`
+class Walls(Protocol):
+    """(writable, readable, python) -> the wall: `candidate_wall` with the harness's settings (`walls_of`)."""
+
+    def __call__(self, writable: Sequence[Path], readable: Sequence[Path] = (), python: str | None = None) -> Wall: ...
 
 
 def senpai_paths(cfg: HarnessConfig) -> list[str]:
@@ -130,14 +180,20 @@ def bare_walls() -> Walls:
 
 
 def candidate_wall(
-    settings: WallSettings, hidden: Sequence[str], writable: Sequence[Path], readable: Sequence[Path] = ()
+    settings: WallSettings,
+    hidden: Sequence[str],
+    writable: Sequence[Path],
+    readable: Sequence[Path] = (),
+    python: str | None = None,
 ) -> Wall:
     """The wall of a command that may write only `writable` (and `settings.writable`), may not read
     `hidden` (senpai's folders, `senpai_paths`), the home folder or `settings.hidden`, and may read
-    `readable` all the same (the sealed holdout, for the evaluator); see the module docstring.
+    `readable` all the same (the sealed holdout, for the evaluator); see the module docstring. With
+    `python` (`holdout.python`, the evaluator's interpreter) it may run that one too
+    (`python_paths`; those paths un-hide nothing beneath them, as senpai's own do not).
     Raises PermanentError if the wall cannot be what `settings` asks: `landlock: required` on a
     kernel without Landlock, `namespaces: required` where no view can be made, or root with neither
-    Landlock nor another uid."""
+    Landlock nor another uid; ConfigError as `python_paths`."""
     abi, view = _landlock(), isolation()
     if not abi and settings.landlock == "required":
         raise PermanentError("wall.landlock is required, but this kernel offers no Landlock: code from a PR is not run")
@@ -150,7 +206,9 @@ def candidate_wall(
     granted = [os.path.realpath(p) for p in readable]
     hidden = [h for h in map(os.path.realpath, hidden) if not any(_within(h, g) for g in granted)]
     write = [str(Path(p).absolute()) for p in [*writable, *settings.writable]]
-    uid = candidate_uid(settings, [*hidden, *SCRATCH, "/run"] if view else [], [*granted, *settings.readable], write)
+    runs = list(python_paths(python)) if python else []
+    covered = [*hidden, *SCRATCH, "/run"] if view else []
+    uid = candidate_uid(settings, covered, [*granted, *settings.readable], write, runs)
     if not abi and os.geteuid() == 0 and uid is None:
         raise PermanentError(
             "senpai runs as root on a kernel without Landlock, and no other user can run its interpreter: code from a PR "
@@ -160,7 +218,7 @@ def candidate_wall(
     return Wall(
         writable=tuple(write),
         hidden=tuple(hidden),
-        readable=tuple([*interpreter_paths(), *granted, *settings.readable]),
+        readable=tuple([*interpreter_paths(), *runs, *granted, *settings.readable]),
         uid=uid,
         gid=uid,
         landlock=bool(abi),

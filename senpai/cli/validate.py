@@ -1,10 +1,12 @@
 """`senpai validate DIR`: check a target repository's senpai.yaml before pointing senpai at it."""
 
+import sys
 import tempfile
 from pathlib import Path
 
 import click
 
+from senpai.agents.evaluate import python_problem
 from senpai.agents.params import params_format, read_params
 from senpai.agents.sample import sample_problems
 from senpai.agents.walls import bare_walls
@@ -21,8 +23,11 @@ def validate(repo: str) -> None:
     Exits 2 naming the file, field and expectation if senpai.yaml or the params file is bad, if a
     non-empty scope does not match the params file, if an evaluator file is not protected, if the
     evaluator imports a repository file that is not protected and listed in holdout.files, if an
-    evaluator module is named like a standard-library or installed module it would shadow, or if
-    the holdout metric's (or a guard's) name says the other direction than senpai.yaml judges it by.
+    evaluator module is named like a standard-library or installed module it would shadow, if
+    the holdout metric's (or a guard's) name says the other direction than senpai.yaml judges it by,
+    or if holdout.python is set but does not run here. Then it imports each module the evaluator
+    imports at module level under the score interpreter (holdout.python, else senpai's), as the
+    score step starts it, and exits 2 naming each that fails; the evaluator itself is not run there.
     Then, with holdout.sample, it runs that (a tiny artifact and holdout), then holdout.command on
     them as the verifier's score step does, and exits 2 if either fails or if the evaluator does not
     print holdout.metric (and each guard) as a finite number; the train command is never run.
@@ -54,10 +59,12 @@ def compute_rule(t: TargetConfig) -> str:
 def check_target(root: Path) -> None:
     """What `senpai validate` checks and prints (`senpai init` checks what it wrote with it).
     Raises ConfigError (exit 2) listing every problem, each prefixed by the file: first what
-    reading finds, then, if that is fine, what running the evaluator on its sample finds."""
+    reading finds, then, if that is fine, what importing the evaluator's modules and running the
+    evaluator on its sample finds (`sample.sample_problems`)."""
     t = load_target(root)
     params = read_params(root / t.params.file)
     problems, scored = scope_problems(t) + evaluator_problems(root, t) + direction_problems(t) + budget_problems(t), None
+    problems += [why] if (why := python_problem(t.holdout)) else []
     if not problems:
         with tempfile.TemporaryDirectory(prefix="senpai-validate-") as work:
             problems, scored = sample_problems(root, t, Path(work), bare_walls())
@@ -69,7 +76,9 @@ def check_target(root: Path) -> None:
         click.echo("note: senpai reads TOML params but cannot write them: hypotheses that set params will fail", err=True)
     click.echo(f"protected: {', '.join(t.protected) or '(none)'}\nscope: {', '.join(t.scope) or t.params.file}")
     click.echo(f"holdout: {t.holdout.command}\nholdout metric: {t.holdout.metric} ({t.holdout_direction})")
-    click.echo(f"evaluator: {', '.join(t.holdout.files)} (imports checked)")
+    python = f"{t.holdout.python} (holdout.python)" if t.holdout.python else f"{sys.executable} (senpai's; holdout.python unset)"
+    click.echo(f"evaluator: {', '.join(t.holdout.files)} (imports checked under the score interpreter)")
+    click.echo(f"score interpreter: {python}")
     click.echo(f"compute: {compute_rule(t)}")
     if scored is None:
         click.echo("evaluator run: no (no holdout.sample to run it on; see docs/target-contract.md)")

@@ -24,6 +24,7 @@ from senpai.config.target import TargetConfig
 MAX_FILE_BYTES = 1024 * 1024  # an evaluator source file larger than this is refused, not parsed
 MAX_FILES = 200  # Python files under holdout.files that are read
 _DYNAMIC = {"import_module", "__import__"}
+_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 
 
 def evaluator_problems(repo: Path, target: TargetConfig) -> list[str]:
@@ -48,6 +49,50 @@ def evaluator_problems(repo: Path, target: TargetConfig) -> list[str]:
     for rel, tree in parsed.items():
         problems += _import_problems(repo, rel, tree, target) if isinstance(tree, ast.AST) else [tree]
     return problems
+
+
+def required_imports(repo: Path, target: TargetConfig) -> dict[str, str]:
+    """The installed modules the evaluator files in checkout `repo` import when they load: module ->
+    the first file importing it, e.g. `{"safetensors.numpy": "eval/evaluate.py"}` for
+    `from safetensors.numpy import load_file`. Only module-level statements count (an import in a
+    function may never run), absolute ones, and none in a `try` that catches ImportError (an
+    optional import); a repository module is `evaluator_problems`' concern, not an installed one.
+    Files that do not parse are left out (`evaluator_problems` names them)."""
+    found: dict[str, str] = {}
+    for rel in list(_python_files(repo, target.holdout.files))[:MAX_FILES]:
+        tree = _parse(repo, rel)
+        if not isinstance(tree, ast.Module):
+            continue
+        for name in _loaded(tree.body):
+            if not _repo_modules(repo, rel, name, 0):
+                found.setdefault(name, rel)
+    return found
+
+
+def _loaded(body: list[ast.stmt]) -> Iterator[str]:
+    """Absolute module names that `body` imports when it runs, outside functions and optional `try` blocks."""
+    for node in body:
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            yield node.module
+        elif isinstance(node, ast.Try | ast.TryStar):
+            optional = any(_catches_import_error(h.type) for h in node.handlers)
+            for part in ([] if optional else [node.body]) + [h.body for h in node.handlers] + [node.orelse, node.finalbody]:
+                yield from _loaded(part)
+        elif not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for field in ("body", "orelse", "finalbody"):
+                part = getattr(node, field, None)
+                if isinstance(part, list):
+                    yield from _loaded([n for n in part if isinstance(n, ast.stmt)])
+            for case in getattr(node, "cases", []):  # match
+                yield from _loaded(case.body)
+
+
+def _catches_import_error(kind: ast.expr | None) -> bool:
+    """Does an `except kind:` catch an ImportError (bare, or naming it, ModuleNotFoundError or Exception)?"""
+    names = kind.elts if isinstance(kind, ast.Tuple) else [kind]
+    return any(n is None or _dynamic_name(n) in _IMPORT_ERRORS for n in names)
 
 
 def _shadowing(sources: list[str], imported: set[str]) -> list[str]:

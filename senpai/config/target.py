@@ -3,6 +3,7 @@ protected, and what one experiment may spend."""
 
 import fnmatch
 import math
+import posixpath
 import re
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Literal, Union
@@ -89,6 +90,19 @@ def _inside_repo(path: str) -> str:
 RepoPath = Annotated[str, AfterValidator(_inside_repo)]
 
 
+def _interpreter_path(path: str) -> str:
+    """An absolute, normalised path (`holdout.python`). A relative one would name a file of the checkout
+    the job cloned, which holds no venv (one is not committed) and whose files a PR may supply."""
+    if not PurePosixPath(path).is_absolute() or any(c < " " for c in path):
+        raise ValueError(
+            "must be an absolute path, such as /home/me/proj/.venv/bin/python: each job clones the repository afresh, "
+            "so a path inside it names no venv"
+        )
+    if path != posixpath.normpath(path):
+        raise ValueError("must be a normalised absolute path (no .., no . and no //)")
+    return path
+
+
 class Params(_Strict):
     """The params file the program reads, and the space the `search` runtime explores."""
 
@@ -141,13 +155,16 @@ class Holdout(_Strict):
     Train step: the target's `train` command, in a checkout of the side's commit, with `SEED` set and
     `SENPAI_ARTIFACT_DIR` naming an empty directory the model artifact must be written to.
     Score step: `command`, run in a directory holding only `files` as they are at the **base**
-    revision (`python -I -P`, no secret), with `{artifact}`, `{holdout}` and `{seed}` replaced; it
-    prints `metric: value` (and any guard metric) on stdout.
+    revision (no secret; `python` there runs the `python` field, else senpai's interpreter, as
+    `python -I -P`), with `{artifact}`, `{holdout}` and `{seed}` replaced; it prints
+    `metric: value` (and any guard metric) on stdout.
 
     Refused at load (ValueError, a ConfigError naming senpai.yaml when loaded from there): a command
-    without `{artifact}` or `{holdout}`, repeated seeds, `max_seeds` below the seeds, a guard named
-    like the metric, and a setting the rule would ignore or need (`min_floor` is required with and
-    only with `noise_floor`; `min_delta` is refused with it).
+    without `{artifact}` or `{holdout}`, a `python` that is not an absolute path, repeated seeds,
+    `max_seeds` below the seeds, a guard named like the metric, and a setting the rule would ignore
+    or need (`min_floor` is required with and only with `noise_floor`; `min_delta` is refused with
+    it). Whether `python` exists and runs is checked where the score step runs (`senpai validate`,
+    the verifier job), not at load: the wrapper may run on another machine or image.
     """
 
     command: str = Field(description="Score command; must contain `{artifact}` and `{holdout}`; these and `{seed}` are replaced.")
@@ -158,6 +175,12 @@ class Holdout(_Strict):
     )
     files: list[RepoPath] = Field(
         min_length=1, description="The evaluator's files (or directories), taken from the base revision; all protected."
+    )
+    python: Annotated[str, AfterValidator(_interpreter_path)] | None = Field(
+        None,
+        description="Absolute path of the interpreter that runs the score step (`python` in `command` and `sample`), "
+        "e.g. the target's venv's `/home/me/proj/.venv/bin/python`: one that has the evaluator's packages (torch, "
+        "safetensors). None: senpai's own interpreter (on Kubernetes, the verifier image's).",
     )
     metric: str = Field(description="Key of the `key: value` line the score command prints on stdout.")
     direction: Literal["maximize", "minimize"] | None = Field(

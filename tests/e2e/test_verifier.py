@@ -12,10 +12,12 @@ import httpx
 import pytest
 import yaml
 from forge_fixtures import BOT_AUTH, TOKEN, as_user, commit_and_push, run_git
+from second_python import venv_with
 from tiny_target import (
     INTO_EVALUATOR,
     NAN_TRAIN,
     PICKLE_TRAIN,
+    SCORE,
     SHADOW_JSON,
     SNOOPED,
     open_candidate,
@@ -31,12 +33,13 @@ from senpai.agents.reapply import params_onto_base
 from senpai.agents.reuse import holdout_id
 from senpai.agents.search.advisor import advisor_turn
 from senpai.agents.verifier import BaselineFailed
-from senpai.agents.verify_steps import verify_all
+from senpai.agents.verify_steps import checkout_step, verify_all
 from senpai.cli.demo import write_config
 from senpai.cli.progress import seed_steps
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config import safe_yaml
 from senpai.config.harness import load_harness
+from senpai.errors import ConfigError
 from senpai.fleet.wall import landlock_abi
 from senpai.ledger import transitions
 from senpai.ledger.baseline import current_baseline
@@ -110,6 +113,8 @@ def test_a_code_change_is_trained_and_scored_and_beats_the_baseline(tiny, tmp_pa
     "change, words",
     [
         ({"score.py": "print('acc: 1.0')\n"}, ["protected paths score.py"]),
+        # which interpreter scores it is the base's to say: senpai.yaml is always protected
+        ({"senpai.yaml": "holdout: {python: /tmp/mine/bin/python}\n"}, ["protected paths senpai.yaml"]),
         ({"notes/scratch.txt": "tried\n", "params.json": '{"w": 0.9}\n'}, ["outside the experiment's scope notes/scratch.txt"]),
         # its block would not fit a comment: not listed, not run
         ({f"notes/{i:03}.txt": "x\n" for i in range(301)}, ["changes 301 files (3913 characters of paths), over the 300 files"]),
@@ -159,6 +164,34 @@ def test_the_evaluator_scores_honestly_whatever_the_candidate_tree_holds(tiny, t
     v = _verify(config, pr, tmp_path / "job")
     assert v.candidate_values == v.baseline_values == pytest.approx([0.7, 0.702])  # not the planted 1.0
     assert not v.passed and v.guards == {"leak": [0.0, 0.0]}
+
+
+def test_the_score_step_runs_under_holdout_python_of_the_base(tiny, tmp_path):
+    make, _ = tiny
+    python = venv_with(tmp_path / "venv", {"interp_probe": "BONUS = 0.0\n"})
+    forge, config = make(python=str(python))
+    probe = SCORE.replace("import json\n", "import json\nimport interp_probe\nprint('interpreter:', sys.executable)\n", 1)
+    commit_and_push(forge, tmp_path / "seed", "advisor", {"score.py": "import sys\n" + probe}, start="advisor")
+    pr = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2)})
+    v = _verify(config, pr, tmp_path / "job")
+    assert v.passed, v.reason  # senpai's own interpreter has no interp_probe: each score would fail
+    assert v.guards == {"leak": [0.0, 0.0]}  # still isolated: no secret, no PYTHON*, no candidate tree
+    logs = sorted((tmp_path / "job" / "score").glob("*-score.log"))
+    assert len(logs) == 4 and all(f"interpreter: {python}" in log.read_text() for log in logs)
+
+
+def test_a_holdout_python_that_does_not_run_stops_the_verifier_before_any_train_step(tiny, tmp_path):
+    make, _ = tiny
+    forge, config = make(python=str(tmp_path / "gone" / "bin" / "python"))
+    pr = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2)})
+    cfg = load_harness(config)
+    ctx = prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), tmp_path / "job")
+    with pytest.raises(ConfigError, match=r"holdout.python \S+/gone/bin/python does not exist on this machine"):
+        verify_all(ctx, pr, Path(cfg.fleet.holdout_dir))
+    with pytest.raises(ConfigError, match="does not exist"):  # on Kubernetes: before the train containers
+        checkout_step(ctx, pr, tmp_path / "steps", Path(cfg.fleet.holdout_dir))
+    assert not list((tmp_path / "job").glob("*/artifacts/*")) and not (tmp_path / "steps").exists()  # nothing trained
+    assert ctx.ledger.experiment(ctx.forge.get_pull(pr)).verifications == []
 
 
 def test_inconclusive_results_get_more_seeds_up_to_the_cap(tiny, tmp_path):
@@ -474,6 +507,7 @@ from pathlib import Path
 from senpai.agents.verify_steps import train_side
 from senpai.agents.walls import walls_of
 from senpai.config.harness import load_harness
+from senpai.errors import ConfigError
 from senpai.ledger.redact import PR_GET_DUMPABLE
 train_side(Path(sys.argv[1]), "candidate", walls_of(load_harness(sys.argv[2])))
 print(json.dumps({"dumpable": ctypes.CDLL(ctypes.util.find_library("c")).prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)}))

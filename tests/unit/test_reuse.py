@@ -7,9 +7,10 @@ import os
 from pathlib import Path
 
 import yaml
+from second_python import venv_with
 from tiny_target import files
 
-from senpai.agents.reuse import holdout_fingerprint, installed, measurement_key, samples
+from senpai.agents.reuse import holdout_fingerprint, installed, measurement_key, samples, score_environment
 from senpai.config.target import TargetConfig
 from senpai.fleet.base import ENV_TRAIN_GPUS
 from senpai.ledger.blocks import Verification
@@ -103,6 +104,21 @@ def test_the_measurement_key_covers_the_tree_and_environment_and_is_none_when_se
     assert measurement_key(target(), "b" * 40, root) not in (None, key)
     # seconds measured under another load are not this run's: such a target measures both sides each time
     assert measurement_key(target(seconds=True), "b" * 40, root) is None
+
+
+def test_the_measurement_key_covers_what_holdout_python_has_installed(tmp_path, monkeypatch):
+    root = holdout(tmp_path / "h")
+    python = venv_with(tmp_path / "venv", {})
+    declared = target().model_copy(update={"holdout": target().holdout.model_copy(update={"python": str(python)})})
+    key = measurement_key(declared, "b" * 40, root)
+    assert key is not None and key not in (measurement_key(target(), "b" * 40, root), None)
+    site = next((tmp_path / "venv" / "lib").glob("python*/site-packages"))
+    (site / "probe_dist-1.0.dist-info").mkdir()
+    (site / "probe_dist-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: probe-dist\nVersion: 1.0\n")
+    score_environment.cache_clear()  # asked once a process: a job is a new process
+    assert measurement_key(declared, "b" * 40, root) not in (None, key)  # the evaluator's packages changed
+    gone = declared.holdout.model_copy(update={"python": str(tmp_path / "gone" / "python")})
+    assert measurement_key(declared.model_copy(update={"holdout": gone}), "b" * 40, root) is None  # nothing to key
 
 
 def verification(**figures) -> Verification:

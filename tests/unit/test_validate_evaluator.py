@@ -50,7 +50,7 @@ def test_the_digits_evaluator_is_accepted():
     assert evaluator_problems(EXAMPLE, load_target(EXAMPLE)) == []
     result = CliRunner().invoke(cli, ["validate", str(EXAMPLE)])
     assert result.exit_code == 0, result.output
-    assert "evaluator: eval/evaluate.py (imports checked)" in result.output
+    assert "evaluator: eval/evaluate.py (imports checked under the score interpreter)" in result.output
 
 
 UNPROTECTED = (
