@@ -123,7 +123,9 @@ def build_server() -> Path:
             members = [m for m in tar.getmembers() if m.name.startswith(prefix)]
             for m in members:
                 m.name = m.name[len(prefix) :]
-            tar.extractall(src, members=[m for m in members if m.name], filter="data")
+            # not its `.git` file: a submodule pointer to a repository the sdist lacks (cmake's version
+            # lookup then printed "fatal: not a git repository" twice)
+            tar.extractall(src, members=[m for m in members if m.name and m.name != ".git"], filter="data")
     cmake, ninja = shutil.which("cmake"), shutil.which("ninja")
     if not (cmake and ninja):
         raise SystemExit(
