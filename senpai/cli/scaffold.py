@@ -9,7 +9,8 @@ file), the params file (`params.*`, `config.*`, `hparams.*`) or else the argpars
 search space around them: `senpai.cli.space`), and whether the script honours `SEED` and
 `SENPAI_ARTIFACT_DIR`. Every guess is a default the user confirms.
 `advice()` turns what does not fit docs/target-contract.md into sentences with a snippet to add.
-The files are rendered from the jinja2 templates in `senpai/cli/templates/`.
+The files are rendered from the jinja2 templates in `senpai/cli/templates/`; the evaluator loads
+what the script saves: skops for scikit-learn, safetensors for a network (`senpai.cli.weights`).
 """
 
 import ast
