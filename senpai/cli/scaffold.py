@@ -9,7 +9,8 @@ file), the params file (`params.*`, `config.*`, `hparams.*`) or else the argpars
 search space around them: `senpai.cli.space`), and whether the script honours `SEED` and
 `SENPAI_ARTIFACT_DIR`. Every guess is a default the user confirms.
 `advice()` turns what does not fit docs/target-contract.md into sentences with a snippet to add.
-The files are rendered from the jinja2 templates in `senpai/cli/templates/`.
+The files are rendered from the jinja2 templates in `senpai/cli/templates/`; the evaluator loads
+what the script saves: skops for scikit-learn, safetensors for a network (`senpai.cli.weights`).
 """
 
 import ast
@@ -28,6 +29,7 @@ from senpai.cli import scripts
 from senpai.cli.confine import inside
 from senpai.cli.quantities import QUANTITIES, estimator
 from senpai.cli.space import space_for
+from senpai.cli.weights import BODIES, FRAMEWORKS, STUB, model_file
 from senpai.config.target import CONFIG_FILE, LOWER_WORDS
 from senpai.errors import ConfigError
 
@@ -68,7 +70,8 @@ class Detected:
     reports: list[Report] = field(default_factory=list)
     params_file: str | None = None
     argparse_defaults: dict[str, Any] = field(default_factory=dict)
-    framework: str | None = None  # "torch" or "sklearn", from the script's imports
+    framework: str | None = None  # "torch", "numpy" (safetensors.numpy weights) or "sklearn", from the script's imports
+    model_file: str | None = None  # torch/numpy: the local module the script imports that defines the network (`weights`)
     model: str | None = None  # "classifier" or "regressor", from the names it uses (`quantities.estimator`)
     data_dirs: list[str] = field(default_factory=list)
 
@@ -109,6 +112,8 @@ def detect(repo: Path, train_cmd: str | None = None) -> Detected:
         found = scripts.Found(train_cmd, ran)
     source = read(found.script) if found.script else ""
     tree = _parse(source)
+    framework = _framework(tree) if tree else None
+    network = model_file(found.script, tree, regular, read) if framework in FRAMEWORKS else None
     params_file = next((p for p in PARAMS_FILES if _regular(repo, p)), None)
     return Detected(
         name=name,
@@ -119,7 +124,8 @@ def detect(repo: Path, train_cmd: str | None = None) -> Detected:
         reports=_reports(tree) if tree else [],
         params_file=params_file,
         argparse_defaults=_argparse_defaults(tree) if tree else {},
-        framework=_framework(tree) if tree else None,
+        framework=framework,
+        model_file=network,
         model=estimator(tree),
         data_dirs=[d for d in DATA_DIRS if (repo / d).is_dir() and not (repo / d).is_symlink()],
     )
@@ -274,7 +280,9 @@ def _argparse_defaults(tree: ast.Module) -> dict[str, Any]:
 def _framework(tree: ast.Module) -> str | None:
     names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-    return "torch" if {"torch", "lightning", "pytorch_lightning"} & names else "sklearn" if "sklearn" in names else None
+    if {"torch", "lightning", "pytorch_lightning"} & names:
+        return "torch"
+    return "numpy" if "safetensors" in names else "sklearn" if "sklearn" in names else None
 
 
 # --- the search space and the files -----------------------------------------------------------
@@ -343,6 +351,10 @@ def render(repo: Path, answers: Answers, found: Detected) -> dict[str, str]:
     env.filters["yaml"] = _yaml
     env.filters["code"] = lambda v: "`" + str(v).replace("`", "'").replace("|", "\\|") + "`"  # a Markdown table cell
     scope = [answers.params_file, *([found.script] if found.script and found.script != answers.params_file else [])]
+    weights = found.framework in FRAMEWORKS  # a network saved as safetensors (`senpai.cli.weights`)
+    network = found.model_file or STUB
+    protected = [*(f"{d}/" for d in found.data_dirs), f"{PurePosixPath(EVALUATOR).parent}/", CONFIG_FILE]
+    protected += [found.model_file] if weights and found.model_file else []
     ctx = {
         "name": found.name,
         "a": answers,
@@ -352,11 +364,20 @@ def render(repo: Path, answers: Answers, found: Detected) -> dict[str, str]:
         "params": params,
         "evaluator": EVALUATOR,
         "q": QUANTITIES[answers.quantity],
-        "protected": [*(f"{d}/" for d in found.data_dirs), f"{PurePosixPath(EVALUATOR).parent}/", CONFIG_FILE],
+        "protected": protected,
         "scope": scope,
         "script": found.script,
+        "holdout_files": [EVALUATOR, network] if weights else [EVALUATOR],
+        "framework": found.framework,
+        "model_file": network,
+        "stub": STUB,
+        "body": BODIES[answers.quantity],
+        "depth": len(PurePosixPath(EVALUATOR).parts) - 1,
     }
-    templates = {CONFIG_FILE: "senpai.yaml.j2", "program.md": "program.md.j2", EVALUATOR: "evaluate.py.j2"}
+    templates = {CONFIG_FILE: "senpai.yaml.j2", "program.md": "program.md.j2"}
+    templates[EVALUATOR] = "evaluate_weights.py.j2" if weights else "evaluate.py.j2"
+    if weights and not found.model_file:
+        templates[STUB] = "model.py.j2"
     if answers.params_file in templates:
         raise ConfigError(f"params file {answers.params_file}: senpai init writes that file itself; name another")
     files = {rel: env.get_template(name).render(ctx) for rel, name in templates.items()}
@@ -434,16 +455,21 @@ def advice(answers: Answers, found: Detected) -> list[Advice]:
                 'import os\nseed = int(os.environ.get("SEED", "0"))  # e.g. random_state=seed, torch.manual_seed(seed)',
             )
         )
+    if found.framework in FRAMEWORKS:
+        out += _network_advice(where, found)
     if "SENPAI_ARTIFACT_DIR" not in found.source:
-        if found.framework == "torch":
+        if found.framework in FRAMEWORKS:
+            params = "vars(args)" if found.argparse_defaults else "params"
             snippet = (
-                "import os\nfrom safetensors.torch import save_file\n"
+                f"import json\nimport os\nfrom safetensors.{found.framework} import save_file\n"
                 'if os.environ.get("SENPAI_ARTIFACT_DIR"):\n'
-                '    save_file(model.state_dict(), os.path.join(os.environ["SENPAI_ARTIFACT_DIR"], "model.safetensors"))'
+                '    path = os.path.join(os.environ["SENPAI_ARTIFACT_DIR"], "model.safetensors")\n'
+                f'    save_file(model.state_dict(), path, metadata={{"params": json.dumps({params})}})'
             )
             why = (
-                f"{where} does not write its model into $SENPAI_ARTIFACT_DIR for the verifier; save the weights "
-                f"(never torch.save: a pickle), and change {EVALUATOR}, which scores scikit-learn models, to load them"
+                f"{where} does not write its weights into $SENPAI_ARTIFACT_DIR for the verifier; save them with "
+                f"safetensors (never {'torch.save: a pickle' if found.framework == 'torch' else 'pickle'}), with the params "
+                f"{EVALUATOR} builds the module with"
             )
         else:
             snippet = (
@@ -453,7 +479,28 @@ def advice(answers: Answers, found: Detected) -> list[Advice]:
             )
             why = f"{where} does not write its model into $SENPAI_ARTIFACT_DIR for the verifier; save it with skops (not pickle)"
         out.append(Advice(why + " (`model` below: your fitted model)", snippet))
-    return out
+    return [Advice(a.why, _new_imports(a.snippet, found.source)) for a in out]
+
+
+def _new_imports(snippet: str, source: str) -> str:
+    """`snippet` without the import lines the script already has at its top level: pasted into a
+    function, `import os` would make `os` a local name, unbound where the function used it before."""
+    have = {line.strip() for line in source.splitlines() if line.startswith(("import ", "from "))}
+    return "\n".join(line for line in snippet.splitlines() if line not in have)
+
+
+def _network_advice(where: str, found: Detected) -> list[Advice]:
+    """Where the evaluator builds the network from, when the script defines it itself (`senpai.cli.weights`).
+    A model file without build() needs no advice: the evaluator's run on the sample fails naming it."""
+    if found.model_file is not None:
+        return []
+    return [
+        Advice(
+            f"{where} defines its network itself, and the evaluator builds it from {STUB}, which experiments "
+            "cannot change; move the class there, import it from there, and return it from build(**params)",
+            f"# {STUB}\ndef build(**params):\n    return Net(**params)  # your class, with the params that set its shapes",
+        )
+    ]
 
 
 def _ident(metric: str) -> str:

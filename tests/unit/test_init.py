@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from torch_absent import initialised
 
 from senpai.cli.confine import write_inside
 from senpai.cli.main import cli
@@ -94,8 +95,10 @@ def test_detects_a_pytorch_wandb_script_and_its_params_file(tmp_path):
     assert found.metric == "val_loss" and found.how("val_loss") == "wandb"
     assert guess_direction(found.metric) == "minimize"
     a = Answers("python main.py", "val_loss", "minimize", "params.yaml", "log_loss")
-    (only,) = advice(a, found)  # it reads params.yaml and SEED, reports val_loss to W&B: only the artifact is missing
-    assert "save_file(model.state_dict()" in only.snippet and "torch.save" in only.why
+    # it reads params.yaml and SEED, reports val_loss to W&B: the weights, and where the evaluator builds the network
+    network, weights = advice(a, found)
+    assert "defines its network itself" in network.why and "eval/model.py" in network.snippet
+    assert "save_file(model.state_dict()" in weights.snippet and "torch.save" in weights.why
 
 
 def test_a_metric_printed_as_json_is_read_as_it_is_and_one_only_in_a_file_gets_a_print_snippet(tmp_path):
@@ -174,7 +177,7 @@ def test_prompts_offer_the_detected_defaults(tmp_path):
     # accept the command, pick another metric, accept its guessed direction, accept the params file,
     # and say what the evaluator prints: init cannot tell for a perplexity
     result = CliRunner().invoke(cli, ["init", str(root)], input="\nval_perplexity\n\n\nlog_loss\n")
-    assert result.exit_code == 0, result.output
+    initialised(result)
     assert "Train command [python main.py]:" in result.output
     assert "Primary metric (a validation metric) [val_loss]:" in result.output
     assert "Direction (maximize, minimize) [minimize]:" in result.output and "Params file [params.yaml]:" in result.output
@@ -188,7 +191,9 @@ def test_prompts_offer_the_detected_defaults(tmp_path):
         "epochs": {"type": "int", "low": 2, "high": 5},  # what one run costs: never above today's
         "opt": {"type": "categorical", "choices": ["adamw"]},
     }
-    assert "torch.save" in result.output  # the artifact advice for a PyTorch model
+    # a PyTorch model's evaluator loads its safetensors weights into the network eval/model.py builds
+    assert "from safetensors.torch import load_file" in (root / "eval/evaluate.py").read_text()
+    assert "def build(**params)" in (root / "eval/model.py").read_text()
 
 
 def test_a_flag_skips_its_prompt(tmp_path):

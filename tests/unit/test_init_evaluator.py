@@ -283,3 +283,76 @@ def detect_model(source: str) -> str | None:
     from senpai.cli.quantities import estimator
 
     return estimator(ast.parse(source))
+
+
+# A network saved as safetensors (numpy arrays), built by the module its train script imports.
+NET = """import numpy as np
+
+
+class Net:
+    def load_state_dict(self, weights):
+        self.weight, self.bias = weights["weight"], weights["bias"]
+
+    def __call__(self, x):
+        return x @ self.weight.T + self.bias
+
+
+def build(**params):
+    return Net()
+"""
+FIT_NET = "import json\nfrom safetensors.numpy import save_file\n\nfrom net import Net\n\nprint(f'val_loss: {0.5}')\n"
+
+
+@pytest.mark.parametrize("name", list(QUANTITIES))
+def test_each_weights_evaluator_computes_its_quantity_with_numpy_alone(tmp_path, name):
+    q = QUANTITIES[name]
+    root = repo(tmp_path, {"fit.py": FIT_NET, "net.py": NET, "params.json": '{"lr": 0.1}'})
+    found = detect(root, "python fit.py")
+    assert (found.framework, found.model_file) == ("numpy", "net.py")
+    write_inside(root, render(root, Answers("python fit.py", "val_loss", "minimize", "params.json", name), found), False)
+    assert load_target(root).holdout.files == [EVALUATOR, "net.py"] and load_target(root).is_protected("net.py")
+    spec = importlib.util.spec_from_file_location("evaluate", root / EVALUATOR)
+    evaluator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(evaluator)
+    assert evaluator.METRIC == f"holdout_{name}" and "import sklearn" not in (root / EVALUATOR).read_text()
+    x, y = CLASSIFIER_DATA if q.model == "classifier" else REGRESSOR_DATA
+    estimator = make_pipeline(StandardScaler(), LogisticRegression()) if q.model == "classifier" else LinearRegression()
+    model = estimator.fit(x[:300], y[:300])
+    # what a network outputs: logits (their softmax is the classifier's probabilities), or predictions
+    out = np.log(model.predict_proba(x[300:])) if q.model == "classifier" else model.predict(x[300:])
+    assert evaluator.score(out, y[300:].astype(float)) == pytest.approx(DIRECT[name](model, x[300:], y[300:]), rel=1e-9)
+    (tmp_path / "a").mkdir(), (tmp_path / "h").mkdir()
+    evaluator.write_sample(tmp_path / "a", tmp_path / "h")  # the sample: weights of the right kind it can score
+    rows = np.loadtxt(tmp_path / "h" / "holdout.csv", delimiter=",", skiprows=1, ndmin=2)
+    sample = evaluator.load_model(tmp_path / "a")
+    assert math.isfinite(evaluator.score(evaluator.outputs(sample, rows[:, :-1]), rows[:, -1]))
+    # the weights of a trained network load into the module net.py builds; weights that do not fit are named
+    weights = {"weight": np.ones((2, 3), np.float32), "bias": np.zeros(2, np.float32)}
+    from safetensors.numpy import save_file
+
+    save_file(weights, str(tmp_path / "a" / "model.safetensors"), metadata={"params": '{"lr": 0.1}'})
+    assert type(evaluator.load_model(tmp_path / "a")).__name__ == "Net"
+    save_file({"bias": weights["bias"]}, str(tmp_path / "a" / "model.safetensors"))
+    with pytest.raises(ValueError, match="does not fit the module net.py builds"):
+        evaluator.load_model(tmp_path / "a")
+
+
+def test_a_pytorch_script_gets_a_safetensors_evaluator_building_the_module_its_model_file_defines(tmp_path):
+    model = "import torch.nn as nn\n\n\nclass GPT(nn.Module):\n    pass\n"
+    fit = "import torch\n\nfrom model import GPT\n\nprint(f'val_loss: {0.5}')\n"
+    root = repo(tmp_path, {"fit.py": fit, "model.py": model, "params.json": '{"lr": 0.1}'})
+    found = detect(root, "python fit.py")
+    assert (found.framework, found.model_file) == ("torch", "model.py")
+    files = render(root, Answers("python fit.py", "val_loss", "minimize", "params.json", "log_loss"), found)
+    text = files[EVALUATOR]
+    compile(text, EVALUATOR, "exec")  # torch is not installed here: the torch variant is read, not run
+    assert "from safetensors.torch import load_file" in text and "torch.load(" not in text and 'MODEL_FILE = "model.py"' in text
+    assert "files: [eval/evaluate.py, model.py]" in files["senpai.yaml"] and "eval/model.py" not in files
+    # a script that defines its network itself: the evaluator builds it from eval/model.py, a stub to fill in
+    (root / "model.py").unlink()
+    found = detect(root, "python fit.py")
+    files = render(root, Answers("python fit.py", "val_loss", "minimize", "params.json", "log_loss"), found)
+    assert found.model_file is None and "def build(**params)" in files["eval/model.py"]
+    assert (
+        'MODEL_FILE = "eval/model.py"' in files[EVALUATOR] and "files: [eval/evaluate.py, eval/model.py]" in files["senpai.yaml"]
+    )

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from torch_absent import initialised
 from walled import wall_around
 
 from senpai.agents.measure import run_command
 from senpai.cli.main import cli
-from senpai.cli.scaffold import detect
+from senpai.cli.scaffold import Answers, advice, detect
 from senpai.cli.space import left_out, range_for
 from senpai.config.target import load_target
 from senpai.errors import ConfigError
@@ -125,6 +126,11 @@ def init(root: Path, *args: str, input: str | None = None):
     return CliRunner().invoke(cli, ["init", str(root), *args], input=input)
 
 
+def answers(t) -> Answers:
+    """The answers init wrote into target `t`."""
+    return Answers(t.train, t.metric.name, t.metric.direction, t.params.file, t.holdout.metric.removeprefix("holdout_"))
+
+
 def snapshot(root: Path) -> dict[str, str]:
     return {p.relative_to(root).as_posix(): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
 
@@ -132,7 +138,7 @@ def snapshot(root: Path) -> dict[str, str]:
 def test_a_third_party_script_gets_its_command_metric_and_a_space_of_hyper_parameters_only(tmp_path):
     root = repo(tmp_path, {"char_model.py": CHAR_MODEL, "tokenize.py": NOT_TRAINING, "tests/test_model.py": CHAR_MODEL})
     result = init(root, "--yes", "--holdout-metric", "log_loss")
-    assert result.exit_code == 0, result.output
+    initialised(result)
     t = load_target(root)
     assert (t.train, t.metric.name, t.metric.direction) == ("python char_model.py", "test_loss", "minimize")
     assert t.metric.source == "stdout"
@@ -147,17 +153,20 @@ def test_a_third_party_script_gets_its_command_metric_and_a_space_of_hyper_param
     written = (root / "senpai.yaml").read_text()
     assert "#   max_steps: -1 reads as a sentinel" in written and "#   seed: the seed is senpai's to set" in written
     # the loss is printed mid-line, which senpai reads as it is (senpai.agents.measure): no line to add
-    assert "test_loss: {" not in result.output and "line of its own" not in result.output
-    assert "safetensors" in result.output and "skops" not in result.output  # a torch script's advice
+    tips = " ".join(f"{a.why} {a.snippet}" for a in advice(answers(t), detect(root)))
+    assert "test_loss: {" not in tips and "line of its own" not in tips
+    assert "safetensors" in tips and "skops" not in tips  # a torch script's advice
 
 
 def test_train_cmd_with_another_interpreter_reads_the_script_it_runs(tmp_path):
     root = repo(tmp_path, {"char_model.py": CHAR_MODEL_FITTED})
     (root / "params.json").write_text(json.dumps({"learning_rate": 3e-4, "seed": 1, "n_layer": 4}))
     result = init(root, "--yes", "--train-cmd", "/other/venv/bin/python -u char_model.py", "--holdout-metric", "log_loss")
-    assert result.exit_code == 0, result.output
+    initialised(result)
     assert load_target(root).train == "/other/venv/bin/python -u char_model.py"
-    assert "needs:" not in result.output and "skops" not in result.output  # the script does all four already
+    # the script does all four already; only its network, defined in it, must move where the evaluator builds it
+    (network,) = advice(answers(load_target(root)), detect(root, "/other/venv/bin/python -u char_model.py"))
+    assert "defines its network itself" in network.why
     assert set(load_target(root).params.space) == {"learning_rate", "n_layer"}  # params.json's knobs; its seed left out
     found = detect(root, "/other/venv/bin/python -u char_model.py")
     assert found.script == "char_model.py" and found.framework == "torch" and found.argparse_defaults["learning_rate"] == 3e-4
@@ -222,8 +231,8 @@ def test_what_is_not_a_hyper_parameter_is_left_out(key, value):
 
 
 def test_a_re_run_asks_nothing_twice_and_force_shows_a_diff_before_replacing_an_edited_file(tmp_path):
-    root = repo(tmp_path, {"char_model.py": CHAR_MODEL})
-    assert init(root, "--holdout-metric", "log_loss", input="\n\n\n\n").exit_code == 0  # the four questions, defaults taken
+    root = repo(tmp_path, {"fit_ridge.py": RIDGE_JSON})
+    assert init(root, input="\n\n\n\n\n").exit_code == 0  # the five questions, defaults taken
     first = snapshot(root)
     again = init(root, input="")  # one more question would read EOF and abort
     assert again.exit_code == 0, again.output
@@ -277,7 +286,8 @@ def test_scripts_that_train_equally_well_are_asked_about(tmp_path):
     assert isinstance(refused.exception, ConfigError)
     assert "--train-cmd): gpt.py, rnn.py all look like training scripts" in str(refused.exception)
     asked = init(root, "--holdout-metric", "log_loss", input="python rnn.py\n\n\n\n")
-    assert "Several scripts look like training: gpt.py, rnn.py." in asked.output and asked.exit_code == 0, asked.output
+    assert "Several scripts look like training: gpt.py, rnn.py." in asked.output
+    initialised(asked)
     assert load_target(root).train == "python rnn.py" and load_target(root).scope[-1] == "rnn.py"  # the script answered
 
 
