@@ -571,8 +571,9 @@ class HarnessConfig(_Strict):
 
 
 _UNPRICED = (
-    "runtime.{role}.llm.model {model!r} has no price in LiteLLM's price map and no per-token prices are set, so its "
-    "calls count $0: set runtime.{role}.llm.input_cost_per_token and output_cost_per_token (dollars; 0 for a free server)"
+    "runtime.{role}.llm.model {model!r} has no price in LiteLLM's price map and its per-token prices are not both set "
+    "(the SDK applies them only as a pair), so its calls count $0: set runtime.{role}.llm.input_cost_per_token and "
+    "output_cost_per_token (dollars; 0 for a free server)"
 )
 
 

@@ -56,14 +56,14 @@ def describe_validation_error(source: str, err: ValidationError, data: object = 
     """
     lines = []
     for e in err.errors():
-        loc = ".".join(str(p) for p in _user_path(e["loc"], data)) or "<root>"
+        loc = ".".join(str(p) for p in _user_path(e["loc"], data))  # "": a check across fields names them itself
         got = e.get("input")
         shown = f" (got {got!r})" if got is not None and not isinstance(got, dict) else ""
         msg = _as_person_writes(e["type"], e["msg"])
         if e["type"] == "union_tag_invalid":
             field = e["ctx"]["discriminator"].strip("'_()")  # "'type'" or "_backend()"
             msg = f"unknown {field} {e['ctx']['tag']!r}; expected one of {e['ctx']['expected_tags']}"
-        lines.append(f"{source}: {loc}: {msg}{shown}")
+        lines.append(f"{source}: {loc + ': ' if loc else ''}{msg}{shown}")
     return "\n".join(lines)
 
 

@@ -6,6 +6,7 @@ import ctypes.util
 import json
 import os
 import re
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -423,7 +424,7 @@ def test_a_turn_resumed_after_it_opened_a_hypothesis_is_not_no_effect(local_forg
     idle = [Event(id="idle:ada@x:0", kind="idle", student="ada")]
     create = call("create_hypothesis", student="ada", hypothesis="tanh", rationale="r", plan="p", params={"activation": "tanh"})
     llm_server.state.script("scripted-advisor", [create, _dies])
-    with pytest.raises(TransientError):
+    with pytest.raises(TransientError, match=r"the LLM server failed or could not be reached .*check the role's llm\.base_url"):
         advisor(config, tmp_path / "turn1", idle)
     assert len(context(config, tmp_path / "check").forge.list_pulls("open")) == 1
 
@@ -433,6 +434,24 @@ def test_a_turn_resumed_after_it_opened_a_hypothesis_is_not_no_effect(local_forg
     assert len(llm_server.state.requests_for("scripted-advisor")) == 3  # no directive after the resumed answer
     assert "This turn was interrupted and is resumed" in user_text(llm_server.state.requests[-1])
     assert lines[-1].startswith("advisor turn finished")
+
+
+def test_a_call_that_times_out_names_the_setting_to_raise_not_an_sdk_bug_report(local_forge, llm_server, tmp_path, env):
+    # a new user's CPU server: every attempt timed out, and the error sent them to file an SDK bug
+    config = program(local_forge, llm_server, tmp_path, "ohtimeout")
+    cfg = yaml.safe_load(config.read_text())
+    cfg["runtime"]["advisor"]["llm"].update(timeout=1, num_retries=0)
+    config.write_text(safe_yaml.dump(cfg))
+
+    def late(body: dict) -> dict:
+        time.sleep(3)
+        return say("too late")
+
+    llm_server.state.script("scripted-advisor", [late])
+    with pytest.raises(TransientError) as e:
+        advisor(config, tmp_path / "turn", [Event(id="idle:ada@x:0", kind="idle", student="ada")])
+    assert "timed out on every attempt" in str(e.value) and "raise the role's llm.timeout" in str(e.value)
+    assert "bug report" not in str(e.value)
 
 
 def test_a_turn_the_stuck_detector_stopped_before_any_effect_is_no_success(local_forge, llm_server, tmp_path, env):

@@ -302,7 +302,7 @@ def test_an_unpriced_model_is_a_warning_that_does_not_fail_the_preflight(repo_cf
         advisor.outcome == "warn" and advisor.detail.startswith("qwen at ") and "answered a 1-token completion" in advisor.detail
     )
     assert advisor.detail.endswith(
-        "; unpriced: LiteLLM has no price for openai/qwen and no per-token prices are set, so its calls count $0"
+        "; unpriced: LiteLLM has no price for openai/qwen and its per-token prices are not both set, so its calls count $0"
     )
     assert advisor.fix == "set runtime.advisor.llm.input_cost_per_token and output_cost_per_token (dollars; 0 for a free server)"
     for llm in (alias | {"input_cost_per_token": 0, "output_cost_per_token": 0}, alias | {"model": "openai/gpt-4o"}):

@@ -39,9 +39,9 @@ def test_an_unpriced_model_is_warned_of_at_load(tmp_path, caplog):
         cfg = load_harness(path)
     (record,) = caplog.records
     assert record.getMessage() == (
-        f"{path}: runtime.advisor.llm.model 'openai/qwen' has no price in LiteLLM's price map and no per-token prices are "
-        "set, so its calls count $0: set runtime.advisor.llm.input_cost_per_token and output_cost_per_token (dollars; 0 "
-        "for a free server)"
+        f"{path}: runtime.advisor.llm.model 'openai/qwen' has no price in LiteLLM's price map and its per-token prices "
+        "are not both set (the SDK applies them only as a pair), so its calls count $0: set "
+        "runtime.advisor.llm.input_cost_per_token and output_cost_per_token (dollars; 0 for a free server)"
     )
     assert cfg.unpriced_llms() == {"advisor": "openai/qwen"}
 
@@ -69,9 +69,10 @@ def test_a_dollars_cap_refuses_an_unpriced_model(tmp_path):
     with pytest.raises(ConfigError) as e:
         load_harness(path)
     assert str(e.value) == (
-        f"{path}: <root>: limits.dollars (5) cannot be enforced: runtime.advisor.llm.model 'openai/qwen' has no price in "
-        "LiteLLM's price map and no per-token prices are set, so its calls count $0: set "
-        "runtime.advisor.llm.input_cost_per_token and output_cost_per_token (dollars; 0 for a free server)"
+        f"{path}: limits.dollars (5) cannot be enforced: runtime.advisor.llm.model 'openai/qwen' has no price in "
+        "LiteLLM's price map and its per-token prices are not both set (the SDK applies them only as a pair), so its "
+        "calls count $0: set runtime.advisor.llm.input_cost_per_token and output_cost_per_token (dollars; 0 for a free "
+        "server)"
     )
 
 

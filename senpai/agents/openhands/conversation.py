@@ -20,11 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from litellm.exceptions import APIConnectionError, InternalServerError, ServiceUnavailableError, Timeout
 from openhands.sdk import Agent, AgentContext, Conversation, Tool
 from openhands.sdk.conversation.exceptions import ConversationRunError
 from openhands.sdk.conversation.state import ConversationExecutionStatus
 from openhands.sdk.event import ActionEvent, MessageEvent, ObservationEvent
 from openhands.sdk.llm import TextContent
+from openhands.sdk.llm.exceptions import LLMServiceUnavailableError, LLMTimeoutError
 from openhands.sdk.skills import load_skills_from_dir
 from openhands.sdk.tool import ToolExecutor, register_tool
 from openhands.tools.file_editor import FileEditorObservation, FileEditorTool
@@ -222,7 +224,7 @@ def run_turn(
             conv.send_message(expect.directive)  # the SDK takes a finished conversation up again
             conv.run()
     except ConversationRunError as e:
-        raise TransientError(f"agent turn {key} failed: {e}") from e
+        raise TransientError(f"agent turn {key} failed: {_provider_failure(e.original_exception)}") from e
     finally:
         guard.close()
     status = "budget" if guard.exhausted else _status(conv.state.execution_status)
@@ -238,6 +240,21 @@ def run_turn(
     )
     conv.close()
     return result
+
+
+def _provider_failure(e: BaseException) -> str:
+    """What failed, in the terms of senpai's settings: LiteLLM's timeout and connection errors name the
+    `llm.` setting to change (the SDK's own text sends the user to file an SDK bug report)."""
+    kind = type(e).__name__
+    first = (str(e).strip().splitlines() or [""])[0][:500]
+    if isinstance(e, Timeout | LLMTimeoutError):
+        return (
+            f"the LLM call timed out on every attempt ({first}): raise the role's llm.timeout (seconds per attempt) "
+            "or serve a faster model; a CPU server's first call reads the whole prompt, minutes at 10 tokens/s"
+        )
+    if isinstance(e, APIConnectionError | ServiceUnavailableError | InternalServerError | LLMServiceUnavailableError):
+        return f"the LLM server failed or could not be reached ({kind}: {first}): check the role's llm.base_url and that it is up"
+    return f"{kind}: {first}"
 
 
 def _achieved_nothing(conv, guard: BudgetGuard, expect: Expectation | None) -> bool:
