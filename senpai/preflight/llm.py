@@ -73,7 +73,8 @@ def _priced(role: Role, result: CheckResult, llm: LLMSettings) -> CheckResult:
     if result.outcome != "pass" or not llm.unpriced():
         return result
     detail = (
-        f"{result.detail}; unpriced: LiteLLM has no price for {llm.model} and its per-token prices are not both set, so its calls count $0"
+        f"{result.detail}; unpriced: LiteLLM has no price for {llm.model} and its per-token prices are not both set, "
+        "so its calls count $0"
     )
     fix = f"set runtime.{role}.llm.input_cost_per_token and output_cost_per_token (dollars; 0 for a free server)"
     return warned("llm", result.check, detail, fix)
