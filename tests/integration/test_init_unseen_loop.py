@@ -19,6 +19,7 @@ from sklearn.datasets import load_diabetes
 from sklearn.linear_model import Ridge
 from sklearn.metrics import mean_squared_error
 from sklearn.model_selection import train_test_split
+from third_party import ridge_json
 
 from senpai.cli.demo import run_until, seed_target, write_config
 from senpai.cli.main import cli
@@ -32,34 +33,7 @@ from senpai.ledger.table import LedgerReader
 
 TRAIN_ROWS = 354  # of diabetes' 442: the script trains and validates on these; the sealed holdout is the rest
 
-# Ridge regression whose metric, the validation MSE as a loss, is printed as one JSON line among others.
-RIDGE_JSON = f'''"""Ridge regression on the diabetes data."""
-import argparse
-import json
-
-from sklearn.datasets import load_diabetes
-from sklearn.linear_model import Ridge
-from sklearn.metrics import mean_squared_error
-from sklearn.model_selection import train_test_split
-
-
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--alpha", type=float, default=1.0)
-    p.add_argument("--random-state", type=int, default=0)
-    p.add_argument("--out-dir", default="runs")
-    args = p.parse_args()
-    x, y = load_diabetes(return_X_y=True)
-    x_train, x_val, y_train, y_val = train_test_split(x[:{TRAIN_ROWS}], y[:{TRAIN_ROWS}], random_state=args.random_state)
-    print("fitting ridge, alpha", args.alpha)
-    model = Ridge(alpha=args.alpha).fit(x_train, y_train)
-    metrics = {{"val_loss": float(mean_squared_error(y_val, model.predict(x_val))), "n_train": len(x_train)}}
-    print(json.dumps(metrics))
-
-
-if __name__ == "__main__":
-    main()
-'''
+RIDGE_JSON = ridge_json(TRAIN_ROWS)  # its metric, the validation MSE as a loss, printed as one JSON line among others
 
 # A third-party-style network: argparse flags, not named train.py, the loss printed inside a longer
 # line, the weights saved as safetensors into its own folder. numpy stands in for torch (too heavy

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from third_party import repo
 from torch_absent import initialised
 
 from senpai.cli.confine import write_inside
@@ -66,14 +67,6 @@ def main():
 if __name__ == "__main__":
     main()
 """
-
-
-def repo(tmp_path: Path, files: dict[str, str]) -> Path:
-    root = tmp_path / "proj"
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    return root
 
 
 def detect_text(tmp_path: Path, files: dict[str, str]):

@@ -25,6 +25,7 @@ from sklearn.metrics import (
 )
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+from third_party import repo
 from walled import walls_at
 
 from senpai.agents.artifacts import digest
@@ -57,14 +58,6 @@ print(f"val_loss: {log_loss(y_val, model.predict_proba(x_val)):.4f}")
 
 # a loss of a model init cannot classify (no scikit-learn estimator it knows)
 UNKNOWN_LOSS = 'import json\nparams = json.load(open("params.json"))\nprint(f"val_loss: {0.5}")\n'
-
-
-def repo(tmp_path: Path, files: dict[str, str]) -> Path:
-    root = tmp_path / "proj"
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    return root
 
 
 def run(*args: str) -> tuple[int, str]:

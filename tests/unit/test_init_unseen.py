@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from third_party import repo, ridge_json
 from torch_absent import initialised
 from walled import wall_around
 
@@ -84,42 +85,9 @@ CHAR_MODEL_FITTED = (
     )
 )
 
-# A scikit-learn script whose metric, a loss, is printed as one JSON line.
-RIDGE_JSON = """import argparse
-import json
-
-from sklearn.datasets import load_diabetes
-from sklearn.linear_model import Ridge
-from sklearn.metrics import mean_squared_error
-from sklearn.model_selection import train_test_split
-
-
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--alpha", type=float, default=1.0)
-    p.add_argument("--random-state", type=int, default=0)
-    p.add_argument("--out-dir", default="runs")
-    args = p.parse_args()
-    x, y = load_diabetes(return_X_y=True)
-    x_train, x_val, y_train, y_val = train_test_split(x, y, random_state=args.random_state)
-    model = Ridge(alpha=args.alpha).fit(x_train, y_train)
-    metrics = {"val_loss": float(mean_squared_error(y_val, model.predict(x_val))), "n_train": len(x_train)}
-    print(json.dumps(metrics))
-
-
-if __name__ == "__main__":
-    main()
-"""
+RIDGE_JSON = ridge_json()  # a scikit-learn script whose metric, a loss, is printed as one JSON line
 
 NOT_TRAINING = 'def tokens(text):\n    return list(text)\n\n\nif __name__ == "__main__":\n    print(tokens("abc"))\n'
-
-
-def repo(tmp_path: Path, files: dict[str, str]) -> Path:
-    root = tmp_path / "proj"
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    return root
 
 
 def init(root: Path, *args: str, input: str | None = None):
