@@ -1,5 +1,7 @@
 """`senpai validate DIR`: check a target repository's senpai.yaml before pointing senpai at it."""
 
+import os
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -7,6 +9,7 @@ from pathlib import Path
 import click
 
 from senpai.agents.evaluate import python_problem
+from senpai.agents.measure import run_command
 from senpai.agents.params import params_format, read_params
 from senpai.agents.sample import sample_problems
 from senpai.agents.walls import bare_walls
@@ -56,6 +59,28 @@ def compute_rule(t: TargetConfig) -> str:
     return f"{figures} at most {1 + c.tolerance:g} x the baseline's" if figures else "not compared"
 
 
+def hidden_program(t: TargetConfig) -> str | None:
+    """Why the program the train command starts by its absolute path (`/tmp/venv/bin/python x.py`)
+    cannot run behind the wall of the train step here (a fresh /tmp, the home folder hidden: the
+    wall of `bare_walls`, with no harness config), in a sentence; None if it can, or if the command
+    does not start with an absolute path. A note, not a refusal: the harness config's
+    `wall.readable` may grant its folder."""
+    words = shlex.split(t.train) if t.train.strip() else []
+    program = words[0] if words and os.path.isabs(words[0]) else None
+    if program is None or not os.access(program, os.X_OK):
+        return None
+    with tempfile.TemporaryDirectory(prefix="senpai-validate-") as work:
+        out = run_command(f"test -x {shlex.quote(program)}", Path(work), {}, 30, wall=bare_walls()([Path(work)], []))
+    if out.returncode == 0:
+        return None
+    folder = os.path.dirname(os.path.dirname(program)) or "/"
+    return (
+        f"the train command starts {program}, which the wall hides from the train step (each command there gets a "
+        f"fresh /tmp and no home folder): every training would fail with exit 127. Grant its folder in the harness "
+        f"config (wall: {{readable: [{folder}]}}) or install it elsewhere"
+    )
+
+
 def check_target(root: Path) -> None:
     """What `senpai validate` checks and prints (`senpai init` checks what it wrote with it).
     Raises ConfigError (exit 2) listing every problem, each prefixed by the file: first what
@@ -70,6 +95,8 @@ def check_target(root: Path) -> None:
             problems, scored = sample_problems(root, t, Path(work), bare_walls())
     if problems:
         raise ConfigError("\n".join(f"{root / 'senpai.yaml'}: {p}" for p in problems))
+    if note := hidden_program(t):
+        click.echo(f"note: {note}", err=True)
     click.echo(f"name: {t.name}\nmetric: {t.metric.name} ({t.metric.direction})\nparams: {', '.join(t.params.space)}")
     click.echo(f"params file: {t.params.file} ({params_format(t.params.file)}, {len(params)} keys)")
     if params_format(t.params.file) == "toml":

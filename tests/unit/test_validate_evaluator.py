@@ -3,6 +3,7 @@ repository file which is not itself protected and listed in holdout.files; it ac
 example. The message names the evaluator file, the import and the repository file."""
 
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,25 @@ def test_a_module_inside_an_evaluator_package_may_share_a_standard_name(repo):
         (repo / rel).write_text("")
     configure(repo, files=["eval/"])  # imported as metrics.io: no top-level module io
     assert evaluator_problems(repo, load_target(repo)) == []
+
+
+def test_a_train_program_the_wall_hides_is_named_with_the_setting_that_grants_it(repo):
+    # a new user's torch venv under /tmp: every training failed with exit 127 behind the wall's fresh /tmp
+    with tempfile.TemporaryDirectory(prefix="senpai-venv-", dir="/tmp") as where:  # whatever the basetemp
+        venv = Path(where)
+        python = venv / "bin" / "python"
+        python.parent.mkdir(parents=True)
+        python.write_text('#!/bin/sh\nexec python3 "$@"\n')
+        python.chmod(0o755)
+        cfg = yaml.safe_load((repo / "senpai.yaml").read_text())
+        cfg["train"] = f"{python} train.py"
+        (repo / "senpai.yaml").write_text(yaml.safe_dump(cfg))
+        result = CliRunner().invoke(cli, ["validate", str(repo)])
+    assert result.exit_code == 0, result.output  # a note: the harness config's wall.readable may grant it
+    assert f"note: the train command starts {python}, which the wall hides" in result.output
+    assert f"wall: {{readable: [{venv}]}}" in result.output
+
+    cfg["train"] = "python train.py"  # found on PATH, as the example's: nothing to say
+    (repo / "senpai.yaml").write_text(yaml.safe_dump(cfg))
+    result = CliRunner().invoke(cli, ["validate", str(repo)])
+    assert result.exit_code == 0 and "note: the train command" not in result.output
