@@ -33,7 +33,9 @@ def validate(repo: str) -> None:
     score step starts it, and exits 2 naming each that fails; the evaluator itself is not run there.
     Then, with holdout.sample, it runs that (a tiny artifact and holdout), then holdout.command on
     them as the verifier's score step does, and exits 2 if either fails or if the evaluator does not
-    print holdout.metric (and each guard) as a finite number; the train command is never run.
+    print holdout.metric (and each guard) as a finite number; the train command is never run. It
+    notes (exit 0) a train command whose program, named by its absolute path, the wall would hide
+    from the train step (under /tmp or the home folder), naming the wall.readable that grants it.
 
     \b
     Example:
