@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from litellm.exceptions import APIConnectionError, InternalServerError, ServiceUnavailableError, Timeout
 from openhands.sdk import Agent, AgentContext, Conversation, Tool
 from openhands.sdk.conversation.exceptions import ConversationRunError
 from openhands.sdk.conversation.state import ConversationExecutionStatus
@@ -245,6 +244,9 @@ def run_turn(
 def _provider_failure(e: BaseException) -> str:
     """What failed, in the terms of senpai's settings: LiteLLM's timeout and connection errors name the
     `llm.` setting to change (the SDK's own text sends the user to file an SDK bug report)."""
+    # here, not at import: without the agents extra, the import error must name openhands.sdk (test_lazy_imports)
+    from litellm.exceptions import APIConnectionError, InternalServerError, ServiceUnavailableError, Timeout
+
     kind = type(e).__name__
     first = (str(e).strip().splitlines() or [""])[0][:500]
     if isinstance(e, Timeout | LLMTimeoutError):
