@@ -31,7 +31,7 @@ from senpai import phases, trees
 from senpai.agents.artifacts import digest, refusal, set_read_only, snapshot
 from senpai.agents.environ import allowed_env
 from senpai.agents.measure import GRACE_SECONDS, Outcome, clear, run_command
-from senpai.agents.walls import Walls, python_paths, sandbox
+from senpai.agents.walls import Walls, python_paths, sandbox, train_python
 from senpai.config.target import Holdout
 from senpai.errors import ConfigError, PermanentError
 from senpai.fleet.base import job_gpus
@@ -199,7 +199,8 @@ def train_step(
     walls: Walls,
 ) -> Trained:
     """Run the side's train command for `seed` in `checkout` (reset to `sha` first) behind its wall
-    (`walls`: it may write the checkout, its artifact directory and a fresh HOME and TMPDIR alone);
+    (`walls`: it may write the checkout, its artifact directory and a fresh HOME and TMPDIR alone,
+    and run the interpreter the command names, `walls.train_python`, whose ConfigError it raises);
     its artifact directory is `artifacts/<side>-<seed>` (created empty). Seconds are wall seconds of the reset
     and the command, within `timeout` together: the reset runs what an earlier step of the side
     planted in its checkout (a git filter, core.fsmonitor), so that work is the side's, and a
@@ -218,7 +219,7 @@ def train_step(
     own, env = step_env(artifacts, SEED=str(seed), SENPAI_ARTIFACT_DIR=str(artifact))
     log = artifacts / f"{side}-{seed}-train.log"
     left = max(timeout - (time.monotonic() - start), 0.0)
-    wall = walls([checkout, artifact, *own], [])
+    wall = walls([checkout, artifact, *own], [], train_python(command))
     out = run_command(command.replace("{seed}", str(seed)), checkout, env, left, log, drop=SCRUBBED, wall=wall)
     compute = out.value(compute_key) if compute_key else None
     seconds = time.monotonic() - start

@@ -167,6 +167,12 @@ def clear(path: Path) -> Path:
     return path
 
 
+def command_path() -> str:
+    """The PATH a target command runs with: `python` in it is the interpreter running senpai (it has
+    wandb); os.environ's PATH wins otherwise."""
+    return os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+
+
 def run_command(
     command: str,
     cwd: Path,
@@ -187,8 +193,7 @@ def run_command(
     Raises DiskFull (senpai's failure, not the command's) if the command failed, or was killed at
     the timeout, and a volume it writes to is full (`_volumes`, `senpai.fleet.disk.full_volume`)."""
     start = time.monotonic()
-    # `python` in a target command is the interpreter running senpai (it has wandb); PATH wins otherwise
-    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    path = command_path()
     tag = uuid.uuid4().hex
     inherited = {k: v for k, v in allowed_env(os.environ).items() if not (drop and k.startswith(drop))}
     full_env = {**inherited, "PATH": path, **env, ENV_RUN: tag}

@@ -29,18 +29,39 @@ from senpai.agents.evidence import Measured, failure, numbers, post, summary_val
 from senpai.agents.measure import TAIL_BYTES, clear, run_command
 from senpai.agents.params import apply_params
 from senpai.agents.runs import run_identity
-from senpai.agents.walls import Walls, sandbox
+from senpai.agents.walls import Walls, sandbox, train_python
 from senpai.agents.workcopy import standalone_clone
 from senpai.config.credentials import set_not_dumpable
 from senpai.config.load import read_bounded
 from senpai.config.target import Metric
-from senpai.errors import ConfigError, NotFound, PermanentError
+from senpai.errors import ConfigError, NotFound, PermanentError, TransientError
 from senpai.ledger.blocks import ArmResult, Cost, Evidence, RunRef
 from senpai.tracker.base import RunRecord
 
 MAX_JSON = 16 * 1024**2  # train/job.json, train/train.json
 MAX_VALUES = 1_000  # `key: value` lines kept per arm (the metric and the numbers evidence shows)
 TRAIN = "train"
+
+
+class TrainPythonFailed(TransientError):
+    """The train command's interpreter does not run here (`walls.train_python`): a fault of the
+    base's senpai.yaml or of the machine, never the hypothesis's. Exit 3, as the verifier's
+    `BaselineFailed`: the job is relaunched, then escalated with its log, which names `train` and
+    the fix; no attempt is spent."""
+
+
+def train_interpreter(command: str, walls: Walls) -> str | None:
+    """`walls.train_python(command)` (the interpreter the train step's wall grants, or None), once
+    `walls` would grant it (its folders hold nothing they hide). Raises TrainPythonFailed for either
+    ConfigError. The student job asks it before its turn (the train step runs in the same image),
+    so no LLM dollar is spent on an attempt that cannot train."""
+    try:
+        python = train_python(command)
+        if python:
+            walls([], [], python)
+        return python
+    except ConfigError as e:
+        raise TrainPythonFailed(str(e)) from None
 
 
 class ArmJob(BaseModel):
@@ -127,13 +148,15 @@ def plan(ctx: TurnContext, a: Attempt | None, work: Path) -> StudentPlan:
 
 def train(train_dir: Path, walls: Walls) -> TrainLog:
     """The train step: every arm of `train_dir/job.json` in turn, in its own clone, behind its wall
-    (it may write its clone and a fresh HOME, TMPDIR and W&B dir under its arm's folder alone),
-    each within `train_timeout`; writes `train_dir/train.json`, and says on stdout (the job's log)
-    how each arm ended, with the end of its output if it failed. The process is non-dumpable first:
+    (it may write its clone and a fresh HOME, TMPDIR and W&B dir under its arm's folder alone, and
+    run the interpreter the train command names, `train_interpreter`), each within `train_timeout`;
+    writes `train_dir/train.json`, and says on stdout (the job's log) how each arm ended, with the
+    end of its output if it failed. The process is non-dumpable first:
     the arms' code, its children, must not change what it writes. Raises PermanentError if
-    job.json is unreadable (prepare failed)."""
+    job.json is unreadable (prepare failed), TrainPythonFailed before any arm runs."""
     set_not_dumpable()
     job = _read(train_dir / "job.json", TrainJob, PermanentError)
+    python = train_interpreter(job.command, walls)
     ran = []
     for i, arm in enumerate(job.arms):
         root = _arm_dir(train_dir, i)
@@ -142,7 +165,8 @@ def train(train_dir: Path, walls: Walls) -> TrainLog:
         runs.mkdir(parents=True, exist_ok=True)
         timeout = train_timeout(job.train_seconds, job.post_seconds)
         env = {**arm.env, **env, **_wandb_paths(arm.env, runs)}
-        out = run_command(job.command, checkout, env, timeout, log=root / "train.log", wall=walls([checkout, *own, runs], []))
+        wall = walls([checkout, *own, runs], [], python)
+        out = run_command(job.command, checkout, env, timeout, log=root / "train.log", wall=wall)
         values = dict(list(out.values.items())[-MAX_VALUES:])
         tail = out.tail(20)[-TAIL_BYTES:]
         ran.append(

@@ -34,7 +34,7 @@ from senpai.agents.verifier import (
     scorer,
     verification_block,
 )
-from senpai.agents.walls import Walls, walls_of
+from senpai.agents.walls import Walls, train_python, walls_of
 from senpai.agents.workcopy import standalone_clone
 from senpai.config.budgets import VerifierSteps
 from senpai.config.credentials import set_not_dumpable
@@ -121,12 +121,14 @@ def verify_all(ctx: TurnContext, number: int, holdout_dir: Path, sources: tuple[
     """`--step all`: plan, check scope, snapshot the evaluator, then train and score both sides
     (a seed an earlier verification measured for a side's tree is reused: `known`); records the block.
     Raises BaselineFailed if the base head fails its own steps, TransientError if a fetch or the
-    forge fails past its retries, ConfigError if `holdout.files` are not in the base,
-    PermanentError for a merged PR that owes no verification."""
+    forge fails past its retries, ConfigError if `holdout.files` are not in the base or, before
+    anything trains, if `holdout.python` or the train command's interpreter (`walls.train_python`)
+    cannot run here, PermanentError for a merged PR that owes no verification."""
     plan = make_plan(ctx, number).model_copy(update={"holdout": holdout_id(holdout_dir)})
     v = refusal(ctx.target, plan)
     if v is None:
         hold = ctx.target.holdout
+        train_python(ctx.target.train)  # as `scorer` checks holdout.python: the base's fault, never the PR's
         checkout(ctx, plan, ctx.workdir)
         evaluator = EvaluatorFiles(ctx.repo.path, plan.baseline, hold.files)  # before any train step runs
         walls = walls_of(ctx.harness)
@@ -140,10 +142,11 @@ def verify_all(ctx: TurnContext, number: int, holdout_dir: Path, sources: tuple[
 def checkout_step(ctx: TurnContext, number: int, work: Path, holdout_dir: Path, sources: tuple[int, ...] = ()) -> Plan:
     """`--step checkout`: write `work/plan.json`, and per side its clone and `work/<side>/job.json`
     (each names the seeds earlier verifications measured for its tree: its train step skips them).
-    Raises ConfigError, before anything is trained, if `holdout.python` cannot run here (the score
-    step runs in the same image)."""
+    Raises ConfigError, before anything is trained, if `holdout.python` or the train command's
+    interpreter (`walls.train_python`) cannot run here (the train and score steps run in the same image)."""
     if why := python_problem(ctx.target.holdout):
         raise ConfigError(why)
+    train_python(ctx.target.train)
     plan = make_plan(ctx, number)
     checkout(ctx, plan, work)
     _write(work / "plan.json", plan)

@@ -5,8 +5,9 @@ mirror, agent conversations), the tracker's dir (every job's W&B runs), the loca
 other jobs' folders; this job's own spec, status and log), the sealed holdout, the home folder of the
 user senpai runs as (~/.netrc, ~/.git-credentials, ~/.config/gh...), and `wall.hidden`. Readable all
 the same: the interpreter senpai runs on (its prefixes and site-packages: a target's `python` is
-senpai's), the evaluator's own interpreter where senpai.yaml declares one (`holdout.python`), and
-`wall.readable`. Writable: only the folders the job makes for the command (its
+senpai's), the evaluator's own interpreter where senpai.yaml declares one (`holdout.python`), the
+train command's where it starts one by its absolute path (`train_python`: a venv of the target's),
+and `wall.readable`. Writable: only the folders the job makes for the command (its
 checkout, a fresh HOME and TMPDIR, its W&B dir, a verifier step's artifact dir) and `wall.writable`.
 
 Where the machine allows it (root, or unprivileged user namespaces: `isolation`, tried once per
@@ -18,9 +19,12 @@ root with no capability, which only Landlock keeps from root's files: without La
 """
 
 import functools
+import itertools
 import json
 import logging
 import os
+import re
+import shlex
 import site
 import stat
 import subprocess
@@ -43,6 +47,8 @@ _WHERE = (
     "sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages()]))"
 )
 MIN_PYTHON = (3, 11)  # the score step runs it with -P
+_PYTHON_NAME = re.compile(r"python(\d+(\.\d+)?)?")  # python, python3, python3.12: a train command's interpreter
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")  # `CUDA_VISIBLE_DEVICES=0 /venv/bin/python ...`
 
 
 @functools.cache
@@ -79,36 +85,101 @@ def interpreter_paths() -> list[str]:
 
 
 @functools.cache
-def python_paths(python: str) -> tuple[str, ...]:
-    """What running interpreter `python` (an absolute path: `holdout.python`) reads: the folder of
-    its path and of its real executable, its prefixes and its site-packages, as it reports them.
-    It is asked once per process, outside any wall, with PATH alone in its environment, from /: it
-    is as trusted as senpai's own, since only the base's protected senpai.yaml names it. Raises
-    ConfigError naming it if it does not run, does not answer as Python 3 within QUERY_SECONDS, or
-    is older than MIN_PYTHON."""
+def ask_python(python: str) -> tuple[str, tuple[str, ...]]:
+    """(its version, "3.12"; the folders running it reads) as interpreter `python` (an absolute
+    path a senpai.yaml field names) reports them: the folder of its path and of its real executable,
+    its prefixes and its site-packages. It is asked once per process, outside any wall, with PATH
+    alone in its environment, from /: it is as trusted as senpai's own, since only the base's
+    protected senpai.yaml names it. Raises ConfigError (a clause that starts with `python`: the
+    caller names the field) if it does not run, or does not answer as Python within QUERY_SECONDS."""
     argv, env = [python, "-I", "-c", _WHERE], {"PATH": os.environ.get("PATH", os.defpath)}  # as the score step has it
     try:
         run = subprocess.run(argv, cwd="/", env=env, capture_output=True, text=True, timeout=QUERY_SECONDS)
     except (OSError, ValueError) as e:
-        raise ConfigError(f"holdout.python {python} does not run ({e}); fix or unset it") from None
+        raise ConfigError(f"{python} does not run ({e})") from None
     except subprocess.TimeoutExpired:
-        raise ConfigError(f"holdout.python {python} did not answer within {QUERY_SECONDS:g} s; fix or unset it") from None
+        raise ConfigError(f"{python} did not answer within {QUERY_SECONDS:g} s") from None
     try:
         said = json.loads((run.stdout.strip().splitlines() or [""])[-1]) if run.returncode == 0 else None
     except ValueError:
         said = None
     if not (isinstance(said, list) and len(said) > 1 and all(isinstance(p, str) for p in said)):
         printed = (run.stderr or run.stdout).strip()[-300:]
-        raise ConfigError(
-            f"holdout.python {python} does not run as a Python 3 interpreter (it exited {run.returncode}: {printed}); "
-            "fix or unset it"
-        )
+        raise ConfigError(f"{python} does not run as a Python 3 interpreter (it exited {run.returncode}: {printed})")
     version, executable, *where = said
-    if [int(n) if n.isdigit() else 0 for n in version.split(".")] < list(MIN_PYTHON):
+    paths = {os.path.dirname(python), os.path.dirname(executable), *where}
+    return version, tuple(sorted(p for p in paths if os.path.isabs(p) and os.path.isdir(p)))  # '.' is senpai's cwd
+
+
+def _older(version: str, need: tuple[int, int]) -> bool:
+    return [int(n) if n.isdigit() else 0 for n in version.split(".")] < list(need)
+
+
+def python_paths(python: str) -> tuple[str, ...]:
+    """What running interpreter `python` (`holdout.python`, an absolute path) reads (`ask_python`).
+    Raises ConfigError naming holdout.python if it does not run, does not answer as Python 3
+    within QUERY_SECONDS, or is older than MIN_PYTHON."""
+    try:
+        version, paths = ask_python(python)
+    except ConfigError as e:
+        raise ConfigError(f"holdout.python {e}; fix or unset it") from None
+    if _older(version, MIN_PYTHON):
         need = "%d.%d" % MIN_PYTHON
         raise ConfigError(f"holdout.python {python} is Python {version}: the score step runs it with -P, which needs {need}+")
-    paths = {os.path.dirname(python), os.path.dirname(executable), *where}
-    return tuple(sorted(p for p in paths if os.path.isdir(p)))
+    return paths
+
+
+def train_program(command: str) -> str | None:
+    """The program shell command `command` (senpai.yaml's `train`) starts, if it names it by an
+    absolute path (`/tmp/venv/bin/python train.py`; leading `VAR=value` assignments skipped); None
+    for a program found on PATH (`python train.py`: senpai's own interpreter comes first there,
+    `measure.run_command`) or a command shlex cannot split."""
+    start = train_start(command)
+    return start[1] if start and os.path.isabs(start[1]) else None
+
+
+def train_start(command: str) -> tuple[dict[str, str], str] | None:
+    """The leading `VAR=value` assignments of shell command `command` and the program it then
+    starts, as written (`PYTHONPATH=src python -m pkg.train`: `({"PYTHONPATH": "src"}, "python")`);
+    None if shlex cannot split it or it assigns only."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    assigned = list(itertools.takewhile(_ASSIGNMENT.match, words))
+    program = words[len(assigned)] if len(words) > len(assigned) else None
+    return (dict(w.split("=", 1) for w in assigned), program) if program else None
+
+
+def is_python_name(program: str) -> bool:
+    """Does `program`'s file name say Python (`python`, `python3`, `python3.12`)?"""
+    return bool(_PYTHON_NAME.fullmatch(os.path.basename(program)))
+
+
+def train_python(command: str) -> str | None:
+    """The interpreter the train command (senpai.yaml's `train`) starts by its absolute path, if
+    its name says Python (`python`, `python3`, `python3.11`: `train_program`), for the wall of
+    every step that runs the train command to grant as it grants `holdout.python` (`candidate_wall`
+    `python`); None for any other command (a program on PATH, a shell script, a binary: the wall
+    grants those nothing; `wall.readable` may). Raises ConfigError naming `train` and the fix if
+    that interpreter does not run here as Python 3 (`ask_python`): every training would fail."""
+    program = train_program(command)
+    if program is None or not is_python_name(program):
+        return None
+    fix = (
+        "every training would fail; point train in senpai.yaml at a Python 3 interpreter that exists on this machine "
+        "(your venv's bin/python; on Kubernetes, one in the job image)"
+    )
+    if not os.path.isfile(program) or not os.access(program, os.X_OK):
+        what = "is not an executable file" if os.path.exists(program) else "does not exist"
+        raise ConfigError(f"train: {program} {what} on this machine: {fix}")
+    try:
+        version, _ = ask_python(program)
+    except ConfigError as e:
+        raise ConfigError(f"train: {e}: {fix}") from None
+    if _older(version, (3, 0)):
+        raise ConfigError(f"train: {program} is Python {version}: {fix}")
+    return program
 
 
 def _reachable(path: str, uid: int, covered: Sequence[str] = (), itself: bool = True) -> bool:
@@ -137,8 +208,8 @@ def candidate_uid(
     python: Sequence[str] = (),
 ) -> int | None:
     """The uid a command from a PR runs as: None unless senpai runs as root; then `wall.uid`, or
-    for `auto` NOBODY, if that user can run the interpreter (and the one of `python_paths`
-    `python`), read `readable` and reach `writable` (which it is handed), the view covering
+    for `auto` NOBODY, if that user can run the interpreter (and the folders of the one
+    senpai.yaml names, `python`), read `readable` and reach `writable` (which it is handed), the view covering
     `covered`; else None for `auto` (root without capabilities). Raises PermanentError if a set
     `wall.uid` cannot: its commands could not run."""
     if os.geteuid() != 0:
@@ -154,7 +225,9 @@ def candidate_uid(
 
 
 class Walls(Protocol):
-    """(writable, readable, python) -> the wall: `candidate_wall` with the harness's settings (`walls_of`)."""
+    """(writable, readable, python) -> the wall: `candidate_wall` with the harness's settings (`walls_of`).
+    `python`: the interpreter senpai.yaml names for the command (`holdout.python` for the evaluator,
+    `train_python` for the train command), checked there first."""
 
     def __call__(self, writable: Sequence[Path], readable: Sequence[Path] = (), python: str | None = None) -> Wall: ...
 
@@ -189,11 +262,12 @@ def candidate_wall(
     """The wall of a command that may write only `writable` (and `settings.writable`), may not read
     `hidden` (senpai's folders, `senpai_paths`), the home folder or `settings.hidden`, and may read
     `readable` all the same (the sealed holdout, for the evaluator); see the module docstring. With
-    `python` (`holdout.python`, the evaluator's interpreter) it may run that one too
-    (`python_paths`; those paths un-hide nothing beneath them, as senpai's own do not).
+    `python` (`holdout.python`, the evaluator's interpreter, or the train command's, `train_python`:
+    each checked where it is named) it may run that one too (the folders it reports, `ask_python`;
+    one that holds a folder the wall hides or empties is refused: `_grantable`).
     Raises PermanentError if the wall cannot be what `settings` asks: `landlock: required` on a
     kernel without Landlock, `namespaces: required` where no view can be made, or root with neither
-    Landlock nor another uid; ConfigError as `python_paths`."""
+    Landlock nor another uid; ConfigError if `python` does not answer as Python, or reports such a folder."""
     abi, view = _landlock(), isolation()
     if not abi and settings.landlock == "required":
         raise PermanentError("wall.landlock is required, but this kernel offers no Landlock: code from a PR is not run")
@@ -206,7 +280,11 @@ def candidate_wall(
     granted = [os.path.realpath(p) for p in readable]
     hidden = [h for h in map(os.path.realpath, hidden) if not any(_within(h, g) for g in granted)]
     write = [str(Path(p).absolute()) for p in [*writable, *settings.writable]]
-    runs = list(python_paths(python)) if python else []
+    try:
+        runs = list(ask_python(python)[1]) if python else []  # its own checks ran where senpai.yaml named it
+    except ConfigError as e:
+        raise ConfigError(f"the interpreter a command runs, {e}: fix senpai.yaml") from None
+    _grantable(python, runs, [*hidden, *map(os.path.realpath, [*SCRATCH, "/run"])])
     covered = [*hidden, *SCRATCH, "/run"] if view else []
     uid = candidate_uid(settings, covered, [*granted, *settings.readable], write, runs)
     if not abi and os.geteuid() == 0 and uid is None:
@@ -224,6 +302,20 @@ def candidate_wall(
         landlock=bool(abi),
         isolate=view,
     )
+
+
+def _grantable(python: str | None, runs: Sequence[str], covered: Sequence[str]) -> None:
+    """Raise ConfigError if a folder interpreter `python` reports (`runs`) holds one the wall hides
+    or empties (`covered`): granted, it would un-hide all of it (the view keeps it whole, and Landlock
+    cannot take a hidden folder back from a readable one above it). `~/python3`, a link to a venv's
+    python, reports the home folder; an interpreter whose prefix is / reports everything."""
+    for folder in map(os.path.realpath, runs):
+        if held := next((c for c in covered if _within(c, folder)), None):
+            raise ConfigError(
+                f"the interpreter a command runs, {python} reads {folder}, which holds {held}: the wall hides or empties "
+                "that, and will not grant it whole; fix senpai.yaml: name the interpreter by its path in its own folder "
+                "(a venv's bin/python)"
+            )
 
 
 def _within(path: str, root: str) -> bool:

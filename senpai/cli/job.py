@@ -105,7 +105,9 @@ def student(config_path: str, pr: int, attempt: int, step: str, work: str | None
     prepare runs the runtime's turn (params written, or the agent's change) and pushes it, then writes
     WORK/plan.json and WORK/train/ (a clone per arm, train/job.json); train (no secret, no forge, reads
     and writes only WORK/train) runs the target's train command per arm behind its wall and writes
-    WORK/train/train.json; report takes the W&B runs in and posts the evidence.
+    WORK/train/train.json; report takes the W&B runs in and posts the evidence. A train command whose
+    own Python interpreter (named by its absolute path) does not run here stops prepare before the
+    turn, and the train step before any arm, with exit 3: senpai's failure, no attempt spent.
 
     \b
     Example:
@@ -124,6 +126,9 @@ def student(config_path: str, pr: int, attempt: int, step: str, work: str | None
         ev = steps.report(ctx, steps.read_plan(root), root)
     else:
         ctx = _context(config_path, Role.STUDENT, root)
+        steps.train_interpreter(
+            ctx.target.train, walls_of(ctx.harness)
+        )  # before the turn: exit 3, no attempt spent, if it cannot run
         result = make_runtime(ctx.harness.runtime.student).student_turn(ctx, pr, attempt, _events().events)
         if step == "prepare":
             steps.plan(ctx, result if isinstance(result, Attempt) else None, root)

@@ -9,7 +9,9 @@ senpai/tracker/, the kubernetes client in senpai/fleet/):
 - **llm** (`llm.llm_checks`): per openhands role: key env present and one 1-token completion, and a
   warning where the model's calls would count $0 (`senpai.config.prices`);
 - **local** (`checks.holdout_check`): local fleet only: `fleet.holdout_dir` is a non-empty folder
-  apart from the folders jobs use (`fleet.dir`, `state_dir`, `tracker.dir`);
+  apart from the folders jobs use (`fleet.dir`, `state_dir`, `tracker.dir`); `senpai.cli.preflight`
+  adds the wall and the interpreters the base's senpai.yaml names (`holdout.python`, the train
+  command's), which need senpai.agents;
 - **cluster** (`cluster.cluster_checks`): kubernetes fleet only: namespace, PVC bound, GPU nodes,
   ConfigMap, Secrets (key names only), and RBAC by SelfSubjectAccessReview.
 

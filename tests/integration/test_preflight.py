@@ -18,14 +18,15 @@ import httpx
 import pytest
 import yaml
 from click.testing import CliRunner
-from forge_fixtures import OWNER, TOKEN, user_token
+from forge_fixtures import OWNER, TOKEN, commit_and_push, target_yaml, user_token
 from k8s_apiserver import ApiServer
 from k8s_fixtures import NAMESPACE, k8s_settings
 from kubernetes import client
+from second_python import venv_with
 
 from senpai.agents.walls import isolation
 from senpai.cli.main import cli, main
-from senpai.cli.preflight import wall_check
+from senpai.cli.preflight import interpreter_checks, wall_check
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import HarnessConfig, WallSettings
 from senpai.fleet.k8s_cluster import ClusterProbe
@@ -465,3 +466,57 @@ def test_the_wall_is_tried_and_described(repo_cfg, tmp_path):
         locked = repo_cfg.model_copy(update={"wall": WallSettings(uid=4321, readable=[str(tmp_path / "locked")])})
         bad = wall_check(locked)
         assert bad.outcome == "fail" and "wall.uid 4321 cannot reach" in bad.detail, bad
+
+
+def test_the_interpreters_the_base_names_are_run_here(repo_cfg, forge_repo, tmp_path):
+    """holdout.python and the train command's interpreter, read from senpai.yaml at the base branch,
+    each pass with the version it reports, fail naming the field, or skip where none is named."""
+    forge, _ = forge_repo
+    rows = by_check(interpreter_checks(repo_cfg, forge))  # the seed has no senpai.yaml
+    assert list(rows) == ["interpreters"] and rows["interpreters"].outcome == "skip", rows
+    assert "senpai.yaml at advisor cannot be read" in rows["interpreters"].detail
+
+    commit_and_push(forge, tmp_path / "seed", "advisor", {"senpai.yaml": target_yaml({"min_floor": 0.01})}, start="advisor")
+    rows = by_check(interpreter_checks(repo_cfg, forge))  # train: `python train.py`, found on PATH
+    assert (rows["holdout.python"].outcome, rows["train interpreter"].outcome) == ("skip", "skip"), rows
+
+    python = venv_with(tmp_path / "venv", {})
+    version = "%d.%d" % sys.version_info[:2]
+    good = target_yaml({"python": str(python), "min_floor": 0.01}, train=f"{python} train.py")
+    commit_and_push(forge, tmp_path / "seed", "advisor", {"senpai.yaml": good}, start="advisor")
+    rows = by_check(interpreter_checks(repo_cfg, forge))
+    assert rows["holdout.python"].outcome == rows["train interpreter"].outcome == "pass", rows
+    assert rows["train interpreter"].detail == f"{python} runs as Python {version}; the train step's wall grants it"
+    assert rows["holdout.python"].detail.startswith(f"{python} runs as Python {version}")
+
+    fake = tmp_path / "opt" / "python3"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho not python\n")
+    fake.chmod(0o755)
+    bad = target_yaml({"python": str(tmp_path / "gone" / "python"), "min_floor": 0.01}, train=f"{fake} train.py")
+    commit_and_push(forge, tmp_path / "seed", "advisor", {"senpai.yaml": bad}, start="advisor")
+    rows = by_check(interpreter_checks(repo_cfg, forge))
+    assert rows["holdout.python"].outcome == rows["train interpreter"].outcome == "fail", rows
+    assert "does not exist on this machine" in rows["holdout.python"].detail
+    assert rows["train interpreter"].detail.startswith(f"train: {fake} does not run as a Python 3 interpreter")
+
+
+def test_an_interpreter_the_wall_would_not_grant_fails_its_row(repo_cfg, forge_repo, tmp_path):
+    """`~/python3`, a link in the home folder to a venv's python, reports that folder as its own:
+    the wall refuses it rather than un-hide the home folder, so preflight must not say it grants it."""
+    forge, _ = forge_repo
+    home = tmp_path / "home"
+    link = home / "python3"
+    home.mkdir()
+    link.symlink_to(venv_with(tmp_path / "venv", {}))
+    cfg = repo_cfg.model_copy(update={"wall": WallSettings(hidden=[str(home)])})
+    commit_and_push(
+        forge,
+        tmp_path / "seed",
+        "advisor",
+        {"senpai.yaml": target_yaml({"python": str(link), "min_floor": 0.01}, train=f"{link} t.py")},
+        start="advisor",
+    )
+    rows = by_check(interpreter_checks(cfg, forge))
+    for row in (rows["holdout.python"], rows["train interpreter"]):
+        assert row.outcome == "fail" and f"{link} reads {home}, which holds {home}" in row.detail, row

@@ -16,7 +16,7 @@ from senpai.agents.openhands.session import Session
 from senpai.agents.openhands.trace import turn_summary
 from senpai.agents.runs import log_agent_turn
 from senpai.agents.secrets import scrub_environment
-from senpai.agents.walls import sandbox, walls_of
+from senpai.agents.walls import sandbox, train_python, walls_of
 from senpai.config.roles import Role
 from senpai.ledger import transitions
 from senpai.ledger.blocks import BudgetReport
@@ -44,12 +44,14 @@ def walled_tools(ctx: TurnContext, workspace: Path, role: Role) -> dict[str, dic
     `terminal` and `file_editor`, the advisor's `file_editor` alone (it reads code; a shell schema
     costs about 1,000 prompt tokens a call, measured in bench/results/e2e-llm-*). Both are behind the
     wall of code from a PR (`senpai.agents.walls`: they may write `workspace` and a fresh HOME and
-    TMPDIR alone, read nothing of senpai's, hold no key and cannot reach this process). The
-    terminal's shell is a script outside `workspace`, where the agent cannot change it; the editor
-    is a process of its own (`senpai.agents.openhands.editor`)."""
+    TMPDIR alone, read nothing of senpai's, hold no key and cannot reach this process; the student's
+    may run the train command's own interpreter, `walls.train_python`, which its job checked before
+    the turn, as the train step may). The terminal's shell is a script outside `workspace`, where
+    the agent cannot change it; the editor is a process of its own (`senpai.agents.openhands.editor`)."""
     root = Path(tempfile.mkdtemp(prefix="shell-", dir=ctx.workdir))
     own, env = sandbox(root)
-    wall = walls_of(ctx.harness)([workspace, *own], [])
+    python = train_python(ctx.target.train) if role == Role.STUDENT else None
+    wall = walls_of(ctx.harness)([workspace, *own], [], python)
     script = root / "bash"
     script.write_text("#!/bin/sh\nexec " + shlex.join(wall.argv(["/bin/bash"])) + ' "$@"\n')
     script.chmod(0o755)
