@@ -10,6 +10,7 @@ from pathlib import Path
 from senpai import phases
 from senpai.agents.context import TurnContext
 from senpai.config.harness import HarnessConfig
+from senpai.config.target import Metric
 from senpai.errors import PermanentError
 from senpai.forge.base import PullRequest
 from senpai.ledger import transitions
@@ -54,6 +55,12 @@ def hypothesis_id(params: dict, change: str | None, salt: bytes) -> str:
     return "h-" + hmac.new(salt, key.encode(), hashlib.sha256).hexdigest()[:10]
 
 
+def reported(metric: Metric) -> str:
+    """What a plan reports and where it comes from, by the target's `metric.source`."""
+    where = "the W&B run's summary" if metric.source == "wandb" else "the last value the program prints of it on stdout"
+    return f"{metric.name} from {where}"
+
+
 def open_hypothesis(
     ctx: TurnContext,
     student: str,
@@ -68,6 +75,7 @@ def open_hypothesis(
     exploration: str | None = None,
     arms: list[Arm] | None = None,
     measures_base: bool = False,
+    remeasures: int | None = None,
 ) -> PullRequest:
     """Push branch `senpai/<student>/<hid>` at the baseline commit and open its PR in state wip.
 
@@ -76,7 +84,9 @@ def open_hypothesis(
     asked for it (its id then differs from a proposal of the same point, so a fresh branch is cut);
     `exploration` is the diversity alarm's reason when it was raised for this turn (recorded in the block);
     `arms` are its named variants (`Hypothesis.arms`; they enter its id); `measures_base` marks the
-    measurement of the base itself (`Hypothesis.measures_base`; it enters the id). Raises ValueError for invalid arms.
+    measurement of the base itself (`Hypothesis.measures_base`; it enters the id); `remeasures` is the
+    failed measurement of the same base that this one repeats (`senpai.ledger.basefails.resolved`;
+    it enters the id, so a fresh branch is cut). Raises ValueError for invalid arms.
     Idempotent: an existing branch and open PR are reused. Raises TransitionError if the PR exists
     but cannot be (re)opened.
     """
@@ -85,6 +95,7 @@ def open_hypothesis(
     if arms:
         text = f"{text or ''}\narms:{json.dumps([a.model_dump() for a in arms], sort_keys=True)}"
     text = f"{text or ''}\nmeasures_base:{baseline.commit}" if measures_base else text
+    text = f"{text}\nremeasures:{remeasures}" if measures_base and remeasures else text
     hid = hypothesis_id(params, text, id_salt(ctx.harness))
     budget = ctx.budgets.student  # an LLM student's job holds its agent turn as well as the training run
     deadline = budget.job_deadline(len(arms) if arms else 1)  # one full training run per arm

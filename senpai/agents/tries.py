@@ -7,7 +7,7 @@ the event once a PR carries it, and a replayed event finds the PR and does nothi
 """
 
 from senpai.agents.context import TurnContext
-from senpai.agents.hypothesis import open_hypothesis
+from senpai.agents.hypothesis import open_hypothesis, reported
 from senpai.agents.params import read_params
 from senpai.errors import TransitionError
 from senpai.ledger.baseline import current_baseline
@@ -40,7 +40,7 @@ def _open(ctx: TurnContext, ev: Event) -> str:
             student,
             hypothesis=f"setting {point} improves {t.metric.name}",
             rationale=f"asked for by @{ev.by} with `/senpai try {' '.join(f'{k}={v}' for k, v in asked.items())}`",
-            plan=f"write the params into {t.params.file}, run `{t.train}`, report {t.metric.name} from the W&B run",
+            plan=f"write the params into {t.params.file}, run `{t.train}`, report {reported(t.metric)}",
             params={**current, **asked},
             baseline=baseline,
             request=ref,

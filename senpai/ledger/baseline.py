@@ -41,10 +41,15 @@ def current_baseline(exps: list[Experiment], base_sha: str) -> Baseline:
     return Baseline(commit=base_sha, pr=None, run_id=None, value=None, params=None)
 
 
-def measuring_base(exps: list[Experiment], base_sha: str) -> bool:
-    """True if an experiment measuring the base `base_sha` on validation was opened (any state:
-    one that failed is not opened again, the base then stays unmeasured until a merge)."""
-    return any(e.hypothesis and e.hypothesis.measures_base and e.hypothesis.baseline.commit == base_sha for e in exps)
+def measuring_base(exps: list[Experiment], base_sha: str, resolved: frozenset[int] = frozenset()) -> bool:
+    """True if an experiment measuring the base `base_sha` on validation was opened (any state),
+    other than the PRs in `resolved`: failed measurements whose humans' issue was closed
+    (`basefails.resolved`), after which the same base is measured again. A failed measurement
+    otherwise blocks its base (`basefails.blocking`) until the base moves."""
+    return any(
+        e.hypothesis and e.hypothesis.measures_base and e.hypothesis.baseline.commit == base_sha and e.pr not in resolved
+        for e in exps
+    )
 
 
 def _run_of(e: Experiment) -> str | None:

@@ -110,9 +110,12 @@ def pr_event(kind: Literal["review", "stale", "verified"], pr: int, head: str, v
     return Event(id=f"{kind}:{at}", kind=kind, pr=pr, head=head)
 
 
-def idle_event(student: str, base: str, experiments: int) -> Event:
-    """New work for `student`, idle at base head `base` while the ledger held `experiments` experiments."""
-    return Event(id=f"idle:{student}@{base}:{experiments}", kind="idle", student=student)
+def idle_event(student: str, base: str, experiments: int, resolved: int = 0) -> Event:
+    """New work for `student`, idle at base head `base` while the ledger held `experiments` experiments
+    and `resolved` failed measurements of that base had their humans' issue closed
+    (`basefails.resolved`: a closure wakes the advisor again to measure the base again)."""
+    again = f"/{resolved}" if resolved else ""
+    return Event(id=f"idle:{student}@{base}:{experiments}{again}", kind="idle", student=student)
 
 
 def try_event(ref: str, student: str, params: dict[str, Scalar], by: str) -> Event:

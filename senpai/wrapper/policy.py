@@ -41,6 +41,7 @@ from senpai.config.harness import HarnessConfig
 from senpai.config.roles import Role
 from senpai.errors import DiskFull, NoEffect, TransientError
 from senpai.fleet.base import JobStatus
+from senpai.ledger import basefails
 from senpai.ledger.consistency import reverify
 from senpai.ledger.escalation import escalation_id
 from senpai.ledger.events import Event, idle_event, message_event, pr_event, try_event
@@ -227,7 +228,9 @@ def _approved(e: Experiment, w: World) -> str:
 def idle_events(w: World, cfg: HarnessConfig) -> list[Event]:
     """New work for students with nothing assigned: queued `/senpai try`s first (one per student,
     oldest first), then an `idle` event per remaining student while the experiment cap and patience
-    allow.  Nothing while a human has paused (`/senpai pause`)."""
+    allow, and while the base's measurement is not blocked for humans (`basefails.held`: it could
+    not train on senpai's side, so nothing on that base would).  Nothing while a human has paused
+    (`/senpai pause`)."""
     if w.steer.paused or set(caps_reached(w, cfg)) - {"experiments"}:
         return []  # a spent budget or time stops even a human's `/senpai try`; the experiment cap does not
     assigned = {e.student for e in w.exps if e.state in ASSIGNED}
@@ -238,9 +241,10 @@ def idle_events(w: World, cfg: HarnessConfig) -> list[Event]:
     idle = idle[len(events) :]
     cap = w.steer.experiments if w.steer.experiments is not None else cfg.max_experiments
     room = len(idle) if cap is None else cap - len(w.exps) - len(events)
-    if room <= 0 or paused_for_patience(w.exps, cfg, w.steer.resumed_after):
+    if room <= 0 or paused_for_patience(w.exps, cfg, w.steer.resumed_after) or basefails.held(w.exps, w.base_sha):
         return events
-    return events + [idle_event(s, w.base_sha, len(w.exps)) for s in idle[:room]]
+    resolved = len(basefails.resolved(w.exps, w.base_sha, list(w.issues), w.bot))
+    return events + [idle_event(s, w.base_sha, len(w.exps), resolved) for s in idle[:room]]
 
 
 def plan(w: World, cfg: HarnessConfig) -> list[Action]:

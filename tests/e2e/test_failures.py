@@ -52,6 +52,8 @@ def test_failed_training_is_closed_as_a_useful_failure(local_forge, tmp_path, ca
     (exp,) = reader(config).experiments()
     assert exp.state == "closed" and exp.decision.verdict == "close"
     assert expected in exp.evidence[-1].failure and expected in exp.decision.reason
+    # the one experiment is the measured start: a base that fails so is blocked, not a useful failure (issue 27)
+    assert exp.hypothesis.measures_base and exp.decision.reason.startswith("the base does not train")
     assert exp.verifications == []  # a failure never reaches the verifier
     if case == "crash":
         assert "boom: out of memory" in exp.evidence[-1].log_tail

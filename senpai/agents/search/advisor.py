@@ -9,21 +9,23 @@ import logging
 from senpai import phases
 from senpai.agents import review
 from senpai.agents.context import TurnContext
-from senpai.agents.hypothesis import open_hypothesis
+from senpai.agents.hypothesis import open_hypothesis, reported
 from senpai.agents.params import read_params
 from senpai.errors import TransitionError
 from senpai.forge.base import Forge, PullRequest
-from senpai.ledger import diversity
+from senpai.ledger import basefails, diversity, escalation
 from senpai.ledger.baseline import Baseline, current_baseline, measuring_base
 from senpai.ledger.blocks import Arm
 from senpai.ledger.commands import SYNTAX
 from senpai.ledger.events import Event, Message
 from senpai.ledger.experiment import Experiment
-from senpai.ledger.labels import ASSIGNED, ExperimentState, status_of
+from senpai.ledger.labels import ASSIGNED, SENPAI, ExperimentState, status_of
+from senpai.ledger.records import neutral, quote, unmention
 from senpai.ledger.replies import reply_to_human
 
 log = logging.getLogger(__name__)
 _decision = review.decision
+FAILURE_TAIL = 12  # log lines of a failed measurement of the base quoted in its issue
 
 
 def advisor_turn(ctx: TurnContext, events: list[Event]) -> list[str]:
@@ -93,6 +95,8 @@ def _review_evidence(ctx, pr, exp: Experiment, baseline: Baseline, decide) -> li
         why = evidence.failure if evidence else "no evidence for the current head"
         if any(v.passed for v in exp.verifications):
             return [review.reapply_failed(ctx, pr, exp, why)]
+        if evidence is not None and exp.hypothesis and exp.hypothesis.measures_base:
+            return [_measurement_failed(ctx, exp, evidence, baseline, decide)]
         decide(_decision(exp, "close", f"useful failure: {why}"))
         return [f"#{exp.pr}: closed, {why}"]
     value, base = evidence.primary.value, baseline.value
@@ -109,16 +113,62 @@ def _close_measurement(ctx: TurnContext, exp: Experiment, evidence, baseline: Ba
     """Close the measurement of the base: with its value (the decision's `candidate`, which
     `current_baseline` reads) only if the head it trained has the base's tree; a student or a push
     that changed anything measured something else, which must not become the base's value."""
-    ctx.repo.git("fetch", "--quiet", "origin", f"+{evidence.head}:refs/senpai/measured", network=True)
-    trees = ctx.repo.git("rev-parse", f"{evidence.head}^{{tree}}", f"{exp.hypothesis.baseline.commit}^{{tree}}").split()
     name, value = evidence.primary.name, evidence.primary.value
-    if len(set(trees)) != 1:
+    if not _base_tree(ctx, evidence.head, exp.hypothesis.baseline.commit):
         reason = f"the measurement of the base trained {evidence.head[:8]}, whose tree is not the base's: no value taken"
         decide(_decision(exp, "close", reason))
         return f"#{exp.pr}: closed, {reason}"
     reason = f"the base measured on validation: {name} = {value:.4g}"
     decide(_decision(exp, "close", reason, candidate=value))
     return f"#{exp.pr}: closed, {reason}"
+
+
+def _base_tree(ctx: TurnContext, head: str, base: str) -> bool:
+    """True if commit `head` (fetched from the forge) has the git tree of commit `base`."""
+    ctx.repo.git("fetch", "--quiet", "origin", f"+{head}:refs/senpai/measured", network=True)
+    return len(set(ctx.repo.git("rev-parse", f"{head}^{{tree}}", f"{base}^{{tree}}").split())) == 1
+
+
+def _measurement_failed(ctx: TurnContext, exp: Experiment, evidence, baseline: Baseline, decide) -> str:
+    """The measurement of the base failed (senpai's evidence for its head says so): the base does
+    not train, which is no hypothesis's failure. For the current base, trained with the base's own
+    tree: one issue for humans first (`basefails.issue_key`; a crash after it closes the PR on the
+    next turn), then the PR is closed naming it, and `_assign` opens nothing on the base while the
+    issue is open. A measurement of a base that has moved since, or of a head with another tree,
+    says nothing about the base: closed, no issue."""
+    commit, failure = exp.hypothesis.baseline.commit, evidence.failure or "the training failed"
+    if commit != baseline.commit:
+        reason = f"the measurement of the base {commit[:8]} failed, and the base has moved since: {failure}"
+    elif not _base_tree(ctx, evidence.head, commit):
+        reason = f"the measurement of the base trained {evidence.head[:8]}, whose tree is not the base's, and failed: {failure}"
+    else:
+        number = _base_fails_issue(ctx, exp, evidence)
+        reason = f"the base does not train (issue #{number}): {failure}"
+    decide(_decision(exp, "close", reason))
+    return f"#{exp.pr}: closed, {reason}"
+
+
+def _base_fails_issue(ctx: TurnContext, exp: Experiment, evidence) -> int:
+    """Open (once: `escalation.open_issue`) the humans' issue saying the base does not train; its number."""
+    commit = exp.hypothesis.baseline.commit
+    tail = "\n".join((evidence.log_tail or "").strip().splitlines()[-FAILURE_TAIL:])
+    body = (
+        f"The base branch `{ctx.base}` at {commit[:8]} does not train: its measurement #{exp.pr} (the measured "
+        f"start: `{quote(ctx.target.train)}` on the base as it is) failed at {evidence.head[:8]}. senpai's "
+        f"evidence says: {quote(evidence.failure or 'the training failed', 500)}\n\n"
+        "A base that cannot train is no hypothesis's failure: while this issue is open senpai opens no proposal "
+        "and no new measurement on this base (a `/senpai try` you ask for still opens), so no further experiment "
+        "is spent on it.\n\n"
+        "To go on, fix the target so the base trains (what the failure names: the `train` command or "
+        "`holdout.python` in senpai.yaml, a package missing from the environment, a path the wall hides: "
+        "`wall.readable` in the harness config; `senpai validate` runs the same checks), then either:\n"
+        f"- push the fix to `{ctx.base}`: the new commit is a new base, which senpai measures by itself; or\n"
+        "- if the fix was outside the repository (the environment, the harness config), close this issue: "
+        "senpai then measures the same base again."
+        + (f"\n\nLast lines of the training's log:\n\n{unmention(neutral(tail))}" if tail else "")
+    )
+    title = f"senpai: the base {commit[:8]} does not train (#{exp.pr})"
+    return escalation.open_issue(ctx.forge, basefails.issue_key(exp.pr), title, body)
 
 
 def _decide_verified(ctx: TurnContext, pr, exp: Experiment, baseline: Baseline, exps: list[Experiment]) -> list[str]:
@@ -158,10 +208,20 @@ def _assign(ctx: TurnContext, students: list[str], exps: list[Experiment], basel
     students = [s for s in students if s not in busy]
     if not students:
         return []
+    resolved: frozenset[int] = frozenset()
+    if any(basefails.failed(e) for e in basefails.measurements(exps, baseline.commit)):
+        issues, bot = ctx.forge.list_issues(SENPAI, "all"), ctx.forge.login
+        if blocked := basefails.blocking(exps, baseline.commit, issues, bot):
+            return [
+                f"{', '.join(students)}: nothing opened: the base {baseline.commit[:8]} does not train (its measurement "
+                f"#{blocked.pr} failed); waiting for a fix on {ctx.base} or for its issue to be closed"
+            ]
+        resolved = basefails.resolved(exps, baseline.commit, issues, bot)
     current = baseline.params or read_params(ctx.repo.path / ctx.target.params.file)
     out = []
-    if baseline.pr is None and baseline.value is None and not measuring_base(exps, baseline.commit):
-        out.append(_measure_base(ctx, students[0], current, baseline))  # the measured start
+    if baseline.pr is None and baseline.value is None and not measuring_base(exps, baseline.commit, resolved):
+        again = max(resolved, default=None)
+        out.append(_measure_base(ctx, students[0], current, baseline, again))  # the measured start
         students = students[1:]
         if not students:
             return out
@@ -185,12 +245,13 @@ def _assign(ctx: TurnContext, students: list[str], exps: list[Experiment], basel
     ]
 
 
-def _measure_base(ctx: TurnContext, student: str, current: dict, baseline: Baseline) -> str:
+def _measure_base(ctx: TurnContext, student: str, current: dict, baseline: Baseline, again: int | None = None) -> str:
     """Open the experiment that measures the base itself on validation, by the student's own path
     (its params are the base's): until it reports, proposals go to the verifier unscreened; once
     it has, a point no better than the base on validation is closed without a verification
     (`_review_evidence`). Its holdout side is measured once by the first verification of the base,
-    and reused by the others (`senpai.agents.reuse`)."""
+    and reused by the others (`senpai.agents.reuse`). `again`: the failed measurement of this base
+    whose issue a human closed (`basefails.resolved`), which this one repeats on a fresh branch."""
     t = ctx.target
     try:
         pr = open_hypothesis(
@@ -198,10 +259,11 @@ def _measure_base(ctx: TurnContext, student: str, current: dict, baseline: Basel
             student,
             hypothesis=f"measure the base on validation ({t.metric.name}) before the first proposal is judged",
             rationale="the measured start: no value of the base is known on validation",
-            plan=f"run `{t.train}` on the base as it is, report {t.metric.name} from the W&B run",
+            plan=f"run `{t.train}` on the base as it is, report {reported(t.metric)}",
             params=current,
             baseline=baseline,
             measures_base=True,
+            remeasures=again,
         )
     except TransitionError as e:
         return f"{student}: not assigned: {e}"
@@ -245,7 +307,7 @@ def _open(
                 if exploration
                 else f"TPE proposal (seeded) from {prior} prior experiments and the baseline"
             ),
-            plan=f"write the params into {t.params.file}, run `{t.train}`, report {t.metric.name} from the W&B run"
+            plan=f"write the params into {t.params.file}, run `{t.train}`, report {reported(t.metric)}"
             + (" for each arm under the same seed; commit the best arm's params" if arms else ""),
             params=full,
             baseline=baseline,
