@@ -16,7 +16,7 @@ what the script saves: skops for scikit-learn, safetensors for a network (`senpa
 import ast
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -28,8 +28,9 @@ from senpai.agents.params import FORMATS, read_params
 from senpai.cli import scripts
 from senpai.cli.confine import inside
 from senpai.cli.quantities import QUANTITIES, estimator
+from senpai.cli.run_length import Endless, periodic_calls, unbounded
 from senpai.cli.space import space_for
-from senpai.cli.weights import BODIES, FRAMEWORKS, STUB, model_file
+from senpai.cli.weights import BODIES, FRAMEWORKS, STUB, local_modules, model_file
 from senpai.config.target import CONFIG_FILE, LOWER_WORDS
 from senpai.errors import ConfigError
 
@@ -56,6 +57,7 @@ class Report:
     name: str
     how: str
     expr: str | None = None
+    every: str | None = None  # the N of the loop that prints it only every N passes (`run_length.periodic_calls`)
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,7 @@ class Detected:
     model_file: str | None = None  # torch/numpy: the local module the script imports that defines the network (`weights`)
     model: str | None = None  # "classifier" or "regressor", from the names it uses (`quantities.estimator`)
     data_dirs: list[str] = field(default_factory=list)
+    endless: list[Endless] = field(default_factory=list)  # flags that set how long it trains, "no limit" by default
 
     @property
     def metric(self) -> str | None:
@@ -88,6 +91,12 @@ class Detected:
             return (any(p in low for p in _PREFERRED), r.how in READ, any(w in low for w in _METRIC_WORDS), i)
 
         return max(enumerate(self.reports), key=rank)[1].name
+
+    def every(self, metric: str) -> str | None:
+        """The N of the loop that alone reports `metric` (once every N passes), None if it is also
+        reported elsewhere or not at all."""
+        said = {r.every for r in self.reports if r.name == metric}
+        return next(iter(said)) if len(said) == 1 else None
 
     def how(self, metric: str) -> str | None:
         """How the script reports `metric` (the first of READ it uses), None if it does not."""
@@ -113,6 +122,9 @@ def detect(repo: Path, train_cmd: str | None = None) -> Detected:
     source = read(found.script) if found.script else ""
     tree = _parse(source)
     framework = _framework(tree) if tree else None
+    if framework is None:  # the imports of the local modules it imports: torch only in model.py
+        modules = (_parse(read(m)) for m in local_modules(found.script, tree, regular))
+        framework = next((f for m in modules if m and (f := _framework(m))), None)
     network = model_file(found.script, tree, regular, read) if framework in FRAMEWORKS else None
     params_file = next((p for p in PARAMS_FILES if _regular(repo, p)), None)
     return Detected(
@@ -124,6 +136,7 @@ def detect(repo: Path, train_cmd: str | None = None) -> Detected:
         reports=_reports(tree) if tree else [],
         params_file=params_file,
         argparse_defaults=_argparse_defaults(tree) if tree else {},
+        endless=[Endless(f, d, v) for f, d, v in _arguments(tree) if unbounded(d, v)] if tree else [],
         framework=framework,
         model_file=network,
         model=estimator(tree),
@@ -158,17 +171,18 @@ def _parse(source: str) -> ast.Module | None:
 def _reports(tree: ast.Module) -> list[Report]:
     """Every metric-like name the script reports, in source order (see Report)."""
     calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args), key=lambda n: (n.lineno, n.col_offset))
-    dicts = _dict_literals(tree)
+    dicts, periodic = _dict_literals(tree), periodic_calls(tree)
     out = []
     for node in calls:  # in source order: of equally likely names, the last reported wins
         func = node.func
         attr = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         if attr == "log":
-            out += [Report(k, "wandb", _shown(v)) for k, v in _items(node.args[0], dicts)]
+            said = [Report(k, "wandb", _shown(v)) for k, v in _items(node.args[0], dicts)]
         elif attr == "dump":
-            out += [Report(k, "file", _shown(v)) for k, v in _items(node.args[0], dicts)]
-        elif attr == "print":
-            out += _printed(node, dicts)
+            said = [Report(k, "file", _shown(v)) for k, v in _items(node.args[0], dicts)]
+        else:
+            said = _printed(node, dicts) if attr == "print" else []
+        out += [replace(r, every=periodic.get(node)) for r in said]
     return out
 
 
@@ -258,7 +272,12 @@ def _printed(call: ast.Call, dicts: dict[str, ast.expr]) -> list[Report]:
 
 def _argparse_defaults(tree: ast.Module) -> dict[str, Any]:
     """The dest (`dest=`, else the long flag spelled with `_`) → literal default of every `add_argument` that has one."""
-    out = {}
+    return {dest: value for _, dest, value in _arguments(tree) if isinstance(value, bool | int | float | str)}
+
+
+def _arguments(tree: ast.Module) -> list[tuple[tuple[str, ...], str, Any]]:
+    """(the flags, the dest, the literal default, None included) of every `add_argument` with a long flag and a `default=`."""
+    out = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument" and node.args):
             continue
@@ -272,8 +291,7 @@ def _argparse_defaults(tree: ast.Module) -> dict[str, Any]:
             value = ast.literal_eval(default)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # `default={[]: 1}` raises TypeError
             continue
-        if isinstance(value, bool | int | float | str):
-            out[dest if isinstance(dest, str) else long[2:].replace("-", "_")] = value
+        out.append((tuple(flags), dest if isinstance(dest, str) else long[2:].replace("-", "_"), value))
     return out
 
 
@@ -297,6 +315,7 @@ class Answers:
     direction: str
     params_file: str
     quantity: str  # what the evaluator prints on the holdout: a key of `quantities.QUANTITIES`
+    python: str | None = None  # holdout.python: the interpreter of the score step (None: senpai's)
 
 
 def params_of(repo: Path, answers: Answers, found: Detected) -> tuple[dict[str, Any], bool]:

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from senpai.agents.walls import is_python_name, train_program
+
 SCRIPTS = ["train.py", "main.py", "run.py", "src/train.py", "scripts/train.py"]
 MAX_SCANNED = 400  # .py files looked at, at most (a vendored library is not a train script)
 MAX_ENTRIES = 20_000  # folder entries walked, at most (a data folder of a million files is not read through)
@@ -118,6 +120,18 @@ def _module(name: str, regular: Callable[[str], bool]) -> str | None:
     """The repo-relative file of dotted module `name` (at the root or under src/), None if there is none."""
     rel = name.replace(".", "/")
     return next((f"{d}{rel}{e}" for d in ("", "src/") for e in (".py", "/__main__.py") if regular(f"{d}{rel}{e}")), None)
+
+
+def interpreter_of(command: str) -> str | None:
+    """The absolute interpreter shell `command` starts with, leading `VAR=value` words skipped
+    (`CUDA_VISIBLE_DEVICES=0 /other/venv/bin/python -u lm.py`: /other/venv/bin/python,
+    normalised), if its name is `python`, `python3` or `python3.12` (`walls.train_program`, the
+    program the wall grants); None otherwise (`python lm.py`, `make train`, `/usr/bin/env python`).
+    Read, never run."""
+    program = train_program(command)
+    if program is None or not is_python_name(program) or any(c < " " for c in program):
+        return None
+    return os.path.normpath(program)
 
 
 def script_of(command: str, regular: Callable[[str], bool]) -> str | None:

@@ -48,17 +48,22 @@ def model_file(
     nets.mlp`; beside the script or at the root) that defines the network: a class whose base ends
     in `Module`, or one with a `load_state_dict` method. None if it imports none (the network may be
     defined in the script itself, which experiments change: then `STUB`)."""
+    return next((path for path in local_modules(script, tree, regular) if _defines_network(read(path))), None)
+
+
+def local_modules(script: str | None, tree: ast.Module | None, regular: Callable[[str], bool]) -> list[str]:
+    """The repo-relative `.py` files train script `script` (parsed: `tree`) imports, in its order:
+    `from model import Net`, `import nets.mlp`, beside the script or at the root ([] without a script)."""
     if script is None or tree is None:
-        return None
+        return []
     here = PurePosixPath(script).parent
     names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
     names += [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and not n.level]
+    out = []
     for name in names:
         rel = name.replace(".", "/") + ".py"
-        for path in dict.fromkeys([(here / rel).as_posix(), rel]):
-            if path != script and regular(path) and _defines_network(read(path)):
-                return path
-    return None
+        out += [path for path in dict.fromkeys([(here / rel).as_posix(), rel]) if path != script and regular(path)]
+    return list(dict.fromkeys(out))
 
 
 def _defines_network(source: str) -> bool:

@@ -40,7 +40,6 @@ from senpai.ledger import stats
 
 LOSS_CLASSIFIER = '''"""A classifier trained and reported on its validation log loss."""
 import argparse
-from walled import walls_at
 
 from sklearn.datasets import load_breast_cancer
 from sklearn.linear_model import LogisticRegression

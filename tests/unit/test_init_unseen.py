@@ -4,6 +4,7 @@ search space of hyper-parameters only, re-runs that ask nothing twice, and failu
 what to do. The real CLI (click's runner) on real files in tmp folders; the scripts are read, never run."""
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -130,7 +131,9 @@ def test_train_cmd_with_another_interpreter_reads_the_script_it_runs(tmp_path):
     root = repo(tmp_path, {"char_model.py": CHAR_MODEL_FITTED})
     (root / "params.json").write_text(json.dumps({"learning_rate": 3e-4, "seed": 1, "n_layer": 4}))
     result = init(root, "--yes", "--train-cmd", "/other/venv/bin/python -u char_model.py", "--holdout-metric", "log_loss")
-    initialised(result)
+    # its files are written, then init's check stops on the interpreter every training would need
+    assert isinstance(result.exception, ConfigError), result.output
+    assert "train: /other/venv/bin/python does not exist on this machine" in str(result.exception)
     assert load_target(root).train == "/other/venv/bin/python -u char_model.py"
     # the script does all four already; only its network, defined in it, must move where the evaluator builds it
     (network,) = advice(answers(load_target(root)), detect(root, "/other/venv/bin/python -u char_model.py"))
@@ -206,16 +209,29 @@ def test_a_re_run_asks_nothing_twice_and_force_shows_a_diff_before_replacing_an_
     assert again.exit_code == 0, again.output
     assert "Reusing the answers" in again.output and "Train command" not in again.output and snapshot(root) == first
 
+    # an edit alone is kept: init would write what it wrote before
     (root / "program.md").write_text(first["program.md"] + "\nNever change the tokenizer.\n")
-    refused = init(root, "--yes")
-    assert isinstance(refused.exception, ConfigError) and "program.md already exist" in str(refused.exception)
-    assert "--force" in str(refused.exception)
-    kept = init(root, "--force", input="n\n")
-    assert "-Never change the tokenizer." in kept.output and "Replace program.md?" in kept.output
+    kept = init(root, "--yes")
+    assert kept.exit_code == 0 and "program.md with your edits" in kept.output
     assert "Never change the tokenizer." in (root / "program.md").read_text()
-    replaced = init(root, "--force", "--yes")
-    assert replaced.exit_code == 0 and "-Never change the tokenizer." in replaced.output
-    assert snapshot(root) == first
+    # an edit in the very line a changed answer rewrites does not merge: refused, then a diff and a question
+    edited = first["program.md"].replace("reports **val_loss**", "reports **val_loss** (an MSE)")
+    (root / "program.md").write_text(edited)
+    change = ["--metric", "n_train", "--direction", "minimize"]
+    refused = init(root, "--yes", *change)
+    assert isinstance(refused.exception, ConfigError) and "program.md already exist" in str(refused.exception)
+    assert "--force" in str(refused.exception) and "senpai.yaml" not in str(refused.exception)
+    assert (root / "program.md").read_text() == edited and load_target(root).metric.name == "val_loss"  # nothing written
+    twin = shutil.copytree(root, tmp_path / "twin" / root.name)
+    replaced = init(twin, "--force", "--yes", *change)
+    assert (
+        replaced.exit_code == 0
+        and "-`python fit_ridge.py` reads `params.json`, trains, and reports **val_loss** (an MSE)" in (replaced.output)
+    )
+    assert "**n_train**" in (twin / "program.md").read_text()
+    asked = init(root, "--force", *change, input="n\n")
+    assert "(an MSE)" in asked.output and "Replace program.md?" in asked.output
+    assert (root / "program.md").read_text() == edited and load_target(root).metric.name == "n_train"  # only yours kept
 
 
 def test_force_replaces_what_init_wrote_before_without_asking(tmp_path):
