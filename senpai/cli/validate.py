@@ -9,10 +9,12 @@ from pathlib import Path
 import click
 
 from senpai.agents.evaluate import python_problem
+from senpai.agents.imports import train_import_problems
 from senpai.agents.measure import run_command
 from senpai.agents.params import params_format, read_params
 from senpai.agents.sample import sample_problems
-from senpai.agents.walls import bare_walls
+from senpai.agents.walls import bare_walls, train_program, train_python
+from senpai.cli.scripts import script_of
 from senpai.config.evaluator import evaluator_problems
 from senpai.config.target import TargetConfig, budget_problems, direction_problems, load_target, scope_problems
 from senpai.errors import ConfigError
@@ -28,14 +30,22 @@ def validate(repo: str) -> None:
     evaluator imports a repository file that is not protected and listed in holdout.files, if an
     evaluator module is named like a standard-library or installed module it would shadow, if
     the holdout metric's (or a guard's) name says the other direction than senpai.yaml judges it by,
-    or if holdout.python is set but does not run here. Then it imports each module the evaluator
-    imports at module level under the score interpreter (holdout.python, else senpai's), as the
-    score step starts it, and exits 2 naming each that fails; the evaluator itself is not run there.
+    or if holdout.python is set, or the train command starts an interpreter named python by its
+    absolute path, but it does not run here as Python 3 (or the train one reports a folder holding the
+    home folder, which the wall hides, as its own). Then it imports each module the train script
+    imports at module level under the interpreter the train step starts (the train command's own,
+    else senpai's; with the command's leading `PYTHONPATH=...` and the train step's environment;
+    not checked when another program, torchrun or `uv run`, starts the script), and warns (exit 0)
+    naming each that fails; the script itself is not run. Then it
+    imports each module the evaluator imports at module level under the score interpreter
+    (holdout.python, else senpai's), as the score step starts it, and exits 2 naming each that
+    fails; the evaluator itself is not run there.
     Then, with holdout.sample, it runs that (a tiny artifact and holdout), then holdout.command on
     them as the verifier's score step does, and exits 2 if either fails or if the evaluator does not
     print holdout.metric (and each guard) as a finite number; the train command is never run. It
     notes (exit 0) a train command whose program, named by its absolute path, the wall would hide
-    from the train step (under /tmp or the home folder), naming the wall.readable that grants it.
+    from the train step (under /tmp or the home folder): granted there if it is a Python
+    interpreter, as holdout.python is; else naming the wall.readable that grants it.
 
     \b
     Example:
@@ -62,36 +72,58 @@ def compute_rule(t: TargetConfig) -> str:
 
 
 def hidden_program(t: TargetConfig) -> str | None:
-    """Why the program the train command starts by its absolute path (`/tmp/venv/bin/python x.py`)
-    cannot run behind the wall of the train step here (a fresh /tmp, the home folder hidden: the
-    wall of `bare_walls`, with no harness config), in a sentence; None if it can, or if the command
-    does not start with an absolute path. A note, not a refusal: the harness config's
-    `wall.readable` may grant its folder."""
-    words = shlex.split(t.train) if t.train.strip() else []
-    program = words[0] if words and os.path.isabs(words[0]) else None
+    """What the train step's wall does with the program the train command starts by its absolute
+    path (`/tmp/venv/bin/python x.py`) where that wall would hide it (a fresh /tmp, the home folder
+    hidden: the wall of `bare_walls`, with no harness config), in a sentence; None if it is not
+    hidden, or if the command does not start with an absolute path. A Python interpreter
+    (`walls.train_python`, which `check_target` has asked) is granted; any other program is not:
+    the harness config's `wall.readable` may grant its folder. A note, not a refusal."""
+    program = train_program(t.train)
     if program is None or not os.access(program, os.X_OK):
         return None
     with tempfile.TemporaryDirectory(prefix="senpai-validate-") as work:
         out = run_command(f"test -x {shlex.quote(program)}", Path(work), {}, 30, wall=bare_walls()([Path(work)], []))
     if out.returncode == 0:
         return None
+    hidden = f"the train command starts {program}, which the wall would hide (each command gets a fresh /tmp and no home folder)"
+    if train_python(t.train):
+        return (
+            f"{hidden}: senpai grants it to every step that runs the train command, as it grants holdout.python (its "
+            "folders, prefixes and site-packages; a package installed editable from a hidden folder is not among them)"
+        )
     folder = os.path.dirname(os.path.dirname(program)) or "/"
     return (
-        f"the train command starts {program}, which the wall hides from the train step (each command there gets a "
-        f"fresh /tmp and no home folder): every training would fail with exit 127. Grant its folder in the harness "
-        f"config (wall: {{readable: [{folder}]}}) or install it elsewhere"
+        f"{hidden}, and it is not a Python interpreter, which senpai would grant: every training would fail with exit "
+        f"127. Grant its folder in the harness config (wall: {{readable: [{folder}]}}) or install it elsewhere"
     )
+
+
+def train_problem(t: TargetConfig) -> str | None:
+    """Why the interpreter the train command starts (`walls.train_python`) cannot run here, or cannot
+    be granted (it reports a folder holding one the wall hides: the home folder), or None."""
+    try:
+        if python := train_python(t.train):
+            bare_walls()([], [], python)
+    except ConfigError as e:
+        return str(e)
+    return None
 
 
 def check_target(root: Path) -> None:
     """What `senpai validate` checks and prints (`senpai init` checks what it wrote with it).
     Raises ConfigError (exit 2) listing every problem, each prefixed by the file: first what
     reading finds, then, if that is fine, what importing the evaluator's modules and running the
-    evaluator on its sample finds (`sample.sample_problems`)."""
+    evaluator on its sample finds (`sample.sample_problems`). A module the train script imports that
+    its interpreter lacks (`imports.train_import_problems`) is a warning on stderr, not a problem."""
     t = load_target(root)
     params = read_params(root / t.params.file)
     problems, scored = scope_problems(t) + evaluator_problems(root, t) + direction_problems(t) + budget_problems(t), None
     problems += [why] if (why := python_problem(t.holdout)) else []
+    problems += [why] if (why := train_problem(t)) else []
+    if not problems:  # an interpreter that does not run has been named: its imports say nothing more
+        # a warning, not a refusal: a script may find a module by means no reading sees (its own sys.path)
+        for why in train_import_problems(root, t, script_of(t.train, lambda rel: (root / rel).is_file())):
+            click.echo(f"warning: {why}; every training would fail with it, unless the script finds it by itself", err=True)
     if not problems:
         with tempfile.TemporaryDirectory(prefix="senpai-validate-") as work:
             problems, scored = sample_problems(root, t, Path(work), bare_walls())

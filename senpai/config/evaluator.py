@@ -58,8 +58,14 @@ def required_imports(repo: Path, target: TargetConfig) -> dict[str, str]:
     function may never run), absolute ones, and none in a `try` that catches ImportError (an
     optional import); a repository module is `evaluator_problems`' concern, not an installed one.
     Files that do not parse are left out (`evaluator_problems` names them)."""
+    return module_imports(repo, target.holdout.files)
+
+
+def module_imports(repo: Path, files: list[str]) -> dict[str, str]:
+    """`required_imports` of the Python files `files` names in checkout `repo` (the train script's
+    for `senpai validate`): installed module -> the first file importing it at module level."""
     found: dict[str, str] = {}
-    for rel in list(_python_files(repo, target.holdout.files))[:MAX_FILES]:
+    for rel in list(_python_files(repo, files))[:MAX_FILES]:
         tree = _parse(repo, rel)
         if not isinstance(tree, ast.Module):
             continue

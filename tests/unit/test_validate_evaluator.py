@@ -3,18 +3,22 @@ repository file which is not itself protected and listed in holdout.files; it ac
 example. The message names the evaluator file, the import and the repository file."""
 
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 import yaml
 from click.testing import CliRunner
+from second_python import venv_with
 
+from senpai.agents.measure import command_path
 from senpai.cli.main import cli, main
 from senpai.config.evaluator import evaluator_problems
 from senpai.config.target import load_target
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
+PYTHON = shutil.which("python", path=command_path())  # what `python` in a train command runs
 EVALUATOR = "eval/evaluate.py"
 
 
@@ -170,23 +174,115 @@ def test_a_module_inside_an_evaluator_package_may_share_a_standard_name(repo):
     assert evaluator_problems(repo, load_target(repo)) == []
 
 
-def test_a_train_program_the_wall_hides_is_named_with_the_setting_that_grants_it(repo):
+def _train(repo: Path, command: str) -> None:
+    cfg = yaml.safe_load((repo / "senpai.yaml").read_text())
+    cfg["train"] = command
+    (repo / "senpai.yaml").write_text(yaml.safe_dump(cfg))
+
+
+def _program(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def test_a_train_interpreter_the_wall_hides_is_granted_and_another_program_is_named_with_wall_readable(repo):
     # a new user's torch venv under /tmp: every training failed with exit 127 behind the wall's fresh /tmp
     with tempfile.TemporaryDirectory(prefix="senpai-venv-", dir="/tmp") as where:  # whatever the basetemp
         venv = Path(where)
-        python = venv / "bin" / "python"
-        python.parent.mkdir(parents=True)
-        python.write_text('#!/bin/sh\nexec python3 "$@"\n')
-        python.chmod(0o755)
-        cfg = yaml.safe_load((repo / "senpai.yaml").read_text())
-        cfg["train"] = f"{python} train.py"
-        (repo / "senpai.yaml").write_text(yaml.safe_dump(cfg))
-        result = CliRunner().invoke(cli, ["validate", str(repo)])
-    assert result.exit_code == 0, result.output  # a note: the harness config's wall.readable may grant it
-    assert f"note: the train command starts {python}, which the wall hides" in result.output
-    assert f"wall: {{readable: [{venv}]}}" in result.output
+        python = _program(venv / "bin" / "python", f'#!/bin/sh\nexec {sys.executable} "$@"\n')  # senpai's, with its packages
+        _train(repo, f"CUDA_VISIBLE_DEVICES=0 {python} train.py")
+        granted = CliRunner().invoke(cli, ["validate", str(repo)])
+        script = _program(venv / "bin" / "train.sh", "#!/bin/sh\npython3 train.py\n")  # not Python: not granted
+        _train(repo, f"{script} --fast")
+        named = CliRunner().invoke(cli, ["validate", str(repo)])
+    assert granted.exit_code == 0, granted.output
+    assert f"note: the train command starts {python}, which the wall would hide" in granted.output
+    assert "senpai grants it to every step that runs the train command, as it grants holdout.python" in granted.output
+    assert "wall: {readable:" not in granted.output
+    assert named.exit_code == 0, named.output  # a note: the harness config's wall.readable may grant it
+    assert f"note: the train command starts {script}, which the wall would hide" in named.output
+    assert "it is not a Python interpreter, which senpai would grant: every training would fail with exit 127" in named.output
+    assert f"wall: {{readable: [{venv}]}}" in named.output
 
-    cfg["train"] = "python train.py"  # found on PATH, as the example's: nothing to say
-    (repo / "senpai.yaml").write_text(yaml.safe_dump(cfg))
+    _train(repo, "python train.py")  # found on PATH, as the example's: senpai's own interpreter, nothing to say
     result = CliRunner().invoke(cli, ["validate", str(repo)])
     assert result.exit_code == 0 and "note: the train command" not in result.output
+
+
+def test_a_train_interpreter_that_does_not_run_as_python_3_is_refused_naming_train(repo, tmp_path, monkeypatch, capsys):
+    fake = _program(tmp_path / "venv" / "bin" / "python3", "#!/bin/sh\necho not python\n")
+    _train(repo, f"{fake} train.py")
+    code, err = validate(repo, monkeypatch, capsys)
+    assert code == 2, err
+    assert (
+        f"senpai.yaml: train: {fake} does not run as a Python 3 interpreter (it exited 0: not python): every "
+        "training would fail; point train in senpai.yaml at a Python 3 interpreter that exists on this machine"
+    ) in err
+    old = _program(tmp_path / "old" / "python2.7", '#!/bin/sh\necho \'["2.7", "/usr/bin/python2.7", "/usr"]\'\n')
+    _train(repo, f"{old} train.py")
+    code, err = validate(repo, monkeypatch, capsys)
+    assert code == 2 and f"train: {old} is Python 2.7: every training would fail" in err
+    assert "Traceback" not in err
+
+
+def test_a_train_interpreter_whose_folder_is_the_home_folder_is_refused(repo, tmp_path, monkeypatch, capsys):
+    # `~/python3`, a link to a venv's python: granting its folder would un-hide the whole home folder
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    python = _program(home / "python3", '#!/bin/sh\nexec python3 "$@"\n')  # answers as Python 3
+    _train(repo, f"{python} train.py")
+    code, err = validate(repo, monkeypatch, capsys)
+    assert code == 2, err
+    assert f"{python} reads {home}, which holds {home}" in err and "fix senpai.yaml" in err
+
+
+def test_a_train_script_importing_what_its_interpreter_lacks_is_warned_of_naming_both(repo, tmp_path):
+    # a new user's torch script with `train: python lm.py` and holdout.python at the torch venv: the
+    # evaluator's imports passed, every training would fail (senpai's interpreter has no torch). A
+    # warning, not a refusal: a script may put folders on sys.path itself, which no reading sees
+    (repo / "train.py").write_text("import senpai_absent_net\n" + (repo / "train.py").read_text())
+    result = CliRunner().invoke(cli, ["validate", str(repo)])
+    assert result.exit_code == 0, result.output
+    assert (
+        f"warning: train.py imports senpai_absent_net, which senpai's interpreter {PYTHON} cannot import "
+        "(ModuleNotFoundError: No module named 'senpai_absent_net'): install it there, or start train with your venv's "
+        "bin/python; every training would fail with it, unless the script finds it by itself"
+    ) in result.output
+    venv = venv_with(tmp_path / "venv", {"senpai_absent_net": ""})
+    _train(repo, f"{venv} train.py")  # its own interpreter has the module, but not the example's sklearn
+    result = CliRunner().invoke(cli, ["validate", str(repo)])
+    assert f"train.py imports sklearn.pipeline, which the train command's interpreter {venv} cannot import" in result.output
+    assert "senpai_absent_net" not in result.output
+
+
+def test_a_src_layout_package_the_train_command_puts_on_pythonpath_is_not_refused(repo, monkeypatch, capsys):
+    # `PYTHONPATH=src python -m pkg.train` trains (the train step's sh sets it, from the checkout root):
+    # its package is no installed module for the train interpreter to lack
+    (repo / "src" / "pkg").mkdir(parents=True)
+    (repo / "src" / "pkg" / "__init__.py").write_text("")
+    (repo / "src" / "pkg" / "model.py").write_text("WIDTH = 8\n")
+    (repo / "src" / "pkg" / "train.py").write_text("from pkg.model import WIDTH\n" + (repo / "train.py").read_text())
+    _train(repo, "PYTHONPATH=src python -m pkg.train")
+    result = CliRunner().invoke(cli, ["validate", str(repo)])
+    assert result.exit_code == 0, result.output
+    (repo / "src" / "pkg" / "train.py").write_text("import senpai_absent_net\n" + (repo / "train.py").read_text())
+    result = CliRunner().invoke(cli, ["validate", str(repo)])  # the check still runs for what is truly missing
+    assert "warning: src/pkg/train.py imports senpai_absent_net, which senpai's interpreter" in result.output
+
+
+@pytest.mark.parametrize("launcher", ["launch", "uv run"])
+def test_a_train_script_another_program_starts_is_not_checked_under_senpais_interpreter(repo, tmp_path, launcher):
+    # torchrun, `uv run`, `conda run -n x python`: the program picks its own interpreter and
+    # environment, which senpai cannot read; senpai's interpreter lacking the script's torch says nothing
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "senpai_absent_net.py").write_text("")
+    words = launcher.split()
+    text = f'#!/bin/sh\n[ "$1" = run ] && shift\nPYTHONPATH={lib} exec {sys.executable} "$@"\n'
+    program = _program(tmp_path / "bin" / words[0], text)
+    (repo / "train.py").write_text("import senpai_absent_net\n" + (repo / "train.py").read_text())
+    _train(repo, " ".join([str(program), *words[1:], "train.py"]))
+    result = CliRunner().invoke(cli, ["validate", str(repo)])
+    assert result.exit_code == 0, result.output
