@@ -22,6 +22,7 @@ from rich.control import strip_control_codes
 from rich.table import Table
 from rich.text import Text
 
+from senpai.agents.walls import train_python
 from senpai.agents.workcopy import IDENTITY
 from senpai.cli.example_split import DIABETES, DIGITS
 from senpai.cli.forge import BOT, HUMAN
@@ -128,6 +129,7 @@ def demo(
     from senpai.forge.localforge.server import LocalForgeServer
 
     target = load_target(Path(example))  # a bad senpai.yaml stops here (exit 2), not at the timeout
+    train_python(target.train)  # so does a train interpreter that does not run: every training would fail
     repo = "senpai/digits" if Path(example).resolve() == EXAMPLE else f"senpai/{target.name}"
     split = BUNDLED.get(Path(example).resolve())
     if holdout is None and split is None:  # sealing digits for another target would fail late, in the verifier
@@ -167,12 +169,23 @@ def demo(
     for line in next_steps(root, report.exps[-1].pr if report.exps else 1):
         click.echo(f"  {line}")
     if report.decided < experiments:
-        raise PermanentError(given_up(report.decided, experiments, watch, timeout, time.monotonic() - start))
+        blocked = [e.pr for e in report.exps if e.state == ExperimentState.BLOCKED]
+        raise PermanentError(given_up(report.decided, experiments, watch, timeout, time.monotonic() - start, blocked))
 
 
-def given_up(decided: int, experiments: int, watch: DemoWatch, timeout: float | None, elapsed: float) -> str:
-    """Why the demo stopped short of `experiments` decided, in one sentence that names the option to change."""
+def given_up(
+    decided: int, experiments: int, watch: DemoWatch, timeout: float | None, elapsed: float, blocked: list[int] = ()
+) -> str:
+    """Why the demo stopped short of `experiments` decided, in one sentence that names the option to
+    change; or, when it stalled with PRs `blocked` for humans, names them (no wait would help)."""
     short = f"only {decided} of {experiments} experiments were decided"
+    if watch.stalled() and blocked:
+        prs = ", ".join(f"#{n}" for n in blocked)
+        return (
+            f"{short}: nothing progressed for {watch.stall_seconds:g} s while {prs} "
+            f"{'is' if len(blocked) == 1 else 'are'} blocked for humans; the last comment on each says why "
+            "(`senpai status` lists them): fix the cause, then run the demo again"
+        )
     if watch.stalled():
         more = max(STALL_SECONDS, 3 * (watch.stall_seconds or 0))
         return (

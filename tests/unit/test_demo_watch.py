@@ -198,3 +198,16 @@ def test_the_error_names_the_option_that_raises_the_limit() -> None:
         "only 3 of 6 experiments were decided within --timeout 900 s; run it again with a larger --timeout, or without one"
     )
     assert given_up(3, 6, going, None, 100).endswith("the demo was stopped (Ctrl-C or SIGTERM)")
+
+
+def test_a_demo_stalled_on_blocked_prs_names_them_not_a_longer_wait() -> None:
+    clock = Clock()
+    stalled = DemoWatch(3, HOLDOUT, stall_seconds=300, clock=clock)
+    stalled(report(), Jobs())
+    clock.advance(301)
+    said = given_up(0, 3, stalled, None, 400, [2, 3])
+    assert said == (
+        "only 0 of 3 experiments were decided: nothing progressed for 300 s while #2, #3 are blocked for humans; "
+        "the last comment on each says why (`senpai status` lists them): fix the cause, then run the demo again"
+    )
+    assert "--stall-timeout" not in said
