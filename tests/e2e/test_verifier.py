@@ -194,6 +194,41 @@ def test_a_holdout_python_that_does_not_run_stops_the_verifier_before_any_train_
     assert ctx.ledger.experiment(ctx.forge.get_pull(pr)).verifications == []
 
 
+def test_the_train_steps_run_the_train_commands_venv_in_a_folder_the_wall_hides(tiny, tmp_path):
+    make, _ = tiny
+    python = venv_with(tmp_path / "home" / "venv", {})  # a user's venv in a folder the wall hides (wall.hidden)
+    forge, config = make()
+    data = yaml.safe_load(config.read_text())
+    data["wall"] = {"hidden": [str(tmp_path / "home")]}
+    config.write_text(safe_yaml.dump(data))
+    target = yaml.safe_load(forge.read_file("senpai.yaml", "advisor"))
+    target["train"] = f"{python} train.py"
+    commit_and_push(forge, tmp_path / "seed", "advisor", {"senpai.yaml": safe_yaml.dump(target)}, start="advisor")
+    pr = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2)})
+    v = _verify(config, pr, tmp_path / "job")
+    assert v.passed, v.reason  # every training ran under the venv's interpreter: granted, not hidden
+    assert len(list((tmp_path / "job").glob("*/artifacts/*-train.log"))) == 4
+
+
+def test_a_train_interpreter_that_does_not_run_stops_the_verifier_before_any_train_step(tiny, tmp_path):
+    make, _ = tiny
+    forge, config = make()
+    target = yaml.safe_load(forge.read_file("senpai.yaml", "advisor"))
+    target["train"] = f"{tmp_path / 'gone' / 'bin' / 'python3'} train.py"
+    commit_and_push(forge, tmp_path / "seed", "advisor", {"senpai.yaml": safe_yaml.dump(target)}, start="advisor")
+    pr = open_candidate(forge, tmp_path / "seed", {"train.py": train_py(0.2)})
+    cfg = load_harness(config)
+    ctx = prepare_turn(cfg, make_forge(cfg), make_tracker(cfg), tmp_path / "job")
+    with pytest.raises(
+        ConfigError, match=r"^train: \S+/gone/bin/python3 does not exist on this machine: every training would fail"
+    ):
+        verify_all(ctx, pr, Path(cfg.fleet.holdout_dir))
+    with pytest.raises(ConfigError, match="^train: "):  # on Kubernetes: before the train containers
+        checkout_step(ctx, pr, tmp_path / "steps", Path(cfg.fleet.holdout_dir))
+    assert not list((tmp_path / "job").glob("*/artifacts/*")) and not (tmp_path / "steps").exists()  # nothing trained
+    assert ctx.ledger.experiment(ctx.forge.get_pull(pr)).verifications == []
+
+
 def test_inconclusive_results_get_more_seeds_up_to_the_cap(tiny, tmp_path):
     make, _ = tiny
     forge, config = make(max_seeds=4)

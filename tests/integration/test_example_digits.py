@@ -190,6 +190,21 @@ def test_the_demo_refuses_an_example_whose_holdout_it_cannot_seal(tmp_path):
     assert not out.exists()
 
 
+def test_the_demo_refuses_a_train_interpreter_that_does_not_run_before_it_starts_anything(tmp_path):
+    """Every training would fail (exit 127 under the wall), and the loop would wait on PRs blocked
+    for humans until the stall timeout: the demo says so at once, naming train."""
+    mine = tmp_path / "mine"
+    shutil.copytree(EXAMPLE, mine)
+    config = mine / "senpai.yaml"
+    config.write_text(config.read_text().replace("train: python train.py", f"train: {tmp_path}/gone/bin/python train.py"))
+    out = tmp_path / "out"
+    args = [sys.executable, "-m", "senpai", "demo", "--example", str(mine), "--holdout", str(tmp_path), "--out", str(out)]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert f"train: {tmp_path}/gone/bin/python does not exist on this machine: every training would fail" in proc.stderr
+    assert not out.exists()
+
+
 def test_train_reports_logs_its_run_and_writes_a_safe_artifact(repo, tracker, tmp_path, evaluator):
     artifact = tmp_path / "artifact"
     artifact.mkdir()
