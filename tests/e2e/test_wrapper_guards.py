@@ -204,6 +204,9 @@ def test_prs_the_bot_did_not_open_count_against_no_cap(local_forge, tmp_path):
         assert any(a.startswith("launched senpai-advisor-") for a in actions), actions
         assert sum("blocked: a senpai block is invalid" in a for a in actions) == 2, actions  # each author is told
         assert not [i for i in w.forge.list_issues(STEER, "all") if "budget exhausted" in i.title]
+        deadline = time.monotonic() + 120  # the advisor's turn may still open its experiment: read once it is done
+        while any(not j.done for j in w.fleet.list()) and time.monotonic() < deadline:
+            time.sleep(0.5)
         exps = LedgerReader(w.forge).experiments()
         assert foreign.isdisjoint(e.pr for e in exps)
         status = StatusReader(cfg, make_forge(cfg), make_fleet(cfg), None).read()  # `senpai status`

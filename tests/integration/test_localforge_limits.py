@@ -90,10 +90,14 @@ def test_forge_serve_applies_githubs_secondary_limits_by_default(tmp_path):
         lines = dict(proc.stdout.readline().strip().split(": ", 1) for _ in range(3))
         human = {"Authorization": f"token {lines['human_token']}"}
         assert httpx.post(f"{url}/user/repos", json={"name": "t"}, headers=human, timeout=30).status_code == 201
+        began = time.monotonic()
         statuses = [httpx.post(f"{url}/repos/human/t/issues", json={"title": "t"}, headers=human, timeout=30).status_code]
         while statuses[-1] == 201 and len(statuses) < 200:
             statuses.append(_comment_at(url, "human/t", human, 1))
-        assert statuses[-1] == 403 and 78 <= len(statuses) <= 90  # 80 writes a minute, 2 of them above
+        # 80 writes a minute, 2 of them above; the bucket refills 80/60 a second while they are made
+        # (a loaded machine makes them slowly)
+        refilled = (time.monotonic() - began) * 80 / 60
+        assert statuses[-1] == 403 and 78 <= len(statuses) <= 90 + refilled
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=15)
