@@ -95,7 +95,11 @@ class DecideAction(Action):
 
 
 class ReplyToHumanAction(Action):
-    event_id: str = Field(max_length=SHORT, description="The id of the message event you answer, e.g. message:issue-4@ab12.")
+    event_id: str = Field(
+        max_length=SHORT,
+        description="The id of the message event you answer, as the event lists it, "
+        "e.g. message:4:0:3f2a9c1b (#4's body) or message:12:88:3f2a9c1b (a comment on #12).",
+    )
     text: str = Field(max_length=TEXT, description="Your answer: what you did or will do, and why.")
 
 
