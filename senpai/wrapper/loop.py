@@ -23,7 +23,7 @@ from senpai.config.target import CONFIG_FILE, TargetConfig
 from senpai.errors import ConfigError, PermanentError, SenpaiError, TransientError
 from senpai.fleet.base import Fleet, JobStatus
 from senpai.forge import mirror
-from senpai.forge.base import Forge
+from senpai.forge.base import Forge, ForgeReader
 from senpai.ledger.escalation import escalated
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import ExperimentState
@@ -306,7 +306,7 @@ class Wrapper:
         return report
 
 
-def base_target(forge: Forge, sha: str) -> TargetConfig | None:
+def base_target(forge: ForgeReader, sha: str) -> TargetConfig | None:
     """The target's senpai.yaml at commit (or ref) `sha`; None if it is missing or invalid. Raises
     TransientError when the forge cannot answer (the tick fails; the next one tries again).
     GitHub REST: GET /repos/{o}/{r}/contents/senpai.yaml?ref=<sha>."""

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from senpai.fleet.base import Fleet
+from senpai.forge import base as forge_base
 from senpai.forge.base import Forge
 from senpai.tracker.base import Tracker
 
@@ -50,10 +51,12 @@ def number(word: str) -> int:
     return int(word) if word.isdigit() else WORDS[word.lower()]
 
 
-def members(port: type) -> tuple[set[str], set[str]]:
-    """A Protocol's public methods and its attributes (annotations)."""
-    methods = {k for k, v in vars(port).items() if not k.startswith("_") and callable(v)}
-    return methods, set(getattr(port, "__annotations__", {}))
+def members(port: type, inherited: bool = True) -> tuple[set[str], set[str]]:
+    """A Protocol's public methods and its attributes (annotations), with those of the parts it is
+    made of (`Forge` of `ForgeReader`, `ForgeWriter` and `ForgeAdmin`) unless not `inherited`."""
+    parts = [c for c in port.__mro__ if c.__module__ == port.__module__] if inherited else [port]
+    methods = {k for c in parts for k, v in vars(c).items() if not k.startswith("_") and callable(v)}
+    return methods, {k for c in parts for k in vars(c).get("__annotations__", {})}
 
 
 @functools.cache
@@ -129,3 +132,12 @@ def test_the_import_contracts_are_counted_as_pyproject_declares_them():
     layers = section("## Layers")
     listed = re.findall(r"^\d+\. \*\*", layers, re.M)
     assert len(listed) == len(contracts), f"'## Layers' lists {len(listed)} contracts, pyproject declares {len(contracts)}"
+
+
+def test_the_forge_sections_parts_are_counted_as_the_code_declares_them():
+    text = section(next(line.strip() for line in DOC.splitlines() if line.startswith("### Forge (`")))
+    parts = re.findall(rf"`(Forge[A-Z]\w+)`\s+\({COUNT} methods", text, re.I)
+    assert {name for name, _ in parts} == {"ForgeReader", "ForgeWriter", "ForgeAdmin"}, parts
+    for name, word in parts:
+        methods, _ = members(getattr(forge_base, name), inherited=False)
+        assert number(word) == len(methods), f"`{name}` ({word} methods): the code has {len(methods)}"
