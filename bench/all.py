@@ -1,6 +1,8 @@
 """`make bench` / `make bench-quick`: every figure of bench/, and one table.
 
-Each figure is its own script (see bench/README.md); each writes `bench/results/<prefix>-<UTC>.json|md`.
+Each figure is its own script (see bench/README.md); each writes `bench/results/<prefix>-<UTC>.json|md`
+(`record.write_result`) and names the .md it wrote in the file `$SENPAI_BENCH_RESULT` names: the
+summary cites that one, never merely the newest of its kind.
 `make bench` runs them one after another (each measures time, CPU or memory, and the machine has
 few cores). `make bench-quick` overlaps what can share the machine: the robustness figure (counts
 only: faults, kills, audits) runs in the background from the start, while the figures that count
@@ -22,34 +24,32 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import click
+from record import RESULT_ENV, RESULTS, utc_stamp  # bench/, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results"
 
 
 @dataclass(frozen=True)
 class Figure:
     title: str
     script: str
-    prefix: str  # of its result files
     quick: tuple[str, ...]
     full: tuple[str, ...]
     quick_as: str = "alone"  # with --quick: "background" (from the start), "beside" it, or "alone" (after it)
 
 
 FIGURES = [
-    Figure("Forge requests: idle and busy, next to a per-student poller", "forge_requests.py", "requests-",
+    Figure("Forge requests: idle and busy, next to a per-student poller", "forge_requests.py",
            ("--quick", "--busy", "1:2", "--overlap"), (), "beside"),
-    Figure("Wrapper CPU per tick", "ledger_cpu.py", "cpu-", ("--quick",), (), "beside"),
-    Figure("Job start, CLI import and the fleet listing", "job_start.py", "jobs-", ("--quick",), ()),
-    Figure("Wake latency", "wake_latency.py", "wake-", ("--trials", "5", "--tick", "1"), ("--trials", "20", "--tick", "5")),
-    Figure("Replay of a 70-day programme", "replay.py", "replay-", ("--quick",), ()),
-    Figure("Robustness: faults and kills", "run.py", "", ("--quick",), (), "background"),
-    Figure("Hostile target and the wall's cost", "hostile.py", "hostile-", ("--launches", "10"),
+    Figure("Wrapper CPU per tick", "ledger_cpu.py", ("--quick",), (), "beside"),
+    Figure("Job start, CLI import and the fleet listing", "job_start.py", ("--quick",), ()),
+    Figure("Wake latency", "wake_latency.py", ("--trials", "5", "--tick", "1"), ("--trials", "20", "--tick", "5")),
+    Figure("Replay of a 70-day programme", "replay.py", ("--quick",), ()),
+    Figure("Robustness: faults and kills", "run.py", ("--quick",), (), "background"),
+    Figure("Hostile target and the wall's cost", "hostile.py", ("--launches", "10"),
            ("--experiments", "2", "--launches", "100")),
 ]  # fmt: skip
 
@@ -58,8 +58,9 @@ FIGURES = [
 class Run:
     figure: Figure
     start: float  # time.monotonic()
-    since: float  # time.time(), for the result file
+    told: Path  # the file its child names its result in (`record.RESULT_ENV`)
     proc: subprocess.Popen
+    result: Path | None = None  # the .md it wrote, read from `told` when it ends
     log: Path | None = None
     wall: float | None = None
     waiter: threading.Thread | None = None
@@ -68,12 +69,6 @@ class Run:
 def _nested(markdown: str) -> str:
     """A figure's Markdown with every heading one level under the figure's own `##`."""
     return "\n".join(("###" + line.lstrip("#") if line.startswith("#") else line) for line in markdown.splitlines())
-
-
-def _newest(prefix: str, since: float) -> Path | None:
-    """The newest `<prefix><UTC>.md` written after `since` (epoch seconds)."""
-    found = [p for p in RESULTS.glob(f"{prefix}2*.md") if p.stat().st_mtime >= since]
-    return max(found, key=lambda p: p.stat().st_mtime, default=None)
 
 
 class Bench:
@@ -87,15 +82,17 @@ class Bench:
     def start(self, f: Figure, background: bool = False) -> Run:
         args = [sys.executable, str(ROOT / "bench" / f.script), *(f.quick if self.quick else f.full)]
         log = self.logs / f"{f.script.removesuffix('.py')}.log" if background else None
+        told = self.logs / f"{f.script.removesuffix('.py')}.result"
         where = f", in the background (its output: {log})" if log else ""
         self.say(f"== {f.title}: {' '.join(['bench/' + f.script, *args[2:]])}{where}")
         out = open(log, "wb") if log else None  # noqa: SIM115 (the child owns it)
         try:
-            proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT if out else None)
+            env = {**os.environ, RESULT_ENV: str(told)}
+            proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT if out else None, env=env)
         finally:
             if out:
                 out.close()
-        run = Run(f, time.monotonic(), time.time(), proc, log)
+        run = Run(f, time.monotonic(), told, proc, log=log)
         self.runs.append(run)
         if background:  # its end is told (and timed) when it comes, not when it is waited for
             run.waiter = threading.Thread(target=self._ended, args=(run,), daemon=True)
@@ -105,6 +102,7 @@ class Bench:
     def _ended(self, run: Run) -> None:
         code = run.proc.wait()
         run.wall = time.monotonic() - run.start
+        run.result = Path(run.told.read_text().strip()) if run.told.exists() else None  # the child's own file
         self.say(f"-- {run.figure.title}: {'done' if code == 0 else f'FAILED (exit {code})'} in {run.wall:.0f} s")
         if code != 0 and run.log:
             click.echo(run.log.read_text(errors="replace")[-4000:], err=True)
@@ -116,11 +114,12 @@ class Bench:
             run.waiter.join()
 
     def section(self, run: Run) -> tuple[str, bool]:
-        f, result = run.figure, _newest(run.figure.prefix, run.since)
+        f, result = run.figure, run.result
         if run.proc.returncode != 0 or result is None:
             return f"## {f.title}\n\nfailed: `{f.script}` exited {run.proc.returncode} after {run.wall:.0f} s\n", False
         table = _nested(result.read_text().strip())
-        return f"## {f.title}\n\n({run.wall:.0f} s, `{result.relative_to(ROOT)}`)\n\n{table}\n", True
+        where = result.relative_to(ROOT) if result.is_relative_to(ROOT) else result
+        return f"## {f.title}\n\n({run.wall:.0f} s, `{where}`)\n\n{table}\n", True
 
 
 @click.command()
@@ -147,7 +146,7 @@ def main(quick: bool) -> None:
     timing = ["| figure | script | started at s | wall s |", "|---|---|---|---|"]
     timing += [f"| {r.figure.title} | {r.figure.script} | {r.start - bench.t0:.0f} | {r.wall:.0f} |" for r in runs]
     timing.append(f"| **total** | | | **{total:.0f}** |")
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    stamp = utc_stamp()
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     out = RESULTS / f"all-{stamp}.md"
     head = f"# bench {'--quick ' if quick else ''}{stamp}\n\n{total:.0f} s in all (load average at the end: {load})\n\n"

@@ -32,7 +32,6 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -47,6 +46,7 @@ import yaml  # noqa: E402
 from fault_proxy import FaultProxy  # noqa: E402
 from forge_fixtures import seed_token  # noqa: E402
 from forge_seed import STORE_FILE, peak_rss_mib, seed_pulls, serve, stop  # noqa: E402
+from record import utc_stamp, write_result  # noqa: E402  (bench/, beside this script)
 from research import make_program  # noqa: E402
 
 from senpai.cli.ticklog import TickLog  # noqa: E402
@@ -290,11 +290,7 @@ def main(quick: bool, chosen: list[tuple[int, int]] | None, ticks: int, busy_siz
         if failed:
             raise failed[0]
     md = ("## Idle\n\n" + table(rows) if rows else "") + ("\n## Busy\n\n" + busy_table(busy_rows) if busy_rows else "")
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"requests-{stamp}.json").write_text(json.dumps({"idle": rows, "busy": busy_rows}, indent=2))
-    (out / f"requests-{stamp}.md").write_text(md)
+    write_result(f"requests-{utc_stamp()}", {"idle": rows, "busy": busy_rows}, md)
     click.echo(md)
 
 

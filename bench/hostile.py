@@ -20,14 +20,12 @@ through the wall launcher (`senpai.fleet.wall`) with the wall a student's train 
 Writes bench/results/hostile-<UTC>.{json,md} and prints the table.
 """
 
-import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -47,6 +45,7 @@ from hostile_target import (  # noqa: E402
     senpai_folders,
     step_kind,
 )
+from record import utc_stamp, write_result  # noqa: E402  (bench/, beside this script)
 from research import make_program, reader  # noqa: E402
 
 from senpai.cli.demo import EXAMPLE  # noqa: E402
@@ -183,11 +182,7 @@ def main(experiments: int, launches: int, timeout: float) -> None:
         click.echo("wall launch cost", err=True)
         result["launch"] = launch_cost(Path(scratch), launches)
     md = table(result)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"hostile-{stamp}.json").write_text(json.dumps(result, indent=2))
-    (out / f"hostile-{stamp}.md").write_text(md)
+    write_result(f"hostile-{utc_stamp()}", result, md)
     click.echo(md)
     if not result["corpus"]["held"]:
         sys.exit(1)

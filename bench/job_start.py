@@ -38,7 +38,6 @@ import sys
 import tempfile
 import time
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -49,6 +48,7 @@ for key, value in {"WANDB_MODE": "offline", "WANDB_SILENT": "true"}.items():
     os.environ.setdefault(key, value)
 
 from forge_fixtures import seed_token  # noqa: E402
+from record import utc_stamp, write_result  # noqa: E402  (bench/, beside this script)
 from research import make_program  # noqa: E402
 
 from senpai import phases  # noqa: E402
@@ -351,11 +351,7 @@ def main(quick, runs, sizes, ticks, loop, overhead_timeout, only, keep) -> None:
             result["overhead"] = overhead(scratch / "overhead", students, decided, overhead_timeout)
     result["load_avg_after"] = os.getloadavg()
     md = table(result)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"jobs-{stamp}.json").write_text(json.dumps(result, indent=2))
-    (out / f"jobs-{stamp}.md").write_text(md)
+    write_result(f"jobs-{utc_stamp()}", result, md)
     click.echo(md)
 
 

@@ -29,14 +29,12 @@ steering rules; its actions are computed, not applied (the seeded students would
 Writes bench/results/cpu-<UTC>.json and .md and prints the table.
 """
 
-import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -48,6 +46,7 @@ for key, value in {"WANDB_MODE": "offline", "WANDB_SILENT": "true"}.items():
 
 from forge_fixtures import seed_token  # noqa: E402
 from forge_seed import seed_pulls  # noqa: E402
+from record import utc_stamp, write_result  # noqa: E402  (bench/, beside this script)
 from research import make_program  # noqa: E402
 
 from senpai.cli.wiring import make_forge  # noqa: E402
@@ -247,11 +246,7 @@ def main(quick: bool, sizes: str | None, changed: int, idle: int, profile: str |
             row = measure(Path(scratch) / str(prs), prs, min(changed, prs), idle, log, stats)
             rows.append({"code": label or _describe(), **row})
     md = table(rows)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"cpu-{stamp}.json").write_text(json.dumps(rows, indent=2))
-    (out / f"cpu-{stamp}.md").write_text(md)
+    write_result(f"cpu-{utc_stamp()}", rows, md)
     click.echo(md)
 
 

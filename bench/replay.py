@@ -41,6 +41,7 @@ for key, value in {"WANDB_MODE": "offline", "WANDB_SILENT": "true"}.items():
     os.environ.setdefault(key, value)
 
 from forge_seed import peak_rss_mib, push_branches, serve, set_clock, stop  # noqa: E402
+from record import utc_stamp, write_result  # noqa: E402  (bench/, beside this script)
 from research import hand_hypothesis, make_program  # noqa: E402
 
 from senpai.cli.wiring import make_forge  # noqa: E402
@@ -177,11 +178,7 @@ def main(quick: bool, regenerate: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="senpai-bench-replay-") as scratch:
         result = replay(Path(scratch), events)
     md = table(result)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"replay-{stamp}.json").write_text(json.dumps(result, indent=2))
-    (out / f"replay-{stamp}.md").write_text(md)
+    write_result(f"replay-{utc_stamp()}", result, md)
     click.echo(md)
 
 

@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import click
@@ -43,6 +43,8 @@ import click
 ROOT = Path(__file__).resolve().parents[1]
 for key, value in {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "PYTHONUNBUFFERED": "1"}.items():
     os.environ.setdefault(key, value)
+
+from record import utc_stamp, write_result  # noqa: E402  (bench/, beside this script)
 
 from senpai.agents.search.propose import distribution  # noqa: E402
 from senpai.cli.example_split import DIABETES, DIGITS, ExampleSplit  # noqa: E402
@@ -329,15 +331,10 @@ def main(quick: bool, experiments: int | None, seeds: int | None, points: int | 
     with tempfile.TemporaryDirectory(prefix="senpai-bench-research-") as scratch:
         results = [bench_target(t, Path(scratch), experiments, seeds, points, fresh_seeds) for t in targets or TARGETS]
     md = table(results, experiments)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    wall = round(time.monotonic() - start, 1)
-    (out / f"research-{stamp}.json").write_text(
-        json.dumps({"params": params, "wall_seconds": wall, "targets": results}, indent=2) + "\n"
-    )
-    (out / f"research-{stamp}.md").write_text(f"# research {stamp}\n\n{json.dumps(params)}; {wall} s\n\n{md}")
-    click.echo(md + f"\nresults: {out}/research-{stamp}.json")
+    stamp, wall = utc_stamp(), round(time.monotonic() - start, 1)
+    data = {"params": params, "wall_seconds": wall, "targets": results}
+    written = write_result(f"research-{stamp}", data, f"# research {stamp}\n\n{json.dumps(params)}; {wall} s\n\n{md}")
+    click.echo(md + f"\nresults: {written.with_suffix('.json')}")
 
 
 if __name__ == "__main__":

@@ -5,17 +5,16 @@ Both figures run at once, each on its own local forge on 127.0.0.1, in a scratch
 removed afterwards (kept with --keep).
 """
 
-import json
 import os
 import shutil
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from pathlib import Path
 
 import click
+from record import utc_stamp, write_result  # bench/, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "e2e")]  # audit, chaos, research
@@ -94,16 +93,13 @@ def main(quick, kills, decided, fault_decided, fault_rate, seed, timeout, only, 
             shutil.rmtree(scratch, ignore_errors=True)
     targets = {"faults": p["fault_decided"], "kills": p["decided"]}
     md = table(results, targets)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
+    stamp = utc_stamp()
     meta = {
         "params": {**p, "fault_rate": fault_rate, "seed": seed, "quick": quick},
         "wall_seconds": round(time.monotonic() - start, 1),
     }
-    (out / f"{stamp}.json").write_text(json.dumps({**meta, "results": results}, indent=2) + "\n")
-    (out / f"{stamp}.md").write_text(f"# bench {stamp}\n\n{md}")
-    click.echo(md + f"\nresults: {out / stamp}.json" + (f"\nscratch: {scratch}" if keep else ""))
+    written = write_result(stamp, {**meta, "results": results}, f"# bench {stamp}\n\n{md}")
+    click.echo(md + f"\nresults: {written.with_suffix('.json')}" + (f"\nscratch: {scratch}" if keep else ""))
 
 
 if __name__ == "__main__":

@@ -10,14 +10,12 @@ Writes bench/results/wake-<UTC>.json and .md and prints the table: p50, p95 and 
 target, the tick period + 2 s.
 """
 
-import json
 import os
 import statistics
 import sys
 import tempfile
 import threading
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -29,6 +27,7 @@ for key, value in {"WANDB_MODE": "offline", "WANDB_SILENT": "true"}.items():
 
 import yaml  # noqa: E402
 from forge_fixtures import add_collaborator, as_user, seed_token  # noqa: E402
+from record import utc_stamp, write_result  # noqa: E402  (bench/, beside this script)
 from research import make_program  # noqa: E402
 
 from senpai.cli.wrapper import build_wrapper  # noqa: E402
@@ -118,11 +117,7 @@ def main(trials: int, tick: float) -> None:
     with tempfile.TemporaryDirectory(prefix="senpai-bench-wake-") as scratch:
         result = measure(Path(scratch), trials, tick)
     md = table(result)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"wake-{stamp}.json").write_text(json.dumps(result, indent=2))
-    (out / f"wake-{stamp}.md").write_text(md)
+    write_result(f"wake-{utc_stamp()}", result, md)
     click.echo(md)
 
 

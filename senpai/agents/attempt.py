@@ -40,7 +40,7 @@ def checkout_for_attempt(ctx: TurnContext, number: int) -> tuple[Hypothesis, str
         pr = ctx.forge.get_pull(number)
     transitions.start_work(ctx.forge, pr)
     ctx.repo.checkout_remote_branch(pr.head_ref)
-    ctx.repo.git("merge", "--quiet", "--no-edit", "-X", "ours", f"origin/{ctx.base}")
+    ctx.repo.merge_base_in(ctx.base)
     return exp.hypothesis, pr.head_ref
 
 

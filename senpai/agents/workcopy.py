@@ -245,6 +245,13 @@ class WorkCopy:
         self.git("fetch", "--quiet", "origin", branch, network=True)
         self.git("checkout", "--quiet", "-B", branch, f"origin/{branch}")
 
+    def merge_base_in(self, base: str) -> None:
+        """Merge the research base `origin/<base>` into the checked-out branch, the branch's side
+        winning where both changed a line (`-X ours`): a student's work copy, and the copy its
+        evidence is committed from, carry the base's later changes without undoing the student's.
+        Raises PermanentError if git cannot merge (a file both deleted and changed)."""
+        self.git("merge", "--quiet", "--no-edit", "-X", "ours", f"origin/{base}")
+
     def commit_all(self, message: str, allow_empty: bool = False) -> str:
         """Commit everything; returns the head sha. The message is redacted: commits reach the forge."""
         self.git("add", "-A")

@@ -7,9 +7,6 @@ then prints a leaderboard and where everything lives.
 """
 
 import json
-import os
-import shutil
-import subprocess
 import sys
 import time
 from datetime import datetime
@@ -23,14 +20,14 @@ from rich.table import Table
 from rich.text import Text
 
 from senpai.agents.walls import train_python
-from senpai.agents.workcopy import IDENTITY
 from senpai.cli.example_split import DIABETES, DIGITS
 from senpai.cli.forge import BOT, HUMAN
 from senpai.cli.progress import HEARTBEAT_SECONDS, DemoWatch, OutcomePrinter
+from senpai.cli.seed import EXAMPLE, seed_target
 from senpai.cli.wiring import forge_from
 from senpai.cli.wrapper import build_wrapper
 from senpai.config import credentials, safe_yaml
-from senpai.config.harness import ForgeSettings, load_harness
+from senpai.config.harness import load_harness
 from senpai.config.target import load_target
 from senpai.errors import ConfigError, PermanentError
 from senpai.fleet.supervise import WORK
@@ -41,7 +38,6 @@ from senpai.wrapper.loop import TickReport
 if TYPE_CHECKING:
     from senpai.forge.localforge.server import LocalForgeServer
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
 # Nothing progressed for this long: give up. Between two observable events (a job launched, started
 # or ended, a verifier's seed step begun, a record posted) a working demo spends at most one step,
 # which the bundled examples cap at 120 s (budget.wall_seconds; a step past it is stopped, itself
@@ -254,35 +250,6 @@ def run_until(config_path: Path, experiments: int, deadline: float | None = None
                 w.fleet.delete(job.name)
         w.store.close()
     return report
-
-
-def seed_target(forge: ForgeSettings, example: Path, seed: Path) -> str:
-    """Create the forge repo, push the example's files as `main` plus the research base branch; return its clone URL.
-
-    "Already exists" counts as success for the repository. A git step that fails (e.g. a push that is
-    not a fast-forward) raises PermanentError with git's message. `seed` is the scratch clone.
-    """
-    from senpai.forge.github import create_repository
-
-    clone_url = create_repository(forge, forge.token(), forge.repo.split("/")[1])
-    git_env = forge_from(forge).git_env()
-    # the example's files, not its history: a target that is a git repository seeds its working tree
-    ignore = shutil.ignore_patterns(".git", "__pycache__", "wandb", "*.pyc")
-    shutil.copytree(example, seed, ignore=ignore, dirs_exist_ok=True)
-    # fixed dates make the seed commit a pure function of the files: seeding again pushes the same sha
-    fixed = {"GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z"}
-    env = {**os.environ, **IDENTITY, **fixed, **git_env}
-    for args in (
-        ["init", "--quiet", "-b", "main"],
-        ["add", "-A"],
-        ["commit", "--quiet", "-m", f"Target program: {example.name}"],
-        ["push", "--quiet", clone_url, "main", f"main:{forge.base_branch}"],
-    ):
-        proc = subprocess.run(["git", *args], cwd=seed, env=env, capture_output=True, text=True)
-        if proc.returncode != 0:
-            said = (proc.stderr.strip() or proc.stdout.strip())[-500:]  # `git commit` says "nothing to commit" on stdout
-            raise PermanentError(f"seeding {forge.repo}: git {args[0]} failed: {said}")
-    return clone_url
 
 
 def show_leaderboard(rows: list[dict], direction: str) -> None:

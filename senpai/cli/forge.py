@@ -171,7 +171,7 @@ def seed_cmd(base_url: str, repo: str, example: Path | None, base_branch: str, t
     """
     from pydantic import ValidationError
 
-    from senpai.cli.demo import EXAMPLE, seed_target
+    from senpai.cli.seed import EXAMPLE, seed_target
     from senpai.config.harness import ForgeSettings
     from senpai.errors import ConfigError
 

@@ -15,7 +15,7 @@ from senpai.config.harness import HarnessConfig, LocalFleetSettings, load_harnes
 from senpai.config.load import parse_yaml_model
 from senpai.config.target import CONFIG_FILE, TargetConfig
 from senpai.errors import ConfigError, PermanentError, SenpaiError
-from senpai.forge.base import Forge
+from senpai.forge.base import ForgeReader
 from senpai.preflight import CheckResult, failed, passed, skipped
 from senpai.preflight.checks import run_preflight
 
@@ -62,7 +62,7 @@ def wall_check(cfg: HarnessConfig) -> CheckResult:
     return passed("local", "wall", what)
 
 
-def interpreter_checks(cfg: HarnessConfig, forge: Forge) -> list[CheckResult]:
+def interpreter_checks(cfg: HarnessConfig, forge: ForgeReader) -> list[CheckResult]:
     """The interpreters the base's senpai.yaml (at `forge.base_branch`) names, run here as the local
     fleet's steps run them: `holdout.python` (the score step's: `evaluate.python_problem`) and the
     train command's (`walls.train_python`), each passed with the Python version it reports, failed

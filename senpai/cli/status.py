@@ -14,7 +14,7 @@ from senpai.cli.options import config_option, local_forge_option
 from senpai.cli.wiring import hold_secrets, make_fleet, make_forge
 from senpai.config.harness import HarnessConfig, load_harness
 from senpai.fleet.base import Fleet
-from senpai.forge.base import Forge, Issue, PullRequest
+from senpai.forge.base import ForgeReader, Issue, PullRequest
 from senpai.ledger.labels import SENPAI
 from senpai.ledger.records import by_bot
 from senpai.ledger.table import LedgerReader
@@ -28,7 +28,7 @@ class StatusReader:
     """Reads a `Status` again on each `read`: the forge (conditional listings: unchanged PRs and
     issues cost a free 304), the fleet, and the wrapper's health endpoint if given."""
 
-    def __init__(self, cfg: HarnessConfig, forge: Forge, fleet: Fleet, health: str | None) -> None:
+    def __init__(self, cfg: HarnessConfig, forge: ForgeReader, fleet: Fleet, health: str | None) -> None:
         self.cfg, self.forge, self.fleet, self.health = cfg, forge, fleet, health
         self.ledger = LedgerReader(forge)  # no tracker: the status shows no W&B run
         self.humans = HumanReader(cfg, forge, self.ledger)

@@ -58,6 +58,7 @@ from senpai.config.roles import Role
 from senpai.errors import NotFound, PermanentError, TransientError
 from senpai.fleet import disk
 from senpai.fleet.base import JobSpec, JobStatus
+from senpai.fleet.names import parse_job_name
 from senpai.fleet.procs import ENV_JOB, kill_tagged
 from senpai.fleet.supervise import (
     GRACE_SECONDS,
@@ -77,7 +78,6 @@ log = logging.getLogger(__name__)
 
 START_TIMEOUT_SECONDS = 15.0
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # JobSpec.name; never hidden
-_PARTS = re.compile(r"^senpai-(?P<role>advisor|student|verifier)(?:-pr(?P<pr>\d{1,9}))?-")  # senpai.wrapper.policy names
 
 
 def detect_gpus() -> list[str]:
@@ -368,8 +368,8 @@ class LocalFleet:
         """A job whose folder cannot be read: failed, reason Lost, with what its name tells. Its
         supervisor, if alive, is told to stop (it will never be read right again)."""
         log.warning("local job %s cannot be read, reported lost: %s", name, str(error)[:300])
-        m = _PARTS.match(name)
-        who = {"role": m["role"] if m else Role.ADVISOR, "pr": int(m["pr"]) if m and m["pr"] else None, "student": None}
+        n = parse_job_name(name)
+        who = {"role": n.role if n else Role.ADVISOR, "pr": n.pr if n else None, "student": None}
         claim = None
         with contextlib.suppress(OSError, ValueError), JobDir(self.root / name) as jd:
             claim = jd.claimant()

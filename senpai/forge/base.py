@@ -127,8 +127,10 @@ class LabelSpec(_Model):
     description: str = Field("", max_length=100, description="Shown where GitHub lists or offers the label.")
 
 
-class Forge(Protocol):
-    """Port over one repository on a GitHub-compatible forge."""
+class ForgeReader(Protocol):
+    """What reading one repository on a GitHub-compatible forge needs: the ledger, the humans' reader,
+    the wrapper's observe step and every job read through it (conditional reads, the memo a job
+    starts from). It writes nothing on the forge."""
 
     login: str  # the authenticated user; blocks are trusted only from this author
     clone_url: str  # git URL to clone/push, credentials NOT embedded
@@ -184,6 +186,53 @@ class Forge(Protocol):
         """GitHub REST: GET /repos/{o}/{r}/pulls/{n}, conditional on its last answer. Raises NotFound."""
         ...
 
+    def pull_files(self, number: int) -> list[str]:
+        """Paths the PR changes (both sides of renames). GitHub REST: GET .../pulls/{n}/files.
+
+        Raises FileListTruncated if the forge lists fewer files than the PR's `changed_files`
+        (GitHub lists 3,000 at most).
+        """
+        ...
+
+    def list_comments(self, number: int) -> list[Comment]:
+        """Every comment of issue or PR `number`, oldest first. A body is kept only where its author
+        may steer: the bot, and an author_association in `forge.trusted` or WRITERS; any other
+        comment comes with body "" and `withheld` (a flood of outsiders' comments costs no memory,
+        and no code ever parses it). GitHub REST: GET /repos/{o}/{r}/issues/{n}/comments (all pages)."""
+        ...
+
+    def list_issues(self, label: str, state: Literal["open", "closed", "all"] = "open") -> list[Issue]:
+        """Issues (PRs excluded) with `label`. GitHub REST: GET /repos/{o}/{r}/issues?labels=..."""
+        ...
+
+    def read_file(self, path: str, ref: str) -> str:
+        """Text of file `path` at branch or commit `ref`. GitHub REST: GET /repos/{o}/{r}/contents/{path}?ref=.
+        Raises NotFound if the file or ref does not exist."""
+        ...
+
+    def branch_sha(self, branch: str) -> str:
+        """Head commit of `branch`. GitHub REST: GET /repos/{o}/{r}/branches/{branch}. Raises NotFound."""
+        ...
+
+    def commit_parents(self, sha: str) -> list[str]:
+        """Parent shas of commit `sha`, first parent first. GitHub REST: GET /repos/{o}/{r}/commits/{sha}.
+        Raises NotFound if there is no such commit."""
+        ...
+
+    def permission(self, login: str) -> str:
+        """`login`'s base role on the repository: admin, write (maintain too), read (triage too) or
+        none; a custom role counts as the role it is based on. Only admin and write (WRITE) may change
+        senpai's state. GitHub REST: GET /repos/{o}/{r}/collaborators/{username}/permission (its
+        `permission`), conditional on the last answer for `login` (a 304 is free). Raises NotFound
+        if there is no such user."""
+        ...
+
+
+class ForgeWriter(Protocol):
+    """What changes one repository: PRs, labels, merges, comments and issues. Called only by
+    `senpai.ledger.transitions`, `replies` and `escalation`, and the wrapper's Dispatcher (an import
+    contract keeps the wrapper's decide step from them)."""
+
     def create_pull(self, title: str, body: str, head: str, base: str, labels: list[str]) -> PullRequest:
         """GitHub REST: POST /repos/{o}/{r}/pulls, then POST .../issues/{n}/labels."""
         ...
@@ -211,27 +260,8 @@ class Forge(Protocol):
         """
         ...
 
-    def pull_files(self, number: int) -> list[str]:
-        """Paths the PR changes (both sides of renames). GitHub REST: GET .../pulls/{n}/files.
-
-        Raises FileListTruncated if the forge lists fewer files than the PR's `changed_files`
-        (GitHub lists 3,000 at most).
-        """
-        ...
-
-    def list_comments(self, number: int) -> list[Comment]:
-        """Every comment of issue or PR `number`, oldest first. A body is kept only where its author
-        may steer: the bot, and an author_association in `forge.trusted` or WRITERS; any other
-        comment comes with body "" and `withheld` (a flood of outsiders' comments costs no memory,
-        and no code ever parses it). GitHub REST: GET /repos/{o}/{r}/issues/{n}/comments (all pages)."""
-        ...
-
     def create_comment(self, number: int, body: str) -> Comment:
         """GitHub REST: POST /repos/{o}/{r}/issues/{n}/comments."""
-        ...
-
-    def list_issues(self, label: str, state: Literal["open", "closed", "all"] = "open") -> list[Issue]:
-        """Issues (PRs excluded) with `label`. GitHub REST: GET /repos/{o}/{r}/issues?labels=..."""
         ...
 
     def create_issue(self, title: str, body: str, labels: list[str]) -> Issue:
@@ -242,27 +272,10 @@ class Forge(Protocol):
         """Replace the body of issue `number`. GitHub REST: PATCH /repos/{o}/{r}/issues/{n}."""
         ...
 
-    def read_file(self, path: str, ref: str) -> str:
-        """Text of file `path` at branch or commit `ref`. GitHub REST: GET /repos/{o}/{r}/contents/{path}?ref=.
-        Raises NotFound if the file or ref does not exist."""
-        ...
 
-    def branch_sha(self, branch: str) -> str:
-        """Head commit of `branch`. GitHub REST: GET /repos/{o}/{r}/branches/{branch}. Raises NotFound."""
-        ...
-
-    def commit_parents(self, sha: str) -> list[str]:
-        """Parent shas of commit `sha`, first parent first. GitHub REST: GET /repos/{o}/{r}/commits/{sha}.
-        Raises NotFound if there is no such commit."""
-        ...
-
-    def permission(self, login: str) -> str:
-        """`login`'s base role on the repository: admin, write (maintain too), read (triage too) or
-        none; a custom role counts as the role it is based on. Only admin and write (WRITE) may change
-        senpai's state. GitHub REST: GET /repos/{o}/{r}/collaborators/{username}/permission (its
-        `permission`), conditional on the last answer for `login` (a 304 is free). Raises NotFound
-        if there is no such user."""
-        ...
+class ForgeAdmin(Protocol):
+    """What `senpai preflight`, init and the demo check or set up once: the token's access and the
+    labels senpai uses (`create_repository` is the adapter module's own, outside any port)."""
 
     def access(self) -> Access:
         """The token's login, scopes and repository permissions. Raises NotFound if the repo is not visible."""
@@ -282,3 +295,9 @@ class Forge(Protocol):
         GitHub REST: GET /repos/{o}/{r}/labels (every page).
         """
         ...
+
+
+class Forge(ForgeReader, ForgeWriter, ForgeAdmin, Protocol):
+    """Port over one repository on a GitHub-compatible forge: the three parts above, as the one adapter
+    (`senpai.forge.github.GitHubForge`) implements them and the wiring builds it. A consumer that only
+    reads is typed with `ForgeReader`."""

@@ -497,6 +497,11 @@ class BudgetReport(Block):
     needed: TurnUsage = Field(description="Budget to ask for to finish the work (a larger TurnBudget).")
 
 
+# How an openhands turn ended: finished; no_effect (no ledger effect and no reason, even after a
+# directive); budget (its guard stopped it); stuck (the SDK's stuck detector); error (the SDK's error state).
+TurnStatus = Literal["finished", "no_effect", "budget", "stuck", "error"]
+
+
 class TurnCost(Block):
     """`senpai-turn`, what one openhands advisor turn spent (`transitions.record_turn`), so the
     fleet's caps count it (`senpai.ledger.spend`). Posted after every run of the turn, stopped by
@@ -513,7 +518,7 @@ class TurnCost(Block):
         pattern=r"^[0-9a-z-]{1,100}$",
         description="The turn's key (`conversation.turn_key`): one conversation, however often resumed.",
     )
-    status: Literal["finished", "no_effect", "budget", "stuck", "error"] = Field(
+    status: TurnStatus = Field(
         description="no_effect: it finished with no ledger effect and no reason, even after a directive naming the tool."
     )
     spent: TurnUsage

@@ -48,7 +48,7 @@ class Event(BaseModel):
     """One thing an agent turn should look at (the advisor; a student only gets `message` events)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    id: str = Field(description="Stable id, e.g. `review:pr-12@3f2a...`, `idle:ada@<base sha>`.")
+    id: str = Field(description="Stable id, e.g. `review:pr-12@3f2a.../a1d0`, `idle:ada@<base sha>:3`.")
     kind: Kind
     pr: int | None = None
     student: str | None = None
@@ -71,7 +71,8 @@ class EventBatch(BaseModel):
 class EventId(NamedTuple):
     """The parts of an event id (`parse_event_id`); a part the kind does not have is None.
     `version`: `/a<attempts>d<decisions>` (`senpai.wrapper.policy.evidence_version`);
-    `experiments`: how many experiments the ledger held; `ref`: a try's or a message's ref."""
+    `experiments`: how many experiments the ledger held; `resolved`: how many failed measurements of
+    the base had their humans' issue closed (`idle_event`); `ref`: a try's or a message's ref."""
 
     kind: Kind
     pr: int | None = None
@@ -81,6 +82,7 @@ class EventId(NamedTuple):
     student: str | None = None
     experiments: int | None = None
     ref: str | None = None
+    resolved: int | None = None
 
 
 _AT = r"pr-(?P<pr>\d+)@(?P<head>[^/]+)(?P<version>/a\d+d\d+)"
@@ -88,7 +90,7 @@ _PARTS = {  # each kind's grammar after `<kind>:`
     "review": re.compile(_AT),
     "stale": re.compile(_AT),
     "verified": re.compile(rf"{_AT}\.\.(?P<base>.+)"),
-    "idle": re.compile(r"(?P<student>[^@]+)@(?P<base>[^:]+):(?P<experiments>\d+)"),
+    "idle": re.compile(r"(?P<student>[^@]+)@(?P<base>[^:]+):(?P<experiments>\d+)(?:/(?P<resolved>\d+))?"),
     "try": re.compile(r"(?P<ref>.+)", re.DOTALL),
     "message": re.compile(r"(?P<ref>.+)", re.DOTALL),
 }
@@ -100,8 +102,8 @@ def parse_event_id(event_id: str) -> EventId:
     m = _PARTS[kind].fullmatch(rest) if kind in _PARTS else None
     if m is None:
         raise ValueError(f"not an event id: {event_id[:80]!r}")
-    numbers = ("pr", "experiments")
-    return EventId(kind, **{k: int(v) if k in numbers else v for k, v in m.groupdict().items()})  # type: ignore[arg-type]
+    numbers = ("pr", "experiments", "resolved")
+    return EventId(kind, **{k: int(v) if k in numbers and v is not None else v for k, v in m.groupdict().items()})  # type: ignore[arg-type]
 
 
 def pr_event(kind: Literal["review", "stale", "verified"], pr: int, head: str, version: str, base: str | None = None) -> Event:

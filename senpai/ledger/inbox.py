@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from senpai.errors import NotFound, SenpaiError
-from senpai.forge.base import WRITE, WRITERS, Comment, Forge, Issue, PullRequest
+from senpai.forge.base import WRITE, WRITERS, Comment, ForgeReader, Issue, PullRequest
 from senpai.ledger.blocks import Scalar, Steer, SteerCommand, TurnCost
 from senpai.ledger.events import Message, message_ref
 from senpai.ledger.labels import student_of
@@ -78,7 +78,7 @@ class Trust:
         return list(dict.fromkeys(x.user for x in items if self.reads(x) and x.author_association in WRITERS))
 
 
-def read_writers(forge: Forge, logins: Iterable[str]) -> dict[str, bool | None]:
+def read_writers(forge: ForgeReader, logins: Iterable[str]) -> dict[str, bool | None]:
     """Whether each of `logins` may write (`Forge.permission` admin or write), one request each
     (conditional: a 304 is free). A login the forge does not know may not (False); one it could not
     answer for (a transient error, a refusal) is None, logged: its commands wait for the next refresh."""
@@ -94,7 +94,7 @@ def read_writers(forge: Forge, logins: Iterable[str]) -> dict[str, bool | None]:
     return out
 
 
-def trust_of(forge: Forge, associations: Iterable[str], items: Iterable[Comment | Issue]) -> Trust:
+def trust_of(forge: ForgeReader, associations: Iterable[str], items: Iterable[Comment | Issue]) -> Trust:
     """The Trust for the messages among `items` (issues and comments, any threads): the write
     permission of each author who may hold one, read once each (`read_writers`)."""
     base = Trust(forge.login, frozenset(associations))

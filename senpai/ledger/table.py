@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from senpai.config.load import open_regular
 from senpai.errors import ConfigError
-from senpai.forge.base import Comment, Forge, ForgeMemo, Issue, PullRequest
+from senpai.forge.base import Comment, ForgeMemo, ForgeReader, Issue, PullRequest
 from senpai.ledger.consistency import Consistency
 from senpai.ledger.deltas import base_names, base_params, change, delta
 from senpai.ledger.experiment import Experiment, RunSummary, finite_or_none, own_pull, read_experiment
@@ -52,7 +52,7 @@ class LedgerReader:
     refresh, not the whole ledger, and do not ask the forge again who the bot is (`Forge.memo`).
     """
 
-    def __init__(self, forge: Forge, tracker: Tracker | None = None, snapshot: "Snapshot | None" = None) -> None:
+    def __init__(self, forge: ForgeReader, tracker: Tracker | None = None, snapshot: "Snapshot | None" = None) -> None:
         self.forge = forge
         self.tracker = tracker
         self.snapshot = snapshot  # where `save` writes and `load` reads; None: neither does anything

@@ -11,7 +11,8 @@ import contextlib
 import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from senpai.config.budgets import Budgets
 from senpai.config.harness import ENV_CONFIG
@@ -49,8 +50,22 @@ FULL_HOLD_SECONDS = 30.0  # no launch for this long after one found the fleet's 
 FULL_HOLD_MAX_SECONDS = 600.0
 
 
+@dataclass(frozen=True)
+class JobInputs:
+    """What the jobs launched in one tick are given, an input of that tick (`WrapperLoop.tick`):
+    their deadlines, from the budget table for senpai.yaml at the base (`Budgets.of`), or the
+    ConfigError saying why there is none (every job would fail to load senpai.yaml, so none is
+    launched), and the environment added to each (the base mirror's sha, the ledger snapshot's time)."""
+
+    budgets: Budgets | ConfigError
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+NOT_READ = JobInputs(ConfigError("senpai.yaml at the base is not read yet"))
+
+
 def job_spec(
-    a: Launch, config_path: str, wall_seconds: int, gpus: int = 0, cpus: int = 1, env: dict[str, str] | None = None
+    a: Launch, config_path: str, wall_seconds: int, gpus: int = 0, cpus: int = 1, env: Mapping[str, str] | None = None
 ) -> JobSpec:
     """The fleet job for `a`: `python -m senpai job <args>` with the harness config path (and `env`,
     e.g. the base sha the wrapper mirrored), its deadline `wall_seconds`, and the GPUs and CPU cores
@@ -112,12 +127,7 @@ class Dispatcher:
     ) -> None:
         self.forge, self.fleet, self.config_path, self.gpus, self.cpus = forge, fleet, config_path, gpus, cpus or {}
         self.ledger = ledger  # its cached comments of a thread are dropped once we post there
-        self.job_env: dict[str, str] = {}  # added to every job launched (the wrapper's base mirror sha)
         self._issues: set[str] = set()  # markers of issues for humans known to exist (opened or found)
-        # the deadlines jobs get, from the harness config and senpai.yaml at the base (set by the
-        # wrapper on each re-read), or why there are none: no job is launched then, as each would
-        # fail to load senpai.yaml
-        self.budgets: Budgets | str = "senpai.yaml at the base is not read yet"
         self.clock: Callable[[], float] = time.monotonic  # the launch hold's clock (seconds)
         self._full, self._held_until = 0, 0.0  # launches that found the fleet's volume full in a row; no launch before
 
@@ -142,16 +152,18 @@ class Dispatcher:
         with contextlib.suppress(SenpaiError):  # the forge may fail too: the next hold tries again
             self._open_issue(OpenIssue(marker, redact(title), f"{redact(body)}\n\n{marker}", (SENPAI, STEER, ATTENTION)))
 
-    def apply(self, action: Action, exps: dict[int, Experiment]) -> str:
+    def apply(self, action: Action, exps: dict[int, Experiment], inputs: JobInputs = NOT_READ) -> str:
         """Carry out one action; returns a one-line description for progress output ("" if there was
-        nothing left to do). Raises SenpaiError subclasses as the forge and the fleet do."""
+        nothing left to do). A launch takes its deadline and environment from `inputs`. Raises
+        SenpaiError subclasses as the forge and the fleet do; ConfigError for a launch without a
+        budget table."""
         if isinstance(action, Launch):
-            if isinstance(self.budgets, str):
-                raise ConfigError(f"{action.name} not launched: {self.budgets}")
+            if isinstance(inputs.budgets, ConfigError):
+                raise ConfigError(f"{action.name} not launched: {inputs.budgets}")
             if self.clock() < self._held_until:
                 return ""  # the fleet's volume is full: one launch tries again once the hold ends
-            student, wall = action.student or "", self.budgets.deadline(action.role, _arms(action, exps))
-            spec = job_spec(action, self.config_path, wall, self.gpus.get(student, 0), self.cpus.get(student, 1), self.job_env)
+            student, wall = action.student or "", inputs.budgets.deadline(action.role, _arms(action, exps))
+            spec = job_spec(action, self.config_path, wall, self.gpus.get(student, 0), self.cpus.get(student, 1), inputs.env)
             try:
                 self.fleet.launch(spec)
             except DiskFull as e:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from senpai.config.harness import HarnessConfig
-from senpai.forge.base import Comment, Forge, Issue
+from senpai.forge.base import Comment, ForgeReader, Issue
 from senpai.ledger.blocks import TurnCost
 from senpai.ledger.commands import command_lines
 from senpai.ledger.inbox import Inbound, SteerState, fold, issue_inbox, pr_inbox, standing, steer_blocks, trust_of
@@ -34,7 +34,7 @@ class HumansView:
 class HumanReader:
     """Reads steering issues (`poll`, every tick) and the humans' messages (`read`, on a refresh)."""
 
-    def __init__(self, cfg: HarnessConfig, forge: Forge, ledger: LedgerReader) -> None:
+    def __init__(self, cfg: HarnessConfig, forge: ForgeReader, ledger: LedgerReader) -> None:
         self.cfg, self.forge, self.ledger = cfg, forge, ledger
         self._issues: list[Issue] | None = None  # the steering issues as `poll` last listed them
         self._etag: str | None = None  # of that listing's first page

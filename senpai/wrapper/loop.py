@@ -23,14 +23,14 @@ from senpai.config.target import CONFIG_FILE, TargetConfig
 from senpai.errors import ConfigError, PermanentError, SenpaiError, TransientError
 from senpai.fleet.base import Fleet, JobStatus
 from senpai.forge import mirror
-from senpai.forge.base import Forge
+from senpai.forge.base import Forge, ForgeReader
 from senpai.ledger.escalation import escalated
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import ExperimentState
 from senpai.ledger.table import ENV_SNAPSHOT, LedgerReader
 from senpai.wrapper import rounds
 from senpai.wrapper.actions import Launch
-from senpai.wrapper.dispatch import Dispatcher
+from senpai.wrapper.dispatch import NOT_READ, Dispatcher, JobInputs
 from senpai.wrapper.health import TickHealth
 from senpai.wrapper.humans import HumanReader, HumansView
 from senpai.wrapper.lease import Lease
@@ -90,6 +90,11 @@ class Wrapper:
         self._base_sha = ""
         self._mirrored: str | None = None  # the base sha the mirror holds (`senpai.forge.mirror`)
         self._mirror_tried: str | None = None  # the base sha the last update tried for
+        self._clone_url = ""  # the forge's, read with the base (`_observe`)
+        # the jobs' deadlines for senpai.yaml at the base, or why there are none, and the environment
+        # added to each job (the mirrored base sha, the snapshot's time): `JobInputs`, each tick's input
+        self._budgets: Budgets | ConfigError = NOT_READ.budgets
+        self._job_env: dict[str, str] = {}
         self._done_seen: set[str] = set()
         self._last_refresh = 0.0
         self._planned_nothing = False  # the last tick's plan was empty
@@ -115,8 +120,8 @@ class Wrapper:
         if self._exps is None or changed or newly_done or stale or self.ledger.unsettled:
             self._base_sha = self.forge.branch_sha(self.cfg.forge.base_branch)
             self._target = self._base_target()
-            self.dispatcher.budgets = self._budgets()
-            self.forge.clone_url  # asked once (cached): jobs take it from the snapshot's forge memo  # noqa: B018
+            self._budgets = self._budget_table()
+            self._clone_url = self.forge.clone_url  # read before the snapshot is saved: jobs take it from its forge memo
             self._exps = self.ledger.experiments(relist=False)
             self._foreign = tuple(self.ledger.foreign())
             self.view = self.humans.read()
@@ -130,16 +135,16 @@ class Wrapper:
         """(base sha, `base_target` there), read once per base sha."""
         return self._target if self._target[0] == self._base_sha else (self._base_sha, base_target(self.forge, self._base_sha))
 
-    def _budgets(self) -> Budgets | str:
-        """The budget table for senpai.yaml at the base, or why there is none."""
+    def _budget_table(self) -> Budgets | ConfigError:
+        """The budget table for senpai.yaml at the base, or the ConfigError saying why there is none."""
         where = f"{CONFIG_FILE} at {self._base_sha[:8]}"
         target = self._target[1]
         if target is None:
-            return f"{where} is missing or invalid; every job loads it, so none is launched until it is fixed"
+            return ConfigError(f"{where} is missing or invalid; every job loads it, so none is launched until it is fixed")
         try:
             return Budgets.of(self.cfg, target)
         except ConfigError as e:
-            return f"{self.config_path} does not fit {where}: {e}"
+            return ConfigError(f"{self.config_path} does not fit {where}: {e}")
 
     def _mirror_base(self) -> None:
         """Bring the base mirror to the base just read, if it is elsewhere; jobs launched from now
@@ -150,9 +155,9 @@ class Wrapper:
         self._mirror_tried = self._base_sha
         path = mirror.mirror_path(self.cfg.state_dir)
         base = self.cfg.forge.base_branch
-        self._mirrored = mirror.update(path, self.forge.clone_url, self.forge.git_env(), base, want=self._base_sha)
-        env = {k: v for k, v in self.dispatcher.job_env.items() if k != mirror.ENV_MIRROR_BASE}
-        self.dispatcher.job_env = env | ({mirror.ENV_MIRROR_BASE: self._mirrored} if self._mirrored else {})
+        self._mirrored = mirror.update(path, self._clone_url, self.forge.git_env(), base, want=self._base_sha)
+        env = {k: v for k, v in self._job_env.items() if k != mirror.ENV_MIRROR_BASE}
+        self._job_env = env | ({mirror.ENV_MIRROR_BASE: self._mirrored} if self._mirrored else {})
 
     def _save_snapshot(self) -> None:
         """Leave the ledger cache for the jobs, and hand them when it was written (`table.ENV_SNAPSHOT`):
@@ -163,7 +168,7 @@ class Wrapper:
         except OSError as e:
             log.warning("ledger snapshot not written: %s", e)
         if self.ledger.snapshot is not None:
-            self.dispatcher.job_env = {**self.dispatcher.job_env, ENV_SNAPSHOT: self.ledger.saved or "none"}
+            self._job_env = {**self._job_env, ENV_SNAPSHOT: self.ledger.saved or "none"}
 
     def tick(self) -> TickReport:
         """Run one tick. Errors of one action are reported and do not stop the others."""
@@ -179,14 +184,14 @@ class Wrapper:
         world = None if quiet else self._world(report.exps, jobs, fresh=refreshed)
         actions = [] if world is None else plan(world, self.cfg)
         self._planned_nothing, self._jobs_seen = not actions, {(j.name, j.phase) for j in jobs}
-        by_pr = {e.pr: e for e in report.exps}
+        by_pr, inputs = {e.pr: e for e in report.exps}, JobInputs(self._budgets, dict(self._job_env))
         for action in actions:
             try:
                 if isinstance(action, Launch) and action.events:
                     # recorded before the launch: a crash after it leaves no second delivery
                     self.store.see([e.id for e in action.events], world.now)  # (a plan was made: world is set)
                     self.store.handed([e.id for e in action.events], action.name)
-                if line := self.dispatcher.apply(action, by_pr):
+                if line := self.dispatcher.apply(action, by_pr, inputs):
                     report.actions.append(line)
                 if isinstance(action, Launch):
                     self.metrics.job_launched(action.role)
@@ -301,7 +306,7 @@ class Wrapper:
         return report
 
 
-def base_target(forge: Forge, sha: str) -> TargetConfig | None:
+def base_target(forge: ForgeReader, sha: str) -> TargetConfig | None:
     """The target's senpai.yaml at commit (or ref) `sha`; None if it is missing or invalid. Raises
     TransientError when the forge cannot answer (the tick fails; the next one tries again).
     GitHub REST: GET /repos/{o}/{r}/contents/senpai.yaml?ref=<sha>."""

@@ -22,7 +22,7 @@ collector (CPU seconds, resident memory, open fds, start time).
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
 from senpai.config.roles import Role
-from senpai.forge.base import Forge
+from senpai.forge.base import ForgeReader
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import ExperimentState
 
@@ -55,7 +55,7 @@ class WrapperMetrics:
             self.requests.labels(cached=cached)
         self._calls = self._free = 0
 
-    def tick(self, seconds: float, failed: bool, forge: Forge, exps: list[Experiment] | None) -> None:
+    def tick(self, seconds: float, failed: bool, forge: ForgeReader, exps: list[Experiment] | None) -> None:
         """Record one tick of `seconds` that `failed` or not; the forge's request counts and rate
         limit as of now, and (unless None: a failed tick) the experiments it saw."""
         self.ticks.inc()

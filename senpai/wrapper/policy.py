@@ -32,7 +32,6 @@ A launch names no deadline: the Dispatcher gives the job its role's (`senpai.con
 """
 
 import hashlib
-import re
 from collections.abc import Collection
 from datetime import datetime, timedelta
 
@@ -41,6 +40,7 @@ from senpai.config.harness import HarnessConfig
 from senpai.config.roles import Role
 from senpai.errors import DiskFull, NoEffect, TransientError
 from senpai.fleet.base import JobStatus
+from senpai.fleet.names import JobName, job_name, parse_job_name
 from senpai.ledger import basefails
 from senpai.ledger.consistency import reverify
 from senpai.ledger.escalation import escalation_id
@@ -73,7 +73,6 @@ DISK_FULL_EXIT = DiskFull.exit_code  # ... and 6 when a volume it writes to is f
 NO_EFFECT_EXIT = NoEffect.exit_code  # an advisor job exits 7 when its LLM turn changed nothing
 INFRA_REASONS = frozenset({"Lost", "Killed", "Evicted", "NodeLost", "Preempted"})  # the fleet's doing
 HYPOTHESIS_REASONS = frozenset({"DeadlineExceeded", "OOMKilled"})  # its wall-time and memory budget
-_JOB = re.compile(r"^senpai-(?:student|verifier)-pr\d+-(?P<attempt>\d+)(?:-r(?P<retry>\d+))?$")
 
 
 def infra_failure(job: JobStatus) -> bool:
@@ -97,20 +96,28 @@ def no_effect(job: JobStatus) -> bool:
 
 
 def job_attempt(job: JobStatus) -> int:
-    """The attempt number in a job name `senpai-<role>-pr<n>-<attempt>[-r<k>]`."""
-    m = _JOB.match(job.name)
-    return int(m["attempt"]) if m else 0
+    """A student job's attempt, a verifier job's verification number (`senpai.fleet.names`); 0 for
+    any other name."""
+    n = parse_job_name(job.name)
+    return n.number if n and n.role != Role.ADVISOR else 0
 
 
 def job_retry(job: JobStatus) -> int:
-    """k of a relaunch `...-r<k>` after infrastructure failures; 0 for the first run."""
-    m = _JOB.match(job.name)
-    return int(m["retry"] or 0) if m else 0
+    """k of a relaunch after senpai's failures (`senpai.fleet.names`); 0 for the first run."""
+    n = parse_job_name(job.name)
+    return n.retry if n else 0
 
 
-def job_work(job: JobStatus) -> str:
-    """The work a run is for: its name without the relaunch suffix `-r<k>` (`next_run`'s `base`)."""
-    return job.name.rsplit("-r", 1)[0] if job_retry(job) else job.name
+def job_work(job: JobStatus) -> JobName | None:
+    """The work a run is for, without its relaunch (`next_run`'s `work`); None for a name senpai did not build."""
+    n = parse_job_name(job.name)
+    return n.work if n else None
+
+
+def job_try(job: JobStatus) -> int:
+    """An advisor job's try over its event batch (`senpai.fleet.names`); 0 for any other name."""
+    n = parse_job_name(job.name)
+    return n.number if n and n.role == Role.ADVISOR else 0
 
 
 def senpai_failure(job: JobStatus, e: Experiment) -> bool:
@@ -122,25 +129,26 @@ def senpai_failure(job: JobStatus, e: Experiment) -> bool:
     return job.role == Role.STUDENT and job.phase == "failed" and any(v.passed for v in e.verifications)
 
 
-def next_run(base: str, jobs: list[JobStatus], now: datetime, retried=infra_failure) -> str | None:
-    """The job name to launch for the work `base` names, or None if there is nothing to launch now.
+def next_run(work: JobName, jobs: list[JobStatus], now: datetime, retried=infra_failure) -> str | None:
+    """The job name to launch for `work` (a student attempt or a verification), or None if there is
+    nothing to launch now.
 
-    `base` itself first; after it failed for senpai's reasons (`retried`, default `infra_failure`),
-    `base-r1`, ... up to `RELAUNCH.runs` runs in all, the k-th relaunch no sooner than
+    `work` itself first; after it failed for senpai's reasons (`retried`, default `infra_failure`),
+    its relaunch 1, ... up to `RELAUNCH.runs` runs in all, the k-th relaunch no sooner than
     `RELAUNCH.wait(k)` after the failed run finished.  None while a run is live or backing off,
     once a run ended otherwise (the reaper records it), or when the runs are spent (the reaper
     escalates).
     """
-    runs = sorted((j for j in jobs if j.name == base or j.name.startswith(f"{base}-r")), key=job_retry)
+    runs = sorted((j for j in jobs if job_work(j) == work), key=job_retry)
     if not runs:
-        return base
+        return str(work)
     last = runs[-1]
     if not last.done or not retried(last) or len(runs) >= RELAUNCH.runs:
         return None
     wait = timedelta(seconds=RELAUNCH.wait(len(runs)))
     if last.finished_at is not None and now < last.finished_at + wait:
         return None
-    return f"{base}-r{len(runs)}"
+    return str(work._replace(retry=len(runs)))
 
 
 def _live(jobs: list[JobStatus]) -> list[JobStatus]:
@@ -325,7 +333,7 @@ def _spent(j: JobStatus, pr: int, w: World) -> list[Action]:
     """Escalate if `j` was the last run its infrastructure retries allow; otherwise nothing (yet)."""
     if job_retry(j) + 1 < RELAUNCH.runs:
         return []
-    base = job_work(j)
+    base = str(job_work(j) or j.name)
     # a verifier exits 3 too when the base head fails its own train or score step (BaselineFailed):
     # the target's or senpai's problem, not the hypothesis's; the log tail in the issue says which
     why = (
@@ -360,7 +368,7 @@ def _students(w: World, cfg: HarnessConfig) -> list[Action]:
             continue  # out of attempts: to review (the reaper or the job's own evidence normally does it)
         if held or e.student in live or e.student not in {s.name for s in cfg.students}:
             continue
-        name = next_run(f"senpai-student-pr{e.pr}-{attempt}", w.jobs, w.now, lambda j, e=e: senpai_failure(j, e))
+        name = next_run(JobName(Role.STUDENT, attempt, pr=e.pr), w.jobs, w.now, lambda j, e=e: senpai_failure(j, e))
         if name is None:
             continue  # live, or about to be reaped (evidence, or escalation once its retries are spent)
         mine = [ev for ev in messages if ev.pr == e.pr]
@@ -381,7 +389,7 @@ def _verifiers(w: World) -> list[Action]:
     out: list[Action] = []
     measured: dict[str, list[int]] | None = None  # worked out once a verifier is owed (most ticks owe none)
     owed = [(e, base) for e in w.exps if (base := _owed_base(e, w.base_sha))]
-    runs = [f"senpai-verifier-pr{e.pr}-{len(e.verifications) + 1}" for e, _ in owed]
+    runs = [JobName(Role.VERIFIER, len(e.verifications) + 1, pr=e.pr) for e, _ in owed]
     failed = {job_work(j) for j in w.jobs if j.role == Role.VERIFIER and j.phase == "failed"}
     stalled = bool(failed.intersection(runs))  # an owed verifier failed: nobody waits for it
     busy = any(j.role == Role.VERIFIER for j in _live(w.jobs)) and not stalled
@@ -453,18 +461,18 @@ def _advisor(w: World, cfg: HarnessConfig, launching: Collection[int | None] = (
     if not events:
         return None
     digest = hashlib.sha256("\n".join(sorted(ev.id for ev in events)).encode()).hexdigest()[:10]
-    tries = [j for j in w.jobs if j.role == Role.ADVISOR and j.name.startswith(f"senpai-advisor-{digest}-")]
+    tries = [j for j in w.jobs if j.role == Role.ADVISOR and (n := parse_job_name(j.name)) and n.digest == digest]
     ineffective = [j for j in tries if no_effect(j)]
     if len(ineffective) >= cfg.runtime.no_effect.turns:
         return _advisor_ineffective(events, ineffective, w, cfg)
     if len(tries) - len(ineffective) >= RELAUNCH.advisor_runs:
         return _advisor_spent(events, tries, digest, w)
-    last = max(tries, key=lambda j: int(j.name.rsplit("-", 1)[1]), default=None)
+    last = max(tries, key=job_try, default=None)
     if last is not None and last.phase == "failed" and last.finished_at is not None:
         wait = cfg.runtime.no_effect.wait(len(ineffective)) if no_effect(last) else RELAUNCH.wait(len(tries))
         if w.now < last.finished_at + timedelta(seconds=wait):
             return None  # the same batch just died, or changed nothing: back off
-    name = f"senpai-advisor-{digest}-{len(tries) + 1}"
+    name = job_name(Role.ADVISOR, len(tries) + 1, digest=digest)
     return Launch(Role.ADVISOR, name, ["advisor"], events=tuple(events))
 
 
@@ -497,7 +505,7 @@ def _advisor_ineffective(events: list[Event], turns: list[JobStatus], w: World, 
     prs = tuple(sorted({ev.pr for ev in events if ev.pr is not None}))
     if not prs and escalation_id(key) in w.escalated:
         return None
-    last = max(turns, key=lambda j: int(j.name.rsplit("-", 1)[1]))
+    last = max(turns, key=job_try)
     kinds = ", ".join(sorted({ev.kind for ev in events}))
     reason = (
         f"{len(turns)} advisor turns over the same {len(events)} event(s) ({kinds}) changed nothing: the model "

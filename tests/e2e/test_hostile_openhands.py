@@ -31,7 +31,7 @@ from llm_server import call
 from research import make_program, reader
 from scripted import LLM_KEY, LLM_KEY_ENV, advisor_policy, student_policy, tool_results, use_openhands, workdir
 
-from senpai.cli.demo import EXAMPLE
+from senpai.cli.seed import EXAMPLE
 from senpai.ledger.consistency import check
 
 pytestmark = pytest.mark.e2e

@@ -18,7 +18,7 @@ from forge_fixtures import register_bot
 from hostile_target import BOT, HOSTILE_TRAIN, as_non_root, assert_got_nothing, hostile_files, probes, senpai_folders, step_kind
 from research import make_program, reader
 
-from senpai.cli.demo import EXAMPLE
+from senpai.cli.seed import EXAMPLE
 from senpai.ledger.consistency import check
 
 pytestmark = pytest.mark.e2e

@@ -11,8 +11,8 @@ from forge_fixtures import register_bot
 from research import assert_no_duplicates, make_program, reader, run
 from scripted import CODE_CHANGE, LBFGS, LLM_KEY, LLM_KEY_ENV, advisor_policy, student_policy, use_openhands
 
-from senpai.cli.demo import EXAMPLE
 from senpai.cli.main import cli
+from senpai.cli.seed import EXAMPLE
 from senpai.config.harness import load_harness
 from senpai.ledger.spend import spend
 from senpai.ledger.table import ledger_rows, to_json

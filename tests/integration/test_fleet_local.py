@@ -23,7 +23,7 @@ from senpai.fleet.base import JobSpec, JobStatus
 from senpai.fleet.local import LocalFleet
 from senpai.fleet.supervise import Claim, JobDir, StatusRecord, classify, proc_start
 from senpai.wrapper.actions import Launch
-from senpai.wrapper.dispatch import Dispatcher
+from senpai.wrapper.dispatch import Dispatcher, JobInputs
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -151,13 +151,13 @@ def test_the_wrapper_gives_a_students_jobs_its_cpus_and_an_advisors_one() -> Non
     )  # fmt: skip
     fleet = Recorder()
     dispatcher = Dispatcher(None, fleet, "/h.yaml", {"ada": 1}, {"ada": 6})  # type: ignore[arg-type]
-    dispatcher.budgets = Budgets.of(cfg, TargetConfig.model_validate(yaml.safe_load(files()["senpai.yaml"])))
+    inputs = JobInputs(Budgets.of(cfg, TargetConfig.model_validate(yaml.safe_load(files()["senpai.yaml"]))))
     for launch in (
         Launch("student", "senpai-student-pr3-1", ["student"], pr=3, student="ada"),
         Launch("verifier", "senpai-verifier-pr3-1", ["verify"], pr=3, student="ada"),
         Launch("advisor", "senpai-advisor-x-1", ["advisor"]),
     ):
-        dispatcher.apply(launch, {})
+        dispatcher.apply(launch, {}, inputs)
     assert [(s.role, s.gpus, s.cpus) for s in fleet.specs] == [("student", 1, 6), ("verifier", 1, 6), ("advisor", 0, 1)]
     assert [s.wall_seconds for s in fleet.specs] == [60, 780, 600]  # each role's deadline (`senpai.config.budgets`)
 

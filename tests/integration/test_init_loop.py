@@ -13,9 +13,10 @@ from walled import walls_at
 
 from senpai.agents.evaluate import EvaluatorFiles, score_step, train_step
 from senpai.agents.workcopy import standalone_clone
-from senpai.cli.demo import seed_target, write_config
+from senpai.cli.demo import write_config
 from senpai.cli.main import cli
 from senpai.cli.scaffold import Answers, advice, detect
+from senpai.cli.seed import seed_target
 from senpai.cli.ticklog import TickLog
 from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import load_harness

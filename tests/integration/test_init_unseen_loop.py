@@ -21,9 +21,10 @@ from sklearn.metrics import mean_squared_error
 from sklearn.model_selection import train_test_split
 from third_party import ridge_json
 
-from senpai.cli.demo import run_until, seed_target, write_config
+from senpai.cli.demo import run_until, write_config
 from senpai.cli.main import cli
 from senpai.cli.scaffold import Advice, Answers, advice, detect
+from senpai.cli.seed import seed_target
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config import safe_yaml
 from senpai.config.harness import load_harness

@@ -9,7 +9,7 @@ import pytest
 import steering_tick
 import yaml
 from forge_fixtures import commit_and_push, hypothesis, target_yaml
-from test_policy import CFG
+from policy_world import CFG
 
 from senpai.agents import review
 from senpai.agents.context import TurnContext

@@ -17,7 +17,7 @@ from senpai.ledger.blocks import Arm, BaselineRef, BudgetRef, Hypothesis, Metric
 from senpai.ledger.gate import check_merge
 from senpai.ledger.stats import for_arms, judge
 from senpai.wrapper.actions import Launch
-from senpai.wrapper.dispatch import Dispatcher
+from senpai.wrapper.dispatch import Dispatcher, JobInputs
 
 H, B = "h" * 40, "b" * 40
 TARGET = TargetConfig.model_validate(
@@ -142,11 +142,11 @@ def test_every_arm_gets_a_full_training_run_inside_the_student_jobs_deadline(mon
     budgets = Budgets.of(cfg, TARGET.model_copy(update={"budget": TARGET.budget.model_copy(update={"wall_seconds": 100})}))
     fleet = _Recorder()
     dispatcher = Dispatcher(None, fleet, "/h.yaml", {})  # type: ignore[arg-type]
-    dispatcher.budgets = budgets
     arms = [Arm(name="control", control=True), Arm(name="up", params={"w": 0.6}), Arm(name="down", params={"w": 0.4})]
     exps = {3: experiment(3, "wip", hypothesis=_h(arms)), 4: experiment(4, "wip", hypothesis=_h(None))}
     for pr in (3, 4):
-        dispatcher.apply(Launch("student", f"senpai-student-pr{pr}-1", ["student"], pr=pr, student="ada"), exps)
+        launch = Launch("student", f"senpai-student-pr{pr}-1", ["student"], pr=pr, student="ada")
+        dispatcher.apply(launch, exps, JobInputs(budgets))
     assert [s.wall_seconds for s in fleet.specs] == [300, 100]  # a full run per arm; one for a single arm
     # in the 3-arm job (started at 0, the fleet's deadline 300), each arm may take its 90 s after the
     # arms before it took theirs and a few seconds each to reset and read back their runs

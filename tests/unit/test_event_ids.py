@@ -19,6 +19,11 @@ MESSAGE = Message(number=7, comment_id=3, author="alice", association="OWNER", b
             EventId("verified", 12, HEAD, "/a1d0", BASE),
         ),
         (idle_event("ada", BASE, 3), f"idle:ada@{BASE}:3", EventId("idle", base=BASE, student="ada", experiments=3)),
+        (
+            idle_event("ada", BASE, 3, resolved=1),  # a failed measurement's issue closed: measure the base again
+            f"idle:ada@{BASE}:3/1",
+            EventId("idle", base=BASE, student="ada", experiments=3, resolved=1),
+        ),
         (try_event("9:1:v/0", "ada", {"lr": 0.1}, "alice"), "try:9:1:v/0", EventId("try", ref="9:1:v/0")),
         (message_event(MESSAGE, None), "message:7:3:v1", EventId("message", ref="7:3:v1")),
     ],
@@ -30,7 +35,8 @@ def test_each_constructor_builds_the_documented_id_and_the_parser_reads_its_part
 
 
 @pytest.mark.parametrize(
-    "bad", ["", "review:pr-x@h/a1d0", f"review:pr-1@{HEAD}", f"verified:pr-1@{HEAD}/a1d0", "idle:ada", "nope:1"]
+    "bad",
+    ["", "review:pr-x@h/a1d0", f"review:pr-1@{HEAD}", f"verified:pr-1@{HEAD}/a1d0", "idle:ada", f"idle:ada@{BASE}:3/", "nope:1"],
 )
 def test_anything_else_is_not_an_event_id(bad):
     with pytest.raises(ValueError, match="not an event id"):

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import steering_tick
 from forge_fixtures import clone, commit_and_push
-from test_policy import CFG, exp
+from policy_world import CFG, exp
 
 from senpai.agents.search.advisor import answer_free_text
 from senpai.ledger import transitions

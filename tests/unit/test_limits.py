@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import steering_tick
 from forge_fixtures import merged
-from test_policy import BASE, CFG, NOW, exp, job, launches
+from policy_world import BASE, CFG, NOW, exp, job, launches
 
 from senpai.ledger.blocks import BudgetReport, Cost, Decision, TurnUsage, Verification
 from senpai.ledger.events import Message

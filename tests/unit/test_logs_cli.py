@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import yaml
 from click.testing import CliRunner
-from test_policy import CFG
+from policy_world import CFG
 
 from senpai.cli import logs as logs_cli
 from senpai.cli.main import cli

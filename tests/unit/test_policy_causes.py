@@ -3,7 +3,7 @@ and a head someone other than senpai keeps moving under the verifier."""
 
 from datetime import timedelta
 
-from test_policy import BASE, CFG, NOW, exp, launches
+from policy_world import BASE, CFG, NOW, exp, launches
 from test_policy_infra import dead
 
 from senpai.config.budgets import HEAD_MOVES, RELAUNCH

@@ -6,7 +6,7 @@ distinct, deterministic name and spend no attempt; after `RELAUNCH.runs` the PR 
 
 from datetime import timedelta
 
-from test_policy import BASE, CFG, NOW, exp, launches
+from policy_world import BASE, CFG, NOW, exp, launches
 
 from senpai.config.budgets import RELAUNCH
 from senpai.fleet.base import JobStatus

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_policy import BASE, NOW, exp, job
+from policy_world import BASE, NOW, exp, job
 
 from senpai.config.harness import HarnessConfig
 from senpai.fleet.base import JobStatus

@@ -3,7 +3,7 @@ off from the same events, and after `runtime.no_effect.turns` tells humans once.
 
 from datetime import timedelta
 
-from test_policy import BASE, CFG, NOW, exp, launches
+from policy_world import BASE, CFG, NOW, exp, launches
 
 from senpai.fleet.base import JobStatus
 from senpai.ledger.escalation import escalation_id

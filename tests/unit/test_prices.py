@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_policy import CFG, NOW
+from policy_world import CFG, NOW
 from test_status import TICK
 
 from senpai.config.harness import RuntimeSettings, load_harness

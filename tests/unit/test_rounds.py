@@ -3,7 +3,7 @@ round's other verifications are in or its wait is over; a human's approval pins 
 
 from datetime import timedelta
 
-from test_policy import BASE, CFG, NOW, exp, job, launches
+from policy_world import BASE, CFG, NOW, exp, job, launches
 
 from senpai.ledger.blocks import ApprovalRequest, Verification
 from senpai.ledger.experiment import Experiment

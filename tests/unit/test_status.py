@@ -6,8 +6,8 @@ from datetime import timedelta
 
 import steering_tick
 from forge_fixtures import after_a_merge, commit_and_push, merged
+from policy_world import BASE, CFG, NOW, exp, job
 from test_forge_steering import TARGET
-from test_policy import BASE, CFG, NOW, exp, job
 
 from senpai.fleet.base import JobStatus
 from senpai.forge.base import RateLimit

@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime, timedelta
 
-from test_policy import BASE, CFG, NOW, exp, job, launches
+from policy_world import BASE, CFG, NOW, exp, job, launches
 
 from senpai.forge.base import Comment, PullRequest
 from senpai.ledger import records

@@ -76,7 +76,7 @@ def advisor_turn(ctx: TurnContext, events: list[Event], now: datetime | None = N
     log_turn(ctx, Role.ADVISOR, pr, base_sha, key, guard, result)
     lines = list(session.actions)
     # before any budget report: a replay after a crash between the two finds this one posted
-    cost = TurnCost(pr=pr, revision=base_sha, key=key, status=result.status, spent=result.usage)  # type: ignore[arg-type]
+    cost = TurnCost(pr=pr, revision=base_sha, key=key, status=result.status, spent=result.usage)
     lines.append(f"turn spend on #{transitions.record_turn(ctx.forge, cost, session.opened)}")
     if result.status == "budget":
         known = "; ".join(session.actions) or "no ledger effect yet"

@@ -38,7 +38,7 @@ from senpai.agents.openhands.trace import call_table
 from senpai.config.roles import Role
 from senpai.errors import TransientError
 from senpai.fleet.wall import Wall
-from senpai.ledger.blocks import TurnUsage
+from senpai.ledger.blocks import TurnStatus, TurnUsage
 from senpai.tracker.base import RunTable
 
 log = logging.getLogger(__name__)
@@ -145,12 +145,11 @@ class Expectation:
 
 @dataclass
 class TurnResult:
-    status: str  # finished | no_effect | budget | stuck | error
+    status: TurnStatus
     usage: TurnUsage
     exhausted: list[str] = field(default_factory=list)
     tried: list[str] = field(default_factory=list)
     last_message: str = ""
-    resumed: bool = False
     calls: RunTable | None = None  # the LLM and tool calls (`trace.call_table`)
     made: bool = False  # the conversation holds what its Expectation asked for (False without one)
 
@@ -226,14 +225,13 @@ def run_turn(
         raise TransientError(f"agent turn {key} failed: {_provider_failure(e.original_exception)}") from e
     finally:
         guard.close()
-    status = "budget" if guard.exhausted else _status(conv.state.execution_status)
+    status: TurnStatus = "budget" if guard.exhausted else _status(conv.state.execution_status)
     result = TurnResult(
         status="no_effect" if _achieved_nothing(conv, guard, expect) else status,
         usage=guard.usage(),
         exhausted=list(guard.exhausted),
         tried=list(guard.tried),
         last_message=_last_agent_text(conv),
-        resumed=resumed,
         calls=call_table(conv.conversation_stats.get_combined_metrics(), guard.calls),
         made=expect is not None and _made(conv, expect.tools),
     )
@@ -282,7 +280,7 @@ def _finish_reason(conv) -> str:
     return ""
 
 
-def _status(s: ConversationExecutionStatus) -> str:
+def _status(s: ConversationExecutionStatus) -> TurnStatus:
     if s == ConversationExecutionStatus.FINISHED:
         return "finished"
     return "stuck" if s == ConversationExecutionStatus.STUCK else "error"

@@ -41,6 +41,7 @@ from senpai.forge.base import PullRequest
 from senpai.ledger import diversity
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import MAX_ARMS, Arm, Scalar, render
+from senpai.ledger.gate import protected_touched
 from senpai.ledger.labels import ASSIGNED, ExperimentState, status_of
 from senpai.ledger.ladder import for_proposer
 from senpai.ledger.redact import redact
@@ -95,7 +96,11 @@ class DecideAction(Action):
 
 
 class ReplyToHumanAction(Action):
-    event_id: str = Field(max_length=SHORT, description="The id of the message event you answer, e.g. message:issue-4@ab12.")
+    event_id: str = Field(
+        max_length=SHORT,
+        description="The id of the message event you answer, as the event lists it, "
+        "e.g. message:4:0:3f2a9c1b (#4's body) or message:12:88:3f2a9c1b (a comment on #12).",
+    )
     text: str = Field(max_length=TEXT, description="Your answer: what you did or will do, and why.")
 
 
@@ -332,11 +337,11 @@ def _submit_evidence(s: Session, a: SubmitEvidenceAction) -> str:
         raise TransitionError(f"attempt {s.attempt} is already submitted ({s.submitted.head[:8]}); finish the turn")
     hctx = harness_context(s, f"attempt-{s.attempt}", s.branch)
     repo = hctx.repo
-    repo.git("merge", "--quiet", "--no-edit", "-X", "ours", f"origin/{ctx.base}")  # as the agent's checkout was
+    repo.merge_base_in(ctx.base)  # as the agent's checkout was
     _sync_tree(ctx.repo.path, repo.path)
     repo.git("add", "-A")
     changed = repo.git("diff", "--cached", "--name-only", f"origin/{ctx.base}", "--").splitlines()
-    touched = sorted(f for f in changed if ctx.target.is_protected(f))
+    touched = protected_touched(ctx.target, changed)
     if touched:
         raise PermanentError(
             f"your changes touch protected paths {touched}; revert them (git checkout origin/{ctx.base} -- <path>)"

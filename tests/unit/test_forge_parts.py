@@ -1,0 +1,87 @@
+"""The Forge port's parts (`ForgeReader`, `ForgeWriter`, `ForgeAdmin`): the readers that are typed
+with `ForgeReader` work when handed nothing else. A view of the forge that has only the reader's
+members (any other attribute raises) is handed to the ledger reader, the humans' reader, the trust
+check and the wrapper's read of senpai.yaml, over a ledger with an experiment, a turn record, a
+steering issue and a human's message, and each reads all of it."""
+
+import pytest
+from forge_fixtures import commit_and_push, target_yaml
+from policy_world import CFG
+
+from senpai.config.harness import HarnessConfig
+from senpai.forge.base import Forge, ForgeAdmin, ForgeReader, ForgeWriter
+from senpai.ledger import transitions
+from senpai.ledger.blocks import TurnCost, TurnUsage
+from senpai.ledger.inbox import read_writers
+from senpai.ledger.labels import SENPAI, STEER
+from senpai.ledger.table import LedgerReader
+from senpai.wrapper.humans import HumanReader
+from senpai.wrapper.loop import base_target
+
+
+def part(port: type) -> set[str]:
+    """A part's own methods and attributes."""
+    return {k for k, v in vars(port).items() if not k.startswith("_") and callable(v)} | set(
+        vars(port).get("__annotations__", {})
+    )
+
+
+READS = part(ForgeReader)
+
+
+class ReaderOnly:
+    """`forge` with only `ForgeReader`'s members: a writer's or an admin's method raises."""
+
+    def __init__(self, forge: Forge) -> None:
+        object.__setattr__(self, "_forge", forge)
+
+    def __getattr__(self, name: str):
+        if name not in READS:
+            raise AttributeError(f"{name} is not part of ForgeReader")
+        return getattr(self._forge, name)
+
+    def __setattr__(self, name: str, value) -> None:
+        raise AttributeError(f"{name}: a reader sets nothing on the forge")
+
+
+def test_the_parts_split_the_port_without_overlap_or_remainder():
+    reads, writes, admin = part(ForgeReader), part(ForgeWriter), part(ForgeAdmin)
+    assert not (reads & writes or reads & admin or writes & admin)
+    whole = {k for c in Forge.__mro__ if c.__module__ == Forge.__module__ for k in part(c)}
+    assert reads | writes | admin == whole and len(whole) == 27 + 5  # 27 methods, 5 attributes
+
+
+def test_the_reader_only_view_refuses_every_writers_and_admins_member(fake_forge):
+    forge, _ = fake_forge
+    view = ReaderOnly(forge)
+    for name in sorted(part(ForgeWriter) | part(ForgeAdmin)):
+        with pytest.raises(AttributeError, match="not part of ForgeReader"):
+            getattr(view, name)
+
+
+def test_the_readers_typed_with_forge_reader_read_everything_through_it_alone(fake_forge, tmp_path):
+    forge, fake = fake_forge
+    commit_and_push(forge, tmp_path / "seed", "advisor", {"senpai.yaml": target_yaml({"rule": "welch"})})
+    commit_and_push(forge, tmp_path / "seed", "senpai/ada/h1", {"h1.txt": "x\n"}, start="advisor")
+    pr = forge.create_pull("h1", "body", "senpai/ada/h1", "advisor", [SENPAI]).number
+    spent = TurnUsage(llm_calls=1, tokens=10, dollars=0.01, wall_seconds=1.0)
+    turn = TurnCost(pr=None, revision="c" * 40, key="advisor-prnone-cccccccccccc-1", status="finished", spent=spent)
+    transitions.record_turn(forge, turn, [])
+    human = fake.forge("alice", "owner")
+    human.create_issue("steer", "/senpai pause", [STEER])
+    human.create_comment(pr, "what about tanh?")
+
+    view = ReaderOnly(forge)
+    ledger = LedgerReader(view)  # type: ignore[arg-type]
+    (exp,) = ledger.experiments()
+    assert exp.pr == pr
+    cfg: HarnessConfig = CFG.model_copy(update={"forge": CFG.forge.model_copy(update={"trusted": ["OWNER"]})})
+    humans = HumanReader(cfg, view, ledger)  # type: ignore[arg-type]
+    humans.poll()
+    seen = humans.read()
+    assert len(seen.state.advisor_turns) == 1 and len(seen.issues) == 2  # the turns' issue and the human's
+    assert [m.message.body for m in seen.commands] == ["/senpai pause"] and [m.message.body for m in seen.free_text] == [
+        "what about tanh?"
+    ]
+    assert read_writers(view, ["alice"]) == {"alice": True}  # type: ignore[arg-type]
+    assert base_target(view, forge.branch_sha("advisor")) is not None  # senpai.yaml, through read_file
