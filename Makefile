@@ -51,8 +51,10 @@ $(VENV)/.test: pyproject.toml constraints.txt | $(VENV)/bin/python
 demo: $(VENV)/.demo
 	$(VENV)/bin/senpai demo
 
+# pytest-xdist: 4 workers on any machine (most of the suite waits on jobs, ticks and the forge, not on
+# the CPU: 4 fit 2 cores), tests handed out as workers free up (`worksteal`); one file alone: pytest FILE
 test: $(VENV)/.test
-	WANDB_MODE=offline $(VENV)/bin/pytest -q
+	WANDB_MODE=offline $(VENV)/bin/pytest -q -n 4 --dist worksteal
 
 # Every figure of bench/ in turn, one table in bench/results/all-<UTC>.md (see bench/README.md);
 # bench-quick: each figure's small size, robustness in the background beside the request and CPU figures.
