@@ -9,6 +9,7 @@ A relaunch (`-r<k>`, k >= 1) is the same work run again after senpai's failure; 
 names that work. Every name is a DNS-1123 label (`JobSpec.name`): lowercase, at most 63 characters.
 """
 
+import functools
 import re
 from typing import NamedTuple
 
@@ -50,8 +51,10 @@ def job_name(role: Role, number: int, *, pr: int | None = None, digest: str | No
     return name
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_job_name(name: str) -> JobName | None:
-    """The parts of a name `job_name` built; None for any other string (a job senpai did not name)."""
+    """The parts of a name `job_name` built; None for any other string (a job senpai did not name).
+    Cached: the policy reads every job's name for each piece of work on every tick it plans."""
     m = _GRAMMAR.fullmatch(name)
     if m is None:
         return None
