@@ -26,7 +26,8 @@ from forge_fixtures import (
 
 from senpai.errors import FileListTruncated, Forbidden, MergeConflict, NotFound
 from senpai.forge.base import Forge, IssuesPage, LabelSpec, PullsPage
-from senpai.forge.github import GitHubForge, create_repository
+from senpai.forge.github import GitHubForge
+from senpai.forge.github.admin import create_repository
 
 BRANCH = "senpai/alice/lr-sweep"
 
