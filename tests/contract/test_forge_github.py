@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from fake_forge import FakeRepo
+from fake_repo import FakeRepo
 from forge_fixtures import (
     OWNER,
     TOKEN,
