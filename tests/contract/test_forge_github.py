@@ -25,9 +25,10 @@ from forge_fixtures import (
 )
 
 from senpai.errors import FileListTruncated, Forbidden, MergeConflict, NotFound
-from senpai.forge.base import Forge, IssuesPage, LabelSpec, PullsPage
+from senpai.forge.base import IssuesPage, LabelSpec, PullsPage
 from senpai.forge.github import GitHubForge
 from senpai.forge.github.admin import create_repository
+from senpai.forge.port import Forge
 
 BRANCH = "senpai/alice/lr-sweep"
 
