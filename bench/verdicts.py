@@ -39,7 +39,8 @@ from senpai.agents.verify_steps import verify_all  # noqa: E402
 from senpai.cli.demo import write_config  # noqa: E402
 from senpai.cli.wiring import make_forge, make_tracker  # noqa: E402
 from senpai.config.harness import ForgeSettings, load_harness  # noqa: E402
-from senpai.forge.github import GitHubForge, create_repository  # noqa: E402
+from senpai.forge.github import GitHubForge  # noqa: E402
+from senpai.forge.github.admin import create_repository  # noqa: E402
 from senpai.forge.localforge.server import LocalForgeServer  # noqa: E402
 
 SD = 0.01

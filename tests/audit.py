@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from senpai.forge.base import Forge
+from senpai.forge.port import Forge
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import SENPAI
 from senpai.ledger.table import LedgerReader

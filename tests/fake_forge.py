@@ -1,10 +1,10 @@
-"""An in-memory Forge for unit tests: the local forge's rules with no HTTP, no SQLite and no server.
+"""An in-memory Forge for unit tests, in the adapter's three parts, over a `fake_repo.FakeRepo`.
 
-`FakeRepo` is the forge's side of one repository: issues, PRs, comments, labels and who may do
-what live in Python objects; branches, commits and merges live in a real bare git repository,
-driven by the local forge's own git layer (`senpai.forge.localforge.git.GitRepos`: real merge
-commits, PR diffs).  `FakeForge` is the port over it as one user sees it, and passes the same
-contract suite as the PyGithub adapter over the local forge (tests/contract/test_forge_github.py).
+`FakeReader` holds what one user's adapter keeps (its request count, its conditional pages) and
+reads the repository; `FakeWriter` writes into the repository as that user, counting on the
+reader's count, and records each write it made (`writes`); `FakeAdmin` is access and labels.
+`FakeForge` is the three together and passes the same contract suite as the PyGithub adapter over
+the local forge (tests/contract/test_forge_github.py).
 
 What it models as the local forge does: live PR heads while open (a push bumps the PR's
 `updated_at`, seen at the next read, as the forge's push hook does), ETags of each answer (any
@@ -18,19 +18,16 @@ PR marked merged because its head reached the base by a push, forks, squash merg
 request count of the adapter: `calls` counts one per method and one per page of a listing.
 """
 
-import hashlib
-import json
-import threading
-import time
+import functools
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal
 
 import pytest
+from fake_repo import FakeRepo, _Comment, _etag, _Item
 from forge_fixtures import seed_repository
-from pydantic import BaseModel
 
 from senpai.config.harness import ForgeSettings
 from senpai.errors import FileListTruncated, Forbidden, MergeConflict, NotFound, PermanentError
@@ -46,189 +43,16 @@ from senpai.forge.base import (
     PullsPage,
     RateLimit,
 )
-from senpai.forge.localforge.git import Conflict, GitRepos, Moved
+from senpai.forge.localforge.git import Conflict, Moved
 
-T = TypeVar("T", bound=BaseModel)
 State = Literal["open", "closed", "all"]
 MAX_PULL_FILES = 3000  # as GitHub and the local forge: the files list stops here, `changed_files` does not
 DEFAULT_LABEL_COLOR = "ededed"
 TRUSTED = tuple(ForgeSettings.model_fields["trusted"].default)  # forge.trusted's default
 
 
-@dataclass
-class _Comment:
-    id: int
-    user: str
-    body: str
-    created: float
-    updated: float
-
-
-@dataclass
-class _Item:
-    """An issue, or a PR (`head_ref` set). Shas are recorded at creation, on a push seen, and when closed."""
-
-    number: int
-    user: str
-    title: str
-    body: str
-    created: float
-    updated: float
-    state: Literal["open", "closed"] = "open"
-    labels: list[str] = field(default_factory=list)
-    comments: list[_Comment] = field(default_factory=list)
-    head_ref: str | None = None
-    base_ref: str | None = None
-    head_sha: str | None = None
-    base_sha: str | None = None
-    merged: bool = False
-    merge_commit_sha: str | None = None
-
-
-class FakeRepo:
-    """One repository (`owner/name`) of the fake forge; its bare git repository lives under `root`."""
-
-    def __init__(self, root: Path, repo: str = "senpai/target", clock: Callable[[], float] = time.time) -> None:
-        self.repo = repo
-        self.clock = clock  # epoch seconds; a test may move it on instead of sleeping
-        self.owner, name = repo.split("/", 1)
-        self.git = GitRepos(Path(root) / "git")
-        self.path = self.git.init(self.owner, name)
-        self.items: dict[int, _Item] = {}
-        self.labels: dict[str, LabelSpec] = {}
-        self.roles: dict[str, str] = {self.owner: "owner"}  # login -> site-wide role: owner, collaborator, member, read
-        self.collaborators: set[str] = set()
-        self.lock = threading.RLock()
-        self._last = 0.0
-        self._comment_ids = 0
-
-    def now(self) -> float:
-        """Strictly increasing wall-clock seconds, so two changes never share an `updated`."""
-        self._last = max(self.clock(), self._last + 1e-6)
-        return self._last
-
-    def forge(self, login: str | None = None, role: str | None = None, per_page: int = 100) -> "FakeForge":
-        """The port as `login` (default: the owner, the bot), given site-wide `role` if named."""
-        login = login or self.owner
-        if role is not None:
-            self.roles[login] = role
-        return FakeForge(self, login, per_page)
-
-    def add_collaborator(self, login: str) -> None:
-        """Write access to this repository (GitHub: PUT /repos/{o}/{r}/collaborators/{login})."""
-        if login != self.owner:
-            self.collaborators.add(login)
-
-    def permission(self, login: str) -> str:
-        """The access `login` has: admin, write or read, as the local forge grants it."""
-        role = self.roles.get(login, "read")
-        if login == self.owner or role == "owner":
-            return "admin"
-        return "write" if role == "collaborator" or login in self.collaborators else "read"
-
-    def association(self, login: str) -> str:
-        """OWNER, MEMBER (role member), COLLABORATOR (write access), CONTRIBUTOR (authored a merged PR), else NONE."""
-        if login == self.owner:
-            return "OWNER"
-        if self.roles.get(login) == "member":
-            return "MEMBER"
-        if self.permission(login) != "read":
-            return "COLLABORATOR"
-        merged = any(i.merged and i.user == login for i in self.items.values())
-        return "CONTRIBUTOR" if merged else "NONE"
-
-    def item(self, number: int, pull: bool = False) -> _Item:
-        found = self.items.get(number)
-        if found is None or (pull and found.head_ref is None):
-            raise NotFound(f"#{number}: HTTP 404 Not Found")
-        return found
-
-    def comment(self, comment_id: int) -> tuple[_Item, _Comment]:
-        for item in self.items.values():
-            for c in item.comments:
-                if c.id == comment_id:
-                    return item, c
-        raise NotFound(f"comment {comment_id}: HTTP 404 Not Found")
-
-    def sync_heads(self) -> dict[str, str]:
-        """The branches; an open PR whose head moved since last seen records it and is updated (a push)."""
-        branches = self.git.branches(self.path)
-        for item in self.items.values():
-            live = branches.get(item.head_ref or "")
-            if item.state == "open" and live is not None and live != item.head_sha:
-                item.head_sha, item.updated = live, self.now()
-        return branches
-
-    def shas(self, item: _Item, branches: dict[str, str]) -> tuple[str | None, str | None]:
-        """(head, base) of a PR: live branch tips while open, frozen once closed."""
-        if item.state != "open":
-            return item.head_sha, item.base_sha
-        return branches.get(item.head_ref or "", item.head_sha), branches.get(item.base_ref or "", item.base_sha)
-
-    # ------------------------------------------------------------ rendering, as the local forge renders
-
-    def pull(self, item: _Item, branches: dict[str, str]) -> PullRequest:
-        head, base = self.shas(item, branches)
-        return PullRequest(
-            number=item.number, title=item.title, body=item.body, state=item.state, merged=item.merged,
-            head_ref=item.head_ref, head_sha=head or "", base_ref=item.base_ref, labels=list(item.labels),
-            user=item.user, author_association=self.association(item.user),
-            html_url=f"http://fake-forge.invalid/{self.repo}/pull/{item.number}", created_at=_at(item.created),
-            updated_at=_at(item.updated), merge_commit_sha=item.merge_commit_sha, head_repo=self.repo, base_repo=self.repo,
-        )  # fmt: skip
-
-    def issue(self, item: _Item) -> Issue:
-        return Issue(
-            number=item.number, title=item.title, body=item.body, state=item.state, labels=list(item.labels),
-            user=item.user, author_association=self.association(item.user), created_at=_at(item.created),
-            updated_at=_at(item.updated),
-        )  # fmt: skip
-
-    def render_comment(self, c: _Comment, keeps: Callable[[str, str], bool] = lambda user, association: True) -> Comment:
-        """The port's Comment of `c`; its body dropped (`withheld`) unless `keeps(login, association)`."""
-        association = self.association(c.user)
-        kept = keeps(c.user, association)
-        return Comment(
-            id=c.id, body=c.body if kept else "", user=c.user, author_association=association,
-            created_at=_at(c.created), updated_at=_at(c.updated), withheld=not kept,
-        )  # fmt: skip
-
-    # ------------------------------------------------------------ what tests do beyond the port
-
-    def edit_comment(self, comment_id: int, body: str) -> None:
-        """A human edits a comment (GitHub: PATCH .../issues/comments/{id})."""
-        with self.lock:
-            item, c = self.comment(comment_id)
-            c.body, c.updated = body, self.now()
-            item.updated = self.now()
-
-    def delete_comment(self, comment_id: int) -> None:
-        """A human deletes a comment (GitHub: DELETE .../issues/comments/{id})."""
-        with self.lock:
-            item, c = self.comment(comment_id)
-            item.comments.remove(c)
-            item.updated = self.now()
-
-    def edit_issue(self, number: int, body: str) -> None:
-        """The author edits an issue's body (GitHub: PATCH .../issues/{n})."""
-        with self.lock:
-            item = self.item(number)
-            item.body, item.updated = body, self.now()
-
-
-def _at(moment: float) -> datetime:
-    """Whole seconds, UTC: what GitHub's ISO 8601 timestamps carry."""
-    return datetime.fromtimestamp(int(moment), UTC)
-
-
-def _etag(models: list, salt: list[float]) -> str:
-    """What the local forge's ETag depends on: the answer, and the full-precision times behind it."""
-    answer = json.dumps([m.model_dump(mode="json") if isinstance(m, BaseModel) else m for m in models])
-    return '"' + hashlib.sha256(f"{answer}|{salt!r}".encode()).hexdigest() + '"'
-
-
-class FakeForge:
-    """Forge port over a `FakeRepo`, acting as `login`; see the module docstring for what it models."""
+class FakeReader:
+    """`ForgeReader` over a `FakeRepo`, acting as `login`; see the module docstring for what it models."""
 
     def __init__(self, repo: FakeRepo, login: str, per_page: int = 100, trusted: Collection[str] = TRUSTED) -> None:
         self.fake = repo
@@ -401,7 +225,39 @@ class FakeForge:
         for number, (etag, comments) in memo.comments.items():
             self._pages.setdefault(("comments", number, 0), (etag, list(comments)))
 
-    # ------------------------------------------------------------ writes
+
+@dataclass(frozen=True)
+class Write:
+    """One write a `FakeWriter` made: its method and arguments."""
+
+    method: str
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+
+
+def _recorded(method: Callable) -> Callable:
+    """A writer's method that, once it succeeded, appends what it wrote to `writes`."""
+
+    @functools.wraps(method)
+    def write(self: "FakeWriter", *args: Any, **kwargs: Any) -> Any:
+        out = method(self, *args, **kwargs)
+        self.writes.append(Write(method.__name__, args, kwargs))
+        return out
+
+    return write
+
+
+class FakeWriter:
+    """`ForgeWriter` into the repository of `reader`, as its user, counting on its `calls`; each write
+    that succeeded is recorded in `writes`, in order."""
+
+    def __init__(self, reader: FakeReader) -> None:
+        self.reader, self.fake, self.login = reader, reader.fake, reader.login
+        self.writes: list[Write] = []
+
+    def written(self, method: str) -> list[tuple]:
+        """The arguments of each write by `method` (e.g. "set_labels"), in order."""
+        return [w.args for w in self.writes if w.method == method]
 
     def _require_write(self, author: str | None = None) -> None:
         if self.login != author and self.fake.permission(self.login) == "read":
@@ -418,9 +274,10 @@ class FakeForge:
             self.fake.labels.setdefault(name, LabelSpec(color=DEFAULT_LABEL_COLOR))
         item.labels, item.updated = list(dict.fromkeys(labels)), self.fake.now()
 
+    @_recorded
     def create_pull(self, title: str, body: str, head: str, base: str, labels: list[str]) -> PullRequest:
         with self.fake.lock:
-            self.calls += 1 + bool(labels)
+            self.reader.calls += 1 + bool(labels)
             branches = self.fake.sync_heads()
             head = head.split(":", 1)[-1]
             head_sha, base_sha = branches.get(head), branches.get(base)
@@ -436,9 +293,10 @@ class FakeForge:
                 self._label(item, labels)
             return self.fake.pull(item, branches)
 
+    @_recorded
     def update_pull(self, number: int, *, body: str | None = None, state: Literal["open", "closed"] | None = None) -> PullRequest:
         with self.fake.lock:
-            self.calls += 1
+            self.reader.calls += 1
             branches = self.fake.sync_heads()
             item = self.fake.item(number, pull=True)
             self._require_write(author=item.user)
@@ -454,16 +312,18 @@ class FakeForge:
             item.updated = self.fake.now()
             return self.fake.pull(item, branches)
 
+    @_recorded
     def set_labels(self, number: int, labels: list[str]) -> None:
         with self.fake.lock:
-            self.calls += 1
+            self.reader.calls += 1
             item = self.fake.item(number)
             self._require_write()
             self._label(item, labels)
 
+    @_recorded
     def close_with_labels(self, number: int, labels: list[str]) -> None:
         with self.fake.lock:
-            self.calls += 1
+            self.reader.calls += 1
             branches = self.fake.sync_heads()
             item = self.fake.item(number)
             self._require_write()
@@ -472,9 +332,10 @@ class FakeForge:
             item.state = "closed"
             self._label(item, labels)
 
+    @_recorded
     def merge_pull(self, number: int, message: str, sha: str) -> str:
         with self.fake.lock:
-            self.calls += 1
+            self.reader.calls += 1
             branches = self.fake.sync_heads()
             item = self.fake.item(number, pull=True)
             self._require_write()
@@ -495,9 +356,10 @@ class FakeForge:
             item.head_sha, item.base_sha, item.updated = head, base, self.fake.now()
             return commit
 
+    @_recorded
     def create_comment(self, number: int, body: str) -> Comment:
         with self.fake.lock:
-            self.calls += 1
+            self.reader.calls += 1
             item = self.fake.item(number)
             self.fake._comment_ids += 1
             now = self.fake.now()
@@ -506,22 +368,35 @@ class FakeForge:
             item.updated = self.fake.now()
             return self.fake.render_comment(c)
 
+    @_recorded
     def create_issue(self, title: str, body: str, labels: list[str]) -> Issue:
         with self.fake.lock:
-            self.calls += 1
+            self.reader.calls += 1
             item = self._new(title, body)
             if labels and self.fake.permission(self.login) != "read":  # GitHub drops them silently otherwise
                 self._label(item, labels)
             return self.fake.issue(item)
 
+    @_recorded
     def update_issue(self, number: int, body: str) -> None:
         with self.fake.lock:
-            self.calls += 1
+            self.reader.calls += 1
             self._require_write(author=self.fake.item(number).user)
             self.fake.edit_issue(number, body)
 
+
+class FakeAdmin:
+    """`ForgeAdmin` over the repository of `reader`, as its user, counting on its `calls`."""
+
+    def __init__(self, reader: FakeReader) -> None:
+        self.reader, self.fake, self.login = reader, reader.fake, reader.login
+
+    def _require_write(self) -> None:
+        if self.fake.permission(self.login) == "read":
+            raise Forbidden(f"{self.login}: HTTP 403 Must have write access to the repository")
+
     def access(self) -> Access:
-        self.calls += 1
+        self.reader.calls += 1
         permission = self.fake.permission(self.login)
         return Access(login=self.login, scopes=None, push=permission != "read", admin=permission == "admin")
 
@@ -529,15 +404,56 @@ class FakeForge:
         with self.fake.lock:
             self._require_write()
             created = [name for name in labels if name not in self.fake.labels]
-            self.calls += 1 + len(created)  # one listing, one create per missing label
+            self.reader.calls += 1 + len(created)  # one listing, one create per missing label
             for name in created:
                 self.fake.labels[name] = labels[name]
             return created
 
     def list_labels(self) -> dict[str, LabelSpec]:
         with self.fake.lock:
-            self.calls += 1
+            self.reader.calls += 1
             return dict(self.fake.labels)
+
+
+class FakeForge(FakeReader):
+    """`Forge` over a `FakeRepo` as `login`: the reader, with its writer (`writer`) and admin (`admin`) parts."""
+
+    def __init__(self, repo: FakeRepo, login: str, per_page: int = 100, trusted: Collection[str] = TRUSTED) -> None:
+        super().__init__(repo, login, per_page, trusted)
+        self.writer, self.admin = FakeWriter(self), FakeAdmin(self)
+
+    def create_pull(self, title: str, body: str, head: str, base: str, labels: list[str]) -> PullRequest:
+        return self.writer.create_pull(title, body, head, base, labels)
+
+    def update_pull(self, number: int, *, body: str | None = None, state: Literal["open", "closed"] | None = None) -> PullRequest:
+        return self.writer.update_pull(number, body=body, state=state)
+
+    def set_labels(self, number: int, labels: list[str]) -> None:
+        self.writer.set_labels(number, labels)
+
+    def close_with_labels(self, number: int, labels: list[str]) -> None:
+        self.writer.close_with_labels(number, labels)
+
+    def merge_pull(self, number: int, message: str, sha: str) -> str:
+        return self.writer.merge_pull(number, message, sha)
+
+    def create_comment(self, number: int, body: str) -> Comment:
+        return self.writer.create_comment(number, body)
+
+    def create_issue(self, title: str, body: str, labels: list[str]) -> Issue:
+        return self.writer.create_issue(title, body, labels)
+
+    def update_issue(self, number: int, body: str) -> None:
+        self.writer.update_issue(number, body)
+
+    def access(self) -> Access:
+        return self.admin.access()
+
+    def ensure_labels(self, labels: dict[str, LabelSpec]) -> list[str]:
+        return self.admin.ensure_labels(labels)
+
+    def list_labels(self) -> dict[str, LabelSpec]:
+        return self.admin.list_labels()
 
 
 @pytest.fixture

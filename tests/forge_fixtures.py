@@ -22,10 +22,11 @@ import pytest
 import yaml
 
 from senpai.config.harness import ForgeSettings
-from senpai.forge.base import Forge
-from senpai.forge.github import GitHubForge, create_repository
+from senpai.forge.github import GitHubForge
+from senpai.forge.github.admin import create_repository
 from senpai.forge.localforge.server import LocalForgeServer
 from senpai.forge.localforge.store import Store
+from senpai.forge.port import Forge
 from senpai.ledger.blocks import BaselineRef, BudgetRef, Cost, Decision, Evidence, Hypothesis, MetricRef, RunRef, Verification
 from senpai.ledger.experiment import Experiment
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from senpai.config.harness import HarnessConfig
 from senpai.errors import SenpaiError
 from senpai.fleet.base import JobStatus
-from senpai.forge.base import Forge
+from senpai.forge.port import Forge
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.table import LedgerReader
 from senpai.wrapper.dispatch import Dispatcher

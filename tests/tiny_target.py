@@ -13,7 +13,8 @@ from forge_fixtures import TOKEN, commit_and_push, seed_repository
 
 from senpai.config import safe_yaml
 from senpai.config.harness import ForgeSettings
-from senpai.forge.github import GitHubForge, create_repository
+from senpai.forge.github import GitHubForge
+from senpai.forge.github.admin import create_repository
 
 SNOOPED = ("GITHUB_TOKEN", "LLM_API_KEY", "AWS_SECRET_ACCESS_KEY", "SENPAI_CONFIG", "SENPAI_DEMO_TOKEN")
 _LEAKS = f"""

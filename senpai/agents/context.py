@@ -8,8 +8,8 @@ from senpai.agents.workcopy import WorkCopy
 from senpai.config.budgets import Budgets
 from senpai.config.harness import HarnessConfig
 from senpai.config.target import TargetConfig, load_target
-from senpai.forge.base import Forge
 from senpai.forge.mirror import mirror_path
+from senpai.forge.port import ForgeReadWrite
 from senpai.ledger.table import LedgerReader, Snapshot
 from senpai.tracker.base import Tracker
 
@@ -17,7 +17,7 @@ from senpai.tracker.base import Tracker
 @dataclass
 class TurnContext:
     harness: HarnessConfig
-    forge: Forge
+    forge: ForgeReadWrite  # a turn reads, and writes through `senpai.ledger.transitions`
     tracker: Tracker
     ledger: LedgerReader
     target: TargetConfig
@@ -32,7 +32,7 @@ class TurnContext:
 
 def prepare_turn(
     harness: HarnessConfig,
-    forge: Forge,
+    forge: ForgeReadWrite,
     tracker: Tracker,
     workdir: Path,
     mirrored_base: str | None = None,

@@ -151,7 +151,7 @@ def demo(
         work = Path(cfg.fleet.dir)
         watch = DemoWatch(experiments, target.holdout, lambda job: work / job / WORK, stall_timeout)
         report = run_until(config_path, experiments, None if timeout is None else start + timeout, watch)
-        base = forge_from(cfg.forge).branch_sha(cfg.forge.base_branch)  # names each delta's base
+        base = forge_from(cfg.forge).reader.branch_sha(cfg.forge.base_branch)  # names each delta's base
     finally:
         server.stop()
     show_leaderboard(ledger_rows(report.exps, None, base), target.metric.direction)

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from senpai.cli.options import config_option, local_forge_option
-from senpai.cli.wiring import hold_secrets, make_forge, make_tracker
+from senpai.cli.wiring import hold_secrets, make_reader, make_tracker
 from senpai.config import credentials
 from senpai.config.harness import HarnessConfig, load_harness
 from senpai.errors import ConfigError, LedgerInconsistent
@@ -54,7 +54,7 @@ def ledger(config_path: str, as_json: bool, as_csv: bool, local_forge: str | Non
     cfg = load_harness(config_path)
     with served(cfg, local_forge) as cfg:
         hold_secrets(cfg)  # a token `served` made too
-        forge = make_forge(cfg)
+        forge = make_reader(cfg)
         exps = LedgerReader(forge, make_tracker(cfg)).experiments()
         base = forge.branch_sha(cfg.forge.base_branch)
         flags = check(exps, base)

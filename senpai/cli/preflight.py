@@ -15,7 +15,7 @@ from senpai.config.harness import HarnessConfig, LocalFleetSettings, load_harnes
 from senpai.config.load import parse_yaml_model
 from senpai.config.target import CONFIG_FILE, TargetConfig
 from senpai.errors import ConfigError, PermanentError, SenpaiError
-from senpai.forge.base import ForgeReader
+from senpai.forge.read import ForgeReader
 from senpai.preflight import CheckResult, failed, passed, skipped
 from senpai.preflight.checks import run_preflight
 

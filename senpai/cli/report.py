@@ -6,7 +6,7 @@ import click
 
 from senpai.cli.ledger import served
 from senpai.cli.options import config_option
-from senpai.cli.wiring import hold_secrets, make_forge, make_tracker
+from senpai.cli.wiring import hold_secrets, make_reader, make_tracker
 from senpai.config.harness import load_harness
 from senpai.errors import ConfigError
 from senpai.ledger.table import LedgerReader
@@ -47,7 +47,7 @@ def report(config_path: str, out: str | None, fmt: str, local_forge: str | None,
         raise ConfigError(f"--out {path}: the folder {path.parent} does not exist; create it or pick another path")
     with served(cfg, local_forge) as live:
         hold_secrets(live)  # a token `served` made too
-        ledger = LedgerReader(make_forge(live), tracker)
+        ledger = LedgerReader(make_reader(live), tracker)
         exps = ledger.experiments()
         base = ledger.forge.branch_sha(live.forge.base_branch)  # what names each delta's base as the current one
         turns = HumanReader(cfg, ledger.forge, ledger).read().state.advisor_turns  # the advisor's turns about no PR

@@ -20,7 +20,7 @@ def seed_target(forge: ForgeSettings, example: Path, seed: Path) -> str:
     "Already exists" counts as success for the repository. A git step that fails (e.g. a push that is
     not a fast-forward) raises PermanentError with git's message. `seed` is the scratch clone.
     """
-    from senpai.forge.github import create_repository
+    from senpai.forge.github.admin import create_repository
 
     clone_url = create_repository(forge, forge.token(), forge.repo.split("/")[1])
     git_env = forge_from(forge).git_env()

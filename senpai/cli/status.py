@@ -11,10 +11,11 @@ from rich.markdown import Markdown
 
 from senpai.cli.ledger import served
 from senpai.cli.options import config_option, local_forge_option
-from senpai.cli.wiring import hold_secrets, make_fleet, make_forge
+from senpai.cli.wiring import hold_secrets, make_fleet, make_reader
 from senpai.config.harness import HarnessConfig, load_harness
 from senpai.fleet.base import Fleet
-from senpai.forge.base import ForgeReader, Issue, PullRequest
+from senpai.forge.base import Issue, PullRequest
+from senpai.forge.read import ForgeReader
 from senpai.ledger.labels import SENPAI
 from senpai.ledger.records import by_bot
 from senpai.ledger.table import LedgerReader
@@ -95,7 +96,7 @@ def status(config_path: str, local_forge: str | None, as_json: bool, watch: floa
     cfg = load_harness(config_path)
     with served(cfg, local_forge) as cfg:
         hold_secrets(cfg)
-        reader = StatusReader(cfg, make_forge(cfg), make_fleet(cfg), health)
+        reader = StatusReader(cfg, make_reader(cfg), make_fleet(cfg), health)
         if as_json:
             click.echo(reader.read().model_dump_json(indent=2))
         elif watch:

@@ -55,10 +55,10 @@ def ledger_verdicts(cfg: HarnessConfig, local_forge: str | None) -> dict[str, se
     PR's run group (`pr-<n>` -> {`verdict:close`, ...}). Raises what reading the forge raises."""
     from senpai.agents.runs import group, verdict_tag
     from senpai.cli.ledger import served
-    from senpai.cli.wiring import hold_secrets, make_forge
+    from senpai.cli.wiring import hold_secrets, make_reader
     from senpai.ledger.table import LedgerReader
 
     with served(cfg, local_forge) as cfg:
         hold_secrets(cfg)
-        exps = LedgerReader(make_forge(cfg)).experiments()
+        exps = LedgerReader(make_reader(cfg)).experiments()
     return {group(e.pr): {verdict_tag(d.verdict) for d in e.decisions} for e in exps if e.decisions}

@@ -11,12 +11,13 @@ from senpai.config import credentials
 from senpai.config.harness import ForgeSettings, HarnessConfig, KubernetesFleetSettings, RoleRuntime
 from senpai.errors import needs_extra
 from senpai.fleet.base import Fleet
-from senpai.forge.base import Forge
+from senpai.forge.read import ForgeReader
 from senpai.ledger.redact import register_secret
 from senpai.tracker.base import Tracker
 
 if TYPE_CHECKING:  # the kubernetes client is imported only when a kubernetes fleet is configured
     from senpai.fleet.k8s_cluster import ClusterProbe
+    from senpai.forge.github import GitHubForge
 
 
 def secret_envs(cfg: HarnessConfig) -> list[str]:
@@ -37,12 +38,20 @@ def hold_secrets(cfg: HarnessConfig) -> None:
         register_secret(credentials.get(name))
 
 
-def make_forge(cfg: HarnessConfig, role: str = "cli") -> Forge:
-    """The forge adapter of `cfg`, its requests sent as `role` (`forge_from`)."""
+def make_forge(cfg: HarnessConfig, role: str = "cli") -> "GitHubForge":
+    """The forge adapter of `cfg` whole (`Forge`: its reader, writer and admin parts over one client),
+    its requests sent as `role` (`forge_from`): for the wrapper and the jobs, which write, and
+    preflight, which sets up. A command that only reads takes `make_reader`."""
     return forge_from(cfg.forge, role)
 
 
-def forge_from(settings: ForgeSettings, role: str = "cli") -> Forge:
+def make_reader(cfg: HarnessConfig, role: str = "cli") -> ForgeReader:
+    """The reading part alone of `cfg`'s forge adapter (`GitHubForge.reader`), for the commands that
+    only read (`senpai status`, `ledger`, `report`, `sync`): nothing can write through it."""
+    return make_forge(cfg, role).reader
+
+
+def forge_from(settings: ForgeSettings, role: str = "cli") -> "GitHubForge":
     """The forge adapter for `settings` alone (commands that need no full harness config). Its
     requests carry `User-Agent: senpai/<version> (<role>)`: wrapper, advisor, student, verifier or
     cli, so the forge's logs (and bench/forge_requests.py) tell the roles apart."""

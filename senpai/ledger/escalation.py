@@ -12,7 +12,8 @@ import hashlib
 import re
 from collections.abc import Iterable
 
-from senpai.forge.base import Forge, Issue
+from senpai.forge.base import Issue
+from senpai.forge.port import ForgeReadWrite
 from senpai.ledger.labels import ATTENTION, SENPAI, STEER
 from senpai.ledger.records import by_bot, html_blocks
 from senpai.ledger.redact import redact
@@ -27,7 +28,7 @@ def marked(issues: Iterable[Issue], marker: str, bot: str) -> list[Issue]:
     return [i for i in issues if by_bot(i, bot) and marker in html_blocks(i.body)]
 
 
-def open_issue_once(forge: Forge, marker: str, title: str, body: str, labels: list[str]) -> tuple[int, bool]:
+def open_issue_once(forge: ForgeReadWrite, marker: str, title: str, body: str, labels: list[str]) -> tuple[int, bool]:
     """Open the issue `title`/`body` (which carries `marker`) labelled `labels`, unless one of the
     bot's issues labelled `labels[0]` carries `marker` already; returns (its number: the lowest of
     them, True if opened now).  Two processes that both listed before either opened it (a wrapper
@@ -56,7 +57,7 @@ def escalated(issues: list[Issue], bot: str) -> frozenset[str]:
     return frozenset(m.group(1) for i in issues if by_bot(i, bot) for b in html_blocks(i.body) if (m := _MARKER.fullmatch(b)))
 
 
-def open_issue(forge: Forge, key: str, title: str, body: str) -> int:
+def open_issue(forge: ForgeReadWrite, key: str, title: str, body: str) -> int:
     """Open the issue for escalation `key` once (`open_issue_once`); returns its number (the existing
     one on replay). Labelled `senpai`, `senpai:steer` and `senpai:attention`, like every issue
     senpai opens for humans, so replies on it reach the advisor."""

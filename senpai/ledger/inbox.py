@@ -23,7 +23,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from senpai.errors import NotFound, SenpaiError
-from senpai.forge.base import WRITE, WRITERS, Comment, ForgeReader, Issue, PullRequest
+from senpai.forge.base import WRITE, WRITERS, Comment, Issue, PullRequest
+from senpai.forge.read import ForgeReader
 from senpai.ledger.blocks import Scalar, Steer, SteerCommand, TurnCost
 from senpai.ledger.events import Message, message_ref
 from senpai.ledger.labels import student_of

@@ -8,7 +8,8 @@ whoever posts them and however often a crashed step is replayed.
 
 from typing import Literal
 
-from senpai.forge.base import Comment, Forge
+from senpai.forge.base import Comment
+from senpai.forge.port import ForgeReadWrite
 from senpai.ledger.blocks import Steer
 from senpai.ledger.comments import prose
 from senpai.ledger.events import Message, message_ref
@@ -29,7 +30,9 @@ def replied(comments: list[Comment], m: Message, bot: str, kind: ReplyKind = "re
     return any(by_bot(c, bot) and not edited(c) and marker_of(c.body) == mark for c in comments)
 
 
-def reply_to_human(forge: Forge, m: Message, text: str, kind: ReplyKind = "reply", record: Steer | None = None) -> Comment | None:
+def reply_to_human(
+    forge: ForgeReadWrite, m: Message, text: str, kind: ReplyKind = "reply", record: Steer | None = None
+) -> Comment | None:
     """Answer `m` on the issue or PR it came from, quoting who it answers.
 
     `text` (an agent's words, or the wrapper's with a human's quoted) is redacted and neutralised

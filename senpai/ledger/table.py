@@ -26,7 +26,8 @@ from pydantic import BaseModel
 
 from senpai.config.load import open_regular
 from senpai.errors import ConfigError
-from senpai.forge.base import Comment, ForgeMemo, ForgeReader, Issue, PullRequest
+from senpai.forge.base import Comment, ForgeMemo, Issue, PullRequest
+from senpai.forge.read import ForgeReader
 from senpai.ledger.consistency import Consistency
 from senpai.ledger.deltas import base_names, base_params, change, delta
 from senpai.ledger.experiment import Experiment, RunSummary, finite_or_none, own_pull, read_experiment

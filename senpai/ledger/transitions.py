@@ -16,7 +16,8 @@ posting twice.  A precondition that does not hold raises TransitionError.
 
 from senpai.config.target import TargetConfig
 from senpai.errors import FileListTruncated, MergeRefused, TransientError, TransitionError
-from senpai.forge.base import Forge, PullRequest
+from senpai.forge.base import PullRequest
+from senpai.forge.port import ForgeReadWrite
 from senpai.ledger.blocks import (
     ApprovalRequest,
     BudgetReport,
@@ -32,7 +33,17 @@ from senpai.ledger.escalation import marked, open_issue_once
 from senpai.ledger.experiment import Experiment, own_pull
 from senpai.ledger.gate import check_merge
 from senpai.ledger.inbox import SteerState, pr_steer, trust_of
-from senpai.ledger.labels import ASSIGNED, LABELLED, SENPAI, STEER, ExperimentState, status_of, student_label, with_status
+from senpai.ledger.labels import (
+    ASSIGNED,
+    LABELLED,
+    SENPAI,
+    STEER,
+    ExperimentState,
+    status_of,
+    student_label,
+    with_status,
+    with_student,
+)
 from senpai.ledger.ladder import for_proposer
 from senpai.ledger.records import by_bot, digest, hashed, marker, marker_of, record_marker, record_text
 from senpai.ledger.redact import redact
@@ -47,7 +58,7 @@ def _require(pr: PullRequest, allowed: set[ExperimentState | None], action: str)
         raise TransitionError(f"PR #{pr.number} is {status and status.label}; {action} needs one of {names}")
 
 
-def _set_status(forge: Forge, pr: PullRequest, status: ExperimentState | None) -> None:
+def _set_status(forge: ForgeReadWrite, pr: PullRequest, status: ExperimentState | None) -> None:
     labels = with_status(pr.labels, status)
     if set(labels) != set(pr.labels):  # the forge's order is its own: a reordering is no change
         forge.set_labels(pr.number, labels)
@@ -60,7 +71,7 @@ def hypothesis_body(h: Hypothesis) -> str:
 
 
 def open_experiment(
-    forge: Forge, h: Hypothesis, branch: str, base: str, title: str, pulls: list[PullRequest] | None = None
+    forge: ForgeReadWrite, h: Hypothesis, branch: str, base: str, title: str, pulls: list[PullRequest] | None = None
 ) -> PullRequest:
     """Open the hypothesis PR for `branch` (which must exist on the forge) in state wip. `pulls`:
     the repository's PRs as just listed, any state (`LedgerReader.list_pulls`); None lists the open
@@ -86,13 +97,13 @@ def open_experiment(
     return forge.create_pull(redact(title), hypothesis_body(h), head=branch, base=base, labels=labels)
 
 
-def _close_foreign(forge: Forge, number: int, branch: str) -> None:
+def _close_foreign(forge: ForgeReadWrite, number: int, branch: str) -> None:
     """Close PR `number`, opened by someone else from senpai's own `branch`, saying why."""
     forge.create_comment(number, prose("foreign.md.j2", branch=branch))
     forge.update_pull(number, state="closed")
 
 
-def _post_once(forge: Forge, pr: int, mark: str, body: str, existing: list[str]) -> None:
+def _post_once(forge: ForgeReadWrite, pr: int, mark: str, body: str, existing: list[str]) -> None:
     """Post `body` (already ending in `mark`) unless a bot comment already ends in `mark`."""
     if not any(marker_of(b) == mark for b in existing):
         forge.create_comment(pr, body)
@@ -102,11 +113,11 @@ def _marker(kind: str, key: str) -> str:
     return marker(kind, hashed(key))
 
 
-def _comment_bodies(forge: Forge, pr: int) -> list[str]:
+def _comment_bodies(forge: ForgeReadWrite, pr: int) -> list[str]:
     return [c.body for c in forge.list_comments(pr) if by_bot(c, forge.login)]
 
 
-def submit_evidence(forge: Forge, pr: PullRequest, ev: Evidence, to_review: bool = True) -> None:
+def submit_evidence(forge: ForgeReadWrite, pr: PullRequest, ev: Evidence, to_review: bool = True) -> None:
     """Post evidence for attempt `ev.attempt` and (if `to_review`) move wip/changes → review."""
     _require(pr, {*ASSIGNED, ExperimentState.REVIEW}, "submit evidence")
     text = record_text(ev, prose("evidence.md.j2", ev=ev))
@@ -115,19 +126,27 @@ def submit_evidence(forge: Forge, pr: PullRequest, ev: Evidence, to_review: bool
         _set_status(forge, pr, ExperimentState.REVIEW)
 
 
-def start_work(forge: Forge, pr: PullRequest) -> None:
+def start_work(forge: ForgeReadWrite, pr: PullRequest) -> None:
     """changes → wip, when a student picks the PR up again. No-op if already wip."""
     _require(pr, set(ASSIGNED), "start work")
     _set_status(forge, pr, ExperimentState.WIP)
 
 
-def request_verification(forge: Forge, pr: PullRequest) -> None:
+def restore_student(forge: ForgeReadWrite, pr: PullRequest, student: str) -> None:
+    """Put `student:<student>` back on open PR `pr` (a human removed it while the student still
+    holds the PR). No-op if the PR is closed or already carries it."""
+    labels = with_student(pr.labels, student)
+    if pr.state == "open" and labels != pr.labels:
+        forge.set_labels(pr.number, labels)
+
+
+def request_verification(forge: ForgeReadWrite, pr: PullRequest) -> None:
     """review → verifying: the wrapper launches the verifier for (head, base)."""
     _require(pr, {ExperimentState.REVIEW, ExperimentState.VERIFYING}, "request verification")
     _set_status(forge, pr, ExperimentState.VERIFYING)
 
 
-def record_verification(forge: Forge, pr: PullRequest, v: Verification) -> None:
+def record_verification(forge: ForgeReadWrite, pr: PullRequest, v: Verification) -> None:
     """Post the verifier's block for (candidate, baseline), once: on a PR in verifying, or on a merged
     PR whose merge landed on a moved base (`consistency.reverify`: its merge commit measured again)."""
     if not (pr.merged and v.candidate == pr.merge_commit_sha):
@@ -136,7 +155,7 @@ def record_verification(forge: Forge, pr: PullRequest, v: Verification) -> None:
     _post_once(forge, pr.number, record_marker(v), text, _comment_bodies(forge, pr.number))
 
 
-def block(forge: Forge, pr: PullRequest, reason: str) -> None:
+def block(forge: ForgeReadWrite, pr: PullRequest, reason: str) -> None:
     """Any open state, or none (a senpai PR whose labels are gone) → blocked, with a comment saying
     what is wrong (posted once per reason)."""
     _require(pr, {*LABELLED, None}, "block")
@@ -150,7 +169,7 @@ def _decision_text(d: Decision) -> str:
     return record_text(d, prose("decision.md.j2", d=for_proposer(d)))
 
 
-def _pinned(forge: Forge, d: Decision, base_sha: str, merge_commit: str | None) -> Decision:
+def _pinned(forge: ForgeReadWrite, d: Decision, base_sha: str, merge_commit: str | None) -> Decision:
     """`d` with the verified base and the base the merge landed on (the merge commit's first parent).
 
     GitHub's merge API pins the head (`sha`) but not the base: a commit that reaches the base
@@ -163,7 +182,7 @@ def _pinned(forge: Forge, d: Decision, base_sha: str, merge_commit: str | None) 
 
 
 def decide(
-    forge: Forge,
+    forge: ForgeReadWrite,
     pr: PullRequest,
     exp: Experiment,
     d: Decision,
@@ -230,7 +249,7 @@ def decide(
         _set_status(forge, pr, ExperimentState.CHANGES)
 
 
-def _standing_steer(forge: Forge, pr: PullRequest, trusted: list[str]) -> SteerState:
+def _standing_steer(forge: ForgeReadWrite, pr: PullRequest, trusted: list[str]) -> SteerState:
     """`pr`'s own steering state, counting only acks whose authors may write now. Raises TransientError
     if a permission could not be read (senpai's failure: the merge is tried again, nothing is refused)."""
     comments = forge.list_comments(pr.number)
@@ -241,7 +260,7 @@ def _standing_steer(forge: Forge, pr: PullRequest, trusted: list[str]) -> SteerS
     return pr_steer(pr, comments, trust)
 
 
-def request_approval(forge: Forge, pr: PullRequest, r: ApprovalRequest) -> None:
+def request_approval(forge: ForgeReadWrite, pr: PullRequest, r: ApprovalRequest) -> None:
     """Post the request that a trusted human approve the merge `r` names, once per fingerprint (the
     PR stays as it is: the wrapper wakes the advisor again when an approval of it is acknowledged).
     GitHub REST: GET and POST .../issues/{n}/comments."""
@@ -250,7 +269,7 @@ def request_approval(forge: Forge, pr: PullRequest, r: ApprovalRequest) -> None:
     _post_once(forge, pr.number, record_marker(r), text, _comment_bodies(forge, pr.number))
 
 
-def record_reapply(forge: Forge, pr: PullRequest, r: Reapply) -> None:
+def record_reapply(forge: ForgeReadWrite, pr: PullRequest, r: Reapply) -> None:
     """Post the record of a head senpai pushed to re-apply a params-only PR onto a moved base, once
     (the PR stays verifying: the wrapper launches the verifier for the new head).
     GitHub REST: GET and POST .../issues/{n}/comments."""
@@ -262,7 +281,7 @@ def record_reapply(forge: Forge, pr: PullRequest, r: Reapply) -> None:
 BUDGET_ISSUE_TITLE = "senpai: an advisor turn ran out of budget"
 
 
-def report_budget(forge: Forge, r: BudgetReport) -> int:
+def report_budget(forge: ForgeReadWrite, r: BudgetReport) -> int:
     """Post the budget report `r` once per (role, PR, revision); returns the issue/PR number used.
 
     On PR `r.pr` if set (any state: it is a record, labels are not touched), else on an issue
@@ -284,7 +303,7 @@ TURNS_ISSUE_MARKER = marker("turns", "advisor")
 TURNS_PER_ISSUE = 1_000
 
 
-def record_turn(forge: Forge, t: TurnCost, opened: list[int]) -> int:
+def record_turn(forge: ForgeReadWrite, t: TurnCost, opened: list[int]) -> int:
     """Post what an openhands advisor turn spent (`t`), once per record (`records.record_key`: the
     turn's key and its LLM calls, so a replay posts nothing new); returns the issue/PR number used.
 
@@ -304,7 +323,7 @@ def record_turn(forge: Forge, t: TurnCost, opened: list[int]) -> int:
     return number
 
 
-def _turns_issue(forge: Forge, mark: str) -> tuple[int, list[str]]:
+def _turns_issue(forge: ForgeReadWrite, mark: str) -> tuple[int, list[str]]:
     """The newest turns issue and the bot's comment bodies on it; a new issue (no comment) when that
     one holds TURNS_PER_ISSUE comments and not the record `mark` already (a replay)."""
     found = marked(forge.list_issues(STEER, "all"), TURNS_ISSUE_MARKER, forge.login)

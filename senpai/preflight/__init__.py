@@ -1,6 +1,6 @@
 """`senpai preflight`: check, before launch, everything a harness config needs from the outside.
 
-Five areas, each through its adapter (PyGithub stays in senpai/forge/github.py, wandb in
+Five areas, each through its adapter (PyGithub stays in senpai/forge/github/, wandb in
 senpai/tracker/, the kubernetes client in senpai/fleet/):
 
 - **github** (`checks.forge_checks`): token present, token scopes, push access, base branch,

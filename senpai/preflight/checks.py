@@ -5,7 +5,8 @@ from typing import TYPE_CHECKING
 
 from senpai.config.harness import HarnessConfig, LocalFleetSettings
 from senpai.errors import SenpaiError
-from senpai.forge.base import Access, Forge
+from senpai.forge.base import Access
+from senpai.forge.port import ForgeReadAdmin
 from senpai.ledger.labels import LABELS
 from senpai.preflight import CheckResult, failed, passed, skipped
 from senpai.preflight.llm import llm_checks
@@ -43,7 +44,7 @@ def token_checks(cfg: HarnessConfig, access: Access | None) -> list[CheckResult]
     return out
 
 
-def forge_checks(cfg: HarnessConfig, forge: Forge) -> list[CheckResult]:
+def forge_checks(cfg: HarnessConfig, forge: ForgeReadAdmin) -> list[CheckResult]:
     """Token, scopes, push access, base branch and labels (creating the missing labels)."""
     repo, base = cfg.forge.repo, cfg.forge.base_branch
     try:
@@ -123,7 +124,7 @@ def _shared_folder(cfg: HarnessConfig, holdout: Path) -> tuple[str, str] | None:
     return None
 
 
-def run_preflight(cfg: HarnessConfig, forge: Forge, tracker: Tracker, probe: "ClusterProbe | None") -> list[CheckResult]:
+def run_preflight(cfg: HarnessConfig, forge: ForgeReadAdmin, tracker: Tracker, probe: "ClusterProbe | None") -> list[CheckResult]:
     """Every check, in report order: github, wandb, llm, then the sealed holdout (local fleet) or
     the cluster (`probe` None: local fleet, skipped)."""
     results = forge_checks(cfg, forge) + tracker_checks(cfg, tracker) + llm_checks(cfg)

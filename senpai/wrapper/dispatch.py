@@ -18,12 +18,12 @@ from senpai.config.budgets import Budgets
 from senpai.config.harness import ENV_CONFIG
 from senpai.errors import ConfigError, DiskFull, SenpaiError
 from senpai.fleet.base import Fleet, JobSpec
-from senpai.forge.base import Forge
+from senpai.forge.port import ForgeReadWrite
 from senpai.ledger import escalation, transitions
 from senpai.ledger.blocks import Decision, Evidence
 from senpai.ledger.events import ENV_EVENTS, EventBatch
 from senpai.ledger.experiment import Experiment
-from senpai.ledger.labels import ATTENTION, SENPAI, STEER, ExperimentState, with_student
+from senpai.ledger.labels import ATTENTION, SENPAI, STEER, ExperimentState
 from senpai.ledger.records import neutral, unmention
 from senpai.ledger.redact import redact
 from senpai.ledger.replies import reply_to_human
@@ -118,7 +118,7 @@ class Dispatcher:
 
     def __init__(
         self,
-        forge: Forge,
+        forge: ForgeReadWrite,
         fleet: Fleet,
         config_path: str,
         gpus: dict[str, int],
@@ -195,9 +195,7 @@ class Dispatcher:
             return self._escalate(action)
         pr = self.forge.get_pull(action.pr)
         if isinstance(action, RestoreStudent):
-            labels = with_student(pr.labels, action.student)
-            if pr.state == "open" and labels != pr.labels:
-                self.forge.set_labels(pr.number, labels)
+            transitions.restore_student(self.forge, pr, action.student)
             return f"#{action.pr}: restored label student:{action.student}"
         if isinstance(action, FinishAttempts):
             transitions.submit_evidence(self.forge, pr, exps[action.pr].evidence[-1], to_review=True)

@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from senpai.config.harness import HarnessConfig
-from senpai.forge.base import Comment, ForgeReader, Issue
+from senpai.forge.base import Comment, Issue
+from senpai.forge.read import ForgeReader
 from senpai.ledger.blocks import TurnCost
 from senpai.ledger.commands import command_lines
 from senpai.ledger.inbox import Inbound, SteerState, fold, issue_inbox, pr_inbox, standing, steer_blocks, trust_of

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from senpai.errors import ConfigError, SenpaiError
-from senpai.forge.base import Forge, Issue
+from senpai.forge.base import Issue
+from senpai.forge.port import ForgeReadWrite
 from senpai.ledger.labels import STEER
 from senpai.ledger.records import by_bot
 
@@ -79,7 +80,7 @@ class Lease:
 
     def __init__(
         self,
-        forge: Forge,
+        forge: ForgeReadWrite,
         repo: str,
         installation: str,
         tick_seconds: float,

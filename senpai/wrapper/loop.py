@@ -23,7 +23,8 @@ from senpai.config.target import CONFIG_FILE, TargetConfig
 from senpai.errors import ConfigError, PermanentError, SenpaiError, TransientError
 from senpai.fleet.base import Fleet, JobStatus
 from senpai.forge import mirror
-from senpai.forge.base import Forge, ForgeReader
+from senpai.forge.port import ForgeReadWrite
+from senpai.forge.read import ForgeReader
 from senpai.ledger.escalation import escalated
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import ExperimentState
@@ -69,7 +70,7 @@ class Wrapper:
         self,
         cfg: HarnessConfig,
         config_path: str,
-        forge: Forge,
+        forge: ForgeReadWrite,
         fleet: Fleet,
         ledger: LedgerReader,
         store: StateStore,

@@ -22,7 +22,7 @@ collector (CPU seconds, resident memory, open fds, start time).
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
 from senpai.config.roles import Role
-from senpai.forge.base import ForgeReader
+from senpai.forge.read import ForgeReader
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import ExperimentState
 

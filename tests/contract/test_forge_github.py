@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from fake_forge import FakeRepo
+from fake_repo import FakeRepo
 from forge_fixtures import (
     OWNER,
     TOKEN,
@@ -25,8 +25,10 @@ from forge_fixtures import (
 )
 
 from senpai.errors import FileListTruncated, Forbidden, MergeConflict, NotFound
-from senpai.forge.base import Forge, IssuesPage, LabelSpec, PullsPage
-from senpai.forge.github import GitHubForge, create_repository
+from senpai.forge.base import IssuesPage, LabelSpec, PullsPage
+from senpai.forge.github import GitHubForge
+from senpai.forge.github.admin import create_repository
+from senpai.forge.port import Forge
 
 BRANCH = "senpai/alice/lr-sweep"
 

@@ -1,19 +1,27 @@
-"""The Forge port's parts (`ForgeReader`, `ForgeWriter`, `ForgeAdmin`): the readers that are typed
-with `ForgeReader` work when handed nothing else. A view of the forge that has only the reader's
-members (any other attribute raises) is handed to the ledger reader, the humans' reader, the trust
-check and the wrapper's read of senpai.yaml, over a ledger with an experiment, a turn record, a
-steering issue and a human's message, and each reads all of it."""
+"""The Forge port's parts (`ForgeReader`, `ForgeWriter`, `ForgeAdmin`): the adapter's and the fake's
+parts implement one part each, and the readers that are typed with `ForgeReader` work when handed
+nothing else. A view of the forge that has only the reader's members (any other attribute raises)
+is handed to the ledger reader, the humans' reader, the trust check and the wrapper's read of
+senpai.yaml, over a ledger with an experiment, a turn record, a steering issue and a human's
+message, and each reads all of it."""
 
 import pytest
+from fake_forge import FakeAdmin, FakeReader, FakeWriter
 from forge_fixtures import commit_and_push, target_yaml
 from policy_world import CFG
 
 from senpai.config.harness import HarnessConfig
-from senpai.forge.base import Forge, ForgeAdmin, ForgeReader, ForgeWriter
+from senpai.forge.admin import ForgeAdmin
+from senpai.forge.github.admin import GitHubAdmin
+from senpai.forge.github.reader import GitHubReader
+from senpai.forge.github.writer import GitHubWriter
+from senpai.forge.port import Forge
+from senpai.forge.read import ForgeReader
+from senpai.forge.write import ForgeWriter
 from senpai.ledger import transitions
 from senpai.ledger.blocks import TurnCost, TurnUsage
 from senpai.ledger.inbox import read_writers
-from senpai.ledger.labels import SENPAI, STEER
+from senpai.ledger.labels import SENPAI, STEER, student_label
 from senpai.ledger.table import LedgerReader
 from senpai.wrapper.humans import HumanReader
 from senpai.wrapper.loop import base_target
@@ -47,8 +55,33 @@ class ReaderOnly:
 def test_the_parts_split_the_port_without_overlap_or_remainder():
     reads, writes, admin = part(ForgeReader), part(ForgeWriter), part(ForgeAdmin)
     assert not (reads & writes or reads & admin or writes & admin)
-    whole = {k for c in Forge.__mro__ if c.__module__ == Forge.__module__ for k in part(c)}
+    whole = {k for c in Forge.__mro__ if c.__module__.startswith("senpai.") for k in part(c)}
     assert reads | writes | admin == whole and len(whole) == 27 + 5  # 27 methods, 5 attributes
+
+
+def methods(cls: type) -> set[str]:
+    """A class's public methods, its own and those it inherits (a Protocol's: its part's only)."""
+    return {k for c in cls.__mro__[:-1] for k, v in vars(c).items() if not k.startswith("_") and callable(v)}
+
+
+PORT = methods(ForgeReader) | methods(ForgeWriter) | methods(ForgeAdmin)
+
+
+@pytest.mark.parametrize(
+    ("cls", "port"),
+    [
+        (GitHubReader, ForgeReader),
+        (GitHubWriter, ForgeWriter),
+        (GitHubAdmin, ForgeAdmin),
+        (FakeReader, ForgeReader),
+        (FakeWriter, ForgeWriter),
+        (FakeAdmin, ForgeAdmin),
+    ],
+)
+def test_each_part_of_the_adapter_and_the_fake_has_its_part_of_the_ports_methods_and_no_other(cls, port):
+    offered, own = methods(cls), methods(port)
+    assert own - offered == set(), f"{cls.__name__} lacks {sorted(own - offered)}"
+    assert offered & PORT <= own, f"{cls.__name__} offers {sorted(offered & PORT - own)} too"
 
 
 def test_the_reader_only_view_refuses_every_writers_and_admins_member(fake_forge):
@@ -85,3 +118,16 @@ def test_the_readers_typed_with_forge_reader_read_everything_through_it_alone(fa
     ]
     assert read_writers(view, ["alice"]) == {"alice": True}  # type: ignore[arg-type]
     assert base_target(view, forge.branch_sha("advisor")) is not None  # senpai.yaml, through read_file
+
+
+def test_the_dispatchers_label_restore_is_a_transition_that_writes_only_when_the_label_is_gone(fake_forge, tmp_path):
+    forge, _ = fake_forge
+    commit_and_push(forge, tmp_path / "seed", "senpai/ada/h1", {"h1.txt": "x\n"}, start="advisor")
+    pr = forge.create_pull("h1", "body", "senpai/ada/h1", "advisor", [SENPAI])
+    transitions.restore_student(forge, pr, "ada")
+    restored = forge.get_pull(pr.number)
+    assert student_label("ada") in restored.labels
+    transitions.restore_student(forge, restored, "ada")  # already there: nothing written
+    forge.close_with_labels(pr.number, [SENPAI])
+    transitions.restore_student(forge, forge.get_pull(pr.number), "ada")  # closed: nothing written
+    assert forge.writer.written("set_labels") == [(pr.number, restored.labels)]

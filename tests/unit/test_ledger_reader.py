@@ -15,18 +15,19 @@ def test_a_thread_read_in_the_second_of_its_change_is_read_again_until_it_settle
     commit_and_push(forge, tmp_path / "seed", "senpai/ada/h1", {"x.txt": "x\n"}, start="advisor")
     pr = forge.create_pull("h1", "body", "senpai/ada/h1", "advisor", [SENPAI])
     forge.create_comment(pr.number, "first")
-    reader = LedgerReader(forge)
+    bot = fake.reader()  # the bot's reading part alone
+    reader = LedgerReader(bot)
     reader.experiments()
     assert reader.unsettled  # read at once: a second comment in the same second would move nothing
-    calls = forge.calls
+    calls = bot.calls
     reader.experiments()
-    assert forge.calls - calls == 2  # the listing and the thread again (both conditional)
+    assert bot.calls - calls == 2  # the listing and the thread again (both conditional)
     monkeypatch.setattr(fake, "clock", lambda: time.time() + SETTLE + 1)  # the forge's clock moved on
     reader.experiments()
     assert not reader.unsettled
-    calls = forge.calls
+    calls = bot.calls
     reader.experiments()
-    assert forge.calls - calls == 1  # the listing alone
+    assert bot.calls - calls == 1  # the listing alone
 
 
 def test_a_turn_finds_what_its_own_listing_found_without_listing_again(fake_forge, tmp_path):

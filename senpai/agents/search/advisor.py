@@ -12,7 +12,8 @@ from senpai.agents.context import TurnContext
 from senpai.agents.hypothesis import open_hypothesis, reported
 from senpai.agents.params import read_params
 from senpai.errors import TransitionError
-from senpai.forge.base import Forge, PullRequest
+from senpai.forge.base import PullRequest
+from senpai.forge.read import ForgeReader
 from senpai.ledger import basefails, diversity, escalation
 from senpai.ledger.baseline import Baseline, current_baseline, measuring_base
 from senpai.ledger.blocks import Arm
@@ -60,7 +61,7 @@ NO_FREE_TEXT = (
 )
 
 
-def answer_free_text(forge: Forge, m: Message) -> str:
+def answer_free_text(forge: ForgeReader, m: Message) -> str:
     """The search runtime's answer to a human's free text: what it can do instead (once per version)."""
     posted = reply_to_human(forge, m, NO_FREE_TEXT)
     return f"#{m.number}: answered @{m.author}" + ("" if posted else " (already answered)")
