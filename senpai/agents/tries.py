@@ -4,6 +4,12 @@ A `try` event (a `/senpai try` the wrapper checked and acknowledged) is opened h
 before the runtime's own turn sees its events, so a human's hypothesis always goes before any
 proposal.  The hypothesis records the request (`Hypothesis.request`); the wrapper stops raising
 the event once a PR carries it, and a replayed event finds the PR and does nothing.
+
+Why the wrapper applies the command and the advisor job opens it: checking the params needs only
+senpai.yaml at the base head (one cached read), so the wrapper answers at once; opening a PR needs
+a clone to push the branch, which a job has and the wrapper does not.  This keeps one way to open
+an experiment (`open_hypothesis`).  The hypothesis id includes the request's ref, so a human asking
+again for a point proposed before gets a fresh branch.
 """
 
 from senpai.agents.context import TurnContext

@@ -1,4 +1,14 @@
-"""`senpai`: the click group, logging setup, and the one place errors become exit statuses."""
+"""`senpai`: the click group, logging setup, and the one place errors become exit statuses.
+
+`main` maps the error tree (`senpai.errors`) to exit statuses; a click usage error exits 2 and
+Ctrl-C 130.  It sets the environment defaults first (`senpai.startup`).
+
+Heavy libraries stay off the CLI's path: a subcommand's module is imported only when it runs
+(COMMANDS), and each module imports the kubernetes client, OpenHands and LiteLLM, numpy and scipy,
+Optuna (with redis hidden, which Optuna would import for a storage senpai never uses) or wandb
+only where it uses them (wandb never offline).  So `senpai --help` and a local-fleet process load
+none of them; each would add 0.3-1 s to every job's start (`tests/integration/test_lazy_imports.py`).
+"""
 
 import atexit
 import importlib

@@ -1,5 +1,11 @@
 """Every label senpai reads or writes, the experiment states the status labels name, and how the
-labels look on the forge (`LABELS`), in one place (no scattered string literals)."""
+labels look on the forge (`LABELS`), in one place (no scattered string literals).
+
+`student:<name>` is a view of the hypothesis's student (else the branch's `senpai/<student>/...`):
+the wrapper puts it back when a human removes or changes it (`RestoreStudent`), so a removed label
+neither strands an experiment nor frees its student.  `senpai:attention` marks the issues senpai
+opens for humans (also labelled `senpai:steer`, so replies reach the advisor).  `senpai preflight`
+creates the missing labels (`Forge.ensure_labels`).  Job roles are `senpai.config.roles.Role`."""
 
 from enum import StrEnum
 

@@ -5,18 +5,42 @@ gate, which re-derives the verdict from the numbers in the block.  `Holdout.rule
 
 - `noise_floor`: pass if the improvement exceeds floor = noise_k x stdev(baseline) (at least
   `min_floor`).  No error rate is claimed: with few seeds it accepts more null edits than a test
-  (docs/architecture.md gives the measured rates).
+  (the measured rates are below).
 - `welch`: one-sided Welch t-test (scipy `ttest_ind(equal_var=False)`).
 - `paired`: one-sided paired t-test on same-seed pairs (scipy `ttest_rel`).
 - `bootstrap`: one-sided lower bound of the mean difference from scipy `bootstrap` (fixed seed), as
   an *expanded* percentile interval (Hesterberg 2015): the percentile interval is too narrow with
   few seeds, so its level is widened to what a t-interval would need.  Its p-value is the one that
-  maps onto the same bound, so `p < alpha` exactly when the bound is above 0.
+  maps onto the same bound, so `p < alpha` exactly when the bound is above 0.  That p is at least
+  1/C(n_c+n_b, n_c) (null values separate completely that often, and a resample never leaves the
+  data's range): 0.05 with 3 seeds a side, so the bootstrap needs 4 or more.  The plain percentile
+  bound accepted 12% of null edits with 3 seeds a side.
 
 Test rules pass when the p-value is below the alpha this look may spend **and** the improvement
 exceeds `min_delta`.  Sequential test: the verifier looks up to `looks(hold)` times (more seeds at
 each, `schedule`); every look spends `alpha / looks` (Bonferroni), so the chance that any look
 accepts a null edit stays at most `alpha`, whichever look decides and however futility stops it.
+While a look remains, a test rule is inconclusive while the improvement is positive (a worse
+candidate stops early, which can only lower the false-accept rate), the noise floor while
+|improvement| is within the floor.  `bh_adjust` (Benjamini-Hochberg) is what the gate applies over
+the rival candidates of one base.
+
+Measured on simulated null edits (normal holdout values, seed 2026, 2,000 experiments a row: a
+standard error of 0.005; `tests/integration/test_stats_null_edits.py`), alpha 0.05, the share of
+edits accepted that are null, 1 sd better and 2 sd better:
+
+    rule                            seeds (looks)   null    1 sd    2 sd
+    welch                           3 (1)           0.041   0.25    0.58
+    paired                          3 (1)           0.051   0.22    0.49
+    bootstrap                       4 (1)           0.052   0.40    0.82
+    welch                           3, 6, 9         0.039   0.51    0.97
+    paired                          3, 6, 9         0.047   0.51    0.96
+    bootstrap                       3, 6, 9         0.035   0.53    0.97   (1,000 runs)
+    noise_floor (k 2, min_floor 0)  3 (1)           0.061   0.29    0.60
+    noise_floor (k 2, min_floor 0)  3, 6, 9         0.065   0.34    0.80
+
+The noise floor claims no rate: with 3 seeds a null edit passes when t_2 > 2 sqrt(1.5), 6.7% of
+the time; `min_floor` lowers that.
 """
 
 from __future__ import annotations

@@ -12,6 +12,15 @@ so the forge's PR list shows how each experiment ended.
 Every function re-reads nothing it is not given, checks its precondition, and is idempotent:
 replaying it after a crash (comment posted, label not yet set) finishes the step without
 posting twice.  A precondition that does not hold raises TransitionError.
+
+Every comment is redacted and ends with a marker `<!-- senpai:<kind>:<key> -->` (`_post_once` posts
+only if none of the bot's comments ends with it).  A record's key is `records.record_key` (an
+evidence's `pr:attempt`, a verification's `candidate:baseline`, a decision's `pr:head:verdict`...);
+a block comment's is its reason.  Labels are set by replacing the whole list, so a repeated label
+write is harmless.  Accepted states: `submit_evidence` wip, changes or review; `start_work` wip or
+changes; `request_verification` review or verifying; `record_verification` verifying; `block` any,
+or none; `decide(close)` any status label (the LLM advisor's `decide` tool is narrower);
+`decide(merge|changes)` review or verifying, at the PR's current head.
 """
 
 from senpai.config.target import TargetConfig

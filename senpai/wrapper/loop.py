@@ -6,6 +6,16 @@ again only when either changed, a job finished, or `full_refresh_seconds` passed
 without the forge), and a quiet tick does not plan again (`Wrapper._quiet`). Slash commands are
 applied right after a re-read (`senpai.wrapper.steering`); a tick that applied any does nothing
 else, so the next one decides on the ledger as the commands left it.
+
+A re-read (`_observe`) happens on the first tick, when either listing changed, a job finished, the
+full refresh is due, or a thread was read within `table.SETTLE` of its last change by the forge's
+clock (`LedgerReader.unsettled`: a comment in that same second moves no `updated_at`).  It reads
+the base head and the target's senpai.yaml there (once per base sha: the `Budgets` table, or the
+ConfigError why there is none, which holds every launch), works out the experiments and what
+humans wrote, saves the ledger snapshot for the jobs (`LedgerReader.save`, handed to each job with
+its time in `table.ENV_SNAPSHOT`) and updates the base mirror (`senpai.forge.mirror`).  The full
+refresh sends no cached validator (`Forge.revalidate`): on an idle forge it costs three charged
+requests (the two listings and the base head).
 """
 
 import logging

@@ -17,7 +17,11 @@ base and their verification), so a human never answers a merge that is no longer
 
 Free-text messages become events (`senpai.wrapper.policy.pending_messages`); the `Dispatcher`
 acknowledges each as it launches the job it is handed to ("delivered to ..."), and
-`delivery_repairs` acknowledges one whose ack was lost (a crash after the launch).
+`delivery_repairs` acknowledges one whose ack was lost (a crash after the launch).  A message is
+delivered once it is acknowledged or handed to a job that exists in the fleet: the hand-over is
+written to the store before the launch, so a crash before the launch names a job that does not
+exist and the message goes again.  The one double delivery left is a crash between the launch and
+its delivery ack with the store deleted as well: nothing then says the job got it.
 
 Humans are also asked, once each: when patience paused new work (`senpai.wrapper.patience`), when
 a budget is exhausted (`senpai.wrapper.limits`), when a merge or a base head is not senpai's

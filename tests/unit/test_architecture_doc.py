@@ -1,7 +1,8 @@
 """docs/architecture.md answers to the code: every repository path it names exists, every
 definition its "Where to find it" table names is defined in the module named before it, each
-port's section names every method and attribute of its Protocol, and every count it gives (the
-import contracts, a port's methods and attributes) is the count in the code."""
+port's section names every method and attribute of its Protocol, every count it gives (the
+import contracts, a port's methods and attributes) is the count in the code, the blocks table
+lists every record kind, and the errors section names every error with its exit status."""
 
 import ast
 import functools
@@ -11,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from senpai import errors
 from senpai.fleet.base import Fleet
 from senpai.forge.admin import ForgeAdmin
 from senpai.forge.port import Forge
 from senpai.forge.read import ForgeReader
 from senpai.forge.write import ForgeWriter
+from senpai.ledger.blocks import KINDS
 from senpai.tracker.base import Tracker
 
 ROOT = Path(__file__).parents[2]
@@ -144,3 +147,18 @@ def test_the_forge_sections_parts_are_counted_as_the_code_declares_them():
     for name, word in parts:
         methods, _ = members(FORGE_PARTS[name], inherited=False)
         assert number(word) == len(methods), f"`{name}` ({word} methods): the code has {len(methods)}"
+
+
+def test_the_blocks_table_lists_every_record_kind():
+    listed = re.findall(r"^\| `senpai-([a-z]+)` \|", section("### Blocks"), re.M)
+    assert sorted(listed) == sorted(KINDS), f"'### Blocks' lists {sorted(listed)}, blocks.KINDS has {sorted(KINDS)}"
+
+
+def test_the_errors_section_names_every_error_and_its_exit_status():
+    text = section("## Errors")
+    tree = {n: c for n, c in vars(errors).items() if isinstance(c, type) and issubclass(c, errors.SenpaiError)}
+    assert not set(tree) - set(spans(text)), f"'## Errors' does not name {sorted(set(tree) - set(spans(text)))}"
+    stated = re.findall(r"`(\w+)` (\d)\b", text)
+    assert {n for n, _ in stated} == {n for n, c in tree.items() if "exit_code" in vars(c)}, stated
+    for name, code in stated:
+        assert tree[name].exit_code == int(code), f"`{name}` exits {tree[name].exit_code}, the page says {code}"

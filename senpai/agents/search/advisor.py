@@ -1,7 +1,31 @@
 """The `search` advisor turn: open hypothesis PRs for idle students, review evidence, decide.
 
 Every effect goes through `senpai.ledger.transitions`; each event is re-checked against the
-ledger first, so a stale or replayed event does nothing.
+ledger first, so a stale or replayed event does nothing.  Non-idle events go first:
+
+- `stale` on a PR still in wip: closed ("stale: ...").
+- `review` on a PR in review (`_review_evidence`): a head no student measured (someone else
+  pushed) goes back for changes, blocked after HEAD_MOVES such moves (`review.head_moved`); no
+  evidence or a failed one is closed as a useful failure, unless the PR holds a passing
+  verification (its re-apply failed: blocked for a human, `review.reapply_failed`); the measured
+  start is closed with its value (taken only from a head with the base's git tree), never
+  verified; a validation value no better than the baseline's is closed with the numbers; anything
+  else goes to the verifier.
+- `verified` on a PR in verifying (`_decide_verified`), on its verification of (head, base): a
+  conflict is re-applied on the new base (`review.reapply`, at most `budget.attempts` times, then
+  closed), a failure is closed, a base that moved during this turn (another pass of the round
+  merged) leaves the PR to be verified again, and a pass is merged through the gate
+  (`review.merge_verified`: closed on MergeRefused, blocked with one issue on MergeBlocked), after
+  which the round's other passes are settled from the numbers (`review.reapply_round`).
+- `idle` students with nothing in wip or changes (`_assign`): while the base has no value, the
+  first is given the base itself to measure (`_measure_base`, the measured start, once per base;
+  it counts as an experiment, not in the patience streak; issue 25 measured starting blind on
+  digits: all of the first 11 PRs went to the verifier, some 17 and 40 points worse than the
+  base); the others get one point each from `propose` over every point tried (validation values
+  only), under the diversity alarm's `avoid` when it is raised.  The full params are the
+  baseline's overlaid with the point; the branch `senpai/<student>/<id>` is cut from the baseline
+  commit (`open_hypothesis`).  While the base does not train (`senpai.ledger.basefails.blocking`),
+  nothing is opened and the turn's line says why.
 """
 
 import logging

@@ -1,6 +1,20 @@
 """Propose the next points of the search space, seeded, never repeating a point: first a scrambled
 Sobol sequence (Optuna's QMCSampler, categoricals included), then Optuna's multivariate TPE; under
-the diversity alarm, Optuna's random sampler away from the recent points instead."""
+the diversity alarm, Optuna's random sampler away from the recent points instead.
+
+- **Startup.** Every turn walks the same Sobol sequence from its start and takes the first untried
+  points, so the startup points are spread by construction and ignore the values; each categorical
+  is drawn as the index of its choice, so it is spread too.  On digits (7 params) the first 8 points
+  hold every activation and every batch size; the earlier start (TPE with 4 random startup trials)
+  drew batch size 128 for all four, and TPE then kept it (issue 25).
+- **History.** Every point tried (and the current baseline's) is told to the study with its
+  validation value: finite makes a COMPLETE trial, anything else a FAIL one.  Holdout values never
+  reach the proposer.  A point of an older search space is remembered for deduplication, not fed.
+- **Floats** are rounded to 4 significant digits, kept inside their range.
+- **Deduplication.** A sample whose canonical JSON matches a point tried, or one already proposed
+  in the batch, is told FAIL and drawn again, up to `tries` (50) times; then PermanentError (the
+  space is exhausted).  Under the alarm every draw is told FAIL, so TPE learns nothing from it.
+"""
 
 import json
 import logging
