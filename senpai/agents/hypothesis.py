@@ -97,7 +97,7 @@ def open_hypothesis(
     text = f"{text or ''}\nmeasures_base:{baseline.commit}" if measures_base else text
     text = f"{text}\nremeasures:{remeasures}" if measures_base and remeasures else text
     hid = hypothesis_id(params, text, id_salt(ctx.harness))
-    budget = ctx.budgets.student  # an LLM student's job holds its agent turn as well as the training run
+    budget = ctx.time_limits.student  # an LLM student's job holds its agent turn as well as the training run
     deadline = budget.job_deadline(len(arms) if arms else 1)  # one full training run per arm
     h = Hypothesis(
         id=hid,

@@ -135,7 +135,7 @@ def plan(ctx: TurnContext, a: Attempt | None, work: Path) -> StudentPlan:
             identity = identity.model_copy(update=update)
         env = {**ctx.tracker.env_for(identity, _arm_dir(train, i) / "wandb"), "SEED": "0"}
         arms.append(ArmJob(name=name, control=control, params=params, run_id=identity.id, env=env))
-    budget = ctx.budgets.student
+    budget = ctx.time_limits.student
     job = TrainJob(
         command=ctx.target.train, train_seconds=budget.train, post_seconds=budget.post,
         params_file=ctx.target.params.file, arms=arms,

@@ -25,10 +25,10 @@ from pydantic import (
 )
 
 from senpai.config import credentials, prices
-from senpai.config.budgets import harness_problems
 from senpai.config.load import load_yaml_model
 from senpai.config.pod import JobPodSettings, env_problems
 from senpai.config.roles import Role
+from senpai.config.time_limits import harness_problems
 from senpai.errors import ConfigError
 
 ENV_CONFIG = "SENPAI_CONFIG"
@@ -292,9 +292,9 @@ class LLMSettings(_Strict):
         strict=True,  # YAML's `true` is no number of seconds
         description="Seconds one attempt of an LLM call may take. Unset: 300 (the SDK's default), or less where the turn's "
         "budget.wall_seconds cannot hold num_retries + 1 attempts of 300 s and the waits between them "
-        "(`senpai.config.budgets.LLMCall`); set, they must fit it.",
+        "(`senpai.config.time_limits.LLMCall`); set, they must fit it.",
     )
-    # bounded: the load sums the waits between attempts (`budgets.waits`), and no provider needs more
+    # bounded: the load sums the waits between attempts (`time_limits.waits`), and no provider needs more
     num_retries: int = Field(
         2, ge=0, le=10, strict=True, description="Attempts of a failed or timed-out LLM call after the first."
     )
@@ -401,7 +401,7 @@ class NoEffectSettings(_Strict):
     k-th such turn ended, and after `turns` of them one issue for humans says the model calls no
     tools (`senpai.wrapper.policy`). The turns are counted from the fleet's jobs, so on Kubernetes
     the waits must end within `ttl_seconds_after_finished` (defaults: 300 + 600 s), or the config
-    is refused at load (`senpai.config.budgets.harness_problems`)."""
+    is refused at load (`senpai.config.time_limits.harness_problems`)."""
 
     # bounded so that the longest wait, backoff_seconds * 2**(turns - 2), is a timedelta the wrapper can add
     turns: int = Field(3, ge=1, le=20, description="No-effect advisor turns over the same events before the issue for humans.")
@@ -531,7 +531,7 @@ class HarnessConfig(_Strict):
         None,
         gt=0,
         description="Deadline of one advisor job, seconds. Unset: 600 for the search runtime, the turn's "
-        "wall_seconds + 300 for openhands (`senpai.config.budgets`); set, it must hold that turn.",
+        "wall_seconds + 300 for openhands (`senpai.config.time_limits`); set, it must hold that turn.",
     )
     verifier_wall_seconds: int | None = Field(
         None,

@@ -63,7 +63,7 @@ class BaselineRef(BaseModel):
 class BudgetRef(BaseModel):
     """What the experiment may spend: the wall seconds of one student job (`senpai.yaml`
     `budget.wall_seconds` per arm, so k times it for k arms, plus the turn's wall budget for an
-    openhands student; `senpai.config.budgets.StudentBudget.job_deadline`) and the student
+    openhands student; `senpai.config.time_limits.StudentLimits.job_deadline`) and the student
     attempts in all (`budget.attempts`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -28,16 +28,16 @@ Rules (design §3, §4):
   PRs they carry are blocked, and one issue for humans (one per advisor model) says the model
   calls no tools, with the last job's log tail (its answer's head).
 
-A launch names no deadline: the Dispatcher gives the job its role's (`senpai.config.budgets`).
+A launch names no deadline: the Dispatcher gives the job its role's (`senpai.config.time_limits`).
 """
 
 import hashlib
 from collections.abc import Collection
 from datetime import datetime, timedelta
 
-from senpai.config.budgets import RELAUNCH
 from senpai.config.harness import HarnessConfig
 from senpai.config.roles import Role
+from senpai.config.time_limits import RELAUNCH
 from senpai.errors import DiskFull, NoEffect, TransientError
 from senpai.fleet.base import JobStatus
 from senpai.fleet.names import JobName, job_name, parse_job_name

@@ -433,7 +433,7 @@ def test_default_harness_config(helm: dict) -> None:
     assert [(s.name, s.gpus, s.cpus) for s in cfg.students] == [("ada", 1, 2)]
     assert cfg.runtime.advisor.kind == cfg.runtime.student.kind == "search"
     assert cfg.max_experiments is None and cfg.patience is None
-    assert cfg.advisor_wall_seconds is None and cfg.verifier_wall_seconds is None  # derived (senpai.config.budgets)
+    assert cfg.advisor_wall_seconds is None and cfg.verifier_wall_seconds is None  # derived (senpai.config.time_limits)
     pvc = one(docs, "PersistentVolumeClaim")
     assert pvc["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}  # helm uninstall keeps the data
     assert pvc["spec"]["resources"]["requests"]["storage"] == "50Gi" and "storageClassName" not in pvc["spec"]

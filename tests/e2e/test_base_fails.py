@@ -13,8 +13,8 @@ from research import make_program, reader
 from senpai.cli.wiring import make_forge
 from senpai.cli.wrapper import build_wrapper
 from senpai.config import safe_yaml
-from senpai.config.budgets import Relaunch
 from senpai.config.harness import load_harness
+from senpai.config.time_limits import Relaunch
 from senpai.ledger import basefails
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.escalation import escalated, escalation_id, marked

@@ -3,9 +3,9 @@
 from openhands.sdk import LLM
 from pydantic import SecretStr
 
-from senpai.config.budgets import LLM_BACKOFF_SECONDS, LLM_MAX_WAIT_SECONDS, LLMCall
 from senpai.config.harness import OpenHandsRuntimeSettings
 from senpai.config.roles import Role
+from senpai.config.time_limits import LLM_BACKOFF_SECONDS, LLM_MAX_WAIT_SECONDS, LLMCall
 from senpai.errors import ConfigError
 
 

@@ -1,4 +1,4 @@
-"""The budget table: each role's deadline and the limits inside it, from the config; a setting whose
+"""The time limits: each role's deadline and the limits inside it, from the config; a setting whose
 inner limit does not fit its outer one is refused when the config loads, naming the settings."""
 
 from pathlib import Path
@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from senpai.config.budgets import Budgets, ForgeRetries, GitRetries, LLMCall, Relaunch, StudentBudget, VerifierSteps
 from senpai.config.harness import HarnessConfig, load_harness
 from senpai.config.target import TargetConfig
+from senpai.config.time_limits import ForgeRetries, GitRetries, LLMCall, Relaunch, StudentLimits, TimeLimits, VerifierSteps
 from senpai.errors import ConfigError
 from senpai.ledger.blocks import TurnUsage
 
@@ -50,9 +50,9 @@ def target(**changes) -> TargetConfig:
 
 
 def test_the_table_for_the_defaults() -> None:
-    b = Budgets.of(harness(), target())
+    b = TimeLimits.of(harness(), target())
     assert b.advisor.deadline == 600 and b.advisor.turn is None
-    assert b.student == StudentBudget(deadline=600, run=600, train=540, post=60, turn=None, attempts=2)
+    assert b.student == StudentLimits(deadline=600, run=600, train=540, post=60, turn=None, attempts=2)
     # 2 sides x 3 seeds x (train 600 + score 600) + 300: the verifier's runs fit its deadline
     assert b.verifier.steps == VerifierSteps(train=600, score=600, test=None, seeds=3)
     assert b.verifier.deadline == 7500
@@ -63,29 +63,29 @@ def test_the_table_for_the_defaults() -> None:
 
 
 def test_an_agent_turn_is_inside_its_jobs_deadline() -> None:
-    b = Budgets.of(harness(runtime={"advisor": OPENHANDS, "student": OPENHANDS}), target())
+    b = TimeLimits.of(harness(runtime={"advisor": OPENHANDS, "student": OPENHANDS}), target())
     assert (b.advisor.deadline, b.advisor.turn) == (1800 + 300, 1800)  # the turn's own stop and report come first
     assert (b.student.deadline, b.student.turn, b.student.train) == (600 + 1800, 1800, 540)
 
 
 def test_a_student_job_holds_a_full_training_run_per_arm() -> None:
-    b = Budgets.of(harness(), target())
+    b = TimeLimits.of(harness(), target())
     assert [b.deadline("student", arms) for arms in (1, 3)] == [600, 3 * 600]
     assert b.deadline("advisor", 3) == 600 and b.deadline("verifier", 3) == 7500  # one head verified, one advisor turn
-    with_turn = Budgets.of(harness(runtime={"student": OPENHANDS}), target())
+    with_turn = TimeLimits.of(harness(runtime={"student": OPENHANDS}), target())
     assert with_turn.student.job_deadline(2) == 2 * 600 + 1800 and with_turn.student.train == 540  # each arm's own
 
 
 def test_the_verifier_deadline_holds_the_test_and_every_seed_it_may_add() -> None:
-    b = Budgets.of(harness(), target(test="pytest -q", budget={"wall_seconds": 100}, holdout={"max_seeds": 5}))
+    b = TimeLimits.of(harness(), target(test="pytest -q", budget={"wall_seconds": 100}, holdout={"max_seeds": 5}))
     assert b.verifier.steps == VerifierSteps(train=100, score=100, test=100, seeds=5)
     assert b.verifier.deadline == 100 + 2 * 5 * (100 + 100) + 300
 
 
 def test_a_verifier_wall_that_holds_the_steps_is_the_deadline_and_one_that_does_not_is_refused() -> None:
-    assert Budgets.of(harness(verifier_wall_seconds=7500), target()).verifier.deadline == 7500
+    assert TimeLimits.of(harness(verifier_wall_seconds=7500), target()).verifier.deadline == 7500
     with pytest.raises(ConfigError) as e:
-        Budgets.of(harness(verifier_wall_seconds=1800), target())
+        TimeLimits.of(harness(verifier_wall_seconds=1800), target())
     message = str(e.value)
     assert "verifier_wall_seconds (1800 s, harness config)" in message and "senpai.yaml" in message
     assert "2 sides x 3 seeds (holdout.seeds, holdout.max_seeds) x (train 600 s + score 600 s; budget.wall_seconds)" in message

@@ -1,6 +1,6 @@
-"""Every time limit, retry and attempt count senpai enforces, in one table.
+"""Time limits: every job deadline, inner timeout, retry and attempt count senpai enforces, in one table.
 
-`Budgets.of(harness, target)` computes each role's job deadline and the inner timeouts inside it
+`TimeLimits.of(harness, target)` computes each role's job deadline and the inner timeouts inside it
 from the harness config and the target's senpai.yaml; the constants below are the limits no
 config sets. The wrapper gives each job its role's `deadline` (the fleet kills the job then:
 the local supervisor, or Kubernetes' activeDeadlineSeconds); the jobs time their steps from the
@@ -8,7 +8,7 @@ same table. All durations are seconds.
 
 A job's deadline is derived from what runs inside it, so it fits by construction; a deadline an
 operator sets instead (`advisor_wall_seconds`, `verifier_wall_seconds`) must still hold it, and is
-refused otherwise (`HarnessConfig` for the advisor, `Budgets.of` for the verifier, whose steps the
+refused otherwise (`HarnessConfig` for the advisor, `TimeLimits.of` for the verifier, whose steps the
 target declares). Inner and outer, as checked:
 
     advisor job   ⊇ openhands turn (runtime.advisor.budget.wall_seconds) + JOB_OVERHEAD_SECONDS
@@ -127,14 +127,14 @@ def waits(retries: int) -> float:
     return sum(min(LLM_MAX_WAIT_SECONDS, LLM_BACKOFF_SECONDS * 2**k) for k in range(retries))
 
 
-class AdvisorBudget(_Row):
+class AdvisorLimits(_Row):
     """One advisor job."""
 
     deadline: int = Field(gt=0, description="Job deadline, seconds.")
     turn: int | None = Field(description="The openhands turn's wall_seconds; None for the search runtime.")
 
     @classmethod
-    def of(cls, harness: "HarnessConfig") -> "AdvisorBudget":
+    def of(cls, harness: "HarnessConfig") -> "AdvisorLimits":
         """`advisor_wall_seconds` if set; else SEARCH_ADVISOR_SECONDS (search), or the turn's wall
         time plus JOB_OVERHEAD_SECONDS (openhands), so the turn's own budget stop, with its report,
         comes before the fleet's kill."""
@@ -144,7 +144,7 @@ class AdvisorBudget(_Row):
         return cls(deadline=harness.advisor_wall_seconds or derived, turn=turn)
 
 
-class StudentBudget(_Row):
+class StudentLimits(_Row):
     """One student job: an optional agent turn, then the train command (once per arm of a multi-arm
     hypothesis), then its evidence."""
 
@@ -156,7 +156,7 @@ class StudentBudget(_Row):
     attempts: int = Field(ge=1, description="Attempts an experiment gets (recorded in its hypothesis).")
 
     @classmethod
-    def of(cls, harness: "HarnessConfig", target: "TargetConfig") -> "StudentBudget":
+    def of(cls, harness: "HarnessConfig", target: "TargetConfig") -> "StudentLimits":
         """The student row for the student runtime of `harness` and the budget of `target`."""
         rt, wall = harness.runtime.student, target.budget.wall_seconds
         turn = rt.budget.wall_seconds if rt.llm_agent else None
@@ -194,14 +194,14 @@ class VerifierSteps(_Row):
         return (self.test or 0) + 2 * self.seeds * (self.train + self.score)
 
 
-class VerifierBudget(_Row):
+class VerifierLimits(_Row):
     """One verifier job."""
 
     deadline: int = Field(gt=0, description="Job deadline, seconds.")
     steps: VerifierSteps
 
     @classmethod
-    def of(cls, harness: "HarnessConfig", target: "TargetConfig") -> "VerifierBudget":
+    def of(cls, harness: "HarnessConfig", target: "TargetConfig") -> "VerifierLimits":
         """`verifier_wall_seconds` if set, else every step plus JOB_OVERHEAD_SECONDS. Raises
         ConfigError if the set one cannot hold the steps."""
         steps = VerifierSteps.of(target)
@@ -218,29 +218,29 @@ class VerifierBudget(_Row):
         return cls(deadline=wall or needed, steps=steps)
 
 
-class Budgets(_Row):
-    """The table: every role's deadline and inner limits, and the retry policies."""
+class TimeLimits(_Row):
+    """The time limits: every role's deadline and inner limits, and the retry policies."""
 
-    advisor: AdvisorBudget
-    student: StudentBudget
-    verifier: VerifierBudget
+    advisor: AdvisorLimits
+    student: StudentLimits
+    verifier: VerifierLimits
     relaunch: Relaunch = RELAUNCH
     git: GitRetries = GIT
     forge: ForgeRetries = FORGE
 
     @classmethod
-    def of(cls, harness: "HarnessConfig", target: "TargetConfig") -> "Budgets":
+    def of(cls, harness: "HarnessConfig", target: "TargetConfig") -> "TimeLimits":
         """The table for `harness` and `target`. Raises ConfigError naming the settings if an inner
         limit does not fit its outer one (the harness alone was checked when it loaded)."""
         return cls(
-            advisor=AdvisorBudget.of(harness),
-            student=StudentBudget.of(harness, target),
-            verifier=VerifierBudget.of(harness, target),
+            advisor=AdvisorLimits.of(harness),
+            student=StudentLimits.of(harness, target),
+            verifier=VerifierLimits.of(harness, target),
         )
 
     def deadline(self, role: Role, arms: int = 1) -> int:
         """Job deadline of `role` (advisor, student or verifier), seconds; a student job's for a
-        hypothesis of `arms` arms (`StudentBudget.job_deadline`)."""
+        hypothesis of `arms` arms (`StudentLimits.job_deadline`)."""
         if role == Role.STUDENT:
             return self.student.job_deadline(arms)
         return {Role.ADVISOR: self.advisor, Role.VERIFIER: self.verifier}[role].deadline
