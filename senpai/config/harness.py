@@ -39,6 +39,21 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def renamed(data: object, old: str, new: str, where: str) -> object:
+    """`data` (a mapping being validated, at `where`: "" or "runtime.advisor.") with its deprecated
+    key `old` read as `new`, and a one-line warning naming the new key; a file that sets both is
+    refused (ValueError: the load's ConfigError names the file). Anything else is returned as is."""
+    if not isinstance(data, dict) or old not in data:
+        return data
+    if new in data:
+        raise ValueError(
+            f"{where}{old} and {where}{new} are both set: {where}{old} is the deprecated name of {where}{new}; "
+            f"keep {where}{new} alone"
+        )
+    log.warning("harness config: %s%s is deprecated, read as %s%s: rename it", where, old, where, new)
+    return {(new if k == old else k): v for k, v in data.items()}
+
+
 class StudentSpec(_Strict):
     """One configured student: its name (the `student:<name>` label, job names) and the GPUs and CPU
     cores each of its jobs and its verifier's get."""
@@ -444,14 +459,14 @@ class SteeringSettings(_Strict):
     batch_seconds: float = Field(10.0, ge=0, description="Messages within this window of the first go in one turn, seconds.")
 
 
-class LimitSettings(_Strict):
-    """Fleet-wide budgets of the whole programme, summed from the ledger (`senpai.ledger.spend`); unset
+class CapSettings(_Strict):
+    """Fleet caps: what the whole programme may spend, summed from the ledger (`senpai.ledger.spend`); unset
     means no cap. With `max_experiments` (the experiment cap) and `patience` (no merge in the last N
     decided experiments) they are the programme's stop conditions. Once one is reached the wrapper
-    opens no new experiment and opens one issue with an exhaustion report; `/senpai budget key=value`
-    from a trusted human there raises it and the work resumes (`senpai.wrapper.limits`). Once
+    opens no new experiment and opens one issue with an exhaustion report; `/senpai caps key=value`
+    from a trusted human there raises it and the work resumes (`senpai.wrapper.caps`). Once
     `dollars` or `tokens` is reached, no new turn of an LLM role starts whatever `on_exhausted`
-    says, except the advisor's answers to trusted humans (`senpai.wrapper.limits.llm_held`)."""
+    says, except the advisor's answers to trusted humans (`senpai.wrapper.caps.llm_held`)."""
 
     dollars: float | None = Field(None, gt=0, description="LLM dollars in all.")
     tokens: int | None = Field(None, gt=0, description="LLM tokens in all.")
@@ -525,7 +540,7 @@ class HarnessConfig(_Strict):
     full_refresh_seconds: float = Field(60.0, gt=0, description="Re-list the forge even without a change.")
     max_experiments: int | None = Field(None, ge=1, description="Open no more than this many experiments in all (any state).")
     patience: int | None = Field(None, ge=1, description="Pause assignments after this many decided experiments without a merge.")
-    limits: LimitSettings = LimitSettings()
+    caps: CapSettings = CapSettings()
     wall: WallSettings = WallSettings()
     advisor_wall_seconds: int | None = Field(
         None,
@@ -548,17 +563,22 @@ class HarnessConfig(_Strict):
         "the best of those verified so far goes at once.",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_keys(cls, data: object) -> object:
+        return renamed(data, "limits", "caps", "")
+
     @model_validator(mode="after")
-    def _budgets_fit(self) -> "HarnessConfig":
+    def _consistent(self) -> "HarnessConfig":
         if isinstance(self.fleet, KubernetesFleetSettings):
             keys = [self.forge.token_env, *(r.llm.api_key_env for r in (self.runtime.advisor, self.runtime.student) if r.llm)]
             if problems := env_problems(self.fleet.pod.env, keys):
                 raise ValueError("fleet.pod." + "; fleet.pod.".join(problems))
         if problems := harness_problems(self):
             raise ValueError("; ".join(problems))
-        if self.limits.dollars is not None and (unpriced := self.unpriced_llms()):
+        if self.caps.dollars is not None and (unpriced := self.unpriced_llms()):
             raise ValueError(
-                f"limits.dollars ({self.limits.dollars:g}) cannot be enforced: "
+                f"caps.dollars ({self.caps.dollars:g}) cannot be enforced: "
                 + "; ".join(_UNPRICED.format(role=r, model=m) for r, m in unpriced.items())
             )
         return self

@@ -166,7 +166,7 @@ class Cost(BaseModel):
     for an LLM turn its prompt + completion tokens and LiteLLM's cost in dollars."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    # finite and >= 0: the fleet-wide budgets sum them (`senpai.ledger.spend`), and a NaN would never reach a cap
+    # finite and >= 0: the fleet caps sum them (`senpai.ledger.spend`), and a NaN would never reach a cap
     gpu_seconds: float = Field(0.0, ge=0, allow_inf_nan=False)
     wall_seconds: float = Field(0.0, ge=0, allow_inf_nan=False)
     tokens: int = Field(0, ge=0)
@@ -432,17 +432,21 @@ class Reapply(Block):
     )
 
 
+CAPS_VERB = "budget"  # the verb a `/senpai caps` is recorded under: the command's name before it was renamed, kept on record
+
+
 class SteerCommand(BaseModel):
-    """One slash command as the wrapper applied it (the fields its verb uses; the rest stay empty)."""
+    """One slash command as the wrapper applied it (the fields its verb uses; the rest stay empty).
+    A `/senpai caps` (fleet caps) is recorded with the verb `budget` (CAPS_VERB), as before its rename."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     verb: Literal["pause", "resume", "budget", "try", "stop", "allow", "approve", "reject"]
-    experiments: int | None = Field(None, description="budget: the new experiment cap.")
-    dollars: float | None = Field(None, description="budget: the new cap of LLM dollars.")
-    tokens: int | None = Field(None, description="budget: the new cap of LLM tokens.")
-    gpu_hours: float | None = Field(None, description="budget: the new cap of job GPU hours.")
-    cpu_hours: float | None = Field(None, description="budget: the new cap of job CPU-core hours.")
-    end_at: str | None = Field(None, description="budget: the new wall-clock end, ISO 8601 UTC.")
+    experiments: int | None = Field(None, description="caps (verb `budget`): the new experiment cap.")
+    dollars: float | None = Field(None, description="caps: the new cap of LLM dollars.")
+    tokens: int | None = Field(None, description="caps: the new cap of LLM tokens.")
+    gpu_hours: float | None = Field(None, description="caps: the new cap of job GPU hours.")
+    cpu_hours: float | None = Field(None, description="caps: the new cap of job CPU-core hours.")
+    end_at: str | None = Field(None, description="caps: the new wall-clock end, ISO 8601 UTC.")
     params: dict[str, Scalar] = Field(default_factory=dict, description="try: the human's params, typed by the space.")
     pr: int | None = Field(
         None, description="stop: the PR stopped; allow: the PR allowed more compute than the tolerance; approve/reject: the PR."
@@ -469,7 +473,7 @@ class TurnUsage(BaseModel):
     """What an agent turn spent, or may spend (a TurnBudget's shape)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    # finite and >= 0: the fleet-wide budgets sum the spent ones (`senpai.ledger.spend`)
+    # finite and >= 0: the fleet caps sum the spent ones (`senpai.ledger.spend`)
     llm_calls: int = Field(0, ge=0)
     tokens: int = Field(0, ge=0, description="Prompt + completion tokens.")
     dollars: float = Field(0.0, ge=0, allow_inf_nan=False, description="LiteLLM's cost, dollars.")

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 
 from senpai.errors import NotFound, SenpaiError
 from senpai.forge.base import WRITE, WRITERS, Comment, ForgeReader, Issue, PullRequest
-from senpai.ledger.blocks import Scalar, Steer, SteerCommand, TurnCost
+from senpai.ledger.blocks import CAPS_VERB, Scalar, Steer, SteerCommand, TurnCost
 from senpai.ledger.events import Message, message_ref
 from senpai.ledger.labels import student_of
 from senpai.ledger.records import bot_records, by_bot
@@ -188,7 +188,7 @@ class Reject:
     reason: str
 
 
-LIMIT_FIELDS = {"dollars", "tokens", "gpu_hours", "cpu_hours", "end_at"}  # of SteerCommand and LimitSettings
+CAP_FIELDS = {"dollars", "tokens", "gpu_hours", "cpu_hours", "end_at"}  # of SteerCommand and CapSettings
 
 
 @dataclass(frozen=True)
@@ -196,8 +196,8 @@ class SteerState:
     """What the humans' slash commands set, as recorded in the acks (oldest applied first)."""
 
     paused: bool = False
-    experiments: int | None = None  # `/senpai budget experiments=N`; None: the config's max_experiments
-    limits: dict[str, float | int | str] = field(default_factory=dict)  # `/senpai budget` other keys: field -> value
+    experiments: int | None = None  # `/senpai caps experiments=N`; None: the config's max_experiments
+    caps: dict[str, float | int | str] = field(default_factory=dict)  # `/senpai caps` other keys: field -> value
     resumed_after: frozenset[int] = frozenset()  # PRs decided before the last resume (patience restarts)
     tries: tuple[Try, ...] = ()
     stops: dict[int, str] = field(default_factory=dict)  # PR -> login that sent `/senpai stop`
@@ -238,10 +238,10 @@ def apply_command(state: SteerState, block: Steer, index: int, c: SteerCommand) 
     if c.verb in ("pause", "resume"):
         decided = frozenset(c.decided) if c.verb == "resume" else state.resumed_after
         return replace(state, paused=c.verb == "pause", resumed_after=decided)
-    if c.verb == "budget":
-        raised = c.model_dump(include=LIMIT_FIELDS, exclude_none=True)
+    if c.verb == CAPS_VERB:
+        raised = c.model_dump(include=CAP_FIELDS, exclude_none=True)
         experiments = c.experiments if c.experiments is not None else state.experiments
-        return replace(state, experiments=experiments, limits={**state.limits, **raised})
+        return replace(state, experiments=experiments, caps={**state.caps, **raised})
     if c.verb == "try":
         return replace(state, tries=(*state.tries, Try(f"{block.message}/{index}", block.author, dict(c.params))))
     if c.verb == "allow" and c.pr is not None:

@@ -2,7 +2,7 @@
 nothing): every student attempt's evidence (`Cost`), every verification's train-step seconds, and
 every openhands advisor turn's `TurnCost` (on the PR it was about or opened, else on the
 steering issue `transitions.record_turn` keeps for them). The one computation behind the fleet's
-caps (`senpai.wrapper.limits`), `senpai status` and `senpai report`.
+caps (`senpai.wrapper.caps`), `senpai status` and `senpai report`.
 
 A seed of either side a verification reused from an earlier verification (`Verification.baseline_reused`,
 `candidate_reused`) carries the seconds of the run that measured it: it is counted there, once, not

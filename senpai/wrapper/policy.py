@@ -12,7 +12,7 @@ Rules (design §3, §4):
 - launch the verifier for a verifying PR whose (head, base) has no verification;
 - at most one advisor turn at a time and one job per student;
 - once a cap of LLM spend (dollars, tokens) is reached, no turn of an LLM role starts
-  (`limits.llm_held`), except the advisor's answer to trusted humans' messages: those routed to
+  (`caps.llm_held`), except the advisor's answer to trusted humans' messages: those routed to
   a held student go to the advisor instead; search roles and the verifier (no LLM) go on under
   `on_exhausted` like for any other cap;
 - a job that ended without its record gets one: failure evidence (student) or a block (verifier),
@@ -61,7 +61,7 @@ from senpai.wrapper.actions import (
     RestoreStudent,
     Stop,
 )
-from senpai.wrapper.limits import caps_reached, llm_held, stops_jobs
+from senpai.wrapper.caps import caps_reached, llm_held, stops_jobs
 from senpai.wrapper.moves import head_keeps_moving
 from senpai.wrapper.patience import paused_for_patience
 from senpai.wrapper.steering import current_fingerprint, steering_actions
@@ -174,7 +174,7 @@ def route(m: Inbound, w: World, cfg: HarnessConfig) -> int | None:
 def pending_messages(w: World, cfg: HarnessConfig) -> list[Event]:
     """Message events not yet delivered (acked on the forge, or handed to a job that exists), oldest
     first, each routed (`route`), or to the advisor while a spent LLM cap holds the students' LLM
-    turns (`limits.llm_held`): the advisor answers the human then."""
+    turns (`caps.llm_held`): the advisor answers the human then."""
     names = {j.name for j in w.jobs}
     held = bool(w.inbox) and llm_held(caps_reached(w, cfg), cfg, Role.STUDENT)
     out = []
@@ -280,8 +280,8 @@ def plan(w: World, cfg: HarnessConfig) -> list[Action]:
 
 
 def _stopping(w: World, cfg: HarnessConfig) -> bool:
-    """True when a spent budget or time stops running student and verifier jobs (`limits.on_exhausted:
-    stop`): they are deleted and not relaunched until a `/senpai budget` raises the cap. The
+    """True when a spent budget or time stops running student and verifier jobs (`caps.on_exhausted:
+    stop`): they are deleted and not relaunched until a `/senpai caps` raises the cap. The
     deleted attempt runs again then; it spends no attempt (the job is gone, so nothing reaps it)."""
     return stops_jobs(caps_reached(w, cfg), cfg)
 

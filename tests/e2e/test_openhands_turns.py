@@ -36,8 +36,8 @@ from senpai.ledger.records import read_record
 from senpai.ledger.replies import reply_marker
 from senpai.ledger.table import LedgerReader
 from senpai.ledger.transitions import BUDGET_ISSUE_TITLE
+from senpai.wrapper.caps import spent
 from senpai.wrapper.humans import HumanReader
-from senpai.wrapper.limits import spent
 
 pytestmark = pytest.mark.e2e
 FORGE_TOKEN = "senpai:ghp-fake-forge-token-turns-4b1d"

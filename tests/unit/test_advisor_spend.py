@@ -15,8 +15,8 @@ from senpai.ledger.spend import spend
 from senpai.ledger.table import LedgerReader
 from senpai.report.render import markdown
 from senpai.report.summary import summarise
+from senpai.wrapper.caps import exhausted
 from senpai.wrapper.humans import HumanReader
-from senpai.wrapper.limits import exhausted
 from senpai.wrapper.status import LastTick, build_status
 
 REV = "c" * 40
@@ -84,7 +84,7 @@ def test_spend_counts_each_advisor_turn_once_on_a_pr_on_the_issue_and_stopped_by
     assert s.advisor_seconds == 36.0 and s.experiments == 2
     # the status and the report show the same
     status = build_status(CFG, exps, [], steer, NOW, LastTick(at=NOW, source="wrapper"), None)
-    assert status.budget.spent == s and "advisor 36 s (10,000 tokens, $1.75)" in status.markdown()
+    assert status.caps.spent == s and "advisor 36 s (10,000 tokens, $1.75)" in status.markdown()
     summary = summarise(exps, "o/r", NOW, turns=steer.advisor_turns)
     assert summary.total == s and "advisor 10,000 tokens, $1.75" in markdown(summary)
 
@@ -131,7 +131,7 @@ def test_the_dollars_cap_is_reached_by_the_advisors_spend_alone(fake_forge, tmp_
     forge, _ = fake_forge
     transitions.record_turn(forge, _turn(None, calls=40, dollars=1.2), [])
     exps, steer = _read(forge)
-    cfg = CFG.model_copy(update={"max_experiments": None, "limits": CFG.limits.model_copy(update={"dollars": 1.0})})
+    cfg = CFG.model_copy(update={"max_experiments": None, "caps": CFG.caps.model_copy(update={"dollars": 1.0})})
     assert exhausted(exps, steer, NOW, cfg) == {"dollars": "$1.20 of $1.00"}
     assert exhausted(exps, steer.__class__(), NOW, cfg) == {}  # without the issue's records: nothing spent
 
