@@ -20,6 +20,7 @@ from pydantic import (
     Field,
     JsonValue,
     Tag,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -272,7 +273,7 @@ OWNED_BODY_FIELDS = {
     "functions": _PROMPT,
     "function_call": _PROMPT,
     "max_completion_tokens": "set llm.max_output_tokens",
-    "n": "one completion per call is what the budget counts",
+    "n": "one completion per call is what the turn limits count",
     "stream": "the SDK reads whole responses",
     "stream_options": "the SDK reads whole responses",
     "reasoning_effort": "set llm.reasoning_effort",
@@ -305,8 +306,8 @@ class LLMSettings(_Strict):
         None,
         gt=0,
         strict=True,  # YAML's `true` is no number of seconds
-        description="Seconds one attempt of an LLM call may take. Unset: 300 (the SDK's default), or less where the turn's "
-        "budget.wall_seconds cannot hold num_retries + 1 attempts of 300 s and the waits between them "
+        description="Seconds one attempt of an LLM call may take. Unset: 300 (the SDK's default), or less where the "
+        "turn.wall_seconds cannot hold num_retries + 1 attempts of 300 s and the waits between them "
         "(`senpai.config.time_limits.LLMCall`); set, they must fit it.",
     )
     # bounded: the load sums the waits between attempts (`time_limits.waits`), and no provider needs more
@@ -356,32 +357,33 @@ class LLMSettings(_Strict):
         return not given and prices.litellm_prices(self.model) is False
 
 
-class TurnBudget(_Strict):
-    """Hard caps on one agent turn, enforced by the harness."""
+class TurnLimits(_Strict):
+    """Turn limits: hard limits on one agent turn (`runtime.<role>.turn`), enforced by the harness's
+    turn guard (`senpai.agents.openhands.turn_guard`)."""
 
     llm_calls: int = Field(60, ge=1)
     tokens: int = Field(2_000_000, ge=1, description="Prompt + completion tokens summed over the turn's calls.")
-    # finite: a stopped turn's budget report holds it as a TurnUsage (no infinite figure in the ledger)
+    # finite: a stopped turn's report (`senpai-budget`) holds it as a TurnUsage (no infinite figure in the ledger)
     dollars: float = Field(5.0, ge=0, allow_inf_nan=False, description="LiteLLM's cost of the turn, dollars.")
     wall_seconds: int = Field(1800, gt=0)
 
 
 class SearchRuntimeSettings(_Strict):
-    """The `search` runtime of a role: no LLM, no agent turn. `llm` and `budget` are accepted and
+    """The `search` runtime of a role: no LLM, no agent turn. `llm` and `turn` are accepted and
     unused, so that a config (or the chart's values) switches runtimes by `kind` alone."""
 
     kind: Literal["search"] = "search"
     llm: LLMSettings | None = None
-    budget: TurnBudget = TurnBudget()
+    turn: TurnLimits = TurnLimits()
     llm_agent: ClassVar[bool] = False
 
 
 class OpenHandsRuntimeSettings(_Strict):
-    """The `openhands` runtime of a role: an LLM agent's turn, capped by `budget`."""
+    """The `openhands` runtime of a role: an LLM agent's turn, held to its `turn` limits."""
 
     kind: Literal["openhands"] = "openhands"
     llm: LLMSettings
-    budget: TurnBudget = TurnBudget()
+    turn: TurnLimits = TurnLimits()
     # an LLM agent: preflight pings its llm, and its job's deadline holds its turn's wall_seconds
     llm_agent: ClassVar[bool] = True
 
@@ -449,8 +451,8 @@ class RuntimeSettings(_Strict):
 
     @field_validator("advisor", "student", mode="before")
     @classmethod
-    def _shorthand(cls, v: object) -> object:
-        return {"kind": v} if isinstance(v, str) else v
+    def _shorthand(cls, v: object, info: ValidationInfo) -> object:
+        return {"kind": v} if isinstance(v, str) else renamed(v, "budget", "turn", f"runtime.{info.field_name}.")
 
 
 class SteeringSettings(_Strict):

@@ -11,10 +11,10 @@ operator sets instead (`advisor_wall_seconds`, `verifier_wall_seconds`) must sti
 refused otherwise (`HarnessConfig` for the advisor, `TimeLimits.of` for the verifier, whose steps the
 target declares). Inner and outer, as checked:
 
-    advisor job   ⊇ openhands turn (runtime.advisor.budget.wall_seconds) + JOB_OVERHEAD_SECONDS
+    advisor job   ⊇ openhands turn (runtime.advisor.turn.wall_seconds) + JOB_OVERHEAD_SECONDS
     openhands turn ⊇ one LLM call: (llm.num_retries + 1) attempts x llm.timeout + the waits between them
-    student job   = arms x target budget.wall_seconds + openhands turn (runtime.student.budget.wall_seconds)
-                    ⊇ per arm: train command (TRAIN_SHARE of the budget, cut to end POST_SHARE before the deadline)
+    student job   = arms x target budget.wall_seconds + openhands turn (runtime.student.turn.wall_seconds)
+                    ⊇ per arm: train command (TRAIN_SHARE of the compute budget, cut to end POST_SHARE before the deadline)
     verifier job  ⊇ test + 2 sides x seeds x (train step + score step), each step budget.wall_seconds,
                     + JOB_OVERHEAD_SECONDS
     stale_after_seconds ⊇ tick_seconds + steering.batch_seconds + the longest relaunch backoff
@@ -35,8 +35,8 @@ if TYPE_CHECKING:  # harness.py imports this module for its own checks
 
 JOB_OVERHEAD_SECONDS = 300  # an advisor or verifier job's work around its turn or steps: clone, forge reads, its record
 SEARCH_ADVISOR_SECONDS = 600  # a search advisor job's deadline when `advisor_wall_seconds` is unset
-TRAIN_SHARE = 0.9  # of the target's budget: the student's train command
-POST_SHARE = 0.1  # of the target's budget: kept after the train command to read the run and post evidence
+TRAIN_SHARE = 0.9  # of the target's compute budget (budget.wall_seconds): the student's train command
+POST_SHARE = 0.1  # of the target's compute budget: kept after the train command to read the run and post evidence
 
 
 class _Row(BaseModel):
@@ -103,14 +103,14 @@ class LLMCall(_Row):
     @classmethod
     def of(cls, llm: "LLMSettings", wall_seconds: int) -> "LLMCall":
         """`llm.timeout` if set, else LLM_TIMEOUT_SECONDS cut so the call fits `wall_seconds` (the
-        turn's budget). Raises ConfigError if not even a 1-second attempt fits (the waits fill the turn)."""
+        turn's wall-time limit). Raises ConfigError if not even a 1-second attempt fits (the waits fill the turn)."""
         attempts = llm.num_retries + 1
         if llm.timeout is not None:
             return cls(timeout=llm.timeout, attempts=attempts)
         fits = int((wall_seconds - waits(llm.num_retries)) // attempts)
         if fits < 1:
             raise ConfigError(
-                f"budget.wall_seconds ({wall_seconds} s) cannot hold {attempts} attempts of an LLM call (llm.num_retries "
+                f"turn.wall_seconds ({wall_seconds} s) cannot hold {attempts} attempts of an LLM call (llm.num_retries "
                 f"{llm.num_retries} + 1) and the {waits(llm.num_retries):g} s of waits between them: raise it, or lower "
                 "llm.num_retries"
             )
@@ -136,10 +136,10 @@ class AdvisorLimits(_Row):
     @classmethod
     def of(cls, harness: "HarnessConfig") -> "AdvisorLimits":
         """`advisor_wall_seconds` if set; else SEARCH_ADVISOR_SECONDS (search), or the turn's wall
-        time plus JOB_OVERHEAD_SECONDS (openhands), so the turn's own budget stop, with its report,
+        time plus JOB_OVERHEAD_SECONDS (openhands), so the turn guard's own stop, with its report,
         comes before the fleet's kill."""
         rt = harness.runtime.advisor
-        turn = rt.budget.wall_seconds if rt.llm_agent else None
+        turn = rt.turn.wall_seconds if rt.llm_agent else None
         derived = SEARCH_ADVISOR_SECONDS if turn is None else turn + JOB_OVERHEAD_SECONDS
         return cls(deadline=harness.advisor_wall_seconds or derived, turn=turn)
 
@@ -157,9 +157,9 @@ class StudentLimits(_Row):
 
     @classmethod
     def of(cls, harness: "HarnessConfig", target: "TargetConfig") -> "StudentLimits":
-        """The student row for the student runtime of `harness` and the budget of `target`."""
+        """The student row for the student runtime of `harness` and the compute budget of `target`."""
         rt, wall = harness.runtime.student, target.budget.wall_seconds
-        turn = rt.budget.wall_seconds if rt.llm_agent else None
+        turn = rt.turn.wall_seconds if rt.llm_agent else None
         return cls(
             deadline=wall + (turn or 0),
             run=wall,
@@ -185,7 +185,7 @@ class VerifierSteps(_Row):
 
     @classmethod
     def of(cls, target: "TargetConfig") -> "VerifierSteps":
-        """The verifier's steps for `target` (its budget, test and holdout seeds)."""
+        """The verifier's steps for `target` (its compute budget, test and holdout seeds)."""
         wall = float(target.budget.wall_seconds)
         return cls(train=wall, score=wall, test=wall if target.test else None, seeds=len(target.holdout.all_seeds()))
 
@@ -250,10 +250,10 @@ def harness_problems(harness: "HarnessConfig") -> list[str]:
     """Where an inner limit of the harness config alone does not fit its outer one, one sentence each."""
     problems = []
     rt, wall = harness.runtime.advisor, harness.advisor_wall_seconds
-    if rt.llm_agent and wall is not None and wall < rt.budget.wall_seconds + JOB_OVERHEAD_SECONDS:
+    if rt.llm_agent and wall is not None and wall < rt.turn.wall_seconds + JOB_OVERHEAD_SECONDS:
         problems.append(
-            f"advisor_wall_seconds ({wall} s) cannot hold the advisor's turn: runtime.advisor.budget.wall_seconds "
-            f"({rt.budget.wall_seconds} s) + {JOB_OVERHEAD_SECONDS} s for clone and report; "
+            f"advisor_wall_seconds ({wall} s) cannot hold the advisor's turn: runtime.advisor.turn.wall_seconds "
+            f"({rt.turn.wall_seconds} s) + {JOB_OVERHEAD_SECONDS} s for clone and report; "
             "raise it, or leave it unset to derive it"
         )
     problems += [p for role in (Role.ADVISOR, Role.STUDENT) if (p := _llm_call_problem(harness, role))]
@@ -287,14 +287,14 @@ def _llm_call_problem(harness: "HarnessConfig", role: Role) -> str | None:
     if not rt.llm_agent:
         return None
     try:
-        call = LLMCall.of(rt.llm, rt.budget.wall_seconds)
+        call = LLMCall.of(rt.llm, rt.turn.wall_seconds)
     except ConfigError as e:
         return f"runtime.{role}.{e}"
-    if call.seconds() <= rt.budget.wall_seconds:
+    if call.seconds() <= rt.turn.wall_seconds:
         return None
     return (
         f"runtime.{role}.llm.timeout ({call.timeout} s) x {call.attempts} attempts (llm.num_retries {rt.llm.num_retries} + 1) "
         f"+ {waits(rt.llm.num_retries):g} s of waits between them = {call.seconds():g} s: one LLM call could outlast the "
-        f"turn, runtime.{role}.budget.wall_seconds ({rt.budget.wall_seconds} s); lower llm.timeout or llm.num_retries, "
-        "or raise budget.wall_seconds"
+        f"turn, runtime.{role}.turn.wall_seconds ({rt.turn.wall_seconds} s); lower llm.timeout or llm.num_retries, "
+        "or raise turn.wall_seconds"
     )

@@ -470,7 +470,7 @@ class Steer(Block):
 
 
 class TurnUsage(BaseModel):
-    """What an agent turn spent, or may spend (a TurnBudget's shape)."""
+    """What an agent turn spent, or may spend (a TurnLimits's shape)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     # finite and >= 0: the fleet caps sum the spent ones (`senpai.ledger.spend`)
@@ -498,7 +498,7 @@ class BudgetReport(Block):
     known: str = Field(description="What the turn found out before it stopped.")
     missing: str = Field(description="What evidence is still missing.")
     tried: list[str] = Field(default_factory=list, description="The tool calls the turn made, in order (summarised).")
-    needed: TurnUsage = Field(description="Budget to ask for to finish the work (a larger TurnBudget).")
+    needed: TurnUsage = Field(description="Budget to ask for to finish the work (a larger TurnLimits).")
 
 
 # How an openhands turn ended: finished; no_effect (no ledger effect and no reason, even after a

@@ -53,7 +53,7 @@ SYNTAX = """Slash commands (one per line; all but `help` and `status` need write
 - `/senpai approve <fingerprint>`: on an experiment PR: approve the merge senpai asked for (head, base, verification)
 - `/senpai reject <fingerprint> reason...`: on an experiment PR: close it instead, with your reason
 - `/senpai help`: this list
-- `/senpai status`: students, open experiments, live jobs, budget and the forge's rate limit"""
+- `/senpai status`: students, open experiments, live jobs, fleet caps and the forge's rate limit"""
 
 
 class CommandError(ValueError):

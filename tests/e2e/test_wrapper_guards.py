@@ -210,7 +210,7 @@ def test_prs_the_bot_did_not_open_count_against_no_cap(local_forge, tmp_path):
         exps = LedgerReader(w.forge).experiments()
         assert foreign.isdisjoint(e.pr for e in exps)
         status = StatusReader(cfg, make_forge(cfg), make_fleet(cfg), None).read()  # `senpai status`
-        assert status.budget.experiments == len(exps) and foreign.isdisjoint(r.pr for r in status.open)
+        assert status.caps.experiments == len(exps) and foreign.isdisjoint(r.pr for r in status.open)
     finally:
         for job in w.fleet.list():
             if not job.done:

@@ -1,6 +1,7 @@
 """The time limits: each role's deadline and the limits inside it, from the config; a setting whose
 inner limit does not fit its outer one is refused when the config loads, naming the settings."""
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ HARNESS = {
     "state_dir": "/tmp/s",
     "students": [{"name": "ada"}],
 }
-TARGET = {  # every budget and holdout setting at its default
+TARGET = {  # every compute budget and holdout setting at its default
     "name": "t",
     "train": "python train.py",
     "metric": {"name": "acc", "direction": "maximize"},
@@ -96,8 +97,8 @@ def test_a_verifier_wall_that_holds_the_steps_is_the_deadline_and_one_that_does_
     "changes, expected",
     [
         (
-            {"runtime": {"advisor": {**OPENHANDS, "budget": {"wall_seconds": 1800}}}, "advisor_wall_seconds": 600},
-            r"advisor_wall_seconds \(600 s\) cannot hold the advisor's turn: runtime\.advisor\.budget\.wall_seconds \(1800 s\)",
+            {"runtime": {"advisor": {**OPENHANDS, "turn": {"wall_seconds": 1800}}}, "advisor_wall_seconds": 600},
+            r"advisor_wall_seconds \(600 s\) cannot hold the advisor's turn: runtime\.advisor\.turn\.wall_seconds \(1800 s\)",
         ),
         ({"tick_seconds": 5, "full_refresh_seconds": 2}, r"full_refresh_seconds \(2 s\) is shorter than tick_seconds \(5 s\)"),
         (
@@ -106,13 +107,13 @@ def test_a_verifier_wall_that_holds_the_steps_is_the_deadline_and_one_that_does_
             r"\+ the last relaunch backoff \(30\) = 45 s",
         ),
         (  # 3 attempts x 100 s + waits 8 + 16 s > 300 s
-            {"runtime": {"student": {**OPENHANDS, "llm": {"model": "m", "timeout": 100}, "budget": {"wall_seconds": 300}}}},
+            {"runtime": {"student": {**OPENHANDS, "llm": {"model": "m", "timeout": 100}, "turn": {"wall_seconds": 300}}}},
             r"runtime\.student\.llm\.timeout \(100 s\) x 3 attempts \(llm\.num_retries 2 \+ 1\) \+ 24 s of waits between "
-            r"them = 324 s: one LLM call could outlast the turn, runtime\.student\.budget\.wall_seconds \(300 s\)",
+            r"them = 324 s: one LLM call could outlast the turn, runtime\.student\.turn\.wall_seconds \(300 s\)",
         ),
         (  # no timeout fits: the waits alone (8 + 16 + 30 + 30 s) fill the turn
-            {"runtime": {"advisor": {**OPENHANDS, "llm": {"model": "m", "num_retries": 4}, "budget": {"wall_seconds": 80}}}},
-            r"runtime\.advisor\.budget\.wall_seconds \(80 s\) cannot hold 5 attempts of an LLM call \(llm\.num_retries 4 "
+            {"runtime": {"advisor": {**OPENHANDS, "llm": {"model": "m", "num_retries": 4}, "turn": {"wall_seconds": 80}}}},
+            r"runtime\.advisor\.turn\.wall_seconds \(80 s\) cannot hold 5 attempts of an LLM call \(llm\.num_retries 4 "
             r"\+ 1\) and the 84 s of waits between them",
         ),
         (
@@ -131,7 +132,7 @@ def test_an_inner_limit_that_does_not_fit_is_refused_at_load(tmp_path: Path, cha
 
 
 def test_the_same_settings_load_once_the_inner_limit_fits(tmp_path: Path) -> None:
-    fits = {"runtime": {"advisor": {**OPENHANDS, "budget": {"wall_seconds": 1800}}}, "advisor_wall_seconds": 2100}
+    fits = {"runtime": {"advisor": {**OPENHANDS, "turn": {"wall_seconds": 1800}}}, "advisor_wall_seconds": 2100}
     assert harness(**fits).advisor_wall_seconds == 2100
     assert harness(tick_seconds=5, full_refresh_seconds=5).full_refresh_seconds == 5
     assert harness(tick_seconds=5, steering={"batch_seconds": 10}, stale_after_seconds=46).stale_after_seconds == 46
@@ -141,7 +142,7 @@ def test_the_same_settings_load_once_the_inner_limit_fits(tmp_path: Path) -> Non
 
 def test_an_llm_call_timeout_is_derived_to_fit_its_turn_and_a_set_one_that_fits_is_kept() -> None:
     def call(llm: dict, wall: int) -> LLMCall:
-        rt = harness(runtime={"advisor": {**OPENHANDS, "llm": {"model": "m", **llm}, "budget": {"wall_seconds": wall}}})
+        rt = harness(runtime={"advisor": {**OPENHANDS, "llm": {"model": "m", **llm}, "turn": {"wall_seconds": wall}}})
         return LLMCall.of(rt.runtime.advisor.llm, wall)
 
     assert call({}, 1800) == LLMCall(timeout=300, attempts=3)  # the SDK's 300 s, as before these settings
@@ -151,15 +152,15 @@ def test_an_llm_call_timeout_is_derived_to_fit_its_turn_and_a_set_one_that_fits_
     assert call({"timeout": 100}, 324).seconds() == 324
 
 
-def test_an_infinite_turn_dollar_budget_is_refused_at_load_not_when_a_stopped_turn_reports_it(tmp_path: Path) -> None:
-    # a budget report holds the turn's limits as a TurnUsage (finite, for the spend sums): a turn
+def test_an_infinite_turn_dollar_limit_is_refused_at_load_not_when_a_stopped_turn_reports_it(tmp_path: Path) -> None:
+    # a turn-limit report (`senpai-budget`) holds the turn's limits as a TurnUsage (finite, for the spend sums): a turn
     # stopped by another limit would fail to post it, after its LLM money was spent
     path = tmp_path / "harness.yaml"
-    path.write_text(yaml.safe_dump({**HARNESS, "runtime": {"advisor": {**OPENHANDS, "budget": {"dollars": float("inf")}}}}))
+    path.write_text(yaml.safe_dump({**HARNESS, "runtime": {"advisor": {**OPENHANDS, "turn": {"dollars": float("inf")}}}}))
     with pytest.raises(ConfigError, match=r"runtime\.advisor.*dollars"):
         load_harness(path)
-    budget = harness(runtime={"advisor": {**OPENHANDS, "budget": {"dollars": 1e9}}}).runtime.advisor.budget
-    assert TurnUsage(**budget.model_dump()).dollars == 1e9  # what BudgetGuard.limits() builds
+    turn = harness(runtime={"advisor": {**OPENHANDS, "turn": {"dollars": 1e9}}}).runtime.advisor.turn
+    assert TurnUsage(**turn.model_dump()).dollars == 1e9  # what TurnGuard.limits() builds
 
 
 def _llm(**llm) -> dict:
@@ -209,3 +210,20 @@ def test_extra_body_fields_senpai_does_not_set_are_kept() -> None:
     assert harness(**_llm(extra_body=body, num_retries=10)).runtime.advisor.llm.extra_body == body
     slowest = {"backoff_seconds": 86_400, "turns": 20}  # the longest wait stays a timedelta
     assert harness(runtime={"no_effect": slowest}).runtime.no_effect.wait(19) == 86_400 * 2**18
+
+
+def test_the_old_runtime_role_budget_key_still_loads_as_turn_with_a_warning_and_both_are_refused(tmp_path: Path, caplog):
+    path = tmp_path / "harness.yaml"
+    old = {"advisor": {**OPENHANDS, "budget": {"llm_calls": 7}}, "student": {"kind": "search", "budget": {"tokens": 9}}}
+    path.write_text(yaml.safe_dump({**HARNESS, "runtime": old}))
+    with caplog.at_level(logging.WARNING, logger="senpai.config.harness"):
+        cfg = load_harness(path)
+    assert cfg.runtime.advisor.turn.llm_calls == 7 and cfg.runtime.student.turn.tokens == 9
+    assert [r.getMessage() for r in caplog.records if "deprecated" in r.getMessage()] == [
+        f"harness config: runtime.{role}.budget is deprecated, read as runtime.{role}.turn: rename it"
+        for role in ("advisor", "student")
+    ]
+    both = {"advisor": {**OPENHANDS, "budget": {"llm_calls": 7}, "turn": {"llm_calls": 8}}}
+    path.write_text(yaml.safe_dump({**HARNESS, "runtime": both}))
+    with pytest.raises(ConfigError, match=r"runtime\.advisor\.budget and runtime\.advisor\.turn are both set"):
+        load_harness(path)
