@@ -55,5 +55,5 @@ def prepare_turn(
     repo = WorkCopy.clone(forge.clone_url, workdir / "repo", forge.git_env(), harness.forge.base_branch, mirror=mirror)
     with phases.phase("config"):
         target = load_target(repo.path)
-        time_limits = TimeLimits.of(harness, target)
+        time_limits = TimeLimits.of(harness.times(), target)
     return TurnContext(harness, forge, tracker, ledger, target, repo, workdir, time_limits)

@@ -29,7 +29,7 @@ from senpai.config import credentials, prices
 from senpai.config.load import load_yaml_model
 from senpai.config.pod import JobPodSettings, env_problems
 from senpai.config.roles import Role
-from senpai.config.time_limits import harness_problems
+from senpai.config.time_limits import JOB_OVERHEAD_SECONDS, RELAUNCH, HarnessTimes, LLMCall, waits
 from senpai.errors import ConfigError
 
 ENV_CONFIG = "SENPAI_CONFIG"
@@ -418,7 +418,7 @@ class NoEffectSettings(_Strict):
     k-th such turn ended, and after `turns` of them one issue for humans says the model calls no
     tools (`senpai.wrapper.policy`). The turns are counted from the fleet's jobs, so on Kubernetes
     the waits must end within `ttl_seconds_after_finished` (defaults: 300 + 600 s), or the config
-    is refused at load (`senpai.config.time_limits.harness_problems`)."""
+    is refused at load (`senpai.config.harness.time_problems`)."""
 
     # bounded so that the longest wait, backoff_seconds * 2**(turns - 2), is a timedelta the wrapper can add
     turns: int = Field(3, ge=1, le=20, description="No-effect advisor turns over the same events before the issue for humans.")
@@ -576,7 +576,7 @@ class HarnessConfig(_Strict):
             keys = [self.forge.token_env, *(r.llm.api_key_env for r in (self.runtime.advisor, self.runtime.student) if r.llm)]
             if problems := env_problems(self.fleet.pod.env, keys):
                 raise ValueError("fleet.pod." + "; fleet.pod.".join(problems))
-        if problems := harness_problems(self):
+        if problems := time_problems(self):
             raise ValueError("; ".join(problems))
         if self.caps.dollars is not None and (unpriced := self.unpriced_llms()):
             raise ValueError(
@@ -585,11 +585,76 @@ class HarnessConfig(_Strict):
             )
         return self
 
+    def times(self) -> HarnessTimes:
+        """What the time limits read of this config (`senpai.config.time_limits.TimeLimits.of`)."""
+        advisor, student = self.runtime.advisor, self.runtime.student
+        return HarnessTimes(
+            advisor_turn=advisor.turn.wall_seconds if advisor.llm_agent else None,
+            student_turn=student.turn.wall_seconds if student.llm_agent else None,
+            advisor_wall_seconds=self.advisor_wall_seconds,
+            verifier_wall_seconds=self.verifier_wall_seconds,
+        )
+
     def unpriced_llms(self) -> dict[Role, str]:
         """The LLM model of each role with an openhands runtime whose calls count $0
         (`LLMSettings.unpriced`), by role."""
         runtimes = {Role.ADVISOR: self.runtime.advisor, Role.STUDENT: self.runtime.student}
         return {role: rt.llm.model for role, rt in runtimes.items() if rt.llm_agent and rt.llm.unpriced()}
+
+
+def time_problems(harness: "HarnessConfig") -> list[str]:
+    """Where an inner time limit of the harness config alone does not fit its outer one
+    (`senpai.config.time_limits` lists the pairs), one sentence each."""
+    problems = []
+    rt, wall = harness.runtime.advisor, harness.advisor_wall_seconds
+    if rt.llm_agent and wall is not None and wall < rt.turn.wall_seconds + JOB_OVERHEAD_SECONDS:
+        problems.append(
+            f"advisor_wall_seconds ({wall} s) cannot hold the advisor's turn: runtime.advisor.turn.wall_seconds "
+            f"({rt.turn.wall_seconds} s) + {JOB_OVERHEAD_SECONDS} s for clone and report; "
+            "raise it, or leave it unset to derive it"
+        )
+    problems += [p for role in (Role.ADVISOR, Role.STUDENT) if (p := _llm_call_problem(harness, role))]
+    if harness.full_refresh_seconds < harness.tick_seconds:
+        problems.append(
+            f"full_refresh_seconds ({harness.full_refresh_seconds:g} s) is shorter than tick_seconds "
+            f"({harness.tick_seconds:g} s): a refresh happens on a tick"
+        )
+    gap = harness.tick_seconds + harness.steering.batch_seconds + RELAUNCH.longest_wait()
+    if harness.stale_after_seconds <= gap:
+        problems.append(
+            f"stale_after_seconds ({harness.stale_after_seconds:g} s) must exceed the longest a healthy WIP PR waits for "
+            f"its next job: tick_seconds ({harness.tick_seconds:g}) + steering.batch_seconds "
+            f"({harness.steering.batch_seconds:g}) + the last relaunch backoff ({RELAUNCH.longest_wait():g}) = {gap:g} s"
+        )
+    ttl = getattr(harness.fleet, "ttl_seconds_after_finished", None)  # Kubernetes deletes a finished Job then
+    ne = harness.runtime.no_effect
+    waited = sum(ne.wait(k) for k in range(1, ne.turns))
+    if ttl is not None and harness.runtime.advisor.llm_agent and waited >= ttl:
+        problems.append(
+            f"runtime.no_effect: the waits before the last of {ne.turns} no-effect advisor turns ({waited:g} s) must end "
+            f"within fleet.ttl_seconds_after_finished ({ttl} s), as the wrapper counts those turns from the fleet's Jobs; "
+            "lower runtime.no_effect.turns or backoff_seconds, or raise the ttl"
+        )
+    return problems
+
+
+def _llm_call_problem(harness: "HarnessConfig", role: Role) -> str | None:
+    """Where one LLM call of `role`'s openhands turn, retries included, could outlast the turn."""
+    rt = getattr(harness.runtime, role)
+    if not rt.llm_agent:
+        return None
+    try:
+        call = LLMCall.of(rt.llm.timeout, rt.llm.num_retries, rt.turn.wall_seconds)
+    except ConfigError as e:
+        return f"runtime.{role}.{e}"
+    if call.seconds() <= rt.turn.wall_seconds:
+        return None
+    return (
+        f"runtime.{role}.llm.timeout ({call.timeout} s) x {call.attempts} attempts (llm.num_retries {rt.llm.num_retries} + 1) "
+        f"+ {waits(rt.llm.num_retries):g} s of waits between them = {call.seconds():g} s: one LLM call could outlast the "
+        f"turn, runtime.{role}.turn.wall_seconds ({rt.turn.wall_seconds} s); lower llm.timeout or llm.num_retries, "
+        "or raise turn.wall_seconds"
+    )
 
 
 _UNPRICED = (

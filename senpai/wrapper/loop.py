@@ -142,7 +142,7 @@ class Wrapper:
         if target is None:
             return ConfigError(f"{where} is missing or invalid; every job loads it, so none is launched until it is fixed")
         try:
-            return TimeLimits.of(self.cfg, target)
+            return TimeLimits.of(self.cfg.times(), target)
         except ConfigError as e:
             return ConfigError(f"{self.config_path} does not fit {where}: {e}")
 

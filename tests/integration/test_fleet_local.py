@@ -151,7 +151,7 @@ def test_the_wrapper_gives_a_students_jobs_its_cpus_and_an_advisors_one() -> Non
     )  # fmt: skip
     fleet = Recorder()
     dispatcher = Dispatcher(None, fleet, "/h.yaml", {"ada": 1}, {"ada": 6})  # type: ignore[arg-type]
-    inputs = JobInputs(TimeLimits.of(cfg, TargetConfig.model_validate(yaml.safe_load(files()["senpai.yaml"]))))
+    inputs = JobInputs(TimeLimits.of(cfg.times(), TargetConfig.model_validate(yaml.safe_load(files()["senpai.yaml"]))))
     for launch in (
         Launch("student", "senpai-student-pr3-1", ["student"], pr=3, student="ada"),
         Launch("verifier", "senpai-verifier-pr3-1", ["verify"], pr=3, student="ada"),

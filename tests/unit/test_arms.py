@@ -139,7 +139,9 @@ def test_every_arm_gets_a_full_training_run_inside_the_student_jobs_deadline(mon
         {"forge": {"repo": "o/r"}, "tracker": {"dir": "/tmp/w"}, "fleet": {"dir": "/tmp/f"}, "state_dir": "/tmp/s",
          "students": [{"name": "ada"}]}
     )  # fmt: skip
-    time_limits = TimeLimits.of(cfg, TARGET.model_copy(update={"budget": TARGET.budget.model_copy(update={"wall_seconds": 100})}))
+    time_limits = TimeLimits.of(
+        cfg.times(), TARGET.model_copy(update={"budget": TARGET.budget.model_copy(update={"wall_seconds": 100})})
+    )
     fleet = _Recorder()
     dispatcher = Dispatcher(None, fleet, "/h.yaml", {})  # type: ignore[arg-type]
     arms = [Arm(name="control", control=True), Arm(name="up", params={"w": 0.6}), Arm(name="down", params={"w": 0.4})]

@@ -30,7 +30,7 @@ class Recorder:
 
 def test_a_launch_gets_the_ticks_deadline_and_environment():
     fleet = Recorder()
-    time_limits = TimeLimits.of(CFG, TargetConfig.model_validate(yaml.safe_load(files()["senpai.yaml"])))
+    time_limits = TimeLimits.of(CFG.times(), TargetConfig.model_validate(yaml.safe_load(files()["senpai.yaml"])))
     Dispatcher(None, fleet, "/h.yaml", {}).apply(LAUNCH, {}, JobInputs(time_limits, {"SENPAI_MIRROR_BASE": "ab12"}))  # type: ignore[arg-type]
     (spec,) = fleet.specs
     assert spec.wall_seconds == 60 and spec.env["SENPAI_MIRROR_BASE"] == "ab12" and spec.env["SENPAI_CONFIG"] == "/h.yaml"

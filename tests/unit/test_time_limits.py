@@ -51,7 +51,7 @@ def target(**changes) -> TargetConfig:
 
 
 def test_the_table_for_the_defaults() -> None:
-    b = TimeLimits.of(harness(), target())
+    b = TimeLimits.of(harness().times(), target())
     assert b.advisor.deadline == 600 and b.advisor.turn is None
     assert b.student == StudentLimits(deadline=600, run=600, train=540, post=60, turn=None, attempts=2)
     # 2 sides x 3 seeds x (train 600 + score 600) + 300: the verifier's runs fit its deadline
@@ -64,29 +64,29 @@ def test_the_table_for_the_defaults() -> None:
 
 
 def test_an_agent_turn_is_inside_its_jobs_deadline() -> None:
-    b = TimeLimits.of(harness(runtime={"advisor": OPENHANDS, "student": OPENHANDS}), target())
+    b = TimeLimits.of(harness(runtime={"advisor": OPENHANDS, "student": OPENHANDS}).times(), target())
     assert (b.advisor.deadline, b.advisor.turn) == (1800 + 300, 1800)  # the turn's own stop and report come first
     assert (b.student.deadline, b.student.turn, b.student.train) == (600 + 1800, 1800, 540)
 
 
 def test_a_student_job_holds_a_full_training_run_per_arm() -> None:
-    b = TimeLimits.of(harness(), target())
+    b = TimeLimits.of(harness().times(), target())
     assert [b.deadline("student", arms) for arms in (1, 3)] == [600, 3 * 600]
     assert b.deadline("advisor", 3) == 600 and b.deadline("verifier", 3) == 7500  # one head verified, one advisor turn
-    with_turn = TimeLimits.of(harness(runtime={"student": OPENHANDS}), target())
+    with_turn = TimeLimits.of(harness(runtime={"student": OPENHANDS}).times(), target())
     assert with_turn.student.job_deadline(2) == 2 * 600 + 1800 and with_turn.student.train == 540  # each arm's own
 
 
 def test_the_verifier_deadline_holds_the_test_and_every_seed_it_may_add() -> None:
-    b = TimeLimits.of(harness(), target(test="pytest -q", budget={"wall_seconds": 100}, holdout={"max_seeds": 5}))
+    b = TimeLimits.of(harness().times(), target(test="pytest -q", budget={"wall_seconds": 100}, holdout={"max_seeds": 5}))
     assert b.verifier.steps == VerifierSteps(train=100, score=100, test=100, seeds=5)
     assert b.verifier.deadline == 100 + 2 * 5 * (100 + 100) + 300
 
 
 def test_a_verifier_wall_that_holds_the_steps_is_the_deadline_and_one_that_does_not_is_refused() -> None:
-    assert TimeLimits.of(harness(verifier_wall_seconds=7500), target()).verifier.deadline == 7500
+    assert TimeLimits.of(harness(verifier_wall_seconds=7500).times(), target()).verifier.deadline == 7500
     with pytest.raises(ConfigError) as e:
-        TimeLimits.of(harness(verifier_wall_seconds=1800), target())
+        TimeLimits.of(harness(verifier_wall_seconds=1800).times(), target())
     message = str(e.value)
     assert "verifier_wall_seconds (1800 s, harness config)" in message and "senpai.yaml" in message
     assert "2 sides x 3 seeds (holdout.seeds, holdout.max_seeds) x (train 600 s + score 600 s; budget.wall_seconds)" in message
@@ -143,7 +143,8 @@ def test_the_same_settings_load_once_the_inner_limit_fits(tmp_path: Path) -> Non
 def test_an_llm_call_timeout_is_derived_to_fit_its_turn_and_a_set_one_that_fits_is_kept() -> None:
     def call(llm: dict, wall: int) -> LLMCall:
         rt = harness(runtime={"advisor": {**OPENHANDS, "llm": {"model": "m", **llm}, "turn": {"wall_seconds": wall}}})
-        return LLMCall.of(rt.runtime.advisor.llm, wall)
+        settings = rt.runtime.advisor.llm
+        return LLMCall.of(settings.timeout, settings.num_retries, wall)
 
     assert call({}, 1800) == LLMCall(timeout=300, attempts=3)  # the SDK's 300 s, as before these settings
     assert call({}, 300) == LLMCall(timeout=92, attempts=3)  # (300 - 8 - 16) // 3: the call fits the turn
