@@ -481,7 +481,8 @@ class TurnUsage(BaseModel):
 
 
 class BudgetReport(Block):
-    """`senpai-budget`, posted when an agent turn runs out of its budget (design §3).
+    """`senpai-budget`, the turn-limit report, posted when the turn guard stops an agent turn at one of
+    its turn limits (design §3). The kind keeps its name from before the rename: the ledger holds it.
 
     On a PR (a student turn, or an advisor turn about that PR) or, for an advisor turn with no PR,
     on an issue.  It is a record, not a state change: a student's stopped attempt also gets a
@@ -498,18 +499,19 @@ class BudgetReport(Block):
     known: str = Field(description="What the turn found out before it stopped.")
     missing: str = Field(description="What evidence is still missing.")
     tried: list[str] = Field(default_factory=list, description="The tool calls the turn made, in order (summarised).")
-    needed: TurnUsage = Field(description="Budget to ask for to finish the work (a larger TurnLimits).")
+    needed: TurnUsage = Field(description="Turn limits to ask for to finish the work (larger TurnLimits).")
 
 
 # How an openhands turn ended: finished; no_effect (no ledger effect and no reason, even after a
-# directive); budget (its guard stopped it); stuck (the SDK's stuck detector); error (the SDK's error state).
+# directive); budget (its turn guard stopped it: the status keeps that name on record); stuck (the
+# SDK's stuck detector); error (the SDK's error state).
 TurnStatus = Literal["finished", "no_effect", "budget", "stuck", "error"]
 
 
 class TurnCost(Block):
     """`senpai-turn`, what one openhands advisor turn spent (`transitions.record_turn`), so the
     fleet's caps count it (`senpai.ledger.spend`). Posted after every run of the turn, stopped by
-    its budget or not: `spent` is the conversation's spend so far (the SDK keeps its LLM figures
+    its turn guard or not: `spent` is the conversation's spend so far (the SDK keeps its LLM figures
     across a resume, so a later run's record holds the earlier runs' calls too) and this run's wall
     seconds. The search advisor spends no LLM money and posts none; a student's spend is in its
     evidence's `cost`."""

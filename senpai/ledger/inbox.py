@@ -214,7 +214,7 @@ def steer_blocks(comments: list[Comment], bot: str, current: list[Inbound]) -> l
     `current` (the thread's messages whose acks still count, `standing`, as read now) at its
     current version.  An ack of a message that is gone, edited or whose author may no longer
     write, an unreadable ack, and an ack edited after the bot posted it (senpai never edits its
-    comments: anyone with write access could put an approval or a budget in it) are skipped;
+    comments: anyone with write access could put an approval or a caps command in it) are skipped;
     `replies.replied` skips the edited one too, so the message is acknowledged again, as the bot
     reads it."""
     refs = {message_ref(m.message) for m in current}

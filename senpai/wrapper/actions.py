@@ -38,7 +38,7 @@ class Block:
 
 @dataclass(frozen=True)
 class DeleteJob:
-    """Delete a live job: its PR was decided under it (closed or merged by hand), or a budget is exhausted
+    """Delete a live job: its PR was decided under it (closed or merged by hand), or a fleet cap is reached
     with `caps.on_exhausted: stop`. Frees its slot now."""
 
     name: str

@@ -72,7 +72,7 @@ INFRA_EXIT = TransientError.exit_code  # `senpai job` exits 3 when the forge, gi
 DISK_FULL_EXIT = DiskFull.exit_code  # ... and 6 when a volume it writes to is full (`senpai.fleet.disk`)
 NO_EFFECT_EXIT = NoEffect.exit_code  # an advisor job exits 7 when its LLM turn changed nothing
 INFRA_REASONS = frozenset({"Lost", "Killed", "Evicted", "NodeLost", "Preempted"})  # the fleet's doing
-HYPOTHESIS_REASONS = frozenset({"DeadlineExceeded", "OOMKilled"})  # its wall-time and memory budget
+HYPOTHESIS_REASONS = frozenset({"DeadlineExceeded", "OOMKilled"})  # it ran out of its wall time (the compute budget) or memory
 
 
 def infra_failure(job: JobStatus) -> bool:
@@ -240,7 +240,7 @@ def idle_events(w: World, cfg: HarnessConfig) -> list[Event]:
     not train on senpai's side, so nothing on that base would).  Nothing while a human has paused
     (`/senpai pause`)."""
     if w.steer.paused or set(caps_reached(w, cfg)) - {"experiments"}:
-        return []  # a spent budget or time stops even a human's `/senpai try`; the experiment cap does not
+        return []  # a reached fleet cap (money or the end) stops even a human's `/senpai try`; the experiment cap does not
     assigned = {e.student for e in w.exps if e.state in ASSIGNED}
     idle = [s.name for s in cfg.students if s.name not in assigned]
     opened = {e.hypothesis.request for e in w.exps if e.hypothesis and e.hypothesis.request}
@@ -270,7 +270,7 @@ def plan(w: World, cfg: HarnessConfig) -> list[Action]:
     actions += _human_changes(w)
     actions += _reap(w)
     if _stopping(w, cfg):
-        actions += [DeleteJob(j.name, j.pr, "the budget is exhausted") for j in _live(w.jobs) if j.role != Role.ADVISOR]
+        actions += [DeleteJob(j.name, j.pr, "a fleet cap is reached") for j in _live(w.jobs) if j.role != Role.ADVISOR]
     else:
         actions += _students(w, cfg)
         actions += _verifiers(w)
@@ -280,7 +280,7 @@ def plan(w: World, cfg: HarnessConfig) -> list[Action]:
 
 
 def _stopping(w: World, cfg: HarnessConfig) -> bool:
-    """True when a spent budget or time stops running student and verifier jobs (`caps.on_exhausted:
+    """True when a reached fleet cap (money or the end) stops running student and verifier jobs (`caps.on_exhausted:
     stop`): they are deleted and not relaunched until a `/senpai caps` raises the cap. The
     deleted attempt runs again then; it spends no attempt (the job is gone, so nothing reaps it)."""
     return stops_jobs(caps_reached(w, cfg), cfg)

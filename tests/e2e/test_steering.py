@@ -113,7 +113,7 @@ def test_slash_commands_trust_and_free_text(local_forge, tmp_path):
         assert "cannot act on free text" in answer
         assert reader(config).experiment(bot.get_pull(pr)).evidence[0].outcome == "ok"  # and it did its attempt
 
-        # a try and a budget, then resume: the try opens first, exactly as asked
+        # a try and a caps, then resume: the try opens first, exactly as asked
         alice.create_comment(issue, "/senpai try hidden_width=128 activation=relu\n/senpai caps experiments=3")
         ticks(w, 3)
         assert [p.number for p in bot.list_pulls("all")] == [pr]  # still paused
@@ -136,7 +136,7 @@ def test_slash_commands_trust_and_free_text(local_forge, tmp_path):
         assert not [j for j in w.fleet.list() if j.pr == tried[0].pr and not j.done]
         assert len(_acks(bot, tried[0].pr)) == 1  # mallory's identical command got nothing
 
-        # the cap of 3 holds: the freed student gets nothing until the budget grows
+        # the cap of 3 holds: the freed student gets nothing until the cap grows
         ticks(w, 4)
         assert len(bot.list_pulls("all")) == 3
         alice.create_comment(issue, "/senpai caps experiments=4")

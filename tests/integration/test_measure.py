@@ -143,15 +143,15 @@ def test_the_train_timeout_ends_before_the_jobs_deadline(monkeypatch) -> None:
     from senpai.config.time_limits import StudentLimits
     from senpai.fleet.base import ENV_DEADLINE
 
-    budget = StudentLimits(deadline=100, run=100, train=90, post=10, turn=None, attempts=1)  # a budget of 100 s
+    limits = StudentLimits(deadline=100, run=100, train=90, post=10, turn=None, attempts=1)  # a budget of 100 s
     monkeypatch.delenv(ENV_DEADLINE, raising=False)
-    assert train_timeout(budget.train, budget.post, now=0) == 90  # no fleet deadline: 0.9 x the budget
+    assert train_timeout(limits.train, limits.post, now=0) == 90  # no fleet deadline: 0.9 x the budget
     monkeypatch.setenv(ENV_DEADLINE, "1000")
-    assert train_timeout(budget.train, budget.post, now=500) == 90  # the job has time: the budget rules
-    assert train_timeout(budget.train, budget.post, now=950) == 40  # clone, checkout, a turn spent 350 s: 10 s left
-    assert train_timeout(budget.train, budget.post, now=995) == 1.0
+    assert train_timeout(limits.train, limits.post, now=500) == 90  # the job has time: the budget rules
+    assert train_timeout(limits.train, limits.post, now=950) == 40  # clone, checkout, a turn spent 350 s: 10 s left
+    assert train_timeout(limits.train, limits.post, now=995) == 1.0
     monkeypatch.setenv(ENV_DEADLINE, "soon")
-    assert train_timeout(budget.train, budget.post, now=995) == 90
+    assert train_timeout(limits.train, limits.post, now=995) == 90
 
 
 # The target's program: logs `val` (its argument) as the summary of its own bare wandb run.

@@ -108,7 +108,7 @@ def test_commands_that_change_state_need_write_permission_not_an_association(loc
     add_collaborator(local_forge.base_url, bot.settings.repo, "tess")
     issue = alice.create_issue("steering", "Steer here.", [STEER]).number
 
-    # a read-only user and a read-only org member: approve, stop, budget, try, pause change nothing
+    # a read-only user and a read-only org member: approve, stop, caps, try, pause change nothing
     rita.create_comment(pr, f"/senpai approve {fp}")
     rita.create_comment(issue, "/senpai caps experiments=9\n/senpai try width=64")
     mona.create_comment(pr, f"/senpai approve {fp}")
@@ -161,7 +161,7 @@ def test_a_forge_error_reading_a_permission_makes_the_command_wait(local_forge, 
     alice.create_comment(issue, "/senpai pause")
     proxy.rate = 1.0  # every permission request fails (500, reset, 503...): senpai's failure, not alice's
     ledger, exps, view = steering_tick.read(bot, cfg)  # the refresh goes on
-    assert view.commands == () and view.state.experiments == 3  # the pause waits; the acked budget still counts
+    assert view.commands == () and view.state.experiments == 3  # the pause waits; the acked caps still count
     assert steering_tick.act(bot, cfg, (ledger, exps, view)) == ([], [])
     assert len(_acks(bot, issue)) == 1
 

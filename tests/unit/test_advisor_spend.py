@@ -64,12 +64,12 @@ def test_a_turn_is_recorded_on_its_pr_else_the_pr_it_opened_else_one_steering_is
     assert [len(forge.list_comments(n)) for n in (one, two, issue)] == [1, 1, 2]
 
 
-def test_spend_counts_each_advisor_turn_once_on_a_pr_on_the_issue_and_stopped_by_its_budget(fake_forge, tmp_path):
+def test_spend_counts_each_advisor_turn_once_on_a_pr_on_the_issue_and_stopped_by_its_turn_guard(fake_forge, tmp_path):
     forge, _ = fake_forge
     one, two = _pr(forge, tmp_path, "h1"), _pr(forge, tmp_path, "h2")
-    transitions.record_turn(forge, _turn(one, dollars=0.25), [])  # finished within its budget
+    transitions.record_turn(forge, _turn(one, dollars=0.25), [])  # finished within its turn limits
     transitions.record_turn(forge, _turn(None, dollars=0.5), [])  # about no PR: the issue
-    # stopped by its budget: both its turn record and its budget report, counted once
+    # stopped by its turn guard: both its turn record and its turn-limit report, counted once
     stopped = _turn(two, calls=4, dollars=1.0, status="budget")
     transitions.record_turn(forge, stopped, [])
     limits = TurnUsage(llm_calls=4, tokens=4000, dollars=1.0, wall_seconds=60)
@@ -89,7 +89,7 @@ def test_spend_counts_each_advisor_turn_once_on_a_pr_on_the_issue_and_stopped_by
     assert summary.total == s and "advisor 10,000 tokens, $1.75" in markdown(summary)
 
 
-def test_an_old_budget_report_with_no_turn_record_still_counts():
+def test_an_old_turn_limit_report_with_no_turn_record_still_counts():
     usage = TurnUsage(llm_calls=3, tokens=500, dollars=0.25, wall_seconds=30)
     old = BudgetReport(
         role="advisor", pr=1, revision=REV, exhausted=["dollars"], spent=usage, limits=usage, known="k", missing="m",

@@ -232,7 +232,7 @@ def test_commands_in_top_level_paragraphs_are_found():
     ["end=9999-12-31T23:59:59-01:00", "end=0001-01-01T00:00+01:00", "experiments=" + "9" * 400, "tokens=" + "9" * 101,
      "dollars=1e400", "experiments=1000001", "end=" + "2026-12-31T18:00Z" * 4],
 )  # fmt: skip
-def test_a_budget_value_out_of_bounds_is_refused_not_a_crash_nor_an_unreadable_ack(value):
+def test_a_cap_value_out_of_bounds_is_refused_not_a_crash_nor_an_unreadable_ack(value):
     """Overflowing times and numbers once raised OverflowError out of the tick (every tick, as the
     message stayed unacknowledged); a 101-digit cap made an ack that safe_yaml could not read back."""
     with pytest.raises(CommandError, match="must be"):

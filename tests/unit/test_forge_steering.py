@@ -207,7 +207,7 @@ def test_steering_reads_and_decides_without_writing_and_the_dispatcher_posts_it(
 
 def test_an_edited_ack_counts_for_nothing_and_the_message_is_acknowledged_again(fake_forge):
     """senpai never edits its comments: a writer who edits the bot's ack of a trusted `/senpai pause`
-    into a budget raise (or an approval) changes nothing; the pause is acknowledged afresh."""
+    into a caps raise (or an approval) changes nothing; the pause is acknowledged afresh."""
     forge, fake = fake_forge
     fake.add_collaborator("alice")
     issue = fake.forge("alice").create_issue("steer", "/senpai pause", [STEER]).number

@@ -22,7 +22,7 @@ from senpai.wrapper.status import LastTick, Status, build_status
 TICK = LastTick(at=NOW, source="wrapper")
 
 
-def test_students_experiments_jobs_and_budget_are_computed_from_what_was_read():
+def test_students_experiments_jobs_and_caps_are_computed_from_what_was_read():
     costly = exp(2, "review", student="bo", attempts=2)
     costly = costly.model_copy(
         update={
