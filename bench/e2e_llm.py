@@ -436,7 +436,7 @@ def use_server(config: Path, base_url: str, timeout: int) -> None:
                 # one call per reply: given the choice, the 1.5B wrote 11 calls in one reply (finish third)
                 "extra_body": {"tool_choice": "required", "parallel_tool_calls": False},
             },
-            "budget": {"llm_calls": calls, "wall_seconds": timeout * 4},
+            "turn": {"llm_calls": calls, "wall_seconds": timeout * 4},
         }
     config.write_text(safe_yaml.dump(cfg))
 

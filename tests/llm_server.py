@@ -7,7 +7,7 @@ Each request's JSON body is recorded.  The answer comes from the script of the r
 (a plain assistant message, which ends an OpenHands turn).  A step may also be a function of the
 request body returning a step.  When a script runs out the server answers `say("done")`.
 
-`usage` is counted with LiteLLM's bundled cl100k tokenizer (GPT-4o's), offline, so budgets, cost
+`usage` is counted with LiteLLM's bundled cl100k tokenizer (GPT-4o's), offline, so turn limits, cost
 and the tokens-per-turn figures have realistic numbers; `usages` keeps one entry per answer.
 """
 

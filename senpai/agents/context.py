@@ -5,9 +5,9 @@ from pathlib import Path
 
 from senpai import phases
 from senpai.agents.workcopy import WorkCopy
-from senpai.config.budgets import Budgets
 from senpai.config.harness import HarnessConfig
 from senpai.config.target import TargetConfig, load_target
+from senpai.config.time_limits import TimeLimits
 from senpai.forge.mirror import mirror_path
 from senpai.forge.port import ForgeReadWrite
 from senpai.ledger.table import LedgerReader, Snapshot
@@ -23,7 +23,7 @@ class TurnContext:
     target: TargetConfig
     repo: WorkCopy
     workdir: Path
-    budgets: Budgets  # of `harness` and `target`: the turn's deadline and the timeouts inside it
+    time_limits: TimeLimits  # of `harness` and `target`: the turn's deadline and the timeouts inside it
 
     @property
     def base(self) -> str:
@@ -44,7 +44,7 @@ def prepare_turn(
     `snapshot` (`senpai.ledger.table.handed_snapshot`), only that ledger snapshot is loaded.
 
     Raises TransientError if the clone fails on the network, ConfigError if senpai.yaml is bad or
-    does not fit the harness config (`Budgets.of`).
+    does not fit the harness config (`TimeLimits.of`).
     """
     ledger = LedgerReader(forge, tracker, Snapshot.of(harness.state_dir, harness.forge.token(), harness.forge.scope))
     with phases.phase("ledger snapshot"):
@@ -55,5 +55,5 @@ def prepare_turn(
     repo = WorkCopy.clone(forge.clone_url, workdir / "repo", forge.git_env(), harness.forge.base_branch, mirror=mirror)
     with phases.phase("config"):
         target = load_target(repo.path)
-        budgets = Budgets.of(harness, target)
-    return TurnContext(harness, forge, tracker, ledger, target, repo, workdir, budgets)
+        time_limits = TimeLimits.of(harness.times(), target)
+    return TurnContext(harness, forge, tracker, ledger, target, repo, workdir, time_limits)

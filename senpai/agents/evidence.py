@@ -73,7 +73,7 @@ def post(
 
 
 def train_timeout(train: float, post: float, now: float | None = None) -> float:
-    """Seconds a train command may run: `train` (the budget's), cut so that it ends `post` seconds
+    """Seconds a train command may run: `train` (TRAIN_SHARE of the compute budget), cut so that it ends `post` seconds
     before the job's own deadline (`senpai.fleet.base.job_deadline`, counted by the fleet from the
     job's start, so clone, checkout and an agent's turn are already spent), leaving the job time to
     read the run and post evidence. At least 1 second."""

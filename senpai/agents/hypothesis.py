@@ -97,8 +97,8 @@ def open_hypothesis(
     text = f"{text or ''}\nmeasures_base:{baseline.commit}" if measures_base else text
     text = f"{text}\nremeasures:{remeasures}" if measures_base and remeasures else text
     hid = hypothesis_id(params, text, id_salt(ctx.harness))
-    budget = ctx.budgets.student  # an LLM student's job holds its agent turn as well as the training run
-    deadline = budget.job_deadline(len(arms) if arms else 1)  # one full training run per arm
+    limits = ctx.time_limits.student  # an LLM student's job holds its agent turn as well as the training run
+    deadline = limits.job_deadline(len(arms) if arms else 1)  # one full training run per arm
     h = Hypothesis(
         id=hid,
         hypothesis=hypothesis,
@@ -108,8 +108,8 @@ def open_hypothesis(
         change=change,
         metric=MetricRef(name=t.metric.name, direction=t.metric.direction, target=t.metric.target),
         baseline=BaselineRef(commit=baseline.commit, run_id=baseline.run_id, value=baseline.value),
-        budget=BudgetRef(wall_seconds=deadline, attempts=budget.attempts),
-        stop_condition=f"{budget.attempts} attempt(s) of at most {deadline} s each",
+        budget=BudgetRef(wall_seconds=deadline, attempts=limits.attempts),
+        stop_condition=f"{limits.attempts} attempt(s) of at most {deadline} s each",
         student=student,
         request=request,
         exploration=exploration,

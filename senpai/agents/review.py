@@ -13,7 +13,7 @@ import statistics
 from senpai.agents.context import TurnContext
 from senpai.agents.reapply import params_onto_base
 from senpai.agents.runs import tag_verdict
-from senpai.config.budgets import HEAD_MOVES
+from senpai.config.time_limits import HEAD_MOVES
 from senpai.errors import ApprovalRequired, MergeBlocked, MergeConflict, MergeRefused, PermanentError
 from senpai.forge.base import PullRequest
 from senpai.ledger import escalation, ladder, stats, transitions

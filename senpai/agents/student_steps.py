@@ -80,7 +80,7 @@ class TrainJob(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     command: str
-    train_seconds: float = Field(description="Each arm's time: the budget's train, cut to the job's deadline.")
+    train_seconds: float = Field(description="Each arm's time: the train share of the compute budget, cut to the job's deadline.")
     post_seconds: float = Field(description="Left before the job's deadline, to report.")
     params_file: str
     arms: list[ArmJob]
@@ -135,9 +135,9 @@ def plan(ctx: TurnContext, a: Attempt | None, work: Path) -> StudentPlan:
             identity = identity.model_copy(update=update)
         env = {**ctx.tracker.env_for(identity, _arm_dir(train, i) / "wandb"), "SEED": "0"}
         arms.append(ArmJob(name=name, control=control, params=params, run_id=identity.id, env=env))
-    budget = ctx.budgets.student
+    limits = ctx.time_limits.student
     job = TrainJob(
-        command=ctx.target.train, train_seconds=budget.train, post_seconds=budget.post,
+        command=ctx.target.train, train_seconds=limits.train, post_seconds=limits.post,
         params_file=ctx.target.params.file, arms=arms,
     )  # fmt: skip
     _write(train / "job.json", job)

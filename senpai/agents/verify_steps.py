@@ -36,10 +36,10 @@ from senpai.agents.verifier import (
 )
 from senpai.agents.walls import Walls, train_python, walls_of
 from senpai.agents.workcopy import standalone_clone
-from senpai.config.budgets import VerifierSteps
 from senpai.config.credentials import set_not_dumpable
 from senpai.config.load import read_bounded
 from senpai.config.target import TargetConfig
+from senpai.config.time_limits import VerifierSteps
 from senpai.errors import ConfigError, PermanentError, TransientError
 from senpai.ledger.blocks import Verification
 
@@ -133,7 +133,7 @@ def verify_all(ctx: TurnContext, number: int, holdout_dir: Path, sources: tuple[
         evaluator = EvaluatorFiles(ctx.repo.path, plan.baseline, hold.files)  # before any train step runs
         walls = walls_of(ctx.harness)
         trainers = {side: SideTrainer(ctx.target, side, _sha(plan, side), ctx.workdir / side, walls) for side in SIDES}
-        score = scorer(hold, evaluator, holdout_dir, ctx.workdir / "score", ctx.budgets.verifier.steps.score, walls)
+        score = scorer(hold, evaluator, holdout_dir, ctx.workdir / "score", ctx.time_limits.verifier.steps.score, walls)
         past = known(ctx, plan, holdout_dir, sources)
         v = measure(ctx.target, plan, lambda side, seed: trainers[side](seed), score, trainers["candidate"].test(), past)
     return record(ctx, v)
@@ -254,7 +254,9 @@ def score_from_work(ctx: TurnContext, number: int, work: Path, holdout_dir: Path
 def _score_recorded(ctx: TurnContext, plan: Plan, work: Path, holdout_dir: Path, sources: tuple[int, ...]) -> Verification:
     hold = ctx.target.holdout
     evaluator = EvaluatorFiles(ctx.repo.path, plan.baseline, hold.files)  # from the score step's own clone
-    score = scorer(hold, evaluator, holdout_dir, ctx.workdir / "score", ctx.budgets.verifier.steps.score, walls_of(ctx.harness))
+    score = scorer(
+        hold, evaluator, holdout_dir, ctx.workdir / "score", ctx.time_limits.verifier.steps.score, walls_of(ctx.harness)
+    )
     past = known(ctx, plan, holdout_dir, sources)
     try:
         train, test_passed = _recorded(work)

@@ -2,7 +2,7 @@
 
 Credentials come from `Forge.git_env()` (environment, never argv or the remote URL).
 
-Network commands (clone, fetch, push) are retried with tenacity as `senpai.config.budgets.GIT`
+Network commands (clone, fetch, push) are retried with tenacity as `senpai.config.time_limits.GIT`
 says: exponential backoff from its backoff_seconds, or the server's `Retry-After` (read from git's
 own HTTP trace, where git redacts the Authorization header), at most its attempts and
 total_seconds in all.  A Retry-After longer than its max_wait_seconds is not slept: it raises
@@ -26,7 +26,7 @@ from pathlib import Path
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, stop_after_delay
 
 from senpai import phases, trees
-from senpai.config.budgets import GIT, MIRROR_COPY_SECONDS
+from senpai.config.time_limits import GIT, MIRROR_COPY_SECONDS
 from senpai.errors import PermanentError, TransientError
 from senpai.fleet.disk import full_volume
 from senpai.ledger.redact import redact

@@ -81,7 +81,7 @@ class StatusReader:
 )
 def status(config_path: str, local_forge: str | None, as_json: bool, watch: float | None, health: str | None) -> None:
     """Students busy or idle, open experiments by state, live jobs with their age and deadline, the
-    budget spent against its caps, the wrapper's last tick and the forge's rate limit: all read
+    spend against the fleet caps, the wrapper's last tick and the forge's rate limit: all read
     now from the forge and the fleet, never from the wrapper's state.
 
     The last tick comes from `--health` if it answers, else from the bot's newest comment.

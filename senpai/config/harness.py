@@ -20,15 +20,16 @@ from pydantic import (
     Field,
     JsonValue,
     Tag,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from senpai.config import credentials, prices
-from senpai.config.budgets import harness_problems
 from senpai.config.load import load_yaml_model
 from senpai.config.pod import JobPodSettings, env_problems
 from senpai.config.roles import Role
+from senpai.config.time_limits import JOB_OVERHEAD_SECONDS, RELAUNCH, HarnessTimes, LLMCall, waits
 from senpai.errors import ConfigError
 
 ENV_CONFIG = "SENPAI_CONFIG"
@@ -37,6 +38,21 @@ log = logging.getLogger(__name__)
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def renamed(data: object, old: str, new: str, where: str) -> object:
+    """`data` (a mapping being validated, at `where`: "" or "runtime.advisor.") with its deprecated
+    key `old` read as `new`, and a one-line warning naming the new key; a file that sets both is
+    refused (ValueError: the load's ConfigError names the file). Anything else is returned as is."""
+    if not isinstance(data, dict) or old not in data:
+        return data
+    if new in data:
+        raise ValueError(
+            f"{where}{old} and {where}{new} are both set: {where}{old} is the deprecated name of {where}{new}; "
+            f"keep {where}{new} alone"
+        )
+    log.warning("harness config: %s%s is deprecated, read as %s%s: rename it", where, old, where, new)
+    return {(new if k == old else k): v for k, v in data.items()}
 
 
 class StudentSpec(_Strict):
@@ -257,7 +273,7 @@ OWNED_BODY_FIELDS = {
     "functions": _PROMPT,
     "function_call": _PROMPT,
     "max_completion_tokens": "set llm.max_output_tokens",
-    "n": "one completion per call is what the budget counts",
+    "n": "one completion per call is what the turn limits count",
     "stream": "the SDK reads whole responses",
     "stream_options": "the SDK reads whole responses",
     "reasoning_effort": "set llm.reasoning_effort",
@@ -290,11 +306,11 @@ class LLMSettings(_Strict):
         None,
         gt=0,
         strict=True,  # YAML's `true` is no number of seconds
-        description="Seconds one attempt of an LLM call may take. Unset: 300 (the SDK's default), or less where the turn's "
-        "budget.wall_seconds cannot hold num_retries + 1 attempts of 300 s and the waits between them "
-        "(`senpai.config.budgets.LLMCall`); set, they must fit it.",
+        description="Seconds one attempt of an LLM call may take. Unset: 300 (the SDK's default), or less where the "
+        "turn.wall_seconds cannot hold num_retries + 1 attempts of 300 s and the waits between them "
+        "(`senpai.config.time_limits.LLMCall`); set, they must fit it.",
     )
-    # bounded: the load sums the waits between attempts (`budgets.waits`), and no provider needs more
+    # bounded: the load sums the waits between attempts (`time_limits.waits`), and no provider needs more
     num_retries: int = Field(
         2, ge=0, le=10, strict=True, description="Attempts of a failed or timed-out LLM call after the first."
     )
@@ -341,32 +357,33 @@ class LLMSettings(_Strict):
         return not given and prices.litellm_prices(self.model) is False
 
 
-class TurnBudget(_Strict):
-    """Hard caps on one agent turn, enforced by the harness."""
+class TurnLimits(_Strict):
+    """Turn limits: hard limits on one agent turn (`runtime.<role>.turn`), enforced by the harness's
+    turn guard (`senpai.agents.openhands.turn_guard`)."""
 
     llm_calls: int = Field(60, ge=1)
     tokens: int = Field(2_000_000, ge=1, description="Prompt + completion tokens summed over the turn's calls.")
-    # finite: a stopped turn's budget report holds it as a TurnUsage (no infinite figure in the ledger)
+    # finite: a stopped turn's report (`senpai-budget`) holds it as a TurnUsage (no infinite figure in the ledger)
     dollars: float = Field(5.0, ge=0, allow_inf_nan=False, description="LiteLLM's cost of the turn, dollars.")
     wall_seconds: int = Field(1800, gt=0)
 
 
 class SearchRuntimeSettings(_Strict):
-    """The `search` runtime of a role: no LLM, no agent turn. `llm` and `budget` are accepted and
+    """The `search` runtime of a role: no LLM, no agent turn. `llm` and `turn` are accepted and
     unused, so that a config (or the chart's values) switches runtimes by `kind` alone."""
 
     kind: Literal["search"] = "search"
     llm: LLMSettings | None = None
-    budget: TurnBudget = TurnBudget()
+    turn: TurnLimits = TurnLimits()
     llm_agent: ClassVar[bool] = False
 
 
 class OpenHandsRuntimeSettings(_Strict):
-    """The `openhands` runtime of a role: an LLM agent's turn, capped by `budget`."""
+    """The `openhands` runtime of a role: an LLM agent's turn, held to its `turn` limits."""
 
     kind: Literal["openhands"] = "openhands"
     llm: LLMSettings
-    budget: TurnBudget = TurnBudget()
+    turn: TurnLimits = TurnLimits()
     # an LLM agent: preflight pings its llm, and its job's deadline holds its turn's wall_seconds
     llm_agent: ClassVar[bool] = True
 
@@ -401,7 +418,7 @@ class NoEffectSettings(_Strict):
     k-th such turn ended, and after `turns` of them one issue for humans says the model calls no
     tools (`senpai.wrapper.policy`). The turns are counted from the fleet's jobs, so on Kubernetes
     the waits must end within `ttl_seconds_after_finished` (defaults: 300 + 600 s), or the config
-    is refused at load (`senpai.config.budgets.harness_problems`)."""
+    is refused at load (`senpai.config.harness.time_problems`)."""
 
     # bounded so that the longest wait, backoff_seconds * 2**(turns - 2), is a timedelta the wrapper can add
     turns: int = Field(3, ge=1, le=20, description="No-effect advisor turns over the same events before the issue for humans.")
@@ -434,8 +451,8 @@ class RuntimeSettings(_Strict):
 
     @field_validator("advisor", "student", mode="before")
     @classmethod
-    def _shorthand(cls, v: object) -> object:
-        return {"kind": v} if isinstance(v, str) else v
+    def _shorthand(cls, v: object, info: ValidationInfo) -> object:
+        return {"kind": v} if isinstance(v, str) else renamed(v, "budget", "turn", f"runtime.{info.field_name}.")
 
 
 class SteeringSettings(_Strict):
@@ -444,14 +461,14 @@ class SteeringSettings(_Strict):
     batch_seconds: float = Field(10.0, ge=0, description="Messages within this window of the first go in one turn, seconds.")
 
 
-class LimitSettings(_Strict):
-    """Fleet-wide budgets of the whole programme, summed from the ledger (`senpai.ledger.spend`); unset
+class CapSettings(_Strict):
+    """Fleet caps: what the whole programme may spend, summed from the ledger (`senpai.ledger.spend`); unset
     means no cap. With `max_experiments` (the experiment cap) and `patience` (no merge in the last N
     decided experiments) they are the programme's stop conditions. Once one is reached the wrapper
-    opens no new experiment and opens one issue with an exhaustion report; `/senpai budget key=value`
-    from a trusted human there raises it and the work resumes (`senpai.wrapper.limits`). Once
+    opens no new experiment and opens one issue with an exhaustion report; `/senpai caps key=value`
+    from a trusted human there raises it and the work resumes (`senpai.wrapper.caps`). Once
     `dollars` or `tokens` is reached, no new turn of an LLM role starts whatever `on_exhausted`
-    says, except the advisor's answers to trusted humans (`senpai.wrapper.limits.llm_held`)."""
+    says, except the advisor's answers to trusted humans (`senpai.wrapper.caps.llm_held`)."""
 
     dollars: float | None = Field(None, gt=0, description="LLM dollars in all.")
     tokens: int | None = Field(None, gt=0, description="LLM tokens in all.")
@@ -525,13 +542,13 @@ class HarnessConfig(_Strict):
     full_refresh_seconds: float = Field(60.0, gt=0, description="Re-list the forge even without a change.")
     max_experiments: int | None = Field(None, ge=1, description="Open no more than this many experiments in all (any state).")
     patience: int | None = Field(None, ge=1, description="Pause assignments after this many decided experiments without a merge.")
-    limits: LimitSettings = LimitSettings()
+    caps: CapSettings = CapSettings()
     wall: WallSettings = WallSettings()
     advisor_wall_seconds: int | None = Field(
         None,
         gt=0,
         description="Deadline of one advisor job, seconds. Unset: 600 for the search runtime, the turn's "
-        "wall_seconds + 300 for openhands (`senpai.config.budgets`); set, it must hold that turn.",
+        "wall_seconds + 300 for openhands (`senpai.config.time_limits`); set, it must hold that turn.",
     )
     verifier_wall_seconds: int | None = Field(
         None,
@@ -548,26 +565,96 @@ class HarnessConfig(_Strict):
         "the best of those verified so far goes at once.",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_keys(cls, data: object) -> object:
+        return renamed(data, "limits", "caps", "")
+
     @model_validator(mode="after")
-    def _budgets_fit(self) -> "HarnessConfig":
+    def _consistent(self) -> "HarnessConfig":
         if isinstance(self.fleet, KubernetesFleetSettings):
             keys = [self.forge.token_env, *(r.llm.api_key_env for r in (self.runtime.advisor, self.runtime.student) if r.llm)]
             if problems := env_problems(self.fleet.pod.env, keys):
                 raise ValueError("fleet.pod." + "; fleet.pod.".join(problems))
-        if problems := harness_problems(self):
+        if problems := time_problems(self):
             raise ValueError("; ".join(problems))
-        if self.limits.dollars is not None and (unpriced := self.unpriced_llms()):
+        if self.caps.dollars is not None and (unpriced := self.unpriced_llms()):
             raise ValueError(
-                f"limits.dollars ({self.limits.dollars:g}) cannot be enforced: "
+                f"caps.dollars ({self.caps.dollars:g}) cannot be enforced: "
                 + "; ".join(_UNPRICED.format(role=r, model=m) for r, m in unpriced.items())
             )
         return self
+
+    def times(self) -> HarnessTimes:
+        """What the time limits read of this config (`senpai.config.time_limits.TimeLimits.of`)."""
+        advisor, student = self.runtime.advisor, self.runtime.student
+        return HarnessTimes(
+            advisor_turn=advisor.turn.wall_seconds if advisor.llm_agent else None,
+            student_turn=student.turn.wall_seconds if student.llm_agent else None,
+            advisor_wall_seconds=self.advisor_wall_seconds,
+            verifier_wall_seconds=self.verifier_wall_seconds,
+        )
 
     def unpriced_llms(self) -> dict[Role, str]:
         """The LLM model of each role with an openhands runtime whose calls count $0
         (`LLMSettings.unpriced`), by role."""
         runtimes = {Role.ADVISOR: self.runtime.advisor, Role.STUDENT: self.runtime.student}
         return {role: rt.llm.model for role, rt in runtimes.items() if rt.llm_agent and rt.llm.unpriced()}
+
+
+def time_problems(harness: "HarnessConfig") -> list[str]:
+    """Where an inner time limit of the harness config alone does not fit its outer one
+    (`senpai.config.time_limits` lists the pairs), one sentence each."""
+    problems = []
+    rt, wall = harness.runtime.advisor, harness.advisor_wall_seconds
+    if rt.llm_agent and wall is not None and wall < rt.turn.wall_seconds + JOB_OVERHEAD_SECONDS:
+        problems.append(
+            f"advisor_wall_seconds ({wall} s) cannot hold the advisor's turn: runtime.advisor.turn.wall_seconds "
+            f"({rt.turn.wall_seconds} s) + {JOB_OVERHEAD_SECONDS} s for clone and report; "
+            "raise it, or leave it unset to derive it"
+        )
+    problems += [p for role in (Role.ADVISOR, Role.STUDENT) if (p := _llm_call_problem(harness, role))]
+    if harness.full_refresh_seconds < harness.tick_seconds:
+        problems.append(
+            f"full_refresh_seconds ({harness.full_refresh_seconds:g} s) is shorter than tick_seconds "
+            f"({harness.tick_seconds:g} s): a refresh happens on a tick"
+        )
+    gap = harness.tick_seconds + harness.steering.batch_seconds + RELAUNCH.longest_wait()
+    if harness.stale_after_seconds <= gap:
+        problems.append(
+            f"stale_after_seconds ({harness.stale_after_seconds:g} s) must exceed the longest a healthy WIP PR waits for "
+            f"its next job: tick_seconds ({harness.tick_seconds:g}) + steering.batch_seconds "
+            f"({harness.steering.batch_seconds:g}) + the last relaunch backoff ({RELAUNCH.longest_wait():g}) = {gap:g} s"
+        )
+    ttl = getattr(harness.fleet, "ttl_seconds_after_finished", None)  # Kubernetes deletes a finished Job then
+    ne = harness.runtime.no_effect
+    waited = sum(ne.wait(k) for k in range(1, ne.turns))
+    if ttl is not None and harness.runtime.advisor.llm_agent and waited >= ttl:
+        problems.append(
+            f"runtime.no_effect: the waits before the last of {ne.turns} no-effect advisor turns ({waited:g} s) must end "
+            f"within fleet.ttl_seconds_after_finished ({ttl} s), as the wrapper counts those turns from the fleet's Jobs; "
+            "lower runtime.no_effect.turns or backoff_seconds, or raise the ttl"
+        )
+    return problems
+
+
+def _llm_call_problem(harness: "HarnessConfig", role: Role) -> str | None:
+    """Where one LLM call of `role`'s openhands turn, retries included, could outlast the turn."""
+    rt = getattr(harness.runtime, role)
+    if not rt.llm_agent:
+        return None
+    try:
+        call = LLMCall.of(rt.llm.timeout, rt.llm.num_retries, rt.turn.wall_seconds)
+    except ConfigError as e:
+        return f"runtime.{role}.{e}"
+    if call.seconds() <= rt.turn.wall_seconds:
+        return None
+    return (
+        f"runtime.{role}.llm.timeout ({call.timeout} s) x {call.attempts} attempts (llm.num_retries {rt.llm.num_retries} + 1) "
+        f"+ {waits(rt.llm.num_retries):g} s of waits between them = {call.seconds():g} s: one LLM call could outlast the "
+        f"turn, runtime.{role}.turn.wall_seconds ({rt.turn.wall_seconds} s); lower llm.timeout or llm.num_retries, "
+        "or raise turn.wall_seconds"
+    )
 
 
 _UNPRICED = (

@@ -2,9 +2,9 @@
 
 An openhands turn's dollars are LiteLLM's cost of each call, or, with both
 `input_cost_per_token` and `output_cost_per_token` set, those prices (the OpenHands SDK applies
-them only together). A model that neither prices counts $0 per call, and `limits.dollars` never
+them only together). A model that neither prices counts $0 per call, and `caps.dollars` never
 trips: the harness config warns of it at load, `senpai preflight` shows it as a warning,
-`senpai status` marks the dollars "unpriced", and a config with `limits.dollars` refuses it.
+`senpai status` marks the dollars "unpriced", and a config with `caps.dollars` refuses it.
 
 The answer is read from the price map the installed LiteLLM ships
 (`model_prices_and_context_window_backup.json`), the one LiteLLM itself reads when

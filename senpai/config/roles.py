@@ -1,5 +1,5 @@
 """The roles a fleet job runs as. A job's name (`senpai-<role>-...`), its deadline and inner
-limits (`senpai.config.budgets`), its image and resources on Kubernetes, and its forge
+limits (`senpai.config.time_limits`), its image and resources on Kubernetes, and its forge
 User-Agent all name one of these."""
 
 from enum import StrEnum

@@ -34,7 +34,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from senpai.config.budgets import MIRROR_UPDATE_SECONDS
+from senpai.config.time_limits import MIRROR_UPDATE_SECONDS
 
 log = logging.getLogger(__name__)
 

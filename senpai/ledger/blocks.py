@@ -63,7 +63,7 @@ class BaselineRef(BaseModel):
 class BudgetRef(BaseModel):
     """What the experiment may spend: the wall seconds of one student job (`senpai.yaml`
     `budget.wall_seconds` per arm, so k times it for k arms, plus the turn's wall budget for an
-    openhands student; `senpai.config.budgets.StudentBudget.job_deadline`) and the student
+    openhands student; `senpai.config.time_limits.StudentLimits.job_deadline`) and the student
     attempts in all (`budget.attempts`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -166,7 +166,7 @@ class Cost(BaseModel):
     for an LLM turn its prompt + completion tokens and LiteLLM's cost in dollars."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    # finite and >= 0: the fleet-wide budgets sum them (`senpai.ledger.spend`), and a NaN would never reach a cap
+    # finite and >= 0: the fleet caps sum them (`senpai.ledger.spend`), and a NaN would never reach a cap
     gpu_seconds: float = Field(0.0, ge=0, allow_inf_nan=False)
     wall_seconds: float = Field(0.0, ge=0, allow_inf_nan=False)
     tokens: int = Field(0, ge=0)
@@ -432,17 +432,21 @@ class Reapply(Block):
     )
 
 
+CAPS_VERB = "budget"  # the verb a `/senpai caps` is recorded under: the command's name before it was renamed, kept on record
+
+
 class SteerCommand(BaseModel):
-    """One slash command as the wrapper applied it (the fields its verb uses; the rest stay empty)."""
+    """One slash command as the wrapper applied it (the fields its verb uses; the rest stay empty).
+    A `/senpai caps` (fleet caps) is recorded with the verb `budget` (CAPS_VERB), as before its rename."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     verb: Literal["pause", "resume", "budget", "try", "stop", "allow", "approve", "reject"]
-    experiments: int | None = Field(None, description="budget: the new experiment cap.")
-    dollars: float | None = Field(None, description="budget: the new cap of LLM dollars.")
-    tokens: int | None = Field(None, description="budget: the new cap of LLM tokens.")
-    gpu_hours: float | None = Field(None, description="budget: the new cap of job GPU hours.")
-    cpu_hours: float | None = Field(None, description="budget: the new cap of job CPU-core hours.")
-    end_at: str | None = Field(None, description="budget: the new wall-clock end, ISO 8601 UTC.")
+    experiments: int | None = Field(None, description="caps (verb `budget`): the new experiment cap.")
+    dollars: float | None = Field(None, description="caps: the new cap of LLM dollars.")
+    tokens: int | None = Field(None, description="caps: the new cap of LLM tokens.")
+    gpu_hours: float | None = Field(None, description="caps: the new cap of job GPU hours.")
+    cpu_hours: float | None = Field(None, description="caps: the new cap of job CPU-core hours.")
+    end_at: str | None = Field(None, description="caps: the new wall-clock end, ISO 8601 UTC.")
     params: dict[str, Scalar] = Field(default_factory=dict, description="try: the human's params, typed by the space.")
     pr: int | None = Field(
         None, description="stop: the PR stopped; allow: the PR allowed more compute than the tolerance; approve/reject: the PR."
@@ -466,10 +470,10 @@ class Steer(Block):
 
 
 class TurnUsage(BaseModel):
-    """What an agent turn spent, or may spend (a TurnBudget's shape)."""
+    """What an agent turn spent, or may spend (a TurnLimits's shape)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    # finite and >= 0: the fleet-wide budgets sum the spent ones (`senpai.ledger.spend`)
+    # finite and >= 0: the fleet caps sum the spent ones (`senpai.ledger.spend`)
     llm_calls: int = Field(0, ge=0)
     tokens: int = Field(0, ge=0, description="Prompt + completion tokens.")
     dollars: float = Field(0.0, ge=0, allow_inf_nan=False, description="LiteLLM's cost, dollars.")
@@ -477,7 +481,8 @@ class TurnUsage(BaseModel):
 
 
 class BudgetReport(Block):
-    """`senpai-budget`, posted when an agent turn runs out of its budget (design §3).
+    """`senpai-budget`, the turn-limit report, posted when the turn guard stops an agent turn at one of
+    its turn limits (design §3). The kind keeps its name from before the rename: the ledger holds it.
 
     On a PR (a student turn, or an advisor turn about that PR) or, for an advisor turn with no PR,
     on an issue.  It is a record, not a state change: a student's stopped attempt also gets a
@@ -494,18 +499,19 @@ class BudgetReport(Block):
     known: str = Field(description="What the turn found out before it stopped.")
     missing: str = Field(description="What evidence is still missing.")
     tried: list[str] = Field(default_factory=list, description="The tool calls the turn made, in order (summarised).")
-    needed: TurnUsage = Field(description="Budget to ask for to finish the work (a larger TurnBudget).")
+    needed: TurnUsage = Field(description="Turn limits to ask for to finish the work (larger TurnLimits).")
 
 
 # How an openhands turn ended: finished; no_effect (no ledger effect and no reason, even after a
-# directive); budget (its guard stopped it); stuck (the SDK's stuck detector); error (the SDK's error state).
+# directive); budget (its turn guard stopped it: the status keeps that name on record); stuck (the
+# SDK's stuck detector); error (the SDK's error state).
 TurnStatus = Literal["finished", "no_effect", "budget", "stuck", "error"]
 
 
 class TurnCost(Block):
     """`senpai-turn`, what one openhands advisor turn spent (`transitions.record_turn`), so the
     fleet's caps count it (`senpai.ledger.spend`). Posted after every run of the turn, stopped by
-    its budget or not: `spent` is the conversation's spend so far (the SDK keeps its LLM figures
+    its turn guard or not: `spent` is the conversation's spend so far (the SDK keeps its LLM figures
     across a resume, so a later run's record holds the earlier runs' calls too) and this run's wall
     seconds. The search advisor spends no LLM money and posts none; a student's spend is in its
     evidence's `cost`."""

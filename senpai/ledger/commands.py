@@ -12,8 +12,9 @@ All commands of a message are checked before any is applied: one bad line and no
 
     /senpai pause                       stop opening new experiments (running work finishes)
     /senpai resume                      open new experiments again (also after a patience pause)
-    /senpai budget key=value ...        raise fleet-wide caps: experiments, dollars, tokens, gpu_hours,
-                                        cpu_hours, end (override the harness config's)
+    /senpai caps key=value ...          raise fleet caps: experiments, dollars, tokens, gpu_hours,
+                                        cpu_hours, end (override the harness config's); the old name
+                                        `/senpai budget` is still read (RENAMED)
     /senpai try key=value ...           open this params point next, before any proposal
     /senpai stop                        on a PR: stop its job and close it with a decision
     /senpai allow compute               on a PR: the merge gate accepts its compute over the tolerance
@@ -34,24 +35,25 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from senpai.config.target import CategoricalParam, FloatParam, IntParam, ParamSpec
-from senpai.ledger.blocks import Scalar, SteerCommand
+from senpai.ledger.blocks import CAPS_VERB, Scalar, SteerCommand
 
 PREFIX = "/senpai"
 _LINE = re.compile(r"^/senpai(?:\s|$)", re.IGNORECASE)
 _MD = MarkdownIt("commonmark")
 MAX_BODY = 65_536  # characters of a message read for commands: GitHub's cap on a comment
 QUERIES = ("help", "status")  # verbs answered in the ack that change nothing (no `senpai-steer` record)
+RENAMED = {"budget": "caps"}  # old verb -> its name now: still read and applied (comments on record), the ack says so
 SYNTAX = """Slash commands (one per line; all but `help` and `status` need write permission on the repository):
 - `/senpai pause`: stop opening new experiments; running jobs, reviews and verifications go on
 - `/senpai resume`: open new experiments again (also after a patience pause)
-- `/senpai budget key=value ...`: set caps: experiments, dollars, tokens, gpu_hours, cpu_hours (> 0), end (ISO time)
+- `/senpai caps key=value ...`: set caps: experiments, dollars, tokens, gpu_hours, cpu_hours (> 0), end (ISO time)
 - `/senpai try key=value ...`: open this hypothesis for the next idle student, before any proposal
 - `/senpai stop`: on an experiment PR: stop its job and close the PR
 - `/senpai allow compute`: on an experiment PR: let it merge although it trains with more compute than senpai.yaml's tolerance
 - `/senpai approve <fingerprint>`: on an experiment PR: approve the merge senpai asked for (head, base, verification)
 - `/senpai reject <fingerprint> reason...`: on an experiment PR: close it instead, with your reason
 - `/senpai help`: this list
-- `/senpai status`: students, open experiments, live jobs, budget and the forge's rate limit"""
+- `/senpai status`: students, open experiments, live jobs, fleet caps and the forge's rate limit"""
 
 
 class CommandError(ValueError):
@@ -142,6 +144,7 @@ def to_command(line: str, space: dict[str, ParamSpec] | None, on_pr: int | None)
     is the target's params space (None if unknown), `on_pr` the PR the message was written on (None
     on an issue). Raises CommandError."""
     verb, words = parse_line(line)
+    verb = RENAMED.get(verb, verb)
     if verb in (*QUERIES, "pause", "resume", "stop"):
         if words:
             raise CommandError(f"`{_quote(line)}`: `{verb}` takes no arguments")
@@ -158,11 +161,11 @@ def to_command(line: str, space: dict[str, ParamSpec] | None, on_pr: int | None)
         return SteerCommand(verb="allow", pr=on_pr)
     if verb in ("approve", "reject"):
         return _answer_request(line, verb, words, on_pr)
-    if verb not in ("budget", "try"):
+    if verb not in ("caps", "try"):
         raise CommandError(f"`{_quote(line)}`: unknown command `{_quote(verb)}`")
     args = _pairs(line, words)
-    if verb == "budget":
-        return _budget(line, args)
+    if verb == "caps":
+        return _caps(line, args)
     if not args:
         raise CommandError(f"`{_quote(line)}`: give at least one key=value")
     if space is None:
@@ -194,7 +197,7 @@ def _answer_request(line: str, verb: str, words: list[str], on_pr: int | None) -
     return SteerCommand(verb=verb, pr=on_pr, fingerprint=fp, reason=reason)
 
 
-BUDGET_KEYS = {  # key -> (SteerCommand field, type, what it caps, the largest value taken)
+CAP_KEYS = {  # key -> (SteerCommand field, type, what it caps, the largest value taken)
     "experiments": ("experiments", int, "experiments in all", 1_000_000),
     "dollars": ("dollars", float, "LLM dollars", 1e9),
     "tokens": ("tokens", int, "LLM tokens", 10**13),
@@ -202,18 +205,18 @@ BUDGET_KEYS = {  # key -> (SteerCommand field, type, what it caps, the largest v
     "cpu_hours": ("cpu_hours", float, "CPU-core hours of jobs", 1e9),
     "end": ("end_at", datetime, "the wall-clock end, ISO 8601 with a zone (2026-12-31T18:00Z)", None),
 }
-MAX_VALUE_CHARS = 40  # of one budget value: longer is no number or time anyone means
+MAX_VALUE_CHARS = 40  # of one cap value: longer is no number or time anyone means
 
 
-def _budget(line: str, args: dict[str, str]) -> SteerCommand:
-    """`/senpai budget key=value ...`: new fleet-wide caps, each > 0 (a time: in the future is the
+def _caps(line: str, args: dict[str, str]) -> SteerCommand:
+    """`/senpai caps key=value ...`: new fleet caps, each > 0 (a time: in the future is the
     wrapper's business, any aware time is taken). Raises CommandError."""
-    unknown = sorted(set(args) - set(BUDGET_KEYS))
+    unknown = sorted(set(args) - set(CAP_KEYS))
     if not args or unknown:
-        raise CommandError(f"`{_quote(line)}`: expected `/senpai budget key=value ...` with keys {', '.join(BUDGET_KEYS)}")
+        raise CommandError(f"`{_quote(line)}`: expected `/senpai caps key=value ...` with keys {', '.join(CAP_KEYS)}")
     fields: dict[str, object] = {}
     for key, raw in args.items():
-        name, kind, what, most = BUDGET_KEYS[key]
+        name, kind, what, most = CAP_KEYS[key]
         if kind is datetime:
             try:  # a year 1 or 9999 with an offset overflows when moved to UTC
                 when = datetime.fromisoformat(raw[:MAX_VALUE_CHARS]) if len(raw) <= MAX_VALUE_CHARS else None
@@ -231,7 +234,20 @@ def _budget(line: str, args: dict[str, str]) -> SteerCommand:
             whole = "whole " if kind is int else ""
             raise CommandError(f"`{key}` ({what}) must be a {whole}number > 0 and at most {most:,.0f}, got `{_quote(raw)}`")
         fields[name] = value
-    return SteerCommand(verb="budget", **fields)
+    return SteerCommand(verb=CAPS_VERB, **fields)
+
+
+def renamed_notes(body: str) -> list[str]:
+    """One note per renamed command (RENAMED) the command message `body` uses, naming its name now."""
+    used = {verb for line in command_lines(body) if (verb := _verb(line)) in RENAMED}
+    return [f"`/senpai {old}` is now `/senpai {RENAMED[old]}`: it was read as that" for old in sorted(used)]
+
+
+def _verb(line: str) -> str | None:
+    try:
+        return parse_line(line)[0]
+    except CommandError:
+        return None
 
 
 def parse_commands(body: str, space: dict[str, ParamSpec] | None, on_pr: int | None) -> list[SteerCommand | str]:

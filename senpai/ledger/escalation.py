@@ -24,7 +24,7 @@ _MARKER = re.compile(r"<!-- senpai:escalation:([0-9a-f]{16}) -->")
 def marked(issues: Iterable[Issue], marker: str, bot: str) -> list[Issue]:
     """The issues among `issues` that the bot (login `bot`) wrote and that carry `marker` as an HTML
     block of their own (`records.html_blocks`): the bot's issue bodies quote hostile text too (a
-    budget report's YAML holds the model's tool arguments raw), and a marker there counts nothing."""
+    turn-limit report's YAML holds the model's tool arguments raw), and a marker there counts nothing."""
     return [i for i in issues if by_bot(i, bot) and marker in html_blocks(i.body)]
 
 

@@ -147,7 +147,7 @@ def read_experiment(pr: PullRequest, comments: list[Comment], bot: str) -> Exper
     """Parse `pr` and its `comments` into an Experiment.
 
     Only records count (`records.read_record`): the hypothesis from the body of a PR the bot
-    opened from this repository (`own_pull`), evidence, verifications, decisions and budget
+    opened from this repository (`own_pull`), evidence, verifications, decisions and turn-limit
     reports and advisor turn costs from comments the bot (`bot`, the forge identity senpai writes as) wrote and nobody
     edited since (GitHub lets a repository's writers edit any comment; senpai never edits its
     own), each kind only from the comment that renders it.  A fence anywhere else is text.  An invalid record, or a

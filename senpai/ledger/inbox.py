@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from senpai.errors import NotFound, SenpaiError
 from senpai.forge.base import WRITE, WRITERS, Comment, Issue, PullRequest
 from senpai.forge.read import ForgeReader
-from senpai.ledger.blocks import Scalar, Steer, SteerCommand, TurnCost
+from senpai.ledger.blocks import CAPS_VERB, Scalar, Steer, SteerCommand, TurnCost
 from senpai.ledger.events import Message, message_ref
 from senpai.ledger.labels import student_of
 from senpai.ledger.records import bot_records, by_bot
@@ -189,7 +189,7 @@ class Reject:
     reason: str
 
 
-LIMIT_FIELDS = {"dollars", "tokens", "gpu_hours", "cpu_hours", "end_at"}  # of SteerCommand and LimitSettings
+CAP_FIELDS = {"dollars", "tokens", "gpu_hours", "cpu_hours", "end_at"}  # of SteerCommand and CapSettings
 
 
 @dataclass(frozen=True)
@@ -197,8 +197,8 @@ class SteerState:
     """What the humans' slash commands set, as recorded in the acks (oldest applied first)."""
 
     paused: bool = False
-    experiments: int | None = None  # `/senpai budget experiments=N`; None: the config's max_experiments
-    limits: dict[str, float | int | str] = field(default_factory=dict)  # `/senpai budget` other keys: field -> value
+    experiments: int | None = None  # `/senpai caps experiments=N`; None: the config's max_experiments
+    caps: dict[str, float | int | str] = field(default_factory=dict)  # `/senpai caps` other keys: field -> value
     resumed_after: frozenset[int] = frozenset()  # PRs decided before the last resume (patience restarts)
     tries: tuple[Try, ...] = ()
     stops: dict[int, str] = field(default_factory=dict)  # PR -> login that sent `/senpai stop`
@@ -215,7 +215,7 @@ def steer_blocks(comments: list[Comment], bot: str, current: list[Inbound]) -> l
     `current` (the thread's messages whose acks still count, `standing`, as read now) at its
     current version.  An ack of a message that is gone, edited or whose author may no longer
     write, an unreadable ack, and an ack edited after the bot posted it (senpai never edits its
-    comments: anyone with write access could put an approval or a budget in it) are skipped;
+    comments: anyone with write access could put an approval or a caps command in it) are skipped;
     `replies.replied` skips the edited one too, so the message is acknowledged again, as the bot
     reads it."""
     refs = {message_ref(m.message) for m in current}
@@ -239,10 +239,10 @@ def apply_command(state: SteerState, block: Steer, index: int, c: SteerCommand) 
     if c.verb in ("pause", "resume"):
         decided = frozenset(c.decided) if c.verb == "resume" else state.resumed_after
         return replace(state, paused=c.verb == "pause", resumed_after=decided)
-    if c.verb == "budget":
-        raised = c.model_dump(include=LIMIT_FIELDS, exclude_none=True)
+    if c.verb == CAPS_VERB:
+        raised = c.model_dump(include=CAP_FIELDS, exclude_none=True)
         experiments = c.experiments if c.experiments is not None else state.experiments
-        return replace(state, experiments=experiments, limits={**state.limits, **raised})
+        return replace(state, experiments=experiments, caps={**state.caps, **raised})
     if c.verb == "try":
         return replace(state, tries=(*state.tries, Try(f"{block.message}/{index}", block.author, dict(c.params))))
     if c.verb == "allow" and c.pr is not None:

@@ -249,7 +249,7 @@ def _tail(text: str):
 def html_blocks(text: str) -> frozenset[str]:
     """The top-level HTML blocks of `text` (CommonMark), each stripped: where a marker senpai wrote
     after its prose stands (`escalation.marked`). A marker's text anywhere else (in a fence, such as
-    a model's tool call quoted raw in a budget report's YAML, or in prose) is none. Empty for a
+    a model's tool call quoted raw in a turn-limit report's YAML, or in prose) is none. Empty for a
     text over MAX_TEXT, which senpai never posts."""
     if len(text) > MAX_TEXT:
         return frozenset()

@@ -2,7 +2,7 @@
 nothing): every student attempt's evidence (`Cost`), every verification's train-step seconds, and
 every openhands advisor turn's `TurnCost` (on the PR it was about or opened, else on the
 steering issue `transitions.record_turn` keeps for them). The one computation behind the fleet's
-caps (`senpai.wrapper.limits`), `senpai status` and `senpai report`.
+caps (`senpai.wrapper.caps`), `senpai status` and `senpai report`.
 
 A seed of either side a verification reused from an earlier verification (`Verification.baseline_reused`,
 `candidate_reused`) carries the seconds of the run that measured it: it is counted there, once, not
@@ -107,7 +107,7 @@ def advisor_usage(turns: Iterable[TurnCost]) -> TurnUsage:
 
 
 def _uncovered_reports(e: Experiment) -> list[TurnUsage]:
-    """What `e`'s advisor budget reports spent that no `TurnCost` of the same stopped turn holds (a
+    """What `e`'s advisor turn-limit reports (`senpai-budget`) spent that no `TurnCost` of the same stopped turn holds (a
     ledger from before them); a student's is in its failed evidence's cost."""
     stopped = {(t.pr, t.revision) for t in e.turn_costs if t.status == "budget"}
     return [r.spent for r in e.budget_reports if r.role == "advisor" and (r.pr, r.revision) not in stopped]
@@ -142,7 +142,7 @@ def _plus(*usages: TurnUsage) -> TurnUsage:
 
 def experiment_spend(e: Experiment, cores: int = 1) -> Spend:
     """What experiment `e` spent (`experiments` 1); `cores`: the CPU cores of each job of its student.
-    Its advisor's: the turns recorded on its PR (`advisor_usage`) and its uncovered budget reports."""
+    Its advisor's: the turns recorded on its PR (`advisor_usage`) and its uncovered turn-limit reports."""
     return _work(e, cores) + _advisor(_plus(advisor_usage(e.turn_costs), *_uncovered_reports(e)))
 
 

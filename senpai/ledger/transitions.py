@@ -287,11 +287,11 @@ def record_reapply(forge: ForgeReadWrite, pr: PullRequest, r: Reapply) -> None:
     _post_once(forge, pr.number, record_marker(r), text, _comment_bodies(forge, pr.number))
 
 
-BUDGET_ISSUE_TITLE = "senpai: an advisor turn ran out of budget"
+BUDGET_ISSUE_TITLE = "senpai: an advisor turn ran out of its turn limits"
 
 
 def report_budget(forge: ForgeReadWrite, r: BudgetReport) -> int:
-    """Post the budget report `r` once per (role, PR, revision); returns the issue/PR number used.
+    """Post the turn-limit report `r` (`senpai-budget`) once per (role, PR, revision); returns the issue/PR number used.
 
     On PR `r.pr` if set (any state: it is a record, labels are not touched), else on an issue
     labelled `senpai` (`escalation.open_issue_once`: found again by its marker on replay).  GitHub

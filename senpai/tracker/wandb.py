@@ -79,7 +79,7 @@ from senpai.tracker.wandb_log import fold, records
 log = logging.getLogger(__name__)
 
 # wandb-core flushes the transaction log every `x_transaction_log_flush_interval` seconds (15 by
-# default). A shorter interval means a run killed at its budget keeps its records up to the last
+# default). A shorter interval means a run killed at its deadline keeps its records up to the last
 # second, not its last 15. It is a private setting: versions without it ignore the variable.
 FLUSH_SECONDS = "1"
 # A run with no exit record whose log was written within this many seconds counts as "running";

@@ -38,8 +38,8 @@ class Block:
 
 @dataclass(frozen=True)
 class DeleteJob:
-    """Delete a live job: its PR was decided under it (closed or merged by hand), or a budget is exhausted
-    with `limits.on_exhausted: stop`. Frees its slot now."""
+    """Delete a live job: its PR was decided under it (closed or merged by hand), or a fleet cap is reached
+    with `caps.on_exhausted: stop`. Frees its slot now."""
 
     name: str
     pr: int
@@ -101,7 +101,7 @@ class ApplyCommand:
     applies it: the steering state is the fold of these acks), then carry out its `stops`."""
 
     message: Message
-    done: tuple[str, ...]  # one line per command: what it did, and the state it leaves
+    done: tuple[str, ...]  # one line per command: what it did, and the state it leaves; then a note per renamed one
     record: Steer
     stops: tuple[Stop, ...] = ()
     answers: str = ""  # the answers to the message's queries (`/senpai help`, `/senpai status`), after `done`

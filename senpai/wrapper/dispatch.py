@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from senpai.config.budgets import Budgets
 from senpai.config.harness import ENV_CONFIG
+from senpai.config.time_limits import TimeLimits
 from senpai.errors import ConfigError, DiskFull, SenpaiError
 from senpai.fleet.base import Fleet, JobSpec
 from senpai.forge.port import ForgeReadWrite
@@ -53,11 +53,11 @@ FULL_HOLD_MAX_SECONDS = 600.0
 @dataclass(frozen=True)
 class JobInputs:
     """What the jobs launched in one tick are given, an input of that tick (`WrapperLoop.tick`):
-    their deadlines, from the budget table for senpai.yaml at the base (`Budgets.of`), or the
+    their deadlines, from the time limits for senpai.yaml at the base (`TimeLimits.of`), or the
     ConfigError saying why there is none (every job would fail to load senpai.yaml, so none is
     launched), and the environment added to each (the base mirror's sha, the ledger snapshot's time)."""
 
-    budgets: Budgets | ConfigError
+    time_limits: TimeLimits | ConfigError
     env: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -155,14 +155,14 @@ class Dispatcher:
     def apply(self, action: Action, exps: dict[int, Experiment], inputs: JobInputs = NOT_READ) -> str:
         """Carry out one action; returns a one-line description for progress output ("" if there was
         nothing left to do). A launch takes its deadline and environment from `inputs`. Raises
-        SenpaiError subclasses as the forge and the fleet do; ConfigError for a launch without a
-        budget table."""
+        SenpaiError subclasses as the forge and the fleet do; ConfigError for a launch without
+        time limits."""
         if isinstance(action, Launch):
-            if isinstance(inputs.budgets, ConfigError):
-                raise ConfigError(f"{action.name} not launched: {inputs.budgets}")
+            if isinstance(inputs.time_limits, ConfigError):
+                raise ConfigError(f"{action.name} not launched: {inputs.time_limits}")
             if self.clock() < self._held_until:
                 return ""  # the fleet's volume is full: one launch tries again once the hold ends
-            student, wall = action.student or "", inputs.budgets.deadline(action.role, _arms(action, exps))
+            student, wall = action.student or "", inputs.time_limits.deadline(action.role, _arms(action, exps))
             spec = job_spec(action, self.config_path, wall, self.gpus.get(student, 0), self.cpus.get(student, 1), inputs.env)
             try:
                 self.fleet.launch(spec)

@@ -10,7 +10,7 @@ else, so the next one decides on the ledger as the commands left it.
 A re-read (`_observe`) happens on the first tick, when either listing changed, a job finished, the
 full refresh is due, or a thread was read within `table.SETTLE` of its last change by the forge's
 clock (`LedgerReader.unsettled`: a comment in that same second moves no `updated_at`).  It reads
-the base head and the target's senpai.yaml there (once per base sha: the `Budgets` table, or the
+the base head and the target's senpai.yaml there (once per base sha: the `TimeLimits` table, or the
 ConfigError why there is none, which holds every launch), works out the experiments and what
 humans wrote, saves the ledger snapshot for the jobs (`LedgerReader.save`, handed to each job with
 its time in `table.ENV_SNAPSHOT`) and updates the base mirror (`senpai.forge.mirror`).  The full
@@ -26,10 +26,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
-from senpai.config.budgets import RELAUNCH, Budgets
 from senpai.config.harness import HarnessConfig
 from senpai.config.load import parse_yaml_model
 from senpai.config.target import CONFIG_FILE, TargetConfig
+from senpai.config.time_limits import RELAUNCH, TimeLimits
 from senpai.errors import ConfigError, PermanentError, SenpaiError, TransientError
 from senpai.fleet.base import Fleet, JobStatus
 from senpai.forge import mirror
@@ -104,7 +104,7 @@ class Wrapper:
         self._clone_url = ""  # the forge's, read with the base (`_observe`)
         # the jobs' deadlines for senpai.yaml at the base, or why there are none, and the environment
         # added to each job (the mirrored base sha, the snapshot's time): `JobInputs`, each tick's input
-        self._budgets: Budgets | ConfigError = NOT_READ.budgets
+        self._time_limits: TimeLimits | ConfigError = NOT_READ.time_limits
         self._job_env: dict[str, str] = {}
         self._done_seen: set[str] = set()
         self._last_refresh = 0.0
@@ -131,7 +131,7 @@ class Wrapper:
         if self._exps is None or changed or newly_done or stale or self.ledger.unsettled:
             self._base_sha = self.forge.branch_sha(self.cfg.forge.base_branch)
             self._target = self._base_target()
-            self._budgets = self._budget_table()
+            self._time_limits = self._read_time_limits()
             self._clone_url = self.forge.clone_url  # read before the snapshot is saved: jobs take it from its forge memo
             self._exps = self.ledger.experiments(relist=False)
             self._foreign = tuple(self.ledger.foreign())
@@ -146,14 +146,14 @@ class Wrapper:
         """(base sha, `base_target` there), read once per base sha."""
         return self._target if self._target[0] == self._base_sha else (self._base_sha, base_target(self.forge, self._base_sha))
 
-    def _budget_table(self) -> Budgets | ConfigError:
-        """The budget table for senpai.yaml at the base, or the ConfigError saying why there is none."""
+    def _read_time_limits(self) -> TimeLimits | ConfigError:
+        """The time limits for senpai.yaml at the base, or the ConfigError saying why there is none."""
         where = f"{CONFIG_FILE} at {self._base_sha[:8]}"
         target = self._target[1]
         if target is None:
             return ConfigError(f"{where} is missing or invalid; every job loads it, so none is launched until it is fixed")
         try:
-            return Budgets.of(self.cfg, target)
+            return TimeLimits.of(self.cfg.times(), target)
         except ConfigError as e:
             return ConfigError(f"{self.config_path} does not fit {where}: {e}")
 
@@ -195,7 +195,7 @@ class Wrapper:
         world = None if quiet else self._world(report.exps, jobs, fresh=refreshed)
         actions = [] if world is None else plan(world, self.cfg)
         self._planned_nothing, self._jobs_seen = not actions, {(j.name, j.phase) for j in jobs}
-        by_pr, inputs = {e.pr: e for e in report.exps}, JobInputs(self._budgets, dict(self._job_env))
+        by_pr, inputs = {e.pr: e for e in report.exps}, JobInputs(self._time_limits, dict(self._job_env))
         for action in actions:
             try:
                 if isinstance(action, Launch) and action.events:

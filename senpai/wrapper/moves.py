@@ -6,7 +6,7 @@ student job, `senpai.agents.review.head_moved`; the wrapper's next verifier afte
 job), at most HEAD_MOVES times, then blocks the PR. This is the verifier's side, for the policy.
 """
 
-from senpai.config.budgets import HEAD_MOVES
+from senpai.config.time_limits import HEAD_MOVES
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.labels import ExperimentState
 

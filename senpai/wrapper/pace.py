@@ -1,7 +1,7 @@
 """Pacing against the forge's rate limit: the wrapper slows before the limit is reached, never after.
 
 GitHub gives a token 5,000 charged requests an hour (a 304 is free) and states what is left on
-every answer (`Forge.rate_limit`). The wrapper and its jobs share that budget. After each tick the
+every answer (`Forge.rate_limit`). The wrapper and its jobs share that rate limit. After each tick the
 wrapper waits its period, or longer when ticks like the last one would spend more than what is left
 above a reserve before the window resets: the reserve is for the jobs and for humans' tools.
 """

@@ -12,7 +12,7 @@ Rules (design §3, §4):
 - launch the verifier for a verifying PR whose (head, base) has no verification;
 - at most one advisor turn at a time and one job per student;
 - once a cap of LLM spend (dollars, tokens) is reached, no turn of an LLM role starts
-  (`limits.llm_held`), except the advisor's answer to trusted humans' messages: those routed to
+  (`caps.llm_held`), except the advisor's answer to trusted humans' messages: those routed to
   a held student go to the advisor instead; search roles and the verifier (no LLM) go on under
   `on_exhausted` like for any other cap;
 - a job that ended without its record gets one: failure evidence (student) or a block (verifier),
@@ -28,16 +28,16 @@ Rules (design §3, §4):
   PRs they carry are blocked, and one issue for humans (one per advisor model) says the model
   calls no tools, with the last job's log tail (its answer's head).
 
-A launch names no deadline: the Dispatcher gives the job its role's (`senpai.config.budgets`).
+A launch names no deadline: the Dispatcher gives the job its role's (`senpai.config.time_limits`).
 """
 
 import hashlib
 from collections.abc import Collection
 from datetime import datetime, timedelta
 
-from senpai.config.budgets import RELAUNCH
 from senpai.config.harness import HarnessConfig
 from senpai.config.roles import Role
+from senpai.config.time_limits import RELAUNCH
 from senpai.errors import DiskFull, NoEffect, TransientError
 from senpai.fleet.base import JobStatus
 from senpai.fleet.names import JobName, job_name, parse_job_name
@@ -61,7 +61,7 @@ from senpai.wrapper.actions import (
     RestoreStudent,
     Stop,
 )
-from senpai.wrapper.limits import caps_reached, llm_held, stops_jobs
+from senpai.wrapper.caps import caps_reached, llm_held, stops_jobs
 from senpai.wrapper.moves import head_keeps_moving
 from senpai.wrapper.patience import paused_for_patience
 from senpai.wrapper.steering import current_fingerprint, steering_actions
@@ -72,7 +72,7 @@ INFRA_EXIT = TransientError.exit_code  # `senpai job` exits 3 when the forge, gi
 DISK_FULL_EXIT = DiskFull.exit_code  # ... and 6 when a volume it writes to is full (`senpai.fleet.disk`)
 NO_EFFECT_EXIT = NoEffect.exit_code  # an advisor job exits 7 when its LLM turn changed nothing
 INFRA_REASONS = frozenset({"Lost", "Killed", "Evicted", "NodeLost", "Preempted"})  # the fleet's doing
-HYPOTHESIS_REASONS = frozenset({"DeadlineExceeded", "OOMKilled"})  # its wall-time and memory budget
+HYPOTHESIS_REASONS = frozenset({"DeadlineExceeded", "OOMKilled"})  # it ran out of its wall time (the compute budget) or memory
 
 
 def infra_failure(job: JobStatus) -> bool:
@@ -174,7 +174,7 @@ def route(m: Inbound, w: World, cfg: HarnessConfig) -> int | None:
 def pending_messages(w: World, cfg: HarnessConfig) -> list[Event]:
     """Message events not yet delivered (acked on the forge, or handed to a job that exists), oldest
     first, each routed (`route`), or to the advisor while a spent LLM cap holds the students' LLM
-    turns (`limits.llm_held`): the advisor answers the human then."""
+    turns (`caps.llm_held`): the advisor answers the human then."""
     names = {j.name for j in w.jobs}
     held = bool(w.inbox) and llm_held(caps_reached(w, cfg), cfg, Role.STUDENT)
     out = []
@@ -240,7 +240,7 @@ def idle_events(w: World, cfg: HarnessConfig) -> list[Event]:
     not train on senpai's side, so nothing on that base would).  Nothing while a human has paused
     (`/senpai pause`)."""
     if w.steer.paused or set(caps_reached(w, cfg)) - {"experiments"}:
-        return []  # a spent budget or time stops even a human's `/senpai try`; the experiment cap does not
+        return []  # a reached fleet cap (money or the end) stops even a human's `/senpai try`; the experiment cap does not
     assigned = {e.student for e in w.exps if e.state in ASSIGNED}
     idle = [s.name for s in cfg.students if s.name not in assigned]
     opened = {e.hypothesis.request for e in w.exps if e.hypothesis and e.hypothesis.request}
@@ -270,7 +270,7 @@ def plan(w: World, cfg: HarnessConfig) -> list[Action]:
     actions += _human_changes(w)
     actions += _reap(w)
     if _stopping(w, cfg):
-        actions += [DeleteJob(j.name, j.pr, "the budget is exhausted") for j in _live(w.jobs) if j.role != Role.ADVISOR]
+        actions += [DeleteJob(j.name, j.pr, "a fleet cap is reached") for j in _live(w.jobs) if j.role != Role.ADVISOR]
     else:
         actions += _students(w, cfg)
         actions += _verifiers(w)
@@ -280,8 +280,8 @@ def plan(w: World, cfg: HarnessConfig) -> list[Action]:
 
 
 def _stopping(w: World, cfg: HarnessConfig) -> bool:
-    """True when a spent budget or time stops running student and verifier jobs (`limits.on_exhausted:
-    stop`): they are deleted and not relaunched until a `/senpai budget` raises the cap. The
+    """True when a reached fleet cap (money or the end) stops running student and verifier jobs (`caps.on_exhausted:
+    stop`): they are deleted and not relaunched until a `/senpai caps` raises the cap. The
     deleted attempt runs again then; it spends no attempt (the job is gone, so nothing reaps it)."""
     return stops_jobs(caps_reached(w, cfg), cfg)
 

@@ -24,7 +24,7 @@ from senpai.ledger.experiment import Experiment, holdout_verdicts, verdicts_by_h
 from senpai.ledger.inbox import SteerState
 from senpai.ledger.labels import ASSIGNED, ExperimentState
 from senpai.ledger.spend import Spend
-from senpai.wrapper.limits import MONEY, caps, consequence, exhausted, spent, stops_jobs
+from senpai.wrapper.caps import MONEY, caps_in_force, consequence, exhausted, spent, stops_jobs
 from senpai.wrapper.patience import patience_streak
 
 TITLE_CHARS = 80  # characters of a PR title shown in a table cell
@@ -96,27 +96,27 @@ class JobRow(_Row):
     left_seconds: float | None = Field(description="Seconds until its deadline (negative: overdue).")
 
 
-class BudgetStatus(_Row):
+class CapsStatus(_Row):
     """The caps the wrapper enforces and how much of each is used."""
 
     experiments: int = Field(description="Experiments opened so far (any state).")
-    experiment_cap: int | None = Field(description="The cap: `/senpai budget experiments=N` if given, else max_experiments.")
+    experiment_cap: int | None = Field(description="The cap: `/senpai caps experiments=N` if given, else max_experiments.")
     cap_source: Literal["steering", "config", "none"]
     patience: int | None = Field(description="The harness config's patience (None: no patience stop).")
     streak: int = Field(description="Experiments closed without a merge since the last merge or resume.")
     paused: bool = Field(description="A human's `/senpai pause` holds.")
     paused_for_patience: bool
     spent: Spend = Field(description="Summed from the ledger (`senpai.ledger.spend`).")
-    caps: dict[str, float | int | datetime] = Field(
-        description="Fleet-wide caps in force by `/senpai budget` key (`senpai.wrapper.limits.caps`); absent: no cap."
+    in_force: dict[str, float | int | datetime] = Field(
+        description="Fleet-wide caps in force by `/senpai caps` key (`senpai.wrapper.caps.caps_in_force`); absent: no cap."
     )
     exhausted: dict[str, str] = Field(description="Cap key -> 'spent of cap' for each cap reached: no new experiment opens.")
     stopping: bool = Field(
         False,
-        description="A reached cap stops running student and verifier jobs (`limits.stops_jobs`: "
-        "`limits.on_exhausted: stop`); else they finish and open experiments go on.",
+        description="A reached cap stops running student and verifier jobs (`caps.stops_jobs`: "
+        "`caps.on_exhausted: stop`); else they finish and open experiments go on.",
     )
-    effect: str = Field("", description="What the reached caps do now, in words (`limits.consequence`); empty: none reached.")
+    effect: str = Field("", description="What the reached caps do now, in words (`caps.consequence`); empty: none reached.")
     unpriced: dict[Role, str] = Field(
         default_factory=dict,
         description="Role -> LLM model, for each openhands role whose calls count $0 (`HarnessConfig.unpriced_llms`): "
@@ -136,7 +136,7 @@ class LastTick(_Row):
 
 
 class Status(_Row):
-    """senpai's state now: students, open experiments by state, live jobs, budget, last tick, rate limit."""
+    """senpai's state now: students, open experiments by state, live jobs, fleet caps, last tick, rate limit."""
 
     schema_version: Literal[1] = 1
     at: datetime = Field(description="When it was computed, UTC.")
@@ -149,7 +149,7 @@ class Status(_Row):
     holdouts: int = Field(0, description="Sealed holdouts that served a verdict (`experiment.verdicts_by_holdout`).")
     jobs: list[JobRow]
     approvals: list[ApprovalRow] = Field(default_factory=list, description="Merges waiting for a human's approval.")
-    budget: BudgetStatus
+    caps: CapsStatus
     last_tick: LastTick
     rate_limit: RateLimit | None = Field(description="The forge's core rate limit as last stated; None: it states none.")
 
@@ -175,7 +175,7 @@ class Status(_Row):
         )
 
     def _summary(self) -> str:
-        b, s = self.budget, self.budget.spent
+        b, s = self.caps, self.caps.spent
         cap = f"{b.experiments} of {b.experiment_cap}" if b.experiment_cap else f"{b.experiments} (no cap)"
         patience = f"{b.streak} of {b.patience}" if b.patience else f"{b.streak} (no patience stop)"
         paused = "; **paused** by `/senpai pause`" if b.paused else ""
@@ -193,10 +193,10 @@ class Status(_Row):
                 f"- holdout verdicts: {self.holdout_verdicts} on the current holdout"
                 + (f" ({self.holdouts} holdouts in all)" if self.holdouts > 1 else "")
                 + " (each tells the search a little about it; refresh it after some thousands)",
-                "- spent: " + ", ".join(_against(k, getattr(s, k), b.caps.get(k), b.unpriced) for k in MONEY),
+                "- spent: " + ", ".join(_against(k, getattr(s, k), b.in_force.get(k), b.unpriced) for k in MONEY),
                 f"- by role: student {duration(s.student_seconds)}, verifier {duration(s.verifier_seconds)}, "
                 f"advisor {duration(s.advisor_seconds)} ({count(s.advisor_tokens)} tokens, {dollars(s.advisor_dollars)})",
-                *([f"- end: {_time(b.caps['end'])}"] if "end" in b.caps else []),
+                *([f"- end: {_time(b.in_force['end'])}"] if "end" in b.in_force else []),
                 *([_reached(b)] if b.exhausted else []),
                 f"- last tick: {tick_line}",
                 f"- forge rate limit: {rate_line}",
@@ -239,7 +239,7 @@ def build_status(
         holdouts=len(verdicts_by_holdout(exps)),
         jobs=[_job(j, now) for j in live],
         approvals=[a for e in exps if (a := _waiting(e, steer))],
-        budget=BudgetStatus(
+        caps=CapsStatus(
             experiments=len(exps),
             experiment_cap=cap,
             cap_source=source,
@@ -248,7 +248,7 @@ def build_status(
             paused=steer.paused,
             paused_for_patience=cfg.patience is not None and streak >= cfg.patience and not steer.paused,
             spent=spent(exps, cfg, steer),
-            caps=caps(steer, cfg),
+            in_force=caps_in_force(steer, cfg),
             exhausted=reached,
             stopping=stops_jobs(reached, cfg),
             effect=consequence(reached, cfg) if reached else "",
@@ -276,11 +276,11 @@ def _waiting(e: Experiment, steer: SteerState) -> ApprovalRow | None:
     return ApprovalRow(pr=e.pr, title=e.title, fingerprint=r.fingerprint, reasons=r.reasons, approved_by=by)
 
 
-def _reached(b: BudgetStatus) -> str:
+def _reached(b: CapsStatus) -> str:
     """The summary line of the reached caps: a real stop only where running jobs are stopped; else
     only the opening of new experiments has stopped, and the line says that the rest goes on."""
     caps_ = "; ".join(f"{k} {v}" for k, v in b.exhausted.items())
-    head = f"**stopped**, budget exhausted ({caps_})" if b.stopping else f"**no new experiments**, cap reached ({caps_})"
+    head = f"**stopped**, fleet caps exhausted ({caps_})" if b.stopping else f"**no new experiments**, cap reached ({caps_})"
     return f"- {head}: {b.effect}"
 
 

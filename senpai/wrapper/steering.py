@@ -24,24 +24,24 @@ exist and the message goes again.  The one double delivery left is a crash betwe
 its delivery ack with the store deleted as well: nothing then says the job got it.
 
 Humans are also asked, once each: when patience paused new work (`senpai.wrapper.patience`), when
-a budget is exhausted (`senpai.wrapper.limits`), when a merge or a base head is not senpai's
+a fleet cap is reached (`senpai.wrapper.caps`), when a merge or a base head is not senpai's
 verified work, and when a decided PR's hypothesis record was edited (`hand_made_issues`).
 """
 
 from senpai.config.harness import HarnessConfig
 from senpai.config.roles import Role
 from senpai.fleet.base import JobStatus
-from senpai.ledger.blocks import Steer, SteerCommand
-from senpai.ledger.commands import SYNTAX, CommandError, parse_commands
+from senpai.ledger.blocks import CAPS_VERB, Steer, SteerCommand
+from senpai.ledger.commands import SYNTAX, CommandError, parse_commands, renamed_notes
 from senpai.ledger.consistency import check, record_flags, seen_bases, verified_merge
 from senpai.ledger.events import message_id, message_ref
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.gate import fingerprint
-from senpai.ledger.inbox import LIMIT_FIELDS, Inbound, SteerState, apply_command
+from senpai.ledger.inbox import CAP_FIELDS, Inbound, SteerState, apply_command
 from senpai.ledger.labels import ATTENTION, SENPAI, STEER, ExperimentState
 from senpai.ledger.records import digest
 from senpai.wrapper.actions import Ack, Action, ApplyCommand, Launch, OpenIssue, Stop
-from senpai.wrapper.limits import exhaustion_issue
+from senpai.wrapper.caps import exhaustion_issue
 from senpai.wrapper.patience import patience_issue
 from senpai.wrapper.status import LastTick, build_status
 from senpai.wrapper.world import World
@@ -107,6 +107,7 @@ def command_action(m: Inbound, w: World, state: SteerState, cfg: HarnessConfig) 
         for c in commands
         if c.verb in ("stop", "reject") and c.pr is not None
     )
+    done += renamed_notes(msg.body)  # `/senpai budget`, read as `/senpai caps`
     answers = "\n\n".join(_answer(q, w, state, cfg) for q in queries)  # the status the commands leave
     return ApplyCommand(msg, tuple(done), block, stops, answers), state
 
@@ -149,7 +150,7 @@ def current_fingerprint(e: Experiment, base_sha: str) -> str | None:
     return fingerprint(e.head, base_sha, v) if v else None
 
 
-BUDGET_FIELDS = {"experiments", *LIMIT_FIELDS}
+ALL_CAP_FIELDS = {"experiments", *CAP_FIELDS}
 
 
 def _describe(c: SteerCommand, opened: int, jobs: list[JobStatus], state: SteerState) -> str:
@@ -158,10 +159,10 @@ def _describe(c: SteerCommand, opened: int, jobs: list[JobStatus], state: SteerS
         return "paused: no new experiments are opened until `/senpai resume`; running jobs, reviews and verifications go on"
     if c.verb == "resume":
         return "resumed: new experiments are opened again (patience counts from now)"
-    if c.verb == "budget":
+    if c.verb == CAPS_VERB:
         return (
             "caps set: "
-            + ", ".join(f"{k} {v}" for k, v in c.model_dump(include=BUDGET_FIELDS, exclude_none=True).items())
+            + ", ".join(f"{k} {v}" for k, v in c.model_dump(include=ALL_CAP_FIELDS, exclude_none=True).items())
             + (f" ({opened} experiments opened so far)")
         )
     if c.verb == "try":

@@ -55,7 +55,7 @@ BIG = {
             "kind": "openhands",
             "llm": {"model": "anthropic/claude-sonnet-4-5", "reasoningEffort": "high", "inputCostPerToken": 3e-06},
         },
-        "student": {"kind": "openhands", "llm": {"model": "anthropic/claude-sonnet-4-5"}, "budget": {"dollars": 20.0}},
+        "student": {"kind": "openhands", "llm": {"model": "anthropic/claude-sonnet-4-5"}, "turn": {"dollars": 20.0}},
     },
     "students": [{"name": n, "gpus": 8, "cpus": 32} for n in ("ada", "bo", "cy", "dee")],
     "gpu": {
@@ -310,6 +310,8 @@ LLM_SETTINGS = {
         "student": {"kind": "openhands", "llm": {**LLAMA_CPP, **FREE, "numRetries": 0}},
     },
 }
+# values written before `runtime.<role>.turn` was named so: the old `budget` key still renders, as `turn`
+OLD_TURN_KEY = {**REQUIRED, "runtime": {"student": {"kind": "openhands", "llm": LLAMA_CPP | FREE, "budget": {"dollars": 20.0}}}}
 
 
 def deep_merge(base: dict, over: dict) -> dict:
@@ -342,6 +344,7 @@ def helm(tmp_path_factory: pytest.TempPathFactory) -> dict:
     requests |= {name: {**base, "values": values} for name, (values, _) in BAD.items()}
     requests["keyless"] = {**base, "values": KEYLESS, "kube_version": KUBE_VERSIONS[-1]}
     requests["llm settings"] = {**base, "values": LLM_SETTINGS}
+    requests["old turn key"] = {**base, "values": OLD_TURN_KEY}
     for kv in KUBE_VERSIONS:
         requests[f"holdout-secret-{kv}"] = {**base, "values": HOLDOUT_SECRET, "kube_version": kv}
         requests[f"holdout-claim-{kv}"] = {**base, "values": HOLDOUT_CLAIM, "kube_version": kv}
@@ -433,7 +436,7 @@ def test_default_harness_config(helm: dict) -> None:
     assert [(s.name, s.gpus, s.cpus) for s in cfg.students] == [("ada", 1, 2)]
     assert cfg.runtime.advisor.kind == cfg.runtime.student.kind == "search"
     assert cfg.max_experiments is None and cfg.patience is None
-    assert cfg.advisor_wall_seconds is None and cfg.verifier_wall_seconds is None  # derived (senpai.config.budgets)
+    assert cfg.advisor_wall_seconds is None and cfg.verifier_wall_seconds is None  # derived (senpai.config.time_limits)
     pvc = one(docs, "PersistentVolumeClaim")
     assert pvc["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}  # helm uninstall keeps the data
     assert pvc["spec"]["resources"]["requests"]["storage"] == "50Gi" and "storageClassName" not in pvc["spec"]
@@ -498,7 +501,7 @@ def test_four_students_with_eight_gpus_land_in_the_harness_config(helm: dict) ->
     }
     assert cfg.runtime.advisor.kind == "openhands" and cfg.runtime.advisor.llm.reasoning_effort == "high"
     assert cfg.runtime.advisor.llm.input_cost_per_token == 3e-06 and cfg.runtime.advisor.llm.output_cost_per_token is None
-    assert cfg.runtime.student.budget.dollars == 20.0 and cfg.runtime.student.budget.llm_calls == 60
+    assert cfg.runtime.student.turn.dollars == 20.0 and cfg.runtime.student.turn.llm_calls == 60
     assert cfg.forge.base_url == "https://ghe.example.com/api/v3" and cfg.forge.base_branch == "research"
     assert cfg.tracker.entity == "acme" and cfg.tracker.mode == "online" and cfg.tracker.installation == "0badc0de"
     assert cfg.max_experiments == 40 and cfg.patience == 8
@@ -543,6 +546,16 @@ def test_llm_settings_for_slow_and_local_servers_reach_the_harness_config(helm: 
     assert not {"timeout", "num_retries", "max_output_tokens", "extra_body"} & set(rendered)
     llm = harness(big).runtime.advisor.llm
     assert (llm.timeout, llm.num_retries, llm.max_output_tokens, llm.extra_body) == (None, 2, None, {})
+
+
+def test_the_old_budget_key_of_a_role_renders_as_its_turn_limits_and_the_notes_warn(helm: dict) -> None:
+    docs = manifests(helm["old turn key"])
+    raw = yaml.safe_load(one(docs, "ConfigMap")["data"]["harness.yaml"])["runtime"]["student"]
+    assert "budget" not in raw and raw["turn"] == {"llm_calls": 60, "tokens": 2000000, "dollars": 20.0, "wall_seconds": 1800}
+    assert harness(docs).runtime.student.turn.dollars == 20.0
+    notes = helm["old turn key"]["notes"]
+    assert "WARNING: runtime.student.budget is deprecated: it is now runtime.student.turn (read as that)" in notes
+    assert "runtime.advisor.budget" not in notes
 
 
 def test_wrapper_deployment(helm: dict) -> None:
@@ -641,7 +654,7 @@ def test_every_value_is_documented_in_the_chart_readme() -> None:
         out = []
         for k, v in d.items():
             key = f"{prefix}{k}"
-            whole = re.search(r"^(images|resources)\.\w+$|^(pod)?[sS]ecurityContext$|[sS]elector$|\.llm$|\.budget$", key)
+            whole = re.search(r"^(images|resources)\.\w+$|^(pod)?[sS]ecurityContext$|[sS]elector$|\.llm$|\.turn$", key)
             out += leaves(v, key + ".") if isinstance(v, dict) and v and not whole else [key]
         return out
 

@@ -21,7 +21,7 @@ ADAM = "        random_state=seed,\n"
 LBFGS = '        random_state=seed,\n        solver="lbfgs",\n'
 
 
-def use_openhands(config: Path, base_url: str, budget: dict | None = None, roles=("advisor", "student")) -> None:
+def use_openhands(config: Path, base_url: str, turn: dict | None = None, roles=("advisor", "student")) -> None:
     """Switch `roles` of the harness config at `config` to the openhands runtime on the scripted server."""
     cfg = yaml.safe_load(config.read_text())
     runtime = cfg.setdefault("runtime", {})
@@ -35,7 +35,7 @@ def use_openhands(config: Path, base_url: str, budget: dict | None = None, roles
                 "input_cost_per_token": 1e-6,
                 "output_cost_per_token": 4e-6,
             },
-            "budget": budget or {"llm_calls": 12, "wall_seconds": 300},
+            "turn": turn or {"llm_calls": 12, "wall_seconds": 300},
         }
     config.write_text(safe_yaml.dump(cfg))
 

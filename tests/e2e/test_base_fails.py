@@ -13,8 +13,8 @@ from research import make_program, reader
 from senpai.cli.wiring import make_forge
 from senpai.cli.wrapper import build_wrapper
 from senpai.config import safe_yaml
-from senpai.config.budgets import Relaunch
 from senpai.config.harness import load_harness
+from senpai.config.time_limits import Relaunch
 from senpai.ledger import basefails
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.escalation import escalated, escalation_id, marked
@@ -114,7 +114,7 @@ def test_a_train_interpreter_that_does_not_run_blocks_the_base_with_one_issue(lo
     machine lacks): the measurement's student job exits 3 before its turn (`TrainPythonFailed`),
     is relaunched and escalated, and the measurement is blocked for humans. That is the base's
     failure too: nothing else opens on the base, tick after tick, so one issue is all humans get
-    and no experiment of the budget is spent on a PR that cannot train."""
+    and no experiment under the cap is spent on a PR that cannot train."""
     monkeypatch.setattr(policy, "RELAUNCH", Relaunch(backoff_seconds=0.2))  # the relaunches' backoff, not their count
     missing = "/nonexistent/venv/bin/python train.py"
     config = make_program(local_forge.base_url, tmp_path, "base-python", experiments=3, mutate=lambda t: t.update(train=missing))

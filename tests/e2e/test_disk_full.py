@@ -21,8 +21,8 @@ from test_failures import GOOD, _hypothesis
 from senpai.cli.wiring import make_forge
 from senpai.cli.wrapper import build_wrapper
 from senpai.config import safe_yaml
-from senpai.config.budgets import Relaunch
 from senpai.config.harness import load_harness
+from senpai.config.time_limits import Relaunch
 from senpai.ledger import transitions
 from senpai.ledger.labels import SENPAI, ExperimentState
 from senpai.wrapper import policy

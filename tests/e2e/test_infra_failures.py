@@ -18,8 +18,8 @@ from test_failures import GOOD, _hypothesis
 
 from senpai.cli.wiring import make_forge
 from senpai.cli.wrapper import build_wrapper
-from senpai.config.budgets import GIT, RELAUNCH
 from senpai.config.harness import load_harness
+from senpai.config.time_limits import GIT, RELAUNCH
 from senpai.forge import mirror
 from senpai.ledger import transitions
 from senpai.ledger.labels import ATTENTION, SENPAI, ExperimentState

@@ -450,7 +450,7 @@ def test_steering_by_untrusted_authors_counts_for_nothing(program):
 def test_a_human_command_quoted_in_an_ack_is_text(program, tmp_path):
     issue = program.alice.create_issue("steering", "notes", [STEER]).number
     steer = Steer(message=f"{issue}:0:abc", author="alice", commands=[SteerCommand(verb="pause")])
-    program.alice.create_comment(issue, f"/senpai budget experiments=oops\n{render(steer)}\n\n{record_marker(steer)}")
+    program.alice.create_comment(issue, f"/senpai caps experiments=oops\n{render(steer)}\n\n{record_marker(steer)}")
     cfg = load_harness(str(program.config))
     read = steering_tick.read(program.bot, cfg)
     assert any(m.message.number == issue for m in read[2].commands)

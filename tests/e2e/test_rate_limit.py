@@ -28,7 +28,7 @@ def limited(tmp_path):
         server.stop()
 
 
-def test_the_forge_states_its_limit_a_304_is_free_and_a_spent_budget_is_senpais_transient_failure(limited):
+def test_the_forge_states_its_limit_a_304_is_free_and_a_spent_rate_limit_is_senpais_transient_failure(limited):
     assert limited.rate_limit() is None or limited.rate_limit().limit == LIMIT  # nothing asked yet by this client
     sha = limited.branch_sha("advisor")
     first = limited.rate_limit()

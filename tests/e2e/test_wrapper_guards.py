@@ -106,7 +106,7 @@ def test_the_full_refresh_sees_through_a_stuck_304(local_forge, tmp_path):
             _until(w, lambda: w.view.state.paused, "the pause")
             time.sleep(1.1)  # the command comes a second after the last change seen (timestamps have whole seconds)
             proxy.stuck_304 = True  # from now on every conditional listing says "not modified"
-            alice.create_comment(issue, "/senpai budget experiments=5")
+            alice.create_comment(issue, "/senpai caps experiments=5")
             new = alice.create_issue("more steering", "Prefer small learning rates.", [STEER]).number
             _until(w, lambda: w.view.state.experiments == 5 and new in {i.number for i in w.view.issues}, "the command")
             ticks(w, 3)
@@ -203,14 +203,14 @@ def test_prs_the_bot_did_not_open_count_against_no_cap(local_forge, tmp_path):
         actions = ticks(w, 3)
         assert any(a.startswith("launched senpai-advisor-") for a in actions), actions
         assert sum("blocked: a senpai block is invalid" in a for a in actions) == 2, actions  # each author is told
-        assert not [i for i in w.forge.list_issues(STEER, "all") if "budget exhausted" in i.title]
+        assert not [i for i in w.forge.list_issues(STEER, "all") if "fleet caps exhausted" in i.title]
         deadline = time.monotonic() + 120  # the advisor's turn may still open its experiment: read once it is done
         while any(not j.done for j in w.fleet.list()) and time.monotonic() < deadline:
             time.sleep(0.5)
         exps = LedgerReader(w.forge).experiments()
         assert foreign.isdisjoint(e.pr for e in exps)
         status = StatusReader(cfg, make_forge(cfg), make_fleet(cfg), None).read()  # `senpai status`
-        assert status.budget.experiments == len(exps) and foreign.isdisjoint(r.pr for r in status.open)
+        assert status.caps.experiments == len(exps) and foreign.isdisjoint(r.pr for r in status.open)
     finally:
         for job in w.fleet.list():
             if not job.done:

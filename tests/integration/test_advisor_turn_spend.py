@@ -24,7 +24,7 @@ def _read(forge):
 
 
 class _SpentGuard:
-    """What advisor_turn asks of its BudgetGuard once the conversation ran: its spend so far."""
+    """What advisor_turn asks of its TurnGuard once the conversation ran: its spend so far."""
 
     def __init__(self) -> None:
         self.spent = TurnUsage()

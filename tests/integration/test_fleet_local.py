@@ -15,9 +15,9 @@ import pytest
 import yaml
 from tiny_target import files
 
-from senpai.config.budgets import Budgets
 from senpai.config.harness import HarnessConfig
 from senpai.config.target import TargetConfig
+from senpai.config.time_limits import TimeLimits
 from senpai.errors import NotFound, PermanentError
 from senpai.fleet.base import JobSpec, JobStatus
 from senpai.fleet.local import LocalFleet
@@ -151,7 +151,7 @@ def test_the_wrapper_gives_a_students_jobs_its_cpus_and_an_advisors_one() -> Non
     )  # fmt: skip
     fleet = Recorder()
     dispatcher = Dispatcher(None, fleet, "/h.yaml", {"ada": 1}, {"ada": 6})  # type: ignore[arg-type]
-    inputs = JobInputs(Budgets.of(cfg, TargetConfig.model_validate(yaml.safe_load(files()["senpai.yaml"]))))
+    inputs = JobInputs(TimeLimits.of(cfg.times(), TargetConfig.model_validate(yaml.safe_load(files()["senpai.yaml"]))))
     for launch in (
         Launch("student", "senpai-student-pr3-1", ["student"], pr=3, student="ada"),
         Launch("verifier", "senpai-verifier-pr3-1", ["verify"], pr=3, student="ada"),
@@ -159,7 +159,7 @@ def test_the_wrapper_gives_a_students_jobs_its_cpus_and_an_advisors_one() -> Non
     ):
         dispatcher.apply(launch, {}, inputs)
     assert [(s.role, s.gpus, s.cpus) for s in fleet.specs] == [("student", 1, 6), ("verifier", 1, 6), ("advisor", 0, 1)]
-    assert [s.wall_seconds for s in fleet.specs] == [60, 780, 600]  # each role's deadline (`senpai.config.budgets`)
+    assert [s.wall_seconds for s in fleet.specs] == [60, 780, 600]  # each role's deadline (`senpai.config.time_limits`)
 
 
 def test_logs_tail(fleet: LocalFleet) -> None:

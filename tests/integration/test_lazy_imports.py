@@ -220,6 +220,6 @@ def test_telling_an_unpriced_model_imports_no_heavy_package():
 
 def test_without_litellm_a_price_cannot_be_told_and_nothing_is_refused():
     """Without the `agents` extra no openhands turn runs here: a dollars cap over an unpriced model loads."""
-    raw = MINIMAL | {"fleet": {"backend": "local", "dir": "jobs"}, "runtime": UNPRICED, "limits": {"dollars": 5.0}}
+    raw = MINIMAL | {"fleet": {"backend": "local", "dir": "jobs"}, "runtime": UNPRICED, "caps": {"dollars": 5.0}}
     code = f"from senpai.config.harness import HarnessConfig\nprint(HarnessConfig.model_validate({raw!r}).unpriced_llms())\n"
     assert _without_extras(code) == ["{}"]

@@ -27,7 +27,7 @@ def repo(forge_repo, local_forge, tmp_path):
     forge.create_pull("h1", "hypothesis", BRANCH, "advisor", ["senpai"])
     carol = GitHubForge(settings, user_token(local_forge, "carol", "collaborator"))
     issue = carol.create_issue("steer", "/senpai pause", ["senpai:steer"]).number
-    human = carol.create_comment(issue, "/senpai budget experiments=3").id
+    human = carol.create_comment(issue, "/senpai caps experiments=3").id
     ack = forge.create_comment(issue, "ack: experiments=3").id
     user_token(local_forge, "mallory", "read")
     return {"base": local_forge.base_url, "repo": settings.repo, "issue": issue, "human": human, "ack": ack, "forge": forge}
@@ -81,7 +81,7 @@ def test_a_human_comment_is_edited_or_deleted_only_by_its_author(repo, who):
     for method in ("PATCH", "DELETE"):
         answer = call(repo, method, f"/issues/comments/{repo['human']}", who, json={"body": "/senpai resume"})
         assert answer.status_code == 403, answer.text
-    assert _comment_body(repo, "human") == "/senpai budget experiments=3"
+    assert _comment_body(repo, "human") == "/senpai caps experiments=3"
     assert call(repo, "PATCH", f"/issues/comments/{repo['human']}", "carol", json={"body": "/senpai stop"}).status_code == 200
     assert _comment_body(repo, "human") == "/senpai stop"
 

@@ -20,8 +20,8 @@ from senpai.agents import student_steps as steps
 from senpai.agents.attempt import Attempt
 from senpai.agents.measure import TAIL_BYTES, run_command
 from senpai.agents.walls import walls_of
-from senpai.config.budgets import StudentBudget
 from senpai.config.target import TargetConfig
+from senpai.config.time_limits import StudentLimits
 from senpai.errors import NotFound
 from senpai.fleet.logcap import HEAD_BYTES
 from senpai.fleet.logcap import TAIL_BYTES as LOG_TAIL_BYTES
@@ -140,18 +140,18 @@ def test_the_timeout_kills_the_whole_tree_even_a_daemon_holding_the_pipe(tmp_pat
 
 def test_the_train_timeout_ends_before_the_jobs_deadline(monkeypatch) -> None:
     from senpai.agents.evidence import train_timeout
-    from senpai.config.budgets import StudentBudget
+    from senpai.config.time_limits import StudentLimits
     from senpai.fleet.base import ENV_DEADLINE
 
-    budget = StudentBudget(deadline=100, run=100, train=90, post=10, turn=None, attempts=1)  # a budget of 100 s
+    limits = StudentLimits(deadline=100, run=100, train=90, post=10, turn=None, attempts=1)  # a budget of 100 s
     monkeypatch.delenv(ENV_DEADLINE, raising=False)
-    assert train_timeout(budget.train, budget.post, now=0) == 90  # no fleet deadline: 0.9 x the budget
+    assert train_timeout(limits.train, limits.post, now=0) == 90  # no fleet deadline: 0.9 x the budget
     monkeypatch.setenv(ENV_DEADLINE, "1000")
-    assert train_timeout(budget.train, budget.post, now=500) == 90  # the job has time: the budget rules
-    assert train_timeout(budget.train, budget.post, now=950) == 40  # clone, checkout, a turn spent 350 s: 10 s left
-    assert train_timeout(budget.train, budget.post, now=995) == 1.0
+    assert train_timeout(limits.train, limits.post, now=500) == 90  # the job has time: the budget rules
+    assert train_timeout(limits.train, limits.post, now=950) == 40  # clone, checkout, a turn spent 350 s: 10 s left
+    assert train_timeout(limits.train, limits.post, now=995) == 1.0
     monkeypatch.setenv(ENV_DEADLINE, "soon")
-    assert train_timeout(budget.train, budget.post, now=995) == 90
+    assert train_timeout(limits.train, limits.post, now=995) == 90
 
 
 # The target's program: logs `val` (its argument) as the summary of its own bare wandb run.
@@ -195,7 +195,7 @@ def _turn(tmp_path: Path, train: str) -> SimpleNamespace:
         repo=SimpleNamespace(path=repo),
         head=run_git(repo, "rev-parse", "HEAD"),
         workdir=tmp_path / "job",
-        budgets=SimpleNamespace(student=StudentBudget(deadline=300, run=300, train=120, post=10, turn=None, attempts=2)),
+        time_limits=SimpleNamespace(student=StudentLimits(deadline=300, run=300, train=120, post=10, turn=None, attempts=2)),
     )
 
 

@@ -16,7 +16,7 @@ from senpai.config.roles import Role
 def runtime(base_url: str, name: str, wall_seconds: int = 300, **llm) -> OpenHandsRuntimeSettings:
     """An openhands runtime on the scripted server, its model served as `name`, with `llm` settings."""
     settings = {"model": f"openai/{name}", "base_url": base_url, **llm}
-    return OpenHandsRuntimeSettings.model_validate({"llm": settings, "budget": {"wall_seconds": wall_seconds}})
+    return OpenHandsRuntimeSettings.model_validate({"llm": settings, "turn": {"wall_seconds": wall_seconds}})
 
 
 def ask(rt: OpenHandsRuntimeSettings) -> None:

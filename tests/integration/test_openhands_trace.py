@@ -1,5 +1,5 @@
 """The table of an agent turn's calls, built from the SDK's own metrics and the tool calls the
-budget guard saw (`senpai.agents.openhands.trace`)."""
+turn guard saw (`senpai.agents.openhands.trace`)."""
 
 from senpai.agents.openhands.trace import COLUMNS, ToolCall, call_table, turn_summary
 from senpai.ledger.blocks import TurnUsage

@@ -62,7 +62,7 @@ def test_status_reads_the_forge_folder_and_the_fleet(demo_like):
         assert [s["activity"] for s in status["students"]] == ["running", "idle"]
         (job,) = status["jobs"]
         assert job["name"] == "senpai-student-pr1-1" and job["phase"] in ("pending", "running")
-        assert status["budget"]["experiments"] == 1 and status["budget"]["experiment_cap"] == 3
+        assert status["caps"]["experiments"] == 1 and status["caps"]["experiment_cap"] == 3
         assert status["last_tick"]["source"] == "ledger"  # the bot opened the PR
         text = CliRunner().invoke(cli, ["status", "--config", str(config), "--local-forge", str(data)]).output
         assert "senpai status" in text and "wider \\| deeper" not in text  # rich renders the table, unescaped

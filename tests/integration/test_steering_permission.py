@@ -108,12 +108,12 @@ def test_commands_that_change_state_need_write_permission_not_an_association(loc
     add_collaborator(local_forge.base_url, bot.settings.repo, "tess")
     issue = alice.create_issue("steering", "Steer here.", [STEER]).number
 
-    # a read-only user and a read-only org member: approve, stop, budget, try, pause change nothing
+    # a read-only user and a read-only org member: approve, stop, caps, try, pause change nothing
     rita.create_comment(pr, f"/senpai approve {fp}")
-    rita.create_comment(issue, "/senpai budget experiments=9\n/senpai try width=64")
+    rita.create_comment(issue, "/senpai caps experiments=9\n/senpai try width=64")
     mona.create_comment(pr, f"/senpai approve {fp}")
     mona.create_comment(pr, "/senpai stop")
-    mona.create_comment(issue, "/senpai pause\n/senpai budget experiments=9\n/senpai try width=64")
+    mona.create_comment(issue, "/senpai pause\n/senpai caps experiments=9\n/senpai try width=64")
     cfg = _config(bot)
     assert cfg.forge.trusted == ["OWNER", "COLLABORATOR"]  # MEMBER is not trusted by default
     proxy.requests.clear()
@@ -138,7 +138,7 @@ def test_commands_that_change_state_need_write_permission_not_an_association(loc
     assert bot.get_pull(pr).state == "open"
 
     # an org member with write (MEMBER too) and a collaborator: their commands work, with the default config
-    tess.create_comment(issue, "/senpai budget experiments=7")
+    tess.create_comment(issue, "/senpai caps experiments=7")
     alice.create_comment(issue, "/senpai try width=64\n/senpai pause")
     alice.create_comment(pr, f"/senpai approve {fp}")
     done, view = steering_tick.tick(bot, cfg)
@@ -153,7 +153,7 @@ def test_a_forge_error_reading_a_permission_makes_the_command_wait(local_forge, 
     bot, proxy, as_, _ = proxied
     add_collaborator(local_forge.base_url, bot.settings.repo, "alice")
     alice = as_("alice")
-    issue = alice.create_issue("steering", "/senpai budget experiments=3", [STEER]).number
+    issue = alice.create_issue("steering", "/senpai caps experiments=3", [STEER]).number
     cfg = _config(bot)
     done, view = steering_tick.tick(bot, cfg)
     assert view.state.experiments == 3 and len(done) == 1
@@ -161,7 +161,7 @@ def test_a_forge_error_reading_a_permission_makes_the_command_wait(local_forge, 
     alice.create_comment(issue, "/senpai pause")
     proxy.rate = 1.0  # every permission request fails (500, reset, 503...): senpai's failure, not alice's
     ledger, exps, view = steering_tick.read(bot, cfg)  # the refresh goes on
-    assert view.commands == () and view.state.experiments == 3  # the pause waits; the acked budget still counts
+    assert view.commands == () and view.state.experiments == 3  # the pause waits; the acked caps still count
     assert steering_tick.act(bot, cfg, (ledger, exps, view)) == ([], [])
     assert len(_acks(bot, issue)) == 1
 
@@ -192,7 +192,7 @@ def test_a_command_folded_in_html_is_not_applied(local_forge, proxied):
     alice = as_("alice")
     issue = alice.create_issue("steering", "Steer here.", [STEER]).number
     alice.create_comment(issue, "<details><summary>logs</summary>\n\n/senpai pause\n\n</details>")
-    alice.create_comment(issue, "/senpai budget experiments=5\n\n<div>\n\nnotes\n\n</div>")
+    alice.create_comment(issue, "/senpai caps experiments=5\n\n<div>\n\nnotes\n\n</div>")
     view = steering_tick.tick(bot, _config(bot))[1]
     assert not view.state.paused and view.state.experiments is None
     assert view.commands == () and len(view.free_text) == 3  # the issue, then free text: no line of it is a command

@@ -15,8 +15,8 @@ from senpai.ledger.spend import spend
 from senpai.ledger.table import LedgerReader
 from senpai.report.render import markdown
 from senpai.report.summary import summarise
+from senpai.wrapper.caps import exhausted
 from senpai.wrapper.humans import HumanReader
-from senpai.wrapper.limits import exhausted
 from senpai.wrapper.status import LastTick, build_status
 
 REV = "c" * 40
@@ -64,12 +64,12 @@ def test_a_turn_is_recorded_on_its_pr_else_the_pr_it_opened_else_one_steering_is
     assert [len(forge.list_comments(n)) for n in (one, two, issue)] == [1, 1, 2]
 
 
-def test_spend_counts_each_advisor_turn_once_on_a_pr_on_the_issue_and_stopped_by_its_budget(fake_forge, tmp_path):
+def test_spend_counts_each_advisor_turn_once_on_a_pr_on_the_issue_and_stopped_by_its_turn_guard(fake_forge, tmp_path):
     forge, _ = fake_forge
     one, two = _pr(forge, tmp_path, "h1"), _pr(forge, tmp_path, "h2")
-    transitions.record_turn(forge, _turn(one, dollars=0.25), [])  # finished within its budget
+    transitions.record_turn(forge, _turn(one, dollars=0.25), [])  # finished within its turn limits
     transitions.record_turn(forge, _turn(None, dollars=0.5), [])  # about no PR: the issue
-    # stopped by its budget: both its turn record and its budget report, counted once
+    # stopped by its turn guard: both its turn record and its turn-limit report, counted once
     stopped = _turn(two, calls=4, dollars=1.0, status="budget")
     transitions.record_turn(forge, stopped, [])
     limits = TurnUsage(llm_calls=4, tokens=4000, dollars=1.0, wall_seconds=60)
@@ -84,12 +84,12 @@ def test_spend_counts_each_advisor_turn_once_on_a_pr_on_the_issue_and_stopped_by
     assert s.advisor_seconds == 36.0 and s.experiments == 2
     # the status and the report show the same
     status = build_status(CFG, exps, [], steer, NOW, LastTick(at=NOW, source="wrapper"), None)
-    assert status.budget.spent == s and "advisor 36 s (10,000 tokens, $1.75)" in status.markdown()
+    assert status.caps.spent == s and "advisor 36 s (10,000 tokens, $1.75)" in status.markdown()
     summary = summarise(exps, "o/r", NOW, turns=steer.advisor_turns)
     assert summary.total == s and "advisor 10,000 tokens, $1.75" in markdown(summary)
 
 
-def test_an_old_budget_report_with_no_turn_record_still_counts():
+def test_an_old_turn_limit_report_with_no_turn_record_still_counts():
     usage = TurnUsage(llm_calls=3, tokens=500, dollars=0.25, wall_seconds=30)
     old = BudgetReport(
         role="advisor", pr=1, revision=REV, exhausted=["dollars"], spent=usage, limits=usage, known="k", missing="m",
@@ -131,7 +131,7 @@ def test_the_dollars_cap_is_reached_by_the_advisors_spend_alone(fake_forge, tmp_
     forge, _ = fake_forge
     transitions.record_turn(forge, _turn(None, calls=40, dollars=1.2), [])
     exps, steer = _read(forge)
-    cfg = CFG.model_copy(update={"max_experiments": None, "limits": CFG.limits.model_copy(update={"dollars": 1.0})})
+    cfg = CFG.model_copy(update={"max_experiments": None, "caps": CFG.caps.model_copy(update={"dollars": 1.0})})
     assert exhausted(exps, steer, NOW, cfg) == {"dollars": "$1.20 of $1.00"}
     assert exhausted(exps, steer.__class__(), NOW, cfg) == {}  # without the issue's records: nothing spent
 

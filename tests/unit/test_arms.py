@@ -8,9 +8,9 @@ from pydantic import TypeAdapter, ValidationError
 from senpai.agents.evidence import Measured, train_timeout
 from senpai.agents.search.propose import neighbours
 from senpai.agents.student_steps import best_arm
-from senpai.config.budgets import Budgets
 from senpai.config.harness import HarnessConfig
 from senpai.config.target import Metric, ParamSpec, TargetConfig
+from senpai.config.time_limits import TimeLimits
 from senpai.errors import MergeRefused
 from senpai.fleet.base import ENV_DEADLINE
 from senpai.ledger.blocks import Arm, BaselineRef, BudgetRef, Hypothesis, MetricRef, RunRef, Verification, parse, render
@@ -139,17 +139,19 @@ def test_every_arm_gets_a_full_training_run_inside_the_student_jobs_deadline(mon
         {"forge": {"repo": "o/r"}, "tracker": {"dir": "/tmp/w"}, "fleet": {"dir": "/tmp/f"}, "state_dir": "/tmp/s",
          "students": [{"name": "ada"}]}
     )  # fmt: skip
-    budgets = Budgets.of(cfg, TARGET.model_copy(update={"budget": TARGET.budget.model_copy(update={"wall_seconds": 100})}))
+    time_limits = TimeLimits.of(
+        cfg.times(), TARGET.model_copy(update={"budget": TARGET.budget.model_copy(update={"wall_seconds": 100})})
+    )
     fleet = _Recorder()
     dispatcher = Dispatcher(None, fleet, "/h.yaml", {})  # type: ignore[arg-type]
     arms = [Arm(name="control", control=True), Arm(name="up", params={"w": 0.6}), Arm(name="down", params={"w": 0.4})]
     exps = {3: experiment(3, "wip", hypothesis=_h(arms)), 4: experiment(4, "wip", hypothesis=_h(None))}
     for pr in (3, 4):
         launch = Launch("student", f"senpai-student-pr{pr}-1", ["student"], pr=pr, student="ada")
-        dispatcher.apply(launch, exps, JobInputs(budgets))
+        dispatcher.apply(launch, exps, JobInputs(time_limits))
     assert [s.wall_seconds for s in fleet.specs] == [300, 100]  # a full run per arm; one for a single arm
     # in the 3-arm job (started at 0, the fleet's deadline 300), each arm may take its 90 s after the
     # arms before it took theirs and a few seconds each to reset and read back their runs
     monkeypatch.setenv(ENV_DEADLINE, str(fleet.specs[0].wall_seconds))
     starts = [5 + k * (90 + 3) for k in range(3)]
-    assert [train_timeout(budgets.student.train, budgets.student.post, now=t) for t in starts] == [90, 90, 90]
+    assert [train_timeout(time_limits.student.train, time_limits.student.post, now=t) for t in starts] == [90, 90, 90]

@@ -30,9 +30,9 @@ def test_command_lines_are_lines_starting_with_the_word():
 
 
 def test_commands_are_checked_and_typed():
-    cmds = parse_commands("/senpai budget experiments=4\n/senpai try width=32 lr=0.01 act=tanh batch=64 bn=true", SPACE, None)
+    cmds = parse_commands("/senpai caps experiments=4\n/senpai try width=32 lr=0.01 act=tanh batch=64 bn=true", SPACE, None)
     assert [c.verb for c in cmds] == ["budget", "try"] and cmds[0].experiments == 4
-    (b,) = parse_commands("/senpai budget dollars=12.5 tokens=200000 cpu_hours=3 end=2026-12-31T18:00+01:00", SPACE, None)
+    (b,) = parse_commands("/senpai caps dollars=12.5 tokens=200000 cpu_hours=3 end=2026-12-31T18:00+01:00", SPACE, None)
     assert (b.experiments, b.dollars, b.tokens, b.cpu_hours, b.gpu_hours) == (None, 12.5, 200000, 3.0, None)
     assert b.end_at == "2026-12-31T17:00:00+00:00"
     assert cmds[1].params == {"width": 32, "lr": 0.01, "act": "tanh", "batch": 64, "bn": True}
@@ -51,13 +51,13 @@ def test_commands_are_checked_and_typed():
         ("/senpai allow compute", None, "works in a comment on the experiment PR it allows"),
         ("/senpai allow", 12, "expected `/senpai allow compute`"),
         ("/senpai allow gpus", 12, "expected `/senpai allow compute`"),
-        ("/senpai budget experiments=0", None, "must be a whole number > 0 and at most 1,000,000, got `0`"),
-        ("/senpai budget experiments=2.5", None, "must be a whole number > 0"),
-        ("/senpai budget dollars=-1", None, "`dollars` (LLM dollars) must be a number > 0"),
-        ("/senpai budget gpu_hours=inf", None, "must be a number > 0"),
-        ("/senpai budget end=2026-12-31", None, "`end` must be the wall-clock end, ISO 8601 with a zone"),
-        ("/senpai budget gpus=3", None, "with keys experiments, dollars, tokens, gpu_hours, cpu_hours, end"),
-        ("/senpai budget", None, "expected `/senpai budget key=value ...`"),
+        ("/senpai caps experiments=0", None, "must be a whole number > 0 and at most 1,000,000, got `0`"),
+        ("/senpai caps experiments=2.5", None, "must be a whole number > 0"),
+        ("/senpai caps dollars=-1", None, "`dollars` (LLM dollars) must be a number > 0"),
+        ("/senpai caps gpu_hours=inf", None, "must be a number > 0"),
+        ("/senpai caps end=2026-12-31", None, "`end` must be the wall-clock end, ISO 8601 with a zone"),
+        ("/senpai caps gpus=3", None, "with keys experiments, dollars, tokens, gpu_hours, cpu_hours, end"),
+        ("/senpai caps", None, "expected `/senpai caps key=value ...`"),
         ("/senpai try", None, "at least one key=value"),
         ("/senpai try depth=3", None, "unknown param `depth`"),
         ("/senpai try width=500", None, "out of range [8, 128]"),
@@ -148,10 +148,10 @@ def test_wiring_registers_the_forge_token_and_llm_keys_whatever_their_names(monk
 def test_fenced_code_and_quotes_are_not_commands():
     body = (
         "To pause, write:\n```\n/senpai pause\n```\n~~~~ text\n/senpai stop\n~~~\n/senpai stop\n~~~~\n"
-        "> /senpai resume\n> as you said\n/senpai budget experiments=2\n\n/senpai budget experiments=3\n"
+        "> /senpai resume\n> as you said\n/senpai caps experiments=2\n\n/senpai caps experiments=3\n"
         "```\n/senpai resume"  # an unclosed fence runs to the end
     )
-    assert command_lines(body) == ["/senpai budget experiments=3"]
+    assert command_lines(body) == ["/senpai caps experiments=3"]
 
 
 def test_the_prefix_is_case_insensitive():
@@ -217,12 +217,12 @@ def test_html_comments_alone_do_not_void_a_message():
 def test_commands_in_top_level_paragraphs_are_found():
     body = (
         "Please:\n/senpai pause <!-- because -->\n\n<!-- /senpai stop -->\n\n> /senpai stop\n\n"
-        "/senpai try act=`tanh` width=*8*\n/senpai budget experiments=3\\\n/senpai resume"
+        "/senpai try act=`tanh` width=*8*\n/senpai caps experiments=3\\\n/senpai resume"
     )
     assert command_lines(body) == [
         "/senpai pause",
         "/senpai try act=`tanh` width=*8*",
-        "/senpai budget experiments=3",
+        "/senpai caps experiments=3",
         "/senpai resume",
     ]
 
@@ -232,8 +232,8 @@ def test_commands_in_top_level_paragraphs_are_found():
     ["end=9999-12-31T23:59:59-01:00", "end=0001-01-01T00:00+01:00", "experiments=" + "9" * 400, "tokens=" + "9" * 101,
      "dollars=1e400", "experiments=1000001", "end=" + "2026-12-31T18:00Z" * 4],
 )  # fmt: skip
-def test_a_budget_value_out_of_bounds_is_refused_not_a_crash_nor_an_unreadable_ack(value):
+def test_a_cap_value_out_of_bounds_is_refused_not_a_crash_nor_an_unreadable_ack(value):
     """Overflowing times and numbers once raised OverflowError out of the tick (every tick, as the
     message stayed unacknowledged); a 101-digit cap made an ack that safe_yaml could not read back."""
     with pytest.raises(CommandError, match="must be"):
-        parse_commands(f"/senpai budget {value}", SPACE, None)
+        parse_commands(f"/senpai caps {value}", SPACE, None)

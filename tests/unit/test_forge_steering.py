@@ -124,7 +124,7 @@ def test_commands_of_one_tick_apply_in_written_order_each_reply_telling_the_stat
     fake.add_collaborator("alice")
     commit_and_push(forge, tmp_path / "seed", "advisor", {"senpai.yaml": TARGET})
     alice = fake.forge("alice")
-    numbers = [alice.create_issue("steer", f"/senpai budget experiments={n}", [STEER]).number for n in (17, 18, 19)]
+    numbers = [alice.create_issue("steer", f"/senpai caps experiments={n}", [STEER]).number for n in (17, 18, 19)]
     issue = alice.create_issue("steer", "/senpai pause", [STEER]).number
     alice.create_comment(issue, "/senpai try alpha=1e-3")
     ledger, exps, view = steering_tick.read(forge, CFG)
@@ -195,7 +195,7 @@ def test_steering_reads_and_decides_without_writing_and_the_dispatcher_posts_it(
     fake.add_collaborator("alice")
     commit_and_push(forge, tmp_path / "seed", "advisor", {"senpai.yaml": TARGET})
     issue = fake.forge("alice").create_issue("steer", "/senpai pause\n/senpai try alpha=1e-3", [STEER]).number
-    fake.forge("alice").create_comment(issue, "/senpai budget experiments=oops")
+    fake.forge("alice").create_comment(issue, "/senpai caps experiments=oops")
     read = steering_tick.read(ReadOnly(forge), CFG)  # reading what humans wrote writes nothing
     assert [m.message.number for m in read[2].commands] == [issue, issue]
     done, failed = steering_tick.act(forge, CFG, read)  # the rules are pure; the Dispatcher posts
@@ -207,7 +207,7 @@ def test_steering_reads_and_decides_without_writing_and_the_dispatcher_posts_it(
 
 def test_an_edited_ack_counts_for_nothing_and_the_message_is_acknowledged_again(fake_forge):
     """senpai never edits its comments: a writer who edits the bot's ack of a trusted `/senpai pause`
-    into a budget raise (or an approval) changes nothing; the pause is acknowledged afresh."""
+    into a caps raise (or an approval) changes nothing; the pause is acknowledged afresh."""
     forge, fake = fake_forge
     fake.add_collaborator("alice")
     issue = fake.forge("alice").create_issue("steer", "/senpai pause", [STEER]).number
@@ -219,7 +219,7 @@ def test_an_edited_ack_counts_for_nothing_and_the_message_is_acknowledged_again(
     time.sleep(1.1)  # GitHub's updated_at has one-second resolution
     fake.edit_comment(ack.id, forged)
     view = steering_tick.read(forge, CFG)[2]
-    assert view.state.experiments is None and view.state.limits == {} and not view.state.paused
+    assert view.state.experiments is None and view.state.caps == {} and not view.state.paused
     lines, view = steering_tick.tick(forge, CFG)
-    assert any("paused" in line for line in lines) and view.state.paused and view.state.limits == {}
+    assert any("paused" in line for line in lines) and view.state.paused and view.state.caps == {}
     assert len([c for c in forge.list_comments(issue) if c.user == forge.login]) == 2

@@ -112,7 +112,7 @@ def test_invalid_block_blocks_only_that_pr():
     assert [a.pr for a in launches(actions, "student")] == [2]
 
 
-def test_budget_caps_new_experiments_and_stale_wip_goes_to_advisor():
+def test_the_experiment_cap_holds_new_experiments_and_stale_wip_goes_to_advisor():
     old = NOW - timedelta(hours=1)
     exps = [exp(1, "closed"), exp(2, "merged"), exp(3, "closed", "bo"), exp(4, "wip", updated=old, attempts=2)]
     (adv,) = launches(plan(World(exps, BASE, [], NOW), CFG), "advisor")

@@ -6,7 +6,7 @@ from datetime import timedelta
 from policy_world import BASE, CFG, NOW, exp, launches
 from test_policy_infra import dead
 
-from senpai.config.budgets import HEAD_MOVES, RELAUNCH
+from senpai.config.time_limits import HEAD_MOVES, RELAUNCH
 from senpai.ledger.blocks import Decision, Verification
 from senpai.ledger.experiment import Experiment
 from senpai.wrapper.actions import Block, Escalate, FailureEvidence

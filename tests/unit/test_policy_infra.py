@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from policy_world import BASE, CFG, NOW, exp, launches
 
-from senpai.config.budgets import RELAUNCH
+from senpai.config.time_limits import RELAUNCH
 from senpai.fleet.base import JobStatus
 from senpai.ledger.blocks import BaselineRef
 from senpai.ledger.escalation import escalation_id

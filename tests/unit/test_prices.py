@@ -1,5 +1,5 @@
 """An LLM whose calls would count $0 is never silent: LiteLLM cannot price its model and the
-config sets no per-token prices. Loading the harness config warns of it, a `limits.dollars` cap
+config sets no per-token prices. Loading the harness config warns of it, a `caps.dollars` cap
 refuses it, and the status marks the dollars unpriced. A model LiteLLM prices, or prices set in
 the config (0 included), gives none of these."""
 
@@ -53,8 +53,8 @@ def test_an_unpriced_model_is_warned_of_at_load(tmp_path, caplog):
 )
 def test_a_priced_model_loads_silently_even_under_a_dollars_cap(tmp_path, caplog, llm):
     with caplog.at_level(logging.WARNING):
-        cfg = load_harness(write(tmp_path, llm, limits={"dollars": 5.0}))
-    assert caplog.records == [] and cfg.unpriced_llms() == {} and cfg.limits.dollars == 5.0
+        cfg = load_harness(write(tmp_path, llm, caps={"dollars": 5.0}))
+    assert caplog.records == [] and cfg.unpriced_llms() == {} and cfg.caps.dollars == 5.0
 
 
 def test_one_price_alone_is_not_a_price(tmp_path, caplog):
@@ -65,11 +65,11 @@ def test_one_price_alone_is_not_a_price(tmp_path, caplog):
 
 
 def test_a_dollars_cap_refuses_an_unpriced_model(tmp_path):
-    path = write(tmp_path, LOCAL, limits={"dollars": 5.0})
+    path = write(tmp_path, LOCAL, caps={"dollars": 5.0})
     with pytest.raises(ConfigError) as e:
         load_harness(path)
     assert str(e.value) == (
-        f"{path}: limits.dollars (5) cannot be enforced: runtime.advisor.llm.model 'openai/qwen' has no price in "
+        f"{path}: caps.dollars (5) cannot be enforced: runtime.advisor.llm.model 'openai/qwen' has no price in "
         "LiteLLM's price map and its per-token prices are not both set (the SDK applies them only as a pair), so its "
         "calls count $0: set runtime.advisor.llm.input_cost_per_token and output_cost_per_token (dollars; 0 for a free "
         "server)"
@@ -79,10 +79,10 @@ def test_a_dollars_cap_refuses_an_unpriced_model(tmp_path):
 def test_the_status_marks_the_dollars_unpriced_next_to_their_cap():
     runtime = RuntimeSettings.model_validate({"advisor": {"kind": "openhands", "llm": LOCAL}, "student": "search"})
     cfg = CFG.model_copy(update={"runtime": runtime})
-    capped = SteerState(limits={"dollars": 5.0})  # a cap raised by `/senpai budget`, not the config's
+    capped = SteerState(caps={"dollars": 5.0})  # a cap raised by `/senpai caps`, not the config's
     s = build_status(cfg, [], [], capped, NOW, TICK, None)
-    assert s.budget.unpriced == {"advisor": "openai/qwen"}
+    assert s.caps.unpriced == {"advisor": "openai/qwen"}
     assert "- spent: $0.00 of $5.00 LLM (**unpriced**: advisor openai/qwen counts $0), " in s.markdown()
     priced = CFG.model_copy(update={"runtime": runtime.model_validate({"advisor": {"kind": "openhands", "llm": LOCAL | FREE}})})
     s = build_status(priced, [], [], capped, NOW, TICK, None)
-    assert s.budget.unpriced == {} and "unpriced" not in s.markdown() and "$0.00 of $5.00 LLM, " in s.markdown()
+    assert s.caps.unpriced == {} and "unpriced" not in s.markdown() and "$0.00 of $5.00 LLM, " in s.markdown()

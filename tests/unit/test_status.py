@@ -22,7 +22,7 @@ from senpai.wrapper.status import LastTick, Status, build_status
 TICK = LastTick(at=NOW, source="wrapper")
 
 
-def test_students_experiments_jobs_and_budget_are_computed_from_what_was_read():
+def test_students_experiments_jobs_and_caps_are_computed_from_what_was_read():
     costly = exp(2, "review", student="bo", attempts=2)
     costly = costly.model_copy(
         update={
@@ -56,10 +56,10 @@ def test_students_experiments_jobs_and_budget_are_computed_from_what_was_read():
     assert (s.merged, s.closed) == (1, 1)
     running, pending = s.jobs  # finished jobs are left out
     assert (running.age_seconds, running.left_seconds) == (300, 900) and pending.age_seconds is None
-    b = s.budget
+    b = s.caps
     assert (b.experiments, b.experiment_cap, b.cap_source, b.paused, b.streak) == (5, 7, "steering", True, 1)
     assert (b.spent.gpu_hours, b.spent.tokens, b.spent.dollars) == (1.0, 20, 1.0)
-    assert b.caps == {"experiments": 7} and b.exhausted == {}
+    assert b.in_force == {"experiments": 7} and b.exhausted == {}
     text = s.markdown()
     assert "| `senpai-student-pr3-1` | running | #3 | 5 min | 15 min |" in text
     assert "wide \\| deep nets xxx" in text and "x" * 100 not in text  # one bounded cell
@@ -69,16 +69,16 @@ def test_students_experiments_jobs_and_budget_are_computed_from_what_was_read():
 
 
 def test_spend_is_shown_against_each_cap_and_an_exhausted_one_is_named():
-    limits = CFG.limits.model_copy(update={"dollars": 0.75, "gpu_hours": 10.0, "end_at": NOW + timedelta(days=1)})
-    cfg = CFG.model_copy(update={"limits": limits})
+    limits = CFG.caps.model_copy(update={"dollars": 0.75, "gpu_hours": 10.0, "end_at": NOW + timedelta(days=1)})
+    cfg = CFG.model_copy(update={"caps": limits})
     e = exp(1, "review", attempts=1)
     e = e.model_copy(update={"evidence": [e.evidence[0].model_copy(update={"cost": Cost(gpu_seconds=3600, dollars=1.0)})]})
     s = build_status(cfg, [e], [], SteerState(), NOW, TICK, None)
-    assert s.budget.exhausted == {"dollars": "$1.00 of $0.75"}
+    assert s.caps.exhausted == {"dollars": "$1.00 of $0.75"}
     text = s.markdown()
     assert "$1.00 of $0.75 LLM" in text and "1.000 of 10.000 GPU-h" in text and "- end: " in text
     assert "**no new experiments**, cap reached (dollars $1.00 of $0.75): no new experiment opens; running jobs finish" in text
-    assert "budget exhausted" not in text and "stopped" not in text  # nothing was stopped
+    assert "fleet caps exhausted" not in text and "stopped" not in text  # nothing was stopped
 
 
 def test_a_reached_cap_says_what_goes_on_and_only_a_stop_reads_as_one():
@@ -87,24 +87,24 @@ def test_a_reached_cap_says_what_goes_on_and_only_a_stop_reads_as_one():
     work = [exp(1, "closed"), exp(2, "review", attempts=1), exp(3, "wip")]
     jobs = [job("senpai-student-pr3-1", "student", pr=3, student="ada")]
     capped = CFG.model_copy(update={"max_experiments": 3})
-    b = build_status(capped, work, jobs, SteerState(), NOW, TICK, None).budget
+    b = build_status(capped, work, jobs, SteerState(), NOW, TICK, None).caps
     assert b.exhausted == {"experiments": "3 of 3"} and not b.stopping
     line = next(x for x in build_status(capped, work, jobs, SteerState(), NOW, TICK, None).markdown().splitlines() if "cap" in x)
     assert line == (
         "- **no new experiments**, cap reached (experiments 3 of 3): no new experiment opens; "
         "running jobs finish and open experiments go on until decided"
     )
-    stop = capped.model_copy(update={"limits": CFG.limits.model_copy(update={"on_exhausted": "stop"})})
-    assert not build_status(stop, work, jobs, SteerState(), NOW, TICK, None).budget.stopping  # the experiment cap stops nothing
-    hours = stop.model_copy(update={"max_experiments": None, "limits": stop.limits.model_copy(update={"gpu_hours": 0.1})})
+    stop = capped.model_copy(update={"caps": CFG.caps.model_copy(update={"on_exhausted": "stop"})})
+    assert not build_status(stop, work, jobs, SteerState(), NOW, TICK, None).caps.stopping  # the experiment cap stops nothing
+    hours = stop.model_copy(update={"max_experiments": None, "caps": stop.caps.model_copy(update={"gpu_hours": 0.1})})
     costly = exp(2, "review", attempts=1)
     costly = costly.model_copy(update={"evidence": [costly.evidence[0].model_copy(update={"cost": Cost(gpu_seconds=3600)})]})
     s = build_status(hours, [costly], jobs, SteerState(), NOW, TICK, None)
     stopped = (
-        "- **stopped**, budget exhausted (gpu_hours 1.000 h of 0.100 h): no new experiment opens, and running student and "
-        "verifier jobs are stopped (`limits.on_exhausted: stop`)"
+        "- **stopped**, fleet caps exhausted (gpu_hours 1.000 h of 0.100 h): no new experiment opens, and running student and "
+        "verifier jobs are stopped (`caps.on_exhausted: stop`)"
     )
-    assert s.budget.stopping and stopped in s.markdown()
+    assert s.caps.stopping and stopped in s.markdown()
 
 
 def test_a_reused_baseline_seed_counts_only_where_it_was_measured_in_the_status_and_the_report_alike():
@@ -115,9 +115,9 @@ def test_a_reused_baseline_seed_counts_only_where_it_was_measured_in_the_status_
     v = e.verifications[0].model_copy(update=seeds | seconds | gpu | {"baseline_reused": {0: 7}})
     e = e.model_copy(update={"verifications": [v]})
     students = [CFG.students[0].model_copy(update={"cpus": 2}), CFG.students[1]]
-    limits = CFG.limits.model_copy(update={"gpu_hours": 0.1})  # 360 GPU s: 250 trained here, 650 with #7's seed
-    cfg = CFG.model_copy(update={"students": students, "limits": limits})
-    spent = build_status(cfg, [e], [], SteerState(), NOW, TICK, None).budget
+    limits = CFG.caps.model_copy(update={"gpu_hours": 0.1})  # 360 GPU s: 250 trained here, 650 with #7's seed
+    cfg = CFG.model_copy(update={"students": students, "caps": limits})
+    spent = build_status(cfg, [e], [], SteerState(), NOW, TICK, None).caps
     report = summarise([e], "o/r", cpus={"ada": 2})
     assert spent.spent.verifier_seconds == 250 and spent.spent.gpu_seconds == 250 and spent.spent.cpu_seconds == 500
     assert report.total == spent.spent and report.rows[0].spend.verifier_seconds == 250
@@ -134,7 +134,7 @@ def test_a_reused_candidate_seed_counts_once_and_every_holdout_verdict_is_counte
     e = e.model_copy(update={"verifications": [e.verifications[0], again, refused]})
     first = build_status(CFG, [e.model_copy(update={"verifications": e.verifications[:1]})], [], SteerState(), NOW, TICK, None)
     s = build_status(CFG, [e], [], SteerState(), NOW, TICK, None)
-    assert s.budget.spent.verifier_seconds - first.budget.spent.verifier_seconds == 50  # baseline seed 1, trained again
+    assert s.caps.spent.verifier_seconds - first.caps.spent.verifier_seconds == 50  # baseline seed 1, trained again
     assert (first.holdout_verdicts, s.holdout_verdicts) == (1, 2)  # a refusal that measured nothing is no verdict
     assert "- holdout verdicts: 2 on the current holdout (each" in s.markdown()
     assert summarise([e], "o/r").counts["holdout_verdicts"] == 2
@@ -148,7 +148,7 @@ def test_an_assigned_student_waiting_for_its_job_and_no_caps():
     cfg = CFG.model_copy(update={"max_experiments": None})
     s = build_status(cfg, [exp(1, "changes", student="bo")], [], SteerState(), NOW, LastTick(at=None, source="none"), None)
     assert [(r.name, r.activity, r.pr) for r in s.students] == [("ada", "idle", None), ("bo", "assigned", 1)]
-    assert s.budget.cap_source == "none" and "1 (no cap)" in s.markdown() and "not stated by the forge" in s.markdown()
+    assert s.caps.cap_source == "none" and "1 (no cap)" in s.markdown() and "not stated by the forge" in s.markdown()
 
 
 def _acks(forge, number: int) -> list[str]:

@@ -42,7 +42,7 @@ def test_a_try_goes_before_proposals_and_past_the_cap_but_only_once():
     assert [(e.kind, e.student) for e in adv.events] == [("idle", "bo")]
 
 
-def test_budget_overrides_max_experiments():
+def test_caps_override_max_experiments():
     exps = [exp(1, "closed"), exp(2, "closed", "bo")]
     assert launches(plan(World(exps, BASE, [], NOW, steer=SteerState(experiments=2)), CFG), "advisor") == []
     (adv,) = launches(plan(World(exps, BASE, [], NOW, steer=SteerState(experiments=3)), CFG), "advisor")

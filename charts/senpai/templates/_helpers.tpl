@@ -135,8 +135,9 @@ app.kubernetes.io/part-of: senpai
 
 {{/* Role runtime as the harness config's RoleRuntime. */}}
 {{- define "senpai.roleRuntime" -}}
-{{- $b := .budget -}}
-{{- $rt := dict "kind" .kind "budget" (dict "llm_calls" (int $b.llmCalls) "tokens" (int $b.tokens) "dollars" (float64 $b.dollars) "wall_seconds" (int $b.wallSeconds)) -}}
+{{- /* budget: the deprecated name of turn (NOTES.txt warns); a field it sets is read over turn's */ -}}
+{{- $b := merge (dict) (.budget | default dict) .turn -}}
+{{- $rt := dict "kind" .kind "turn" (dict "llm_calls" (int $b.llmCalls) "tokens" (int $b.tokens) "dollars" (float64 $b.dollars) "wall_seconds" (int $b.wallSeconds)) -}}
 {{- with .llm -}}{{- if .model -}}
 {{- $llm := dict "model" .model "api_key_env" (default "LLM_API_KEY" .apiKeyEnv) -}}
 {{- if .baseUrl -}}{{- $_ := set $llm "base_url" .baseUrl -}}{{- end -}}

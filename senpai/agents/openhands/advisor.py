@@ -75,7 +75,7 @@ def advisor_turn(ctx: TurnContext, events: list[Event], now: datetime | None = N
         raise
     log_turn(ctx, Role.ADVISOR, pr, base_sha, key, guard, result)
     lines = list(session.actions)
-    # before any budget report: a replay after a crash between the two finds this one posted
+    # before any turn-limit report (`senpai-budget`): a replay after a crash between the two finds this one posted
     cost = TurnCost(pr=pr, revision=base_sha, key=key, status=result.status, spent=result.usage)
     lines.append(f"turn spend on #{transitions.record_turn(ctx.forge, cost, session.opened)}")
     if result.status == "budget":
@@ -84,13 +84,13 @@ def advisor_turn(ctx: TurnContext, events: list[Event], now: datetime | None = N
             known += f'. Last words, quoted: "{quote(result.last_message)}"'
         missing = "events not yet handled: " + ", ".join(e.id for e in events)
         where = post_budget_report(session, guard, result, pr, base_sha, known, missing)
-        lines.append(f"budget report on #{where} ({', '.join(result.exhausted)} exhausted)")
+        lines.append(f"turn-limit report on #{where} ({', '.join(result.exhausted)} exhausted)")
     u = result.usage
     outcome = f"advisor turn {result.status}: {u.llm_calls} LLM calls, {u.tokens} tokens, ${u.dollars:.4f}"
-    # a turn stopped (stuck, out of budget) before any ledger effect handled none of its events either
+    # a turn stopped (stuck, out of its turn limits) before any ledger effect handled none of its events either
     if result.status == "no_effect" or (result.status in ("stuck", "budget") and events and not result.made):
         head = quote(result.last_message, ANSWER_HEAD) or "(no text)"
-        how = {"stuck": "until the stuck detector stopped it", "budget": "until its budget stopped it"}.get(
+        how = {"stuck": "until the stuck detector stopped it", "budget": "until its turn limits stopped it"}.get(
             result.status, "even when told which"
         )
         raise NoEffect(

@@ -1,4 +1,4 @@
-"""One agent turn as an OpenHands conversation: build the agent, run it under the budget, and
+"""One agent turn as an OpenHands conversation: build the agent, run it under the turn guard, and
 persist its state per (role, PR, revision) so a resumed turn continues where it stopped.
 
 A turn with an `Expectation` that ends with none of its effects, and without the agent calling
@@ -31,10 +31,10 @@ from openhands.sdk.tool import ToolExecutor, register_tool
 from openhands.tools.file_editor import FileEditorObservation, FileEditorTool
 from openhands.tools.terminal import TerminalTool
 
-from senpai.agents.openhands.budget import BudgetGuard
 from senpai.agents.openhands.editor import WalledEditor
 from senpai.agents.openhands.prompts import ROOT, untrusted
 from senpai.agents.openhands.trace import call_table
+from senpai.agents.openhands.turn_guard import TurnGuard
 from senpai.config.roles import Role
 from senpai.errors import TransientError
 from senpai.fleet.wall import Wall
@@ -126,7 +126,7 @@ register_tool("senpai_file_editor", GuardedFileEditorTool)
 BASE_PROMPT = """\
 You are one role of senpai, a harness that runs an ML research program as pull requests on a target
 repository. You act only through the tools you are given; each result comes back as the next
-message. Every LLM call and token counts against this turn's budget: combine reads, never repeat a
+message. Every LLM call and token counts against this turn's limits: combine reads, never repeat a
 call whose result you have, and end the turn with `finish` and a short reason as soon as your task
 is done or cannot be done."""
 DEFAULT_TOOLS = ["FinishTool"]  # not ThinkTool: a call that does nothing still costs a whole prompt
@@ -184,11 +184,11 @@ def run_turn(
     workspace: Path,
     state_dir: Path,
     key: str,
-    guard: BudgetGuard,
+    guard: TurnGuard,
     walled: dict[str, dict],
     expect: Expectation | None = None,
 ) -> TurnResult:
-    """Run (or resume) the conversation of turn `key` until the agent finishes or a budget stops it.
+    """Run (or resume) the conversation of turn `key` until the agent finishes or the turn guard stops it.
     `walled`: the params of the role's walled workspace tools, `terminal` and/or `file_editor`
     (`turn.walled_tools`). `expect`: what the turn must achieve; a turn that finished without it (in
     this run or one before a resume), and without a reasoned `finish`, is sent `expect.directive`
@@ -257,8 +257,8 @@ def _provider_failure(e: BaseException) -> str:
     return f"{kind}: {first}"
 
 
-def _achieved_nothing(conv, guard: BudgetGuard, expect: Expectation | None) -> bool:
-    """True if the turn finished (no budget stop) without what `expect` asks and without a `finish`
+def _achieved_nothing(conv, guard: TurnGuard, expect: Expectation | None) -> bool:
+    """True if the turn finished (no turn-guard stop) without what `expect` asks and without a `finish`
     call that gives a reason."""
     if expect is None or guard.exhausted or conv.state.execution_status != ConversationExecutionStatus.FINISHED:
         return False

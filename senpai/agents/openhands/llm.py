@@ -3,9 +3,9 @@
 from openhands.sdk import LLM
 from pydantic import SecretStr
 
-from senpai.config.budgets import LLM_BACKOFF_SECONDS, LLM_MAX_WAIT_SECONDS, LLMCall
 from senpai.config.harness import OpenHandsRuntimeSettings
 from senpai.config.roles import Role
+from senpai.config.time_limits import LLM_BACKOFF_SECONDS, LLM_MAX_WAIT_SECONDS, LLMCall
 from senpai.errors import ConfigError
 
 
@@ -22,7 +22,7 @@ def make_llm(runtime: OpenHandsRuntimeSettings, role: Role, api_key: str | None)
     settings = runtime.llm
     if api_key is None and settings.base_url is None:
         raise ConfigError(f"runtime.{role}.llm: no API key: set the env var {settings.api_key_env}")
-    call = LLMCall.of(settings, runtime.budget.wall_seconds)
+    call = LLMCall.of(settings.timeout, settings.num_retries, runtime.turn.wall_seconds)
     return LLM(
         model=settings.model,
         base_url=settings.base_url,

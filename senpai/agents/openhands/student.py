@@ -3,7 +3,7 @@ terminal and file editor, then calls `submit_evidence`, which commits and pushes
 attempt; once the turn has ended it is trained and its evidence posted exactly as the `search`
 student's (`senpai.agents.student_steps`), with the agent's interpretation and the turn's spend.
 
-A turn that ends without submitting still leaves a record: a budget stop posts the `senpai-budget`
+A turn that ends without submitting still leaves a record: a turn-guard stop posts the `senpai-budget`
 report and a failed evidence; any other end posts a failed evidence with the agent's last words,
 quoted as one line of neutral prose (`records.quote`: no fence, no marker, bounded).
 """
@@ -88,7 +88,7 @@ def _no_evidence(s: Session, guard, result: TurnResult, head: str) -> Evidence:
             known=f"worked on {h.hypothesis}; {said or 'no last words'}",
             missing=f"no training run and no evidence for attempt {s.attempt}",
         )
-        failure = f"budget exhausted ({', '.join(result.exhausted)}) before evidence; report on #{where}"
+        failure = f"turn limits exhausted ({', '.join(result.exhausted)}) before evidence; report on #{where}"
     else:
         failure = f"the agent ended its turn ({result.status}) without submitting evidence"
     ev = Evidence.of(

@@ -2,7 +2,7 @@
 
 The rows come from the SDK's own records: the conversation's combined `Metrics` (one
 `ResponseLatency` per LLM call, a `TokenUsage` per call by response id, a `Cost` per call that
-LiteLLM priced above zero) and the `ActionEvent`s the budget guard saw (each names the LLM
+LiteLLM priced above zero) and the `ActionEvent`s the turn guard saw (each names the LLM
 response that asked for it). The turn logs them as a W&B Table of a run with job_type agent
 (`senpai.agents.runs.log_agent_turn`); with a W&B key and the `trace` extra installed, Weave
 traces the same calls live (`senpai.tracker.weave`).
@@ -14,7 +14,7 @@ from senpai.ledger.blocks import TurnUsage
 from senpai.tracker.base import RunTable
 
 COLUMNS = ["call", "model", "response_id", "latency_s", "prompt_tokens", "completion_tokens", "dollars", "tools"]
-MAX_ROWS = 2_000  # a turn's calls kept in its table (the budget's llm_calls bounds it first)
+MAX_ROWS = 2_000  # a turn's calls kept in its table (the turn's llm_calls limit bounds it first)
 MAX_TOOLS_CHARS = 2_000  # of one row's tool calls
 
 

@@ -1,4 +1,4 @@
-"""What both roles' turns share: secrets out of reach, the LLM, the guard, and the budget report."""
+"""What both roles' turns share: secrets out of reach, the LLM, the turn guard, and its report."""
 
 import os
 import shlex
@@ -9,11 +9,11 @@ from pathlib import Path
 from openhands.sdk import LLM
 
 from senpai.agents.context import TurnContext
-from senpai.agents.openhands.budget import BudgetGuard
 from senpai.agents.openhands.conversation import TurnResult
 from senpai.agents.openhands.llm import make_llm
 from senpai.agents.openhands.session import Session
 from senpai.agents.openhands.trace import turn_summary
+from senpai.agents.openhands.turn_guard import TurnGuard
 from senpai.agents.runs import log_agent_turn
 from senpai.agents.secrets import scrub_environment
 from senpai.agents.walls import sandbox, train_python, walls_of
@@ -24,7 +24,7 @@ from senpai.ledger.events import Event
 from senpai.tracker import weave
 
 
-def open_session(ctx: TurnContext, role: Role, events: list[Event]) -> tuple[Session, LLM, BudgetGuard]:
+def open_session(ctx: TurnContext, role: Role, events: list[Event]) -> tuple[Session, LLM, TurnGuard]:
     """Read the LLM key, scrub every secret from os.environ, and build the turn's session, LLM and guard.
 
     Raises ConfigError if the role's LLM has no key and no custom base URL.
@@ -33,7 +33,7 @@ def open_session(ctx: TurnContext, role: Role, events: list[Event]) -> tuple[Ses
     api_key = runtime.llm.api_key()
     weave.start(ctx.harness.tracker)
     scrub_environment(ctx.harness, [runtime.llm.api_key_env])
-    guard = BudgetGuard(runtime.budget)
+    guard = TurnGuard(runtime.turn)
     llm = make_llm(runtime, role, api_key)
     session = Session(ctx=ctx, role=role, usage=guard.usage, events=events)
     return session, llm, guard
@@ -61,9 +61,7 @@ def walled_tools(ctx: TurnContext, workspace: Path, role: Role) -> dict[str, dic
     return editor if role == Role.ADVISOR else {"terminal": {"shell_path": str(script), "env": env}, **editor}
 
 
-def log_turn(
-    ctx: TurnContext, role: Role, pr: int | None, revision: str, key: str, guard: BudgetGuard, result: TurnResult
-) -> None:
+def log_turn(ctx: TurnContext, role: Role, pr: int | None, revision: str, key: str, guard: TurnGuard, result: TurnResult) -> None:
     """Log the turn as a W&B run (job_type agent): its spend as the summary, its calls as a table."""
     if result.calls is not None:
         log_agent_turn(ctx, role, pr, revision, key, turn_summary(result.usage, len(guard.calls)), result.calls)
@@ -75,9 +73,10 @@ def conversations_dir(ctx: TurnContext, role: Role) -> Path:
 
 
 def post_budget_report(
-    s: Session, guard: BudgetGuard, result: TurnResult, pr: int | None, revision: str, known: str, missing: str
+    s: Session, guard: TurnGuard, result: TurnResult, pr: int | None, revision: str, known: str, missing: str
 ) -> int:
-    """Post the structured report of a turn stopped by its budget (the ledger redacts it); returns the issue/PR number."""
+    """Post the structured report (`senpai-budget`) of a turn its turn guard stopped (the ledger redacts it); returns
+    the issue/PR number."""
     r = BudgetReport(
         role=s.role,  # type: ignore[arg-type]
         pr=pr,

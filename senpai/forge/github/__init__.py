@@ -17,8 +17,8 @@ from datetime import datetime
 from typing import Literal
 
 from senpai import __version__
-from senpai.config.budgets import FORGE
 from senpai.config.harness import ForgeSettings
+from senpai.config.time_limits import FORGE
 from senpai.forge.base import Access, Comment, ForgeMemo, Issue, IssuesPage, LabelSpec, PullRequest, PullsPage, RateLimit
 from senpai.forge.github.admin import GitHubAdmin
 from senpai.forge.github.http import GitHubHttp

@@ -38,8 +38,8 @@ from github.Requester import Requester
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from senpai import __version__
-from senpai.config.budgets import FORGE
 from senpai.config.harness import ForgeSettings
+from senpai.config.time_limits import FORGE
 from senpai.errors import Forbidden, MergeConflict, NotFound, PermanentError, SenpaiError, TransientError
 from senpai.forge.base import Comment, Issue, PullRequest
 

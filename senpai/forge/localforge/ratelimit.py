@@ -3,8 +3,8 @@ limits on writes (`WriteLimits`).
 
 Primary: with `limit` set, every REST answer carries GitHub's headers (X-RateLimit-Limit,
 -Remaining, -Used, -Reset in epoch seconds, -Resource "core"); a 304 is not charged, as on GitHub.
-Once a token's budget is spent, requests answer 403 "API rate limit exceeded" until the window
-resets. Git smart HTTP (`/git/`) is not limited. Anonymous callers share one budget per client address.
+Once a token's allowance is spent, requests answer 403 "API rate limit exceeded" until the window
+resets. Git smart HTTP (`/git/`) is not limited. Anonymous callers share one allowance per client address.
 
 Secondary: a user's REST writes a minute (`WriteRate`, checked as each request is authenticated)
 and the comments one issue or PR holds (checked by the comment route), each answered with 403 as

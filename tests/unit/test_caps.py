@@ -1,20 +1,27 @@
-"""Fleet-wide budgets: spend summed from the ledger, new work stopped at a cap, one exhaustion issue
-with every section filled, and a trusted `/senpai budget` that resumes the work."""
+"""Fleet caps: spend summed from the ledger, new work stopped at a cap, one exhaustion issue
+with every section filled, and a trusted `/senpai caps` that resumes the work."""
 
+import logging
 from datetime import timedelta
 
+import pytest
 import steering_tick
+import yaml
 from forge_fixtures import merged
 from policy_world import BASE, CFG, NOW, exp, job, launches
 
-from senpai.ledger.blocks import BudgetReport, Cost, Decision, TurnUsage, Verification
+from senpai.config.harness import load_harness
+from senpai.errors import ConfigError
+from senpai.ledger.blocks import CAPS_VERB, BudgetReport, Cost, Decision, Steer, TurnUsage, Verification
+from senpai.ledger.commands import SYNTAX
 from senpai.ledger.events import Message
 from senpai.ledger.inbox import Inbound, SteerState, Try
 from senpai.ledger.labels import ATTENTION, STEER
+from senpai.ledger.records import bot_records
 from senpai.ledger.spend import spend
-from senpai.wrapper import limits
+from senpai.wrapper import caps
 from senpai.wrapper.actions import DeleteJob
-from senpai.wrapper.limits import exhausted, exhaustion_issue, report
+from senpai.wrapper.caps import exhausted, exhaustion_issue, report
 from senpai.wrapper.policy import plan
 from senpai.wrapper.world import World
 
@@ -72,30 +79,30 @@ def test_the_exhaustion_report_names_the_last_merge_in_merge_order_and_the_best_
     assert "- Experiments: 3 opened, 2 merged, 1 closed, 0 open" in body
     none = report(World([_costly(2, "closed", value=0.99)], BASE, [], NOW), CFG, {"experiments": "1 of 1"})
     assert "- Baseline: the base branch as it was (no verified merge yet)" in none and "- Best: no verified merge" in none
-    stop = CFG.model_copy(update={"limits": CFG.limits.model_copy(update={"on_exhausted": "stop"})})
+    stop = CFG.model_copy(update={"caps": CFG.caps.model_copy(update={"on_exhausted": "stop"})})
     capped = report(World(exps, BASE, [], NOW), stop, {"experiments": "3 of 3"})  # the experiment cap stops no job
     assert "Reached: **experiments** 3 of 3. No new experiment opens; running jobs finish and open" in capped
-    hours = stop.model_copy(update={"limits": stop.limits.model_copy(update={"gpu_hours": 0.5})})
+    hours = stop.model_copy(update={"caps": stop.caps.model_copy(update={"gpu_hours": 0.5})})
     spent = report(World(exps, BASE, [], NOW), hours, {"gpu_hours": "0.50 h of 0.50 h"})
     assert "No new experiment opens, and running student and verifier jobs are stopped" in spent
 
 
-def test_a_spent_budget_stops_new_work_even_a_try_and_a_raise_resumes_it():
-    cfg = CFG.model_copy(update={"max_experiments": None, "limits": CFG.limits.model_copy(update={"dollars": 1.0})})
+def test_a_reached_cap_stops_new_work_even_a_try_and_a_raise_resumes_it():
+    cfg = CFG.model_copy(update={"max_experiments": None, "caps": CFG.caps.model_copy(update={"dollars": 1.0})})
     exps = [_costly(1, "closed", dollars=0.6), _costly(2, "closed", "bo", dollars=0.6)]
     steer = SteerState(tries=(Try("9:1:v/0", "alice", {"a": 1}),))
     assert _exhausted(World(exps, BASE, [], NOW, steer=steer), cfg) == {"dollars": "$1.20 of $1.00"}
     assert launches(plan(World(exps, BASE, [], NOW, steer=steer), cfg), "advisor") == []
-    raised = SteerState(tries=steer.tries, limits={"dollars": 5.0})
+    raised = SteerState(tries=steer.tries, caps={"dollars": 5.0})
     (adv,) = launches(plan(World(exps, BASE, [], NOW, steer=raised), cfg), "advisor")
     assert [e.kind for e in adv.events] == ["try", "idle"]
 
 
 def test_a_tick_sums_the_spend_once_however_often_the_policy_asks(monkeypatch):
     # the spend walks every experiment: a plan asks for the caps reached from several rules
-    cfg = CFG.model_copy(update={"max_experiments": None, "limits": CFG.limits.model_copy(update={"dollars": 1.0})})
+    cfg = CFG.model_copy(update={"max_experiments": None, "caps": CFG.caps.model_copy(update={"dollars": 1.0})})
     walks = []
-    monkeypatch.setattr(limits, "spent", lambda exps, *_: walks.append(len(exps)) or spend(exps, {}))
+    monkeypatch.setattr(caps, "spent", lambda exps, *_: walks.append(len(exps)) or spend(exps, {}))
     w = World([_costly(1, "wip", dollars=0.6), _costly(2, "closed", "bo", dollars=0.6)], BASE, [], NOW)
     plan(w, cfg)
     plan(w, cfg)
@@ -107,28 +114,28 @@ def test_a_tick_sums_the_spend_once_however_often_the_policy_asks(monkeypatch):
 
 
 def test_a_wall_clock_end_stops_new_work_once_passed():
-    cfg = CFG.model_copy(update={"max_experiments": None, "limits": CFG.limits.model_copy(update={"end_at": NOW})})
+    cfg = CFG.model_copy(update={"max_experiments": None, "caps": CFG.caps.model_copy(update={"end_at": NOW})})
     assert _exhausted(World([], BASE, [], NOW - timedelta(seconds=1)), cfg) == {}
     assert set(_exhausted(World([], BASE, [], NOW), cfg)) == {"end"}
-    later = SteerState(limits={"end_at": (NOW + timedelta(days=1)).isoformat()})
+    later = SteerState(caps={"end_at": (NOW + timedelta(days=1)).isoformat()})
     assert _exhausted(World([], BASE, [], NOW, steer=later), cfg) == {}
 
 
 def test_on_exhausted_stop_deletes_running_jobs_and_launches_none_until_raised():
-    limits = CFG.limits.model_copy(update={"gpu_hours": 0.25, "on_exhausted": "stop"})
-    cfg = CFG.model_copy(update={"max_experiments": None, "limits": limits})
+    limits = CFG.caps.model_copy(update={"gpu_hours": 0.25, "on_exhausted": "stop"})
+    cfg = CFG.model_copy(update={"max_experiments": None, "caps": limits})
     exps = [_costly(1, "wip"), _costly(2, "verifying", "bo")]
     jobs = [job("senpai-student-pr1-2", "student", 1, "ada"), job("senpai-verifier-pr2-1", "verifier", 2, "bo")]
     actions = plan(World(exps, BASE, jobs, NOW), cfg)
     assert sorted(a.name for a in actions if isinstance(a, DeleteJob)) == [j.name for j in jobs]
     assert launches(actions, "student") == [] and launches(actions, "verifier") == []
     # the jobs are gone; a raise runs the same attempt again (no attempt spent) and the verifier
-    raised = plan(World(exps, BASE, [], NOW, steer=SteerState(limits={"gpu_hours": 10.0})), cfg)
+    raised = plan(World(exps, BASE, [], NOW, steer=SteerState(caps={"gpu_hours": 10.0})), cfg)
     assert [a.name for a in launches(raised, "student")] == ["senpai-student-pr1-2"]
     assert [a.pr for a in launches(raised, "verifier")] == [2]
 
 
-def test_the_experiment_cap_opens_one_exhaustion_issue_and_a_trusted_budget_resumes_to_the_new_cap(fake_forge):
+def test_the_experiment_cap_opens_one_exhaustion_issue_and_a_trusted_caps_resumes_to_the_new_cap(fake_forge):
     forge, fake = fake_forge
     cfg = CFG  # max_experiments: 4
     exps = [
@@ -149,7 +156,7 @@ def test_the_experiment_cap_opens_one_exhaustion_issue_and_a_trusted_budget_resu
     assert [line for line in lines if "exhausted" in line] == [f"#{issue.number}: opened an issue for humans: {issue.title}"]
     assert set(issue.labels) == {STEER, ATTENTION} and "experiments 4 of 4" in issue.title
     body = issue.body
-    for section in ("## What is known", "## What evidence is missing", "## What was tried", "## Budget needed to go on"):
+    for section in ("## What is known", "## What evidence is missing", "## What was tried", "## Caps needed to go on"):
         assert section in body
     assert "- Baseline: #1 merged last, holdout acc = 0.91" in body and "- Best: #1, holdout acc = 0.91" in body
     assert "#4 t: a human (blocked)" in body  # missing evidence: what is open...
@@ -158,14 +165,14 @@ def test_the_experiment_cap_opens_one_exhaustion_issue_and_a_trusted_budget_resu
     )  # ...and unmeasured
     assert "no improvement on #2" in body and "no improvement on #3" in body  # tried, with reasons
     assert "\\[click\\]" in body and "@\u2060acme" in body and "@acme" not in body  # a PR title stays inert
-    assert "`/senpai budget experiments=6`" in body  # the budget needed, as a command to paste
+    assert "`/senpai caps experiments=6`" in body  # the caps needed, as a command to paste
     w = World(exps, BASE, [], NOW)
     assert launches(plan(w, cfg), "advisor") == []  # no new experiment at the cap
 
     # an outsider's raise does nothing; a collaborator's resumes the work up to 6
-    fake.forge("mallory", "read").create_comment(issue.number, "/senpai budget experiments=100")
+    fake.forge("mallory", "read").create_comment(issue.number, "/senpai caps experiments=100")
     fake.add_collaborator("carol")
-    fake.forge("carol", "collaborator").create_comment(issue.number, "/senpai budget experiments=6")
+    fake.forge("carol", "collaborator").create_comment(issue.number, "/senpai caps experiments=6")
     ledger, _, view = steering_tick.read(forge, cfg)
     lines = steering_tick.act(forge, cfg, (ledger, exps, view))[0]
     assert any("caps set: experiments 6 (4 experiments opened so far)" in line for line in lines), lines
@@ -176,12 +183,12 @@ def test_the_experiment_cap_opens_one_exhaustion_issue_and_a_trusted_budget_resu
     assert exhaustion_issue(World(exps, BASE, [], NOW, steer=state, issues=view.issues, bot=forge.login), cfg) is None
 
 
-def _llm(on_exhausted: str = "finish", **caps):
-    """CFG with openhands for both roles and `caps` (e.g. dollars=1.0) as its limits."""
+def _llm(on_exhausted: str = "finish", **capped):
+    """CFG with openhands for both roles and `capped` (e.g. dollars=1.0) as its fleet caps."""
     llm = {"kind": "openhands", "llm": {"model": "m"}}
     runtime = CFG.runtime.model_validate({"advisor": llm, "student": llm})
-    limits = CFG.limits.model_copy(update={**caps, "on_exhausted": on_exhausted})
-    return CFG.model_copy(update={"max_experiments": None, "limits": limits, "runtime": runtime})
+    in_force = CFG.caps.model_copy(update={**capped, "on_exhausted": on_exhausted})
+    return CFG.model_copy(update={"max_experiments": None, "caps": in_force, "runtime": runtime})
 
 
 def _verified(e):
@@ -226,7 +233,7 @@ def test_a_spent_llm_cap_starts_no_llm_turn_but_the_advisors_answers_to_humans()
     assert [a.name for a in stopped if isinstance(a, DeleteJob)] == ["senpai-student-pr3-2"]
     # (#2's round does not wait for #4's verification here: `tests/unit/test_rounds.py`)
     no_wait = _llm(dollars=1.0).model_copy(update={"round_wait_seconds": 0.0})
-    raised = plan(World(work, BASE, [], NOW, steer=SteerState(limits={"dollars": 5.0})), no_wait)
+    raised = plan(World(work, BASE, [], NOW, steer=SteerState(caps={"dollars": 5.0})), no_wait)
     (adv,) = launches(raised, "advisor")
     assert {"review", "verified"} <= {e.kind for e in adv.events} and [a.pr for a in launches(raised, "student")] == [3]
 
@@ -234,7 +241,7 @@ def test_a_spent_llm_cap_starts_no_llm_turn_but_the_advisors_answers_to_humans()
 def test_a_spent_llm_cap_holds_only_llm_roles_and_reports_at_once():
     work = [_costly(1, "review", dollars=0.6, value=0.9), _costly(3, "changes", "bo", dollars=0.6)]
     # search roles spend no LLM money (this was spent before a switch to search): their turns go on
-    search = CFG.model_copy(update={"max_experiments": None, "limits": CFG.limits.model_copy(update={"dollars": 1.0})})
+    search = CFG.model_copy(update={"max_experiments": None, "caps": CFG.caps.model_copy(update={"dollars": 1.0})})
     actions = plan(World(work, BASE, [], NOW), search)
     assert [e.kind for e in launches(actions, "advisor")[0].events] == ["review"] and [
         a.pr for a in launches(actions, "student")
@@ -249,3 +256,45 @@ def test_a_spent_llm_cap_holds_only_llm_roles_and_reports_at_once():
     # the held work cannot settle, so the report opens now and says what is held
     issue = exhaustion_issue(World(work, BASE, [], NOW), _llm(dollars=1.0))
     assert issue is not None and "no new LLM turn of the advisor or the student starts" in issue.body
+
+
+def test_an_old_senpai_budget_comment_still_sets_the_caps_and_its_ack_names_senpai_caps(fake_forge):
+    """`/senpai budget` comments are on the forge already (humans' steering, replayed after a crash):
+    read as `/senpai caps`, applied, answered with the new name, and recorded as before (verb `budget`)."""
+    forge, fake = fake_forge
+    fake.add_collaborator("carol")
+    carol = fake.forge("carol", "collaborator")
+    issue = carol.create_issue("steer", "/senpai budget experiments=6 dollars=2.5", [STEER]).number
+    ledger, exps, view = steering_tick.read(forge, CFG)
+    done, failed = steering_tick.act(forge, CFG, (ledger, exps, view))
+    assert not failed and any("caps set: experiments 6, dollars 2.5" in line for line in done), done
+    (ack,) = [c.body for c in forge.list_comments(issue) if c.user == forge.login]
+    assert "`/senpai budget` is now `/senpai caps`: it was read as that" in ack
+    (record,) = [b for _, b in bot_records(forge.list_comments(issue), forge.login, Steer)]
+    assert [c.verb for c in record.commands] == [CAPS_VERB] == ["budget"]  # the record's format is unchanged
+    for _ in range(2):  # a restart folds the ack again: the caps hold, and the message is not answered twice
+        ledger, exps, view = steering_tick.read(forge, CFG)
+        assert view.state.experiments == 6 and view.state.caps == {"dollars": 2.5}
+        steering_tick.act(forge, CFG, (ledger, exps, view))
+    assert len([c for c in forge.list_comments(issue) if c.user == forge.login]) == 1
+    assert "/senpai caps" in SYNTAX and "/senpai budget" not in SYNTAX  # help names the new command only
+
+
+def _harness_file(tmp_path, **more):
+    path = tmp_path / "harness.yaml"
+    base = {"forge": {"repo": "o/r"}, "tracker": {"dir": "/tmp/w"}, "fleet": {"dir": "/tmp/f"}, "state_dir": "/tmp/s"}
+    path.write_text(yaml.safe_dump({**base, "students": [{"name": "ada"}], **more}))
+    return path
+
+
+def test_the_old_limits_key_still_loads_as_caps_with_a_warning_and_both_are_refused(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="senpai.config.harness"):
+        cfg = load_harness(_harness_file(tmp_path, limits={"gpu_hours": 3.0, "on_exhausted": "stop"}))
+    assert cfg.caps.gpu_hours == 3.0 and cfg.caps.on_exhausted == "stop"
+    assert [r.getMessage() for r in caplog.records] == ["harness config: limits is deprecated, read as caps: rename it"]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="senpai.config.harness"):
+        assert load_harness(_harness_file(tmp_path, caps={"gpu_hours": 3.0})).caps.gpu_hours == 3.0
+    assert caplog.records == []  # the new key alone: no warning
+    with pytest.raises(ConfigError, match="limits and caps are both set: limits is the deprecated name of caps"):
+        load_harness(_harness_file(tmp_path, limits={"gpu_hours": 3.0}, caps={"gpu_hours": 4.0}))

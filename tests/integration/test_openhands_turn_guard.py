@@ -1,9 +1,9 @@
-"""BudgetGuard reads the SDK's own metrics and pauses the conversation at each kind of limit."""
+"""The turn guard (TurnGuard) reads the SDK's own metrics and pauses the conversation at each kind of limit."""
 
 import time
 
-from senpai.agents.openhands.budget import BudgetGuard  # first: it sets the offline LiteLLM env
-from senpai.config.harness import TurnBudget
+from senpai.agents.openhands.turn_guard import TurnGuard  # first: it sets the offline LiteLLM env
+from senpai.config.harness import TurnLimits
 
 
 class FakeStats:
@@ -33,8 +33,8 @@ class FakeConversation:
         self.metrics.add_cost(dollars)
 
 
-def _guard(**limits) -> tuple[BudgetGuard, FakeConversation]:
-    guard, conv = BudgetGuard(TurnBudget(**limits)), FakeConversation()
+def _guard(**limits) -> tuple[TurnGuard, FakeConversation]:
+    guard, conv = TurnGuard(TurnLimits(**limits)), FakeConversation()
     guard.bind(conv)
     return guard, conv
 

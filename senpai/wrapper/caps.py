@@ -1,9 +1,9 @@
-"""Fleet-wide budgets: the caps in force, which are exhausted, and the issue that reports it.
+"""Fleet caps: the caps in force, which are reached, and the issue that reports it.
 
 Both halves live here, as for patience: `exhausted` gates the policy's new work (`llm_held` its
 LLM turns), `exhaustion_issue` is the issue humans get, once per set of caps (its marker digests
-them, so a `/senpai budget` that raises a cap and is exhausted again later gets a new report). The caps are the harness config's
-(`max_experiments`, `limits`), each overridden by the newest `/senpai budget` that set it
+them, so a `/senpai caps` that raises a cap and is exhausted again later gets a new report). The caps are the harness config's
+(`max_experiments`, `caps`), each overridden by the newest `/senpai caps` that set it
 (`SteerState`); the spend is the ledger's (`senpai.ledger.spend`), so a restart changes nothing.
 """
 
@@ -31,19 +31,19 @@ SETTLING = {ExperimentState.WIP, ExperimentState.CHANGES, ExperimentState.REVIEW
 TRIED_SHOWN = 20  # decided experiments listed in a report, newest first
 
 
-def caps(steer: SteerState, cfg: HarnessConfig) -> dict[str, float | int | datetime]:
-    """The caps in force, by `/senpai budget` key (`experiments`, `dollars`, `tokens`, `gpu_hours`,
+def caps_in_force(steer: SteerState, cfg: HarnessConfig) -> dict[str, float | int | datetime]:
+    """The caps in force, by `/senpai caps` key (`experiments`, `dollars`, `tokens`, `gpu_hours`,
     `cpu_hours`, `end`); a key without a cap is absent."""
     out: dict[str, float | int | datetime] = {}
     experiments = steer.experiments if steer.experiments is not None else cfg.max_experiments
     if experiments is not None:
         out["experiments"] = experiments
     for key in MONEY:
-        value = steer.limits.get(key, getattr(cfg.limits, key))
+        value = steer.caps.get(key, getattr(cfg.caps, key))
         if value is not None:
             out[key] = value
-    end = steer.limits.get("end_at")
-    end_at = datetime.fromisoformat(end) if isinstance(end, str) else cfg.limits.end_at
+    end = steer.caps.get("end_at")
+    end_at = datetime.fromisoformat(end) if isinstance(end, str) else cfg.caps.end_at
     if end_at is not None:
         out["end"] = end_at
     return out
@@ -57,7 +57,7 @@ def spent(exps: list[Experiment], cfg: HarnessConfig, steer: SteerState | None =
 
 def exhausted(exps: list[Experiment], steer: SteerState, now: datetime, cfg: HarnessConfig) -> dict[str, str]:
     """Cap key -> "spent of cap" for every cap reached at `now` (empty: none)."""
-    in_force, out = caps(steer, cfg), {}
+    in_force, out = caps_in_force(steer, cfg), {}
     # the spend walks every experiment's records: only a cap of it needs it, not a count or an end
     used = spent(exps, cfg, steer) if set(in_force) & set(MONEY) else Spend(experiments=len(exps))
     for key, cap in in_force.items():
@@ -94,9 +94,9 @@ def llm_held(reached: dict[str, str], cfg: HarnessConfig, role: Role) -> bool:
 
 def stops_jobs(reached: dict[str, str], cfg: HarnessConfig) -> bool:
     """True when the `reached` caps (`exhausted`) stop running student and verifier jobs: the config
-    says `limits.on_exhausted: stop` and a cap other than the experiment cap is among them (that
+    says `caps.on_exhausted: stop` and a cap other than the experiment cap is among them (that
     one only keeps new experiments from opening)."""
-    return cfg.limits.on_exhausted == "stop" and bool(set(reached) - {"experiments"})
+    return cfg.caps.on_exhausted == "stop" and bool(set(reached) - {"experiments"})
 
 
 def consequence(reached: dict[str, str], cfg: HarnessConfig) -> str:
@@ -105,7 +105,7 @@ def consequence(reached: dict[str, str], cfg: HarnessConfig) -> str:
     an LLM role's new turns are held (`llm_held`). `senpai status` and the exhaustion report say it."""
     held = [role for role in (Role.ADVISOR, Role.STUDENT) if llm_held(reached, cfg, role)]
     if stops_jobs(reached, cfg):
-        out = "no new experiment opens, and running student and verifier jobs are stopped (`limits.on_exhausted: stop`)"
+        out = "no new experiment opens, and running student and verifier jobs are stopped (`caps.on_exhausted: stop`)"
     elif held:
         out = "no new experiment opens; running jobs finish"
     else:
@@ -129,20 +129,20 @@ def exhaustion_issue(w: World, cfg: HarnessConfig) -> OpenIssue | None:
     stopping = stops_jobs(cut, cfg) or any(llm_held(cut, cfg, role) for role in (Role.ADVISOR, Role.STUDENT))
     if not stopping and any(e.state in SETTLING for e in w.exps):
         return None  # running work finishes first: the report then holds its outcome, not a snapshot of it
-    in_force = caps(w.steer, cfg)
+    in_force = caps_in_force(w.steer, cfg)
     digest = hashlib.sha256(json.dumps(in_force, sort_keys=True, default=str).encode()).hexdigest()[:12]
     marker = f"<!-- senpai:exhausted:{digest} -->"
     if marked(w.issues, marker, w.bot):
         return None
-    title = "senpai stopped: budget exhausted (" + "; ".join(f"{k} {v}" for k, v in cut.items()) + ")"
+    title = "senpai stopped: fleet caps exhausted (" + "; ".join(f"{k} {v}" for k, v in cut.items()) + ")"
     return OpenIssue(marker, title, report(w, cfg, cut) + f"\n\n{marker}", (STEER, ATTENTION))
 
 
 def report(w: World, cfg: HarnessConfig, reached: dict[str, str]) -> str:
     """The exhaustion report, Markdown: what is known (the last verified merge in merge order and
     the current best, `best_merge`, both on the holdout), what evidence is missing, what was tried,
-    and the budget needed to go on. Every text from the ledger is neutralised."""
-    used, in_force = spent(w.exps, cfg, w.steer), caps(w.steer, cfg)
+    and the caps needed to go on. Every text from the ledger is neutralised."""
+    used, in_force = spent(w.exps, cfg, w.steer), caps_in_force(w.steer, cfg)
     named = [e.hypothesis.metric.name for e in w.exps if e.hypothesis]
     metric = w.target.metric.name if w.target else named[-1] if named else "metric"
     merged = sum(e.state == ExperimentState.MERGED for e in w.exps)
@@ -169,7 +169,7 @@ def report(w: World, cfg: HarnessConfig, reached: dict[str, str]) -> str:
         *(_tried(e, metric) for e in decided[:TRIED_SHOWN]),
         *([] if decided else ["- Nothing decided yet."]),
         "",
-        "## Budget needed to go on",
+        "## Caps needed to go on",
         *(f"- {k}: {_amount(k, in_force[k])} now; {_need(k, in_force[k], used, w)}" for k in reached),
         "",
         f"To go on, comment `{_command(reached, in_force, used, w)}` here (a trusted human; any cap may be raised).",
@@ -266,4 +266,4 @@ def _command(reached: dict, in_force: dict, used: Spend, w: World) -> str:
             parts.append("end=<a later ISO 8601 time, e.g. 2026-12-31T18:00Z>")
         else:
             parts.append(f"{key}={_suggest(key, in_force[key], used, w)}")
-    return "/senpai budget " + " ".join(parts)
+    return "/senpai caps " + " ".join(parts)

@@ -1,14 +1,15 @@
-"""The budget table: each role's deadline and the limits inside it, from the config; a setting whose
+"""The time limits: each role's deadline and the limits inside it, from the config; a setting whose
 inner limit does not fit its outer one is refused when the config loads, naming the settings."""
 
+import logging
 from pathlib import Path
 
 import pytest
 import yaml
 
-from senpai.config.budgets import Budgets, ForgeRetries, GitRetries, LLMCall, Relaunch, StudentBudget, VerifierSteps
 from senpai.config.harness import HarnessConfig, load_harness
 from senpai.config.target import TargetConfig
+from senpai.config.time_limits import ForgeRetries, GitRetries, LLMCall, Relaunch, StudentLimits, TimeLimits, VerifierSteps
 from senpai.errors import ConfigError
 from senpai.ledger.blocks import TurnUsage
 
@@ -19,7 +20,7 @@ HARNESS = {
     "state_dir": "/tmp/s",
     "students": [{"name": "ada"}],
 }
-TARGET = {  # every budget and holdout setting at its default
+TARGET = {  # every compute budget and holdout setting at its default
     "name": "t",
     "train": "python train.py",
     "metric": {"name": "acc", "direction": "maximize"},
@@ -50,9 +51,9 @@ def target(**changes) -> TargetConfig:
 
 
 def test_the_table_for_the_defaults() -> None:
-    b = Budgets.of(harness(), target())
+    b = TimeLimits.of(harness().times(), target())
     assert b.advisor.deadline == 600 and b.advisor.turn is None
-    assert b.student == StudentBudget(deadline=600, run=600, train=540, post=60, turn=None, attempts=2)
+    assert b.student == StudentLimits(deadline=600, run=600, train=540, post=60, turn=None, attempts=2)
     # 2 sides x 3 seeds x (train 600 + score 600) + 300: the verifier's runs fit its deadline
     assert b.verifier.steps == VerifierSteps(train=600, score=600, test=None, seeds=3)
     assert b.verifier.deadline == 7500
@@ -63,29 +64,29 @@ def test_the_table_for_the_defaults() -> None:
 
 
 def test_an_agent_turn_is_inside_its_jobs_deadline() -> None:
-    b = Budgets.of(harness(runtime={"advisor": OPENHANDS, "student": OPENHANDS}), target())
+    b = TimeLimits.of(harness(runtime={"advisor": OPENHANDS, "student": OPENHANDS}).times(), target())
     assert (b.advisor.deadline, b.advisor.turn) == (1800 + 300, 1800)  # the turn's own stop and report come first
     assert (b.student.deadline, b.student.turn, b.student.train) == (600 + 1800, 1800, 540)
 
 
 def test_a_student_job_holds_a_full_training_run_per_arm() -> None:
-    b = Budgets.of(harness(), target())
+    b = TimeLimits.of(harness().times(), target())
     assert [b.deadline("student", arms) for arms in (1, 3)] == [600, 3 * 600]
     assert b.deadline("advisor", 3) == 600 and b.deadline("verifier", 3) == 7500  # one head verified, one advisor turn
-    with_turn = Budgets.of(harness(runtime={"student": OPENHANDS}), target())
+    with_turn = TimeLimits.of(harness(runtime={"student": OPENHANDS}).times(), target())
     assert with_turn.student.job_deadline(2) == 2 * 600 + 1800 and with_turn.student.train == 540  # each arm's own
 
 
 def test_the_verifier_deadline_holds_the_test_and_every_seed_it_may_add() -> None:
-    b = Budgets.of(harness(), target(test="pytest -q", budget={"wall_seconds": 100}, holdout={"max_seeds": 5}))
+    b = TimeLimits.of(harness().times(), target(test="pytest -q", budget={"wall_seconds": 100}, holdout={"max_seeds": 5}))
     assert b.verifier.steps == VerifierSteps(train=100, score=100, test=100, seeds=5)
     assert b.verifier.deadline == 100 + 2 * 5 * (100 + 100) + 300
 
 
 def test_a_verifier_wall_that_holds_the_steps_is_the_deadline_and_one_that_does_not_is_refused() -> None:
-    assert Budgets.of(harness(verifier_wall_seconds=7500), target()).verifier.deadline == 7500
+    assert TimeLimits.of(harness(verifier_wall_seconds=7500).times(), target()).verifier.deadline == 7500
     with pytest.raises(ConfigError) as e:
-        Budgets.of(harness(verifier_wall_seconds=1800), target())
+        TimeLimits.of(harness(verifier_wall_seconds=1800).times(), target())
     message = str(e.value)
     assert "verifier_wall_seconds (1800 s, harness config)" in message and "senpai.yaml" in message
     assert "2 sides x 3 seeds (holdout.seeds, holdout.max_seeds) x (train 600 s + score 600 s; budget.wall_seconds)" in message
@@ -96,8 +97,8 @@ def test_a_verifier_wall_that_holds_the_steps_is_the_deadline_and_one_that_does_
     "changes, expected",
     [
         (
-            {"runtime": {"advisor": {**OPENHANDS, "budget": {"wall_seconds": 1800}}}, "advisor_wall_seconds": 600},
-            r"advisor_wall_seconds \(600 s\) cannot hold the advisor's turn: runtime\.advisor\.budget\.wall_seconds \(1800 s\)",
+            {"runtime": {"advisor": {**OPENHANDS, "turn": {"wall_seconds": 1800}}}, "advisor_wall_seconds": 600},
+            r"advisor_wall_seconds \(600 s\) cannot hold the advisor's turn: runtime\.advisor\.turn\.wall_seconds \(1800 s\)",
         ),
         ({"tick_seconds": 5, "full_refresh_seconds": 2}, r"full_refresh_seconds \(2 s\) is shorter than tick_seconds \(5 s\)"),
         (
@@ -106,13 +107,13 @@ def test_a_verifier_wall_that_holds_the_steps_is_the_deadline_and_one_that_does_
             r"\+ the last relaunch backoff \(30\) = 45 s",
         ),
         (  # 3 attempts x 100 s + waits 8 + 16 s > 300 s
-            {"runtime": {"student": {**OPENHANDS, "llm": {"model": "m", "timeout": 100}, "budget": {"wall_seconds": 300}}}},
+            {"runtime": {"student": {**OPENHANDS, "llm": {"model": "m", "timeout": 100}, "turn": {"wall_seconds": 300}}}},
             r"runtime\.student\.llm\.timeout \(100 s\) x 3 attempts \(llm\.num_retries 2 \+ 1\) \+ 24 s of waits between "
-            r"them = 324 s: one LLM call could outlast the turn, runtime\.student\.budget\.wall_seconds \(300 s\)",
+            r"them = 324 s: one LLM call could outlast the turn, runtime\.student\.turn\.wall_seconds \(300 s\)",
         ),
         (  # no timeout fits: the waits alone (8 + 16 + 30 + 30 s) fill the turn
-            {"runtime": {"advisor": {**OPENHANDS, "llm": {"model": "m", "num_retries": 4}, "budget": {"wall_seconds": 80}}}},
-            r"runtime\.advisor\.budget\.wall_seconds \(80 s\) cannot hold 5 attempts of an LLM call \(llm\.num_retries 4 "
+            {"runtime": {"advisor": {**OPENHANDS, "llm": {"model": "m", "num_retries": 4}, "turn": {"wall_seconds": 80}}}},
+            r"runtime\.advisor\.turn\.wall_seconds \(80 s\) cannot hold 5 attempts of an LLM call \(llm\.num_retries 4 "
             r"\+ 1\) and the 84 s of waits between them",
         ),
         (
@@ -131,7 +132,7 @@ def test_an_inner_limit_that_does_not_fit_is_refused_at_load(tmp_path: Path, cha
 
 
 def test_the_same_settings_load_once_the_inner_limit_fits(tmp_path: Path) -> None:
-    fits = {"runtime": {"advisor": {**OPENHANDS, "budget": {"wall_seconds": 1800}}}, "advisor_wall_seconds": 2100}
+    fits = {"runtime": {"advisor": {**OPENHANDS, "turn": {"wall_seconds": 1800}}}, "advisor_wall_seconds": 2100}
     assert harness(**fits).advisor_wall_seconds == 2100
     assert harness(tick_seconds=5, full_refresh_seconds=5).full_refresh_seconds == 5
     assert harness(tick_seconds=5, steering={"batch_seconds": 10}, stale_after_seconds=46).stale_after_seconds == 46
@@ -141,8 +142,9 @@ def test_the_same_settings_load_once_the_inner_limit_fits(tmp_path: Path) -> Non
 
 def test_an_llm_call_timeout_is_derived_to_fit_its_turn_and_a_set_one_that_fits_is_kept() -> None:
     def call(llm: dict, wall: int) -> LLMCall:
-        rt = harness(runtime={"advisor": {**OPENHANDS, "llm": {"model": "m", **llm}, "budget": {"wall_seconds": wall}}})
-        return LLMCall.of(rt.runtime.advisor.llm, wall)
+        rt = harness(runtime={"advisor": {**OPENHANDS, "llm": {"model": "m", **llm}, "turn": {"wall_seconds": wall}}})
+        settings = rt.runtime.advisor.llm
+        return LLMCall.of(settings.timeout, settings.num_retries, wall)
 
     assert call({}, 1800) == LLMCall(timeout=300, attempts=3)  # the SDK's 300 s, as before these settings
     assert call({}, 300) == LLMCall(timeout=92, attempts=3)  # (300 - 8 - 16) // 3: the call fits the turn
@@ -151,15 +153,15 @@ def test_an_llm_call_timeout_is_derived_to_fit_its_turn_and_a_set_one_that_fits_
     assert call({"timeout": 100}, 324).seconds() == 324
 
 
-def test_an_infinite_turn_dollar_budget_is_refused_at_load_not_when_a_stopped_turn_reports_it(tmp_path: Path) -> None:
-    # a budget report holds the turn's limits as a TurnUsage (finite, for the spend sums): a turn
+def test_an_infinite_turn_dollar_limit_is_refused_at_load_not_when_a_stopped_turn_reports_it(tmp_path: Path) -> None:
+    # a turn-limit report (`senpai-budget`) holds the turn's limits as a TurnUsage (finite, for the spend sums): a turn
     # stopped by another limit would fail to post it, after its LLM money was spent
     path = tmp_path / "harness.yaml"
-    path.write_text(yaml.safe_dump({**HARNESS, "runtime": {"advisor": {**OPENHANDS, "budget": {"dollars": float("inf")}}}}))
+    path.write_text(yaml.safe_dump({**HARNESS, "runtime": {"advisor": {**OPENHANDS, "turn": {"dollars": float("inf")}}}}))
     with pytest.raises(ConfigError, match=r"runtime\.advisor.*dollars"):
         load_harness(path)
-    budget = harness(runtime={"advisor": {**OPENHANDS, "budget": {"dollars": 1e9}}}).runtime.advisor.budget
-    assert TurnUsage(**budget.model_dump()).dollars == 1e9  # what BudgetGuard.limits() builds
+    turn = harness(runtime={"advisor": {**OPENHANDS, "turn": {"dollars": 1e9}}}).runtime.advisor.turn
+    assert TurnUsage(**turn.model_dump()).dollars == 1e9  # what TurnGuard.limits() builds
 
 
 def _llm(**llm) -> dict:
@@ -209,3 +211,20 @@ def test_extra_body_fields_senpai_does_not_set_are_kept() -> None:
     assert harness(**_llm(extra_body=body, num_retries=10)).runtime.advisor.llm.extra_body == body
     slowest = {"backoff_seconds": 86_400, "turns": 20}  # the longest wait stays a timedelta
     assert harness(runtime={"no_effect": slowest}).runtime.no_effect.wait(19) == 86_400 * 2**18
+
+
+def test_the_old_runtime_role_budget_key_still_loads_as_turn_with_a_warning_and_both_are_refused(tmp_path: Path, caplog):
+    path = tmp_path / "harness.yaml"
+    old = {"advisor": {**OPENHANDS, "budget": {"llm_calls": 7}}, "student": {"kind": "search", "budget": {"tokens": 9}}}
+    path.write_text(yaml.safe_dump({**HARNESS, "runtime": old}))
+    with caplog.at_level(logging.WARNING, logger="senpai.config.harness"):
+        cfg = load_harness(path)
+    assert cfg.runtime.advisor.turn.llm_calls == 7 and cfg.runtime.student.turn.tokens == 9
+    assert [r.getMessage() for r in caplog.records if "deprecated" in r.getMessage()] == [
+        f"harness config: runtime.{role}.budget is deprecated, read as runtime.{role}.turn: rename it"
+        for role in ("advisor", "student")
+    ]
+    both = {"advisor": {**OPENHANDS, "budget": {"llm_calls": 7}, "turn": {"llm_calls": 8}}}
+    path.write_text(yaml.safe_dump({**HARNESS, "runtime": both}))
+    with pytest.raises(ConfigError, match=r"runtime\.advisor\.budget and runtime\.advisor\.turn are both set"):
+        load_harness(path)

@@ -1,20 +1,23 @@
-"""Every time limit, retry and attempt count senpai enforces, in one table.
+"""Time limits: every job deadline, inner timeout, retry and attempt count senpai enforces, in one table.
 
-`Budgets.of(harness, target)` computes each role's job deadline and the inner timeouts inside it
-from the harness config and the target's senpai.yaml; the constants below are the limits no
+`TimeLimits.of(times, target)` computes each role's job deadline and the inner timeouts inside it
+from what the harness config sets of them (`HarnessTimes`, `HarnessConfig.times()`) and the target's
+senpai.yaml; the constants below are the limits no
 config sets. The wrapper gives each job its role's `deadline` (the fleet kills the job then:
 the local supervisor, or Kubernetes' activeDeadlineSeconds); the jobs time their steps from the
 same table. All durations are seconds.
 
 A job's deadline is derived from what runs inside it, so it fits by construction; a deadline an
 operator sets instead (`advisor_wall_seconds`, `verifier_wall_seconds`) must still hold it, and is
-refused otherwise (`HarnessConfig` for the advisor, `Budgets.of` for the verifier, whose steps the
-target declares). Inner and outer, as checked:
+refused otherwise (`HarnessConfig`, `senpai.config.harness.time_problems`, for the advisor; `TimeLimits.of`
+for the verifier, whose steps the target declares). This module reads the harness config only as
+plain values (`HarnessTimes`, `LLMCall.of`'s arguments): the harness imports it, not the reverse.
+Inner and outer, as checked:
 
-    advisor job   ⊇ openhands turn (runtime.advisor.budget.wall_seconds) + JOB_OVERHEAD_SECONDS
+    advisor job   ⊇ openhands turn (runtime.advisor.turn.wall_seconds) + JOB_OVERHEAD_SECONDS
     openhands turn ⊇ one LLM call: (llm.num_retries + 1) attempts x llm.timeout + the waits between them
-    student job   = arms x target budget.wall_seconds + openhands turn (runtime.student.budget.wall_seconds)
-                    ⊇ per arm: train command (TRAIN_SHARE of the budget, cut to end POST_SHARE before the deadline)
+    student job   = arms x target budget.wall_seconds + openhands turn (runtime.student.turn.wall_seconds)
+                    ⊇ per arm: train command (TRAIN_SHARE of the compute budget, cut to end POST_SHARE before the deadline)
     verifier job  ⊇ test + 2 sides x seeds x (train step + score step), each step budget.wall_seconds,
                     + JOB_OVERHEAD_SECONDS
     stale_after_seconds ⊇ tick_seconds + steering.batch_seconds + the longest relaunch backoff
@@ -29,14 +32,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from senpai.config.roles import Role
 from senpai.errors import ConfigError
 
-if TYPE_CHECKING:  # harness.py imports this module for its own checks
-    from senpai.config.harness import HarnessConfig, LLMSettings
+if TYPE_CHECKING:  # pydantic models a process that needs only these limits does not load
     from senpai.config.target import TargetConfig
 
 JOB_OVERHEAD_SECONDS = 300  # an advisor or verifier job's work around its turn or steps: clone, forge reads, its record
 SEARCH_ADVISOR_SECONDS = 600  # a search advisor job's deadline when `advisor_wall_seconds` is unset
-TRAIN_SHARE = 0.9  # of the target's budget: the student's train command
-POST_SHARE = 0.1  # of the target's budget: kept after the train command to read the run and post evidence
+TRAIN_SHARE = 0.9  # of the target's compute budget (budget.wall_seconds): the student's train command
+POST_SHARE = 0.1  # of the target's compute budget: kept after the train command to read the run and post evidence
 
 
 class _Row(BaseModel):
@@ -101,17 +103,18 @@ class LLMCall(_Row):
     attempts: int = Field(ge=1, description="Tries: llm.num_retries + 1.")
 
     @classmethod
-    def of(cls, llm: "LLMSettings", wall_seconds: int) -> "LLMCall":
-        """`llm.timeout` if set, else LLM_TIMEOUT_SECONDS cut so the call fits `wall_seconds` (the
-        turn's budget). Raises ConfigError if not even a 1-second attempt fits (the waits fill the turn)."""
-        attempts = llm.num_retries + 1
-        if llm.timeout is not None:
-            return cls(timeout=llm.timeout, attempts=attempts)
-        fits = int((wall_seconds - waits(llm.num_retries)) // attempts)
+    def of(cls, timeout: int | None, num_retries: int, wall_seconds: int) -> "LLMCall":
+        """`timeout` (a role's llm.timeout) if set, else LLM_TIMEOUT_SECONDS cut so the call, tried
+        `num_retries` + 1 times (llm.num_retries), fits `wall_seconds` (the turn's wall-time limit).
+        Raises ConfigError if not even a 1-second attempt fits (the waits fill the turn)."""
+        attempts = num_retries + 1
+        if timeout is not None:
+            return cls(timeout=timeout, attempts=attempts)
+        fits = int((wall_seconds - waits(num_retries)) // attempts)
         if fits < 1:
             raise ConfigError(
-                f"budget.wall_seconds ({wall_seconds} s) cannot hold {attempts} attempts of an LLM call (llm.num_retries "
-                f"{llm.num_retries} + 1) and the {waits(llm.num_retries):g} s of waits between them: raise it, or lower "
+                f"turn.wall_seconds ({wall_seconds} s) cannot hold {attempts} attempts of an LLM call (llm.num_retries "
+                f"{num_retries} + 1) and the {waits(num_retries):g} s of waits between them: raise it, or lower "
                 "llm.num_retries"
             )
         return cls(timeout=min(LLM_TIMEOUT_SECONDS, fits), attempts=attempts)
@@ -127,24 +130,32 @@ def waits(retries: int) -> float:
     return sum(min(LLM_MAX_WAIT_SECONDS, LLM_BACKOFF_SECONDS * 2**k) for k in range(retries))
 
 
-class AdvisorBudget(_Row):
+class HarnessTimes(_Row):
+    """What the time limits read of the harness config (`HarnessConfig.times()`), as plain values."""
+
+    advisor_turn: int | None = Field(description="runtime.advisor.turn.wall_seconds of an openhands advisor; None: search.")
+    student_turn: int | None = Field(description="runtime.student.turn.wall_seconds of an openhands student; None: search.")
+    advisor_wall_seconds: int | None = Field(None, gt=0, description="advisor_wall_seconds; None: derived.")
+    verifier_wall_seconds: int | None = Field(None, gt=0, description="verifier_wall_seconds; None: derived.")
+
+
+class AdvisorLimits(_Row):
     """One advisor job."""
 
     deadline: int = Field(gt=0, description="Job deadline, seconds.")
     turn: int | None = Field(description="The openhands turn's wall_seconds; None for the search runtime.")
 
     @classmethod
-    def of(cls, harness: "HarnessConfig") -> "AdvisorBudget":
+    def of(cls, times: HarnessTimes) -> "AdvisorLimits":
         """`advisor_wall_seconds` if set; else SEARCH_ADVISOR_SECONDS (search), or the turn's wall
-        time plus JOB_OVERHEAD_SECONDS (openhands), so the turn's own budget stop, with its report,
+        time plus JOB_OVERHEAD_SECONDS (openhands), so the turn guard's own stop, with its report,
         comes before the fleet's kill."""
-        rt = harness.runtime.advisor
-        turn = rt.budget.wall_seconds if rt.llm_agent else None
+        turn = times.advisor_turn
         derived = SEARCH_ADVISOR_SECONDS if turn is None else turn + JOB_OVERHEAD_SECONDS
-        return cls(deadline=harness.advisor_wall_seconds or derived, turn=turn)
+        return cls(deadline=times.advisor_wall_seconds or derived, turn=turn)
 
 
-class StudentBudget(_Row):
+class StudentLimits(_Row):
     """One student job: an optional agent turn, then the train command (once per arm of a multi-arm
     hypothesis), then its evidence."""
 
@@ -156,10 +167,9 @@ class StudentBudget(_Row):
     attempts: int = Field(ge=1, description="Attempts an experiment gets (recorded in its hypothesis).")
 
     @classmethod
-    def of(cls, harness: "HarnessConfig", target: "TargetConfig") -> "StudentBudget":
-        """The student row for the student runtime of `harness` and the budget of `target`."""
-        rt, wall = harness.runtime.student, target.budget.wall_seconds
-        turn = rt.budget.wall_seconds if rt.llm_agent else None
+    def of(cls, times: HarnessTimes, target: "TargetConfig") -> "StudentLimits":
+        """The student row for the student turn of `times` and the compute budget of `target`."""
+        wall, turn = target.budget.wall_seconds, times.student_turn
         return cls(
             deadline=wall + (turn or 0),
             run=wall,
@@ -185,7 +195,7 @@ class VerifierSteps(_Row):
 
     @classmethod
     def of(cls, target: "TargetConfig") -> "VerifierSteps":
-        """The verifier's steps for `target` (its budget, test and holdout seeds)."""
+        """The verifier's steps for `target` (its compute budget, test and holdout seeds)."""
         wall = float(target.budget.wall_seconds)
         return cls(train=wall, score=wall, test=wall if target.test else None, seeds=len(target.holdout.all_seeds()))
 
@@ -194,19 +204,19 @@ class VerifierSteps(_Row):
         return (self.test or 0) + 2 * self.seeds * (self.train + self.score)
 
 
-class VerifierBudget(_Row):
+class VerifierLimits(_Row):
     """One verifier job."""
 
     deadline: int = Field(gt=0, description="Job deadline, seconds.")
     steps: VerifierSteps
 
     @classmethod
-    def of(cls, harness: "HarnessConfig", target: "TargetConfig") -> "VerifierBudget":
+    def of(cls, times: HarnessTimes, target: "TargetConfig") -> "VerifierLimits":
         """`verifier_wall_seconds` if set, else every step plus JOB_OVERHEAD_SECONDS. Raises
         ConfigError if the set one cannot hold the steps."""
         steps = VerifierSteps.of(target)
         needed = int(steps.total()) + JOB_OVERHEAD_SECONDS
-        wall = harness.verifier_wall_seconds
+        wall = times.verifier_wall_seconds
         if wall is not None and wall < needed:
             test = f"test {steps.test:g} s + " if steps.test else ""
             raise ConfigError(
@@ -218,83 +228,30 @@ class VerifierBudget(_Row):
         return cls(deadline=wall or needed, steps=steps)
 
 
-class Budgets(_Row):
-    """The table: every role's deadline and inner limits, and the retry policies."""
+class TimeLimits(_Row):
+    """The time limits: every role's deadline and inner limits, and the retry policies."""
 
-    advisor: AdvisorBudget
-    student: StudentBudget
-    verifier: VerifierBudget
+    advisor: AdvisorLimits
+    student: StudentLimits
+    verifier: VerifierLimits
     relaunch: Relaunch = RELAUNCH
     git: GitRetries = GIT
     forge: ForgeRetries = FORGE
 
     @classmethod
-    def of(cls, harness: "HarnessConfig", target: "TargetConfig") -> "Budgets":
-        """The table for `harness` and `target`. Raises ConfigError naming the settings if an inner
-        limit does not fit its outer one (the harness alone was checked when it loaded)."""
+    def of(cls, times: HarnessTimes, target: "TargetConfig") -> "TimeLimits":
+        """The table for the harness config's `times` (`HarnessConfig.times()`) and `target`. Raises
+        ConfigError naming the settings if an inner limit does not fit its outer one (the harness
+        alone was checked when it loaded)."""
         return cls(
-            advisor=AdvisorBudget.of(harness),
-            student=StudentBudget.of(harness, target),
-            verifier=VerifierBudget.of(harness, target),
+            advisor=AdvisorLimits.of(times),
+            student=StudentLimits.of(times, target),
+            verifier=VerifierLimits.of(times, target),
         )
 
     def deadline(self, role: Role, arms: int = 1) -> int:
         """Job deadline of `role` (advisor, student or verifier), seconds; a student job's for a
-        hypothesis of `arms` arms (`StudentBudget.job_deadline`)."""
+        hypothesis of `arms` arms (`StudentLimits.job_deadline`)."""
         if role == Role.STUDENT:
             return self.student.job_deadline(arms)
         return {Role.ADVISOR: self.advisor, Role.VERIFIER: self.verifier}[role].deadline
-
-
-def harness_problems(harness: "HarnessConfig") -> list[str]:
-    """Where an inner limit of the harness config alone does not fit its outer one, one sentence each."""
-    problems = []
-    rt, wall = harness.runtime.advisor, harness.advisor_wall_seconds
-    if rt.llm_agent and wall is not None and wall < rt.budget.wall_seconds + JOB_OVERHEAD_SECONDS:
-        problems.append(
-            f"advisor_wall_seconds ({wall} s) cannot hold the advisor's turn: runtime.advisor.budget.wall_seconds "
-            f"({rt.budget.wall_seconds} s) + {JOB_OVERHEAD_SECONDS} s for clone and report; "
-            "raise it, or leave it unset to derive it"
-        )
-    problems += [p for role in (Role.ADVISOR, Role.STUDENT) if (p := _llm_call_problem(harness, role))]
-    if harness.full_refresh_seconds < harness.tick_seconds:
-        problems.append(
-            f"full_refresh_seconds ({harness.full_refresh_seconds:g} s) is shorter than tick_seconds "
-            f"({harness.tick_seconds:g} s): a refresh happens on a tick"
-        )
-    gap = harness.tick_seconds + harness.steering.batch_seconds + RELAUNCH.longest_wait()
-    if harness.stale_after_seconds <= gap:
-        problems.append(
-            f"stale_after_seconds ({harness.stale_after_seconds:g} s) must exceed the longest a healthy WIP PR waits for "
-            f"its next job: tick_seconds ({harness.tick_seconds:g}) + steering.batch_seconds "
-            f"({harness.steering.batch_seconds:g}) + the last relaunch backoff ({RELAUNCH.longest_wait():g}) = {gap:g} s"
-        )
-    ttl = getattr(harness.fleet, "ttl_seconds_after_finished", None)  # Kubernetes deletes a finished Job then
-    ne = harness.runtime.no_effect
-    waits = sum(ne.wait(k) for k in range(1, ne.turns))
-    if ttl is not None and harness.runtime.advisor.llm_agent and waits >= ttl:
-        problems.append(
-            f"runtime.no_effect: the waits before the last of {ne.turns} no-effect advisor turns ({waits:g} s) must end "
-            f"within fleet.ttl_seconds_after_finished ({ttl} s), as the wrapper counts those turns from the fleet's Jobs; "
-            "lower runtime.no_effect.turns or backoff_seconds, or raise the ttl"
-        )
-    return problems
-
-
-def _llm_call_problem(harness: "HarnessConfig", role: Role) -> str | None:
-    """Where one LLM call of `role`'s openhands turn, retries included, could outlast the turn."""
-    rt = getattr(harness.runtime, role)
-    if not rt.llm_agent:
-        return None
-    try:
-        call = LLMCall.of(rt.llm, rt.budget.wall_seconds)
-    except ConfigError as e:
-        return f"runtime.{role}.{e}"
-    if call.seconds() <= rt.budget.wall_seconds:
-        return None
-    return (
-        f"runtime.{role}.llm.timeout ({call.timeout} s) x {call.attempts} attempts (llm.num_retries {rt.llm.num_retries} + 1) "
-        f"+ {waits(rt.llm.num_retries):g} s of waits between them = {call.seconds():g} s: one LLM call could outlast the "
-        f"turn, runtime.{role}.budget.wall_seconds ({rt.budget.wall_seconds} s); lower llm.timeout or llm.num_retries, "
-        "or raise budget.wall_seconds"
-    )

@@ -1,9 +1,11 @@
-"""Per-turn budgets, enforced by the harness: LLM calls, tokens, dollars and wall time.
+"""The turn guard: one agent turn's limits (`runtime.<role>.turn`: LLM calls, tokens, dollars and
+wall time), enforced by the harness.
 
-`BudgetGuard` watches every conversation event.  Once a limit is reached it pauses the
+`TurnGuard` watches every conversation event.  Once a limit is reached it pauses the
 conversation, which takes effect before the next LLM call; a timer does the same at the wall-time
 limit.  Spend is read from the SDK's own metrics (LiteLLM's cost; with `input/output_cost_per_token`
-set for models LiteLLM does not price).  The turn then posts a `senpai-budget` report.
+set for models LiteLLM does not price).  The turn then posts its report
+(a `senpai-budget` record: the kind's name on record since before the rename).
 """
 
 import json
@@ -13,15 +15,15 @@ import time
 from openhands.sdk.event import ActionEvent
 
 from senpai.agents.openhands.trace import ToolCall
-from senpai.config.harness import TurnBudget
+from senpai.config.harness import TurnLimits
 from senpai.ledger.blocks import TurnUsage
 
 GROWTH = 2  # a stopped turn asks for this multiple of each exhausted limit
 
 
-class BudgetGuard:
-    def __init__(self, budget: TurnBudget) -> None:
-        self.budget = budget
+class TurnGuard:
+    def __init__(self, turn: TurnLimits) -> None:
+        self.turn = turn
         self.exhausted: list[str] = []
         self.tried: list[str] = []
         self.calls: list[ToolCall] = []  # the same tool calls, with the LLM response that asked for each
@@ -32,7 +34,7 @@ class BudgetGuard:
     def bind(self, conversation) -> None:
         """Watch `conversation` (a LocalConversation) and start the wall-time timer."""
         self._conversation = conversation
-        self._timer = threading.Timer(self.budget.wall_seconds, self._stop, args=("wall_seconds",))
+        self._timer = threading.Timer(self.turn.wall_seconds, self._stop, args=("wall_seconds",))
         self._timer.daemon = True
         self._timer.start()
 
@@ -60,7 +62,7 @@ class BudgetGuard:
             args = _short(event.tool_call.arguments if event.tool_call else "")
             self.tried.append(f"{event.tool_name}({args})")
             self.calls.append(ToolCall(str(event.llm_response_id), event.tool_name, args))
-        u, b = self.usage(), self.budget
+        u, b = self.usage(), self.turn
         over = [
             name
             for name, spent, limit in [
@@ -80,11 +82,11 @@ class BudgetGuard:
             self._conversation.pause()
 
     def limits(self) -> TurnUsage:
-        b = self.budget
+        b = self.turn
         return TurnUsage(llm_calls=b.llm_calls, tokens=b.tokens, dollars=b.dollars, wall_seconds=b.wall_seconds)
 
     def needed(self) -> TurnUsage:
-        """A budget to ask for: each exhausted limit times GROWTH, the others as they were."""
+        """Turn limits to ask for: each exhausted limit times GROWTH, the others as they were."""
         b = self.limits().model_dump()
         return TurnUsage(**{k: v * GROWTH if k in self.exhausted else v for k, v in b.items()})
 
