@@ -14,10 +14,10 @@ own numbers for the tree (`senpai.agents.reuse`): the re-apply trains nothing.
 import tempfile
 from pathlib import Path
 
-from senpai.agents.context import TurnContext
 from senpai.agents.params import params_format, parse_params, write_params
 from senpai.errors import ConfigError, PermanentError
 from senpai.forge.base import PullRequest
+from senpai.job.context import TurnContext
 from senpai.ledger.blocks import Reapply
 from senpai.ledger.experiment import Experiment
 

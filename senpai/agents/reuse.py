@@ -30,12 +30,12 @@ import sys
 from pathlib import Path
 
 from senpai import __version__
-from senpai.agents.context import TurnContext
 from senpai.agents.verifier import Sample
-from senpai.agents.walls import QUERY_SECONDS
 from senpai.config.target import TargetConfig
 from senpai.errors import NotFound
 from senpai.fleet.base import train_gpus
+from senpai.job.context import TurnContext
+from senpai.job.walls import QUERY_SECONDS
 from senpai.ledger.blocks import Verification
 from senpai.ledger.experiment import read_experiment
 

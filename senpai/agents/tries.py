@@ -6,10 +6,10 @@ proposal.  The hypothesis records the request (`Hypothesis.request`); the wrappe
 the event once a PR carries it, and a replayed event finds the PR and does nothing.
 """
 
-from senpai.agents.context import TurnContext
 from senpai.agents.hypothesis import open_hypothesis, reported
 from senpai.agents.params import read_params
 from senpai.errors import TransitionError
+from senpai.job.context import TurnContext
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.events import Event, parse_event_id
 from senpai.ledger.labels import ASSIGNED

@@ -25,13 +25,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from senpai.agents.context import TurnContext
 from senpai.agents.evaluate import EvaluatorFiles, Trained, python_problem, score_step
-from senpai.agents.measure import Outcome
-from senpai.agents.runs import log_verification
-from senpai.agents.walls import Walls
 from senpai.config.target import Holdout, TargetConfig
 from senpai.errors import ConfigError, PermanentError, TransientError
+from senpai.job.context import TurnContext
+from senpai.job.measure import Outcome
+from senpai.job.runs import log_verification
+from senpai.job.walls import Walls
 from senpai.ledger import gate, ladder, stats, transitions
 from senpai.ledger.blocks import Verification
 from senpai.ledger.consistency import reverify

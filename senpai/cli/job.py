@@ -9,9 +9,7 @@ import click
 
 from senpai import phases
 from senpai.agents.attempt import Attempt
-from senpai.agents.context import prepare_turn
 from senpai.agents.secrets import scrub_environment
-from senpai.agents.walls import walls_of
 from senpai.cli.main import end_quickly
 from senpai.cli.options import config_option
 from senpai.cli.wiring import hold_secrets, make_forge, make_runtime, make_tracker, secret_envs
@@ -19,6 +17,8 @@ from senpai.config.harness import HarnessConfig, LocalFleetSettings, load_harnes
 from senpai.config.roles import Role
 from senpai.fleet.disk import check_room
 from senpai.forge.mirror import handed_base
+from senpai.job.context import prepare_turn
+from senpai.job.walls import walls_of
 from senpai.ledger.blocks import Evidence
 from senpai.ledger.events import ENV_EVENTS, EventBatch
 from senpai.ledger.redact import redact_own_output

@@ -28,7 +28,6 @@ from tiny_target import (
 
 from senpai import phases
 from senpai.agents import review
-from senpai.agents.context import prepare_turn
 from senpai.agents.reapply import params_onto_base
 from senpai.agents.reuse import holdout_id
 from senpai.agents.search.advisor import advisor_turn
@@ -41,6 +40,7 @@ from senpai.config import safe_yaml
 from senpai.config.harness import load_harness
 from senpai.errors import ConfigError
 from senpai.fleet.wall import landlock_abi
+from senpai.job.context import prepare_turn
 from senpai.ledger import transitions
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import Verification, render
@@ -540,7 +540,7 @@ PROBE = """
 import ctypes, ctypes.util, json, sys
 from pathlib import Path
 from senpai.agents.verify_steps import train_side
-from senpai.agents.walls import walls_of
+from senpai.job.walls import walls_of
 from senpai.config.harness import load_harness
 from senpai.errors import ConfigError
 from senpai.ledger.redact import PR_GET_DUMPABLE

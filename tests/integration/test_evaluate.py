@@ -12,9 +12,9 @@ from tiny_target import SNOOPED, files, sealed_holdout
 from walled import walls_at
 
 from senpai.agents.evaluate import EvaluatorFiles, python_shim, score_step, train_step
-from senpai.agents.workcopy import standalone_clone
 from senpai.config.target import Holdout
 from senpai.errors import ConfigError
+from senpai.job.workcopy import standalone_clone
 
 HOLD = Holdout.model_validate(
     {"command": "python score.py {artifact} {holdout}", "files": ["score.py"], "metric": "acc", "min_floor": 0.01}

@@ -4,11 +4,11 @@ import pytest
 from pydantic import TypeAdapter
 
 from senpai.agents.evaluate import Trained
-from senpai.agents.measure import Outcome
 from senpai.agents.search.propose import point_key, propose
 from senpai.agents.verifier import NAMED_CHARS, Plan, measure, named, refusal
 from senpai.config.target import Metric, ParamSpec, TargetConfig
 from senpai.errors import MergeRefused, PermanentError
+from senpai.job.measure import Outcome
 from senpai.ledger.blocks import Verification
 from senpai.ledger.comments import prose
 from senpai.ledger.experiment import Experiment

@@ -4,12 +4,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from senpai import phases
-from senpai.agents.workcopy import WorkCopy
 from senpai.config.budgets import Budgets
 from senpai.config.harness import HarnessConfig
 from senpai.config.target import TargetConfig, load_target
 from senpai.forge.base import Forge
 from senpai.forge.mirror import mirror_path
+from senpai.job.workcopy import WorkCopy
 from senpai.ledger.table import LedgerReader, Snapshot
 from senpai.tracker.base import Tracker
 
