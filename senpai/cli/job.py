@@ -171,7 +171,7 @@ def verify(config_path: str, pr: int, step: str, side: str | None, work: str | N
     Example:
       senpai job verify --config harness.yaml --pr 3
     """
-    from senpai.agents import verify_steps as steps
+    from senpai.verifier import steps
 
     if (step == "train") != (side is not None):
         raise click.UsageError("--side is required with --step train" if step == "train" else "--side is only for --step train")

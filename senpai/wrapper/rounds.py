@@ -11,7 +11,7 @@ ahead of a better one. The merge gate then re-checks the pick, correcting for th
 comparisons (`gate.rival_p_values`); a pick the gate closes, or that conflicts, leaves the round,
 and the next best goes. After a merge the base moves, so the others owe a verification against
 the new base (their numbers and the new base's are reused where the trees match:
-`senpai.agents.reuse`).
+`senpai.verifier.reuse`).
 
 A human's acknowledged approval pins its own PR: its event goes whatever the round. A PR whose
 merge waits for a human's approval is not the pick while it waits, so the round does not wait

@@ -18,7 +18,6 @@ from tiny_target import tiny_repo
 from walled import harness_at
 
 from senpai.agents import student_steps as steps
-from senpai.agents.evaluate import step_env, train_step
 from senpai.cli.demo import write_config
 from senpai.config import safe_yaml
 from senpai.config.roles import Role
@@ -27,6 +26,7 @@ from senpai.fleet.wall import landlock_abi
 from senpai.job.measure import run_command
 from senpai.job.walls import isolation, train_python, walls_of
 from senpai.job.workcopy import standalone_clone
+from senpai.verifier.evaluate import step_env, train_step
 
 pytestmark = pytest.mark.skipif(not (isolation() or landlock_abi()), reason="no wall can be built on this machine")
 

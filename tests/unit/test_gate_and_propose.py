@@ -3,9 +3,7 @@
 import pytest
 from pydantic import TypeAdapter
 
-from senpai.agents.evaluate import Trained
 from senpai.agents.search.propose import point_key, propose
-from senpai.agents.verifier import NAMED_CHARS, Plan, measure, named, refusal
 from senpai.config.target import Metric, ParamSpec, TargetConfig
 from senpai.errors import MergeRefused, PermanentError
 from senpai.job.measure import Outcome
@@ -14,6 +12,8 @@ from senpai.ledger.comments import prose
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.gate import check_merge, rival_p_values
 from senpai.ledger.stats import judge
+from senpai.verifier.evaluate import Trained
+from senpai.verifier.judge import NAMED_CHARS, Plan, measure, named, refusal
 
 TARGET = TargetConfig.model_validate(
     {

@@ -28,7 +28,6 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from senpai import phases, trees
-from senpai.agents.artifacts import digest, refusal, set_read_only, snapshot
 from senpai.config.target import Holdout
 from senpai.errors import ConfigError, PermanentError
 from senpai.fleet.base import job_gpus
@@ -36,6 +35,7 @@ from senpai.fleet.procs import become_subreaper, descendants, kill_new_descendan
 from senpai.job.environ import allowed_env
 from senpai.job.measure import GRACE_SECONDS, Outcome, clear, run_command
 from senpai.job.walls import Walls, python_paths, sandbox, train_python
+from senpai.verifier.artifacts import digest, refusal, set_read_only, snapshot
 
 MAX_EVALUATOR_BYTES = 256 * 1024**2  # the tar of holdout.files at the base, held in memory
 SHIM = '#!/bin/sh\nexec {python} -I -P "$@"\n'

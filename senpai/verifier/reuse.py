@@ -30,7 +30,6 @@ import sys
 from pathlib import Path
 
 from senpai import __version__
-from senpai.agents.verifier import Sample
 from senpai.config.target import TargetConfig
 from senpai.errors import NotFound
 from senpai.fleet.base import train_gpus
@@ -38,6 +37,7 @@ from senpai.job.context import TurnContext
 from senpai.job.walls import QUERY_SECONDS
 from senpai.ledger.blocks import Verification
 from senpai.ledger.experiment import read_experiment
+from senpai.verifier.judge import Sample
 
 MAX_SOURCES = 8  # PRs read for earlier baseline seeds: each costs a comments listing if it changed
 MAX_HOLDOUT_ENTRIES = 10_000  # a sealed holdout with more files or folders is not fingerprinted: no reuse

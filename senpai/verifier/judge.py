@@ -2,7 +2,7 @@
 
 Per seed and side (base head first, then the PR head), a train step runs that side's own code and
 a score step runs the trusted evaluator from the base revision on the sealed holdout
-(`senpai.agents.evaluate`). `senpai.ledger.stats.judge` decides; while it says inconclusive and
+(`senpai.verifier.evaluate`). `senpai.ledger.stats.judge` decides; while it says inconclusive and
 `holdout.max_seeds` allows, both sides get the next seed (a sequential test: look k of n). The
 numbers, seconds, GPU seconds, compute figure, guard metrics and the target's test result go into one
 `senpai-verification` block.
@@ -25,7 +25,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from senpai.agents.evaluate import EvaluatorFiles, Trained, python_problem, score_step
 from senpai.config.target import Holdout, TargetConfig
 from senpai.errors import ConfigError, PermanentError, TransientError
 from senpai.job.context import TurnContext
@@ -37,6 +36,7 @@ from senpai.ledger.blocks import Verification
 from senpai.ledger.consistency import reverify
 from senpai.ledger.experiment import read_experiment
 from senpai.ledger.gate import out_of_scope, protected_touched
+from senpai.verifier.evaluate import EvaluatorFiles, Trained, python_problem, score_step
 
 SIDES = ("baseline", "candidate")
 # A verification block names every changed path and must fit one GitHub comment (65,536 characters).
@@ -66,7 +66,7 @@ class Plan(BaseModel):
     merged: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")
     unmergeable: str | None = None
     conflict: bool = False  # `unmergeable` because the trees conflict (re-applied on the base, it may merge)
-    # side -> the git tree it trains (the candidate's: `merged`'s); what its numbers are keyed by (`senpai.agents.reuse`)
+    # side -> the git tree it trains (the candidate's: `merged`'s); what its numbers are keyed by (`senpai.verifier.reuse`)
     trees: dict[str, str] = Field(default_factory=dict)
     arms: int = Field(1, ge=1)  # variants the hypothesis ran: the rule is corrected for them (`stats.for_arms`)
 
@@ -173,7 +173,7 @@ class Sample:
 @dataclass(frozen=True)
 class Known:
     """Per side: the key this verification records for its numbers (None: not offered for reuse),
-    and the seeds measured before for a tree with that key, by seed (`senpai.agents.reuse`)."""
+    and the seeds measured before for a tree with that key, by seed (`senpai.verifier.reuse`)."""
 
     keys: dict[str, str | None] = field(default_factory=lambda: dict.fromkeys(SIDES))
     samples: dict[str, dict[int, Sample]] = field(default_factory=lambda: {s: {} for s in SIDES})

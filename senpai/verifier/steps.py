@@ -17,9 +17,18 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from senpai.agents.evaluate import SCRUBBED, EvaluatorFiles, Trained, python_problem, reset_checkout, step_env, train_step
-from senpai.agents.reuse import holdout_id, measurement_key, reusable
-from senpai.agents.verifier import (
+from senpai.config.budgets import VerifierSteps
+from senpai.config.credentials import set_not_dumpable
+from senpai.config.load import read_bounded
+from senpai.config.target import TargetConfig
+from senpai.errors import ConfigError, PermanentError, TransientError
+from senpai.job.context import TurnContext
+from senpai.job.measure import clear, run_command
+from senpai.job.walls import Walls, train_python, walls_of
+from senpai.job.workcopy import standalone_clone
+from senpai.ledger.blocks import Verification
+from senpai.verifier.evaluate import SCRUBBED, EvaluatorFiles, Trained, python_problem, reset_checkout, step_env, train_step
+from senpai.verifier.judge import (
     SIDES,
     BaselineFailed,
     CandidateFailed,
@@ -32,16 +41,7 @@ from senpai.agents.verifier import (
     scorer,
     verification_block,
 )
-from senpai.config.budgets import VerifierSteps
-from senpai.config.credentials import set_not_dumpable
-from senpai.config.load import read_bounded
-from senpai.config.target import TargetConfig
-from senpai.errors import ConfigError, PermanentError, TransientError
-from senpai.job.context import TurnContext
-from senpai.job.measure import clear, run_command
-from senpai.job.walls import Walls, train_python, walls_of
-from senpai.job.workcopy import standalone_clone
-from senpai.ledger.blocks import Verification
+from senpai.verifier.reuse import holdout_id, measurement_key, reusable
 
 MAX_JSON = 16 * 1024**2  # job.json, train.json
 Side = Literal["candidate", "baseline"]
