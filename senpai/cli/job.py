@@ -171,7 +171,7 @@ def verify(config_path: str, pr: int, step: str, side: str | None, work: str | N
     Example:
       senpai job verify --config harness.yaml --pr 3
     """
-    from senpai.verifier import steps
+    from senpai.verifier import judge, steps
 
     if (step == "train") != (side is not None):
         raise click.UsageError("--side is required with --step train" if step == "train" else "--side is only for --step train")
@@ -190,9 +190,9 @@ def verify(config_path: str, pr: int, step: str, side: str | None, work: str | N
     scrub_environment(ctx.harness, [])  # train steps (all) and the evaluator loading an artifact are our children
     holdout = _holdout_dir(ctx.harness) or steps.empty_dir(ctx.workdir / "holdout")
     if step == "score":
-        v = steps.score_from_work(ctx, pr, root, holdout, sources)
+        v = judge.score_from_work(ctx, pr, root, holdout, sources)
     else:
-        v = steps.verify_all(ctx, pr, holdout, sources)
+        v = judge.verify_all(ctx, pr, holdout, sources)
     reused = {"baseline": sorted(v.baseline_reused), "candidate": sorted(v.candidate_reused)}  # seeds not trained here
     click.echo(
         json.dumps(

@@ -37,7 +37,7 @@ from senpai.job.context import TurnContext
 from senpai.job.walls import QUERY_SECONDS
 from senpai.ledger.blocks import Verification
 from senpai.ledger.experiment import read_experiment
-from senpai.verifier.judge import Sample
+from senpai.verifier.plan import Sample
 
 MAX_SOURCES = 8  # PRs read for earlier baseline seeds: each costs a comments listing if it changed
 MAX_HOLDOUT_ENTRIES = 10_000  # a sealed holdout with more files or folders is not fingerprinted: no reuse

@@ -21,7 +21,7 @@ from senpai.job.context import prepare_turn
 from senpai.job.walls import walls_of
 from senpai.ledger import stats
 from senpai.ledger.events import idle_event, pr_event
-from senpai.verifier.steps import verify_all
+from senpai.verifier.judge import verify_all
 
 pytestmark = pytest.mark.e2e
 

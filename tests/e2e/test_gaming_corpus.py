@@ -25,7 +25,7 @@ from senpai.errors import MergeRefused
 from senpai.job.context import prepare_turn
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Decision
-from senpai.verifier.steps import verify_all
+from senpai.verifier.judge import verify_all
 
 pytestmark = pytest.mark.e2e
 

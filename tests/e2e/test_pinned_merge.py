@@ -26,7 +26,7 @@ from senpai.ledger.blocks import BaselineRef, BudgetRef, Decision, Hypothesis, M
 from senpai.ledger.consistency import check, reverify, verified_merge
 from senpai.ledger.labels import SENPAI, ExperimentState, student_label
 from senpai.ledger.table import LedgerReader
-from senpai.verifier.steps import verify_all
+from senpai.verifier.judge import verify_all
 
 pytestmark = pytest.mark.e2e
 

@@ -44,9 +44,9 @@ from senpai.ledger.blocks import Verification, render
 from senpai.ledger.events import Event
 from senpai.ledger.labels import ExperimentState, status_of
 from senpai.ledger.table import LedgerReader
-from senpai.verifier.judge import BaselineFailed
+from senpai.verifier.judge import verify_all
 from senpai.verifier.reuse import holdout_id
-from senpai.verifier.steps import checkout_step, verify_all
+from senpai.verifier.steps import BaselineFailed, checkout_step
 
 pytestmark = pytest.mark.e2e
 
