@@ -507,10 +507,10 @@ def open_for_the_student(config: Path, workdir: Path) -> int:
     """Opens one hypothesis PR for the student when the real advisor's turn opened none, through
     senpai's own `open_hypothesis` (what the advisor's `create_hypothesis` calls), so that the
     student's turn still runs on the real model. The PR says the lane opened it. Returns its number."""
-    from senpai.agents.context import prepare_turn
     from senpai.agents.hypothesis import open_hypothesis
     from senpai.cli.demo import EXAMPLE
     from senpai.cli.wiring import make_forge, make_tracker
+    from senpai.job.context import prepare_turn
     from senpai.ledger.baseline import current_baseline
 
     cfg = load_harness(config)

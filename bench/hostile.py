@@ -126,8 +126,8 @@ def corpus(tmp: Path, experiments: int, timeout: float) -> dict:
 
 def launch_cost(tmp: Path, launches: int) -> dict:
     """Median seconds to start and end /bin/true, bare and through the wall a student's train command gets."""
-    from senpai.agents.walls import sandbox, walls_of
     from senpai.fleet.wall import landlock_abi
+    from senpai.job.walls import sandbox, walls_of
 
     cfg = load_harness(tmp / "run" / "harness.yaml")
     own, env = sandbox(tmp / "launch")

@@ -1,6 +1,6 @@
 """`make bench-verdicts`: the verifier's false-accept rate on null edits and its power on real ones.
 
-Every verification is the real one (`senpai.agents.verify_steps.verify_all`: train then score both
+Every verification is the real one (`senpai.verifier.judge.verify_all`: train then score both
 sides per seed, evaluator from the base revision, sealed holdout, the target's acceptance rule, the
 sequential test) on a real local forge, for a synthetic target whose truth is known:
 
@@ -34,14 +34,14 @@ for key, value in {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "SENPAI_DEMO
 
 from forge_fixtures import TOKEN, commit_and_push, seed_repository, seed_token  # noqa: E402
 
-from senpai.agents.context import prepare_turn  # noqa: E402
-from senpai.agents.verify_steps import verify_all  # noqa: E402
 from senpai.cli.demo import write_config  # noqa: E402
 from senpai.cli.wiring import make_forge, make_tracker  # noqa: E402
 from senpai.config.harness import ForgeSettings, load_harness  # noqa: E402
 from senpai.forge.github import GitHubForge  # noqa: E402
 from senpai.forge.github.admin import create_repository  # noqa: E402
 from senpai.forge.localforge.server import LocalForgeServer  # noqa: E402
+from senpai.job.context import prepare_turn  # noqa: E402
+from senpai.verifier.judge import verify_all  # noqa: E402
 
 SD = 0.01
 TRAIN = """import json, os, random

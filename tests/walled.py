@@ -1,11 +1,11 @@
 """A wall for tests that run a verifier step or a train command by hand: the one a job of a harness
-config rooted at `root` would put around it (`senpai.agents.walls`)."""
+config rooted at `root` would put around it (`senpai.job.walls`)."""
 
 from pathlib import Path
 
-from senpai.agents.walls import Walls, walls_of
 from senpai.config.harness import HarnessConfig
 from senpai.fleet.wall import Wall
+from senpai.job.walls import Walls, walls_of
 
 
 def harness_at(root: Path, repo: str = "o/r") -> HarnessConfig:

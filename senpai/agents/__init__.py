@@ -1,4 +1,4 @@
-"""Agent runtimes and the verifier: one bounded turn each, run as a fleet job.
+"""Agent runtimes: one bounded turn each, run as a fleet job.
 
 Runtimes write to the ledger only through `senpai.ledger.transitions`.
 """

@@ -2,8 +2,8 @@
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from senpai.agents.context import TurnContext
 from senpai.errors import PermanentError
+from senpai.job.context import TurnContext
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Hypothesis
 from senpai.ledger.labels import ExperimentState, status_of

@@ -10,7 +10,7 @@ SDK, LiteLLM) only once a turn starts, so a job loads what its own role's runtim
 from typing import Protocol
 
 from senpai.agents.attempt import Attempt
-from senpai.agents.context import TurnContext
+from senpai.job.context import TurnContext
 from senpai.ledger.blocks import Evidence
 from senpai.ledger.events import Event
 

@@ -2,7 +2,7 @@
 into a `senpai-evidence` block.
 
 The target program logs its own W&B run under the identity `senpai.agents.student_steps` gives it
-(wandb's standard env vars, `senpai.agents.runs.run_identity`: job_type train, the PR head as its
+(wandb's standard env vars, `senpai.job.runs.run_identity`: job_type train, the PR head as its
 git commit); what it measured is a `Measured`, and `post` records it through
 `transitions.submit_evidence` (which moves the PR to review).
 """
@@ -10,9 +10,9 @@ git commit); what it measured is a `Measured`, and `post` records it through
 import time
 from dataclasses import dataclass
 
-from senpai.agents.context import TurnContext
-from senpai.agents.measure import finite
 from senpai.fleet.base import job_deadline, train_gpus
+from senpai.job.context import TurnContext
+from senpai.job.measure import finite
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Cost, Evidence, Hypothesis, RunRef
 from senpai.tracker.base import RunRecord

@@ -8,11 +8,11 @@ import secrets
 from pathlib import Path
 
 from senpai import phases
-from senpai.agents.context import TurnContext
 from senpai.config.harness import HarnessConfig
 from senpai.config.target import Metric
 from senpai.errors import PermanentError
 from senpai.forge.base import PullRequest
+from senpai.job.context import TurnContext
 from senpai.ledger import transitions
 from senpai.ledger.baseline import Baseline
 from senpai.ledger.blocks import Arm, BaselineRef, BudgetRef, Hypothesis, MetricRef

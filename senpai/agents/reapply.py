@@ -8,16 +8,16 @@ can merge it). Built from git objects alone: the clone's checkout is not touched
 
 When the new head's tree is one the PR's evidence trained before (the usual case: the merge
 changed only params the PR sets too), that evidence stands for it, and the verifier reuses its
-own numbers for the tree (`senpai.agents.reuse`): the re-apply trains nothing.
+own numbers for the tree (`senpai.verifier.reuse`): the re-apply trains nothing.
 """
 
 import tempfile
 from pathlib import Path
 
-from senpai.agents.context import TurnContext
 from senpai.agents.params import params_format, parse_params, write_params
 from senpai.errors import ConfigError, PermanentError
 from senpai.forge.base import PullRequest
+from senpai.job.context import TurnContext
 from senpai.ledger.blocks import Reapply
 from senpai.ledger.experiment import Experiment
 

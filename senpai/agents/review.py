@@ -10,9 +10,9 @@ both apply them here.
 import math
 import statistics
 
-from senpai.agents.context import TurnContext
+from senpai.job.context import TurnContext
 from senpai.agents.reapply import params_onto_base
-from senpai.agents.runs import tag_verdict
+from senpai.job.runs import tag_verdict
 from senpai.config.time_limits import HEAD_MOVES
 from senpai.errors import ApprovalRequired, MergeBlocked, MergeConflict, MergeRefused, PermanentError
 from senpai.forge.base import PullRequest

@@ -3,7 +3,7 @@
 A job's secrets never were in its environment to begin with: the wrapper hands them over on a
 private pipe, or the job moved them into memory when it started (`senpai.config.credentials`). Before
 an openhands agent's terminal starts, or the verifier runs a step, `scrub_environment` removes every
-other variable outside the allow-list of `senpai.agents.environ` as well (`AWS_SECRET_ACCESS_KEY`,
+other variable outside the allow-list of `senpai.job.environ` as well (`AWS_SECRET_ACCESS_KEY`,
 `DATABASE_URL`, whatever an operator's environment held), registering the secret-looking values with
 the redactor, and makes the job non-dumpable. The code itself runs behind its wall
 (`senpai.fleet.wall`): it reads no file of senpai's, and no process outside the wall in /proc.
@@ -12,9 +12,9 @@ the redactor, and makes the job non-dumpable. The code itself runs behind its wa
 import logging
 import os
 
-from senpai.agents.environ import allowed
 from senpai.config.credentials import set_not_dumpable
 from senpai.config.harness import HarnessConfig
+from senpai.job.environ import allowed
 from senpai.ledger.redact import env_secrets, register_secret
 
 log = logging.getLogger(__name__)

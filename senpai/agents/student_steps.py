@@ -5,7 +5,7 @@
   (`senpai.agents.base.Runtime.student_turn`); then `plan` writes what the train step runs.
 - **train** (no secret, no forge, its own folder alone): the target's train command once per arm,
   each in a standalone clone of the head with the arm's params written, behind its wall
-  (`senpai.agents.walls`), logging its W&B run offline into its own folder (`train`).
+  (`senpai.job.walls`), logging its W&B run offline into its own folder (`train`).
 - **report** (holds the forge token): the runs taken into the tracker (`Tracker.collect_run`), the
   winning arm's params committed and pushed (multi-arm), and the evidence posted (`report`).
 
@@ -24,17 +24,17 @@ from pathlib import Path, PurePath
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from senpai.agents.attempt import Attempt
-from senpai.agents.context import TurnContext
 from senpai.agents.evidence import Measured, failure, numbers, post, summary_value, train_timeout
-from senpai.agents.measure import TAIL_BYTES, clear, run_command
 from senpai.agents.params import apply_params
-from senpai.agents.runs import run_identity
-from senpai.agents.walls import Walls, sandbox, train_python
-from senpai.agents.workcopy import standalone_clone
 from senpai.config.credentials import set_not_dumpable
 from senpai.config.load import read_bounded
 from senpai.config.target import Metric
 from senpai.errors import ConfigError, NotFound, PermanentError, TransientError
+from senpai.job.context import TurnContext
+from senpai.job.measure import TAIL_BYTES, clear, run_command
+from senpai.job.runs import run_identity
+from senpai.job.walls import Walls, sandbox, train_python
+from senpai.job.workcopy import standalone_clone
 from senpai.ledger.blocks import ArmResult, Cost, Evidence, RunRef
 from senpai.tracker.base import RunRecord
 

@@ -12,10 +12,10 @@ an experiment (`open_hypothesis`).  The hypothesis id includes the request's ref
 again for a point proposed before gets a fresh branch.
 """
 
-from senpai.agents.context import TurnContext
 from senpai.agents.hypothesis import open_hypothesis, reported
 from senpai.agents.params import read_params
 from senpai.errors import TransitionError
+from senpai.job.context import TurnContext
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.events import Event, parse_event_id
 from senpai.ledger.labels import ASSIGNED

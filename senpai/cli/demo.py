@@ -19,7 +19,6 @@ from rich.control import strip_control_codes
 from rich.table import Table
 from rich.text import Text
 
-from senpai.agents.walls import train_python
 from senpai.cli.example_split import DIABETES, DIGITS
 from senpai.cli.forge import BOT, HUMAN
 from senpai.cli.progress import HEARTBEAT_SECONDS, DemoWatch, OutcomePrinter
@@ -31,6 +30,7 @@ from senpai.config.harness import load_harness
 from senpai.config.target import load_target
 from senpai.errors import ConfigError, PermanentError
 from senpai.fleet.supervise import WORK
+from senpai.job.walls import train_python
 from senpai.ledger.labels import ExperimentState
 from senpai.ledger.table import ledger_rows
 from senpai.wrapper.loop import TickReport

@@ -6,7 +6,7 @@ leading `VAR=value` words skipped: `scripts.interpreter_of`) says where torch an
 installed; senpai's own interpreter may have none of them. The score step and init's own check
 (`senpai validate`: the evaluator's imports, then its run on a sample) run under `holdout.python`,
 so init writes that interpreter there, once it has answered as Python 3
-(`senpai.agents.walls.python_paths`, the check `senpai validate` makes of `holdout.python`).
+(`senpai.job.walls.python_paths`, the check `senpai validate` makes of `holdout.python`).
 """
 
 import os
@@ -14,9 +14,9 @@ import sys
 
 import click
 
-from senpai.agents.walls import python_paths
 from senpai.cli.scripts import interpreter_of
 from senpai.errors import ConfigError
+from senpai.job.walls import python_paths
 
 
 def score_python(before: dict[str, str], train_cmd: str) -> str | None:

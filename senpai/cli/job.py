@@ -9,9 +9,7 @@ import click
 
 from senpai import phases
 from senpai.agents.attempt import Attempt
-from senpai.agents.context import prepare_turn
 from senpai.agents.secrets import scrub_environment
-from senpai.agents.walls import walls_of
 from senpai.cli.main import end_quickly
 from senpai.cli.options import config_option
 from senpai.cli.wiring import hold_secrets, make_forge, make_runtime, make_tracker, secret_envs
@@ -19,6 +17,8 @@ from senpai.config.harness import HarnessConfig, LocalFleetSettings, load_harnes
 from senpai.config.roles import Role
 from senpai.fleet.disk import check_room
 from senpai.forge.mirror import handed_base
+from senpai.job.context import prepare_turn
+from senpai.job.walls import walls_of
 from senpai.ledger.blocks import Evidence
 from senpai.ledger.events import ENV_EVENTS, EventBatch
 from senpai.ledger.redact import redact_own_output
@@ -171,7 +171,7 @@ def verify(config_path: str, pr: int, step: str, side: str | None, work: str | N
     Example:
       senpai job verify --config harness.yaml --pr 3
     """
-    from senpai.agents import verify_steps as steps
+    from senpai.verifier import judge, steps
 
     if (step == "train") != (side is not None):
         raise click.UsageError("--side is required with --step train" if step == "train" else "--side is only for --step train")
@@ -190,9 +190,9 @@ def verify(config_path: str, pr: int, step: str, side: str | None, work: str | N
     scrub_environment(ctx.harness, [])  # train steps (all) and the evaluator loading an artifact are our children
     holdout = _holdout_dir(ctx.harness) or steps.empty_dir(ctx.workdir / "holdout")
     if step == "score":
-        v = steps.score_from_work(ctx, pr, root, holdout, sources)
+        v = judge.score_from_work(ctx, pr, root, holdout, sources)
     else:
-        v = steps.verify_all(ctx, pr, holdout, sources)
+        v = judge.verify_all(ctx, pr, holdout, sources)
     reused = {"baseline": sorted(v.baseline_reused), "candidate": sorted(v.candidate_reused)}  # seeds not trained here
     click.echo(
         json.dumps(

@@ -7,8 +7,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from senpai.agents.evaluate import python_problem
-from senpai.agents.walls import ask_python, train_python, trial, walls_of
+from senpai.verifier.evaluate import python_problem
+from senpai.job.walls import ask_python, train_python, trial, walls_of
 from senpai.cli.options import config_option
 from senpai.cli.wiring import hold_secrets, make_cluster_probe, make_forge, make_tracker
 from senpai.config.harness import HarnessConfig, LocalFleetSettings, load_harness

@@ -99,14 +99,14 @@ def _line(text: str) -> str:
     return flat if len(flat) <= MAX_TEXT else flat[: MAX_TEXT - 1] + "…"
 
 
-_STEP = re.compile(r"(baseline|candidate)-(\d{1,9})-(train|score)\.log")  # `senpai.agents.evaluate`'s step logs
+_STEP = re.compile(r"(baseline|candidate)-(\d{1,9})-(train|score)\.log")  # `senpai.verifier.evaluate`'s step logs
 
 
 def seed_steps(work: Path) -> set[tuple[str, int, str]]:
     """The verifier's train and score steps begun in a local verifier job's `work` folder, as
     (side, seed, "train" or "score"): each step creates its log as it starts,
     `<side>/artifacts/<side>-<seed>-train.log` and `score/<side>-<seed>-score.log` (the layout of
-    `senpai.agents.verify_steps`). A folder that cannot be listed (not made yet) counts as none.
+    `senpai.verifier.steps`). A folder that cannot be listed (not made yet) counts as none.
     The side's code may write there too: the names only feed the heartbeat and the stall detector,
     within its job's deadline."""
     found: set[tuple[str, int, str]] = set()

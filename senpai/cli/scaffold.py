@@ -40,7 +40,7 @@ EVALUATOR = "eval/evaluate.py"
 MAX_SOURCE_BYTES = 1024 * 1024  # a larger script is not parsed
 # `name: ` or `name=` (a name of one or two words: `test loss: `) right before a printed value
 _NAMED = re.compile(r"([A-Za-z][A-Za-z0-9_./-]*(?: [A-Za-z][A-Za-z0-9_./-]*)?)\s*([:=])\s*$")
-_KEY = re.compile(r"[A-Za-z0-9_./-]+")  # a key senpai reads from a `key: value` line (senpai.agents.measure.LINE)
+_KEY = re.compile(r"[A-Za-z0-9_./-]+")  # a key senpai reads from a `key: value` line (senpai.job.measure.LINE)
 _PREFERRED = ("val", "valid", "test", "dev", "eval")
 READ = ("stdout", "wandb", "equals", "inline", "json")  # how a script may report what senpai reads as it is
 _METRIC_WORDS = ("acc", "f1", "auc", "loss", "score", "r2", "rmse", "mse", "mae", "precision", "recall", "bpb", "ppl")
@@ -52,7 +52,7 @@ class Report:
     `wandb`: a key of `wandb.log`/`run.log`; `equals`: a printed line `name=value`; `inline`:
     `name: value` or `name=value` inside a longer printed line; `json`: printed JSON; `file`:
     `json.dump` into a file), and `expr`, the source of the value (None for a literal). senpai
-    reads all but `file` as they are (`senpai.agents.measure`); for a file init gives a line to print."""
+    reads all but `file` as they are (`senpai.job.measure`); for a file init gives a line to print."""
 
     name: str
     how: str

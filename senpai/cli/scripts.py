@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from senpai.agents.walls import is_python_name, train_program
+from senpai.job.walls import is_python_name, train_program
 
 SCRIPTS = ["train.py", "main.py", "run.py", "src/train.py", "scripts/train.py"]
 MAX_SCANNED = 400  # .py files looked at, at most (a vendored library is not a train script)

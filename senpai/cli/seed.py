@@ -6,10 +6,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from senpai.agents.workcopy import IDENTITY
 from senpai.cli.wiring import forge_from
 from senpai.config.harness import ForgeSettings
 from senpai.errors import PermanentError
+from senpai.job.workcopy import IDENTITY
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"  # the bundled target
 

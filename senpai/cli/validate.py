@@ -8,16 +8,16 @@ from pathlib import Path
 
 import click
 
-from senpai.agents.evaluate import python_problem
-from senpai.agents.imports import train_import_problems
-from senpai.agents.measure import run_command
 from senpai.agents.params import params_format, read_params
-from senpai.agents.sample import sample_problems
-from senpai.agents.walls import bare_walls, train_program, train_python
 from senpai.cli.scripts import script_of
 from senpai.config.evaluator import evaluator_problems
 from senpai.config.target import TargetConfig, budget_problems, direction_problems, load_target, scope_problems
 from senpai.errors import ConfigError
+from senpai.job.measure import run_command
+from senpai.job.walls import bare_walls, train_program, train_python
+from senpai.verifier.evaluate import python_problem
+from senpai.verifier.imports import train_import_problems
+from senpai.verifier.sample import sample_problems
 
 
 @click.command()

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 from senpai.agents.base import Runtime
 from senpai.agents.openhands.runtime import OpenHandsRuntime
 from senpai.agents.search.runtime import SearchRuntime
-from senpai.agents.walls import senpai_paths
+from senpai.job.walls import senpai_paths
 from senpai.config import credentials
 from senpai.config.harness import ForgeSettings, HarnessConfig, KubernetesFleetSettings, RoleRuntime
 from senpai.errors import needs_extra

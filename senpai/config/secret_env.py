@@ -1,5 +1,5 @@
 """Which environment variable names and values hold secrets: one pattern each, shared by the redactor
-(`senpai.ledger.redact`), the environment handed to untrusted code (`senpai.agents.environ`) and
+(`senpai.ledger.redact`), the environment handed to untrusted code (`senpai.job.environ`) and
 the check of the env an operator adds to Kubernetes Jobs (`senpai.config.pod`)."""
 
 import re

@@ -70,7 +70,7 @@ class JobSpec(BaseModel):
 
     def thread_env(self) -> dict[str, str]:
         """THREAD_ENV set to `cpus`. Every fleet puts `env` over it (an explicit setting there wins);
-        the train and holdout commands inherit it (`senpai.agents.environ` allows these names)."""
+        the train and holdout commands inherit it (`senpai.job.environ` allows these names)."""
         return dict.fromkeys(THREAD_ENV, str(self.cpus))
 
 

@@ -1,7 +1,7 @@
 """Logs capped on disk: the first HEAD_BYTES and the last TAIL_BYTES of a stream, a marker between.
 
 A job's log (`jobs/<job>/log`, `senpai.fleet.supervise`) and each command's log (`train.log`, the
-verifier's step logs: `senpai.agents.measure.run_command`) are written through `CappedLog`, so a
+verifier's step logs: `senpai.job.measure.run_command`) are written through `CappedLog`, so a
 command that prints gigabytes leaves a file of at most HEAD + 2 x TAIL bytes and one marker line
 (plus, while it is written, one write: at most a 64 KiB chunk). The head holds how it started (the
 config, the first error), the tail how it ended (the traceback); `senpai logs` and the failure

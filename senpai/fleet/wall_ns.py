@@ -19,7 +19,7 @@ the command. So, before the command starts:
 
 The init passes the command's wait status to the launcher, which ends the same way (exit code, or
 the same signal), so callers see the command's own outcome. Everything here needs Linux 5.12+ and
-the right to create the namespaces (root, or unprivileged user namespaces); `senpai.agents.walls`
+the right to create the namespaces (root, or unprivileged user namespaces); `senpai.job.walls`
 asks for it only where a trial run worked (`Wall.isolate`).
 
 Standard library only: the launcher imports this file by path (see `senpai.fleet.wall`).

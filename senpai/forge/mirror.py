@@ -1,6 +1,6 @@
 """The research base branch, mirrored beside the ledger snapshot, for jobs to clone instead of the forge.
 
-Every job starts with a clone of the base branch (`senpai.agents.context.prepare_turn`). From the
+Every job starts with a clone of the base branch (`senpai.job.context.prepare_turn`). From the
 forge that is git's smart HTTP: two requests, a pack built on the server and a few processes each
 side, 0.1-0.25 s for the 180 KB demo repository and seconds for a large one, in every job. The
 wrapper already knows when the base moves, so it keeps a copy of it next to its jobs.

@@ -337,7 +337,7 @@ class Verification(Block):
     baseline_key: str | None = Field(
         None,
         description="sha256 of what makes the baseline's numbers comparable (its git tree, target config, sealed holdout, "
-        "environment: `senpai.agents.reuse.measurement_key`); a later side with the same key reuses its seeds. "
+        "environment: `senpai.verifier.reuse.measurement_key`); a later side with the same key reuses its seeds. "
         "None: not reusable.",
     )
     candidate_key: str | None = Field(None, description="The same for the candidate side's numbers.")

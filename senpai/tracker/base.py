@@ -19,7 +19,7 @@ JobType = Literal["train", "verify", "agent"]
 
 
 class RunIdentity(BaseModel):
-    """Who a run is. W&B: id (unique per installation, `senpai.agents.runs.run_id`), group
+    """Who a run is. W&B: id (unique per installation, `senpai.job.runs.run_id`), group
     `pr-<n>`, name `<student>/pr-<n>/<attempt>`, tags, job type, notes (a link to the PR), the
     experiment's git commit and remote, config."""
 

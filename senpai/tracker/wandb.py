@@ -7,7 +7,7 @@ WANDB_MODE, WANDB_DIR and WANDB_SILENT; WANDB_GIT_COMMIT and WANDB_GIT_REMOTE_UR
 information the experiment's (the PR head, the target repository), whatever checkout it runs in.
 
 Installation. An id of 8 hex digits from the harness config (`TrackerSettings.installation_id`):
-senpai's run ids end with it (`senpai.agents.runs.run_id`), so two installations (two demos, two
+senpai's run ids end with it (`senpai.job.runs.run_id`), so two installations (two demos, two
 clusters) logging to one W&B project never share a run id, and every run's config carries it as
 `senpai_installation` (a verdict tags only this installation's runs).
 

@@ -383,7 +383,7 @@ def _students(w: World, cfg: HarnessConfig) -> list[Action]:
 def _verifiers(w: World) -> list[Action]:
     """A verifier per PR that owes one. A base no verification has measured yet gets one verifier
     at a time (none while another runs): it measures the baseline's seeds, and the verifiers
-    launched after it reuse them (`senpai.agents.reuse`) instead of training the same seeds again.
+    launched after it reuse them (`senpai.verifier.reuse`) instead of training the same seeds again.
     Once a verifier of an owed verification has failed (it may fail again, and its retries back
     off), nobody waits for it: every owed verifier goes."""
     out: list[Action] = []

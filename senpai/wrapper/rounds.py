@@ -11,7 +11,7 @@ ahead of a better one. The merge gate then re-checks the pick, correcting for th
 comparisons (`gate.rival_p_values`); a pick the gate closes, or that conflicts, leaves the round,
 and the next best goes. After a merge the base moves, so the others owe a verification against
 the new base (their numbers and the new base's are reused where the trees match:
-`senpai.agents.reuse`).
+`senpai.verifier.reuse`).
 
 Why only the PRs already verifying: with a busy fleet some PR always reaches verifying, and a
 20-experiment digits run held its first round open for 3.5 minutes while 16 PRs queued into it.

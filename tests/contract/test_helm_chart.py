@@ -21,11 +21,11 @@ import pytest
 import yaml
 from kubernetes import client
 
-from senpai.agents.walls import senpai_paths
 from senpai.config.harness import HarnessConfig
 from senpai.config.secret_env import SECRET_ENV
 from senpai.fleet.base import JobSpec
 from senpai.fleet.k8s_job import build_job
+from senpai.job.walls import senpai_paths
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "senpai"

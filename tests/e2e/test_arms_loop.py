@@ -11,17 +11,17 @@ import yaml
 from forge_fixtures import TOKEN, commit_and_push
 from tiny_target import sealed_holdout, tiny_repo, train_py
 
-from senpai.agents.context import prepare_turn
 from senpai.agents.search.advisor import advisor_turn
 from senpai.agents.search.student import student_turn
 from senpai.agents.student_steps import run_attempt
-from senpai.agents.verify_steps import verify_all
-from senpai.agents.walls import walls_of
 from senpai.cli.demo import write_config
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import load_harness
+from senpai.job.context import prepare_turn
+from senpai.job.walls import walls_of
 from senpai.ledger import stats
 from senpai.ledger.events import idle_event, pr_event
+from senpai.verifier.judge import verify_all
 
 pytestmark = pytest.mark.e2e
 

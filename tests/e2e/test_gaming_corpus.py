@@ -16,16 +16,16 @@ import yaml
 from forge_fixtures import TOKEN
 from tiny_target import INTO_EVALUATOR, NAN_TRAIN, PICKLE_TRAIN, open_candidate, sealed_holdout, tiny_repo, train_py
 
-from senpai.agents.context import prepare_turn
-from senpai.agents.verify_steps import verify_all
 from senpai.cli.demo import write_config
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config import safe_yaml
 from senpai.config.harness import load_harness
 from senpai.config.target import CONFIG_FILE, TargetConfig
 from senpai.errors import MergeRefused
+from senpai.job.context import prepare_turn
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Decision
+from senpai.verifier.judge import verify_all
 
 pytestmark = pytest.mark.e2e
 

@@ -10,7 +10,7 @@ from test_arms_loop import _ctx, arms_config  # noqa: F401  (the fixture, with o
 from senpai.agents.search.advisor import advisor_turn
 from senpai.agents.search.student import student_turn
 from senpai.agents.student_steps import run_attempt
-from senpai.agents.walls import walls_of
+from senpai.job.walls import walls_of
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.events import idle_event, pr_event
 from senpai.ledger.labels import ExperimentState

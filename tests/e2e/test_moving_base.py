@@ -4,10 +4,10 @@ import pytest
 from forge_fixtures import clone, commit_and_push
 from research import make_program
 
-from senpai.agents.context import prepare_turn
 from senpai.agents.hypothesis import open_hypothesis
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import load_harness
+from senpai.job.context import prepare_turn
 from senpai.ledger.baseline import current_baseline
 
 pytestmark = pytest.mark.e2e

@@ -17,7 +17,6 @@ from llm_server import call, say
 from research import make_program
 from scripted import LLM_KEY, LLM_KEY_ENV, tool_results, use_openhands, user_text
 
-from senpai.agents.context import prepare_turn
 from senpai.agents.hypothesis import open_hypothesis
 from senpai.agents.openhands.conversation import BASE_PROMPT
 from senpai.agents.openhands.trace import COLUMNS
@@ -26,6 +25,7 @@ from senpai.config import safe_yaml
 from senpai.config.credentials import PR_GET_DUMPABLE
 from senpai.config.harness import load_harness
 from senpai.errors import NoEffect, TransientError
+from senpai.job.context import prepare_turn
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import BudgetReport
 from senpai.ledger.escalation import escalated, escalation_id, open_issue

@@ -15,18 +15,18 @@ import yaml
 from forge_fixtures import as_user, clone, commit_and_push
 from research import make_program
 
-from senpai.agents.context import prepare_turn
-from senpai.agents.verify_steps import verify_all
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import load_harness
 from senpai.config.target import CONFIG_FILE, TargetConfig
 from senpai.errors import PermanentError
+from senpai.job.context import prepare_turn
 from senpai.ledger import transitions
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import BaselineRef, BudgetRef, Decision, Hypothesis, MetricRef, Verification
 from senpai.ledger.consistency import check, reverify, verified_merge
 from senpai.ledger.labels import SENPAI, ExperimentState, student_label
 from senpai.ledger.table import LedgerReader
+from senpai.verifier.judge import verify_all
 
 pytestmark = pytest.mark.e2e
 

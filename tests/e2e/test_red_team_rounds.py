@@ -7,11 +7,11 @@ from test_verifier import _params, _verify, _verify_from, tiny  # noqa: F401  (t
 from tiny_target import open_candidate, train_py
 
 from senpai.agents import review
-from senpai.agents.context import prepare_turn
 from senpai.agents.reapply import params_onto_base
 from senpai.agents.search.advisor import advisor_turn
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import load_harness
+from senpai.job.context import prepare_turn
 from senpai.ledger import transitions
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.events import pr_event

@@ -6,9 +6,9 @@ from test_verifier import _params, _verify, _verify_from, tiny  # noqa: F401  (t
 from tiny_target import open_candidate, train_py
 
 from senpai.agents import review
-from senpai.agents.context import prepare_turn
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import load_harness
+from senpai.job.context import prepare_turn
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.labels import ExperimentState
 

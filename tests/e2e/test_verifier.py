@@ -28,12 +28,8 @@ from tiny_target import (
 
 from senpai import phases
 from senpai.agents import review
-from senpai.agents.context import prepare_turn
 from senpai.agents.reapply import params_onto_base
-from senpai.agents.reuse import holdout_id
 from senpai.agents.search.advisor import advisor_turn
-from senpai.agents.verifier import BaselineFailed
-from senpai.agents.verify_steps import checkout_step, verify_all
 from senpai.cli.demo import write_config
 from senpai.cli.progress import seed_steps
 from senpai.cli.wiring import make_forge, make_tracker
@@ -41,12 +37,16 @@ from senpai.config import safe_yaml
 from senpai.config.harness import load_harness
 from senpai.errors import ConfigError
 from senpai.fleet.wall import landlock_abi
+from senpai.job.context import prepare_turn
 from senpai.ledger import transitions
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import Verification, render
 from senpai.ledger.events import Event
 from senpai.ledger.labels import ExperimentState, status_of
 from senpai.ledger.table import LedgerReader
+from senpai.verifier.judge import verify_all
+from senpai.verifier.reuse import holdout_id
+from senpai.verifier.steps import BaselineFailed, checkout_step
 
 pytestmark = pytest.mark.e2e
 
@@ -539,8 +539,8 @@ def test_what_the_candidate_plants_in_its_checkout_runs_on_its_own_clock(tiny, t
 PROBE = """
 import ctypes, ctypes.util, json, sys
 from pathlib import Path
-from senpai.agents.verify_steps import train_side
-from senpai.agents.walls import walls_of
+from senpai.verifier.steps import train_side
+from senpai.job.walls import walls_of
 from senpai.config.harness import load_harness
 from senpai.errors import ConfigError
 from senpai.ledger.redact import PR_GET_DUMPABLE

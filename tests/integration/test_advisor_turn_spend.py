@@ -8,9 +8,9 @@ import yaml
 from forge_fixtures import commit_and_push, target_yaml
 from policy_world import CFG, NOW
 
-from senpai.agents.context import TurnContext
 from senpai.config.target import TargetConfig
 from senpai.errors import TransientError
+from senpai.job.context import TurnContext
 from senpai.ledger.blocks import TurnUsage
 from senpai.ledger.spend import spend
 from senpai.ledger.table import LedgerReader

@@ -11,10 +11,10 @@ from forge_fixtures import run_git
 from tiny_target import SNOOPED, files, sealed_holdout
 from walled import walls_at
 
-from senpai.agents.evaluate import EvaluatorFiles, python_shim, score_step, train_step
-from senpai.agents.workcopy import standalone_clone
 from senpai.config.target import Holdout
 from senpai.errors import ConfigError
+from senpai.job.workcopy import standalone_clone
+from senpai.verifier.evaluate import EvaluatorFiles, python_shim, score_step, train_step
 
 HOLD = Holdout.model_validate(
     {"command": "python score.py {artifact} {holdout}", "files": ["score.py"], "metric": "acc", "min_floor": 0.01}

@@ -10,10 +10,10 @@ import pytest
 from forge_fixtures import new_repository, register_bot
 from full_disk import fill, small_volume
 
-from senpai.agents.workcopy import WorkCopy
 from senpai.errors import DiskFull, TransientError
 from senpai.forge.localforge.app import FULL_RETRY_SECONDS
 from senpai.forge.localforge.server import LocalForgeServer
+from senpai.job.workcopy import WorkCopy
 
 
 def test_a_forge_whose_volume_is_full_answers_503_with_a_retry_after(tmp_path):

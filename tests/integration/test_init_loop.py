@@ -11,8 +11,6 @@ from forge_fixtures import TOKEN, run_git
 from sklearn.datasets import load_breast_cancer
 from walled import walls_at
 
-from senpai.agents.evaluate import EvaluatorFiles, score_step, train_step
-from senpai.agents.workcopy import standalone_clone
 from senpai.cli.demo import write_config
 from senpai.cli.main import cli
 from senpai.cli.scaffold import Answers, advice, detect
@@ -21,6 +19,8 @@ from senpai.cli.ticklog import TickLog
 from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import load_harness
 from senpai.config.target import load_target
+from senpai.job.workcopy import standalone_clone
+from senpai.verifier.evaluate import EvaluatorFiles, score_step, train_step
 
 PLAIN = '''"""Logistic regression on the breast cancer data: how well does it classify the validation split?"""
 

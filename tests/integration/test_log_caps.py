@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from walled import wall_around
 
-from senpai.agents.measure import run_command
 from senpai.fleet.base import JobSpec, JobStatus
 from senpai.fleet.local import LocalFleet
 from senpai.fleet.logcap import CappedLog
 from senpai.fleet.supervise import Claim
+from senpai.job.measure import run_command
 
 HEAD, TAIL = 4096, 4096
 MARKER = re.compile(rb"\n\[senpai\] (\d+) bytes of output cut here: [^\n]*\n")

@@ -18,8 +18,8 @@ from walled import wall_around as W
 
 from senpai.agents import student_steps as steps
 from senpai.agents.attempt import Attempt
-from senpai.agents.measure import TAIL_BYTES, run_command
-from senpai.agents.walls import walls_of
+from senpai.job.measure import TAIL_BYTES, run_command
+from senpai.job.walls import walls_of
 from senpai.config.target import TargetConfig
 from senpai.config.time_limits import StudentLimits
 from senpai.errors import NotFound
@@ -45,7 +45,7 @@ def _with_tests() -> str:
 PEAK = """
 import json, sys
 from pathlib import Path
-from senpai.agents.measure import run_command
+from senpai.job.measure import run_command
 from walled import wall_around
 out = run_command(sys.argv[1], Path(sys.argv[2]), {}, 600, Path(sys.argv[3]), wall=wall_around(Path(sys.argv[2])))
 hwm = [line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM:")]
@@ -219,7 +219,7 @@ def _train(ctx: SimpleNamespace) -> tuple[str, Path, tuple[datetime, datetime]]:
 def test_the_student_takes_the_run_its_command_logged_not_one_it_planted_ahead(tmp_path: Path, name: str) -> None:
     ctx = _turn(tmp_path, f"python train.py 0.99 && python plant.py '{name}' && python train.py 0.5")
     run_id, folder, window = _train(ctx)
-    assert run_id == "digits-pr5-a1-" + ctx.tracker.installation  # senpai.agents.runs.run_id: predictable
+    assert run_id == "digits-pr5-a1-" + ctx.tracker.installation  # senpai.job.runs.run_id: predictable
     rec = ctx.tracker.collect_run(run_id, folder, window)
     assert (rec.summary["val"], rec.state) == (0.5, "finished")  # the command's own run, not the planted 0.99
     (taken,) = (ctx.tracker.dir / "wandb").glob(f"offline-run-*-{run_id}*")  # only that run came into the tracker

@@ -15,11 +15,11 @@ import yaml
 from forge_fixtures import commit_and_push, hypothesis, new_repository, register_bot, target_yaml, user_token
 
 from senpai.agents import review
-from senpai.agents.context import TurnContext
 from senpai.config.harness import HarnessConfig, TrackerSettings
 from senpai.config.target import TargetConfig
 from senpai.errors import MergeBlocked, MergeConflict
 from senpai.forge.localforge.server import LocalForgeServer
+from senpai.job.context import TurnContext
 from senpai.ledger import transitions
 from senpai.ledger.baseline import Baseline
 from senpai.ledger.blocks import Verification

@@ -13,9 +13,9 @@ import pytest
 from forge_fixtures import commit_and_push, run_git
 
 from senpai import phases
-from senpai.agents import workcopy
-from senpai.agents.workcopy import WorkCopy
 from senpai.forge import mirror
+from senpai.job import workcopy
+from senpai.job.workcopy import WorkCopy
 
 
 @pytest.fixture

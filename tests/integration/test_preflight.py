@@ -24,7 +24,6 @@ from k8s_fixtures import NAMESPACE, k8s_settings
 from kubernetes import client
 from second_python import venv_with
 
-from senpai.agents.walls import isolation
 from senpai.cli.main import cli, main
 from senpai.cli.preflight import interpreter_checks, wall_check
 from senpai.cli.wiring import make_forge, make_tracker
@@ -32,6 +31,7 @@ from senpai.config.harness import HarnessConfig, WallSettings
 from senpai.fleet.k8s_cluster import ClusterProbe
 from senpai.fleet.wall import landlock_abi
 from senpai.forge.base import Access
+from senpai.job.walls import isolation
 from senpai.preflight import CheckResult
 from senpai.preflight.checks import LABELS, holdout_check, run_preflight, token_checks
 

@@ -8,7 +8,7 @@ import yaml
 from forge_fixtures import clone, commit_and_push, hypothesis, target_yaml
 from test_merge_refusals import CFG, _win
 
-from senpai.agents.context import TurnContext
+from senpai.job.context import TurnContext
 from senpai.agents.review import REAPPLY
 from senpai.agents.search.advisor import advisor_turn
 from senpai.config.harness import TrackerSettings

@@ -4,7 +4,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from senpai.agents.workcopy import standalone_clone
+from senpai.job.workcopy import standalone_clone
 
 
 def test_a_standalone_clone_shares_no_object_file_with_its_source(tmp_path: Path) -> None:

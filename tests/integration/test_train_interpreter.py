@@ -18,15 +18,15 @@ from tiny_target import tiny_repo
 from walled import harness_at
 
 from senpai.agents import student_steps as steps
-from senpai.agents.evaluate import step_env, train_step
-from senpai.agents.measure import run_command
-from senpai.agents.walls import isolation, train_python, walls_of
-from senpai.agents.workcopy import standalone_clone
 from senpai.cli.demo import write_config
 from senpai.config import safe_yaml
 from senpai.config.roles import Role
 from senpai.errors import ConfigError, TransientError
 from senpai.fleet.wall import landlock_abi
+from senpai.job.measure import run_command
+from senpai.job.walls import isolation, train_python, walls_of
+from senpai.job.workcopy import standalone_clone
+from senpai.verifier.evaluate import step_env, train_step
 
 pytestmark = pytest.mark.skipif(not (isolation() or landlock_abi()), reason="no wall can be built on this machine")
 
@@ -167,7 +167,7 @@ def test_an_interpreter_whose_folders_hold_a_hidden_one_is_refused_never_granted
     (its secrets, senpai's folders under it; Landlock skips a hidden folder under the fresh /tmp).
     The wall refuses it, naming both, and the student job stops before any arm (exit 3)."""
     if not landlock:
-        monkeypatch.setattr("senpai.agents.walls._landlock", lambda: 0)  # a kernel without Landlock: the view alone
+        monkeypatch.setattr("senpai.job.walls._landlock", lambda: 0)  # a kernel without Landlock: the view alone
     elif not landlock_abi():
         pytest.skip("no Landlock here")
     if not isolation():

@@ -16,8 +16,8 @@ import psutil
 import pytest
 from hostile_target import as_non_root
 
-from senpai.agents.walls import interpreter_paths, isolation
 from senpai.fleet.wall import Wall, landlock_abi
+from senpai.job.walls import interpreter_paths, isolation
 
 pytestmark = pytest.mark.skipif(not isolation(), reason="this machine makes no mount or PID namespace (walls.isolation)")
 USERS = ["senpai's", "non-root"] if os.geteuid() == 0 else ["senpai's"]

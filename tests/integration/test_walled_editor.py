@@ -12,9 +12,9 @@ from openhands.tools.file_editor import FileEditorAction
 import senpai
 from senpai.agents.openhands.conversation import _Confined
 from senpai.agents.openhands.editor import WalledEditor
-from senpai.agents.walls import candidate_wall, isolation, sandbox
 from senpai.config.harness import WallSettings
 from senpai.fleet.wall import landlock_abi
+from senpai.job.walls import candidate_wall, isolation, sandbox
 
 pytestmark = pytest.mark.skipif(not (isolation() or landlock_abi()), reason="no wall can be built on this machine")
 SECRET = "TOPSECRET-oauth-token"

@@ -16,11 +16,11 @@ import yaml
 from click.testing import CliRunner
 from forge_fixtures import forge_folder_with_a_pr
 
-from senpai.agents.runs import public_url, run_id
 from senpai.cli.main import cli
 from senpai.cli.wiring import make_tracker
 from senpai.config.harness import HarnessConfig, TrackerSettings, load_harness
 from senpai.errors import ConfigError, TransientError
+from senpai.job.runs import public_url, run_id
 from senpai.tracker.base import RunIdentity, RunTable
 from senpai.tracker.wandb import WandbTracker
 from senpai.tracker.wandb_log import log_payloads

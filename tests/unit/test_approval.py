@@ -12,10 +12,10 @@ from forge_fixtures import commit_and_push, hypothesis, target_yaml
 from policy_world import CFG
 
 from senpai.agents import review
-from senpai.agents.context import TurnContext
 from senpai.config.harness import TrackerSettings
 from senpai.config.target import TargetConfig
 from senpai.errors import ApprovalRequired
+from senpai.job.context import TurnContext
 from senpai.ledger import transitions
 from senpai.ledger.baseline import Baseline
 from senpai.ledger.blocks import ApprovalRequest, Decision, Verification

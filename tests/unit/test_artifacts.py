@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from senpai.agents.artifacts import MAX_FILES, digest, refusal, set_read_only, snapshot
+from senpai.verifier.artifacts import MAX_FILES, digest, refusal, set_read_only, snapshot
 
 
 def _dir(tmp_path: Path, files: dict[str, bytes]) -> Path:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from senpai.agents import onnx_refs
-from senpai.agents.artifacts import refusal
-from senpai.agents.onnx_refs import external_data
+from senpai.verifier import onnx_refs
+from senpai.verifier.artifacts import refusal
+from senpai.verifier.onnx_refs import external_data
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "onnx"
 PLAIN = (FIXTURES / "plain.onnx").read_bytes()
@@ -163,7 +163,7 @@ def test_tensor_data_is_never_read(tmp_path):
         f.truncate(f.tell() + size)
     # VmHWM: the peak RSS of this process image (ru_maxrss would carry the forking pytest's over exec)
     probe = (
-        "import re, sys; from pathlib import Path; from senpai.agents.onnx_refs import external_data; "
+        "import re, sys; from pathlib import Path; from senpai.verifier.onnx_refs import external_data; "
         "print(external_data(Path(sys.argv[1]))); print(re.search(r'VmHWM:\\s*(\\d+)', Path('/proc/self/status').read_text())[1])"
     )
     out = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, check=True)

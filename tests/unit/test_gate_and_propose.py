@@ -3,17 +3,18 @@
 import pytest
 from pydantic import TypeAdapter
 
-from senpai.agents.evaluate import Trained
-from senpai.agents.measure import Outcome
 from senpai.agents.search.propose import point_key, propose
-from senpai.agents.verifier import NAMED_CHARS, Plan, measure, named, refusal
 from senpai.config.target import Metric, ParamSpec, TargetConfig
 from senpai.errors import MergeRefused, PermanentError
+from senpai.job.measure import Outcome
 from senpai.ledger.blocks import Verification
 from senpai.ledger.comments import prose
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.gate import check_merge, rival_p_values
 from senpai.ledger.stats import judge
+from senpai.verifier.evaluate import Trained
+from senpai.verifier.judge import measure, refusal
+from senpai.verifier.plan import NAMED_CHARS, Plan, named
 
 TARGET = TargetConfig.model_validate(
     {
@@ -248,7 +249,7 @@ LOSS_TRAINED = TargetConfig.model_validate(
 
 
 def _verified(candidate: float, baseline: float) -> Verification:
-    """What the real verifier (`verifier.measure`) records when each side's evaluator prints these
+    """What the real verifier (`judge.measure`) records when each side's evaluator prints these
     holdout accuracies (+ 0.001 per seed) for LOSS_TRAINED."""
     plan = Plan(pr=1, candidate=C, baseline=B, files=["params.json"], protected_touched=[], out_of_scope=[], merged=C)
     means = {"candidate": candidate, "baseline": baseline}

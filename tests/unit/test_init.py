@@ -99,7 +99,7 @@ def test_a_metric_printed_as_json_is_read_as_it_is_and_one_only_in_a_file_gets_a
     assert (found.train_cmd, found.script) == ("make train", "src/fit.py")
     assert found.metric == "val_f1" and found.how("val_f1") == "json"
     tips = advice(Answers("make train", "val_f1", "maximize", "params.json", "f1"), found)
-    assert not any("line of its own" in t.why for t in tips)  # senpai.agents.measure reads a JSON line
+    assert not any("line of its own" in t.why for t in tips)  # senpai.job.measure reads a JSON line
     make = {"Makefile": "train:\n\tpython -u src/fit.py --epochs 3\n"}
     filed = detect_text(tmp_path / "filed", {**make, "src/fit.py": TORCH_JSON.replace("print(json.dumps(", "str((")})
     assert filed.how("val_f1") == "file"

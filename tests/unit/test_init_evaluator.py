@@ -28,8 +28,6 @@ from sklearn.preprocessing import StandardScaler
 from third_party import repo
 from walled import walls_at
 
-from senpai.agents.artifacts import digest
-from senpai.agents.evaluate import EvaluatorFiles, Trained, score_step
 from senpai.cli.confine import write_inside
 from senpai.cli.main import cli
 from senpai.cli.quantities import QUANTITIES, guess
@@ -37,6 +35,8 @@ from senpai.cli.scaffold import EVALUATOR, Answers, detect, render
 from senpai.config.target import load_target, named_direction
 from senpai.errors import ConfigError
 from senpai.ledger import stats
+from senpai.verifier.artifacts import digest
+from senpai.verifier.evaluate import EvaluatorFiles, Trained, score_step
 
 LOSS_CLASSIFIER = '''"""A classifier trained and reported on its validation log loss."""
 import argparse

@@ -17,7 +17,6 @@ from test_init_unseen import CHAR_MODEL, CHAR_MODEL_FITTED
 from third_party import repo, ridge_json
 from torch_absent import initialised
 
-from senpai.agents.measure import command_path
 from senpai.cli.main import cli
 from senpai.cli.rerun import merge3
 from senpai.cli.run_length import unbounded
@@ -25,6 +24,7 @@ from senpai.cli.scaffold import Answers, advice, detect
 from senpai.cli.scripts import interpreter_of
 from senpai.config.target import load_target
 from senpai.errors import ConfigError
+from senpai.job.measure import command_path
 
 RIDGE = ridge_json()
 
@@ -79,7 +79,7 @@ def test_a_train_interpreter_that_is_not_python_leaves_holdout_python_unset_and_
         result.output
     )
     assert load_target(root).holdout.python is None
-    # init's check then stops on what every training would meet (senpai.agents.walls.train_python)
+    # init's check then stops on what every training would meet (senpai.job.walls.train_python)
     assert isinstance(result.exception, ConfigError), result.output
     assert f"train: {fake} does not run as a Python 3 interpreter" in str(result.exception)
 

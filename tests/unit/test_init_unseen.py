@@ -14,12 +14,12 @@ from third_party import repo, ridge_json
 from torch_absent import initialised
 from walled import wall_around
 
-from senpai.agents.measure import run_command
 from senpai.cli.main import cli
 from senpai.cli.scaffold import Answers, advice, detect
 from senpai.cli.space import left_out, range_for
 from senpai.config.target import load_target
 from senpai.errors import ConfigError
+from senpai.job.measure import run_command
 
 # A character-level language model as found on GitHub: torch, argparse, not named train.py, the
 # loss printed inside a longer line; its -1 max_steps means "train forever".
@@ -121,7 +121,7 @@ def test_a_third_party_script_gets_its_command_metric_and_a_space_of_hyper_param
     assert (space["batch_size"].low, space["batch_size"].high) == (16, 32)
     written = (root / "senpai.yaml").read_text()
     assert "#   max_steps: -1 reads as a sentinel" in written and "#   seed: the seed is senpai's to set" in written
-    # the loss is printed mid-line, which senpai reads as it is (senpai.agents.measure): no line to add
+    # the loss is printed mid-line, which senpai reads as it is (senpai.job.measure): no line to add
     tips = " ".join(f"{a.why} {a.snippet}" for a in advice(answers(t), detect(root)))
     assert "test_loss: {" not in tips and "line of its own" not in tips
     assert "safetensors" in tips and "skops" not in tips  # a torch script's advice
@@ -151,7 +151,7 @@ def test_a_metric_printed_as_json_is_detected_and_the_evaluator_agrees_with_it(t
     assert (t.train, t.metric.name, t.metric.direction) == ("python fit_ridge.py", "val_loss", "minimize")
     assert (t.holdout.metric, t.holdout_direction) == ("holdout_mse", "minimize")  # a regressor's loss: the same kind
     assert set(t.params.space) == {"alpha"} and t.params.space["alpha"].log  # random_state and out_dir left out
-    assert "line of its own" not in result.output  # its JSON line is read as it is (senpai.agents.measure)
+    assert "line of its own" not in result.output  # its JSON line is read as it is (senpai.job.measure)
 
 
 @pytest.mark.parametrize(

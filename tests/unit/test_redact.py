@@ -47,7 +47,7 @@ def test_budget_report_block_round_trips():
 
 
 def test_commit_messages_are_redacted_before_they_reach_git(tmp_path):
-    from senpai.agents.workcopy import WorkCopy
+    from senpai.job.workcopy import WorkCopy
 
     secret = "commit-secret-0123456789"
     register_secret(secret)

@@ -1,5 +1,5 @@
 """Baseline reuse's own checks: what the sealed holdout's fingerprint sees, and which recorded
-baseline figures a later verification may take (`senpai.agents.reuse`)."""
+baseline figures a later verification may take (`senpai.verifier.reuse`)."""
 
 import importlib.metadata
 import math
@@ -10,10 +10,10 @@ import yaml
 from second_python import venv_with
 from tiny_target import files
 
-from senpai.agents.reuse import holdout_fingerprint, installed, measurement_key, samples, score_environment
 from senpai.config.target import TargetConfig
 from senpai.fleet.base import ENV_TRAIN_GPUS
 from senpai.ledger.blocks import Verification
+from senpai.verifier.reuse import holdout_fingerprint, installed, measurement_key, samples, score_environment
 
 
 def holdout(root: Path) -> Path:

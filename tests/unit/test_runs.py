@@ -1,4 +1,4 @@
-"""Who each W&B run is (`senpai.agents.runs`), over the fake forge and a recording tracker (a fake
+"""Who each W&B run is (`senpai.job.runs`), over the fake forge and a recording tracker (a fake
 of the tracker port): the PR link, the experiment's commit, the verify run's numbers, and that a
 tracker failure never fails the job."""
 
@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pytest
 from forge_fixtures import commit_and_push
 
-from senpai.agents import runs
 from senpai.errors import ConfigError, SenpaiError, TransientError
+from senpai.job import runs
 from senpai.ledger.blocks import Decision, Verification
 from senpai.ledger.labels import SENPAI
 from senpai.ledger.table import LedgerReader

@@ -12,10 +12,10 @@ import yaml
 from click.testing import CliRunner
 from second_python import venv_with
 
-from senpai.agents.measure import command_path
 from senpai.cli.main import cli, main
 from senpai.config.evaluator import evaluator_problems
 from senpai.config.target import load_target
+from senpai.job.measure import command_path
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
 PYTHON = shutil.which("python", path=command_path())  # what `python` in a train command runs

@@ -14,13 +14,13 @@ ledger effect (a model repeating a refused call) keeps `stuck` in its record and
 import json
 from datetime import UTC, datetime
 
-from senpai.agents.context import TurnContext
 from senpai.agents.openhands.conversation import Expectation, run_turn, turn_key
 from senpai.agents.openhands.prompts import digest, directive, event_line, read_program, system_suffix, user_turn
 from senpai.agents.openhands.tools import LEDGER_TOOLS, senpai_tools
 from senpai.agents.openhands.turn import conversations_dir, log_turn, open_session, post_budget_report, walled_tools
 from senpai.config.roles import Role
 from senpai.errors import NoEffect, TransientError
+from senpai.job.context import TurnContext
 from senpai.ledger import diversity, transitions
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import TurnCost

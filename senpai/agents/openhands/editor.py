@@ -21,8 +21,8 @@ from openhands.sdk.tool import ToolExecutor
 from openhands.tools.file_editor import FileEditorAction, FileEditorObservation
 
 from senpai import startup
-from senpai.agents.environ import allowed_env
 from senpai.fleet.wall import Wall
+from senpai.job.environ import allowed_env
 
 MAX_LINE = 32 * 1024**2  # one observation, bytes: a viewed file is cut well below this by the SDK
 TIMEOUT = 120.0  # seconds for one action

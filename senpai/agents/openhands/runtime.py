@@ -1,8 +1,8 @@
 """The openhands runtime behind the `Runtime` port (`senpai.agents.base`)."""
 
 from senpai.agents.attempt import Attempt
-from senpai.agents.context import TurnContext
 from senpai.errors import needs_extra
+from senpai.job.context import TurnContext
 from senpai.ledger.blocks import Evidence
 from senpai.ledger.events import Event
 

@@ -4,8 +4,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from senpai.agents.attempt import Attempt
-from senpai.agents.context import TurnContext
 from senpai.config.roles import Role
+from senpai.job.context import TurnContext
 from senpai.ledger.blocks import Hypothesis, TurnUsage
 from senpai.ledger.events import Event
 

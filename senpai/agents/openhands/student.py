@@ -11,7 +11,6 @@ quoted as one line of neutral prose (`records.quote`: no fence, no marker, bound
 from datetime import UTC, datetime
 
 from senpai.agents.attempt import Attempt, checkout_for_attempt
-from senpai.agents.context import TurnContext
 from senpai.agents.openhands.conversation import TurnResult, run_turn, turn_key
 from senpai.agents.openhands.prompts import event_line, read_program, system_suffix, user_turn
 from senpai.agents.openhands.session import Session
@@ -19,6 +18,7 @@ from senpai.agents.openhands.tools import senpai_tools
 from senpai.agents.openhands.turn import conversations_dir, log_turn, open_session, post_budget_report, walled_tools
 from senpai.agents.params import apply_params
 from senpai.config.roles import Role
+from senpai.job.context import TurnContext
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Cost, Evidence, render
 from senpai.ledger.events import Event

@@ -29,15 +29,15 @@ from pydantic import Field
 from senpai import trees
 from senpai.agents import review
 from senpai.agents.attempt import Attempt
-from senpai.agents.context import TurnContext
 from senpai.agents.hypothesis import open_hypothesis
 from senpai.agents.openhands.prompts import digest, untrusted
 from senpai.agents.openhands.session import Session
 from senpai.agents.params import read_params
-from senpai.agents.workcopy import WorkCopy
 from senpai.config.roles import Role
 from senpai.errors import NotFound, PermanentError, SenpaiError, TransitionError
 from senpai.forge.base import PullRequest
+from senpai.job.context import TurnContext
+from senpai.job.workcopy import WorkCopy
 from senpai.ledger import diversity
 from senpai.ledger.baseline import current_baseline
 from senpai.ledger.blocks import MAX_ARMS, Arm, Scalar, render

@@ -4,7 +4,7 @@ The rows come from the SDK's own records: the conversation's combined `Metrics` 
 `ResponseLatency` per LLM call, a `TokenUsage` per call by response id, a `Cost` per call that
 LiteLLM priced above zero) and the `ActionEvent`s the turn guard saw (each names the LLM
 response that asked for it). The turn logs them as a W&B Table of a run with job_type agent
-(`senpai.agents.runs.log_agent_turn`); with a W&B key and the `trace` extra installed, Weave
+(`senpai.job.runs.log_agent_turn`); with a W&B key and the `trace` extra installed, Weave
 traces the same calls live (`senpai.tracker.weave`).
 """
 

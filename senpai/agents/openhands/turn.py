@@ -8,15 +8,15 @@ from pathlib import Path
 
 from openhands.sdk import LLM
 
-from senpai.agents.context import TurnContext
+from senpai.job.context import TurnContext
 from senpai.agents.openhands.conversation import TurnResult
 from senpai.agents.openhands.llm import make_llm
 from senpai.agents.openhands.session import Session
 from senpai.agents.openhands.trace import turn_summary
 from senpai.agents.openhands.turn_guard import TurnGuard
-from senpai.agents.runs import log_agent_turn
+from senpai.job.runs import log_agent_turn
 from senpai.agents.secrets import scrub_environment
-from senpai.agents.walls import sandbox, train_python, walls_of
+from senpai.job.walls import sandbox, train_python, walls_of
 from senpai.config.roles import Role
 from senpai.ledger import transitions
 from senpai.ledger.blocks import BudgetReport
@@ -43,7 +43,7 @@ def walled_tools(ctx: TurnContext, workspace: Path, role: Role) -> dict[str, dic
     """The params of the role's workspace tools (`conversation.run_turn`) by tool name: the student's
     `terminal` and `file_editor`, the advisor's `file_editor` alone (it reads code; a shell schema
     costs about 1,000 prompt tokens a call, measured in bench/results/e2e-llm-*). Both are behind the
-    wall of code from a PR (`senpai.agents.walls`: they may write `workspace` and a fresh HOME and
+    wall of code from a PR (`senpai.job.walls`: they may write `workspace` and a fresh HOME and
     TMPDIR alone, read nothing of senpai's, hold no key and cannot reach this process; the student's
     may run the train command's own interpreter, `walls.train_python`, which its job checked before
     the turn, as the train step may). The terminal's shell is a script outside `workspace`, where

@@ -32,7 +32,7 @@ import logging
 
 from senpai import phases
 from senpai.agents import review
-from senpai.agents.context import TurnContext
+from senpai.job.context import TurnContext
 from senpai.agents.hypothesis import open_hypothesis, reported
 from senpai.agents.params import read_params
 from senpai.errors import TransitionError
@@ -275,7 +275,7 @@ def _measure_base(ctx: TurnContext, student: str, current: dict, baseline: Basel
     (its params are the base's): until it reports, proposals go to the verifier unscreened; once
     it has, a point no better than the base on validation is closed without a verification
     (`_review_evidence`). Its holdout side is measured once by the first verification of the base,
-    and reused by the others (`senpai.agents.reuse`). `again`: the failed measurement of this base
+    and reused by the others (`senpai.verifier.reuse`). `again`: the failed measurement of this base
     whose issue a human closed (`basefails.resolved`), which this one repeats on a fresh branch."""
     t = ctx.target
     try:

@@ -1,7 +1,7 @@
 """The search runtime behind the `Runtime` port (`senpai.agents.base`)."""
 
 from senpai.agents.attempt import Attempt
-from senpai.agents.context import TurnContext
+from senpai.job.context import TurnContext
 from senpai.ledger.blocks import Evidence
 from senpai.ledger.events import Event
 

@@ -8,9 +8,9 @@ import logging
 from collections.abc import Sequence
 
 from senpai.agents.attempt import Attempt, arms_of, checkout_for_attempt
-from senpai.agents.context import TurnContext
 from senpai.agents.params import apply_params
 from senpai.agents.search.advisor import answer_free_text
+from senpai.job.context import TurnContext
 from senpai.ledger.events import Event
 
 log = logging.getLogger(__name__)

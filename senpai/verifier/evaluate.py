@@ -5,7 +5,7 @@ first (`git reset --hard; git clean -ffdx`, so no seed inherits what an earlier 
 allow-listed environment minus every `PYTHON*` and `SENPAI_*` variable (SCRUBBED), plus `SEED`,
 `SENPAI_ARTIFACT_DIR` (an empty directory it must write its model into), `WANDB_MODE=disabled`
 and a fresh empty `HOME` and `TMPDIR`. Both steps, and git in a checkout a train step ran in, run
-behind a wall (`senpai.agents.walls`): each may write only its own folders.
+behind a wall (`senpai.job.walls`): each may write only its own folders.
 Score step: `holdout.command` in a directory created fresh (random name) right before it runs,
 holding only `holdout.files` as they were at the base commit, extracted from a snapshot taken
 before any train step ran (`EvaluatorFiles`). `python`/`python3` on its PATH is a shim that execs
@@ -28,14 +28,14 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from senpai import phases, trees
-from senpai.agents.artifacts import digest, refusal, set_read_only, snapshot
-from senpai.agents.environ import allowed_env
-from senpai.agents.measure import GRACE_SECONDS, Outcome, clear, run_command
-from senpai.agents.walls import Walls, python_paths, sandbox, train_python
 from senpai.config.target import Holdout
 from senpai.errors import ConfigError, PermanentError
 from senpai.fleet.base import job_gpus
 from senpai.fleet.procs import become_subreaper, descendants, kill_new_descendants
+from senpai.job.environ import allowed_env
+from senpai.job.measure import GRACE_SECONDS, Outcome, clear, run_command
+from senpai.job.walls import Walls, python_paths, sandbox, train_python
+from senpai.verifier.artifacts import digest, refusal, set_read_only, snapshot
 
 MAX_EVALUATOR_BYTES = 256 * 1024**2  # the tar of holdout.files at the base, held in memory
 SHIM = '#!/bin/sh\nexec {python} -I -P "$@"\n'

@@ -30,14 +30,14 @@ import sys
 from pathlib import Path
 
 from senpai import __version__
-from senpai.agents.context import TurnContext
-from senpai.agents.verifier import Sample
-from senpai.agents.walls import QUERY_SECONDS
 from senpai.config.target import TargetConfig
 from senpai.errors import NotFound
 from senpai.fleet.base import train_gpus
+from senpai.job.context import TurnContext
+from senpai.job.walls import QUERY_SECONDS
 from senpai.ledger.blocks import Verification
 from senpai.ledger.experiment import read_experiment
+from senpai.verifier.plan import Sample
 
 MAX_SOURCES = 8  # PRs read for earlier baseline seeds: each costs a comments listing if it changed
 MAX_HOLDOUT_ENTRIES = 10_000  # a sealed holdout with more files or folders is not fingerprinted: no reuse

@@ -19,8 +19,8 @@ import logging
 import re
 from urllib.parse import urlsplit, urlunsplit
 
-from senpai.agents.context import TurnContext
 from senpai.errors import NotFound, SenpaiError, TransientError
+from senpai.job.context import TurnContext
 from senpai.ledger.blocks import Decision, RunRef, Verification
 from senpai.tracker.base import JobType, RunIdentity, RunRecord, RunTable
 

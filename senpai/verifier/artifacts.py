@@ -6,7 +6,7 @@ evaluation. `refusal(dir)` checks the directory before scoring: a real directory
 holding regular files only (no symlink, device or FIFO), each named `.skops`, `.safetensors`,
 `.onnx` or `.json`, none that is a pickle by content (protocol 2+ magic, or a zip holding a
 `.pkl`), a `.json` that parses, an `.onnx` that holds all its tensors' data itself (external data
-would make the loader read another file, the holdout say: `senpai.agents.onnx_refs`), and at most
+would make the loader read another file, the holdout say: `senpai.verifier.onnx_refs`), and at most
 MAX_BYTES in all. skops files are still loaded with trusted types only: that is the evaluator's job.
 `digest(dir)` fingerprints an accepted directory, so an artifact changed after its train step (by a
 later train step, or a forged `train.json`) is caught before scoring. `snapshot(dir, dest)` copies
@@ -20,7 +20,7 @@ import zipfile
 from pathlib import Path
 
 from senpai import trees
-from senpai.agents.onnx_refs import external_data
+from senpai.verifier.onnx_refs import external_data
 
 SAFE_SUFFIXES = (".skops", ".safetensors", ".onnx", ".json")
 MAX_BYTES = 2 * 1024**3  # all files of one artifact directory, bytes

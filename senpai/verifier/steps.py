@@ -1,5 +1,8 @@
 """The verifier job's steps: `all` in one process (local fleet), or checkout / train-baseline /
 train-candidate / score as four containers of one Kubernetes Job (see `senpai job verify --step`).
+What runs a side's code and scores it lives here; the judge (`senpai.verifier.judge`) runs `all`
+and `score`, asking these steps for each seed's train step (`SideTrainer`, or what `recorded`
+read back) and its score (`scorer`). The steps never call the judge.
 
 Work dir layout, the same for both: `repo/` (the turn's clone of the base branch), `plan.json`
 (checkout), and per side `<side>/checkout/` (a standalone clone of that side's commit: nothing in
@@ -12,39 +15,46 @@ and artifacts from it, each run only from its own side's dir.
 """
 
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from senpai.agents.context import TurnContext
-from senpai.agents.evaluate import SCRUBBED, EvaluatorFiles, Trained, python_problem, reset_checkout, step_env, train_step
-from senpai.agents.measure import clear, run_command
-from senpai.agents.reuse import holdout_id, measurement_key, reusable
-from senpai.agents.verifier import (
-    SIDES,
-    BaselineFailed,
-    CandidateFailed,
-    Known,
-    Plan,
-    make_plan,
-    measure,
-    record,
-    refusal,
-    scorer,
-    verification_block,
-)
-from senpai.agents.walls import Walls, train_python, walls_of
-from senpai.agents.workcopy import standalone_clone
+from senpai.config.time_limits import VerifierSteps
 from senpai.config.credentials import set_not_dumpable
 from senpai.config.load import read_bounded
-from senpai.config.target import TargetConfig
-from senpai.config.time_limits import VerifierSteps
+from senpai.config.target import Holdout, TargetConfig
 from senpai.errors import ConfigError, PermanentError, TransientError
-from senpai.ledger.blocks import Verification
+from senpai.job.context import TurnContext
+from senpai.job.measure import Outcome, clear, run_command
+from senpai.job.walls import Walls, train_python
+from senpai.job.workcopy import standalone_clone
+from senpai.verifier.evaluate import (
+    SCRUBBED,
+    EvaluatorFiles,
+    Trained,
+    python_problem,
+    reset_checkout,
+    score_step,
+    step_env,
+    train_step,
+)
+from senpai.verifier.plan import SIDES, Known, Plan, make_plan, refusals
+from senpai.verifier.reuse import measurement_key, reusable
 
 MAX_JSON = 16 * 1024**2  # job.json, train.json
 Side = Literal["candidate", "baseline"]
+Train = Callable[[str, int], Trained]  # (side, seed) -> its train step, run now or read from train.json
+Score = Callable[[Trained], tuple[Outcome | None, str | None]]  # -> (score step's outcome, or why refused)
+
+
+class BaselineFailed(TransientError):
+    """The base head failed its own train or score step: senpai's or the target's problem, never the PR's."""
+
+
+class CandidateFailed(Exception):
+    """The candidate failed a step; the message is the verification's reason."""
 
 
 class SideJob(BaseModel):
@@ -96,15 +106,10 @@ class SideTrainer:
         return out.returncode == 0
 
 
-def _sha(plan: Plan, side: str) -> str:
-    """The commit a side trains: the baseline, or the candidate as it would merge (`Plan.merged`)."""
-    return (plan.merged or plan.candidate) if side == "candidate" else plan.baseline
-
-
 def checkout(ctx: TurnContext, plan: Plan, work: Path) -> None:
     """Clones of the candidate and base heads (`make_plan` fetched both) at `work/<side>/checkout`."""
     for side in SIDES:
-        standalone_clone(ctx.repo.path, _sha(plan, side), work / side / "checkout")
+        standalone_clone(ctx.repo.path, plan.sha(side), work / side / "checkout")
 
 
 def known(ctx: TurnContext, plan: Plan, holdout_dir: Path, sources: tuple[int, ...]) -> Known:
@@ -115,28 +120,6 @@ def known(ctx: TurnContext, plan: Plan, holdout_dir: Path, sources: tuple[int, .
     guards = set(ctx.target.holdout.guards)
     found = reusable(ctx, plan.pr, keys, sources)
     return Known(keys, {side: {seed: s for seed, s in got.items() if guards <= set(s.guards)} for side, got in found.items()})
-
-
-def verify_all(ctx: TurnContext, number: int, holdout_dir: Path, sources: tuple[int, ...] = ()) -> Verification:
-    """`--step all`: plan, check scope, snapshot the evaluator, then train and score both sides
-    (a seed an earlier verification measured for a side's tree is reused: `known`); records the block.
-    Raises BaselineFailed if the base head fails its own steps, TransientError if a fetch or the
-    forge fails past its retries, ConfigError if `holdout.files` are not in the base or, before
-    anything trains, if `holdout.python` or the train command's interpreter (`walls.train_python`)
-    cannot run here, PermanentError for a merged PR that owes no verification."""
-    plan = make_plan(ctx, number).model_copy(update={"holdout": holdout_id(holdout_dir)})
-    v = refusal(ctx.target, plan)
-    if v is None:
-        hold = ctx.target.holdout
-        train_python(ctx.target.train)  # as `scorer` checks holdout.python: the base's fault, never the PR's
-        checkout(ctx, plan, ctx.workdir)
-        evaluator = EvaluatorFiles(ctx.repo.path, plan.baseline, hold.files)  # before any train step runs
-        walls = walls_of(ctx.harness)
-        trainers = {side: SideTrainer(ctx.target, side, _sha(plan, side), ctx.workdir / side, walls) for side in SIDES}
-        score = scorer(hold, evaluator, holdout_dir, ctx.workdir / "score", ctx.time_limits.verifier.steps.score, walls)
-        past = known(ctx, plan, holdout_dir, sources)
-        v = measure(ctx.target, plan, lambda side, seed: trainers[side](seed), score, trainers["candidate"].test(), past)
-    return record(ctx, v)
 
 
 def checkout_step(ctx: TurnContext, number: int, work: Path, holdout_dir: Path, sources: tuple[int, ...] = ()) -> Plan:
@@ -150,7 +133,7 @@ def checkout_step(ctx: TurnContext, number: int, work: Path, holdout_dir: Path, 
     plan = make_plan(ctx, number)
     checkout(ctx, plan, work)
     _write(work / "plan.json", plan)
-    past = known(ctx, plan, holdout_dir, sources).samples if refusal(ctx.target, plan) is None else {}
+    past = {} if refusals(plan) else known(ctx, plan, holdout_dir, sources).samples
     for side in SIDES:
         skip = sorted(past.get(side, {}))
         _write(work / side / "job.json", SideJob(side=side, plan=plan, target=ctx.target, known=skip))
@@ -166,6 +149,14 @@ def _read(path: Path, model: type[BaseModel]):
         raise ValueError(f"{path.parent.name}/{path.name} is unreadable: {str(e)[:300]}") from None
 
 
+def read_plan(work: Path) -> Plan | None:
+    """`work/plan.json` as the checkout step wrote it; None if it cannot be read (`_read`)."""
+    try:
+        return _read(work / "plan.json", Plan)
+    except ValueError:
+        return None
+
+
 def _write(path: Path, model: BaseModel) -> None:
     """`model` as JSON at `path`, a new regular file whatever a side's code left there (`clear`)."""
     clear(path).write_text(model.model_dump_json())
@@ -175,7 +166,7 @@ def train_side(work: Path, side: str, walls: Walls) -> TrainLog:
     """`--step train --side SIDE` (no secret, no forge, nothing outside `work/SIDE`): the test
     command (candidate), then every seed up to max_seeds, each behind its wall (`walls`); writes
     `work/SIDE/train.json`. Nothing
-    runs for a plan that `refusal` refuses, nor after a failed test. Raises PermanentError if
+    runs for a plan that `refusals` refuses, nor after a failed test. Raises PermanentError if
     `work/SIDE/job.json` is unreadable or names another side (the checkout step failed). The
     process makes itself non-dumpable first: the side's code, its child, must not ptrace it or
     write its memory (/proc/<pid>/mem) to change the numbers it writes into train.json."""
@@ -187,8 +178,8 @@ def train_side(work: Path, side: str, walls: Walls) -> TrainLog:
     if job.side != side:
         raise PermanentError(f"{side}/job.json is the {job.side} side's")
     log = TrainLog(side=job.side, test_passed=None, runs=[])
-    if refusal(job.target, job.plan) is None:
-        trainer = SideTrainer(job.target, side, _sha(job.plan, side), work / side, walls)
+    if not refusals(job.plan):
+        trainer = SideTrainer(job.target, side, job.plan.sha(side), work / side, walls)
         passed = trainer.test() if side == "candidate" else None
         seeds = [seed for seed in job.target.holdout.all_seeds() if seed not in job.known]
         runs = [] if passed is False else [trainer(seed) for seed in seeds]
@@ -215,7 +206,7 @@ def _side_log(work: Path, side: str) -> TrainLog:
     return log
 
 
-def _recorded(work: Path):
+def recorded(work: Path) -> tuple[Train, bool | None]:
     """(train(side, seed) reading each side's train.json, the candidate's test_passed). A seed a
     valid train.json lacks was skipped as measured before, on the ledger the checkout step read,
     and is not found on the ledger the score step reads (a comment deleted or edited between the
@@ -232,54 +223,16 @@ def _recorded(work: Path):
     return train, logs["candidate"].test_passed
 
 
-def score_from_work(ctx: TurnContext, number: int, work: Path, holdout_dir: Path, sources: tuple[int, ...] = ()) -> Verification:
-    """`--step score`: plan again (the PR as this step's snapshot hands it, the base as the forge
-    says now, a fresh clone in `ctx`), compare with plan.json, score what the train steps left (the
-    seeds earlier verifications measured, of either side, come from the ledger, read again here:
-    `known`; never from job.json, which a side's code can write), and record. A moved head or base
-    records a failed, stale verification of the planned pair (the wrapper then verifies the new
-    pair); a head that moved after the snapshot is verified on the wrapper's next look."""
-    plan = make_plan(ctx, number).model_copy(update={"holdout": holdout_id(holdout_dir)})
-    try:
-        planned: Plan | None = _read(work / "plan.json", Plan)
-    except ValueError:
-        planned = None
-    if planned is None or (planned.candidate, planned.baseline, planned.merged) != (plan.candidate, plan.baseline, plan.merged):
-        v = refusal(ctx.target, plan) or _stale(ctx.target, plan, planned)
-    else:
-        v = refusal(ctx.target, plan) or _score_recorded(ctx, plan, work, holdout_dir, sources)
-    return record(ctx, v)
-
-
-def _score_recorded(ctx: TurnContext, plan: Plan, work: Path, holdout_dir: Path, sources: tuple[int, ...]) -> Verification:
-    hold = ctx.target.holdout
-    evaluator = EvaluatorFiles(ctx.repo.path, plan.baseline, hold.files)  # from the score step's own clone
-    score = scorer(
-        hold, evaluator, holdout_dir, ctx.workdir / "score", ctx.time_limits.verifier.steps.score, walls_of(ctx.harness)
-    )
-    past = known(ctx, plan, holdout_dir, sources)
-    try:
-        train, test_passed = _recorded(work)
-    except CandidateFailed as e:
-        return measure(ctx.target, plan, _raise(e), score, None, past)
-    return measure(ctx.target, plan, train, score, test_passed, past)
-
-
-def _raise(e: Exception):
-    def train(side: str, seed: int) -> Trained:
-        raise e
-
-    return train
-
-
-def _stale(target: TargetConfig, plan: Plan, planned: Plan | None) -> Verification:
-    pair = planned or plan
-    what = "no readable plan.json" if planned is None else f"it checked out {planned.candidate[:8]} vs {planned.baseline[:8]}"
-    reason = f"stale: {what}, the PR is now {plan.candidate[:8]} vs {plan.baseline[:8]}; verify again"
-    return verification_block(target, pair, [], passed=False, reason=reason)
-
-
 def empty_dir(root: Path) -> Path:
     """A new empty directory under `root`: the `{holdout}` of a harness without a sealed holdout."""
     root.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(prefix="no-holdout-", dir=root))
+
+
+def scorer(hold: Holdout, evaluator: EvaluatorFiles, holdout_dir: Path, root: Path, timeout: float, walls: Walls) -> Score:
+    """The score step as the judge calls it: Trained -> (Outcome | None, refusal | None). Raises
+    ConfigError now, before any step runs, if `holdout.python` cannot run here (`python_problem`):
+    a fault of the base's senpai.yaml or of the machine, never the PR's."""
+    if why := python_problem(hold):
+        raise ConfigError(why)
+    return lambda trained: score_step(hold, evaluator, trained, holdout_dir, root, timeout, walls)

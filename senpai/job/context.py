@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from senpai import phases
-from senpai.agents.workcopy import WorkCopy
+from senpai.job.workcopy import WorkCopy
 from senpai.config.harness import HarnessConfig
 from senpai.config.target import TargetConfig, load_target
 from senpai.config.time_limits import TimeLimits

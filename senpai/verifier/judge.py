@@ -1,11 +1,15 @@
-"""The verifier (no LLM): re-measure the candidate head against the base head before any merge.
+"""The verifier's judge (no LLM): re-measure the candidate head against the base head before any
+merge, and record the verdict.
 
 Per seed and side (base head first, then the PR head), a train step runs that side's own code and
 a score step runs the trusted evaluator from the base revision on the sealed holdout
-(`senpai.agents.evaluate`). `senpai.ledger.stats.judge` decides; while it says inconclusive and
-`holdout.max_seeds` allows, both sides get the next seed (a sequential test: look k of n). The
-numbers, seconds, GPU seconds, compute figure, guard metrics and the target's test result go into one
-`senpai-verification` block.
+(`senpai.verifier.steps`, over `senpai.verifier.evaluate`). `senpai.ledger.stats.judge` decides;
+while it says inconclusive and `holdout.max_seeds` allows, both sides get the next seed (a
+sequential test: look k of n). The numbers, seconds, GPU seconds, compute figure, guard metrics
+and the target's test result go into one `senpai-verification` block.
+
+The judge calls the steps (it asks them for a seed's train step and its score) and the steps never
+call back: what they need of the plan is in `senpai.verifier.plan`, below both.
 
 Refused without running: a diff touching protected paths or paths outside `target.scope`, or one
 whose file list cannot be checked whole (the forge truncated it, or it is over MAX_FILES paths).
@@ -18,102 +22,21 @@ and, after its infrastructure retries, escalate to a human, without recording a 
 
 import math
 import statistics
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from senpai.agents.context import TurnContext
-from senpai.agents.evaluate import EvaluatorFiles, Trained, python_problem, score_step
-from senpai.agents.measure import Outcome
-from senpai.agents.runs import log_verification
-from senpai.agents.walls import Walls
 from senpai.config.target import Holdout, TargetConfig
-from senpai.errors import ConfigError, PermanentError, TransientError
+from senpai.job.context import TurnContext
+from senpai.job.runs import log_verification
+from senpai.job.walls import train_python, walls_of
 from senpai.ledger import gate, ladder, stats, transitions
 from senpai.ledger.blocks import Verification
-from senpai.ledger.consistency import reverify
-from senpai.ledger.experiment import read_experiment
-from senpai.ledger.gate import out_of_scope, protected_touched
-
-SIDES = ("baseline", "candidate")
-# A verification block names every changed path and must fit one GitHub comment (65,536 characters).
-MAX_FILES = 300
-MAX_PATH_CHARS = 10_000  # all paths together
-NAMED_CHARS = 1_000  # of the paths a reason names
-
-
-class BaselineFailed(TransientError):
-    """The base head failed its own train or score step: senpai's or the target's problem, never the PR's."""
-
-
-class Plan(BaseModel):
-    """What one verification measures (`plan.json` between the Kubernetes steps)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    pr: int
-    candidate: str = Field(pattern=r"^[0-9a-f]{40}$")
-    baseline: str = Field(pattern=r"^[0-9a-f]{40}$")
-    holdout: str | None = None  # `reuse.holdout_id` of the sealed holdout it is scored on (set where that is mounted)
-    files: list[str]
-    protected_touched: list[str]
-    out_of_scope: list[str]
-    unlisted: str | None = None  # why the files are not listed (too many to record): refused
-    # what the candidate side trains: the tree a merge into the baseline would have (the head
-    # itself unless the PR is behind its base); None with `unmergeable` saying why (refused)
-    merged: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")
-    unmergeable: str | None = None
-    conflict: bool = False  # `unmergeable` because the trees conflict (re-applied on the base, it may merge)
-    # side -> the git tree it trains (the candidate's: `merged`'s); what its numbers are keyed by (`senpai.agents.reuse`)
-    trees: dict[str, str] = Field(default_factory=dict)
-    arms: int = Field(1, ge=1)  # variants the hypothesis ran: the rule is corrected for them (`stats.for_arms`)
-
-
-def pair(ctx: TurnContext, number: int) -> tuple[str, str]:
-    """(candidate, baseline) to measure: an open PR's head as the wrapper handed it
-    (`LedgerReader.handed`: a head pushed since is verified on the wrapper's next look) against the
-    base head as the forge says now; a merged PR's merge commit against the base it landed on, when
-    the merge landed on a base that moved after its verification (`consistency.reverify`). Raises
-    PermanentError for a merged PR that owes no verification."""
-    pr = ctx.ledger.handed(number)
-    if not pr.merged:
-        return pr.head_sha, ctx.forge.branch_sha(ctx.base)
-    owed = reverify(ctx.ledger.experiment(pr))
-    if owed is None:
-        raise PermanentError(f"PR #{number} is merged and owes no verification")
-    return owed
-
-
-def make_plan(ctx: TurnContext, number: int) -> Plan:
-    """The pair to measure (`pair`), both fetched into the turn's clone by sha, and the files the
-    candidate changes since its merge base with the baseline, as git lists them for exactly this
-    pair (never truncated; the forge's list may already be a later head's, and costs a request).
-    The candidate side trains `merged`: the tree the merge would land (a PR behind its base
-    measured on its old tree would count the base's later changes, reverted, as its own). Raises
-    TransientError if the fetch fails."""
-    candidate, baseline = pair(ctx, number)
-    pull = ctx.ledger.handed(number)
-    h = read_experiment(pull, ctx.ledger.comments(pull), ctx.forge.login).hypothesis  # its arms: no tracker read
-    refs = [f"+{candidate}:refs/senpai/candidate", f"+{baseline}:refs/senpai/baseline"]
-    ctx.repo.git("fetch", "--quiet", "origin", *refs, network=True)
-    merged, unmergeable, conflict = ctx.repo.merged(baseline, candidate)
-    # no merge base (unrelated histories): nothing to diff against, and it is refused as unmergeable
-    files, unlisted = (sorted(ctx.repo.changed_paths(baseline, candidate)) if merged or conflict else []), None
-    commits = {side: sha for side, sha in {"baseline": baseline, "candidate": merged}.items() if sha}
-    shas = ctx.repo.git("rev-parse", *(f"{sha}^{{tree}}" for sha in commits.values())).split()
-    trees = dict(zip(commits, shas, strict=True))  # one git for both sides
-    chars = sum(len(f) for f in files)
-    if len(files) > MAX_FILES or chars > MAX_PATH_CHARS:
-        unlisted = f"PR #{number} changes {len(files)} files ({chars} characters of paths)"
-        unlisted += f", over the {MAX_FILES} files and {MAX_PATH_CHARS} characters a verification records"
-        files = []
-    return Plan(
-        pr=number, candidate=candidate, baseline=baseline, files=files, unlisted=unlisted, merged=merged,
-        unmergeable=unmergeable, conflict=conflict, trees=trees, arms=h.arm_count() if h else 1,
-        protected_touched=protected_touched(ctx.target, files), out_of_scope=out_of_scope(ctx.target, files),
-    )  # fmt: skip
+from senpai.verifier import steps
+from senpai.verifier.evaluate import EvaluatorFiles, Trained
+from senpai.verifier.plan import SIDES, Known, Plan, Sample, make_plan, refusals
+from senpai.verifier.reuse import holdout_id
+from senpai.verifier.steps import BaselineFailed, CandidateFailed, Score, Train
 
 
 def verification_block(target: TargetConfig, plan: Plan, seeds: list[int], **fields) -> Verification:
@@ -128,59 +51,15 @@ def verification_block(target: TargetConfig, plan: Plan, seeds: list[int], **fie
     return Verification(**{**common, **fields})
 
 
-def named(paths: list[str]) -> str:
-    """`paths` joined with ", ", cut after NAMED_CHARS characters with "and N more"."""
-    out, size = [], 0
-    for i, path in enumerate(paths):
-        if out and size + len(path) > NAMED_CHARS:
-            return f"{', '.join(out)} and {len(paths) - i} more"
-        out.append(path[:NAMED_CHARS])
-        size += len(path) + 2
-    return ", ".join(out)
-
-
 def refusal(target: TargetConfig, plan: Plan) -> Verification | None:
-    """A failed verification if the diff may not merge whatever it measures; None otherwise."""
-    why = []
-    if plan.protected_touched:
-        why.append(f"the diff touches protected paths {named(plan.protected_touched)}")
-    if plan.out_of_scope:
-        why.append(f"the diff changes paths outside the experiment's scope {named(plan.out_of_scope)}")
-    if plan.unlisted:
-        why.append(f"{plan.unlisted}: split it")
-    if plan.unmergeable:
-        why.append(f"{plan.unmergeable}: the forge could not merge it as measured")
+    """A failed verification if the diff may not merge whatever it measures (`refusals`); None otherwise."""
+    why = refusals(plan)
     if not why:
         return None
     conflict = plan.conflict and len(why) == 1  # nothing else wrong: re-applied on the new base, it may pass
     return verification_block(
         target, plan, [], passed=False, conflict=conflict, reason="refused without running: " + "; ".join(why)
     )
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One side's figures for one seed; `source`: the PR whose verification measured it, None if this one did."""
-
-    value: float
-    seconds: float
-    gpu_seconds: float
-    compute: float | None
-    guards: dict[str, float]
-    source: int | None = None
-
-
-@dataclass(frozen=True)
-class Known:
-    """Per side: the key this verification records for its numbers (None: not offered for reuse),
-    and the seeds measured before for a tree with that key, by seed (`senpai.agents.reuse`)."""
-
-    keys: dict[str, str | None] = field(default_factory=lambda: dict.fromkeys(SIDES))
-    samples: dict[str, dict[int, Sample]] = field(default_factory=lambda: {s: {} for s in SIDES})
-
-
-class CandidateFailed(Exception):
-    """The candidate failed a step; the message is the verification's reason."""
 
 
 @dataclass
@@ -192,10 +71,6 @@ class Measurement:
 
     def values(self, side: str) -> list[float]:
         return [s.value for s in self.samples[side]]
-
-
-Train = Callable[[str, int], Trained]  # (side, seed) -> its train step, run now or read from train.json
-Score = Callable[[Trained], tuple[Outcome | None, str | None]]  # -> (score step's outcome, or why refused)
 
 
 def sample(hold: Holdout, trained: Trained, score: Score) -> Sample:
@@ -305,10 +180,67 @@ def record(ctx: TurnContext, v: Verification) -> Verification:
     return v
 
 
-def scorer(hold: Holdout, evaluator: EvaluatorFiles, holdout_dir: Path, root: Path, timeout: float, walls: Walls) -> Score:
-    """The score step as `measure` calls it: Trained -> (Outcome | None, refusal | None). Raises
-    ConfigError now, before any step runs, if `holdout.python` cannot run here (`python_problem`):
-    a fault of the base's senpai.yaml or of the machine, never the PR's."""
-    if why := python_problem(hold):
-        raise ConfigError(why)
-    return lambda trained: score_step(hold, evaluator, trained, holdout_dir, root, timeout, walls)
+def verify_all(ctx: TurnContext, number: int, holdout_dir: Path, sources: tuple[int, ...] = ()) -> Verification:
+    """`--step all`: plan, check scope, snapshot the evaluator, then train and score both sides
+    (a seed an earlier verification measured for a side's tree is reused: `steps.known`); records the block.
+    Raises BaselineFailed if the base head fails its own steps, TransientError if a fetch or the
+    forge fails past its retries, ConfigError if `holdout.files` are not in the base or, before
+    anything trains, if `holdout.python` or the train command's interpreter (`walls.train_python`)
+    cannot run here, PermanentError for a merged PR that owes no verification."""
+    plan = make_plan(ctx, number).model_copy(update={"holdout": holdout_id(holdout_dir)})
+    v = refusal(ctx.target, plan)
+    if v is None:
+        hold = ctx.target.holdout
+        train_python(ctx.target.train)  # as `steps.scorer` checks holdout.python: the base's fault, never the PR's
+        steps.checkout(ctx, plan, ctx.workdir)
+        evaluator = EvaluatorFiles(ctx.repo.path, plan.baseline, hold.files)  # before any train step runs
+        walls = walls_of(ctx.harness)
+        trainers = {side: steps.SideTrainer(ctx.target, side, plan.sha(side), ctx.workdir / side, walls) for side in SIDES}
+        score = steps.scorer(hold, evaluator, holdout_dir, ctx.workdir / "score", ctx.time_limits.verifier.steps.score, walls)
+        past = steps.known(ctx, plan, holdout_dir, sources)
+        v = measure(ctx.target, plan, lambda side, seed: trainers[side](seed), score, trainers["candidate"].test(), past)
+    return record(ctx, v)
+
+
+def score_from_work(ctx: TurnContext, number: int, work: Path, holdout_dir: Path, sources: tuple[int, ...] = ()) -> Verification:
+    """`--step score`: plan again (the PR as this step's snapshot hands it, the base as the forge
+    says now, a fresh clone in `ctx`), compare with plan.json, score what the train steps left (the
+    seeds earlier verifications measured, of either side, come from the ledger, read again here:
+    `steps.known`; never from job.json, which a side's code can write), and record. A moved head or
+    base records a failed, stale verification of the planned pair (the wrapper then verifies the new
+    pair); a head that moved after the snapshot is verified on the wrapper's next look."""
+    plan = make_plan(ctx, number).model_copy(update={"holdout": holdout_id(holdout_dir)})
+    planned = steps.read_plan(work)
+    if planned is None or (planned.candidate, planned.baseline, planned.merged) != (plan.candidate, plan.baseline, plan.merged):
+        v = refusal(ctx.target, plan) or _stale(ctx.target, plan, planned)
+    else:
+        v = refusal(ctx.target, plan) or _score_recorded(ctx, plan, work, holdout_dir, sources)
+    return record(ctx, v)
+
+
+def _score_recorded(ctx: TurnContext, plan: Plan, work: Path, holdout_dir: Path, sources: tuple[int, ...]) -> Verification:
+    hold = ctx.target.holdout
+    evaluator = EvaluatorFiles(ctx.repo.path, plan.baseline, hold.files)  # from the score step's own clone
+    score = steps.scorer(
+        hold, evaluator, holdout_dir, ctx.workdir / "score", ctx.time_limits.verifier.steps.score, walls_of(ctx.harness)
+    )
+    past = steps.known(ctx, plan, holdout_dir, sources)
+    try:
+        train, test_passed = steps.recorded(work)
+    except CandidateFailed as e:
+        return measure(ctx.target, plan, _raise(e), score, None, past)
+    return measure(ctx.target, plan, train, score, test_passed, past)
+
+
+def _raise(e: Exception) -> Train:
+    def train(side: str, seed: int) -> Trained:
+        raise e
+
+    return train
+
+
+def _stale(target: TargetConfig, plan: Plan, planned: Plan | None) -> Verification:
+    pair = planned or plan
+    what = "no readable plan.json" if planned is None else f"it checked out {planned.candidate[:8]} vs {planned.baseline[:8]}"
+    reason = f"stale: {what}, the PR is now {plan.candidate[:8]} vs {plan.baseline[:8]}; verify again"
+    return verification_block(target, pair, [], passed=False, reason=reason)

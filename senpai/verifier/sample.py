@@ -15,12 +15,12 @@ import math
 import tarfile
 from pathlib import Path
 
-from senpai.agents.artifacts import digest, refusal
-from senpai.agents.evaluate import EvaluatorFiles, Trained, run_evaluator, score_step
-from senpai.agents.imports import import_problems
-from senpai.agents.measure import Outcome
-from senpai.agents.walls import Walls
 from senpai.config.target import TargetConfig
+from senpai.job.measure import Outcome
+from senpai.job.walls import Walls
+from senpai.verifier.artifacts import digest, refusal
+from senpai.verifier.evaluate import EvaluatorFiles, Trained, run_evaluator, score_step
+from senpai.verifier.imports import import_problems
 
 MAX_NAMED = 10  # printed keys a problem lists
 

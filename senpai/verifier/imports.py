@@ -18,12 +18,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from senpai.agents.environ import allowed_env
-from senpai.agents.evaluate import EvaluatorFiles, run_evaluator
-from senpai.agents.measure import command_path
-from senpai.agents.walls import Walls, is_python_name, train_python, train_start
 from senpai.config.evaluator import module_imports, required_imports
 from senpai.config.target import TargetConfig
+from senpai.job.environ import allowed_env
+from senpai.job.measure import command_path
+from senpai.job.walls import Walls, is_python_name, train_python, train_start
+from senpai.verifier.evaluate import EvaluatorFiles, run_evaluator
 
 IMPORT_SECONDS = 120.0  # torch takes seconds to import; a hang is a problem, not a wait
 MARKER = "senpai-imports:"

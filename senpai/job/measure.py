@@ -10,7 +10,7 @@ The output streams to the log file as it comes, capped on disk (its head and tai
 `senpai.fleet.logcap`); memory holds only a bounded tail (TAIL_BYTES) and
 the last value of each key (at most MAX_KEYS keys, lines up to MAX_LINE bytes), so a command that
 prints gigabytes costs the job no more than a few MB. The command runs behind its wall
-(`senpai.fleet.wall`), gets the allow-listed environment (`senpai.agents.environ`) plus what the
+(`senpai.fleet.wall`), gets the allow-listed environment (`senpai.job.environ`) plus what the
 caller passes, runs in its own session, and every process
 it started (setsid daemons included, found by their `ENV_RUN` tag, or as descendants of this
 process, their orphans' reaper, if they also cleared their environment) is stopped when it ends.
@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from senpai import phases, trees
-from senpai.agents.environ import allowed_env
 from senpai.fleet.disk import full_volume
 from senpai.fleet.logcap import CappedLog
 from senpai.fleet.procs import ENV_RUN, become_subreaper, descendants, kill_new_descendants, kill_tagged
 from senpai.fleet.wall import Wall
+from senpai.job.environ import allowed_env
 
 LINE = re.compile(rb"^([A-Za-z0-9_./-]+):[ \t]*(\S+)\s*$")
 # `name: value` or `name=value` inside a line: a name of one or two words, a number ending there
