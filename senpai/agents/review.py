@@ -10,12 +10,12 @@ both apply them here.
 import math
 import statistics
 
-from senpai.job.context import TurnContext
 from senpai.agents.reapply import params_onto_base
-from senpai.job.runs import tag_verdict
 from senpai.config.time_limits import HEAD_MOVES
 from senpai.errors import ApprovalRequired, MergeBlocked, MergeConflict, MergeRefused, PermanentError
 from senpai.forge.base import PullRequest
+from senpai.job.context import TurnContext
+from senpai.job.runs import tag_verdict
 from senpai.ledger import escalation, ladder, stats, transitions
 from senpai.ledger.baseline import Baseline
 from senpai.ledger.blocks import ApprovalRequest, Decision, Verification

@@ -7,8 +7,6 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from senpai.verifier.evaluate import python_problem
-from senpai.job.walls import ask_python, train_python, trial, walls_of
 from senpai.cli.options import config_option
 from senpai.cli.wiring import hold_secrets, make_cluster_probe, make_forge, make_tracker
 from senpai.config.harness import HarnessConfig, LocalFleetSettings, load_harness
@@ -16,8 +14,10 @@ from senpai.config.load import parse_yaml_model
 from senpai.config.target import CONFIG_FILE, TargetConfig
 from senpai.errors import ConfigError, PermanentError, SenpaiError
 from senpai.forge.read import ForgeReader
+from senpai.job.walls import ask_python, train_python, trial, walls_of
 from senpai.preflight import CheckResult, failed, passed, skipped
 from senpai.preflight.checks import run_preflight
+from senpai.verifier.evaluate import python_problem
 
 STYLE = {"pass": "green", "warn": "bold yellow", "fail": "bold red", "skip": "yellow"}
 

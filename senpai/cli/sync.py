@@ -53,9 +53,9 @@ def ledger_verdicts(cfg: HarnessConfig, local_forge: str | None) -> dict[str, se
     """The verdict tag of every decision the ledger of `cfg` holds (the bot's `senpai-decision`
     blocks, read from its forge; `local_forge`: a local forge data folder served for it), by the
     PR's run group (`pr-<n>` -> {`verdict:close`, ...}). Raises what reading the forge raises."""
-    from senpai.job.runs import group, verdict_tag
     from senpai.cli.ledger import served
     from senpai.cli.wiring import hold_secrets, make_reader
+    from senpai.job.runs import group, verdict_tag
     from senpai.ledger.table import LedgerReader
 
     with served(cfg, local_forge) as cfg:

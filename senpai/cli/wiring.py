@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING
 from senpai.agents.base import Runtime
 from senpai.agents.openhands.runtime import OpenHandsRuntime
 from senpai.agents.search.runtime import SearchRuntime
-from senpai.job.walls import senpai_paths
 from senpai.config import credentials
 from senpai.config.harness import ForgeSettings, HarnessConfig, KubernetesFleetSettings, RoleRuntime
 from senpai.errors import needs_extra
 from senpai.fleet.base import Fleet
 from senpai.forge.read import ForgeReader
+from senpai.job.walls import senpai_paths
 from senpai.ledger.redact import register_secret
 from senpai.tracker.base import Tracker
 

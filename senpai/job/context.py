@@ -4,12 +4,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from senpai import phases
-from senpai.job.workcopy import WorkCopy
 from senpai.config.harness import HarnessConfig
 from senpai.config.target import TargetConfig, load_target
 from senpai.config.time_limits import TimeLimits
 from senpai.forge.mirror import mirror_path
 from senpai.forge.port import ForgeReadWrite
+from senpai.job.workcopy import WorkCopy
 from senpai.ledger.table import LedgerReader, Snapshot
 from senpai.tracker.base import Tracker
 

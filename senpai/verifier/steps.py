@@ -21,10 +21,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from senpai.config.time_limits import VerifierSteps
 from senpai.config.credentials import set_not_dumpable
 from senpai.config.load import read_bounded
 from senpai.config.target import Holdout, TargetConfig
+from senpai.config.time_limits import VerifierSteps
 from senpai.errors import ConfigError, PermanentError, TransientError
 from senpai.job.context import TurnContext
 from senpai.job.measure import Outcome, clear, run_command

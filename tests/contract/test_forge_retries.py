@@ -12,11 +12,11 @@ import pytest
 from flaky import DROP, Flaky, flaky_forge
 from forge_fixtures import TOKEN, clone, commit_and_push, new_repository
 
-from senpai.job.workcopy import WorkCopy
 from senpai.config.harness import ForgeSettings
 from senpai.config.time_limits import GIT
 from senpai.errors import Forbidden, PermanentError, TransientError
 from senpai.forge.github import GitHubForge
+from senpai.job.workcopy import WorkCopy
 
 
 @pytest.fixture(scope="module")

@@ -18,13 +18,13 @@ from walled import wall_around as W
 
 from senpai.agents import student_steps as steps
 from senpai.agents.attempt import Attempt
-from senpai.job.measure import TAIL_BYTES, run_command
-from senpai.job.walls import walls_of
 from senpai.config.target import TargetConfig
 from senpai.config.time_limits import StudentLimits
 from senpai.errors import NotFound
 from senpai.fleet.logcap import HEAD_BYTES
 from senpai.fleet.logcap import TAIL_BYTES as LOG_TAIL_BYTES
+from senpai.job.measure import TAIL_BYTES, run_command
+from senpai.job.walls import walls_of
 from senpai.tracker.wandb import WandbTracker
 
 LEAKY = {

@@ -8,12 +8,12 @@ import yaml
 from forge_fixtures import clone, commit_and_push, hypothesis, target_yaml
 from test_merge_refusals import CFG, _win
 
-from senpai.job.context import TurnContext
 from senpai.agents.review import REAPPLY
 from senpai.agents.search.advisor import advisor_turn
 from senpai.config.harness import TrackerSettings
 from senpai.config.target import TargetConfig
 from senpai.config.time_limits import HEAD_MOVES
+from senpai.job.context import TurnContext
 from senpai.ledger import transitions
 from senpai.ledger.blocks import Decision, Evidence
 from senpai.ledger.events import pr_event

@@ -8,16 +8,16 @@ from pathlib import Path
 
 from openhands.sdk import LLM
 
-from senpai.job.context import TurnContext
 from senpai.agents.openhands.conversation import TurnResult
 from senpai.agents.openhands.llm import make_llm
 from senpai.agents.openhands.session import Session
 from senpai.agents.openhands.trace import turn_summary
 from senpai.agents.openhands.turn_guard import TurnGuard
-from senpai.job.runs import log_agent_turn
 from senpai.agents.secrets import scrub_environment
-from senpai.job.walls import sandbox, train_python, walls_of
 from senpai.config.roles import Role
+from senpai.job.context import TurnContext
+from senpai.job.runs import log_agent_turn
+from senpai.job.walls import sandbox, train_python, walls_of
 from senpai.ledger import transitions
 from senpai.ledger.blocks import BudgetReport
 from senpai.ledger.events import Event

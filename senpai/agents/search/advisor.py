@@ -32,12 +32,12 @@ import logging
 
 from senpai import phases
 from senpai.agents import review
-from senpai.job.context import TurnContext
 from senpai.agents.hypothesis import open_hypothesis, reported
 from senpai.agents.params import read_params
 from senpai.errors import TransitionError
 from senpai.forge.base import PullRequest
 from senpai.forge.read import ForgeReader
+from senpai.job.context import TurnContext
 from senpai.ledger import basefails, diversity, escalation
 from senpai.ledger.baseline import Baseline, current_baseline, measuring_base
 from senpai.ledger.blocks import Arm
