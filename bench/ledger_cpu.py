@@ -77,7 +77,7 @@ def template_run(tracker: WandbTracker, home: Path) -> bytes:
     env |= {"WANDB_CONFIG_DIR": str(home / "config"), "WANDB_CACHE_DIR": str(home / "cache")}
     env |= {"WANDB_DATA_DIR": str(home / "data")} | tracker.env_for(identity, home / "job")
     subprocess.run([sys.executable, "-c", PROGRAM], env=env, cwd=home, check=True, capture_output=True, timeout=120)
-    (log,) = (tracker.dir / "wandb").glob("offline-run-*-cpu-template/run-cpu-template.wandb")
+    (log,) = (home / "job" / "wandb").glob("offline-run-*-cpu-template/run-cpu-template.wandb")  # WANDB_DIR: the job's dir
     data = log.read_bytes()
     shutil.rmtree(log.parent)
     return data
