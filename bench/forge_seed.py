@@ -81,7 +81,7 @@ def _run_on_clock(clock: Path) -> None:
 def push_branches(forge, seed: Path, names: list[str]) -> None:
     """One commit per branch on top of `main` of the seed clone `seed` (a PR needs a commit its base
     lacks), pushed to `forge` 500 at a time."""
-    from senpai.cli.demo import IDENTITY
+    from senpai.job.workcopy import IDENTITY
 
     env = {**os.environ, **IDENTITY, **forge.git_env()}
 
