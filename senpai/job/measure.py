@@ -37,11 +37,14 @@ from senpai.fleet.procs import ENV_RUN, become_subreaper, descendants, kill_new_
 from senpai.fleet.wall import Wall
 from senpai.job.environ import allowed_env
 
-LINE = re.compile(rb"^([A-Za-z0-9_./-]+):[ \t]*(\S+)\s*$")
+# Possessive names (`++`, `*+`): a name's characters never include the separator after it, so giving
+# some back can never make a match; without them each unmatched line backtracks through every
+# character (a 1 KiB line of noise cost 0.4 ms: printed output streamed at 3 MiB/s).
+LINE = re.compile(rb"^([A-Za-z0-9_./-]++):[ \t]*(\S+)\s*$")
 # `name: value` or `name=value` inside a line: a name of one or two words, a number ending there
 NUMBER = rb"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)"
 PAIR = re.compile(
-    rb"(?<![A-Za-z0-9_./-])([A-Za-z][A-Za-z0-9_./-]*(?: [A-Za-z][A-Za-z0-9_./-]*)?)[ \t]*[:=][ \t]*("
+    rb"(?<![A-Za-z0-9_./-])([A-Za-z][A-Za-z0-9_./-]*+(?: [A-Za-z][A-Za-z0-9_./-]*+)?)[ \t]*[:=][ \t]*("
     + NUMBER
     + rb")(?![A-Za-z0-9_.])",
     re.IGNORECASE,
@@ -113,7 +116,7 @@ class _Reader:
             self.tail_size -= len(self.tail.popleft())
 
     def _parse(self, line: bytes) -> None:
-        if len(line) > MAX_LINE:
+        if len(line) > MAX_LINE or (b":" not in line and b"=" not in line):  # no value without a separator
             return
         if m := LINE.match(line):
             self._set(m[1].decode(), m[2].decode(errors="replace"))
