@@ -15,7 +15,7 @@ export WANDB_SILENT := true
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export OPENHANDS_SUPPRESS_BANNER := 1
 
-.PHONY: demo test lint clean constraints images kind-e2e bench bench-quick bench-verdicts bench-requests bench-wake bench-replay bench-robustness bench-jobs bench-cpu bench-hostile bench-research e2e-llm
+.PHONY: demo test lint clean constraints images kind-e2e bench bench-quick bench-verdicts bench-requests bench-wake bench-replay bench-robustness bench-jobs bench-cpu bench-hostile bench-logstream bench-research e2e-llm
 
 # Images: $(IMAGE_REPO)/<role>:$(IMAGE_TAG), the names the chart uses by default.
 IMAGE_REPO ?= senpai
@@ -96,6 +96,10 @@ bench-verdicts: $(VENV)/.test
 # The hostile-target corpus through the real loop (hits per step), and the wall's launch cost (bench/README.md).
 bench-hostile: $(VENV)/.test
 	WANDB_MODE=offline $(VENV)/bin/python bench/hostile.py $(BENCH_ARGS)
+
+# A train command printing 400 MiB: the train step's peak memory, log size and throughput (bench/README.md).
+bench-logstream: $(VENV)/.test
+	WANDB_MODE=offline $(VENV)/bin/python bench/log_stream.py $(BENCH_ARGS)
 
 # senpai against plain Optuna TPE on digits and diabetes: holdout on fresh seeds, trainings, requests, CPU (bench/README.md).
 bench-research: $(VENV)/.test

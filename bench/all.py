@@ -51,6 +51,7 @@ FIGURES = [
     Figure("Robustness: faults and kills", "run.py", ("--quick",), (), "background"),
     Figure("Hostile target and the wall's cost", "hostile.py", ("--launches", "10"),
            ("--experiments", "2", "--launches", "100")),
+    Figure("Log stream: memory over hundreds of MiB of output", "log_stream.py", ("--mb", "100"), ()),
 ]  # fmt: skip
 
 
