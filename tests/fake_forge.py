@@ -3,8 +3,10 @@
 `FakeReader` holds what one user's adapter keeps (its request count, its conditional pages) and
 reads the repository; `FakeWriter` writes into the repository as that user, counting on the
 reader's count, and records each write it made (`writes`); `FakeAdmin` is access and labels.
-`FakeForge` is the three together and passes the same contract suite as the PyGithub adapter over
-the local forge (tests/contract/test_forge_github.py).
+`FakeForge` is the three together: it inherits them, as `GitHubForge` does the adapter's parts (no
+name of one part is another's but the repository and user they share), the reader being itself, so
+nothing is forwarded by hand. It passes the same contract suite as the PyGithub adapter over the
+local forge (tests/contract/test_forge_github.py).
 
 What it models as the local forge does: live PR heads while open (a push bumps the PR's
 `updated_at`, seen at the next read, as the forge's push hook does), ETags of each answer (any
@@ -247,21 +249,24 @@ def _recorded(method: Callable) -> Callable:
     return write
 
 
+def _require_write(repo: FakeRepo, login: str, author: str | None = None) -> None:
+    """Forbidden unless `login` may write on `repo`, or is `author` (of what it edits)."""
+    if login != author and repo.permission(login) == "read":
+        raise Forbidden(f"{login}: HTTP 403 Must have write access to the repository")
+
+
 class FakeWriter:
-    """`ForgeWriter` into the repository of `reader`, as its user, counting on its `calls`; each write
-    that succeeded is recorded in `writes`, in order."""
+    """`ForgeWriter` into the repository of `reader`, as its user, counting on its `calls` (in
+    `FakeForge`, the reader is the forge itself); each write that succeeded is recorded in `writes`,
+    in order."""
 
     def __init__(self, reader: FakeReader) -> None:
-        self.reader, self.fake, self.login = reader, reader.fake, reader.login
+        self._reader, self.fake, self.login = reader, reader.fake, reader.login
         self.writes: list[Write] = []
 
     def written(self, method: str) -> list[tuple]:
         """The arguments of each write by `method` (e.g. "set_labels"), in order."""
         return [w.args for w in self.writes if w.method == method]
-
-    def _require_write(self, author: str | None = None) -> None:
-        if self.login != author and self.fake.permission(self.login) == "read":
-            raise Forbidden(f"{self.login}: HTTP 403 Must have write access to the repository")
 
     def _new(self, title: str, body: str, **pull: str) -> _Item:
         now = self.fake.now()
@@ -277,7 +282,7 @@ class FakeWriter:
     @_recorded
     def create_pull(self, title: str, body: str, head: str, base: str, labels: list[str]) -> PullRequest:
         with self.fake.lock:
-            self.reader.calls += 1 + bool(labels)
+            self._reader.calls += 1 + bool(labels)
             branches = self.fake.sync_heads()
             head = head.split(":", 1)[-1]
             head_sha, base_sha = branches.get(head), branches.get(base)
@@ -289,17 +294,17 @@ class FakeWriter:
                 raise PermanentError(f"create pull {head}->{base}: HTTP 422 No commits between {base} and {head}")
             item = self._new(title, body, head_ref=head, base_ref=base, head_sha=head_sha, base_sha=base_sha)
             if labels:
-                self._require_write()
+                _require_write(self.fake, self.login)
                 self._label(item, labels)
             return self.fake.pull(item, branches)
 
     @_recorded
     def update_pull(self, number: int, *, body: str | None = None, state: Literal["open", "closed"] | None = None) -> PullRequest:
         with self.fake.lock:
-            self.reader.calls += 1
+            self._reader.calls += 1
             branches = self.fake.sync_heads()
             item = self.fake.item(number, pull=True)
-            self._require_write(author=item.user)
+            _require_write(self.fake, self.login, author=item.user)
             if state == "open" and item.state == "closed":
                 if item.merged or item.head_ref not in branches:
                     raise PermanentError(f"update pull #{number}: HTTP 422 state cannot be changed")
@@ -315,18 +320,18 @@ class FakeWriter:
     @_recorded
     def set_labels(self, number: int, labels: list[str]) -> None:
         with self.fake.lock:
-            self.reader.calls += 1
+            self._reader.calls += 1
             item = self.fake.item(number)
-            self._require_write()
+            _require_write(self.fake, self.login)
             self._label(item, labels)
 
     @_recorded
     def close_with_labels(self, number: int, labels: list[str]) -> None:
         with self.fake.lock:
-            self.reader.calls += 1
+            self._reader.calls += 1
             branches = self.fake.sync_heads()
             item = self.fake.item(number)
-            self._require_write()
+            _require_write(self.fake, self.login)
             if item.state == "open" and item.head_ref is not None:  # a PR keeps the heads it was closed at
                 item.head_sha, item.base_sha = self.fake.shas(item, branches)
             item.state = "closed"
@@ -335,10 +340,10 @@ class FakeWriter:
     @_recorded
     def merge_pull(self, number: int, message: str, sha: str) -> str:
         with self.fake.lock:
-            self.reader.calls += 1
+            self._reader.calls += 1
             branches = self.fake.sync_heads()
             item = self.fake.item(number, pull=True)
-            self._require_write()
+            _require_write(self.fake, self.login)
             if item.merged and item.head_sha == sha and item.merge_commit_sha:
                 return item.merge_commit_sha  # a replayed merge, as the adapter answers it
             head = branches.get(item.head_ref or "")
@@ -359,7 +364,7 @@ class FakeWriter:
     @_recorded
     def create_comment(self, number: int, body: str) -> Comment:
         with self.fake.lock:
-            self.reader.calls += 1
+            self._reader.calls += 1
             item = self.fake.item(number)
             self.fake._comment_ids += 1
             now = self.fake.now()
@@ -371,7 +376,7 @@ class FakeWriter:
     @_recorded
     def create_issue(self, title: str, body: str, labels: list[str]) -> Issue:
         with self.fake.lock:
-            self.reader.calls += 1
+            self._reader.calls += 1
             item = self._new(title, body)
             if labels and self.fake.permission(self.login) != "read":  # GitHub drops them silently otherwise
                 self._label(item, labels)
@@ -380,80 +385,46 @@ class FakeWriter:
     @_recorded
     def update_issue(self, number: int, body: str) -> None:
         with self.fake.lock:
-            self.reader.calls += 1
-            self._require_write(author=self.fake.item(number).user)
+            self._reader.calls += 1
+            _require_write(self.fake, self.login, author=self.fake.item(number).user)
             self.fake.edit_issue(number, body)
 
 
 class FakeAdmin:
-    """`ForgeAdmin` over the repository of `reader`, as its user, counting on its `calls`."""
+    """`ForgeAdmin` over the repository of `reader`, as its user, counting on its `calls` (in
+    `FakeForge`, the reader is the forge itself)."""
 
     def __init__(self, reader: FakeReader) -> None:
-        self.reader, self.fake, self.login = reader, reader.fake, reader.login
-
-    def _require_write(self) -> None:
-        if self.fake.permission(self.login) == "read":
-            raise Forbidden(f"{self.login}: HTTP 403 Must have write access to the repository")
+        self._reader, self.fake, self.login = reader, reader.fake, reader.login
 
     def access(self) -> Access:
-        self.reader.calls += 1
+        self._reader.calls += 1
         permission = self.fake.permission(self.login)
         return Access(login=self.login, scopes=None, push=permission != "read", admin=permission == "admin")
 
     def ensure_labels(self, labels: dict[str, LabelSpec]) -> list[str]:
         with self.fake.lock:
-            self._require_write()
+            _require_write(self.fake, self.login)
             created = [name for name in labels if name not in self.fake.labels]
-            self.reader.calls += 1 + len(created)  # one listing, one create per missing label
+            self._reader.calls += 1 + len(created)  # one listing, one create per missing label
             for name in created:
                 self.fake.labels[name] = labels[name]
             return created
 
     def list_labels(self) -> dict[str, LabelSpec]:
         with self.fake.lock:
-            self.reader.calls += 1
+            self._reader.calls += 1
             return dict(self.fake.labels)
 
 
-class FakeForge(FakeReader):
-    """`Forge` over a `FakeRepo` as `login`: the reader, with its writer (`writer`) and admin (`admin`) parts."""
+class FakeForge(FakeReader, FakeWriter, FakeAdmin):
+    """`Forge` over a `FakeRepo` as `login`: the three parts in one, the writer and admin parts
+    counting on the reader that it is (one `calls`); `writes` are its writes, `written` their arguments."""
 
     def __init__(self, repo: FakeRepo, login: str, per_page: int = 100, trusted: Collection[str] = TRUSTED) -> None:
-        super().__init__(repo, login, per_page, trusted)
-        self.writer, self.admin = FakeWriter(self), FakeAdmin(self)
-
-    def create_pull(self, title: str, body: str, head: str, base: str, labels: list[str]) -> PullRequest:
-        return self.writer.create_pull(title, body, head, base, labels)
-
-    def update_pull(self, number: int, *, body: str | None = None, state: Literal["open", "closed"] | None = None) -> PullRequest:
-        return self.writer.update_pull(number, body=body, state=state)
-
-    def set_labels(self, number: int, labels: list[str]) -> None:
-        self.writer.set_labels(number, labels)
-
-    def close_with_labels(self, number: int, labels: list[str]) -> None:
-        self.writer.close_with_labels(number, labels)
-
-    def merge_pull(self, number: int, message: str, sha: str) -> str:
-        return self.writer.merge_pull(number, message, sha)
-
-    def create_comment(self, number: int, body: str) -> Comment:
-        return self.writer.create_comment(number, body)
-
-    def create_issue(self, title: str, body: str, labels: list[str]) -> Issue:
-        return self.writer.create_issue(title, body, labels)
-
-    def update_issue(self, number: int, body: str) -> None:
-        self.writer.update_issue(number, body)
-
-    def access(self) -> Access:
-        return self.admin.access()
-
-    def ensure_labels(self, labels: dict[str, LabelSpec]) -> list[str]:
-        return self.admin.ensure_labels(labels)
-
-    def list_labels(self) -> dict[str, LabelSpec]:
-        return self.admin.list_labels()
+        FakeReader.__init__(self, repo, login, per_page, trusted)
+        FakeWriter.__init__(self, self)
+        FakeAdmin.__init__(self, self)
 
 
 @pytest.fixture

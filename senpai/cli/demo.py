@@ -23,7 +23,7 @@ from senpai.cli.example_split import DIABETES, DIGITS
 from senpai.cli.forge import BOT, HUMAN
 from senpai.cli.progress import HEARTBEAT_SECONDS, DemoWatch, OutcomePrinter
 from senpai.cli.seed import EXAMPLE, seed_target
-from senpai.cli.wiring import forge_from
+from senpai.cli.wiring import make_reader
 from senpai.cli.wrapper import build_wrapper
 from senpai.config import credentials, safe_yaml
 from senpai.config.harness import load_harness
@@ -151,7 +151,7 @@ def demo(
         work = Path(cfg.fleet.dir)
         watch = DemoWatch(experiments, target.holdout, lambda job: work / job / WORK, stall_timeout)
         report = run_until(config_path, experiments, None if timeout is None else start + timeout, watch)
-        base = forge_from(cfg.forge).reader.branch_sha(cfg.forge.base_branch)  # names each delta's base
+        base = make_reader(cfg).branch_sha(cfg.forge.base_branch)  # names each delta's base
     finally:
         server.stop()
     show_leaderboard(ledger_rows(report.exps, None, base), target.metric.direction)

@@ -1,7 +1,7 @@
 """Build the adapters named by a harness config. The only place that picks implementations."""
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from senpai.agents.base import Runtime
 from senpai.agents.openhands.runtime import OpenHandsRuntime
@@ -46,19 +46,30 @@ def make_forge(cfg: HarnessConfig, role: str = "cli") -> "GitHubForge":
 
 
 def make_reader(cfg: HarnessConfig, role: str = "cli") -> ForgeReader:
-    """The reading part alone of `cfg`'s forge adapter (`GitHubForge.reader`), for the commands that
-    only read (`senpai status`, `ledger`, `report`, `sync`): nothing can write through it."""
-    return make_forge(cfg, role).reader
+    """The reading part alone of `cfg`'s forge adapter (`GitHubReader`, over a client built as
+    `make_forge`'s), for the commands that only read (`senpai status`, `ledger`, `report`, `sync`):
+    nothing can write through it."""
+    from senpai.forge.github.http import GitHubHttp
+    from senpai.forge.github.reader import GitHubReader
+
+    return GitHubReader(GitHubHttp(cfg.forge, **_client(cfg.forge, role)))
 
 
 def forge_from(settings: ForgeSettings, role: str = "cli") -> "GitHubForge":
-    """The forge adapter for `settings` alone (commands that need no full harness config). Its
-    requests carry `User-Agent: senpai/<version> (<role>)`: wrapper, advisor, student, verifier or
-    cli, so the forge's logs (and bench/forge_requests.py) tell the roles apart."""
-    from senpai import __version__
+    """The forge adapter for `settings` alone (commands that need no full harness config), its client
+    built by `_client`."""
     from senpai.forge.github import GitHubForge
 
-    return GitHubForge(settings, settings.token(), user_agent=f"senpai/{__version__} ({role})")
+    return GitHubForge(settings, **_client(settings, role))
+
+
+def _client(settings: ForgeSettings, role: str) -> dict[str, Any]:
+    """The client arguments (`GitHubHttp`'s, past `settings`) of every adapter the wiring builds: the
+    token of `settings`, and `User-Agent: senpai/<version> (<role>)`: wrapper, advisor, student,
+    verifier or cli, so the forge's logs (and bench/forge_requests.py) tell the roles apart."""
+    from senpai import __version__
+
+    return {"token": settings.token(), "user_agent": f"senpai/{__version__} ({role})"}
 
 
 # runtime kind (`runtime.<role>.kind`) -> the runtime; each imports its heavy packages only when a turn starts

@@ -42,7 +42,7 @@ def test_the_forge_states_its_limit_a_304_is_free_and_a_spent_rate_limit_is_senp
             limited.commit_parents(sha)  # never conditional: each one is charged
     assert caught.value.retry_after is not None and caught.value.retry_after > 3000  # until the window resets
     assert limited.rate_limit().remaining == 0
-    limited.http.gh.requester.rate_limiting_resettime = 10**18  # as PyGithub keeps a hostile X-RateLimit-Reset
+    limited._http.gh.requester.rate_limiting_resettime = 10**18  # as PyGithub keeps a hostile X-RateLimit-Reset
     assert limited.rate_limit().reset_at is None and limited.rate_limit().remaining == 0  # no crash out of the loop
 
 

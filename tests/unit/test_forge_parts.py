@@ -1,18 +1,23 @@
 """The Forge port's parts (`ForgeReader`, `ForgeWriter`, `ForgeAdmin`): the adapter's and the fake's
-parts implement one part each, and the readers that are typed with `ForgeReader` work when handed
+parts implement one part each, the whole (`GitHubForge`, `FakeForge`) inherits them with no name of one
+part shadowing another's, and the readers that are typed with `ForgeReader` work when handed
 nothing else. A view of the forge that has only the reader's members (any other attribute raises)
 is handed to the ledger reader, the humans' reader, the trust check and the wrapper's read of
 senpai.yaml, over a ledger with an experiment, a turn record, a steering issue and a human's
 message, and each reads all of it."""
 
 import pytest
-from fake_forge import FakeAdmin, FakeReader, FakeWriter
+from fake_forge import FakeAdmin, FakeForge, FakeReader, FakeWriter
 from forge_fixtures import commit_and_push, target_yaml
 from policy_world import CFG
 
-from senpai.config.harness import HarnessConfig
+from senpai.cli.wiring import make_forge, make_reader
+from senpai.config.harness import ForgeSettings, HarnessConfig
 from senpai.forge.admin import ForgeAdmin
+from senpai.forge.base import LabelSpec
+from senpai.forge.github import GitHubForge
 from senpai.forge.github.admin import GitHubAdmin
+from senpai.forge.github.http import GitHubHttp
 from senpai.forge.github.reader import GitHubReader
 from senpai.forge.github.writer import GitHubWriter
 from senpai.forge.port import Forge
@@ -84,6 +89,51 @@ def test_each_part_of_the_adapter_and_the_fake_has_its_part_of_the_ports_methods
     assert offered & PORT <= own, f"{cls.__name__} offers {sorted(offered & PORT - own)} too"
 
 
+def names(part: object) -> dict[str, object]:
+    """A part's names, its class's (methods, properties) and its instance's (state), with their values."""
+    own = {k: v for c in type(part).__mro__[:-1] for k, v in vars(c).items() if not k.startswith("__")}
+    return own | vars(part)
+
+
+def assert_apart(parts: list[object], shared: set[str]) -> None:
+    """No name of one part is another's, but the `shared` state, which each sets to the same object."""
+    for i, one in enumerate(parts):
+        for other in parts[i + 1 :]:
+            mine, theirs = names(one), names(other)
+            both = mine.keys() & theirs.keys()
+            assert both <= shared, f"{type(one).__name__} and {type(other).__name__} both name {sorted(both - shared)}"
+            assert all(mine[k] is theirs[k] for k in both), f"{type(one).__name__}, {type(other).__name__}: {sorted(both)}"
+
+
+def test_the_adapters_parts_share_only_their_one_client_so_the_whole_inherits_them_unshadowed():
+    settings = ForgeSettings(repo="o/r", base_url="http://127.0.0.1:9")
+    http = GitHubHttp(settings, "t")  # lazy: no request
+    reader = GitHubReader(http)
+    assert_apart([reader, GitHubWriter(http, reader.written), GitHubAdmin(http)], {"settings", "_http", "_repo"})
+    forge = GitHubForge(settings, "t", per_page=7, user_agent="ua")
+    assert forge._http.per_page == 7 and forge._http.gh.requester.kwargs["user_agent"] == "ua"
+    assert forge._written == forge.written and forge._repo is forge._http.repo  # one client, one request count
+
+
+def test_the_fakes_parts_share_only_the_repository_and_the_reader_they_count_on(fake_forge):
+    _, fake = fake_forge
+    reader = fake.reader()
+    assert_apart([reader, FakeWriter(reader), FakeAdmin(reader)], {"fake", "login", "_reader"})
+    forge = FakeForge(fake, fake.owner)
+    assert forge._reader is forge
+    assert forge.ensure_labels({"x": LabelSpec(color="ededed")}) == ["x"] and forge.calls == 2  # the reader's count
+    forge.create_issue("t", "b", ["x"])
+    assert forge.calls == 3 and forge.written("create_issue") == [("t", "b", ["x"])]
+
+
+def test_a_reading_command_gets_the_reading_part_alone_over_the_whole_adapters_client(monkeypatch):
+    monkeypatch.setenv(CFG.forge.token_env, "the-token")
+    reader, forge = make_reader(CFG, "status"), make_forge(CFG, "status")
+    assert type(reader) is GitHubReader and not hasattr(reader, "create_comment")
+    ua = [f._http.gh.requester.kwargs["user_agent"] for f in (reader, forge)]
+    assert ua[0] == ua[1] and ua[0].endswith(" (status)") and reader._http.token == forge._http.token == "the-token"
+
+
 def test_the_reader_only_view_refuses_every_writers_and_admins_member(fake_forge):
     forge, _ = fake_forge
     view = ReaderOnly(forge)
@@ -130,4 +180,4 @@ def test_the_dispatchers_label_restore_is_a_transition_that_writes_only_when_the
     transitions.restore_student(forge, restored, "ada")  # already there: nothing written
     forge.close_with_labels(pr.number, [SENPAI])
     transitions.restore_student(forge, forge.get_pull(pr.number), "ada")  # closed: nothing written
-    assert forge.writer.written("set_labels") == [(pr.number, restored.labels)]
+    assert forge.written("set_labels") == [(pr.number, restored.labels)]
