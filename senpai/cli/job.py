@@ -17,6 +17,7 @@ from senpai.config.harness import HarnessConfig, LocalFleetSettings, load_harnes
 from senpai.config.roles import Role
 from senpai.fleet.disk import check_room
 from senpai.forge.mirror import handed_base
+from senpai.forge.write import ForgeWriter
 from senpai.job.context import prepare_turn
 from senpai.job.walls import walls_of
 from senpai.ledger.blocks import Evidence
@@ -24,9 +25,8 @@ from senpai.ledger.events import ENV_EVENTS, EventBatch
 from senpai.ledger.redact import redact_own_output
 from senpai.ledger.table import handed_snapshot
 
-FORGE_WRITES = frozenset(
-    {"create_pull", "update_pull", "set_labels", "merge_pull", "create_comment", "create_issue", "ensure_labels"}
-)
+# the port's writing part, read off its Protocol (a hand-kept list had missed two), and the admin's one write
+FORGE_WRITES = frozenset(name for name in vars(ForgeWriter) if not name.startswith("_")) | {"ensure_labels"}
 
 
 def _forge_phase(method: str) -> str:

@@ -61,3 +61,16 @@ def test_timed_wraps_methods_and_passes_the_rest_through():
     timed.calls = 7
     assert adapter.calls == 7  # and written through
     assert {k: v[2] for k, v in phases.report()["phases"].items()} == {"read": 1, "write": 2}
+
+
+def test_a_jobs_forge_calls_are_timed_as_writes_exactly_when_the_port_writes():
+    from senpai.cli.job import _forge_phase
+    from senpai.forge.read import ForgeReader
+    from senpai.forge.write import ForgeWriter
+
+    def methods(port: type) -> set[str]:
+        return {name for name, value in vars(port).items() if not name.startswith("_") and callable(value)}
+
+    assert {_forge_phase(m) for m in methods(ForgeWriter)} == {"forge write"}
+    assert {_forge_phase(m) for m in methods(ForgeReader)} == {"forge read"}
+    assert _forge_phase("ensure_labels") == "forge write" and _forge_phase("list_labels") == "forge read"
