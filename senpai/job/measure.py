@@ -37,12 +37,13 @@ from senpai.fleet.procs import ENV_RUN, become_subreaper, descendants, kill_new_
 from senpai.fleet.wall import Wall
 from senpai.job.environ import allowed_env
 
-# Possessive names (`++`, `*+`): a name's characters never include the separator after it, so giving
-# some back can never make a match; without them each unmatched line backtracks through every
-# character (a 1 KiB line of noise cost 0.4 ms: printed output streamed at 3 MiB/s).
+# Possessive names and numbers (`++`, `*+`): what follows a name is never a name character, and what
+# follows a shortened number is a digit, `.` or `e`, which the number's end refuses; so giving some
+# back can never make a match. Without them each unmatched line backtracked through every character:
+# a 1 KiB line of noise cost 0.4 ms (output streamed at 3 MiB/s), and `a=<4,000 digits>x` 1-3 s.
 LINE = re.compile(rb"^([A-Za-z0-9_./-]++):[ \t]*(\S+)\s*$")
 # `name: value` or `name=value` inside a line: a name of one or two words, a number ending there
-NUMBER = rb"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)"
+NUMBER = rb"[-+]?(?:\d++(?:\.\d*+)?|\.\d++)(?:[eE][-+]?\d++)?|[-+]?(?:nan|inf)"
 PAIR = re.compile(
     rb"(?<![A-Za-z0-9_./-])([A-Za-z][A-Za-z0-9_./-]*+(?: [A-Za-z][A-Za-z0-9_./-]*+)?)[ \t]*[:=][ \t]*("
     + NUMBER
@@ -121,7 +122,8 @@ class _Reader:
         if m := LINE.match(line):
             self._set(m[1].decode(), m[2].decode(errors="replace"))
             return
-        for key, value in (_json(line) or _pairs(line))[:MAX_PAIRS]:
+        numbers = _json(line)
+        for key, value in (_pairs(line) if numbers is None else numbers)[:MAX_PAIRS]:
             self._set(key, value)
 
     def _set(self, key: str, value: str) -> None:
@@ -145,18 +147,19 @@ def _pairs(line: bytes) -> list[tuple[str, str]]:
     return out
 
 
-def _json(line: bytes) -> list[tuple[str, str]]:
+def _json(line: bytes) -> list[tuple[str, str]] | None:
     """(key, number) of each top-level number of `line` if it is one JSON object (MAX_LINE bounds the
-    parse), else []. Booleans are not numbers here."""
+    parse), else None. Booleans are not numbers here, and nothing inside a string is read: a JSON
+    object with no number gives [], not the `name=value` pairs of its strings."""
     text = line.strip()
     if not (text.startswith(b"{") and text.endswith(b"}")):
-        return []
+        return None
     try:
         obj = json.loads(text)
     except (ValueError, RecursionError):
-        return []
+        return None
     if not isinstance(obj, dict):
-        return []
+        return None
     numbers = ((k, v) for k, v in obj.items() if isinstance(v, int | float) and not isinstance(v, bool))
     return [(UNNAMED.sub("_", k), repr(float(v)) if isinstance(v, float) else str(v)) for k, v in numbers]
 
