@@ -241,8 +241,11 @@ class GitHubReader:
         out: list[T] = []
         next_url: str | None = url
         next_params: dict[str, Any] | None = {**params, "per_page": self._http.per_page}
+        first, later = self._page_key(url, next_params), False
         while next_url:
-            key = self._page_key(next_url, next_params)
+            # a later page is keyed under its listing's first page: `written` finds a listing's pages
+            # by that one's URL, and GitHub's Link headers name the repository by id (/repositories/N/...)
+            key = f"{first} {next_url}" if later else first
             cached = self._pages.pop(key, None)
             status, headers, page = self._http.get(next_url, next_params, self._validator(key, cached))
             if status == 304 and cached:
@@ -257,7 +260,7 @@ class GitHubReader:
                     self._unvalidated.discard(oldest)
             out += items
             links = requests.utils.parse_header_links(link) if link else []
-            next_url, next_params = next((x["url"] for x in links if x.get("rel") == "next"), None), None
+            next_url, next_params, later = next((x["url"] for x in links if x.get("rel") == "next"), None), None, True
         return out
 
     def list_issues(self, label: str, state: State = "open") -> list[Issue]:
