@@ -311,7 +311,19 @@ LLM_SETTINGS = {
     },
 }
 # values written before `runtime.<role>.turn` was named so: the old `budget` key still renders, as `turn`
-OLD_TURN_KEY = {**REQUIRED, "runtime": {"student": {"kind": "openhands", "llm": LLAMA_CPP | FREE, "budget": {"dollars": 20.0}}}}
+# (the advisor's: a field it sets is read over turn's, a 0 too)
+OLD_TURN_KEY = {
+    **REQUIRED,
+    "runtime": {
+        "student": {"kind": "openhands", "llm": LLAMA_CPP | FREE, "budget": {"dollars": 20.0}},
+        "advisor": {
+            "kind": "openhands",
+            "llm": LLAMA_CPP | FREE,
+            "budget": {"dollars": 0, "llmCalls": 7},
+            "turn": {"dollars": 1.5},
+        },
+    },
+}
 
 
 def deep_merge(base: dict, over: dict) -> dict:
@@ -553,9 +565,12 @@ def test_the_old_budget_key_of_a_role_renders_as_its_turn_limits_and_the_notes_w
     raw = yaml.safe_load(one(docs, "ConfigMap")["data"]["harness.yaml"])["runtime"]["student"]
     assert "budget" not in raw and raw["turn"] == {"llm_calls": 60, "tokens": 2000000, "dollars": 20.0, "wall_seconds": 1800}
     assert harness(docs).runtime.student.turn.dollars == 20.0
+    advisor = harness(docs).runtime.advisor.turn
+    assert (advisor.dollars, advisor.llm_calls, advisor.tokens) == (0.0, 7, 2000000)  # a $0 cap stays $0
     notes = helm["old turn key"]["notes"]
-    assert "WARNING: runtime.student.budget is deprecated: it is now runtime.student.turn (read as that)" in notes
-    assert "runtime.advisor.budget" not in notes
+    for role in ("student", "advisor"):
+        assert f"WARNING: runtime.{role}.budget is deprecated: it is now runtime.{role}.turn (read as that" in notes
+    assert notes.count("is deprecated") == 2
 
 
 def test_wrapper_deployment(helm: dict) -> None:

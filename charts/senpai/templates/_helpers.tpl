@@ -135,8 +135,12 @@ app.kubernetes.io/part-of: senpai
 
 {{/* Role runtime as the harness config's RoleRuntime. */}}
 {{- define "senpai.roleRuntime" -}}
-{{- /* budget: the deprecated name of turn (NOTES.txt warns); a field it sets is read over turn's */ -}}
-{{- $b := merge (dict) (.budget | default dict) .turn -}}
+{{- /* budget: the deprecated name of turn (NOTES.txt warns); a field it sets is read over turn's, a 0
+     too (sprig's merge would take a 0 for unset). turn always holds the chart's defaults, so the
+     chart cannot tell the user's turn from them, as the harness config's loader does (a ConfigError) */ -}}
+{{- $b := dict -}}
+{{- range $k, $v := (.turn | default dict) -}}{{- $_ := set $b $k $v -}}{{- end -}}
+{{- range $k, $v := (.budget | default dict) -}}{{- $_ := set $b $k $v -}}{{- end -}}
 {{- $rt := dict "kind" .kind "turn" (dict "llm_calls" (int $b.llmCalls) "tokens" (int $b.tokens) "dollars" (float64 $b.dollars) "wall_seconds" (int $b.wallSeconds)) -}}
 {{- with .llm -}}{{- if .model -}}
 {{- $llm := dict "model" .model "api_key_env" (default "LLM_API_KEY" .apiKeyEnv) -}}
