@@ -24,13 +24,26 @@ print(json.dumps({"peak_mb": peak_mb, "rc": out.returncode, "acc": out.value("ac
 """
 
 
-def flood(folder: Path, mb: int) -> dict:
-    """Stream `mb` MiB of 1 KiB lines, then `acc: 0.75`, through `run_command` behind the test
-    wall in folder `folder` (it writes `spam.py` and `train.log` there). Returns the child's
-    {"peak_mb": its peak RSS (MiB), "rc", "acc": the value parsed, "tail": bytes of output kept}
-    and "seconds" (wall, the child's whole life) and "log_bytes" (train.log's size on disk).
-    Raises CalledProcessError if the child fails, TimeoutExpired after 600 s."""
-    printer = f"import sys; line = 'x' * 1023 + chr(10)\nfor i in range({mb} * 1024): sys.stdout.write(line)\nprint('acc: 0.75')"
+# the lines a flood repeats, each 1 KiB with its newline: noise with no value in it; a training log's
+# line with six `name=value` pairs; a hostile line of 4 numbers the parser must refuse (each a run of
+# digits whose end is not a number's end: `a=111...1x`), the shape that once backtracked for seconds
+LINES = {
+    "noise": "'x' * 1023",
+    "log": "('2026-12-07 12:00:00,123 INFO train epoch=3 step=1200 loss=0.1234 lr=0.001 grad_norm=1.25 '"
+    " 'tokens_per_s=5123.5 ' + 'y' * 1023)[:1023]",
+    "hostile": "' '.join(['a=' + '1' * 250 + 'x'] * 4)[:1023]",
+}
+
+
+def flood(folder: Path, mb: int, kind: str = "noise") -> dict:
+    """Stream `mb` MiB of 1 KiB lines of `kind` (a key of LINES), then `acc: 0.75`, through
+    `run_command` behind the test wall in folder `folder` (it writes `spam.py` and `train.log`
+    there). Returns the child's {"peak_mb": its peak RSS (MiB), "rc", "acc": the value parsed,
+    "tail": bytes of output kept} and "seconds" (wall, the child's whole life) and "log_bytes"
+    (train.log's size on disk). Raises CalledProcessError if the child fails, TimeoutExpired after 600 s."""
+    printer = (
+        f"import sys; line = {LINES[kind]} + chr(10)\nfor i in range({mb} * 1024): sys.stdout.write(line)\nprint('acc: 0.75')"
+    )
     (folder / "spam.py").write_text(printer)
     log = folder / "train.log"
     path = os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])  # the child imports `walled`
