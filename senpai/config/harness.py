@@ -470,10 +470,11 @@ class CapSettings(_Strict):
     `dollars` or `tokens` is reached, no new turn of an LLM role starts whatever `on_exhausted`
     says, except the advisor's answers to trusted humans (`senpai.wrapper.caps.llm_held`)."""
 
-    dollars: float | None = Field(None, gt=0, description="LLM dollars in all.")
-    tokens: int | None = Field(None, gt=0, description="LLM tokens in all.")
-    gpu_hours: float | None = Field(None, gt=0, description="GPU hours of student and verifier jobs.")
-    cpu_hours: float | None = Field(None, gt=0, description="CPU-core hours of student and verifier jobs.")
+    # at most what `/senpai caps` takes (`senpai.ledger.commands.CAP_KEYS`): no cap is unset, never inf
+    dollars: float | None = Field(None, gt=0, le=1e9, description="LLM dollars in all.")
+    tokens: int | None = Field(None, gt=0, le=10**13, description="LLM tokens in all.")
+    gpu_hours: float | None = Field(None, gt=0, le=1e9, description="GPU hours of student and verifier jobs.")
+    cpu_hours: float | None = Field(None, gt=0, le=1e9, description="CPU-core hours of student and verifier jobs.")
     end_at: AwareDatetime | None = Field(None, description="Wall-clock end (ISO 8601 with a zone): nothing new after it.")
     on_exhausted: Literal["finish", "stop"] = Field(
         "finish",

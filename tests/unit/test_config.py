@@ -130,6 +130,16 @@ def test_bad_harness_config_names_the_field_as_written(tmp_path, monkeypatch, ca
     assert code == 2 and re.search(expected, err), err
 
 
+@pytest.mark.parametrize("caps", [{"dollars": ".inf"}, {"gpu_hours": 1e400}, {"tokens": 10**14}, {"cpu_hours": ".nan"}])
+def test_a_fleet_cap_is_a_finite_number_no_larger_than_slash_caps_takes(tmp_path, monkeypatch, capsys, caps):
+    config = {"forge": {"repo": "o/r"}, "tracker": {"dir": "w"}, "fleet": {"backend": "local"}, "students": [{"name": "ada"}]}
+    text = yaml.safe_dump({**config, "state_dir": "s"}) + "caps: {" + ", ".join(f"{k}: {v}" for k, v in caps.items()) + "}\n"
+    (tmp_path / "h.yaml").write_text(text)
+    code, err = _run_main(["ledger", "--config", str(tmp_path / "h.yaml")], monkeypatch, capsys)
+    (key,) = caps
+    assert code == 2 and f"caps.{key}" in err, err  # an unset cap is no cap; inf would show as null in status
+
+
 @pytest.mark.parametrize(
     "advisor, expected",
     [
