@@ -264,7 +264,7 @@ class FakeWriter:
         self._reader, self.fake, self.login = reader, reader.fake, reader.login
         self.writes: list[Write] = []
 
-    def written(self, method: str) -> list[tuple]:
+    def recorded(self, method: str) -> list[tuple]:
         """The arguments of each write by `method` (e.g. "set_labels"), in order."""
         return [w.args for w in self.writes if w.method == method]
 

@@ -123,7 +123,7 @@ def test_the_fakes_parts_share_only_the_repository_and_the_reader_they_count_on(
     assert forge._reader is forge
     assert forge.ensure_labels({"x": LabelSpec(color="ededed")}) == ["x"] and forge.calls == 2  # the reader's count
     forge.create_issue("t", "b", ["x"])
-    assert forge.calls == 3 and forge.written("create_issue") == [("t", "b", ["x"])]
+    assert forge.calls == 3 and forge.recorded("create_issue") == [("t", "b", ["x"])]
 
 
 def test_a_reading_command_gets_the_reading_part_alone_over_the_whole_adapters_client(monkeypatch):
@@ -180,4 +180,4 @@ def test_the_dispatchers_label_restore_is_a_transition_that_writes_only_when_the
     transitions.restore_student(forge, restored, "ada")  # already there: nothing written
     forge.close_with_labels(pr.number, [SENPAI])
     transitions.restore_student(forge, forge.get_pull(pr.number), "ada")  # closed: nothing written
-    assert forge.written("set_labels") == [(pr.number, restored.labels)]
+    assert forge.recorded("set_labels") == [(pr.number, restored.labels)]
