@@ -419,7 +419,7 @@ class FakeAdmin:
 
 class FakeForge(FakeReader, FakeWriter, FakeAdmin):
     """`Forge` over a `FakeRepo` as `login`: the three parts in one, the writer and admin parts
-    counting on the reader that it is (one `calls`); `writes` are its writes, `written` their arguments."""
+    counting on the reader that it is (one `calls`); `writes` are its writes, `recorded` their arguments."""
 
     def __init__(self, repo: FakeRepo, login: str, per_page: int = 100, trusted: Collection[str] = TRUSTED) -> None:
         FakeReader.__init__(self, repo, login, per_page, trusted)
