@@ -92,7 +92,7 @@ GOOD = {
 
 
 def test_protected_diff_is_refused_and_a_corrupted_block_blocks_only_its_pr(local_forge, tmp_path):
-    config = make_program(local_forge.base_url, tmp_path, "guard", students=2, experiments=2)
+    config = make_program(local_forge.base_url, tmp_path, "guard", students=2, experiments=2, target="quick")
     forge = make_forge(load_harness(config))
     base = forge.branch_sha("advisor")
     work = clone(forge, tmp_path / "student-work", "advisor")
