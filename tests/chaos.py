@@ -41,15 +41,25 @@ def _audit(config: Path) -> dict:
     return audit(make_forge(cfg), make_tracker(cfg)).as_dict()
 
 
-def fault_run(tmp: Path, *, decided: int = 3, students: int = 2, rate: float = 0.2, seed: int = 8, timeout: float = 420) -> dict:
-    """The loop behind the fault proxy until `decided` experiments are decided or `timeout` seconds pass."""
+def fault_run(
+    tmp: Path,
+    *,
+    decided: int = 3,
+    students: int = 2,
+    rate: float = 0.2,
+    seed: int = 8,
+    timeout: float = 420,
+    target: str = "digits",
+) -> dict:
+    """The loop behind the fault proxy until `decided` experiments are decided or `timeout` seconds pass,
+    researching `target` (`research.TARGETS`)."""
     start = time.monotonic()
     seed_token(tmp / "forge")
     server = LocalForgeServer(tmp / "forge").start()
     crash = None
     try:
         with FaultProxy(server.base_url, rate=0.0, seed=seed, slow_seconds=0.5, retry_after=1) as proxy:
-            config = make_program(proxy.url, tmp, "faults", students=students, experiments=decided)
+            config = make_program(proxy.url, tmp, "faults", students=students, experiments=decided, target=target)
             proxy.rate = rate
             try:
                 run_until(config, decided, time.monotonic() + timeout)
@@ -165,9 +175,11 @@ def kill_run(
     max_gap: float = 8.0,
     startup_rate: float = 0.2,
     timeout: float = 600,
+    target: str = "digits",
 ) -> dict:
     """SIGKILL the wrapper `kills` times, then let it finish. A kill lands 0.3..`max_gap` s (seeded)
-    after the wrapper's first tick, or, in `startup_rate` of the rounds, after its start.
+    after the wrapper's first tick, or, in `startup_rate` of the rounds, after its start. The loop
+    researches `target` (`research.TARGETS`).
 
     Stops killing once `decided` experiments are decided (fewer kills are then reported); gives up
     after `timeout` seconds in all.
@@ -178,7 +190,7 @@ def kill_run(
     procs = _Procs(tmp)
     procs.start_forge()
     try:
-        config = make_program(procs.url, tmp, "kills", students=students, experiments=decided)
+        config = make_program(procs.url, tmp, "kills", students=students, experiments=decided, target=target)
         jobs = Path(load_harness(config).fleet.dir)
         procs.start_wrapper(config, decided)
         while counts["wrapper"] < kills and time.monotonic() < deadline:

@@ -16,18 +16,32 @@ from senpai.config.harness import load_harness
 from senpai.ledger.blocks import BaselineRef, BudgetRef, Hypothesis, MetricRef
 from senpai.ledger.table import LedgerReader
 
+# The targets a test may research: examples/digits (scikit-learn), or tests/quick_target, the same
+# contract (params space, metric, holdout and compute) with a stdlib-only train and score step, for
+# tests whose subject is the harness (a digits training costs ~4 CPU-s of imports, a quick one ~2).
+TARGETS = {"digits": EXAMPLE, "quick": Path(__file__).resolve().parents[1] / "quick_target"}
+
 
 def make_program(
-    base_url: str, tmp: Path, name: str, students: int = 1, experiments: int = 1, mutate=None, files: dict[str, str] | None = None
+    base_url: str,
+    tmp: Path,
+    name: str,
+    students: int = 1,
+    experiments: int = 1,
+    mutate=None,
+    files: dict[str, str] | None = None,
+    target: str = "digits",
 ) -> Path:
-    """Copy examples/digits (optionally changed), push it as repo senpai/<name>, write a harness config."""
+    """Copy the `target` (TARGETS; optionally changed), push it as repo senpai/<name>, write a harness config.
+
+    Both targets score on the sealed digits holdout that `write_config` writes."""
     example = tmp / "example"
-    shutil.copytree(EXAMPLE, example, ignore=shutil.ignore_patterns("__pycache__", "wandb"))
-    target = yaml.safe_load((example / "senpai.yaml").read_text())
-    target["holdout"]["seeds"] = [0, 1]  # 2 repeats keep the e2e tests fast; the demo uses 3
+    shutil.copytree(TARGETS[target], example, ignore=shutil.ignore_patterns("__pycache__", "wandb"))
+    contract = yaml.safe_load((example / "senpai.yaml").read_text())
+    contract["holdout"]["seeds"] = [0, 1]  # 2 repeats keep the e2e tests fast; the demo uses 3
     if mutate:
-        mutate(target)
-    (example / "senpai.yaml").write_text(safe_yaml.dump(target))
+        mutate(contract)
+    (example / "senpai.yaml").write_text(safe_yaml.dump(contract))
     for rel, text in (files or {}).items():
         (example / rel).write_text(text)
     config = write_config(tmp / "run", base_url, students, experiments, repo=f"senpai/{name}")
@@ -64,7 +78,7 @@ def assert_no_duplicates(config: Path) -> None:
 
 
 def hand_hypothesis(hid: str, base: str, text: str = "a human-made experiment") -> Hypothesis:
-    """A one-attempt digits hypothesis `hid` for student ada, cut from `base` (tests open it by hand)."""
+    """A one-attempt hypothesis (digits or quick target) `hid` for student ada, cut from `base` (tests open it by hand)."""
     return Hypothesis(
         id=hid,
         hypothesis=text,

@@ -92,7 +92,7 @@ GOOD = {
 
 
 def test_protected_diff_is_refused_and_a_corrupted_block_blocks_only_its_pr(local_forge, tmp_path):
-    config = make_program(local_forge.base_url, tmp_path, "guard", students=2, experiments=2)
+    config = make_program(local_forge.base_url, tmp_path, "guard", students=2, experiments=2, target="quick")
     forge = make_forge(load_harness(config))
     base = forge.branch_sha("advisor")
     work = clone(forge, tmp_path / "student-work", "advisor")
@@ -134,7 +134,7 @@ def _wrapper(config, env) -> subprocess.Popen:
 
 
 def test_wrapper_killed_mid_tick_restarts_without_duplicates(local_forge, tmp_path):
-    config = make_program(local_forge.base_url, tmp_path, "restart", students=2, experiments=2)
+    config = make_program(local_forge.base_url, tmp_path, "restart", students=2, experiments=2, target="quick")
     env = {**os.environ, "WANDB_MODE": "offline"}
     kills = 0
     deadline = time.monotonic() + 240
@@ -162,7 +162,7 @@ def test_wrapper_killed_mid_tick_restarts_without_duplicates(local_forge, tmp_pa
 
 
 def test_sigterm_stops_cleanly(local_forge, tmp_path):
-    config = make_program(local_forge.base_url, tmp_path, "sigterm", students=1, experiments=1)
+    config = make_program(local_forge.base_url, tmp_path, "sigterm", students=1, experiments=1, target="quick")
     proc = _wrapper(config, {**os.environ, "WANDB_MODE": "offline"})
     for line in proc.stdout:
         if "tick 1" in line:

@@ -35,7 +35,7 @@ def run_under_faults(config, proxy: FaultProxy, decided: int, timeout: float) ->
 
 def test_loop_under_20_percent_faults_has_no_duplicates_and_no_infra_closures(local_forge, tmp_path):
     with FaultProxy(local_forge.base_url, rate=0.0, seed=8, slow_seconds=0.5, retry_after=1) as proxy:
-        config = make_program(proxy.url, tmp_path, "faults", students=2, experiments=DECIDED)
+        config = make_program(proxy.url, tmp_path, "faults", students=2, experiments=DECIDED, target="quick")
         report, crash = run_under_faults(config, proxy, DECIDED, timeout=420)
         cfg = load_harness(config)
         found = audit(make_forge(cfg), make_tracker(cfg))

@@ -49,7 +49,7 @@ def _stop_jobs(w: Wrapper) -> None:
 
 
 def test_hand_merge_is_flagged_reported_once_and_never_the_baseline(local_forge, tmp_path):
-    config = make_program(local_forge.base_url, tmp_path, "handmerge", students=1, experiments=1)
+    config = make_program(local_forge.base_url, tmp_path, "handmerge", students=1, experiments=1, target="quick")
     bot = make_forge(load_harness(config))
     base = bot.branch_sha("advisor")
     work = clone(bot, tmp_path / "work", "advisor")
@@ -119,7 +119,7 @@ def _slow(target: dict) -> None:
 
 
 def test_a_pr_closed_by_hand_loses_its_job_at_once(local_forge, tmp_path):
-    config = make_program(local_forge.base_url, tmp_path, "handclose", students=1, experiments=2, mutate=_slow)
+    config = make_program(local_forge.base_url, tmp_path, "handclose", students=1, experiments=2, mutate=_slow, target="quick")
     bot = make_forge(load_harness(config))
     w = build_wrapper(str(config))
     try:
@@ -139,7 +139,7 @@ def test_a_pr_closed_by_hand_loses_its_job_at_once(local_forge, tmp_path):
 
 
 def test_a_removed_student_label_is_restored_and_the_experiment_goes_on(local_forge, tmp_path):
-    config = make_program(local_forge.base_url, tmp_path, "handlabel", students=1, experiments=2)
+    config = make_program(local_forge.base_url, tmp_path, "handlabel", students=1, experiments=2, target="quick")
     bot = make_forge(load_harness(config))
     w = build_wrapper(str(config))
     try:

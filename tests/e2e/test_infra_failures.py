@@ -80,7 +80,7 @@ def _jobs(config: Path, stop: bool = False) -> dict:
 
 def test_an_infra_failed_job_is_relaunched_without_evidence_or_attempt(flaky_url, tmp_path):
     app, url = flaky_url
-    config = make_program(url, tmp_path, "infra-relaunch", students=1, experiments=1)
+    config = make_program(url, tmp_path, "infra-relaunch", students=1, experiments=1, target="quick")
     pr = _experiment(config, tmp_path)
     forge = make_forge(load_harness(config))
     app.fail(r"^/git/senpai/infra-relaunch\.git/info/refs$", *[CLONE_FAULT] * GIT.attempts)  # the first clone, each try
@@ -97,7 +97,7 @@ def test_an_infra_failed_job_is_relaunched_without_evidence_or_attempt(flaky_url
 
 def test_repeated_infra_failures_block_once_and_open_one_issue_across_restarts(flaky_url, tmp_path):
     app, url = flaky_url
-    config = make_program(url, tmp_path, "infra-block", students=1, experiments=1)
+    config = make_program(url, tmp_path, "infra-block", students=1, experiments=1, target="quick")
     pr = _experiment(config, tmp_path)
     forge = make_forge(load_harness(config))
     app.fail(r"^/git/senpai/infra-block\.git/info/refs$", *[CLONE_FAULT] * (GIT.attempts * RELAUNCH.runs))
@@ -123,7 +123,7 @@ def test_repeated_infra_failures_block_once_and_open_one_issue_across_restarts(f
 
 def test_dead_advisor_turns_open_one_issue_and_stop(flaky_url, tmp_path):
     app, url = flaky_url
-    config = make_program(url, tmp_path, "infra-advisor", students=1, experiments=1)
+    config = make_program(url, tmp_path, "infra-advisor", students=1, experiments=1, target="quick")
     forge = make_forge(load_harness(config))
 
     def issues() -> list:
