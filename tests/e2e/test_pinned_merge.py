@@ -60,7 +60,7 @@ def _verified_pr(bot, work, base: str, name: str):
 
 def _merged_onto_a_moved_base(local_forge, tmp_path, name: str):
     """A verified PR merged after an admin pushed to the base: (harness config, bot, PR, verified base, moved base)."""
-    config = make_program(local_forge.base_url, tmp_path, name)
+    config = make_program(local_forge.base_url, tmp_path, name, target="quick")
     cfg = load_harness(config)
     bot = as_user(local_forge, cfg.forge, "senpai")
     owner = make_forge(cfg)  # an admin: the only one the protected base takes a push from
@@ -98,7 +98,7 @@ def test_a_merge_onto_a_base_that_moved_is_recorded_and_verified_again(local_for
 
 
 def test_a_merge_onto_the_verified_base_records_it_and_counts(local_forge, tmp_path):
-    config = make_program(local_forge.base_url, tmp_path, "pinned-merge-ok")
+    config = make_program(local_forge.base_url, tmp_path, "pinned-merge-ok", target="quick")
     cfg = load_harness(config)
     bot = as_user(local_forge, cfg.forge, "senpai")
     target = TargetConfig.model_validate(yaml.safe_load(bot.read_file(CONFIG_FILE, "advisor")))
