@@ -47,9 +47,9 @@ def _configure(config: Path, **changes) -> Path:
 
 
 def _paused(local_forge, base_url: str, tmp_path: Path, name: str, **changes):
-    """A digits program on repo senpai/<name> (forge at `base_url`), with alice (a collaborator)
+    """A quick-target program on repo senpai/<name> (forge at `base_url`), with alice (a collaborator)
     and her steering issue holding `/senpai pause`: (config, alice's forge, the issue number)."""
-    config = _configure(make_program(base_url, tmp_path, name), tick_seconds=0.2, **changes)
+    config = _configure(make_program(base_url, tmp_path, name, target="quick"), tick_seconds=0.2, **changes)
     cfg = load_harness(config)
     add_collaborator(local_forge.base_url, cfg.forge.repo, "alice")
     alice = as_user(local_forge, cfg.forge, "alice", "read")
@@ -188,7 +188,7 @@ def test_a_crashed_installations_lease_expires_and_racing_claims_leave_one(forge
 
 
 def test_prs_the_bot_did_not_open_count_against_no_cap(local_forge, tmp_path):
-    config = make_program(local_forge.base_url, tmp_path, "foreign", experiments=1)
+    config = make_program(local_forge.base_url, tmp_path, "foreign", experiments=1, target="quick")
     cfg = load_harness(config)
     add_collaborator(local_forge.base_url, cfg.forge.repo, "alice")
     alice = as_user(local_forge, cfg.forge, "alice", "read")
@@ -252,7 +252,7 @@ def _check(config: Path) -> subprocess.CompletedProcess:
 
 
 def test_a_merged_prs_hypothesis_record_gone_or_changed_is_flagged_once(local_forge, tmp_path):
-    config = make_program(local_forge.base_url, tmp_path, "record")
+    config = make_program(local_forge.base_url, tmp_path, "record", target="quick")
     cfg = load_harness(config)
     bot = as_user(local_forge, cfg.forge, "senpai")
     target = TargetConfig.model_validate(yaml.safe_load(bot.read_file(CONFIG_FILE, "advisor")))
