@@ -55,7 +55,7 @@ def _stop(w) -> None:
 
 def test_a_full_tracker_folder_is_relaunched_then_escalated_naming_it(local_forge, tmp_path, monkeypatch):
     monkeypatch.setattr(policy, "RELAUNCH", Relaunch(backoff_seconds=0.2))  # the relaunches' backoff, not their count
-    config = make_program(local_forge.base_url, tmp_path, "disk-wandb")
+    config = make_program(local_forge.base_url, tmp_path, "disk-wandb", target="quick")
     with small_volume(tmp_path / "wandb-volume", "4m") as wandb_dir:
         _set(config, "tracker", "dir", str(wandb_dir))
         pr = _experiment(config, tmp_path)
@@ -83,7 +83,7 @@ def test_a_full_tracker_folder_is_relaunched_then_escalated_naming_it(local_forg
 
 
 def test_a_full_fleet_folder_holds_launches_with_one_error_and_one_issue(local_forge, tmp_path):
-    config = make_program(local_forge.base_url, tmp_path, "disk-fleet")
+    config = make_program(local_forge.base_url, tmp_path, "disk-fleet", target="quick")
     with small_volume(tmp_path / "fleet-volume", "2m") as volume:
         jobs = volume / "jobs"
         jobs.mkdir()
