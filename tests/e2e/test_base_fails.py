@@ -55,7 +55,9 @@ def _issues(bot, exps) -> list:
 
 
 def test_a_base_that_cannot_train_blocks_escalates_once_and_is_measured_again(local_forge, tmp_path):
-    config = make_program(local_forge.base_url, tmp_path, "base-fails", experiments=5, mutate=lambda t: t.update(train=BROKEN))
+    config = make_program(
+        local_forge.base_url, tmp_path, "base-fails", experiments=5, mutate=lambda t: t.update(train=BROKEN), target="quick"
+    )
     cfg = load_harness(config)
     bot = make_forge(cfg)
     w = build_wrapper(str(config))
@@ -117,7 +119,9 @@ def test_a_train_interpreter_that_does_not_run_blocks_the_base_with_one_issue(lo
     and no experiment under the cap is spent on a PR that cannot train."""
     monkeypatch.setattr(policy, "RELAUNCH", Relaunch(backoff_seconds=0.2))  # the relaunches' backoff, not their count
     missing = "/nonexistent/venv/bin/python train.py"
-    config = make_program(local_forge.base_url, tmp_path, "base-python", experiments=3, mutate=lambda t: t.update(train=missing))
+    config = make_program(
+        local_forge.base_url, tmp_path, "base-python", experiments=3, mutate=lambda t: t.update(train=missing), target="quick"
+    )
     bot = make_forge(load_harness(config))
     w = build_wrapper(str(config))
     try:

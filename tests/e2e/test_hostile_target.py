@@ -16,9 +16,8 @@ import sys
 import pytest
 from forge_fixtures import register_bot
 from hostile_target import BOT, HOSTILE_TRAIN, as_non_root, assert_got_nothing, hostile_files, probes, senpai_folders, step_kind
-from research import make_program, reader
+from research import TARGETS, make_program, reader
 
-from senpai.cli.seed import EXAMPLE
 from senpai.ledger.consistency import check
 
 pytestmark = pytest.mark.e2e
@@ -26,9 +25,16 @@ pytestmark = pytest.mark.e2e
 
 def test_a_hostile_target_gets_nothing(local_forge, tmp_path):
     register_bot(local_forge.server, BOT)
-    files = hostile_files((EXAMPLE / "train.py").read_text(), (EXAMPLE / "eval" / "evaluate.py").read_text())
+    quick = TARGETS["quick"]  # the hostile part is the probe; the training it wraps is the quick target's
+    files = hostile_files((quick / "train.py").read_text(), (quick / "eval" / "evaluate.py").read_text())
     config = make_program(
-        local_forge.base_url, tmp_path, "hostile", experiments=2, mutate=lambda t: t.update(train=HOSTILE_TRAIN), files=files
+        local_forge.base_url,
+        tmp_path,
+        "hostile",
+        experiments=2,
+        mutate=lambda t: t.update(train=HOSTILE_TRAIN),
+        files=files,
+        target="quick",
     )
     # the measured start (its student train), then a proposal the verifier trains and scores
     wrapper = [sys.executable, "-m", "senpai", "wrapper", "run", "--config", str(config), "--until-decided", "2", "--quiet"]

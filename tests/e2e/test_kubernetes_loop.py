@@ -38,7 +38,7 @@ def kubeconfig(url: str) -> str:
 def test_research_loop_on_the_kubernetes_fleet(local_forge, tmp_path, monkeypatch):
     from senpai.cli.example_split import DIGITS, HOLDOUT_FILE
 
-    config = make_program(local_forge.base_url, tmp_path, "k8s-loop", experiments=2)
+    config = make_program(local_forge.base_url, tmp_path, "k8s-loop", experiments=2, target="quick")
     secret_env = [{"env": TOKEN_ENV, "secret": "senpai-secrets", "key": "forge-token"}]
     # the PVC holds tracker.dir and state_dir, as in the chart; the stand-in mounts host paths as they are,
     # and writes the holdout Secret's files at its mount path when the score container starts

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.e2e
 
 
 def test_changes_then_an_attempt_dead_before_pushing_wakes_the_advisor_again(local_forge, llm_server, tmp_path, monkeypatch):
-    config = make_program(local_forge.base_url, tmp_path, "liveness", students=1, experiments=1)
+    config = make_program(local_forge.base_url, tmp_path, "liveness", students=1, experiments=1, target="quick")
     use_openhands(config, llm_server.base_url, roles=("advisor",))
     monkeypatch.setenv(LLM_KEY_ENV, LLM_KEY)
     reviews: list[str] = []
@@ -76,7 +76,7 @@ def test_changes_then_an_attempt_dead_before_pushing_wakes_the_advisor_again(loc
 
 
 def test_a_wip_pr_whose_last_evidence_landed_without_its_move_to_review_goes_on(local_forge, tmp_path):
-    config = make_program(local_forge.base_url, tmp_path, "finish", students=1, experiments=1)
+    config = make_program(local_forge.base_url, tmp_path, "finish", students=1, experiments=1, target="quick")
     bot = make_forge(load_harness(config))
     work = clone(bot, tmp_path / "work", "advisor")
     head = commit_and_push(bot, work, "senpai/ada/h-dies", {"notes.md": "x\n"}, start="advisor")
@@ -110,7 +110,7 @@ def test_a_wip_pr_whose_last_evidence_landed_without_its_move_to_review_goes_on(
 def test_ticks_start_at_a_fixed_period_whatever_a_tick_takes(local_forge, tmp_path, monkeypatch):
     """The wait after a tick is the period minus that tick's own duration (never below 0), so wake
     latency does not grow with the tick's cost. The clock is simulated: ticks "take" a quarter of the period, then two periods."""
-    config = make_program(local_forge.base_url, tmp_path, "fixed-period", students=1, experiments=1)
+    config = make_program(local_forge.base_url, tmp_path, "fixed-period", students=1, experiments=1, target="quick")
     w = build_wrapper(str(config))
     period = w.cfg.tick_seconds
     now, durations, waits = [1000.0], iter([period / 4, period * 2, 0.0]), []

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.e2e
 
 
 def test_the_advisor_fetches_a_base_that_moved_after_its_clone(local_forge, tmp_path):
-    config = make_program(local_forge.base_url, tmp_path, "moving-base")
+    config = make_program(local_forge.base_url, tmp_path, "moving-base", target="quick")
     cfg = load_harness(config)
     forge = make_forge(cfg)
     ctx = prepare_turn(cfg, forge, make_tracker(cfg), tmp_path / "turn")

@@ -1,4 +1,5 @@
-"""Human steering end to end, in `make demo`'s setting (examples/digits, 2 students, search runtime):
+"""Human steering end to end, in `make demo`'s setting (2 students, search runtime; the quick target,
+digits' params space without scikit-learn):
 slash commands, trust, free text to the advisor with batching, and acks that survive a restart and a
 deleted state store.  One program and one wrapper (stepped tick by tick) serve every assertion."""
 
@@ -59,7 +60,7 @@ def _acks(bot: GitHubForge, number: int) -> list[str]:
 
 
 def test_slash_commands_trust_and_free_text(local_forge, tmp_path):
-    config = make_program(local_forge.base_url, tmp_path, "steer", students=2, experiments=10)
+    config = make_program(local_forge.base_url, tmp_path, "steer", students=2, experiments=10, target="quick")
     _configure(config, steering={"batch_seconds": 2.0}, tick_seconds=0.5)
     cfg = load_harness(config)
     add_collaborator(local_forge.base_url, cfg.forge.repo, "alice")
