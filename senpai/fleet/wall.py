@@ -91,8 +91,9 @@ class Wall:
         """`command` behind this wall: the launcher's argv. The launcher is this file run by the
         interpreter running senpai in isolated mode (`-I`): it starts where the command runs, in a
         folder of the command's, so neither that folder nor PYTHON* variables may reach its imports
-        (a `json.py` there would run before the wall stands)."""
-        return [sys.executable, "-I", os.path.abspath(__file__), self.to_json(), "--", *command]
+        (a `json.py` there would run before the wall stands). It needs only the standard library, so
+        `-S` skips `site` too: no `.pth` file of the environment runs before the wall stands."""
+        return [sys.executable, "-I", "-S", os.path.abspath(__file__), self.to_json(), "--", *command]
 
     @classmethod
     def from_json(cls, text: str) -> "Wall":
@@ -279,7 +280,7 @@ def enter(wall: Wall) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) < 3 or args[1] != "--":
-        print("usage: python -I senpai/fleet/wall.py '<wall json>' -- ARGV...", file=sys.stderr)
+        print("usage: python -I -S senpai/fleet/wall.py '<wall json>' -- ARGV...", file=sys.stderr)
         return 2
     command = args[2:]
 
