@@ -461,6 +461,10 @@ class SteeringSettings(_Strict):
     batch_seconds: float = Field(10.0, ge=0, description="Messages within this window of the first go in one turn, seconds.")
 
 
+# the largest fleet cap taken, from the config or a `/senpai caps` command
+CAP_MOST = {"dollars": 1e9, "tokens": 10**13, "gpu_hours": 1e9, "cpu_hours": 1e9}
+
+
 class CapSettings(_Strict):
     """Fleet caps: what the whole programme may spend, summed from the ledger (`senpai.ledger.spend`); unset
     means no cap. With `max_experiments` (the experiment cap) and `patience` (no merge in the last N
@@ -470,11 +474,13 @@ class CapSettings(_Strict):
     `dollars` or `tokens` is reached, no new turn of an LLM role starts whatever `on_exhausted`
     says, except the advisor's answers to trusted humans (`senpai.wrapper.caps.llm_held`)."""
 
-    # at most what `/senpai caps` takes (`senpai.ledger.commands.CAP_KEYS`): no cap is unset, never inf
-    dollars: float | None = Field(None, gt=0, le=1e9, description="LLM dollars in all.")
-    tokens: int | None = Field(None, gt=0, le=10**13, description="LLM tokens in all.")
-    gpu_hours: float | None = Field(None, gt=0, le=1e9, description="GPU hours of student and verifier jobs.")
-    cpu_hours: float | None = Field(None, gt=0, le=1e9, description="CPU-core hours of student and verifier jobs.")
+    # at most CAP_MOST, as `/senpai caps` (`senpai.ledger.commands.CAP_KEYS`): no cap is unset, never inf
+    dollars: float | None = Field(None, gt=0, le=CAP_MOST["dollars"], description="LLM dollars in all.")
+    tokens: int | None = Field(None, gt=0, le=CAP_MOST["tokens"], description="LLM tokens in all.")
+    gpu_hours: float | None = Field(None, gt=0, le=CAP_MOST["gpu_hours"], description="GPU hours of student and verifier jobs.")
+    cpu_hours: float | None = Field(
+        None, gt=0, le=CAP_MOST["cpu_hours"], description="CPU-core hours of student and verifier jobs."
+    )
     end_at: AwareDatetime | None = Field(None, description="Wall-clock end (ISO 8601 with a zone): nothing new after it.")
     on_exhausted: Literal["finish", "stop"] = Field(
         "finish",

@@ -34,6 +34,7 @@ from datetime import UTC, datetime
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from senpai.config.harness import CAP_MOST
 from senpai.config.target import CategoricalParam, FloatParam, IntParam, ParamSpec
 from senpai.ledger.blocks import CAPS_VERB, Scalar, SteerCommand
 
@@ -199,10 +200,10 @@ def _answer_request(line: str, verb: str, words: list[str], on_pr: int | None) -
 
 CAP_KEYS = {  # key -> (SteerCommand field, type, what it caps, the largest value taken)
     "experiments": ("experiments", int, "experiments in all", 1_000_000),
-    "dollars": ("dollars", float, "LLM dollars", 1e9),
-    "tokens": ("tokens", int, "LLM tokens", 10**13),
-    "gpu_hours": ("gpu_hours", float, "GPU hours of jobs", 1e9),
-    "cpu_hours": ("cpu_hours", float, "CPU-core hours of jobs", 1e9),
+    "dollars": ("dollars", float, "LLM dollars", CAP_MOST["dollars"]),
+    "tokens": ("tokens", int, "LLM tokens", CAP_MOST["tokens"]),
+    "gpu_hours": ("gpu_hours", float, "GPU hours of jobs", CAP_MOST["gpu_hours"]),
+    "cpu_hours": ("cpu_hours", float, "CPU-core hours of jobs", CAP_MOST["cpu_hours"]),
     "end": ("end_at", datetime, "the wall-clock end, ISO 8601 with a zone (2026-12-31T18:00Z)", None),
 }
 MAX_VALUE_CHARS = 40  # of one cap value: longer is no number or time anyone means
