@@ -50,9 +50,11 @@ from senpai.wrapper.world import World
 def steering_actions(w: World, cfg: HarnessConfig) -> list[Action]:
     """Every steering action for this tick, in order: the unacknowledged command messages in the
     order they were written (`Inbound.order`), each against the state the earlier ones leave; the
-    acknowledged stops not yet true; lost delivery acks; the issues humans are owed. Nothing unless
-    the humans' messages were read this tick (`World.fresh`): an action is planned on what the
-    forge says now, never on a view its own last actions changed."""
+    acknowledged stops not yet true; lost delivery acks; the issues humans are owed (those judged on
+    the steering state, patience's and the fleet caps', only in a tick that applies no command or
+    stop: they are judged on the re-read that follows). Nothing unless the humans' messages were
+    read this tick (`World.fresh`): an action is planned on what the forge says now, never on a view
+    its own last actions changed."""
     if not w.fresh:
         return []
     out: list[Action] = []
@@ -67,6 +69,10 @@ def steering_actions(w: World, cfg: HarnessConfig) -> list[Action]:
         elif (r := w.steer.rejects.get(e.pr)) and not e.decided and e.pr not in stopped:
             out.append(stop_for(w, e.pr, r.author, r.reason))
     out += delivery_repairs(w)
+    if any(isinstance(a, ApplyCommand | Stop) for a in out):
+        # the steering state (and the ledger) this read holds is the one these change: the reports
+        # judged on it (a cap reached, patience run out) wait for the re-read, as the rest of the plan does
+        return out + hand_made_issues(w)
     issues = [patience_issue(w, cfg), exhaustion_issue(w, cfg)]
     return out + [i for i in issues if i] + hand_made_issues(w)
 

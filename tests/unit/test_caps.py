@@ -183,6 +183,46 @@ def test_the_experiment_cap_opens_one_exhaustion_issue_and_a_trusted_caps_resume
     assert exhaustion_issue(World(exps, BASE, [], NOW, steer=state, issues=view.issues, bot=forge.login), cfg) is None
 
 
+def _settled(dollars: float = 0.02) -> list:
+    """Four experiments (CFG's max_experiments), none running: the experiment cap is reached and its
+    report is due; #2 cost `dollars`."""
+    return [
+        merged(1, 0.91, BASE),
+        _costly(2, "closed", "bo", dollars=dollars, value=0.88),
+        _costly(3, "closed", value=0.87),
+        _costly(4, "blocked", "bo", value=0.93),
+    ]
+
+
+def _tick(forge, cfg, exps) -> list[str]:
+    """One fresh wrapper re-read and its steering, carried out on the forge: what was done."""
+    ledger, _, view = steering_tick.read(forge, cfg)
+    lines, errors = steering_tick.act(forge, cfg, (ledger, exps, view))
+    assert not errors, errors
+    return lines
+
+
+def _reports(forge) -> list:
+    """The exhaustion reports on the forge, any state, oldest first (whoever wrote them)."""
+    return sorted((i for i in forge.list_issues(STEER, "all") if "fleet caps exhausted" in i.title), key=lambda i: i.number)
+
+
+def _bot_says(forge, number: int) -> list[str]:
+    return [c.body for c in forge.list_comments(number) if c.user == forge.login]
+
+
+def test_a_report_is_judged_after_the_caps_its_own_tick_applies(fake_forge):
+    forge, fake = fake_forge
+    fake.add_collaborator("carol")
+    steer = fake.forge("carol", "collaborator").create_issue("more", "/senpai caps experiments=6", [STEER]).number
+    exps = _settled()  # 4 of 4 as the config says: the command in this same read raises it to 6
+    lines = _tick(forge, CFG, exps)
+    assert any("caps set: experiments 6" in line for line in lines), lines
+    assert _reports(forge) == []  # not opened for the cap this tick's ack raised
+    assert _tick(forge, CFG, exps) == [] and _reports(forge) == []  # on the re-read: 4 of 6, nothing to report
+    assert len(_bot_says(forge, steer)) == 1
+
+
 def _llm(on_exhausted: str = "finish", **capped):
     """CFG with openhands for both roles and `capped` (e.g. dollars=1.0) as its fleet caps."""
     llm = {"kind": "openhands", "llm": {"model": "m"}}
