@@ -1,15 +1,16 @@
 """Fleet caps: the caps in force, which are reached, and the issue that reports it.
 
 Both halves live here, as for patience: `exhausted` gates the policy's new work (`llm_held` its
-LLM turns), `exhaustion_issue` is the issue humans get, once per set of caps (its marker digests
-them, so a `/senpai caps` that raises a cap and is exhausted again later gets a new report). The caps are the harness config's
-(`max_experiments`, `caps`), each overridden by the newest `/senpai caps` that set it
+LLM turns), `exhaustion_issue` is the issue humans get, once per set of caps reached (its marker
+digests them with their values, `report_marker`: a `/senpai caps` that raises another cap opens no
+new report; one that raises the reached cap, reached again later, gets a new one). The caps are
+the harness config's (`max_experiments`, `caps`), each overridden by the newest `/senpai caps` that set it
 (`SteerState`); the spend is the ledger's (`senpai.ledger.spend`), so a restart changes nothing.
 """
 
 import hashlib
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 
 from senpai.config.harness import HarnessConfig
 from senpai.config.roles import Role
@@ -121,21 +122,31 @@ def consequence(reached: dict[str, str], cfg: HarnessConfig) -> str:
 def exhaustion_issue(w: World, cfg: HarnessConfig) -> OpenIssue | None:
     """The exhaustion report once a cap is reached and the work running then has settled (no
     experiment in SETTLING; at once when `on_exhausted: stop` stops it, or when an LLM cap holds an
-    LLM role's turns, `llm_held`, so the work cannot settle): one per set of caps in force, none
-    once the bot's steering issues carry it, and none while a human has paused anyway."""
+    LLM role's turns, `llm_held`, so the work cannot settle): one per set of caps reached and their
+    values (`report_marker`), none once the bot's steering issues carry it, and none while a human
+    has paused anyway."""
     cut = caps_reached(w, cfg)
     if not cut or w.steer.paused:
         return None
     stopping = stops_jobs(cut, cfg) or any(llm_held(cut, cfg, role) for role in (Role.ADVISOR, Role.STUDENT))
     if not stopping and any(e.state in SETTLING for e in w.exps):
         return None  # running work finishes first: the report then holds its outcome, not a snapshot of it
-    in_force = caps_in_force(w.steer, cfg)
-    digest = hashlib.sha256(json.dumps(in_force, sort_keys=True, default=str).encode()).hexdigest()[:12]
-    marker = f"<!-- senpai:exhausted:{digest} -->"
+    marker = report_marker(cut, caps_in_force(w.steer, cfg))
     if marked(w.issues, marker, w.bot):
         return None
     title = "senpai stopped: fleet caps exhausted (" + "; ".join(f"{k} {v}" for k, v in cut.items()) + ")"
     return OpenIssue(marker, title, report(w, cfg, cut) + f"\n\n{marker}", (STEER, ATTENTION))
+
+
+def report_marker(reached: dict[str, str], in_force: dict[str, float | int | datetime]) -> str:
+    """The exhaustion report's marker: a digest of the caps `reached` (`exhausted`), each with its
+    value in force, so the report is keyed by what stops senpai. A cap raised or set that is not
+    reached changes nothing; the reached one raised and reached again, or another one reached as
+    well, is a new report."""
+    keyed = {
+        k: v.astimezone(UTC).isoformat() if isinstance(v, datetime) else float(v) for k, v in in_force.items() if k in reached
+    }
+    return f"<!-- senpai:exhausted:{hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:12]} -->"
 
 
 def report(w: World, cfg: HarnessConfig, reached: dict[str, str]) -> str:

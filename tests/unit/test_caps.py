@@ -211,6 +211,23 @@ def _bot_says(forge, number: int) -> list[str]:
     return [c.body for c in forge.list_comments(number) if c.user == forge.login]
 
 
+def test_raising_a_cap_not_reached_while_exhausted_opens_no_second_report(fake_forge):
+    forge, fake = fake_forge
+    exps = _settled()
+    _tick(forge, CFG, exps)
+    (first,) = _reports(forge)
+    assert "experiments 4 of 4" in first.title
+    fake.add_collaborator("carol")
+    fake.forge("carol", "collaborator").create_comment(first.number, "/senpai caps dollars=50 gpu_hours=10")
+    lines = []
+    for _ in range(3):  # the ack's tick, then ticks that read the raised caps: still exhausted on experiments
+        lines += _tick(forge, CFG, exps)
+    assert any("caps set: dollars 50" in line for line in lines), lines
+    assert steering_tick.read(forge, CFG)[2].state.caps == {"dollars": 50.0, "gpu_hours": 10.0}
+    assert [(i.number, i.state) for i in _reports(forge)] == [(first.number, "open")]  # the one report stands
+    assert [("Applied:" in c) for c in _bot_says(forge, first.number)] == [True]  # the ack alone: nothing closed it
+
+
 def test_a_report_is_judged_after_the_caps_its_own_tick_applies(fake_forge):
     forge, fake = fake_forge
     fake.add_collaborator("carol")
