@@ -25,7 +25,8 @@ its delivery ack with the store deleted as well: nothing then says the job got i
 
 Humans are also asked, once each: when patience paused new work (`senpai.wrapper.patience`), when
 a fleet cap is reached (`senpai.wrapper.caps`), when a merge or a base head is not senpai's
-verified work, and when a decided PR's hypothesis record was edited (`hand_made_issues`).
+verified work, and when a decided PR's hypothesis record was edited (`hand_made_issues`). The
+bot's exhaustion report is closed once a newer one supersedes it or no cap is reached any more.
 """
 
 from senpai.config.harness import HarnessConfig
@@ -41,7 +42,7 @@ from senpai.ledger.inbox import CAP_FIELDS, Inbound, SteerState, apply_command
 from senpai.ledger.labels import ATTENTION, SENPAI, STEER, ExperimentState
 from senpai.ledger.records import digest
 from senpai.wrapper.actions import Ack, Action, ApplyCommand, Launch, OpenIssue, Stop
-from senpai.wrapper.caps import exhaustion_issue
+from senpai.wrapper.caps import exhaustion_issue, stale_reports
 from senpai.wrapper.patience import patience_issue
 from senpai.wrapper.status import LastTick, build_status
 from senpai.wrapper.world import World
@@ -74,7 +75,7 @@ def steering_actions(w: World, cfg: HarnessConfig) -> list[Action]:
         # judged on it (a cap reached, patience run out) wait for the re-read, as the rest of the plan does
         return out + hand_made_issues(w)
     issues = [patience_issue(w, cfg), exhaustion_issue(w, cfg)]
-    return out + [i for i in issues if i] + hand_made_issues(w)
+    return out + [i for i in issues if i] + stale_reports(w, cfg) + hand_made_issues(w)
 
 
 NEEDS_WRITE = (
