@@ -123,7 +123,8 @@ class CloseIssue:
 class OpenIssue:
     """Open one issue for humans, unless one of the bot's issues labelled `labels[0]` already
     carries `marker` (a hidden HTML comment the body ends with); then close the bot's earlier issues
-    it `supersedes`, each commented "Superseded by #<this one>." before its note."""
+    it `supersedes`, each commented "Superseded by #<this one>." before its note (and its reason
+    followed by "by #<this one>")."""
 
     marker: str
     title: str

@@ -36,7 +36,7 @@ _REPORT = re.compile(r"<!-- senpai:exhausted:[0-9a-f]{12} -->")  # an exhaustion
 UNREAD = "Comments here are no longer read: steer on an open `senpai:steer` issue or on a PR."
 SUPERSEDED = f"The fleet caps reached, or their values, changed since this report: that one says what stops senpai now. {UNREAD}"
 STALE = (
-    "No fleet cap is reached any more (a cap was raised): senpai goes on with new work, unless a human paused it "
+    "No fleet cap is reached any more: senpai goes on with new work, unless a human paused it "
     f"(`/senpai pause`), and this report no longer holds. {UNREAD}"
 )
 
@@ -141,7 +141,7 @@ def exhaustion_issue(w: World, cfg: HarnessConfig) -> OpenIssue | None:
     if not stopping and any(e.state in SETTLING for e in w.exps):
         return None  # running work finishes first: the report then holds its outcome, not a snapshot of it
     marker = report_marker(cut, caps_in_force(w.steer, cfg))
-    older = tuple(_closing(i, "", SUPERSEDED) for i in open_reports(w) if marker not in html_blocks(i.body))
+    older = tuple(_closing(i, "superseded", SUPERSEDED) for i in open_reports(w) if marker not in html_blocks(i.body))
     if marked(w.issues, marker, w.bot) and not older:
         return None
     title = "senpai stopped: fleet caps exhausted (" + "; ".join(f"{k} {v}" for k, v in cut.items()) + ")"

@@ -245,7 +245,7 @@ class Dispatcher:
             self._issues[a.marker] = number
         lines = [f"#{number}: opened an issue for humans: {a.title.removeprefix('senpai: ')}"] if opened else []
         for c in a.supersedes:
-            lines.append(self._close_issue(c.number, c.labels, f"superseded by #{number}", f"Superseded by #{number}. {c.note}"))
+            lines.append(self._close_issue(c.number, c.labels, f"{c.reason} by #{number}", f"Superseded by #{number}. {c.note}"))
         return "; ".join(lines)
 
     def _close_issue(self, number: int, labels: tuple[str, ...], reason: str, note: str) -> str:
