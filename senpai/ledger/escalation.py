@@ -5,7 +5,9 @@ the bot's own issues (anyone could copy a marker into theirs), so a replay or a 
 never opens a second one.  When a job keeps failing on infrastructure (see
 `senpai.wrapper.policy.infra_failure`), the wrapper blocks the PRs it was for
 (`transitions.block`, one comment each) and opens one issue through `open_issue`, whose marker is
-derived from a stable key (the job's base name, or the advisor batch's digest).
+derived from a stable key (the job's base name, or the advisor batch's digest).  An issue that no
+longer holds (an exhaustion report superseded, or no cap reached any more) is closed through
+`close_issue`, with one comment saying why.
 """
 
 import hashlib
@@ -45,6 +47,20 @@ def open_issue_once(forge: ForgeReadWrite, marker: str, title: str, body: str, l
         forge.close_with_labels(mine, labels[:1])
         return first, False
     return mine, True
+
+
+def close_issue(forge: ForgeReadWrite, number: int, note: str, labels: list[str]) -> bool:
+    """Close the bot's issue `number`, labelled `labels` once closed, after one comment `note` saying
+    why; returns True if the comment was posted now. The comment ends with a marker naming the close
+    (`<!-- senpai:closed:<number> -->`), looked up among the bot's comments there first, so a close
+    replayed after a crash between the two requests comments nothing twice. GitHub REST: GET then
+    POST /repos/{o}/{r}/issues/{n}/comments, and PATCH /repos/{o}/{r}/issues/{n}."""
+    marker = f"<!-- senpai:closed:{number} -->"
+    said = any(by_bot(c, forge.login) and marker in html_blocks(c.body) for c in forge.list_comments(number))
+    if not said:
+        forge.create_comment(number, f"{note}\n\n{marker}")
+    forge.close_with_labels(number, labels)
+    return not said
 
 
 def escalation_id(key: str) -> str:

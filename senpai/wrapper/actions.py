@@ -108,14 +108,29 @@ class ApplyCommand:
 
 
 @dataclass(frozen=True)
+class CloseIssue:
+    """Close one of the bot's open issues for humans that no longer holds, with one comment `note`
+    saying why (posted once however often it is replayed), labelled `labels` once closed; `reason`:
+    the same, short, for the progress line."""
+
+    number: int
+    reason: str
+    note: str
+    labels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class OpenIssue:
     """Open one issue for humans, unless one of the bot's issues labelled `labels[0]` already
-    carries `marker` (a hidden HTML comment the body ends with)."""
+    carries `marker` (a hidden HTML comment the body ends with); then close the bot's earlier issues
+    it `supersedes`, each commented "Superseded by #<this one>." before its note (and its reason
+    followed by "by #<this one>")."""
 
     marker: str
     title: str
     body: str
     labels: tuple[str, ...]
+    supersedes: tuple[CloseIssue, ...] = ()
 
 
 Action = (
@@ -130,4 +145,5 @@ Action = (
     | Stop
     | ApplyCommand
     | OpenIssue
+    | CloseIssue
 )

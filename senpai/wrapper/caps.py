@@ -1,27 +1,30 @@
 """Fleet caps: the caps in force, which are reached, and the issue that reports it.
 
 Both halves live here, as for patience: `exhausted` gates the policy's new work (`llm_held` its
-LLM turns), `exhaustion_issue` is the issue humans get, once per set of caps (its marker digests
-them, so a `/senpai caps` that raises a cap and is exhausted again later gets a new report). The caps are the harness config's
-(`max_experiments`, `caps`), each overridden by the newest `/senpai caps` that set it
+LLM turns), `exhaustion_issue` is the issue humans get, once per set of caps reached (its marker
+digests them with their values, `report_marker`: a `/senpai caps` that raises another cap opens no
+new report; one that raises the reached cap, reached again later, gets a new one). The caps are
+the harness config's (`max_experiments`, `caps`), each overridden by the newest `/senpai caps` that set it
 (`SteerState`); the spend is the ledger's (`senpai.ledger.spend`), so a restart changes nothing.
 """
 
 import hashlib
 import json
-from datetime import datetime
+import re
+from datetime import UTC, datetime
 
 from senpai.config.harness import HarnessConfig
 from senpai.config.roles import Role
+from senpai.forge.base import Issue
 from senpai.ledger.baseline import Merge, best_merge, merges
 from senpai.ledger.comments import cell, count, dollars, number
 from senpai.ledger.escalation import marked
 from senpai.ledger.experiment import Experiment
 from senpai.ledger.inbox import SteerState
 from senpai.ledger.labels import ATTENTION, STEER, ExperimentState
-from senpai.ledger.records import neutral
+from senpai.ledger.records import by_bot, html_blocks, neutral
 from senpai.ledger.spend import Spend, spend
-from senpai.wrapper.actions import OpenIssue
+from senpai.wrapper.actions import CloseIssue, OpenIssue
 from senpai.wrapper.world import World
 
 MONEY = ("dollars", "tokens", "gpu_hours", "cpu_hours")
@@ -29,6 +32,13 @@ LLM_CAPS = frozenset({"dollars", "tokens"})  # caps of LLM spend: once one is re
 # states senpai moves on by itself; a blocked PR waits for a human and does not hold the report back
 SETTLING = {ExperimentState.WIP, ExperimentState.CHANGES, ExperimentState.REVIEW, ExperimentState.VERIFYING}
 TRIED_SHOWN = 20  # decided experiments listed in a report, newest first
+_REPORT = re.compile(r"<!-- senpai:exhausted:[0-9a-f]{12} -->")  # an exhaustion report's marker (`report_marker`)
+UNREAD = "Comments here are no longer read: steer on an open `senpai:steer` issue or on a PR."
+SUPERSEDED = f"The fleet caps reached, or their values, changed since this report: that one says what stops senpai now. {UNREAD}"
+STALE = (
+    "No fleet cap is reached any more: senpai goes on with new work, unless a human paused it "
+    f"(`/senpai pause`), and this report no longer holds. {UNREAD}"
+)
 
 
 def caps_in_force(steer: SteerState, cfg: HarnessConfig) -> dict[str, float | int | datetime]:
@@ -121,21 +131,56 @@ def consequence(reached: dict[str, str], cfg: HarnessConfig) -> str:
 def exhaustion_issue(w: World, cfg: HarnessConfig) -> OpenIssue | None:
     """The exhaustion report once a cap is reached and the work running then has settled (no
     experiment in SETTLING; at once when `on_exhausted: stop` stops it, or when an LLM cap holds an
-    LLM role's turns, `llm_held`, so the work cannot settle): one per set of caps in force, none
-    once the bot's steering issues carry it, and none while a human has paused anyway."""
+    LLM role's turns, `llm_held`, so the work cannot settle): one per set of caps reached and their
+    values (`report_marker`), none once the bot's steering issues carry it, and none while a human
+    has paused anyway."""
     cut = caps_reached(w, cfg)
     if not cut or w.steer.paused:
         return None
     stopping = stops_jobs(cut, cfg) or any(llm_held(cut, cfg, role) for role in (Role.ADVISOR, Role.STUDENT))
     if not stopping and any(e.state in SETTLING for e in w.exps):
         return None  # running work finishes first: the report then holds its outcome, not a snapshot of it
-    in_force = caps_in_force(w.steer, cfg)
-    digest = hashlib.sha256(json.dumps(in_force, sort_keys=True, default=str).encode()).hexdigest()[:12]
-    marker = f"<!-- senpai:exhausted:{digest} -->"
-    if marked(w.issues, marker, w.bot):
+    marker = report_marker(cut, caps_in_force(w.steer, cfg))
+    older = tuple(_closing(i, "superseded", SUPERSEDED) for i in open_reports(w) if marker not in html_blocks(i.body))
+    if marked(w.issues, marker, w.bot) and not older:
         return None
     title = "senpai stopped: fleet caps exhausted (" + "; ".join(f"{k} {v}" for k, v in cut.items()) + ")"
-    return OpenIssue(marker, title, report(w, cfg, cut) + f"\n\n{marker}", (STEER, ATTENTION))
+    return OpenIssue(marker, title, report(w, cfg, cut) + f"\n\n{marker}", (STEER, ATTENTION), older)
+
+
+def stale_reports(w: World, cfg: HarnessConfig) -> list[CloseIssue]:
+    """The bot's open exhaustion reports once no cap is reached (the reached ones were raised, by a
+    `/senpai caps` or the config), each closed with a comment that senpai goes on: no open report
+    says "stopped" while senpai works."""
+    if caps_reached(w, cfg):
+        return []
+    return [_closing(i, "no fleet cap is reached any more", STALE) for i in open_reports(w)]
+
+
+def open_reports(w: World) -> list[Issue]:
+    """The bot's exhaustion reports still open among the steering issues: issues the bot wrote
+    (`records.by_bot`: anyone can copy a marker into theirs) whose body ends with a report's marker
+    as an HTML block of its own (`records.html_blocks`: a marker quoted in its text counts nothing)."""
+    return [
+        i for i in w.issues if i.state == "open" and by_bot(i, w.bot) and any(_REPORT.fullmatch(b) for b in html_blocks(i.body))
+    ]
+
+
+def _closing(i: Issue, reason: str, note: str) -> CloseIssue:
+    """The close of report `i`: it keeps its labels but ATTENTION (it asks nothing any more), STEER
+    among them, so the acks of the commands on it still count (`senpai.wrapper.humans`)."""
+    return CloseIssue(i.number, reason, note, tuple(label for label in i.labels if label != ATTENTION))
+
+
+def report_marker(reached: dict[str, str], in_force: dict[str, float | int | datetime]) -> str:
+    """The exhaustion report's marker: a digest of the caps `reached` (`exhausted`), each with its
+    value in force, so the report is keyed by what stops senpai. A cap raised or set that is not
+    reached changes nothing; the reached one raised and reached again, or another one reached as
+    well, is a new report."""
+    keyed = {
+        k: v.astimezone(UTC).isoformat() if isinstance(v, datetime) else float(v) for k, v in in_force.items() if k in reached
+    }
+    return f"<!-- senpai:exhausted:{hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:12]} -->"
 
 
 def report(w: World, cfg: HarnessConfig, reached: dict[str, str]) -> str:

@@ -3,8 +3,8 @@
 This is the only place the wrapper writes: launching is idempotent (deterministic job names;
 already exists = success), every ledger write goes through `senpai.ledger.transitions` (or
 `senpai.ledger.escalation`), every reply to a human through `senpai.ledger.replies.reply_to_human`
-(once per message version and kind), and an issue for humans is opened once per marker, so a
-replayed action is harmless.
+(once per message version and kind), and an issue for humans is opened once per marker (and
+closed, when it no longer holds, with one comment), so a replayed action is harmless.
 """
 
 import contextlib
@@ -33,6 +33,7 @@ from senpai.wrapper.actions import (
     Action,
     ApplyCommand,
     Block,
+    CloseIssue,
     DeleteJob,
     Escalate,
     FailureEvidence,
@@ -127,7 +128,7 @@ class Dispatcher:
     ) -> None:
         self.forge, self.fleet, self.config_path, self.gpus, self.cpus = forge, fleet, config_path, gpus, cpus or {}
         self.ledger = ledger  # its cached comments of a thread are dropped once we post there
-        self._issues: set[str] = set()  # markers of issues for humans known to exist (opened or found)
+        self._issues: dict[str, int] = {}  # marker -> number of the issues for humans known to exist (opened or found)
         self.clock: Callable[[], float] = time.monotonic  # the launch hold's clock (seconds)
         self._full, self._held_until = 0, 0.0  # launches that found the fleet's volume full in a row; no launch before
 
@@ -188,6 +189,8 @@ class Dispatcher:
             return self._stop(action, exps)
         if isinstance(action, OpenIssue):
             return self._open_issue(action)
+        if isinstance(action, CloseIssue):
+            return self._close_issue(action.number, action.labels, action.reason, action.note)
         if isinstance(action, DeleteJob):
             self.fleet.delete(action.name)
             return f"deleted job {action.name}: {action.reason}"
@@ -234,12 +237,23 @@ class Dispatcher:
 
     def _open_issue(self, a: OpenIssue) -> str:
         """Open `a` once (`escalation.open_issue_once`), its marker looked up on the forge once per
-        process; "" if it was there already."""
-        if a.marker in self._issues:
-            return ""
-        number, opened = escalation.open_issue_once(self.forge, a.marker, a.title, a.body, list(a.labels))
-        self._issues.add(a.marker)
-        return f"#{number}: opened an issue for humans: {a.title.removeprefix('senpai: ')}" if opened else ""
+        process, then close the issues it supersedes, each naming it; "" if it was there already
+        and it supersedes none."""
+        number, opened = self._issues.get(a.marker), False
+        if number is None:
+            number, opened = escalation.open_issue_once(self.forge, a.marker, a.title, a.body, list(a.labels))
+            self._issues[a.marker] = number
+        lines = [f"#{number}: opened an issue for humans: {a.title.removeprefix('senpai: ')}"] if opened else []
+        for c in a.supersedes:
+            lines.append(self._close_issue(c.number, c.labels, f"{c.reason} by #{number}", f"Superseded by #{number}. {c.note}"))
+        return "; ".join(lines)
+
+    def _close_issue(self, number: int, labels: tuple[str, ...], reason: str, note: str) -> str:
+        """Close the bot's issue `number` with the comment `note` (`escalation.close_issue`: once)."""
+        escalation.close_issue(self.forge, number, note, list(labels))
+        if self.ledger is not None:
+            self.ledger.forget(number)
+        return f"#{number}: closed: {reason}"
 
     def _tail(self, job: str | None) -> str:
         """The last ESCALATION_TAIL lines of `job`'s log as neutral prose ("" if none is left):

@@ -25,7 +25,8 @@ its delivery ack with the store deleted as well: nothing then says the job got i
 
 Humans are also asked, once each: when patience paused new work (`senpai.wrapper.patience`), when
 a fleet cap is reached (`senpai.wrapper.caps`), when a merge or a base head is not senpai's
-verified work, and when a decided PR's hypothesis record was edited (`hand_made_issues`).
+verified work, and when a decided PR's hypothesis record was edited (`hand_made_issues`). The
+bot's exhaustion report is closed once a newer one supersedes it or no cap is reached any more.
 """
 
 from senpai.config.harness import HarnessConfig
@@ -41,7 +42,7 @@ from senpai.ledger.inbox import CAP_FIELDS, Inbound, SteerState, apply_command
 from senpai.ledger.labels import ATTENTION, SENPAI, STEER, ExperimentState
 from senpai.ledger.records import digest
 from senpai.wrapper.actions import Ack, Action, ApplyCommand, Launch, OpenIssue, Stop
-from senpai.wrapper.caps import exhaustion_issue
+from senpai.wrapper.caps import exhaustion_issue, stale_reports
 from senpai.wrapper.patience import patience_issue
 from senpai.wrapper.status import LastTick, build_status
 from senpai.wrapper.world import World
@@ -50,9 +51,11 @@ from senpai.wrapper.world import World
 def steering_actions(w: World, cfg: HarnessConfig) -> list[Action]:
     """Every steering action for this tick, in order: the unacknowledged command messages in the
     order they were written (`Inbound.order`), each against the state the earlier ones leave; the
-    acknowledged stops not yet true; lost delivery acks; the issues humans are owed. Nothing unless
-    the humans' messages were read this tick (`World.fresh`): an action is planned on what the
-    forge says now, never on a view its own last actions changed."""
+    acknowledged stops not yet true; lost delivery acks; the issues humans are owed (those judged on
+    the steering state, patience's and the fleet caps', only in a tick that applies no command or
+    stop: they are judged on the re-read that follows). Nothing unless the humans' messages were
+    read this tick (`World.fresh`): an action is planned on what the forge says now, never on a view
+    its own last actions changed."""
     if not w.fresh:
         return []
     out: list[Action] = []
@@ -67,8 +70,12 @@ def steering_actions(w: World, cfg: HarnessConfig) -> list[Action]:
         elif (r := w.steer.rejects.get(e.pr)) and not e.decided and e.pr not in stopped:
             out.append(stop_for(w, e.pr, r.author, r.reason))
     out += delivery_repairs(w)
+    if any(isinstance(a, ApplyCommand | Stop) for a in out):
+        # the steering state (and the ledger) this read holds is the one these change: the reports
+        # judged on it (a cap reached, patience run out) wait for the re-read, as the rest of the plan does
+        return out + hand_made_issues(w)
     issues = [patience_issue(w, cfg), exhaustion_issue(w, cfg)]
-    return out + [i for i in issues if i] + hand_made_issues(w)
+    return out + [i for i in issues if i] + stale_reports(w, cfg) + hand_made_issues(w)
 
 
 NEEDS_WRITE = (

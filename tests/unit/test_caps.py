@@ -183,6 +183,114 @@ def test_the_experiment_cap_opens_one_exhaustion_issue_and_a_trusted_caps_resume
     assert exhaustion_issue(World(exps, BASE, [], NOW, steer=state, issues=view.issues, bot=forge.login), cfg) is None
 
 
+def _settled(dollars: float = 0.02) -> list:
+    """Four experiments (CFG's max_experiments), none running: the experiment cap is reached and its
+    report is due; #2 cost `dollars`."""
+    return [
+        merged(1, 0.91, BASE),
+        _costly(2, "closed", "bo", dollars=dollars, value=0.88),
+        _costly(3, "closed", value=0.87),
+        _costly(4, "blocked", "bo", value=0.93),
+    ]
+
+
+def _tick(forge, cfg, exps) -> list[str]:
+    """One fresh wrapper re-read and its steering, carried out on the forge: what was done."""
+    ledger, _, view = steering_tick.read(forge, cfg)
+    lines, errors = steering_tick.act(forge, cfg, (ledger, exps, view))
+    assert not errors, errors
+    return lines
+
+
+def _reports(forge) -> list:
+    """The exhaustion reports on the forge, any state, oldest first (whoever wrote them)."""
+    return sorted((i for i in forge.list_issues(STEER, "all") if "fleet caps exhausted" in i.title), key=lambda i: i.number)
+
+
+def _bot_says(forge, number: int) -> list[str]:
+    return [c.body for c in forge.list_comments(number) if c.user == forge.login]
+
+
+def test_raising_a_cap_not_reached_while_exhausted_opens_no_second_report(fake_forge):
+    forge, fake = fake_forge
+    exps = _settled()
+    _tick(forge, CFG, exps)
+    (first,) = _reports(forge)
+    assert "experiments 4 of 4" in first.title
+    fake.add_collaborator("carol")
+    fake.forge("carol", "collaborator").create_comment(first.number, "/senpai caps dollars=50 gpu_hours=10")
+    lines = []
+    for _ in range(3):  # the ack's tick, then ticks that read the raised caps: still exhausted on experiments
+        lines += _tick(forge, CFG, exps)
+    assert any("caps set: dollars 50" in line for line in lines), lines
+    assert steering_tick.read(forge, CFG)[2].state.caps == {"dollars": 50.0, "gpu_hours": 10.0}
+    assert [(i.number, i.state) for i in _reports(forge)] == [(first.number, "open")]  # the one report stands
+    assert [("Applied:" in c) for c in _bot_says(forge, first.number)] == [True]  # the ack alone: nothing closed it
+
+
+def test_a_raised_reached_cap_closes_the_report_and_a_later_exhaustion_opens_a_new_one(fake_forge):
+    forge, fake = fake_forge
+    exps = _settled()
+    _tick(forge, CFG, exps)
+    (first,) = _reports(forge)
+    fake.add_collaborator("carol")
+    carol = fake.forge("carol", "collaborator")
+    # a human's issue carrying a copy of this report's marker, and of the next one's, is not the bot's:
+    # it is never closed for the bot's, and keeps none from opening
+    marker = next(line for line in first.body.splitlines() if line.startswith("<!-- senpai:exhausted:"))
+    later = [*exps, _costly(5, "closed", value=0.8), _costly(6, "closed", "bo", value=0.8)]
+    forged = exhaustion_issue(World(later, BASE, [], NOW, steer=SteerState(experiments=6)), CFG).marker
+    copy = carol.create_issue("fleet caps exhausted (mine)", f"my notes\n\n{marker}\n\n{forged}", [STEER]).number
+    carol.create_comment(first.number, "/senpai caps experiments=6")
+    lines = _tick(forge, CFG, exps)  # the ack
+    assert any("caps set: experiments 6" in line for line in lines), lines
+    lines = _tick(forge, CFG, exps)  # 4 of 6: work goes on, and the report no longer says what is true
+    assert lines == [f"#{first.number}: closed: no fleet cap is reached any more"], lines
+    assert [(i.number, i.state) for i in _reports(forge) if i.user == forge.login] == [(first.number, "closed")]
+    (note,) = [c for c in _bot_says(forge, first.number) if "Applied:" not in c]
+    assert "No fleet cap is reached any more" in note and "senpai goes on" in note
+    (closed,) = [i for i in forge.list_issues(STEER, "all") if i.number == first.number]
+    assert STEER in closed.labels and ATTENTION not in closed.labels
+    assert steering_tick.read(forge, CFG)[2].state.experiments == 6  # the ack on the closed report still counts
+    assert _tick(forge, CFG, exps) == []  # closed once
+    _tick(forge, CFG, later)  # 6 of 6: exhausted again
+    mine = [(i.number, i.state, "experiments 6 of 6" in i.title) for i in _reports(forge) if i.user == forge.login]
+    assert mine == [(first.number, "closed", False), (mine[-1][0], "open", True)] and mine[-1][0] > first.number
+    assert forged in [i.body for i in _reports(forge) if i.user == forge.login][-1]
+    assert [i.state for i in forge.list_issues(STEER, "all") if i.number == copy] == ["open"]
+
+
+def test_a_new_report_closes_the_earlier_open_one_naming_it(fake_forge):
+    forge, fake = fake_forge
+    cfg = CFG.model_copy(update={"caps": CFG.caps.model_copy(update={"dollars": 1.0})})
+    _tick(forge, cfg, _settled(dollars=0.02))
+    (first,) = _reports(forge)
+    assert "experiments 4 of 4" in first.title and "dollars" not in first.title
+    _tick(forge, cfg, _settled(dollars=2.0))  # the dollars cap is reached too (a turn's spend landed late)
+    first_now, second = _reports(forge)
+    assert first_now.number == first.number and first_now.state == "closed" and second.state == "open"
+    assert "experiments 4 of 4" in second.title and "dollars $2.00 of $1.00" in second.title
+    (note,) = _bot_says(forge, first.number)
+    assert f"Superseded by #{second.number}" in note
+    for _ in range(2):  # a restarted wrapper (no cache) opens and closes nothing more
+        assert _tick(forge, cfg, _settled(dollars=2.0)) == []
+    fake.item(first.number).state = "open"  # reopened by hand: closed again, with no second comment
+    assert _tick(forge, cfg, _settled(dollars=2.0)) == [f"#{first.number}: closed: superseded by #{second.number}"]
+    assert len(_bot_says(forge, first.number)) == 1 and [i.state for i in _reports(forge)] == ["closed", "open"]
+
+
+def test_a_report_is_judged_after_the_caps_its_own_tick_applies(fake_forge):
+    forge, fake = fake_forge
+    fake.add_collaborator("carol")
+    steer = fake.forge("carol", "collaborator").create_issue("more", "/senpai caps experiments=6", [STEER]).number
+    exps = _settled()  # 4 of 4 as the config says: the command in this same read raises it to 6
+    lines = _tick(forge, CFG, exps)
+    assert any("caps set: experiments 6" in line for line in lines), lines
+    assert _reports(forge) == []  # not opened for the cap this tick's ack raised
+    assert _tick(forge, CFG, exps) == [] and _reports(forge) == []  # on the re-read: 4 of 6, nothing to report
+    assert len(_bot_says(forge, steer)) == 1
+
+
 def _llm(on_exhausted: str = "finish", **capped):
     """CFG with openhands for both roles and `capped` (e.g. dollars=1.0) as its fleet caps."""
     llm = {"kind": "openhands", "llm": {"model": "m"}}
