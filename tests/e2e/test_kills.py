@@ -8,16 +8,16 @@ from chaos import kill_run
 
 pytestmark = pytest.mark.e2e
 KILLS = 10
-DECIDED = 2
+DECIDED = 3  # on the quick target 2 could be decided before the 10th kill landed, under load
 CHECKED = (*DUPLICATES, "closed_for_infra", "not_terminal", "lost_events", "unreadable")
 
 
 def test_wrapper_jobs_and_forge_killed_at_random_points(tmp_path):
-    # 2 experiments (the measured start, then a proposal) outlast 10 kills (each lands at most 4 s
+    # 3 experiments (the measured start, then proposals) outlast 10 kills (each lands at most 3 s
     # after the wrapper's first tick); bench/run.py decides 12 under 200
     # on the quick target: the subject is the harness, so the jobs need not import scikit-learn
     result = kill_run(
-        tmp_path, kills=KILLS, decided=DECIDED, students=2, seed=11, job_rate=0.5, forge_rate=0.1, max_gap=4, timeout=600,
+        tmp_path, kills=KILLS, decided=DECIDED, students=2, seed=11, job_rate=0.5, forge_rate=0.1, max_gap=3, timeout=600,
         target="quick",
     )  # fmt: skip
     found = result["audit"]
