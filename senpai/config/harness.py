@@ -40,10 +40,12 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def renamed(data: object, old: str, new: str, where: str) -> object:
+def renamed(data: object, old: str, new: str, where: str, info: ValidationInfo) -> object:
     """`data` (a mapping being validated, at `where`: "" or "runtime.advisor.") with its deprecated
-    key `old` read as `new`, and a one-line warning naming the new key; a file that sets both is
-    refused (ValueError: the load's ConfigError names the file). Anything else is returned as is."""
+    key `old` read as `new`, and a one-line warning naming the file (`info.context["source"]`, as
+    `load.parse_yaml_model` passes it; "harness config" without one) and the new key; a file that
+    sets both is refused (ValueError: the load's ConfigError names the file). Anything else is
+    returned as is."""
     if not isinstance(data, dict) or old not in data:
         return data
     if new in data:
@@ -51,7 +53,8 @@ def renamed(data: object, old: str, new: str, where: str) -> object:
             f"{where}{old} and {where}{new} are both set: {where}{old} is the deprecated name of {where}{new}; "
             f"keep {where}{new} alone"
         )
-    log.warning("harness config: %s%s is deprecated, read as %s%s: rename it", where, old, where, new)
+    source = (info.context or {}).get("source", "harness config")
+    log.warning("%s: %s%s is deprecated, read as %s%s: rename it", source, where, old, where, new)
     return {(new if k == old else k): v for k, v in data.items()}
 
 
@@ -452,7 +455,7 @@ class RuntimeSettings(_Strict):
     @field_validator("advisor", "student", mode="before")
     @classmethod
     def _shorthand(cls, v: object, info: ValidationInfo) -> object:
-        return {"kind": v} if isinstance(v, str) else renamed(v, "budget", "turn", f"runtime.{info.field_name}.")
+        return {"kind": v} if isinstance(v, str) else renamed(v, "budget", "turn", f"runtime.{info.field_name}.", info)
 
 
 class SteeringSettings(_Strict):
@@ -574,8 +577,8 @@ class HarnessConfig(_Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _renamed_keys(cls, data: object) -> object:
-        return renamed(data, "limits", "caps", "")
+    def _renamed_keys(cls, data: object, info: ValidationInfo) -> object:
+        return renamed(data, "limits", "caps", "", info)
 
     @model_validator(mode="after")
     def _consistent(self) -> "HarnessConfig":

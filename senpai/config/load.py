@@ -60,6 +60,8 @@ def describe_validation_error(source: str, err: ValidationError, data: object = 
         got = e.get("input")
         shown = f" (got {got!r})" if got is not None and not isinstance(got, dict) else ""
         msg = _as_person_writes(e["type"], e["msg"])
+        if e["type"] in ("model_type", "dict_type"):  # pydantic names the class ("instance of CapSettings")
+            msg = "is empty: give it its fields or remove the line" if got is None else "must be a mapping of its fields"
         if e["type"] == "union_tag_invalid":
             field = e["ctx"]["discriminator"].strip("'_()")  # "'type'" or "_backend()"
             msg = f"unknown {field} {e['ctx']['tag']!r}; expected one of {e['ctx']['expected_tags']}"
@@ -126,6 +128,6 @@ def parse_yaml_model(text: str, source: str, model: type[M]) -> M:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context={"source": source})  # a deprecation warning names the file too
     except ValidationError as e:
         raise ConfigError(describe_validation_error(source, e, data)) from e

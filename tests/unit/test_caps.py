@@ -397,9 +397,10 @@ def _harness_file(tmp_path, **more):
 
 def test_the_old_limits_key_still_loads_as_caps_with_a_warning_and_both_are_refused(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="senpai.config.harness"):
-        cfg = load_harness(_harness_file(tmp_path, limits={"gpu_hours": 3.0, "on_exhausted": "stop"}))
+        path = _harness_file(tmp_path, limits={"gpu_hours": 3.0, "on_exhausted": "stop"})
+        cfg = load_harness(path)
     assert cfg.caps.gpu_hours == 3.0 and cfg.caps.on_exhausted == "stop"
-    assert [r.getMessage() for r in caplog.records] == ["harness config: limits is deprecated, read as caps: rename it"]
+    assert [r.getMessage() for r in caplog.records] == [f"{path}: limits is deprecated, read as caps: rename it"]
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="senpai.config.harness"):
         assert load_harness(_harness_file(tmp_path, caps={"gpu_hours": 3.0})).caps.gpu_hours == 3.0

@@ -141,6 +141,23 @@ def test_a_fleet_cap_is_a_finite_number_no_larger_than_slash_caps_takes(tmp_path
 
 
 @pytest.mark.parametrize(
+    ("section", "expected"),
+    [
+        ("caps:\n", "h.yaml: caps: is empty: give it its fields or remove the line"),
+        ("caps: [1]\n", "h.yaml: caps: must be a mapping of its fields (got [1])"),
+        ("steering: 3\n", "h.yaml: steering: must be a mapping of its fields (got 3)"),
+    ],
+)
+def test_a_section_that_is_not_a_mapping_is_named_as_a_person_writes_it_not_by_its_class(
+    tmp_path, monkeypatch, capsys, section, expected
+):
+    config = {"forge": {"repo": "o/r"}, "tracker": {"dir": "w"}, "fleet": {"dir": "j"}, "students": [{"name": "ada"}]}
+    (tmp_path / "h.yaml").write_text(yaml.safe_dump({**config, "state_dir": "s"}) + section)
+    code, err = _run_main(["ledger", "--config", str(tmp_path / "h.yaml")], monkeypatch, capsys)
+    assert code == 2 and expected in err and "Settings" not in err, err
+
+
+@pytest.mark.parametrize(
     "advisor, expected",
     [
         ({"kind": "openhands"}, r"h\.yaml: runtime\.advisor\.llm: is missing: add it"),

@@ -221,8 +221,7 @@ def test_the_old_runtime_role_budget_key_still_loads_as_turn_with_a_warning_and_
         cfg = load_harness(path)
     assert cfg.runtime.advisor.turn.llm_calls == 7 and cfg.runtime.student.turn.tokens == 9
     assert [r.getMessage() for r in caplog.records if "deprecated" in r.getMessage()] == [
-        f"harness config: runtime.{role}.budget is deprecated, read as runtime.{role}.turn: rename it"
-        for role in ("advisor", "student")
+        f"{path}: runtime.{role}.budget is deprecated, read as runtime.{role}.turn: rename it" for role in ("advisor", "student")
     ]
     both = {"advisor": {**OPENHANDS, "budget": {"llm_calls": 7}, "turn": {"llm_calls": 8}}}
     path.write_text(yaml.safe_dump({**HARNESS, "runtime": both}))
