@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import kubernetes_validate
@@ -21,7 +22,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from senpai.config.harness import HarnessConfig
+from senpai.config.harness import CapSettings, HarnessConfig
 from senpai.config.secret_env import SECRET_ENV
 from senpai.fleet.base import JobSpec
 from senpai.fleet.k8s_job import build_job
@@ -65,7 +66,17 @@ BIG = {
     },
     "resources": {"student": {"requests": {"cpu": "32", "memory": "256Gi"}, "limits": {"memory": "512Gi"}}},
     "persistence": {"existingClaim": "datasets", "accessModes": ["ReadWriteMany"]},
-    "loop": {"maxExperiments": 40, "patience": 8},
+    "loop": {
+        "maxExperiments": 40,
+        "patience": 8,
+        "caps": {
+            "dollars": 250,
+            "tokens": 9_000_000,
+            "gpuHours": 100.5,
+            "endAt": "2027-01-31T18:00:00+00:00",
+            "onExhausted": "stop",
+        },
+    },
     "wrapper": {"logFormat": "json"},
 }
 
@@ -448,6 +459,7 @@ def test_default_harness_config(helm: dict) -> None:
     assert [(s.name, s.gpus, s.cpus) for s in cfg.students] == [("ada", 1, 2)]
     assert cfg.runtime.advisor.kind == cfg.runtime.student.kind == "search"
     assert cfg.max_experiments is None and cfg.patience is None
+    assert cfg.caps == CapSettings()  # no fleet cap unless one is set
     assert cfg.advisor_wall_seconds is None and cfg.verifier_wall_seconds is None  # derived (senpai.config.time_limits)
     pvc = one(docs, "PersistentVolumeClaim")
     assert pvc["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}  # helm uninstall keeps the data
@@ -517,6 +529,8 @@ def test_four_students_with_eight_gpus_land_in_the_harness_config(helm: dict) ->
     assert cfg.forge.base_url == "https://ghe.example.com/api/v3" and cfg.forge.base_branch == "research"
     assert cfg.tracker.entity == "acme" and cfg.tracker.mode == "online" and cfg.tracker.installation == "0badc0de"
     assert cfg.max_experiments == 40 and cfg.patience == 8
+    assert (cfg.caps.dollars, cfg.caps.tokens, cfg.caps.gpu_hours, cfg.caps.cpu_hours) == (250.0, 9_000_000, 100.5, None)
+    assert cfg.caps.end_at == datetime(2027, 1, 31, 18, tzinfo=UTC) and cfg.caps.on_exhausted == "stop"
     assert not [d for d in docs if d["kind"] == "PersistentVolumeClaim"]  # existingClaim: none created
     job_sa = [d for d in docs if d["kind"] == "ServiceAccount" and d["metadata"]["name"].endswith("-job")][0]
     assert "imagePullSecrets" not in job_sa and job_sa["automountServiceAccountToken"] is False
