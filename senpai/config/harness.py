@@ -43,7 +43,8 @@ class _Strict(BaseModel):
 def renamed(data: object, old: str, new: str, where: str, info: ValidationInfo) -> object:
     """`data` (a mapping being validated, at `where`: "" or "runtime.advisor.") with its deprecated
     key `old` read as `new`, and a one-line warning naming the file (`info.context["source"]`, as
-    `load.parse_yaml_model` passes it; "harness config" without one) and the new key; a file that
+    `load.parse_yaml_model` passes it; "harness config" without one) and the new key; the rename is
+    noted in `info.context["renamed"]`, so an error inside the section names `old`. A file that
     sets both is refused (ValueError: the load's ConfigError names the file). Anything else is
     returned as is."""
     if not isinstance(data, dict) or old not in data:
@@ -53,7 +54,9 @@ def renamed(data: object, old: str, new: str, where: str, info: ValidationInfo) 
             f"{where}{old} and {where}{new} are both set: {where}{old} is the deprecated name of {where}{new}; "
             f"keep {where}{new} alone"
         )
-    source = (info.context or {}).get("source", "harness config")
+    context = info.context or {}
+    context.get("renamed", {})[f"{where}{new}"] = f"{where}{old}"  # an error inside it names the file's key
+    source = context.get("source", "harness config")
     log.warning("%s: %s%s is deprecated, read as %s%s: rename it", source, where, old, where, new)
     return {(new if k == old else k): v for k, v in data.items()}
 

@@ -48,15 +48,22 @@ def read_bounded(path: Path, limit: int, follow: bool = False) -> str:
         raise ConfigError(f"{path}: not UTF-8 ({e.reason} at byte {e.start})") from None
 
 
-def describe_validation_error(source: str, err: ValidationError, data: object = None) -> str:
+def describe_validation_error(
+    source: str, err: ValidationError, data: object = None, renamed: dict[str, str] | None = None
+) -> str:
     """Render a pydantic error as `source: field.path: message (got <input>)` lines.
 
     With the validated `data`, path parts that are not in it (the tags pydantic adds for
-    discriminated unions, e.g. `fleet.kubernetes.images`) are left out of the path.
+    discriminated unions, e.g. `fleet.kubernetes.images`) are left out of the path. `renamed`: the
+    deprecated names the file used, by the path they were read as (`{"caps": "limits"}`), so an
+    error inside one names what the file says.
     """
     lines = []
     for e in err.errors():
         loc = ".".join(str(p) for p in _user_path(e["loc"], data))  # "": a check across fields names them itself
+        for new, old in (renamed or {}).items():
+            if loc == new or loc.startswith(new + "."):
+                loc = old + loc.removeprefix(new)
         got = e.get("input")
         shown = f" (got {got!r})" if got is not None and not isinstance(got, dict) else ""
         msg = _as_person_writes(e["type"], e["msg"])
@@ -127,7 +134,8 @@ def parse_yaml_model(text: str, source: str, model: type[M]) -> M:
         raise ConfigError(f"{source}: not valid YAML: {e}") from e
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
+    context: dict = {"source": source, "renamed": {}}  # a deprecated key's warning and errors name the file's words
     try:
-        return model.model_validate(data, context={"source": source})  # a deprecation warning names the file too
+        return model.model_validate(data, context=context)
     except ValidationError as e:
-        raise ConfigError(describe_validation_error(source, e, data)) from e
+        raise ConfigError(describe_validation_error(source, e, data, context["renamed"])) from e

@@ -407,3 +407,6 @@ def test_the_old_limits_key_still_loads_as_caps_with_a_warning_and_both_are_refu
     assert caplog.records == []  # the new key alone: no warning
     with pytest.raises(ConfigError, match="limits and caps are both set: limits is the deprecated name of caps"):
         load_harness(_harness_file(tmp_path, limits={"gpu_hours": 3.0}, caps={"gpu_hours": 4.0}))
+    with pytest.raises(ConfigError, match=r"limits\.dolars: is not a field senpai knows") as refused:
+        load_harness(_harness_file(tmp_path, limits={"dolars": 3.0}))  # named as the file writes it
+    assert "caps.dolars" not in str(refused.value)

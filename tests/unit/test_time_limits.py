@@ -227,3 +227,6 @@ def test_the_old_runtime_role_budget_key_still_loads_as_turn_with_a_warning_and_
     path.write_text(yaml.safe_dump({**HARNESS, "runtime": both}))
     with pytest.raises(ConfigError, match=r"runtime\.advisor\.budget and runtime\.advisor\.turn are both set"):
         load_harness(path)
+    path.write_text(yaml.safe_dump({**HARNESS, "runtime": {"advisor": {**OPENHANDS, "budget": {"llm_cals": 7}}}}))
+    with pytest.raises(ConfigError, match=r"runtime\.advisor\.budget\.llm_cals: is not a field senpai knows"):
+        load_harness(path)  # named as the file writes it, not as runtime.advisor.turn.llm_cals
