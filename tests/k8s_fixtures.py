@@ -1,13 +1,22 @@
-"""KubernetesFleet wired to the API-server stand-in (tests/k8s_apiserver.py); no cluster involved."""
+"""KubernetesFleet wired to the API-server stand-in (tests/k8s_apiserver.py); no cluster involved.
 
-from collections.abc import Iterator
+The kubernetes client, the fleet and the stand-in (jsonschema) are imported by the helpers that use
+them: conftest.py loads this module in every pytest process, most of which run no kubernetes test.
+"""
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import pytest
-from k8s_apiserver import ApiServer
-from kubernetes import client
 
 from senpai.config.harness import KubernetesFleetSettings
-from senpai.fleet.kubernetes import KubernetesFleet
+from senpai.fleet.base import JobSpec
+
+if TYPE_CHECKING:
+    from k8s_apiserver import ApiServer
+    from kubernetes import client
+
+    from senpai.fleet.kubernetes import KubernetesFleet
 
 NAMESPACE = "senpai"
 SECRET_VALUE = "ghp_standin_0123456789"  # must never appear in a request the fleet sends
@@ -33,7 +42,22 @@ def k8s_settings(**overrides: object) -> KubernetesFleetSettings:
     return KubernetesFleetSettings.model_validate(base | overrides)
 
 
-def seed(server: ApiServer) -> ApiServer:
+def build_job(spec: JobSpec, settings: KubernetesFleetSettings, hidden: Sequence[str] = ()) -> "client.V1Job":
+    """`senpai.fleet.k8s_job.build_job`, imported by the first Job a test builds rather than by
+    collecting the test module (it imports the kubernetes client's models)."""
+    from senpai.fleet import k8s_job
+
+    return k8s_job.build_job(spec, settings, hidden)
+
+
+def as_dict(job: "client.V1Job") -> dict:
+    """`job` as the JSON body the official client would send."""
+    from kubernetes import client
+
+    return client.ApiClient().sanitize_for_serialization(job)
+
+
+def seed(server: "ApiServer") -> "ApiServer":
     """Give the stand-in what the chart would create: the Secret, PVC and ConfigMap of k8s_settings()."""
     c = server.cluster
     with c.lock:
@@ -54,13 +78,19 @@ def seed(server: ApiServer) -> ApiServer:
     return server
 
 
-def k8s_fleet(server: ApiServer, **overrides: object) -> KubernetesFleet:
+def k8s_fleet(server: "ApiServer", **overrides: object) -> "KubernetesFleet":
     """A KubernetesFleet through the official client against `server` (no retry delay)."""
+    from kubernetes import client
+
+    from senpai.fleet.kubernetes import KubernetesFleet
+
     api = client.ApiClient(client.Configuration(host=server.url))
     return KubernetesFleet(k8s_settings(**overrides), api, retry_wait=0.0)
 
 
 @pytest.fixture
-def apiserver() -> Iterator[ApiServer]:
+def apiserver() -> Iterator["ApiServer"]:
+    from k8s_apiserver import ApiServer
+
     with ApiServer() as server:
         yield seed(server)

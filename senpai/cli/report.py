@@ -37,7 +37,7 @@ def report(config_path: str, out: str | None, fmt: str, local_forge: str | None,
     Example, after `senpai demo --out demo-out/run1`:
       senpai report --config demo-out/run1/harness.yaml --local-forge demo-out/run1/forge --out demo-out/run1/report.html
     """
-    from senpai.report import render  # matplotlib: only when a report is made, not for `senpai --help`
+    from senpai.report import render  # jinja2: only when a report is made, not for `senpai --help`
     from senpai.report.summary import summarise
 
     cfg = load_harness(config_path)

@@ -13,7 +13,6 @@ import base64
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from senpai.ledger.comments import cell, count, dollars, duration, number, signed
-from senpai.report import plots
 from senpai.report.summary import Summary
 from senpai.tracker.base import ReportSpec
 
@@ -39,6 +38,8 @@ def _img(svg: str) -> str:
 
 def html(s: Summary) -> str:
     """The report as one HTML page (UTF-8 text)."""
+    from senpai.report import plots  # matplotlib (~1.5 s): only the page has figures, not the Markdown
+
     figures = [
         ("Baseline over time", _img(plots.baseline_plot(s))),
         ("Metric per experiment", _img(plots.experiments_plot(s))),

@@ -15,7 +15,6 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import pytest
-from k8s_apiserver import ApiServer
 from k8s_fixtures import k8s_fleet, seed
 
 from senpai.errors import NotFound
@@ -37,6 +36,8 @@ def local_fleet(tmp_path: Path) -> Iterator[Fleet]:
 
 @contextmanager
 def kubernetes_fleet(tmp_path: Path) -> Iterator[Fleet]:
+    from k8s_apiserver import ApiServer  # the kubernetes client (seconds): when run, not when the suite is collected
+
     with ApiServer() as server:
         yield k8s_fleet(seed(server))
 

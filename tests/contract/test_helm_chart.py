@@ -17,15 +17,13 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-import kubernetes_validate
 import pytest
 import yaml
-from kubernetes import client
+from k8s_fixtures import as_dict, build_job
 
 from senpai.config.harness import CapSettings, HarnessConfig
 from senpai.config.secret_env import SECRET_ENV
 from senpai.fleet.base import JobSpec
-from senpai.fleet.k8s_job import build_job
 from senpai.job.walls import senpai_paths
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -409,6 +407,8 @@ def test_lint_passes_with_the_required_values_and_fails_without(helm: dict) -> N
 @pytest.mark.parametrize("case", ["default", "big", "holdout-secret", "holdout-claim", "operator"])
 @pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
 def test_every_manifest_is_valid_kubernetes(helm: dict, case: str, kube_version: str) -> None:
+    import kubernetes_validate  # with the kubernetes client (seconds): when run, not at collection
+
     answer = helm[f"{case}-{kube_version}"]
     docs = manifests(answer) + [d for h in answer["hooks"] for d in yaml.safe_load_all(h) if d]
     assert docs
@@ -475,6 +475,8 @@ def test_default_harness_config(helm: dict) -> None:
     ],
 )
 def test_the_sealed_holdout_reaches_only_verifier_scoring(helm: dict, case: str, expected: dict | None) -> None:
+    import kubernetes_validate  # with the kubernetes client (seconds): when run, not at collection
+
     """The rendered fleet settings, built into Jobs: only a verifier's `checkout` (its fingerprint)
     and `score` containers mount the holdout."""
     answer = helm[f"{case}-1.37"]
@@ -486,7 +488,7 @@ def test_the_sealed_holdout_reaches_only_verifier_scoring(helm: dict, case: str,
     assert f"read-only at {expected['mount_path']} in the checkout and score containers of verifier Jobs only" in answer["notes"]
     for role in ("advisor", "student", "verifier"):
         spec = JobSpec(name=f"senpai-{role}-pr3-1", role=role, command=["senpai", "job", role], wall_seconds=60, gpus=1)
-        job = client.ApiClient().sanitize_for_serialization(build_job(spec, fleet))
+        job = as_dict(build_job(spec, fleet))
         kubernetes_validate.validate(job, "1.37", strict=True)
         pod = job["spec"]["template"]["spec"]
         holders = {
@@ -538,6 +540,8 @@ def test_four_students_with_eight_gpus_land_in_the_harness_config(helm: dict) ->
 
 
 def test_a_keyless_base_url_llm_needs_no_secret(helm: dict) -> None:
+    import kubernetes_validate  # with the kubernetes client (seconds): when run, not at collection
+
     docs = manifests(helm["keyless"])
     for doc in docs:
         kubernetes_validate.validate(doc, KUBE_VERSIONS[-1], strict=True)
@@ -699,12 +703,14 @@ def hooks(answer: dict) -> list[dict]:
 def built_jobs(cfg, kube_version: str = "1.37") -> dict[str, dict]:
     """The Job of each role as the wrapper builds it from the rendered harness config (`make_fleet`:
     senpai's folders hidden from the target's code), valid in strict mode."""
+    import kubernetes_validate  # with the kubernetes client (seconds): when run, not at collection
+
     jobs = {}
     hidden = [*senpai_paths(cfg), *cfg.wall.hidden]
     for role in ("advisor", "student", "verifier"):
         command = ["senpai", "job", role]
         spec = JobSpec(name=f"senpai-{role}-pr3-1", role=role, student="ada", command=command, wall_seconds=60, gpus=1)
-        jobs[role] = client.ApiClient().sanitize_for_serialization(build_job(spec, cfg.fleet, hidden))
+        jobs[role] = as_dict(build_job(spec, cfg.fleet, hidden))
         kubernetes_validate.validate(jobs[role], kube_version, strict=True)
     return jobs
 

@@ -11,7 +11,6 @@ score step reads the sealed holdout from a Secret volume that only it mounts.
 import pytest
 import yaml
 from forge_fixtures import TOKEN
-from k8s_apiserver import ApiServer
 from k8s_fixtures import NAMESPACE, SECRET_VALUE, k8s_settings, seed
 from research import assert_no_duplicates, make_program, reader, run
 
@@ -36,6 +35,8 @@ def kubeconfig(url: str) -> str:
 
 
 def test_research_loop_on_the_kubernetes_fleet(local_forge, tmp_path, monkeypatch):
+    from k8s_apiserver import ApiServer
+
     from senpai.cli.example_split import DIGITS, HOLDOUT_FILE
 
     config = make_program(local_forge.base_url, tmp_path, "k8s-loop", experiments=2, target="quick")

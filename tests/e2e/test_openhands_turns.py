@@ -18,7 +18,6 @@ from research import make_program
 from scripted import LLM_KEY, LLM_KEY_ENV, tool_results, use_openhands, user_text
 
 from senpai.agents.hypothesis import open_hypothesis
-from senpai.agents.openhands.conversation import BASE_PROMPT
 from senpai.agents.openhands.trace import COLUMNS
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config import safe_yaml
@@ -100,6 +99,8 @@ def test_system_prefix_is_byte_stable_and_humans_get_replies(local_forge, llm_se
     assert {"create_hypothesis", "decide", "query_ledger", "query_runs", "reply_to_human", "file_editor", "finish"} <= set(names)
     assert "terminal" not in names and "think" not in names  # the advisor reads code; it runs none
     assert "invoke_skill" in names and "reviewing-against-the-baseline" in json.dumps(first["messages"][0])
+    from senpai.agents.openhands.conversation import BASE_PROMPT  # the SDK: after the turns ran it, not at collection
+
     system = json.dumps(first["messages"][0])
     assert json.dumps(BASE_PROMPT)[1:-1] in system and "OpenHands agent" not in system  # senpai's prompt, not the SDK's
     today = datetime.now().astimezone().strftime("%Y-%m-%d")

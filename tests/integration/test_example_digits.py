@@ -15,7 +15,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-import skops.io
 import yaml
 
 from senpai.cli.demo import write_config
@@ -206,6 +205,8 @@ def test_the_demo_refuses_a_train_interpreter_that_does_not_run_before_it_starts
 
 
 def test_train_reports_logs_its_run_and_writes_a_safe_artifact(repo, tracker, tmp_path, evaluator):
+    import skops.io  # scikit-learn and scipy (seconds): when run, not when the suite is collected
+
     artifact = tmp_path / "artifact"
     artifact.mkdir()
     proc = run_train(repo, tracker, identity("digits-ok"), ["train.py"], artifact)
@@ -260,6 +261,8 @@ def test_evaluator_scores_the_artifact_alone_and_deterministically(repo, holdout
 
 
 def test_evaluator_refuses_untrusted_artifacts(holdout, tmp_path, evaluator):
+    import skops.io
+
     untrusted = tmp_path / "untrusted"
     untrusted.mkdir()
     skops.io.dump({"model": Payload()}, untrusted / "model.skops")  # a type skops does not trust

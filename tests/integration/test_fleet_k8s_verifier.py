@@ -9,16 +9,16 @@ runs the init containers in order and the main container last. docs/kubernetes.m
 
 import json
 import time
+from typing import TYPE_CHECKING
 
-import kubernetes_validate
 import pytest
-from k8s_apiserver import ApiServer, Cluster
-from k8s_fixtures import NAMESPACE, SECRET_VALUE, k8s_fleet, k8s_settings, seed
-from kubernetes import client
+from k8s_fixtures import NAMESPACE, SECRET_VALUE, as_dict, build_job, k8s_fleet, k8s_settings, seed
 
 from senpai.errors import PermanentError
 from senpai.fleet.base import THREAD_ENV, JobSpec
-from senpai.fleet.k8s_job import VERIFY_STEPS, build_job
+
+if TYPE_CHECKING:
+    from k8s_apiserver import ApiServer
 
 COMMAND = ["/opt/senpai/bin/python", "-m", "senpai", "job", "verify", "--pr", "7"]
 SECRET_HOLDOUT = {"secret": "digits-holdout", "mount_path": "/holdout"}
@@ -40,7 +40,7 @@ def spec(role: str = "verifier", gpus: int = 0, command: list[str] = COMMAND, na
 
 def pod_of(role: str, holdout: dict | None, gpus: int = 0) -> dict:
     job = build_job(spec(role, gpus), k8s_settings(holdout=holdout))
-    return client.ApiClient().sanitize_for_serialization(job)["spec"]["template"]["spec"]
+    return as_dict(job)["spec"]["template"]["spec"]
 
 
 def every_container(pod: dict) -> list[dict]:
@@ -71,7 +71,11 @@ SIDE_MOUNTS = {"side-baseline": "/work/baseline", "side-candidate": "/work/candi
 @pytest.mark.parametrize("holdout", [None, SECRET_HOLDOUT, CLAIM_HOLDOUT], ids=["none", "secret", "claim"])
 @pytest.mark.parametrize("version", ["1.30", "1.37"])
 def test_verifier_job_is_checkout_then_one_train_per_side_then_score(holdout, version):
-    job = client.ApiClient().sanitize_for_serialization(build_job(spec(), k8s_settings(holdout=holdout)))
+    import kubernetes_validate  # with the kubernetes client (seconds): when run, not at collection
+
+    from senpai.fleet.k8s_job import VERIFY_STEPS
+
+    job = as_dict(build_job(spec(), k8s_settings(holdout=holdout)))
     assert kubernetes_validate.validate(job, version, strict=True) == version
     pod = job["spec"]["template"]["spec"]
     assert [c["name"] for c in pod["initContainers"]] == ["checkout", "train-baseline", "train-candidate"]
@@ -199,7 +203,9 @@ def test_a_holdout_on_the_shared_claim_or_beside_the_work_dir_is_refused():
 
 
 @pytest.fixture
-def scripted() -> ApiServer:
+def scripted() -> "ApiServer":
+    from k8s_apiserver import ApiServer, Cluster
+
     with ApiServer(Cluster(run_pods=False)) as server:
         yield seed(server)
 

@@ -9,23 +9,23 @@ against the stand-in.
 
 import json
 import time
+from typing import TYPE_CHECKING
 
 import httpx
-import kubernetes_validate
 import pytest
 from forge_fixtures import commit_and_push
-from k8s_apiserver import ApiServer, Cluster
-from k8s_fixtures import NAMESPACE, SECRET_VALUE, k8s_fleet, k8s_settings, seed
-from kubernetes import client
+from k8s_fixtures import NAMESPACE, SECRET_VALUE, as_dict, build_job, k8s_fleet, k8s_settings, seed
 
 from senpai.errors import NotFound, PermanentError, TransientError
 from senpai.fleet.base import JobSpec
-from senpai.fleet.k8s_job import build_job
 from senpai.ledger import transitions
 from senpai.ledger.blocks import BaselineRef, BudgetRef, Hypothesis, MetricRef
 from senpai.ledger.experiment import read_experiment
 from senpai.wrapper.actions import FailureEvidence
 from senpai.wrapper.dispatch import Dispatcher
+
+if TYPE_CHECKING:
+    from k8s_apiserver import ApiServer
 
 CONFIG = "/etc/senpai/harness.yaml"
 
@@ -45,11 +45,7 @@ def spec(role: str = "student", gpus: int = 0, name: str | None = None, **kw) ->
     )
 
 
-def as_dict(job: client.V1Job) -> dict:
-    return client.ApiClient().sanitize_for_serialization(job)
-
-
-def posted_jobs(server: ApiServer) -> list[dict]:
+def posted_jobs(server: "ApiServer") -> list[dict]:
     return [body for method, path, body in server.cluster.requests if method == "POST" and path.endswith("/jobs")]
 
 
@@ -59,6 +55,8 @@ def posted_jobs(server: ApiServer) -> list[dict]:
 @pytest.mark.parametrize("role, gpus", [("advisor", 0), ("student", 0), ("student", 2), ("verifier", 0), ("verifier", 1)])
 @pytest.mark.parametrize("version", ["1.30", "1.37"])
 def test_every_job_is_valid_for_kubernetes(role, gpus, version):
+    import kubernetes_validate  # the kubernetes client (seconds): when run, not when the suite is collected
+
     job = as_dict(build_job(spec(role, gpus), k8s_settings()))
     assert kubernetes_validate.validate(job, version, strict=True) == version
 
@@ -173,8 +171,10 @@ def test_secrets_are_passed_by_reference_only(apiserver):
 
 
 @pytest.fixture
-def scripted() -> ApiServer:
+def scripted() -> "ApiServer":
     """A stand-in whose pods stay Pending until the test ends them with Cluster.finish."""
+    from k8s_apiserver import ApiServer, Cluster
+
     with ApiServer(Cluster(run_pods=False)) as server:
         yield seed(server)
 
@@ -323,6 +323,8 @@ def test_server_errors_are_retried_then_transient(scripted):
 
 
 def test_unreachable_api_server_is_transient():
+    from k8s_apiserver import ApiServer
+
     server = ApiServer()
     server.server_close()  # a port nobody listens on
     with pytest.raises(TransientError, match="cannot get jobs"):
@@ -356,6 +358,8 @@ def test_a_stuck_job_says_why_it_is_pending(scripted):
 
 
 def test_a_missing_secret_leaves_the_job_pending_with_the_reason():
+    from k8s_apiserver import ApiServer
+
     with ApiServer() as server:  # no Secret created
         fleet = k8s_fleet(server)
         name = fleet.launch(spec("verifier")).name

@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 from click.testing import CliRunner
 from forge_fixtures import TOKEN, run_git
-from sklearn.datasets import load_breast_cancer
 from walled import walls_at
 
 from senpai.cli.demo import write_config
@@ -70,6 +69,8 @@ def test_init_turns_a_plain_script_into_a_target_whose_loop_runs(local_forge, tm
 
     holdout = tmp_path / "holdout"  # the sealed holdout, outside the target, as init's next steps say
     holdout.mkdir()
+    from sklearn.datasets import load_breast_cancer  # scikit-learn (scipy: seconds) when run, not at collection
+
     x, y = load_breast_cancer(return_X_y=True)
     header = ",".join([*(f"f{i}" for i in range(x.shape[1])), "label"])
     np.savetxt(holdout / "holdout.csv", np.column_stack([x, y]), delimiter=",", header=header, comments="")

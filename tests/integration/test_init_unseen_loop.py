@@ -15,10 +15,6 @@ from pathlib import Path
 import numpy as np
 from click.testing import CliRunner
 from forge_fixtures import TOKEN
-from sklearn.datasets import load_diabetes
-from sklearn.linear_model import Ridge
-from sklearn.metrics import mean_squared_error
-from sklearn.model_selection import train_test_split
 from third_party import ridge_json
 
 from senpai.cli.demo import run_until, write_config
@@ -174,6 +170,12 @@ def loop(local_forge, tmp_path: Path, root: Path, holdout: Path, monkeypatch) ->
 
 
 def test_a_scikit_learn_script_printing_its_loss_as_json_reaches_a_verified_experiment(local_forge, tmp_path, monkeypatch):
+    # scikit-learn (scipy: seconds) when this test runs, not when the suite is collected
+    from sklearn.datasets import load_diabetes
+    from sklearn.linear_model import Ridge
+    from sklearn.metrics import mean_squared_error
+    from sklearn.model_selection import train_test_split
+
     root = tmp_path / "ridge"
     root.mkdir()
     (root / "fit_ridge.py").write_text(RIDGE_JSON)

@@ -124,6 +124,17 @@ def test_the_proposal_imports_optuna_without_redis_and_leaves_redis_importable()
     assert proc.stdout.split() == ["False", "redis"], proc.stderr
 
 
+def test_a_markdown_report_imports_matplotlib_only_for_the_html_page():
+    """Only the HTML page has figures: `senpai report --format md` and the W&B report's Markdown draw none."""
+    code = (
+        "import sys; from senpai.report import render; from senpai.report.summary import summarise\n"
+        "s = summarise([], 'o/r'); render.markdown(s); render.tracker_spec(s); print('matplotlib' in sys.modules)\n"
+        "render.html(s); print('matplotlib' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.split() == ["False", "True"], proc.stderr
+
+
 def _third_party(code: str) -> set[str]:
     """The top-level packages outside the standard library (private names aside: `__main__`, an
     editable install's finder) that `code` has imported, run in a fresh interpreter."""

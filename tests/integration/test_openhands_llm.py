@@ -1,14 +1,13 @@
 """An openhands role's LLM settings reach the wire: the scripted server records each request the
-OpenHands SDK sends through LiteLLM (`make_llm`), and answers late when its script says so."""
+OpenHands SDK sends through LiteLLM (`make_llm`), and answers late when its script says so.
+
+The SDK (several seconds) is imported where it is used, so collecting the suite does not."""
 
 import time
 
 import pytest
 from llm_server import say
-from openhands.sdk import Message, TextContent
-from openhands.sdk.llm.exceptions import LLMTimeoutError
 
-from senpai.agents.openhands.llm import make_llm
 from senpai.config.harness import OpenHandsRuntimeSettings
 from senpai.config.roles import Role
 
@@ -20,6 +19,10 @@ def runtime(base_url: str, name: str, wall_seconds: int = 300, **llm) -> OpenHan
 
 
 def ask(rt: OpenHandsRuntimeSettings) -> None:
+    from openhands.sdk import Message, TextContent
+
+    from senpai.agents.openhands.llm import make_llm
+
     make_llm(rt, Role.ADVISOR, None).completion(messages=[Message(role="user", content=[TextContent(text="hi")])])
 
 
@@ -41,6 +44,8 @@ def test_a_call_past_its_timeout_is_cut_and_made_num_retries_plus_one_times_in_a
         time.sleep(5)  # past the 1 s timeout: the SDK gives up on the attempt, and then on the call
         return say("too late")
 
+    from openhands.sdk.llm.exceptions import LLMTimeoutError
+
     llm_server.state.script("slow", [late] * 5)
     with pytest.raises(LLMTimeoutError):
         ask(runtime(llm_server.base_url, "slow", timeout=1, num_retries=1))
@@ -48,5 +53,7 @@ def test_a_call_past_its_timeout_is_cut_and_made_num_retries_plus_one_times_in_a
 
 
 def test_an_unset_timeout_is_the_sdks_300_s_cut_to_fit_the_turn(llm_server):
+    from senpai.agents.openhands.llm import make_llm
+
     assert make_llm(runtime(llm_server.base_url, "m", wall_seconds=1800), Role.ADVISOR, None).timeout == 300
     assert make_llm(runtime(llm_server.base_url, "m", wall_seconds=300), Role.ADVISOR, None).timeout == 92

@@ -1,9 +1,14 @@
-"""The turn guard (TurnGuard) reads the SDK's own metrics and pauses the conversation at each kind of limit."""
+"""The turn guard (TurnGuard) reads the SDK's own metrics and pauses the conversation at each kind of limit.
+
+The guard and the SDK (several seconds) are imported by `_guard`, so collecting the suite does not import them."""
 
 import time
+from typing import TYPE_CHECKING
 
-from senpai.agents.openhands.turn_guard import TurnGuard  # first: it sets the offline LiteLLM env
 from senpai.config.harness import TurnLimits
+
+if TYPE_CHECKING:
+    from senpai.agents.openhands.turn_guard import TurnGuard
 
 
 class FakeStats:
@@ -33,7 +38,9 @@ class FakeConversation:
         self.metrics.add_cost(dollars)
 
 
-def _guard(**limits) -> tuple[TurnGuard, FakeConversation]:
+def _guard(**limits) -> tuple["TurnGuard", FakeConversation]:
+    from senpai.agents.openhands.turn_guard import TurnGuard  # first: it sets the offline LiteLLM env
+
     guard, conv = TurnGuard(TurnLimits(**limits)), FakeConversation()
     guard.bind(conv)
     return guard, conv

@@ -13,27 +13,30 @@ import sys
 import threading
 from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
 import yaml
 from click.testing import CliRunner
 from forge_fixtures import OWNER, TOKEN, commit_and_push, target_yaml, user_token
-from k8s_apiserver import ApiServer
 from k8s_fixtures import NAMESPACE, k8s_settings
-from kubernetes import client
 from second_python import venv_with
 
 from senpai.cli.main import cli, main
 from senpai.cli.preflight import interpreter_checks, wall_check
 from senpai.cli.wiring import make_forge, make_tracker
 from senpai.config.harness import HarnessConfig, WallSettings
-from senpai.fleet.k8s_cluster import ClusterProbe
 from senpai.fleet.wall import landlock_abi
 from senpai.forge.base import Access
 from senpai.job.walls import isolation
 from senpai.preflight import CheckResult
 from senpai.preflight.checks import LABELS, holdout_check, run_preflight, token_checks
+
+if TYPE_CHECKING:
+    from k8s_apiserver import ApiServer
+
+    from senpai.fleet.k8s_cluster import ClusterProbe
 
 TOKEN_ENV = "SENPAI_PREFLIGHT_TOKEN"
 
@@ -55,7 +58,7 @@ def by_check(results: Iterable[CheckResult]) -> dict[str, CheckResult]:
     return {r.check: r for r in results}
 
 
-def preflight(cfg: HarnessConfig, probe: ClusterProbe | None = None) -> dict[str, CheckResult]:
+def preflight(cfg: HarnessConfig, probe: "ClusterProbe | None" = None) -> dict[str, CheckResult]:
     return by_check(run_preflight(cfg, make_forge(cfg), make_tracker(cfg), probe))
 
 
@@ -333,7 +336,11 @@ def cluster_cfg(repo_cfg) -> HarnessConfig:
     return repo_cfg.model_copy(update={"fleet": k8s_settings()})
 
 
-def probe_for(server: ApiServer) -> ClusterProbe:
+def probe_for(server: "ApiServer") -> "ClusterProbe":
+    from kubernetes import client  # the kubernetes client (seconds): when run, not when the suite is collected
+
+    from senpai.fleet.k8s_cluster import ClusterProbe
+
     return ClusterProbe(k8s_settings(), client.ApiClient(client.Configuration(host=server.url)), retry_wait=0.0)
 
 
@@ -366,6 +373,8 @@ def test_a_job_pod_that_takes_senpais_own_path_fails(cluster_cfg, apiserver):
 
 
 def test_cluster_failures_name_their_fix(cluster_cfg):
+    from k8s_apiserver import ApiServer
+
     with ApiServer() as server:
         c = server.cluster
         c.deny.update({("get", "pods/log"), ("list", "nodes")})
@@ -422,6 +431,8 @@ def test_no_gpu_node_big_enough_fails(cluster_cfg, apiserver):
 
 
 def test_missing_namespace_fails(cluster_cfg):
+    from k8s_apiserver import ApiServer
+
     with ApiServer() as server:
         server.cluster.namespaces.clear()
         namespace = preflight(cluster_cfg, probe_for(server))["namespace"]

@@ -1,17 +1,16 @@
 """The openhands agent's file editor runs behind the wall (senpai.agents.openhands.editor): a link in
 the work copy that a process of the agent's flips between a folder of its own and a hidden one
-(the red team's race against the path check) never yields the hidden file, and edits still work."""
+(the red team's race against the path check) never yields the hidden file, and edits still work.
+
+Each test imports the OpenHands SDK (several seconds) itself, so collecting the suite does not."""
 
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from openhands.tools.file_editor import FileEditorAction
 
 import senpai
-from senpai.agents.openhands.conversation import _Confined
-from senpai.agents.openhands.editor import WalledEditor
 from senpai.config.harness import WallSettings
 from senpai.fleet.wall import landlock_abi
 from senpai.job.walls import candidate_wall, isolation, sandbox
@@ -21,6 +20,11 @@ SECRET = "TOPSECRET-oauth-token"
 
 
 def test_a_link_flipped_under_the_editor_never_reaches_a_hidden_file(tmp_path: Path) -> None:
+    from openhands.tools.file_editor import FileEditorAction
+
+    from senpai.agents.openhands.conversation import _Confined
+    from senpai.agents.openhands.editor import WalledEditor
+
     workspace, hidden = tmp_path / "ws", tmp_path / "gh"
     (workspace / "real").mkdir(parents=True)
     hidden.mkdir()
@@ -56,6 +60,10 @@ def test_a_link_flipped_under_the_editor_never_reaches_a_hidden_file(tmp_path: P
 
 
 def test_the_walled_editor_edits_and_undoes_in_the_work_copy(tmp_path: Path) -> None:
+    from openhands.tools.file_editor import FileEditorAction
+
+    from senpai.agents.openhands.editor import WalledEditor
+
     workspace = tmp_path / "ws"
     workspace.mkdir()
     own, env = sandbox(tmp_path / "own")
@@ -77,6 +85,10 @@ def test_the_walled_editor_edits_and_undoes_in_the_work_copy(tmp_path: Path) -> 
 def test_the_walled_editor_runs_when_senpais_clone_is_in_a_hidden_folder(tmp_path: Path) -> None:
     """An editable install in a clone under HOME or /tmp, which the view empties: the editor process
     still imports senpai (its package folder is kept, as the interpreter's are)."""
+    from openhands.tools.file_editor import FileEditorAction
+
+    from senpai.agents.openhands.editor import WalledEditor
+
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "a.txt").write_text("mine\n")

@@ -1,7 +1,10 @@
 """The evaluator `senpai init` writes prints the same kind of quantity as the train metric, with its
 own direction, and `senpai validate` runs it on a sample and holds what it prints against
 senpai.yaml (issue 24, finding 4: a loss-trained classifier got `direction: minimize` and an
-evaluator printing accuracy, so the verifier would have merged candidates that classify worse)."""
+evaluator printing accuracy, so the verifier would have merged candidates that classify worse).
+
+scikit-learn and skops (scipy: seconds) are imported by the tests and helpers that fit or save a model,
+so collecting the suite does not import them."""
 
 import importlib.util
 import math
@@ -9,22 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import skops.io
 import yaml
 from click.testing import CliRunner
-from sklearn.datasets import load_breast_cancer, load_diabetes
-from sklearn.linear_model import LinearRegression, LogisticRegression
-from sklearn.metrics import (
-    accuracy_score,
-    f1_score,
-    log_loss,
-    mean_absolute_error,
-    mean_squared_error,
-    r2_score,
-    roc_auc_score,
-)
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
 from third_party import repo
 from walled import walls_at
 
@@ -85,6 +74,8 @@ def holdout_csv(folder: Path, x: np.ndarray, y: np.ndarray) -> Path:
 
 def score(root: Path, model, holdout: Path, work: Path) -> float:
     """What the verifier's score step gets from init's evaluator for `model` (saved with skops)."""
+    import skops.io
+
     artifact = work / "artifact"
     artifact.mkdir(parents=True)
     skops.io.dump(model, artifact / "model.skops")
@@ -101,6 +92,12 @@ def score(root: Path, model, holdout: Path, work: Path) -> float:
 
 
 def test_a_loss_trained_classifier_gets_a_loss_evaluator_and_the_verifier_prefers_the_better_model(tmp_path):
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import log_loss
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
     root = repo(tmp_path, {"train.py": LOSS_CLASSIFIER})
     code, said = run("init", str(root), "--yes")
     assert code == 0, said
@@ -192,21 +189,51 @@ def test_validate_refuses_evaluator_files_holding_a_link_out(tmp_path):
     assert code == 2 and "holdout.files cannot be laid out as the score step lays them out: 'eval/notes.txt' is a link" in said
 
 
-CLASSIFIER_DATA, REGRESSOR_DATA = load_breast_cancer(return_X_y=True), load_diabetes(return_X_y=True)
-DIRECT = {
-    "accuracy": lambda m, x, y: accuracy_score(y, m.predict(x)),
-    "log_loss": lambda m, x, y: log_loss(y, m.predict_proba(x)),
-    "f1": lambda m, x, y: f1_score(y, m.predict(x), average="macro"),
-    "auc": lambda m, x, y: roc_auc_score(y, m.predict_proba(x)[:, 1]),
-    "mse": lambda m, x, y: mean_squared_error(y, m.predict(x)),
-    "rmse": lambda m, x, y: math.sqrt(mean_squared_error(y, m.predict(x))),
-    "mae": lambda m, x, y: mean_absolute_error(y, m.predict(x)),
-    "r2": lambda m, x, y: r2_score(y, m.predict(x)),
-}
+@pytest.fixture(scope="module")
+def datasets() -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """(x, y) of a classifier's data set (breast cancer) and of a regressor's (diabetes), from scikit-learn."""
+    from sklearn.datasets import load_breast_cancer, load_diabetes
+
+    return load_breast_cancer(return_X_y=True), load_diabetes(return_X_y=True)
+
+
+def unfitted(model: str | None):
+    """An unfitted scikit-learn estimator for `model`: a scaled logistic regression for a "classifier", else a linear one."""
+    from sklearn.linear_model import LinearRegression, LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(StandardScaler(), LogisticRegression()) if model == "classifier" else LinearRegression()
+
+
+def direct(name: str, m, x: np.ndarray, y: np.ndarray) -> float:
+    """The quantity QUANTITIES[name] of model `m` on (x, y), computed by scikit-learn itself."""
+    from sklearn.metrics import (
+        accuracy_score,
+        f1_score,
+        log_loss,
+        mean_absolute_error,
+        mean_squared_error,
+        r2_score,
+        roc_auc_score,
+    )
+
+    return {
+        "accuracy": lambda: accuracy_score(y, m.predict(x)),
+        "log_loss": lambda: log_loss(y, m.predict_proba(x)),
+        "f1": lambda: f1_score(y, m.predict(x), average="macro"),
+        "auc": lambda: roc_auc_score(y, m.predict_proba(x)[:, 1]),
+        "mse": lambda: mean_squared_error(y, m.predict(x)),
+        "rmse": lambda: math.sqrt(mean_squared_error(y, m.predict(x))),
+        "mae": lambda: mean_absolute_error(y, m.predict(x)),
+        "r2": lambda: r2_score(y, m.predict(x)),
+    }[name]()
 
 
 @pytest.mark.parametrize("name", list(QUANTITIES))
-def test_each_evaluator_init_writes_computes_its_quantity_on_a_real_model(tmp_path, name):
+def test_each_evaluator_init_writes_computes_its_quantity_on_a_real_model(tmp_path, name, datasets):
+    import skops.io
+
     q = QUANTITIES[name]
     root = repo(tmp_path, {"train.py": LOSS_CLASSIFIER})
     text = render(root, Answers("python train.py", "val_loss", "minimize", "params.json", name), detect(root))[EVALUATOR]
@@ -215,13 +242,12 @@ def test_each_evaluator_init_writes_computes_its_quantity_on_a_real_model(tmp_pa
     evaluator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(evaluator)
     assert evaluator.METRIC == f"holdout_{name}" and f"{q.metric}: <{q.what}; " in text
-    x, y = CLASSIFIER_DATA if q.model == "classifier" else REGRESSOR_DATA
-    estimator = make_pipeline(StandardScaler(), LogisticRegression()) if q.model == "classifier" else LinearRegression()
-    model = estimator.fit(x[:300], y[:300])
+    x, y = datasets[0] if q.model == "classifier" else datasets[1]
+    model = unfitted(q.model).fit(x[:300], y[:300])
     (tmp_path / "model").mkdir()
     skops.io.dump(model, tmp_path / "model" / "model.skops")
     got = evaluator.score(evaluator.load_model(tmp_path / "model"), x[300:], y[300:].astype(float))
-    assert got == pytest.approx(DIRECT[name](model, x[300:], y[300:]), rel=1e-9)
+    assert got == pytest.approx(direct(name, model, x[300:], y[300:]), rel=1e-9)
     (tmp_path / "a").mkdir(), (tmp_path / "h").mkdir()
     evaluator.write_sample(tmp_path / "a", tmp_path / "h")  # the sample: a model of the right kind it can score
     rows = np.loadtxt(tmp_path / "h" / "holdout.csv", delimiter=",", skiprows=1, ndmin=2)
@@ -296,7 +322,7 @@ FIT_NET = "import json\nfrom safetensors.numpy import save_file\n\nfrom net impo
 
 
 @pytest.mark.parametrize("name", list(QUANTITIES))
-def test_each_weights_evaluator_computes_its_quantity_with_numpy_alone(tmp_path, name):
+def test_each_weights_evaluator_computes_its_quantity_with_numpy_alone(tmp_path, name, datasets):
     q = QUANTITIES[name]
     root = repo(tmp_path, {"fit.py": FIT_NET, "net.py": NET, "params.json": '{"lr": 0.1}'})
     found = detect(root, "python fit.py")
@@ -307,12 +333,11 @@ def test_each_weights_evaluator_computes_its_quantity_with_numpy_alone(tmp_path,
     evaluator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(evaluator)
     assert evaluator.METRIC == f"holdout_{name}" and "import sklearn" not in (root / EVALUATOR).read_text()
-    x, y = CLASSIFIER_DATA if q.model == "classifier" else REGRESSOR_DATA
-    estimator = make_pipeline(StandardScaler(), LogisticRegression()) if q.model == "classifier" else LinearRegression()
-    model = estimator.fit(x[:300], y[:300])
+    x, y = datasets[0] if q.model == "classifier" else datasets[1]
+    model = unfitted(q.model).fit(x[:300], y[:300])
     # what a network outputs: logits (their softmax is the classifier's probabilities), or predictions
     out = np.log(model.predict_proba(x[300:])) if q.model == "classifier" else model.predict(x[300:])
-    assert evaluator.score(out, y[300:].astype(float)) == pytest.approx(DIRECT[name](model, x[300:], y[300:]), rel=1e-9)
+    assert evaluator.score(out, y[300:].astype(float)) == pytest.approx(direct(name, model, x[300:], y[300:]), rel=1e-9)
     (tmp_path / "a").mkdir(), (tmp_path / "h").mkdir()
     evaluator.write_sample(tmp_path / "a", tmp_path / "h")  # the sample: weights of the right kind it can score
     rows = np.loadtxt(tmp_path / "h" / "holdout.csv", delimiter=",", skiprows=1, ndmin=2)

@@ -7,7 +7,6 @@ from pydantic import ValidationError
 
 from senpai.config.harness import HarnessConfig, KubernetesFleetSettings
 from senpai.errors import ConfigError
-from senpai.fleet.k8s_job import check_pod
 
 FLEET = {
     "backend": "kubernetes",
@@ -45,6 +44,8 @@ def test_what_an_operator_may_add() -> None:
         pod_security_context={"runAsNonRoot": True, "runAsUser": 1000680000},
         security_context=SECURITY,
     )
+    from senpai.fleet.k8s_job import check_pod  # the kubernetes client (seconds): when run, not when the suite is collected
+
     check_pod(f)
     assert f.pod.pod_security_context == {
         "runAsNonRoot": True,
@@ -131,5 +132,7 @@ def test_a_volume_holding_the_holdout_is_refused() -> None:
     ],
 )
 def test_check_pod_refuses_senpais_own_names_and_unknown_fields(pod: dict, message: str) -> None:
+    from senpai.fleet.k8s_job import check_pod
+
     with pytest.raises(ConfigError, match=message):
         check_pod(fleet(**pod))
