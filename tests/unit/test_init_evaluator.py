@@ -55,8 +55,11 @@ model = LogisticRegression(C=args.C, max_iter=500).fit(x_train, y_train)
 print(f"val_loss: {log_loss(y_val, model.predict_proba(x_val)):.4f}")
 '''
 
-# a loss of a model init cannot classify (no scikit-learn estimator it knows)
-UNKNOWN_LOSS = 'import json\nparams = json.load(open("params.json"))\nprint(f"val_loss: {0.5}")\n'
+# a loss of a model init cannot classify (no scikit-learn estimator it knows); a numpy network's, so
+# init's check imports numpy and safetensors, not scikit-learn (what the test asks is the quantity)
+UNKNOWN_LOSS = (
+    'import json\nfrom safetensors.numpy import save_file\nparams = json.load(open("params.json"))\nprint(f"val_loss: {0.5}")\n'
+)
 
 
 def run(*args: str) -> tuple[int, str]:
