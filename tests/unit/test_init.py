@@ -36,6 +36,32 @@ print(f"train_accuracy: {model.score(x_train, y_train)}")
 print(f"val_accuracy: {model.score(x_val, y_val):.4f}")
 '''
 
+# SKLEARN_ARGPARSE's twin in numpy, its weights saved with safetensors, for the tests of what init
+# writes and asks whatever the framework: init writes its numpy weights evaluator, whose validate
+# imports no scikit-learn (test_yes_writes_a_target_that_validates keeps the scikit-learn path).
+NUMPY_ARGPARSE = '''"""Logistic regression in numpy on synthetic two-class data."""
+import argparse
+
+import numpy as np
+from safetensors.numpy import save_file
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--C", type=float, default=0.5)
+parser.add_argument("--max-iter", type=int, default=200)
+parser.add_argument("--penalty", default="l2")
+parser.add_argument("--data")
+args = parser.parse_args()
+x = np.random.default_rng(0).normal(size=(200, 4))
+y = (x[:, 0] - x[:, 1] > 0).astype(float)
+w = np.zeros(4)
+for _ in range(args.max_iter):
+    p = 1 / (1 + np.exp(-x[:150] @ w))
+    w -= 0.1 * (x[:150].T @ (p - y[:150]) / 150 + w / args.C)
+print(f"train_accuracy: {np.mean((x[:150] @ w > 0) == y[:150])}")
+print(f"val_accuracy: {np.mean((x[150:] @ w > 0) == y[150:]):.4f}")
+save_file({"weight": w}, "model.safetensors")
+'''
+
 # A PyTorch-style script: text only (torch is not installed); it reads params.yaml, logs to W&B.
 TORCH_WANDB = """import os
 import torch
@@ -140,7 +166,7 @@ def test_yes_writes_a_target_that_validates(tmp_path):
 
 
 def test_existing_files_are_kept_unless_force(tmp_path):
-    root = repo(tmp_path, {"train.py": SKLEARN_ARGPARSE, "program.md": "# mine\n"})
+    root = repo(tmp_path, {"train.py": NUMPY_ARGPARSE, "program.md": "# mine\n"})
     result = CliRunner().invoke(cli, ["init", str(root), "--yes"])
     assert isinstance(result.exception, ConfigError) and "program.md already exist" in str(result.exception)
     assert (root / "program.md").read_text() == "# mine\n" and not (root / "senpai.yaml").exists()
@@ -190,7 +216,7 @@ def test_prompts_offer_the_detected_defaults(tmp_path):
 
 
 def test_a_flag_skips_its_prompt(tmp_path):
-    root = repo(tmp_path, {"train.py": SKLEARN_ARGPARSE})
+    root = repo(tmp_path, {"train.py": NUMPY_ARGPARSE})
     args = ["--metric", "train_accuracy", "--direction", "maximize", "--holdout-metric", "accuracy"]
     result = CliRunner().invoke(cli, ["init", str(root), *args], input="\n\n")
     assert result.exit_code == 0, result.output
@@ -287,7 +313,7 @@ def test_force_never_overwrites_a_file_outside_through_a_symlink(tmp_path):
 
 
 def test_force_replaces_a_hard_link_instead_of_writing_through_it(tmp_path):
-    root = repo(tmp_path, {"train.py": SKLEARN_ARGPARSE})
+    root = repo(tmp_path, {"train.py": NUMPY_ARGPARSE})
     victim = tmp_path / "victim.md"
     victim.write_text("keep me\n")
     (root / "program.md").hardlink_to(victim)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from third_party import repo, ridge_json
+from third_party import repo, ridge_json, ridge_numpy
 from torch_absent import initialised
 from walled import wall_around
 
@@ -87,6 +87,8 @@ CHAR_MODEL_FITTED = (
 )
 
 RIDGE_JSON = ridge_json()  # a scikit-learn script whose metric, a loss, is printed as one JSON line
+# its numpy twin, for the re-run tests: what they check is init's own, and its validate imports no scikit-learn
+RIDGE_NUMPY = ridge_numpy()
 
 NOT_TRAINING = 'def tokens(text):\n    return list(text)\n\n\nif __name__ == "__main__":\n    print(tokens("abc"))\n'
 
@@ -202,7 +204,7 @@ def test_what_is_not_a_hyper_parameter_is_left_out(key, value):
 
 
 def test_a_re_run_asks_nothing_twice_and_force_shows_a_diff_before_replacing_an_edited_file(tmp_path):
-    root = repo(tmp_path, {"fit_ridge.py": RIDGE_JSON})
+    root = repo(tmp_path, {"fit_ridge.py": RIDGE_NUMPY})
     assert init(root, input="\n\n\n\n\n").exit_code == 0  # the five questions, defaults taken
     first = snapshot(root)
     again = init(root, input="")  # one more question would read EOF and abort
@@ -235,7 +237,7 @@ def test_a_re_run_asks_nothing_twice_and_force_shows_a_diff_before_replacing_an_
 
 
 def test_force_replaces_what_init_wrote_before_without_asking(tmp_path):
-    root = repo(tmp_path, {"fit_ridge.py": RIDGE_JSON})
+    root = repo(tmp_path, {"fit_ridge.py": RIDGE_NUMPY})
     assert init(root, "--yes").exit_code == 0
     result = init(root, "--force", "--direction", "maximize", "--metric", "n_train", "--holdout-metric", "r2", input="")
     assert result.exit_code == 0, result.output

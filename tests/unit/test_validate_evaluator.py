@@ -1,6 +1,7 @@
 """`senpai validate` refuses an evaluator (holdout.files) that is not protected, or that imports a
 repository file which is not itself protected and listed in holdout.files; it accepts the digits
-example. The message names the evaluator file, the import and the repository file."""
+example. The message names the evaluator file, the import and the repository file. The checks of
+the train command's interpreter run on tests/quick_target, digits' stand-in without scikit-learn."""
 
 import shutil
 import sys
@@ -18,6 +19,7 @@ from senpai.config.target import load_target
 from senpai.job.measure import command_path
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
+QUICK = Path(__file__).resolve().parents[1] / "quick_target"  # digits' stand-in: its scripts import no scikit-learn
 PYTHON = shutil.which("python", path=command_path())  # what `python` in a train command runs
 EVALUATOR = "eval/evaluate.py"
 
@@ -26,6 +28,16 @@ EVALUATOR = "eval/evaluate.py"
 def repo(tmp_path):
     dest = tmp_path / "repo"
     shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("__pycache__", "wandb"))
+    return dest
+
+
+@pytest.fixture
+def quick(tmp_path):
+    """tests/quick_target, for the tests of the train interpreter's checks: what the evaluator and the
+    train script import is incidental there, and each validate would import digits' scikit-learn,
+    skops and wandb for them (seconds) where the stand-in's import wandb alone."""
+    dest = tmp_path / "repo"
+    shutil.copytree(QUICK, dest, ignore=shutil.ignore_patterns("__pycache__", "wandb"))
     return dest
 
 
@@ -187,16 +199,16 @@ def _program(path: Path, text: str) -> Path:
     return path
 
 
-def test_a_train_interpreter_the_wall_hides_is_granted_and_another_program_is_named_with_wall_readable(repo):
+def test_a_train_interpreter_the_wall_hides_is_granted_and_another_program_is_named_with_wall_readable(quick):
     # a new user's torch venv under /tmp: every training failed with exit 127 behind the wall's fresh /tmp
     with tempfile.TemporaryDirectory(prefix="senpai-venv-", dir="/tmp") as where:  # whatever the basetemp
         venv = Path(where)
         python = _program(venv / "bin" / "python", f'#!/bin/sh\nexec {sys.executable} "$@"\n')  # senpai's, with its packages
-        _train(repo, f"CUDA_VISIBLE_DEVICES=0 {python} train.py")
-        granted = CliRunner().invoke(cli, ["validate", str(repo)])
+        _train(quick, f"CUDA_VISIBLE_DEVICES=0 {python} train.py")
+        granted = CliRunner().invoke(cli, ["validate", str(quick)])
         script = _program(venv / "bin" / "train.sh", "#!/bin/sh\npython3 train.py\n")  # not Python: not granted
-        _train(repo, f"{script} --fast")
-        named = CliRunner().invoke(cli, ["validate", str(repo)])
+        _train(quick, f"{script} --fast")
+        named = CliRunner().invoke(cli, ["validate", str(quick)])
     assert granted.exit_code == 0, granted.output
     assert f"note: the train command starts {python}, which the wall would hide" in granted.output
     assert "senpai grants it to every step that runs the train command, as it grants holdout.python" in granted.output
@@ -206,8 +218,8 @@ def test_a_train_interpreter_the_wall_hides_is_granted_and_another_program_is_na
     assert "it is not a Python interpreter, which senpai would grant: every training would fail with exit 127" in named.output
     assert f"wall: {{readable: [{venv}]}}" in named.output
 
-    _train(repo, "python train.py")  # found on PATH, as the example's: senpai's own interpreter, nothing to say
-    result = CliRunner().invoke(cli, ["validate", str(repo)])
+    _train(quick, "python train.py")  # found on PATH, as the example's: senpai's own interpreter, nothing to say
+    result = CliRunner().invoke(cli, ["validate", str(quick)])
     assert result.exit_code == 0 and "note: the train command" not in result.output
 
 
@@ -238,12 +250,12 @@ def test_a_train_interpreter_whose_folder_is_the_home_folder_is_refused(repo, tm
     assert f"{python} reads {home}, which holds {home}" in err and "fix senpai.yaml" in err
 
 
-def test_a_train_script_importing_what_its_interpreter_lacks_is_warned_of_naming_both(repo, tmp_path):
+def test_a_train_script_importing_what_its_interpreter_lacks_is_warned_of_naming_both(quick, tmp_path):
     # a new user's torch script with `train: python lm.py` and holdout.python at the torch venv: the
     # evaluator's imports passed, every training would fail (senpai's interpreter has no torch). A
     # warning, not a refusal: a script may put folders on sys.path itself, which no reading sees
-    (repo / "train.py").write_text("import senpai_absent_net\n" + (repo / "train.py").read_text())
-    result = CliRunner().invoke(cli, ["validate", str(repo)])
+    (quick / "train.py").write_text("import senpai_absent_net\n" + (quick / "train.py").read_text())
+    result = CliRunner().invoke(cli, ["validate", str(quick)])
     assert result.exit_code == 0, result.output
     assert (
         f"warning: train.py imports senpai_absent_net, which senpai's interpreter {PYTHON} cannot import "
@@ -251,29 +263,29 @@ def test_a_train_script_importing_what_its_interpreter_lacks_is_warned_of_naming
         "bin/python; every training would fail with it, unless the script finds it by itself"
     ) in result.output
     venv = venv_with(tmp_path / "venv", {"senpai_absent_net": ""})
-    _train(repo, f"{venv} train.py")  # its own interpreter has the module, but not the example's sklearn
-    result = CliRunner().invoke(cli, ["validate", str(repo)])
-    assert f"train.py imports sklearn.pipeline, which the train command's interpreter {venv} cannot import" in result.output
+    _train(quick, f"{venv} train.py")  # its own interpreter has the module, but not the target's wandb
+    result = CliRunner().invoke(cli, ["validate", str(quick)])
+    assert f"train.py imports wandb, which the train command's interpreter {venv} cannot import" in result.output
     assert "senpai_absent_net" not in result.output
 
 
-def test_a_src_layout_package_the_train_command_puts_on_pythonpath_is_not_refused(repo, monkeypatch, capsys):
+def test_a_src_layout_package_the_train_command_puts_on_pythonpath_is_not_refused(quick, monkeypatch, capsys):
     # `PYTHONPATH=src python -m pkg.train` trains (the train step's sh sets it, from the checkout root):
     # its package is no installed module for the train interpreter to lack
-    (repo / "src" / "pkg").mkdir(parents=True)
-    (repo / "src" / "pkg" / "__init__.py").write_text("")
-    (repo / "src" / "pkg" / "model.py").write_text("WIDTH = 8\n")
-    (repo / "src" / "pkg" / "train.py").write_text("from pkg.model import WIDTH\n" + (repo / "train.py").read_text())
-    _train(repo, "PYTHONPATH=src python -m pkg.train")
-    result = CliRunner().invoke(cli, ["validate", str(repo)])
+    (quick / "src" / "pkg").mkdir(parents=True)
+    (quick / "src" / "pkg" / "__init__.py").write_text("")
+    (quick / "src" / "pkg" / "model.py").write_text("WIDTH = 8\n")
+    (quick / "src" / "pkg" / "train.py").write_text("from pkg.model import WIDTH\n" + (quick / "train.py").read_text())
+    _train(quick, "PYTHONPATH=src python -m pkg.train")
+    result = CliRunner().invoke(cli, ["validate", str(quick)])
     assert result.exit_code == 0, result.output
-    (repo / "src" / "pkg" / "train.py").write_text("import senpai_absent_net\n" + (repo / "train.py").read_text())
-    result = CliRunner().invoke(cli, ["validate", str(repo)])  # the check still runs for what is truly missing
+    (quick / "src" / "pkg" / "train.py").write_text("import senpai_absent_net\n" + (quick / "train.py").read_text())
+    result = CliRunner().invoke(cli, ["validate", str(quick)])  # the check still runs for what is truly missing
     assert "warning: src/pkg/train.py imports senpai_absent_net, which senpai's interpreter" in result.output
 
 
 @pytest.mark.parametrize("launcher", ["launch", "uv run"])
-def test_a_train_script_another_program_starts_is_not_checked_under_senpais_interpreter(repo, tmp_path, launcher):
+def test_a_train_script_another_program_starts_is_not_checked_under_senpais_interpreter(quick, tmp_path, launcher):
     # torchrun, `uv run`, `conda run -n x python`: the program picks its own interpreter and
     # environment, which senpai cannot read; senpai's interpreter lacking the script's torch says nothing
     lib = tmp_path / "lib"
@@ -282,7 +294,7 @@ def test_a_train_script_another_program_starts_is_not_checked_under_senpais_inte
     words = launcher.split()
     text = f'#!/bin/sh\n[ "$1" = run ] && shift\nPYTHONPATH={lib} exec {sys.executable} "$@"\n'
     program = _program(tmp_path / "bin" / words[0], text)
-    (repo / "train.py").write_text("import senpai_absent_net\n" + (repo / "train.py").read_text())
-    _train(repo, " ".join([str(program), *words[1:], "train.py"]))
-    result = CliRunner().invoke(cli, ["validate", str(repo)])
+    (quick / "train.py").write_text("import senpai_absent_net\n" + (quick / "train.py").read_text())
+    _train(quick, " ".join([str(program), *words[1:], "train.py"]))
+    result = CliRunner().invoke(cli, ["validate", str(quick)])
     assert result.exit_code == 0, result.output
