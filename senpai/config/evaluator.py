@@ -116,7 +116,8 @@ def _shadowing(sources: list[str], imported: set[str]) -> list[str]:
     script_dirs = {p.parent for p in py} - packages
     modules = [(p.as_posix(), p.stem) for p in py if p.parent in script_dirs]
     modules += sorted((f"{d.as_posix()}/", d.name) for d in packages if d.parent in script_dirs)
-    installed = _installed() if modules else {}
+    # the scan of installed distributions (seconds) only matters for a module named like one the evaluator imports
+    installed = _installed() if any(name in imported for _, name in modules) else {}
     problems = []
     for path, name in modules:
         if name in sys.stdlib_module_names:
