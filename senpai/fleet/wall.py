@@ -31,8 +31,9 @@ command never runs with less of a wall than its caller asked for. Callers check 
 first and ask for Landlock only where the kernel has it (`Wall.landlock`).
 
 The launcher imports the standard library alone, in isolated mode (it starts in the command's own
-folder, and before every step a verifier runs), so the Wall is a dataclass read from JSON, not a
-pydantic model, and `wall_ns` is loaded by its path beside this file.
+folder, and before every step a verifier runs), so the Wall is a plain class read from JSON, not a
+pydantic model (nor a dataclass: `dataclasses` imports `inspect`, which doubled the launcher's
+start-up), and `wall_ns` is loaded by its path beside this file.
 """
 
 import ctypes
@@ -41,7 +42,6 @@ import json
 import os
 import stat
 import sys
-from dataclasses import asdict, dataclass
 
 # linux/landlock.h
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446  # the same on every architecture
@@ -63,7 +63,6 @@ SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")  # in its own view: fresh, private an
 FAILED = 126  # what the launcher exits with when it cannot build the wall (a shell's "cannot execute")
 
 
-@dataclass(frozen=True)
 class Wall:
     """What a command may reach. Paths are made absolute and resolved when the wall is built.
 
@@ -73,19 +72,53 @@ class Wall:
     uid, gid: as root, run as this user and group (None: stay uid 0 without capabilities).
     landlock: apply Landlock (exit 126 if the kernel cannot); False where `landlock_abi()` is 0.
     isolate: run it in a view of its own (`wall_ns`; exit 126 if the machine cannot make one).
+
+    A frozen value (equal and hashed by its fields; setting one raises AttributeError).
     """
 
-    writable: tuple[str, ...] = ()
-    hidden: tuple[str, ...] = ()
-    readable: tuple[str, ...] = ()
-    uid: int | None = None
-    gid: int | None = None
-    landlock: bool = True
-    isolate: bool = False
+    FIELDS = ("writable", "hidden", "readable", "uid", "gid", "landlock", "isolate")
+    writable: tuple[str, ...]
+    hidden: tuple[str, ...]
+    readable: tuple[str, ...]
+    uid: int | None
+    gid: int | None
+    landlock: bool
+    isolate: bool
+
+    def __init__(
+        self,
+        writable: tuple[str, ...] = (),
+        hidden: tuple[str, ...] = (),
+        readable: tuple[str, ...] = (),
+        uid: int | None = None,
+        gid: int | None = None,
+        landlock: bool = True,
+        isolate: bool = False,
+    ) -> None:
+        values = (writable, hidden, readable, uid, gid, landlock, isolate)
+        self.__dict__.update(zip(self.FIELDS, values, strict=True))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a Wall is frozen: cannot set {name}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"a Wall is frozen: cannot delete {name}")
+
+    def _values(self) -> tuple:
+        return tuple(self.__dict__[k] for k in self.FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        return self._values() == other._values() if isinstance(other, Wall) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return "Wall(" + ", ".join(f"{k}={v!r}" for k, v in zip(self.FIELDS, self._values(), strict=True)) + ")"
 
     def to_json(self) -> str:
         """This wall as the JSON `from_json` reads."""
-        return json.dumps({k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()})
+        return json.dumps({k: list(v) if isinstance(v, tuple) else v for k, v in zip(self.FIELDS, self._values(), strict=True)})
 
     def argv(self, command: list[str]) -> list[str]:
         """`command` behind this wall: the launcher's argv. The launcher is this file run by the

@@ -159,6 +159,11 @@ class ResetFailed(PermanentError):
         self.timed_out = timed_out
 
 
+# `sh -c _RESET sh CHECKOUT SHA`: the checkout and sha are arguments, never parsed as shell
+_CLEAN_FAILED = 4
+_RESET = f'git -C "$1" reset -q --hard "$2" || exit 3; git -C "$1" clean -q -ffdx || exit {_CLEAN_FAILED}'
+
+
 def reset_checkout(checkout: Path, sha: str, walls: Walls, timeout: float | None = None) -> None:
     """Put `checkout` back to exactly `sha`: tracked files restored, everything untracked removed.
     Raises ResetFailed with git's message if it cannot (an earlier step broke the checkout) or
@@ -172,19 +177,17 @@ def reset_checkout(checkout: Path, sha: str, walls: Walls, timeout: float | None
     own, env = step_env(checkout.parent)
     wall = walls([checkout, *own], [])
     env = {**allowed_env(os.environ), **env}
-    deadline = None if timeout is None else time.monotonic() + timeout
-    for args in (["reset", "-q", "--hard", sha], ["clean", "-q", "-ffdx"]):
-        left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-        try:
-            with phases.phase("git local"):
-                argv = wall.argv(["git", "-C", str(checkout), *args])
-                proc = subprocess.run(argv, cwd=checkout, capture_output=True, text=True, timeout=left, env=env)
-        except subprocess.TimeoutExpired:
-            kill_new_descendants(before, GRACE_SECONDS)
-            raise ResetFailed(f"git {args[0]} of the {checkout.name} checkout took over {timeout:g} s", True) from None
+    try:
+        with phases.phase("git local"):  # both gits in one walled launch: each launch starts an interpreter
+            argv = wall.argv(["/bin/sh", "-c", _RESET, "sh", str(checkout), sha])
+            proc = subprocess.run(argv, cwd=checkout, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
         kill_new_descendants(before, GRACE_SECONDS)
-        if proc.returncode != 0:
-            raise ResetFailed(f"git {args[0]} of the {checkout.name} checkout failed: {proc.stderr.strip()[-300:]}")
+        raise ResetFailed(f"git reset and clean of the {checkout.name} checkout took over {timeout:g} s", True) from None
+    kill_new_descendants(before, GRACE_SECONDS)
+    if proc.returncode != 0:
+        what = "clean" if proc.returncode == _CLEAN_FAILED else "reset"
+        raise ResetFailed(f"git {what} of the {checkout.name} checkout failed: {proc.stderr.strip()[-300:]}")
 
 
 def train_step(

@@ -5,7 +5,7 @@ Raw HTTP with httpx, and PyGithub itself where its behaviour (pagination) is the
 
 import httpx
 import pytest
-from forge_fixtures import OWNER, TOKEN, add_token, commit_and_push, new_repository
+from forge_fixtures import OWNER, TOKEN, add_token, commit_and_push, new_repository, run_git
 from github import Auth, Github
 
 BRANCH = "senpai/alice/x"
@@ -185,3 +185,33 @@ def test_list_filters(shared):
     assert api.get("/issues", params={"since": "2999-01-01T00:00:00Z"}).json() == []
     assert api.get("/issues", params={"since": "2000-01-01T00:00:00Z"}).json()[0]["number"] == number
     assert api.get("/issues", params={"since": "yesterday"}).status_code == 422
+
+
+def test_a_prs_diff_commits_and_mergeability_follow_every_push_and_merge(api, forge_repo, tmp_path):
+    """The forge remembers what a pair of shas gives (diff, commit count, mergeable); a push to the
+    head or the base, or a merge into the base, is a new pair: each read after it sees it."""
+    forge, _ = forge_repo
+    seed = tmp_path / "seed"
+
+    def pull(number: int) -> tuple[str, str, list[str], int, bool | None]:
+        twice = [api.get(f"/pulls/{number}").json() for _ in range(2)]  # the second read is a remembered one
+        assert twice[0] == twice[1]
+        files = [f["filename"] for f in api.get(f"/pulls/{number}/files").json()]
+        p = twice[1]
+        assert p["changed_files"] == len(files)
+        return p["head"]["sha"], p["base"]["sha"], sorted(files), p["commits"], p["mergeable"]
+
+    first = commit_and_push(forge, seed, BRANCH, {"a.txt": "a\n"}, start="advisor")
+    number = forge.create_pull("t", "b", BRANCH, "advisor", ["senpai"]).number
+    base = run_git(seed, "rev-parse", "origin/advisor")
+    assert pull(number) == (first, base, ["a.txt"], 1, True)
+    second = commit_and_push(forge, seed, BRANCH, {"b.txt": "b\n"})  # the head moves
+    assert pull(number) == (second, base, ["a.txt", "b.txt"], 2, True)
+    moved = commit_and_push(forge, seed, "advisor", {"a.txt": "not a\n"}, start="advisor")  # the base moves: a conflict
+    assert pull(number) == (second, moved, ["a.txt", "b.txt"], 2, False)
+    other = "senpai/alice/y"
+    head = commit_and_push(forge, seed, other, {"c.txt": "c\n"}, start="advisor")
+    merged = forge.merge_pull(forge.create_pull("t2", "b", other, "advisor", ["senpai"]).number, "m", head)
+    assert pull(number) == (second, merged, ["a.txt", "b.txt"], 2, False)  # a merge moved the base: read again
+    fixed = commit_and_push(forge, seed, BRANCH, {"a.txt": "not a\n"})  # the head makes the base's change too
+    assert pull(number) == (fixed, merged, ["a.txt", "b.txt"], 3, True)

@@ -26,8 +26,9 @@ PULL = PULLS + "/{number:num}"
 MAX_PULL_FILES = 3000  # GitHub: "Responses include a maximum of 3000 files"; `changed_files` counts all
 
 
-def render_pulls(ctx: Ctx, repo: dict, rows: list[dict]) -> list[dict]:
-    branches = ctx.git.branches(ctx.path(repo))
+def render_pulls(ctx: Ctx, repo: dict, rows: list[dict], branches: dict[str, str] | None = None) -> list[dict]:
+    """The list shape of `rows`, with live head and base shas (`branches`: as `git.branches` just read them)."""
+    branches = ctx.git.branches(ctx.path(repo)) if branches is None else branches
     labels = ctx.store.labels_of([row["id"] for row in rows])
     return [ctx.render.pull(repo, row, labels[row["id"]], *ctx.shas(row, branches)) for row in rows]
 
@@ -36,8 +37,9 @@ def _full_reply(request: Request, ctx: Ctx, repo: dict, number: int, status: int
     """GET /pulls/{n} shape: the list shape plus merged, mergeable, counts of commits and changes."""
     row = ctx.pull(repo, number)
     path = ctx.path(repo)
-    head, base = ctx.shas(row, ctx.git.branches(path))
-    out = render_pulls(ctx, repo, [row])[0]
+    branches = ctx.git.branches(path)  # one read: the shas shown are the ones diffed
+    head, base = ctx.shas(row, branches)
+    out = render_pulls(ctx, repo, [row], branches)[0]
     files, commits, mergeable = [], 0, None
     if head and base:
         files = ctx.git.changed_files(path, base, head)

@@ -4,18 +4,28 @@ Repositories live at `<data_dir>/git/<owner>/<name>.git` (bare, default branch `
 `http.receivepack` on).  Merges are real merge commits built with `git merge-tree --write-tree`
 (git >= 2.38), `commit-tree` and a compare-and-swap `update-ref`, so no work tree is needed.
 Clone, fetch and push go through git's own CGI, `git http-backend`.
+
+What depends only on commits named by full sha (a PR's diff, its commit count, whether it merges)
+is remembered per repository: a sha names the same commit for ever, so a push or a merge, which
+moves branches, never makes a remembered answer stale; branches themselves are read live each time.
 """
 
 import os
 import re
 import subprocess
 import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 HTTP_BACKEND = "/usr/lib/git-core/git-http-backend"
 COMMITTER = ("Local Forge", "forge@localhost")
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+MEMO_SIZE = 4096  # answers remembered per forge (each a few KB at most: a diff's entries)
+_FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_T = TypeVar("_T")
 
 
 class GitError(Exception):
@@ -86,6 +96,7 @@ class GitRepos:
         hook.chmod(0o755)
         self._locks: dict[Path, threading.Lock] = {}
         self._guard = threading.Lock()
+        self._memo: OrderedDict[tuple[str, ...], object] = OrderedDict()  # least recently used first
 
     def path(self, owner: str, name: str) -> Path:
         """`<root>/<owner>/<name>.git`; raises GitError for a name that would leave the root."""
@@ -98,6 +109,24 @@ class GitRepos:
         """A per-repository lock that serialises merges."""
         with self._guard:
             return self._locks.setdefault(path, threading.Lock())
+
+    def _by_shas(self, what: str, path: Path, shas: tuple[str, ...], compute: Callable[[], _T]) -> _T:
+        """`compute()`, remembered under (`what`, `path`, `shas`) when every one of `shas` is a full
+        sha (a branch name or a short sha can name another commit tomorrow: never remembered).
+        Only answers are remembered: an error is raised again on the next call."""
+        if not all(_FULL_SHA.fullmatch(sha) for sha in shas):
+            return compute()
+        key = (what, str(path), *shas)
+        with self._guard:
+            if key in self._memo:
+                self._memo.move_to_end(key)
+                return self._memo[key]  # type: ignore[return-value]
+        value = compute()
+        with self._guard:
+            self._memo[key] = value
+            if len(self._memo) > MEMO_SIZE:
+                self._memo.popitem(last=False)
+        return value
 
     def _git(
         self, path: Path, *args: str, input: bytes | None = None, check: bool = True, env: dict[str, str] | None = None
@@ -168,7 +197,8 @@ class GitRepos:
         return info
 
     def count_commits(self, path: Path, base_sha: str, head_sha: str) -> int:
-        return int(self._out(path, "rev-list", "--count", f"{base_sha}..{head_sha}") or 0)
+        count = lambda: int(self._out(path, "rev-list", "--count", f"{base_sha}..{head_sha}") or 0)  # noqa: E731
+        return self._by_shas("count", path, (base_sha, head_sha), count)
 
     def is_ancestor(self, path: Path, ancestor: str, descendant: str) -> bool:
         return self._git(path, "merge-base", "--is-ancestor", ancestor, descendant, check=False).returncode == 0
@@ -188,6 +218,9 @@ class GitRepos:
         return text(proc.stdout).split("\n", 1)[0].strip()
 
     def mergeable(self, path: Path, base_sha: str, head_sha: str) -> bool:
+        return self._by_shas("mergeable", path, (base_sha, head_sha), lambda: self._mergeable(path, base_sha, head_sha))
+
+    def _mergeable(self, path: Path, base_sha: str, head_sha: str) -> bool:
         try:
             self._merge_tree(path, base_sha, head_sha)
         except Conflict:
@@ -219,7 +252,11 @@ class GitRepos:
         return out.split("\n", 1)[0] or None
 
     def changed_files(self, path: Path, base_sha: str, head_sha: str) -> list[ChangedFile]:
-        """Files changed by `head_sha` since its merge base with `base_sha` (GitHub's PR diff)."""
+        """Files changed by `head_sha` since its merge base with `base_sha` (GitHub's PR diff); a new list each call."""
+        files = self._by_shas("files", path, (base_sha, head_sha), lambda: tuple(self._changed_files(path, base_sha, head_sha)))
+        return list(files)
+
+    def _changed_files(self, path: Path, base_sha: str, head_sha: str) -> list[ChangedFile]:
         start = self.merge_base(path, base_sha, head_sha) or EMPTY_TREE
         raw = text(self._git(path, "diff", "--raw", "-z", "-M", "--no-abbrev", start, head_sha).stdout)
         counts = self._numstat(path, start, head_sha)
