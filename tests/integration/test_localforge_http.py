@@ -215,3 +215,20 @@ def test_a_prs_diff_commits_and_mergeability_follow_every_push_and_merge(api, fo
     assert pull(number) == (second, merged, ["a.txt", "b.txt"], 2, False)  # a merge moved the base: read again
     fixed = commit_and_push(forge, seed, BRANCH, {"a.txt": "not a\n"})  # the head makes the base's change too
     assert pull(number) == (fixed, merged, ["a.txt", "b.txt"], 3, True)
+
+
+def test_a_pushed_replace_ref_changes_nothing_the_forge_diffs_or_merges(api, forge_repo, tmp_path):
+    """git reads through `refs/replace/*` unless told not to, and whoever may push a branch may push
+    one. GitHub ignores them; so does the forge: a PR's diff and the merge it builds are the PR's
+    own commits, whatever a replace ref says the head is."""
+    forge, _ = forge_repo
+    seed = tmp_path / "seed"
+    head = commit_and_push(forge, seed, BRANCH, {"a.txt": "a\n"}, start="advisor")
+    forged = commit_and_push(forge, seed, "senpai/mallory/forged", {"evil.txt": "pwned\n"}, start="advisor")
+    run_git(seed, "push", "-q", "origin", f"{forged}:refs/replace/{head}", env=forge.git_env())
+    number = forge.create_pull("t", "b", BRANCH, "advisor", ["senpai"]).number
+    assert [f["filename"] for f in api.get(f"/pulls/{number}/files").json()] == ["a.txt"]
+    merged = forge.merge_pull(number, "m", head)
+    run_git(seed, "fetch", "-q", "origin", env=forge.git_env())
+    tree = run_git(seed, "-c", "core.useReplaceRefs=false", "ls-tree", "--name-only", merged).split()
+    assert "a.txt" in tree and "evil.txt" not in tree

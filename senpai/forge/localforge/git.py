@@ -23,6 +23,9 @@ from typing import TypeVar
 HTTP_BACKEND = "/usr/lib/git-core/git-http-backend"
 COMMITTER = ("Local Forge", "forge@localhost")
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+# git reads commits through refs/replace/* unless told not to, and whoever may push a branch may push
+# one: the forge's diffs, merges and branch protection read the commits themselves, as GitHub does
+NO_REPLACE = {"GIT_NO_REPLACE_OBJECTS": "1"}
 MEMO_SIZE = 4096  # answers remembered per forge (each a few KB at most: a diff's entries)
 _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _T = TypeVar("_T")
@@ -131,7 +134,7 @@ class GitRepos:
     def _git(
         self, path: Path, *args: str, input: bytes | None = None, check: bool = True, env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess:
-        full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})}
+        full_env = {**os.environ, **NO_REPLACE, "GIT_TERMINAL_PROMPT": "0", **(env or {})}
         proc = subprocess.run(["git", "-C", str(path), *args], input=input, capture_output=True, env=full_env)
         if check and proc.returncode != 0:
             raise GitError(text(proc.stderr).strip() or f"git {args[0]} failed")
@@ -301,6 +304,7 @@ class GitRepos:
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "GIT_PROJECT_ROOT": str(self.root),
             "GIT_HTTP_EXPORT_ALL": "1",
+            **NO_REPLACE,  # the pre-receive hook's ancestry check too
             "GATEWAY_INTERFACE": "CGI/1.1",
             "SERVER_PROTOCOL": "HTTP/1.1",
             "REQUEST_METHOD": method,
