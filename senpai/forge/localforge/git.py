@@ -207,7 +207,12 @@ class GitRepos:
         return self._git(path, "merge-base", "--is-ancestor", ancestor, descendant, check=False).returncode == 0
 
     def merge_base(self, path: Path, a: str, b: str) -> str | None:
+        """The best common ancestor of `a` and `b`; None when they have none (git exits 1). Any other
+        failure (a missing object, a killed git) raises GitError: it is no answer about the two
+        commits, and `changed_files` remembers what it gives for the pair."""
         proc = self._git(path, "merge-base", a, b, check=False)
+        if proc.returncode not in (0, 1):
+            raise GitError(text(proc.stderr).strip() or "git merge-base failed")
         return text(proc.stdout).strip() or None
 
     def _merge_tree(self, path: Path, base_sha: str, head_sha: str) -> str:
