@@ -254,9 +254,8 @@ def test_a_git_failure_never_shows_git_stderr(local_forge):
     assert (answer.status_code, answer.json()["message"]) == (500, "Internal Server Error")
 
 
-@pytest.mark.xfail(strict=True, reason="red team: branch_sha reads refs/heads/<name> as a revision (~, ^, @{...}); not fixed")
 def test_a_head_or_base_written_as_a_revision_is_no_branch(forge_repo, tmp_path):
-    """GitHub takes a PR's head and base, and a ref read, as branch names: `advisor~0` is no branch
+    """Red team. GitHub takes a PR's head and base, and a ref read, as branch names: `advisor~0` is no branch
     (422, 404). The forge resolved `refs/heads/<name>^{commit}`, so a PR could be opened on a
     revision: its diff then shows the head frozen at creation (no branch of that name moves) while
     a merge without `sha` takes what the revision names when it runs."""
