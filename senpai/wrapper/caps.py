@@ -140,7 +140,14 @@ def exhaustion_issue(w: World, cfg: HarnessConfig) -> OpenIssue | None:
     stopping = stops_jobs(cut, cfg) or any(llm_held(cut, cfg, role) for role in (Role.ADVISOR, Role.STUDENT))
     if not stopping and any(e.state in SETTLING for e in w.exps):
         return None  # running work finishes first: the report then holds its outcome, not a snapshot of it
-    marker = report_marker(cut, caps_in_force(w.steer, cfg))
+    in_force, generation = caps_in_force(w.steer, cfg), 0
+    marker = report_marker(cut, in_force)
+    # a report the bot closed (no cap reached any more, or superseded: its close drops ATTENTION,
+    # `_closing`) is never reopened: the same caps reached again at the same values are a new report,
+    # keyed by how many such were closed before. One a human closed (ATTENTION kept) was read: none.
+    while (found := marked(w.issues, marker, w.bot)) and all(i.state != "open" and ATTENTION not in i.labels for i in found):
+        generation += 1
+        marker = report_marker(cut, in_force, generation)
     older = tuple(_closing(i, "superseded", SUPERSEDED) for i in open_reports(w) if marker not in html_blocks(i.body))
     if marked(w.issues, marker, w.bot) and not older:
         return None
@@ -172,14 +179,17 @@ def _closing(i: Issue, reason: str, note: str) -> CloseIssue:
     return CloseIssue(i.number, reason, note, tuple(label for label in i.labels if label != ATTENTION))
 
 
-def report_marker(reached: dict[str, str], in_force: dict[str, float | int | datetime]) -> str:
+def report_marker(reached: dict[str, str], in_force: dict[str, float | int | datetime], generation: int = 0) -> str:
     """The exhaustion report's marker: a digest of the caps `reached` (`exhausted`), each with its
     value in force, so the report is keyed by what stops senpai. A cap raised or set that is not
     reached changes nothing; the reached one raised and reached again, or another one reached as
-    well, is a new report."""
-    keyed = {
+    well, is a new report. `generation`: how many reports of these same caps and values were closed
+    before (0: the first, whose marker names nothing more)."""
+    keyed: dict[str, float | int | str] = {
         k: v.astimezone(UTC).isoformat() if isinstance(v, datetime) else float(v) for k, v in in_force.items() if k in reached
     }
+    if generation:
+        keyed["#"] = generation
     return f"<!-- senpai:exhausted:{hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:12]} -->"
 
 

@@ -232,3 +232,30 @@ def test_a_pushed_replace_ref_changes_nothing_the_forge_diffs_or_merges(api, for
     run_git(seed, "fetch", "-q", "origin", env=forge.git_env())
     tree = run_git(seed, "-c", "core.useReplaceRefs=false", "ls-tree", "--name-only", merged).split()
     assert "a.txt" in tree and "evil.txt" not in tree
+
+
+def test_a_failed_merge_base_is_never_remembered_as_a_diff_of_the_whole_tree(api, forge_repo, tmp_path, monkeypatch):
+    """Red team: `git merge-base` that fails (a killed git, a missing object) is not "no common
+    history": the diff from the empty tree it gave was remembered for the sha pair for ever, so
+    every later read of the PR showed every file of the repository as changed."""
+    import subprocess
+
+    from senpai.forge.localforge.git import GitRepos
+
+    forge, _ = forge_repo
+    commit_and_push(forge, tmp_path / "seed", BRANCH, {"a.txt": "a\n"}, start="advisor")
+    number = forge.create_pull("t", "b", BRANCH, "advisor", ["senpai"]).number
+    commit_and_push(forge, tmp_path / "seed", BRANCH, {"a.txt": "b\n"})  # a sha pair no read has seen yet
+    real, failed = GitRepos._git, []
+
+    def flaky(self, path, *args, **kw):
+        if args[0] == "merge-base" and "--is-ancestor" not in args and not failed:
+            failed.append(args)  # once: the next request runs git again
+            return subprocess.CompletedProcess(["git", *args], 128, b"", b"fatal: killed")
+        return real(self, path, *args, **kw)
+
+    monkeypatch.setattr(GitRepos, "_git", flaky)
+    first, again = api.get(f"/pulls/{number}/files"), api.get(f"/pulls/{number}/files")
+    assert failed and [f["filename"] for f in again.json()] == ["a.txt"]  # not the first read's answer, remembered
+    assert api.get(f"/pulls/{number}").json()["changed_files"] == 1
+    assert first.status_code >= 500  # and a failed git is an error, never a 200 with every file as changed

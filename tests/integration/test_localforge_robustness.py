@@ -252,3 +252,17 @@ def test_a_git_failure_never_shows_git_stderr(local_forge):
     shutil.rmtree(local_forge.data_dir / "git" / "senpai" / f"{name}.git")
     answer = httpx.get(f"{local_forge.base_url}/repos/senpai/{name}/branches", headers=BOT_AUTH, timeout=120)
     assert (answer.status_code, answer.json()["message"]) == (500, "Internal Server Error")
+
+
+def test_a_head_or_base_written_as_a_revision_is_no_branch(forge_repo, tmp_path):
+    """Red team. GitHub takes a PR's head and base, and a ref read, as branch names: `advisor~0` is no branch
+    (422, 404). The forge resolved `refs/heads/<name>^{commit}`, so a PR could be opened on a
+    revision: its diff then shows the head frozen at creation (no branch of that name moves) while
+    a merge without `sha` takes what the revision names when it runs."""
+    forge, settings = forge_repo
+    commit_and_push(forge, tmp_path / "seed", BRANCH, {"params.yaml": "lr: 0.5\n"}, start="advisor")
+    with httpx.Client(base_url=f"{settings.base_url}/repos/{settings.repo}", headers=BOT_AUTH) as api:
+        head = api.post("/pulls", json={"title": "t", "head": f"{BRANCH}~0", "base": "advisor"})
+        base = api.post("/pulls", json={"title": "t", "head": BRANCH, "base": "advisor~0"})
+        ref = api.get("/git/ref/heads/advisor~0")
+    assert (head.status_code, base.status_code, ref.status_code) == (422, 422, 404)

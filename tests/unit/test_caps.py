@@ -410,3 +410,51 @@ def test_the_old_limits_key_still_loads_as_caps_with_a_warning_and_both_are_refu
     with pytest.raises(ConfigError, match=r"limits\.dolars: is not a field senpai knows") as refused:
         load_harness(_harness_file(tmp_path, limits={"dolars": 3.0}))  # named as the file writes it
     assert "caps.dolars" not in str(refused.value)
+
+
+def test_raising_one_of_two_reached_caps_leaves_one_open_report_for_the_cap_still_reached(fake_forge):
+    """Red team: the experiments cap alone (report A), then the dollars cap too (B supersedes A); a
+    trusted human raises dollars but not experiments. Senpai is still stopped on experiments 4 of 4:
+    one open report must say so, not B closed as "superseded by #A" with A closed too."""
+    forge, fake = fake_forge
+    cfg = CFG.model_copy(update={"caps": CFG.caps.model_copy(update={"dollars": 1.0})})
+    _tick(forge, cfg, _settled(dollars=0.02))
+    _tick(forge, cfg, _settled(dollars=2.0))
+    first, second = _reports(forge)
+    assert (first.state, second.state) == ("closed", "open")
+    fake.add_collaborator("carol")
+    fake.forge("carol", "collaborator").create_comment(second.number, "/senpai caps dollars=5")
+    for _ in range(3):
+        _tick(forge, cfg, _settled(dollars=2.0))
+    assert caps.caps_reached(World(_settled(2.0), BASE, [], NOW, steer=steering_tick.read(forge, cfg)[2].state), cfg)
+    still = [i for i in _reports(forge) if i.state == "open"]
+    assert len(still) == 1 and "experiments 4 of 4" in still[0].title and "dollars" not in still[0].title, [
+        (i.number, i.state, i.title) for i in _reports(forge)
+    ]
+    assert not any(f"Superseded by #{first.number}." in c for c in _bot_says(forge, second.number))
+
+
+def test_the_same_caps_reached_again_after_their_report_was_closed_get_an_open_report(fake_forge):
+    """Red team: report A (experiments 4 of 4) is closed once a human raises the cap to 6; the cap
+    put back to 4 stops senpai again at the very values A had: an open report must say so."""
+    forge, fake = fake_forge
+    exps = _settled()
+    _tick(forge, CFG, exps)
+    (first,) = _reports(forge)
+    fake.add_collaborator("carol")
+    carol = fake.forge("carol", "collaborator")
+    carol.create_comment(first.number, "/senpai caps experiments=6")
+    _tick(forge, CFG, exps)  # the ack
+    assert _tick(forge, CFG, exps) == [f"#{first.number}: closed: no fleet cap is reached any more"]
+    steer = carol.create_issue("back", "/senpai caps experiments=4", [STEER]).number
+    for _ in range(3):
+        _tick(forge, CFG, exps)
+    assert len(_bot_says(forge, steer)) == 1  # the ack
+    still = [i for i in _reports(forge) if i.state == "open"]
+    assert len(still) == 1 and still[0].number > first.number and "experiments 4 of 4" in still[0].title, [
+        (i.number, i.state, i.title) for i in _reports(forge)
+    ]
+    for _ in range(2):  # and only one
+        assert _tick(forge, CFG, exps) == []
+    fake.item(still[0].number).state = "closed"  # a human closed it, read: no report again
+    assert _tick(forge, CFG, exps) == [] and [i.state for i in _reports(forge)] == ["closed", "closed"]

@@ -29,6 +29,8 @@ NO_REPLACE = {"GIT_NO_REPLACE_OBJECTS": "1"}
 MEMO_SIZE = 4096  # answers remembered per forge (each a few KB at most: a diff's entries)
 _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _T = TypeVar("_T")
+# what `git check-ref-format --branch` refuses in a branch name, where a revision's syntax starts (~ ^ : @{ ..)
+_NOT_BRANCH = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|^[-/.]|/\.|\.lock(?:/|$)|[/.]$|^@$")
 
 
 class GitError(Exception):
@@ -164,6 +166,10 @@ class GitRepos:
         return dict(sorted((name, sha) for name, sha in pairs))
 
     def branch_sha(self, path: Path, branch: str) -> str | None:
+        """The head of branch `branch`; None if there is none, or `branch` is no branch name at all
+        (`_NOT_BRANCH`: `advisor~1`, `main^{/fix}` name commits, not branches, as GitHub reads them)."""
+        if _NOT_BRANCH.search(branch):
+            return None
         proc = self._git(path, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}", check=False)
         return text(proc.stdout).strip() or None
 
@@ -207,7 +213,12 @@ class GitRepos:
         return self._git(path, "merge-base", "--is-ancestor", ancestor, descendant, check=False).returncode == 0
 
     def merge_base(self, path: Path, a: str, b: str) -> str | None:
+        """The best common ancestor of `a` and `b`; None when they have none (git exits 1). Any other
+        failure (a missing object, a killed git) raises GitError: it is no answer about the two
+        commits, and `changed_files` remembers what it gives for the pair."""
         proc = self._git(path, "merge-base", a, b, check=False)
+        if proc.returncode not in (0, 1):
+            raise GitError(text(proc.stderr).strip() or "git merge-base failed")
         return text(proc.stdout).strip() or None
 
     def _merge_tree(self, path: Path, base_sha: str, head_sha: str) -> str:
