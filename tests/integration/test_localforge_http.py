@@ -8,6 +8,8 @@ import pytest
 from forge_fixtures import OWNER, TOKEN, add_token, commit_and_push, new_repository, run_git
 from github import Auth, Github
 
+from senpai.forge.localforge.git import MEMO_FILES, GitRepos
+
 BRANCH = "senpai/alice/x"
 
 
@@ -259,3 +261,23 @@ def test_a_failed_merge_base_is_never_remembered_as_a_diff_of_the_whole_tree(api
     assert failed and [f["filename"] for f in again.json()] == ["a.txt"]  # not the first read's answer, remembered
     assert api.get(f"/pulls/{number}").json()["changed_files"] == 1
     assert first.status_code >= 500  # and a failed git is an error, never a 200 with every file as changed
+
+
+def test_a_diff_of_many_files_is_read_again_not_remembered(tmp_path):
+    """The memo keeps answers of a few KB: a pushed commit changing more than MEMO_FILES files is
+    diffed again on each read (4096 remembered diffs of 100,000 files each would be gigabytes)."""
+    repos = GitRepos(tmp_path / "git")
+    bare = repos.init("o", "r", readme="r\n")
+    work = tmp_path / "work"
+    run_git(tmp_path, "clone", "-q", str(bare), str(work))
+    base = run_git(work, "rev-parse", "HEAD")
+    for i in range(MEMO_FILES + 1):
+        (work / f"f{i}.txt").write_text(f"{i}\n")
+    run_git(work, "add", "-A")
+    run_git(work, "commit", "-q", "-m", "many")
+    run_git(work, "push", "-q", "origin", "HEAD:refs/heads/many")
+    head = run_git(work, "rev-parse", "HEAD")
+    first = repos.changed_files(bare, base, head)
+    assert len(first) == MEMO_FILES + 1 and repos.changed_files(bare, base, head) == first
+    assert repos.count_commits(bare, base, head) == 1
+    assert all(not isinstance(v, tuple) or len(v) <= MEMO_FILES for v in repos._memo.values()) and repos._memo

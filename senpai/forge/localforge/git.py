@@ -26,7 +26,8 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # git reads commits through refs/replace/* unless told not to, and whoever may push a branch may push
 # one: the forge's diffs, merges and branch protection read the commits themselves, as GitHub does
 NO_REPLACE = {"GIT_NO_REPLACE_OBJECTS": "1"}
-MEMO_SIZE = 4096  # answers remembered per forge (each a few KB at most: a diff's entries)
+MEMO_SIZE = 4096  # answers remembered per forge
+MEMO_FILES = 300  # a diff of more changed files is not remembered: 4096 of them could hold gigabytes
 _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _T = TypeVar("_T")
 # what `git check-ref-format --branch` refuses in a branch name, where a revision's syntax starts (~ ^ : @{ ..)
@@ -118,7 +119,8 @@ class GitRepos:
     def _by_shas(self, what: str, path: Path, shas: tuple[str, ...], compute: Callable[[], _T]) -> _T:
         """`compute()`, remembered under (`what`, `path`, `shas`) when every one of `shas` is a full
         sha (a branch name or a short sha can name another commit tomorrow: never remembered).
-        Only answers are remembered: an error is raised again on the next call."""
+        Only answers are remembered: an error is raised again on the next call, and a diff of
+        more than MEMO_FILES files is computed again each time."""
         if not all(_FULL_SHA.fullmatch(sha) for sha in shas):
             return compute()
         key = (what, str(path), *shas)
@@ -127,6 +129,8 @@ class GitRepos:
                 self._memo.move_to_end(key)
                 return self._memo[key]  # type: ignore[return-value]
         value = compute()
+        if isinstance(value, tuple) and len(value) > MEMO_FILES:
+            return value  # a pushed commit may change 100,000 files: the memo stays a few KB an answer
         with self._guard:
             self._memo[key] = value
             if len(self._memo) > MEMO_SIZE:
