@@ -11,7 +11,7 @@ the harness config's (`max_experiments`, `caps`), each overridden by the newest 
 import hashlib
 import json
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from senpai.config.harness import HarnessConfig
 from senpai.config.roles import Role
@@ -73,7 +73,7 @@ def exhausted(exps: list[Experiment], steer: SteerState, now: datetime, cfg: Har
     for key, cap in in_force.items():
         if key == "end":
             if now >= cap:
-                out[key] = f"the end {cap.isoformat(timespec='minutes')} has passed"
+                out[key] = f"{cap.isoformat(timespec='minutes')} has passed"  # shown after its key: "end 2026-... has passed"
         elif getattr(used, key) >= cap:
             out[key] = f"{_amount(key, getattr(used, key))} of {_amount(key, cap)}"
     return out
@@ -307,7 +307,7 @@ def _suggest(key: str, cap, used: Spend, w: World):
 
 def _need(key: str, cap, used: Spend, w: World) -> str:
     if key == "end":
-        return "set a later end"
+        return "set a later end (ISO 8601 with a zone; the command below suggests a day from now)"
     if key == "experiments":
         return f"{_suggest(key, cap, used, w)} allows {_suggest(key, cap, used, w) - cap} more"
     per = getattr(used, key) / max(used.experiments, 1)
@@ -318,7 +318,8 @@ def _command(reached: dict, in_force: dict, used: Spend, w: World) -> str:
     parts = []
     for key in reached:
         if key == "end":
-            parts.append("end=<a later ISO 8601 time, e.g. 2026-12-31T18:00Z>")
+            # a time to paste, not a placeholder: `<` is escaped in the report, and GitHub shows `&lt;` in code
+            parts.append(f"end={(max(w.now, in_force[key]) + timedelta(days=1)).astimezone(UTC).strftime('%Y-%m-%dT%H:%MZ')}")
         else:
             parts.append(f"{key}={_suggest(key, in_force[key], used, w)}")
     return "/senpai caps " + " ".join(parts)

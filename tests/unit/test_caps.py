@@ -13,7 +13,7 @@ from policy_world import BASE, CFG, NOW, exp, job, launches
 from senpai.config.harness import load_harness
 from senpai.errors import ConfigError
 from senpai.ledger.blocks import CAPS_VERB, BudgetReport, Cost, Decision, Steer, TurnUsage, Verification
-from senpai.ledger.commands import SYNTAX
+from senpai.ledger.commands import SYNTAX, parse_commands
 from senpai.ledger.events import Message
 from senpai.ledger.inbox import Inbound, SteerState, Try
 from senpai.ledger.labels import ATTENTION, STEER
@@ -119,6 +119,17 @@ def test_a_wall_clock_end_stops_new_work_once_passed():
     assert set(_exhausted(World([], BASE, [], NOW), cfg)) == {"end"}
     later = SteerState(caps={"end_at": (NOW + timedelta(days=1)).isoformat()})
     assert _exhausted(World([], BASE, [], NOW, steer=later), cfg) == {}
+
+
+def test_a_passed_end_is_reported_once_by_name_with_a_command_to_paste_that_lifts_it():
+    cfg = CFG.model_copy(update={"max_experiments": None, "caps": CFG.caps.model_copy(update={"end_at": NOW})})
+    issue = exhaustion_issue(World([], BASE, [], NOW + timedelta(hours=2)), cfg)
+    assert issue is not None and f"(end {NOW.isoformat(timespec='minutes')} has passed)" in issue.title
+    assert "the end" not in issue.title and "&lt;" not in issue.body  # GitHub shows `&lt;` literally inside code
+    (line,) = [x for x in issue.body.splitlines() if x.startswith("To go on")]
+    (command,) = parse_commands(line.split("`")[1], None, None)  # pasted as it stands, it parses
+    lifted = SteerState(caps={"end_at": command.end_at})
+    assert _exhausted(World([], BASE, [], NOW + timedelta(hours=2), steer=lifted), cfg) == {}
 
 
 def test_on_exhausted_stop_deletes_running_jobs_and_launches_none_until_raised():
