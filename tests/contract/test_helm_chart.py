@@ -260,6 +260,9 @@ BAD = {  # values -> what Helm must say
         with_required(podSecurityContext={"runAsNonRoot": False}),
         "at '/podSecurityContext/runAsNonRoot': value must be true",
     ),
+    "an end with no zone": (with_required(loop={"caps": {"endAt": "2026-12-31T18:00:00"}}), "at '/loop/caps/endAt'"),
+    "an end that is no time": (with_required(loop={"caps": {"endAt": "next friday"}}), "at '/loop/caps/endAt'"),
+    "a cap past the largest taken": (with_required(loop={"caps": {"dollars": 2e9}}), "at '/loop/caps/dollars'"),
     "an added capability": (
         with_required(securityContext={**OPERATOR["securityContext"], "capabilities": {"drop": ["ALL"], "add": ["NET_ADMIN"]}}),
         "at '/securityContext/capabilities/add'",
@@ -364,6 +367,7 @@ def helm(tmp_path_factory: pytest.TempPathFactory) -> dict:
     requests["service monitor without its CRD"] = {**base, "values": with_required(metrics=OPERATOR["metrics"])}
     requests |= {name: {**base, "values": values} for name, (values, _) in BAD.items()}
     requests["keyless"] = {**base, "values": KEYLESS, "kube_version": KUBE_VERSIONS[-1]}
+    requests["emptied caps"] = {**base, "values": with_required(loop={"caps": None})}
     requests["llm settings"] = {**base, "values": LLM_SETTINGS}
     requests["old turn key"] = {**base, "values": OLD_TURN_KEY}
     for kv in KUBE_VERSIONS:
@@ -537,6 +541,11 @@ def test_four_students_with_eight_gpus_land_in_the_harness_config(helm: dict) ->
     job_sa = [d for d in docs if d["kind"] == "ServiceAccount" and d["metadata"]["name"].endswith("-job")][0]
     assert "imagePullSecrets" not in job_sa and job_sa["automountServiceAccountToken"] is False
     assert fleet.pod.image_pull_secrets == ["registry-creds"]  # in each Job's pod spec instead
+
+
+def test_an_emptied_caps_section_renders_no_cap(helm: dict) -> None:
+    assert "error" not in helm["emptied caps"], helm["emptied caps"]["error"]
+    assert harness(manifests(helm["emptied caps"])).caps == CapSettings()
 
 
 def test_a_keyless_base_url_llm_needs_no_secret(helm: dict) -> None:
