@@ -149,7 +149,7 @@ def exhaustion_issue(w: World, cfg: HarnessConfig) -> OpenIssue | None:
         generation += 1
         marker = report_marker(cut, in_force, generation)
     older = tuple(_closing(i, "superseded", SUPERSEDED) for i in open_reports(w) if marker not in html_blocks(i.body))
-    if marked(w.issues, marker, w.bot) and not older:
+    if found and not older:  # the loop's last look-up is this marker's
         return None
     title = "senpai stopped: fleet caps exhausted (" + "; ".join(f"{k} {v}" for k, v in cut.items()) + ")"
     return OpenIssue(marker, title, report(w, cfg, cut) + f"\n\n{marker}", (STEER, ATTENTION), older)
