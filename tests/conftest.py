@@ -23,3 +23,12 @@ def _held_secrets():
     yield
     credentials._held.clear()
     credentials._held.update(saved)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under `-n N --dist worksteal`, each worker starts with its share of the `long` tests (tests/long_first.py)."""
+    from long_first import long_first
+
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if config.getoption("dist", default="no") == "worksteal":
+        items[:] = long_first(items, workers, lambda item: item.get_closest_marker("long") is not None)
