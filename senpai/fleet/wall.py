@@ -134,13 +134,17 @@ class Wall:
         raw = json.loads(text)
         if not isinstance(raw, dict) or set(raw) - {"writable", "hidden", "readable", "uid", "gid", "landlock", "isolate"}:
             raise ValueError("not a wall")
-        paths = {k: tuple(raw.get(k, ())) for k in ("writable", "hidden", "readable")}
-        if not all(isinstance(p, str) and p.startswith("/") for ps in paths.values() for p in ps):
-            raise ValueError("wall paths must be absolute")
+        lists = {k: raw.get(k, []) for k in ("writable", "hidden", "readable")}
+        if not all(isinstance(ps, list) and all(isinstance(p, str) and p.startswith("/") for p in ps) for ps in lists.values()):
+            raise ValueError("wall paths must be lists of absolute paths")
         ids = {k: raw.get(k) for k in ("uid", "gid")}
-        if not all(v is None or (isinstance(v, int) and v >= 0) for v in ids.values()):
+        # bool is an int to Python: `"uid": true` must not become uid 1
+        if not all(v is None or (type(v) is int and v >= 0) for v in ids.values()):
             raise ValueError("uid and gid are non-negative integers")
-        return cls(**paths, **ids, landlock=bool(raw.get("landlock", True)), isolate=bool(raw.get("isolate", False)))
+        flags = {"landlock": raw.get("landlock", True), "isolate": raw.get("isolate", False)}
+        if not all(type(v) is bool for v in flags.values()):
+            raise ValueError("landlock and isolate are true or false")
+        return cls(**{k: tuple(ps) for k, ps in lists.items()}, **ids, **flags)
 
 
 class WallError(Exception):

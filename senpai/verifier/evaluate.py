@@ -16,6 +16,7 @@ scrubbed one: no secret reaches either step.
 
 import io
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -159,6 +160,7 @@ class ResetFailed(PermanentError):
         self.timed_out = timed_out
 
 
+_FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # `sh -c _RESET sh CHECKOUT SHA`: the checkout and sha are arguments, never parsed as shell
 _CLEAN_FAILED = 4
 _RESET = f'git -C "$1" reset -q --hard "$2" || exit 3; git -C "$1" clean -q -ffdx || exit {_CLEAN_FAILED}'
@@ -171,7 +173,9 @@ def reset_checkout(checkout: Path, sha: str, walls: Walls, timeout: float | None
     a filter in .git/config), so git runs behind the step's wall (`walls`: it may write the checkout
     and a fresh HOME and TMPDIR alone), as the step's own code; what it leaves running is killed,
     as `run_command` kills what a train step leaves, and `train_step` counts the reset's seconds as
-    the side's."""
+    the side's. Raises ValueError if `sha` is not a full commit sha (git would read `--quiet` as a flag)."""
+    if not _FULL_SHA.fullmatch(sha):
+        raise ValueError(f"reset_checkout takes a full commit sha, not {sha[:80]!r}")
     become_subreaper()
     before = descendants()
     own, env = step_env(checkout.parent)

@@ -30,6 +30,26 @@ def test_a_wall_round_trips_through_its_json_and_is_a_frozen_value():
     assert wall.uid == 1000 and wall.writable == ("/w",)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"uid": true}',  # a bool is no uid (Python would read it as 1)
+        '{"gid": 1.5}',
+        '{"uid": -1}',
+        '{"writable": "/w"}',  # a string, not a list of paths
+        '{"hidden": ["relative"]}',
+        '{"readable": [7]}',
+        '{"landlock": "false"}',  # truthy: it must not read as "on" or "off" by accident
+        '{"isolate": 1}',
+        '{"extra": 1}',
+        "[]",
+    ],
+)
+def test_a_wall_json_with_a_loose_type_is_refused(text):
+    with pytest.raises(ValueError):
+        Wall.from_json(text)
+
+
 def test_the_launcher_imports_no_dataclasses_inspect_or_senpai():
     # the argv callers build, on a command that needs no wall feature, with Python's import log
     argv = Wall(landlock=False).argv(["/bin/true"])
@@ -39,3 +59,25 @@ def test_the_launcher_imports_no_dataclasses_inspect_or_senpai():
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
     assert {"json", "ctypes"} <= imported  # the log is read right: the launcher's own imports are there
     assert not [m for m in imported if m.split(".")[0] in NOT_IMPORTED], sorted(imported)
+
+
+def test_a_reset_to_a_sha_spelled_as_an_option_is_refused_not_read_as_one(tmp_path):
+    """`reset_checkout` takes only a full sha: a "sha" `--quiet` is not a flag that turns the reset into
+    one to HEAD (which would keep what the checkout holds and call it reset)."""
+    from senpai.job.walls import bare_walls
+    from senpai.verifier.evaluate import reset_checkout
+
+    repo = tmp_path / "repo"
+    git = lambda *a: subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True, text=True).stdout  # noqa: E731
+    repo.mkdir()
+    git("init", "-q")
+    (repo / "f").write_text("one\n")
+    git("add", "f")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    (repo / "f").write_text("changed\n")
+    for sha in ("--quiet", "HEAD", git("rev-parse", "HEAD")[:12]):
+        with pytest.raises(ValueError, match="full commit sha"):
+            reset_checkout(repo, sha, bare_walls(), timeout=60)
+    assert (repo / "f").read_text() == "changed\n"  # nothing was reset
+    reset_checkout(repo, git("rev-parse", "HEAD").strip(), bare_walls(), timeout=60)
+    assert (repo / "f").read_text() == "one\n"
