@@ -494,6 +494,14 @@ class CapSettings(_Strict):
         "stop at a dollars or tokens cap either way); stop: they are deleted (no attempt is spent).",
     )
 
+    @field_validator("dollars", "tokens", "gpu_hours", "cpu_hours", mode="before")
+    @classmethod
+    def _no_cap_is_unset(cls, value: object) -> object:
+        # `dollars: 0` is most often meant as "no cap": say how to write that
+        if isinstance(value, int | float) and not isinstance(value, bool) and value <= 0:
+            raise ValueError("must be greater than 0: leave the line out for no cap")
+        return value
+
 
 class WallSettings(_Strict):
     """What code from a PR may reach on the machine that runs it (`senpai.fleet.wall`). Besides its

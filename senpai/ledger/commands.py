@@ -26,6 +26,7 @@ All commands of a message are checked before any is applied: one bad line and no
 `help` and `status` are queries (QUERIES): they are answered, change nothing and leave no record.
 """
 
+import difflib
 import math
 import re
 import shlex
@@ -209,12 +210,28 @@ CAP_KEYS = {  # key -> (SteerCommand field, type, what it caps, the largest valu
 MAX_VALUE_CHARS = 40  # of one cap value: longer is no number or time anyone means
 
 
+# how the harness config and the chart spell a cap: a key a person copies from there into the command
+_CONFIG_SPELLING = {"end_at": "end", "endat": "end", "gpuhours": "gpu_hours", "cpuhours": "cpu_hours"}
+
+
+def _nearest_key(key: str) -> list[str]:
+    """The cap key `key` was likely meant as (the config's spelling, or a near typo); [] if none."""
+    folded = key.lower()
+    if folded in _CONFIG_SPELLING:
+        return [_CONFIG_SPELLING[folded]]
+    return difflib.get_close_matches(folded, CAP_KEYS, n=1, cutoff=0.7)
+
+
 def _caps(line: str, args: dict[str, str]) -> SteerCommand:
     """`/senpai caps key=value ...`: new fleet caps, each > 0 (a time: in the future is the
     wrapper's business, any aware time is taken). Raises CommandError."""
     unknown = sorted(set(args) - set(CAP_KEYS))
     if not args or unknown:
-        raise CommandError(f"`{_quote(line)}`: expected `/senpai caps key=value ...` with keys {', '.join(CAP_KEYS)}")
+        near = [f"`{_quote(k)}` is no cap key: did you mean `{m[0]}`?" for k in unknown if (m := _nearest_key(k))]
+        raise CommandError(
+            f"`{_quote(line)}`: expected `/senpai caps key=value ...` with keys {', '.join(CAP_KEYS)}"
+            + "".join(f"; {n}" for n in near)
+        )
     fields: dict[str, object] = {}
     for key, raw in args.items():
         name, kind, what, most = CAP_KEYS[key]

@@ -143,12 +143,14 @@ def test_a_fleet_cap_is_a_finite_number_no_larger_than_slash_caps_takes(tmp_path
 @pytest.mark.parametrize(
     ("section", "expected"),
     [
+        ("caps: {dollars: 0}\n", "h.yaml: caps.dollars: must be greater than 0: leave the line out for no cap (got 0)"),
+        ("limits: {gpu_hours: -1}\n", "h.yaml: limits.gpu_hours: must be greater than 0: leave the line out for no cap"),
         ("caps:\n", "h.yaml: caps: is empty: give it its fields or remove the line"),
         ("caps: [1]\n", "h.yaml: caps: must be a mapping of its fields (got [1])"),
         ("steering: 3\n", "h.yaml: steering: must be a mapping of its fields (got 3)"),
     ],
 )
-def test_a_section_that_is_not_a_mapping_is_named_as_a_person_writes_it_not_by_its_class(
+def test_a_bad_section_or_cap_is_named_as_a_person_writes_it_and_says_what_to_write(
     tmp_path, monkeypatch, capsys, section, expected
 ):
     config = {"forge": {"repo": "o/r"}, "tracker": {"dir": "w"}, "fleet": {"dir": "j"}, "students": [{"name": "ada"}]}
