@@ -110,6 +110,11 @@ class CapsStatus(_Row):
     in_force: dict[str, float | int | datetime] = Field(
         description="Fleet-wide caps in force by `/senpai caps` key (`senpai.wrapper.caps.caps_in_force`); absent: no cap."
     )
+    steered: list[str] = Field(
+        default_factory=list,
+        description="The keys of `in_force` a trusted human's `/senpai caps` set (it wins over the config); "
+        "the rest are the config's.",
+    )
     exhausted: dict[str, str] = Field(description="Cap key -> 'spent of cap' for each cap reached: no new experiment opens.")
     stopping: bool = Field(
         False,
@@ -177,6 +182,7 @@ class Status(_Row):
     def _summary(self) -> str:
         b, s = self.caps, self.caps.spent
         cap = f"{b.experiments} of {b.experiment_cap}" if b.experiment_cap else f"{b.experiments} (no cap)"
+        cap += _BY_COMMAND if "experiments" in b.steered else ""
         patience = f"{b.streak} of {b.patience}" if b.patience else f"{b.streak} (no patience stop)"
         paused = "; **paused** by `/senpai pause`" if b.paused else ""
         paused += "; **paused** for patience (`/senpai resume` goes on)" if b.paused_for_patience else ""
@@ -193,10 +199,10 @@ class Status(_Row):
                 f"- holdout verdicts: {self.holdout_verdicts} on the current holdout"
                 + (f" ({self.holdouts} holdouts in all)" if self.holdouts > 1 else "")
                 + " (each tells the search a little about it; refresh it after some thousands)",
-                "- spent: " + ", ".join(_against(k, getattr(s, k), b.in_force.get(k), b.unpriced) for k in MONEY),
+                "- spent: " + ", ".join(_against(k, getattr(s, k), b.in_force.get(k), b.unpriced, b.steered) for k in MONEY),
                 f"- by role: student {duration(s.student_seconds)}, verifier {duration(s.verifier_seconds)}, "
                 f"advisor {duration(s.advisor_seconds)} ({count(s.advisor_tokens)} tokens, {dollars(s.advisor_dollars)})",
-                *([f"- end: {_time(b.in_force['end'])}"] if "end" in b.in_force else []),
+                *([f"- end: {_time(b.in_force['end'])}{_BY_COMMAND * ('end' in b.steered)}"] if "end" in b.in_force else []),
                 *([_reached(b)] if b.exhausted else []),
                 f"- last tick: {tick_line}",
                 f"- forge rate limit: {rate_line}",
@@ -249,6 +255,7 @@ def build_status(
             paused_for_patience=cfg.patience is not None and streak >= cfg.patience and not steer.paused,
             spent=spent(exps, cfg, steer),
             in_force=caps_in_force(steer, cfg),
+            steered=_steered(steer),
             exhausted=reached,
             stopping=stops_jobs(reached, cfg),
             effect=consequence(reached, cfg) if reached else "",
@@ -284,10 +291,19 @@ def _reached(b: CapsStatus) -> str:
     return f"- {head}: {b.effect}"
 
 
-def _against(key: str, used: float, cap: float | None, unpriced: dict[Role, str]) -> str:
+def _steered(steer: SteerState) -> list[str]:
+    """The `/senpai caps` keys a human's command set (it wins over the config)."""
+    keys = {"end" if field == "end_at" else field for field in steer.caps}
+    return sorted(keys | ({"experiments"} if steer.experiments is not None else set()))
+
+
+_BY_COMMAND = " (by `/senpai caps`)"
+
+
+def _against(key: str, used: float, cap: float | None, unpriced: dict[Role, str], steered: list[str]) -> str:
     names = {"dollars": "LLM", "tokens": "tokens", "gpu_hours": "GPU-h", "cpu_hours": "CPU-core-h"}
     shown = {"dollars": dollars, "tokens": count}.get(key, number)
-    text = f"{shown(used)}{f' of {shown(cap)}' if cap is not None else ''} {names[key]}"
+    text = f"{shown(used)}{f' of {shown(cap)}' if cap is not None else ''} {names[key]}{_BY_COMMAND if key in steered else ''}"
     if key == "dollars" and unpriced:
         text += " (**unpriced**: " + ", ".join(f"{role} {cell(model)} counts $0" for role, model in unpriced.items()) + ")"
     return text

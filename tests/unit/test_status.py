@@ -225,3 +225,20 @@ def test_an_open_prs_holdout_delta_names_its_base_and_one_against_an_old_base_is
     assert f"| _+0.0800 vs old base {m.start[:8]}_ |" in text and f"| +0.0200 vs #{m.merged} |" in text
     unknown = build_status(CFG, LedgerReader(forge).experiments(), [], SteerState(), NOW, TICK, None)
     assert not any(e.stale for e in unknown.open)  # the base unknown: nothing is called stale
+
+
+def test_a_cap_a_human_set_by_command_says_so_and_the_configs_do_not():
+    """`/senpai caps` wins over the config until its comment is edited or deleted: the status names
+    which caps in force came from a command, so a reader knows where to change each."""
+    cfg = CFG.model_copy(update={"max_experiments": 9, "caps": CFG.caps.model_copy(update={"dollars": 5.0, "gpu_hours": 2.0})})
+    steer = SteerState(experiments=4, caps={"gpu_hours": 3.0, "end_at": "2026-12-31T18:00:00+00:00"})
+    s = build_status(cfg, [exp(1, "closed")], [], steer, NOW, TICK, None)
+    assert s.caps.steered == ["end", "experiments", "gpu_hours"] and s.caps.in_force["gpu_hours"] == 3.0
+    lines = s.markdown().splitlines()
+    assert next(x for x in lines if x.startswith("- experiments:")).startswith("- experiments: 1 of 4 (by `/senpai caps`),")
+    spent = next(x for x in lines if x.startswith("- spent:"))
+    assert "of 3.000 GPU-h (by `/senpai caps`)" in spent and "of $5.00 LLM," in spent and "$5.00 LLM (by" not in spent
+    assert next(x for x in lines if x.startswith("- end:")).endswith("(by `/senpai caps`)")
+    plain = build_status(cfg, [exp(1, "closed")], [], SteerState(), NOW, TICK, None)
+    summary = [x for x in plain.markdown().splitlines() if x.startswith("- ")]
+    assert plain.caps.steered == [] and not any("by `/senpai caps`" in x for x in summary)
