@@ -20,10 +20,13 @@ from senpai.config.target import load_target
 from senpai.wrapper.loop import base_target
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
+# digits' stand-in (stdlib and wandb): for the tests of validate's own output, whose run of digits'
+# scikit-learn checks tests/unit/test_validate_evaluator.py keeps
+QUICK = Path(__file__).resolve().parents[1] / "quick_target"
 
 
-def _write(tmp_path: Path, mutate) -> Path:
-    data = yaml.safe_load((EXAMPLE / "senpai.yaml").read_text())
+def _write(tmp_path: Path, mutate, source: Path = EXAMPLE) -> Path:
+    data = yaml.safe_load((source / "senpai.yaml").read_text())
     mutate(data)
     (tmp_path / "senpai.yaml").write_text(yaml.safe_dump(data))
     return tmp_path
@@ -43,7 +46,7 @@ def test_example_config_is_valid():
 
 
 def test_validate_prints_the_summary():
-    result = CliRunner().invoke(cli, ["validate", str(EXAMPLE)])
+    result = CliRunner().invoke(cli, ["validate", str(QUICK)])
     assert result.exit_code == 0, result.output
     assert "metric: val_accuracy (maximize)" in result.output
 
@@ -216,8 +219,8 @@ def test_validate_refuses_a_scope_that_leaves_out_the_params_file(tmp_path, monk
 
 @pytest.mark.parametrize("scope", [[], ["*.json"]])  # empty: the params file only
 def test_validate_accepts_a_scope_that_admits_the_params_file(tmp_path, scope):
-    shutil.copytree(EXAMPLE, tmp_path / "repo", ignore=shutil.ignore_patterns("__pycache__", "wandb"))
-    _write(tmp_path / "repo", lambda d: d.update(scope=scope))
+    shutil.copytree(QUICK, tmp_path / "repo", ignore=shutil.ignore_patterns("__pycache__", "wandb"))
+    _write(tmp_path / "repo", lambda d: d.update(scope=scope), QUICK)
     result = CliRunner().invoke(cli, ["validate", str(tmp_path / "repo")])
     assert result.exit_code == 0, result.output
     assert f"scope: {', '.join(scope) or 'params.json'}" in result.output

@@ -162,8 +162,20 @@ def scaffolded(tmp_path: Path) -> Path:
     return root
 
 
+# STDLIB_CLASSIFIER saving numpy weights with safetensors: init renders it the numpy weights
+# evaluator (its own model, eval/model.py, a stub; the sample needs none), whose validate imports
+# numpy and safetensors where the skops one imports scikit-learn and skops in each interpreter
+NUMPY_CLASSIFIER = STDLIB_CLASSIFIER.replace("import math\n", "import math\n\nfrom safetensors.numpy import save_file\n")
+
+
 def test_validate_runs_the_evaluator_and_names_a_metric_it_does_not_print(tmp_path):
-    root = scaffolded(tmp_path)
+    # what is tested is validate's run of an evaluator and its reading of what that prints, whichever
+    # evaluator: the numpy weights one (the skops one's run on its sample: the loss-trained classifier's test)
+    answers = Answers("python train.py", "val_loss", "minimize", "params.json", "log_loss")
+    root = repo(tmp_path, {"train.py": NUMPY_CLASSIFIER})
+    files = render(root, answers, detect(root))
+    assert "from safetensors.numpy import load_file" in files[EVALUATOR] and "import skops" not in files[EVALUATOR]
+    write_inside(root, files)
     # senpai.yaml now says accuracy (maximize): coherent on paper, but the evaluator prints a log loss
     edit(root, metric="holdout_accuracy", direction="maximize")
     code, said = run("validate", str(root))
@@ -177,7 +189,7 @@ def test_validate_runs_the_evaluator_and_names_a_metric_it_does_not_print(tmp_pa
     assert code == 2 and "but holdout.guards.holdout_accuracy is 'holdout_accuracy'" in said
     edit(root, guards=None, sample="python eval/evaluate.py --artifact {artifact} --holdout {holdout}")
     code, said = run("validate", str(root))  # "sample" that scores an empty folder instead of writing one
-    assert code == 2 and "holdout.sample exited 2: error: no model.skops in the artifact directory" in said
+    assert code == 2 and "holdout.sample exited 2: error: no model.safetensors in the artifact directory" in said
 
 
 def test_validate_refuses_the_evaluator_and_direction_init_wrote_before(tmp_path):
@@ -270,6 +282,8 @@ def test_each_evaluator_init_writes_computes_its_quantity_on_a_real_model(tmp_pa
     skops.io.dump(model, tmp_path / "model" / "model.skops")
     got = evaluator.score(evaluator.load_model(tmp_path / "model"), x[300:], y[300:].astype(float))
     assert got == pytest.approx(direct(name, model, x[300:], y[300:]), rel=1e-9)
+    with pytest.raises(ValueError, match="no model.skops in the artifact directory"):
+        evaluator.load_model(tmp_path)  # what validate says of a sample that wrote none
     (tmp_path / "a").mkdir(), (tmp_path / "h").mkdir()
     evaluator.write_sample(tmp_path / "a", tmp_path / "h")  # the sample: a model of the right kind it can score
     rows = np.loadtxt(tmp_path / "h" / "holdout.csv", delimiter=",", skiprows=1, ndmin=2)

@@ -14,7 +14,9 @@ from senpai.agents.params import MAX_BYTES, apply_params, read_params, write_par
 from senpai.cli.main import cli, main
 from senpai.errors import ConfigError
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "digits"
+# digits' stand-in (stdlib and wandb, the same params): what is tested is validate's reading of the
+# params file, not digits' scikit-learn (tests/unit/test_validate_evaluator.py validates digits)
+QUICK = Path(__file__).resolve().parents[1] / "quick_target"
 PARAMS = {"hidden_width": 8, "activation": "logistic", "alpha": 0.0001, "batch_size": 64, "early": True}
 TEXTS = {
     "params.json": json.dumps(PARAMS),
@@ -82,7 +84,7 @@ def test_a_bad_params_file_is_a_config_error_naming_it(tmp_path, name, text, mes
 
 def test_validate_reads_a_yaml_params_file_and_refuses_a_broken_one(tmp_path, monkeypatch, capsys):
     repo = tmp_path / "repo"
-    shutil.copytree(EXAMPLE, repo, ignore=shutil.ignore_patterns("__pycache__", "wandb"))
+    shutil.copytree(QUICK, repo, ignore=shutil.ignore_patterns("__pycache__", "wandb"))
     params = json.loads((repo / "params.json").read_text())
     (repo / "params.json").unlink()
     (repo / "params.yaml").write_text(yaml.safe_dump(params))
