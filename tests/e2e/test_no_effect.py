@@ -25,6 +25,7 @@ ANSWER = (
 WAIT = 20.0  # runtime.no_effect.backoff_seconds here: longer than a dead turn's first relaunch backoff (15 s)
 
 
+@pytest.mark.long
 def test_an_advisor_that_calls_no_tool_backs_off_then_tells_humans_once(local_forge, llm_server, tmp_path, monkeypatch):
     config = make_program(local_forge.base_url, tmp_path, "noeffect", students=1, experiments=1)
     use_openhands(config, llm_server.base_url, roles=("advisor",))

@@ -73,6 +73,7 @@ def probing(policy, role: str):
     return step
 
 
+@pytest.mark.long
 def test_cycle_merges_through_the_gate_and_the_openhands_roles_of_a_hostile_target_get_nothing(
     local_forge, llm_server, tmp_path, monkeypatch
 ):

@@ -301,6 +301,7 @@ def test_baseline_params_are_weak_by_more_than_the_noise_floor(target, evaluator
     assert abs(statistics.mean(same) - statistics.mean(good)) < good_floor
 
 
+@pytest.mark.long
 def test_a_code_only_change_moves_the_holdout(target, repo, holdout, tmp_path):
     """train.py with solver="lbfgs" (params.json untouched) beats the baseline by more than its noise floor,
     through the train step (subprocess, artifact) and the score step (evaluator alone)."""

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 from forge_fixtures import TOKEN, run_git
 from walled import walls_at
@@ -56,6 +57,7 @@ def apply_advice(root: Path) -> None:
     (root / "train.py").write_text(f"{text}{artifact}\n")
 
 
+@pytest.mark.long
 def test_init_turns_a_plain_script_into_a_target_whose_loop_runs(local_forge, tmp_path, monkeypatch):
     root = tmp_path / "cancer"
     root.mkdir()

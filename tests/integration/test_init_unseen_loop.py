@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 from forge_fixtures import TOKEN
 from third_party import ridge_json
@@ -169,6 +170,7 @@ def loop(local_forge, tmp_path: Path, root: Path, holdout: Path, monkeypatch) ->
     return config
 
 
+@pytest.mark.long
 def test_a_scikit_learn_script_printing_its_loss_as_json_reaches_a_verified_experiment(local_forge, tmp_path, monkeypatch):
     # scikit-learn (scipy: seconds) when this test runs, not when the suite is collected
     from sklearn.datasets import load_diabetes
@@ -218,6 +220,7 @@ def test_a_scikit_learn_script_printing_its_loss_as_json_reaches_a_verified_expe
     assert proposal.state == "merged", proposal.decision
 
 
+@pytest.mark.long
 def test_a_third_party_network_saving_safetensors_reaches_a_verified_experiment(local_forge, tmp_path, monkeypatch):
     root = tmp_path / "tinynet"
     root.mkdir()

@@ -149,6 +149,7 @@ def test_direction_from_the_name(name, direction):
     assert guess_direction(name) == direction
 
 
+@pytest.mark.long
 def test_yes_writes_a_target_that_validates(tmp_path):
     root = repo(tmp_path, {"train.py": SKLEARN_ARGPARSE, "data/README": "fixed splits\n"})
     result = CliRunner().invoke(cli, ["init", str(root), "--yes"])

@@ -94,6 +94,7 @@ def score(root: Path, model, holdout: Path, work: Path) -> float:
     return out.value(target.holdout.metric)
 
 
+@pytest.mark.long
 def test_a_loss_trained_classifier_gets_a_loss_evaluator_and_the_verifier_prefers_the_better_model(tmp_path):
     from sklearn.datasets import load_breast_cancer
     from sklearn.linear_model import LogisticRegression
