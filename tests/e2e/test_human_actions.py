@@ -33,7 +33,7 @@ def _step(
         report = w.tick()
         assert not report.errors, report.errors
         each()
-        time.sleep(0.3)
+        time.sleep(1.0)  # the wrapper's own period (tick_seconds): a tick while jobs run plans again, at a CPU cost
 
 
 def _ledger_check(config) -> subprocess.CompletedProcess:

@@ -16,13 +16,14 @@ from forge_fixtures import clone, commit_and_push
 from research import assert_no_duplicates, make_program, reader
 from test_failures import GOOD, _hypothesis
 
-from senpai.cli.wiring import make_forge
+from senpai.cli.wiring import make_fleet, make_forge
 from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import load_harness
-from senpai.config.time_limits import GIT, RELAUNCH
+from senpai.config.time_limits import GIT, RELAUNCH, Relaunch
 from senpai.forge import mirror
 from senpai.ledger import transitions
 from senpai.ledger.labels import ATTENTION, SENPAI, ExperimentState
+from senpai.wrapper import loop, policy
 from senpai.wrapper.policy import INFRA_EXIT
 
 pytestmark = pytest.mark.e2e
@@ -34,6 +35,15 @@ def _no_base_mirror(monkeypatch):
     """These tests fail the jobs' clones from the forge, so the wrapper hands its jobs no base mirror
     (`senpai.forge.mirror`; its own fetch would also take one of the queued faults)."""
     monkeypatch.setattr(mirror, "update", lambda *args, **kwargs: None)
+
+
+@pytest.fixture(autouse=True)
+def _short_backoff(monkeypatch):
+    """Relaunches back off 1 s, then 2 s (not 15 s, then 30 s): the wrapper, rebuilt every 0.5 s,
+    still restarts a few times inside each backoff, without ~45 s of restarts per test."""
+    short = Relaunch(backoff_seconds=1.0)  # the same counts of runs and advisor turns
+    monkeypatch.setattr(policy, "RELAUNCH", short)
+    monkeypatch.setattr(loop, "RELAUNCH", short)
 
 
 @pytest.fixture(scope="module")
@@ -67,15 +77,13 @@ def _tick_until(config: Path, done, what: str, timeout: float = 300) -> None:
 
 
 def _jobs(config: Path, stop: bool = False) -> dict:
-    """The fleet's jobs by name; with `stop`, live ones are deleted first (they would outlive the test)."""
-    w = build_wrapper(str(config))
-    try:
-        for j in w.fleet.list() if stop else []:
-            if not j.done:
-                w.fleet.delete(j.name)
-        return {j.name: j for j in w.fleet.list()}
-    finally:
-        w.store.close()
+    """The fleet's jobs by name; with `stop`, live ones are deleted first (they would outlive the test).
+    The wrapper's own fleet, without building a wrapper (which reads the ledger) for a look at it."""
+    fleet = make_fleet(load_harness(config))
+    for j in fleet.list() if stop else []:
+        if not j.done:
+            fleet.delete(j.name)
+    return {j.name: j for j in fleet.list()}
 
 
 def test_an_infra_failed_job_is_relaunched_without_evidence_or_attempt(flaky_url, tmp_path):
@@ -104,7 +112,6 @@ def test_repeated_infra_failures_block_once_and_open_one_issue_across_restarts(f
     try:
         _tick_until(config, lambda: ExperimentState.BLOCKED.label in forge.get_pull(pr).labels, "the block")
         for _ in range(3):  # more restarts and ticks: nothing is posted again
-            _tick_until(config, lambda: True, "a tick")
             w = build_wrapper(str(config))
             w.tick()
             w.store.close()
@@ -133,7 +140,6 @@ def test_dead_advisor_turns_open_one_issue_and_stop(flaky_url, tmp_path):
     try:
         _tick_until(config, lambda: bool(issues()), "the escalation issue")
         for _ in range(3):  # restarts and ticks: no fourth turn, no second issue
-            _tick_until(config, lambda: True, "a tick")
             w = build_wrapper(str(config))
             w.tick()
             w.store.close()

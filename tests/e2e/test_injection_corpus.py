@@ -78,7 +78,7 @@ def _as(local_forge, config: Path, login: str, role: str = "read") -> GitHubForg
 @pytest.fixture(scope="module")
 def program(local_forge, tmp_path_factory) -> Program:
     tmp = tmp_path_factory.mktemp("corpus")
-    config = make_program(local_forge.base_url, tmp, f"corpus-{tmp.name[-6:]}", students=1, experiments=1)
+    config = make_program(local_forge.base_url, tmp, f"corpus-{tmp.name[-6:]}", students=1, experiments=1, target="quick")
     cfg = load_harness(config)
     alice = _as(local_forge, config, "alice", "collaborator")
     add_collaborator(local_forge.base_url, cfg.forge.repo, "alice")
@@ -474,7 +474,8 @@ def _hostile_body(yaml_text: str) -> str:
 
 
 def test_hostile_blocks_block_only_their_pr_and_never_the_loop(local_forge, tmp_path):
-    config = make_program(local_forge.base_url, tmp_path, f"hostile-{tmp_path.name[-6:]}", students=1, experiments=1)
+    name = f"hostile-{tmp_path.name[-6:]}"
+    config = make_program(local_forge.base_url, tmp_path, name, students=1, experiments=1, target="quick")
     bot = _as(local_forge, config, "senpai")
     work = clone(bot, tmp_path / "work", "advisor")
     numbers = []

@@ -64,7 +64,7 @@ def test_changes_then_an_attempt_dead_before_pushing_wakes_the_advisor_again(loc
         while bot.get_pull(pr.number).state == "open":
             assert time.monotonic() < deadline, (reviews, reader(config).experiment(bot.get_pull(pr.number)))
             w.tick()
-            time.sleep(0.3)
+            time.sleep(1.0)  # the wrapper's own period (tick_seconds): a tick while jobs run plans again, at a CPU cost
     finally:
         for job in w.fleet.list():
             if not job.done:

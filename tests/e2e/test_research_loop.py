@@ -20,8 +20,10 @@ pytestmark = pytest.mark.e2e
 
 
 def test_loop_decides_merges_and_the_ledger_rebuilds(local_forge, tmp_path, monkeypatch):
-    config = make_program(local_forge.base_url, tmp_path, "loop", students=2, experiments=3)
-    report = run(config, decided=3, timeout=900)  # generous: each verification now trains and scores both sides
+    # the subject is the harness, so the quick target (digits' contract, no scikit-learn); the same
+    # loop on examples/digits, at full size, is `make bench-research` (bench/research_senpai.py)
+    config = make_program(local_forge.base_url, tmp_path, "loop", students=2, experiments=3, target="quick")
+    report = run(config, decided=3, timeout=900)  # generous: each verification trains and scores both sides
     assert sum(e.state == "merged" for e in report.exps) >= 1
 
     led = reader(config)
