@@ -57,6 +57,7 @@ def _pulls(bot) -> list[int]:
     return [p.number for p in bot.list_pulls("all")]
 
 
+@pytest.mark.long
 def test_a_base_that_cannot_train_blocks_escalates_once_and_is_measured_again(local_forge, tmp_path):
     config = make_program(
         local_forge.base_url, tmp_path, "base-fails", experiments=5, mutate=lambda t: t.update(train=BROKEN), target="quick"

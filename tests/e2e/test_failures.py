@@ -133,6 +133,7 @@ def _wrapper(config, env) -> subprocess.Popen:
     )
 
 
+@pytest.mark.long
 def test_wrapper_killed_mid_tick_restarts_without_duplicates(local_forge, tmp_path):
     config = make_program(local_forge.base_url, tmp_path, "restart", students=2, experiments=2, target="quick")
     env = {**os.environ, "WANDB_MODE": "offline"}

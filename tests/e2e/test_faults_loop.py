@@ -33,6 +33,7 @@ def run_under_faults(config, proxy: FaultProxy, decided: int, timeout: float) ->
         proxy.rate = 0.0
 
 
+@pytest.mark.long
 def test_loop_under_20_percent_faults_has_no_duplicates_and_no_infra_closures(local_forge, tmp_path):
     with FaultProxy(local_forge.base_url, rate=0.0, seed=8, slow_seconds=0.5, retry_after=1) as proxy:
         config = make_program(proxy.url, tmp_path, "faults", students=2, experiments=DECIDED, target="quick")

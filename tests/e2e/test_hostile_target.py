@@ -23,6 +23,7 @@ from senpai.ledger.consistency import check
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.long
 def test_a_hostile_target_gets_nothing(local_forge, tmp_path):
     register_bot(local_forge.server, BOT)
     quick = TARGETS["quick"]  # the hostile part is the probe; the training it wraps is the quick target's

@@ -103,6 +103,7 @@ def test_an_infra_failed_job_is_relaunched_without_evidence_or_attempt(flaky_url
     assert_no_duplicates(config)
 
 
+@pytest.mark.long
 def test_repeated_infra_failures_block_once_and_open_one_issue_across_restarts(flaky_url, tmp_path):
     app, url = flaky_url
     config = make_program(url, tmp_path, "infra-block", students=1, experiments=1, target="quick")

@@ -12,6 +12,7 @@ DECIDED = 3  # on the quick target 2 could be decided before the 10th kill lande
 CHECKED = (*DUPLICATES, "closed_for_infra", "not_terminal", "lost_events", "unreadable")
 
 
+@pytest.mark.long
 def test_wrapper_jobs_and_forge_killed_at_random_points(tmp_path):
     # 3 experiments (the measured start, then proposals) outlast 10 kills (each lands at most 3 s
     # after the wrapper's first tick); bench/run.py decides 12 under 200

@@ -34,6 +34,7 @@ def kubeconfig(url: str) -> str:
     )
 
 
+@pytest.mark.long
 def test_research_loop_on_the_kubernetes_fleet(local_forge, tmp_path, monkeypatch):
     from k8s_apiserver import ApiServer
 

@@ -21,6 +21,7 @@ from senpai.wrapper.loop import TickReport
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.long
 def test_changes_then_an_attempt_dead_before_pushing_wakes_the_advisor_again(local_forge, llm_server, tmp_path, monkeypatch):
     config = make_program(local_forge.base_url, tmp_path, "liveness", students=1, experiments=1, target="quick")
     use_openhands(config, llm_server.base_url, roles=("advisor",))

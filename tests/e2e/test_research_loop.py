@@ -19,6 +19,7 @@ from senpai.wrapper import loop, policy
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.long
 def test_loop_decides_merges_and_the_ledger_rebuilds(local_forge, tmp_path, monkeypatch):
     # the subject is the harness, so the quick target (digits' contract, no scikit-learn); the same
     # loop on examples/digits, at full size, is `make bench-research` (bench/research_senpai.py)

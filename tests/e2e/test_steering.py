@@ -59,6 +59,7 @@ def _acks(bot: GitHubForge, number: int) -> list[str]:
     return [b for b in _bot_comments(bot, number) if "<!-- senpai:ack:" in b]
 
 
+@pytest.mark.long
 def test_slash_commands_trust_and_free_text(local_forge, tmp_path):
     config = make_program(local_forge.base_url, tmp_path, "steer", students=2, experiments=10, target="quick")
     _configure(config, steering={"batch_seconds": 2.0}, tick_seconds=0.5)
