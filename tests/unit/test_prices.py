@@ -82,7 +82,7 @@ def test_the_status_marks_the_dollars_unpriced_next_to_their_cap():
     capped = SteerState(caps={"dollars": 5.0})  # a cap raised by `/senpai caps`, not the config's
     s = build_status(cfg, [], [], capped, NOW, TICK, None)
     assert s.caps.unpriced == {"advisor": "openai/qwen"}
-    assert "- spent: $0.00 of $5.00 LLM (**unpriced**: advisor openai/qwen counts $0), " in s.markdown()
+    assert "- spent: $0.00 of $5.00 LLM (by `/senpai caps`) (**unpriced**: advisor openai/qwen counts $0), " in s.markdown()
     priced = CFG.model_copy(update={"runtime": runtime.model_validate({"advisor": {"kind": "openhands", "llm": LOCAL | FREE}})})
     s = build_status(priced, [], [], capped, NOW, TICK, None)
-    assert s.caps.unpriced == {} and "unpriced" not in s.markdown() and "$0.00 of $5.00 LLM, " in s.markdown()
+    assert s.caps.unpriced == {} and "unpriced" not in s.markdown() and "$0.00 of $5.00 LLM (by `/senpai caps`), " in s.markdown()
