@@ -25,6 +25,7 @@ def _held_secrets():
     credentials._held.update(saved)
 
 
+@pytest.hookimpl(trylast=True)  # after `-k`/`-m` deselect: the slices are of the tests that run
 def pytest_collection_modifyitems(config, items):
     """Under `-n N --dist worksteal`, each worker starts with its share of the `long` tests (tests/long_first.py)."""
     from long_first import long_first

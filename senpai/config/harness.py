@@ -8,6 +8,7 @@ of the environment variables that hold them.
 import hashlib
 import json
 import logging
+import math
 import os
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
@@ -480,12 +481,14 @@ class CapSettings(_Strict):
     `dollars` or `tokens` is reached, no new turn of an LLM role starts whatever `on_exhausted`
     says, except the advisor's answers to trusted humans (`senpai.wrapper.caps.llm_held`)."""
 
-    # at most CAP_MOST, as `/senpai caps` (`senpai.ledger.commands.CAP_KEYS`): no cap is unset, never inf
-    dollars: float | None = Field(None, gt=0, le=CAP_MOST["dollars"], description="LLM dollars in all.")
+    # at most CAP_MOST, as `/senpai caps` (`senpai.ledger.commands.CAP_KEYS`): no cap is unset, never inf or nan
+    dollars: float | None = Field(None, gt=0, le=CAP_MOST["dollars"], allow_inf_nan=False, description="LLM dollars in all.")
     tokens: int | None = Field(None, gt=0, le=CAP_MOST["tokens"], description="LLM tokens in all.")
-    gpu_hours: float | None = Field(None, gt=0, le=CAP_MOST["gpu_hours"], description="GPU hours of student and verifier jobs.")
+    gpu_hours: float | None = Field(
+        None, gt=0, le=CAP_MOST["gpu_hours"], allow_inf_nan=False, description="GPU hours of student and verifier jobs."
+    )
     cpu_hours: float | None = Field(
-        None, gt=0, le=CAP_MOST["cpu_hours"], description="CPU-core hours of student and verifier jobs."
+        None, gt=0, le=CAP_MOST["cpu_hours"], allow_inf_nan=False, description="CPU-core hours of student and verifier jobs."
     )
     end_at: AwareDatetime | None = Field(None, description="Wall-clock end (ISO 8601 with a zone): nothing new after it.")
     on_exhausted: Literal["finish", "stop"] = Field(
@@ -497,10 +500,33 @@ class CapSettings(_Strict):
     @field_validator("dollars", "tokens", "gpu_hours", "cpu_hours", mode="before")
     @classmethod
     def _no_cap_is_unset(cls, value: object) -> object:
-        # `dollars: 0` is most often meant as "no cap": say how to write that
-        if isinstance(value, int | float) and not isinstance(value, bool) and value <= 0:
+        # pydantic reads `dollars: true` as a cap of $1, where "capped" was meant
+        if isinstance(value, bool):
+            raise ValueError(f"must be a number, not {str(value).lower()}")
+        # `dollars: 0` (or '0') is most often meant as "no cap": say how to write that
+        if _number(value) <= 0:
             raise ValueError("must be greater than 0: leave the line out for no cap")
         return value
+
+    @field_validator("end_at", mode="before")
+    @classmethod
+    def _end_is_a_time(cls, value: object) -> object:
+        # pydantic reads a number (or a numeric string) as Unix seconds: `end_at: 0`, meant as
+        # "no end", would end the programme in 1970
+        if isinstance(value, int | float) or not math.isnan(_number(value)):
+            raise ValueError("must be a time, ISO 8601 with a zone (2026-12-31T18:00Z): leave the line out for no end")
+        return value
+
+
+def _number(value: object) -> float | int:
+    """`value` (a YAML int, float or string) as a number (an int as it is: it may be past any float);
+    nan if it is none."""
+    if isinstance(value, int | float):
+        return value
+    try:
+        return float(value) if isinstance(value, str) else math.nan
+    except (ValueError, OverflowError):
+        return math.nan
 
 
 class WallSettings(_Strict):

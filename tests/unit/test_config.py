@@ -148,6 +148,10 @@ def test_a_fleet_cap_is_a_finite_number_no_larger_than_slash_caps_takes(tmp_path
     [
         ("caps: {dollars: 0}\n", "h.yaml: caps.dollars: must be greater than 0: leave the line out for no cap (got 0)"),
         ("limits: {gpu_hours: -1}\n", "h.yaml: limits.gpu_hours: must be greater than 0: leave the line out for no cap"),
+        ("caps: {gpu_hours: '0'}\n", "h.yaml: caps.gpu_hours: must be greater than 0: leave the line out for no cap (got '0')"),
+        ("caps: {dollars: true}\n", "h.yaml: caps.dollars: must be a number, not true"),  # not a cap of $1
+        ("caps: {cpu_hours: .nan}\n", "h.yaml: caps.cpu_hours: must be a finite number (got nan)"),
+        ("caps: {end_at: 0}\n", "h.yaml: caps.end_at: must be a time, ISO 8601 with a zone (2026-12-31T18:00Z): leave"),
         ("caps:\n", "h.yaml: caps: is empty: give it its fields or remove the line"),
         ("caps: [1]\n", "h.yaml: caps: must be a mapping of its fields (got [1])"),
         ("steering: 3\n", "h.yaml: steering: must be a mapping of its fields (got 3)"),

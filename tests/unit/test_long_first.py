@@ -48,3 +48,12 @@ def test_one_worker_or_no_long_test_leaves_the_order_alone():
     names = [f"t{n}" for n in range(9)]
     assert long_first(names, 1, lambda n: n == "t8") == names
     assert long_first(names, 4, lambda n: False) == names
+
+
+def test_the_reorder_runs_after_deselection(pytestconfig):
+    """The conftest deals the long tests to the slices of the tests left after `-k`/`-m`: run before
+    them, its slices are of the whole collection, and a long test lands anywhere in a worker's."""
+    hook = pytestconfig.pluginmanager.hook.pytest_collection_modifyitems
+    order = [impl.plugin_name for impl in reversed(hook.get_hookimpls())]  # pluggy calls the last one first
+    ours = next(i for i, name in enumerate(order) if name.endswith("tests/conftest.py"))
+    assert ours > order.index("mark") and ours > order.index("main")  # `-k`/`-m`, `--deselect`
