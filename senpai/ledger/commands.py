@@ -38,6 +38,7 @@ from markdown_it.token import Token
 from senpai.config.harness import CAP_MOST
 from senpai.config.target import CategoricalParam, FloatParam, IntParam, ParamSpec
 from senpai.ledger.blocks import CAPS_VERB, Scalar, SteerCommand
+from senpai.ledger.records import visible
 
 PREFIX = "/senpai"
 _LINE = re.compile(r"^/senpai(?:\s|$)", re.IGNORECASE)
@@ -315,5 +316,6 @@ def _choice(key: str, raw: str, spec: CategoricalParam) -> Scalar:
 
 
 def _quote(text: str) -> str:
-    """`text` safe inside an inline code span of a reply (no backticks, one line, bounded)."""
-    return text.replace("`", "'").replace("\n", " ")[:200]
+    """`text` safe inside an inline code span of a reply (no backticks, one line, bounded, no control
+    or format character: a right-to-left override would reorder the rest of the reply's line)."""
+    return visible(text.replace("`", "'").replace("\n", " ")[:200])

@@ -151,6 +151,11 @@ class _Invisible(dict):
 _INVISIBLE = _Invisible()
 
 
+def visible(text: str) -> str:
+    """`text` with every control and format character (Unicode Cc, Cf but the word joiner) a space."""
+    return text.translate(_INVISIBLE)
+
+
 def quote(text: str, limit: int = MAX_QUOTE) -> str:
     """`text` (a model's answer, hostile) as one line of neutral prose to quote anywhere, in a
     record's YAML field or in posted prose: every backtick and every run of three or more tildes

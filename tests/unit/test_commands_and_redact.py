@@ -79,6 +79,13 @@ def test_bad_commands_say_why(body, on_pr, why):
     assert why in str(e.value)
 
 
+def test_a_bad_command_is_quoted_back_without_its_control_or_format_characters():
+    # a right-to-left override in a key would reorder the rest of the reply's line as GitHub shows it
+    with pytest.raises(CommandError) as e:
+        parse_commands("/senpai caps Dollars\u202e=1 x\x1b[31m=2", SPACE, None)
+    assert "\u202e" not in str(e.value) and "\x1b" not in str(e.value) and "`Dollars ` is no cap key" in str(e.value)
+
+
 def test_try_needs_the_space():
     with pytest.raises(CommandError, match="senpai.yaml could not be read"):
         parse_commands("/senpai try width=8", None, None)
