@@ -11,6 +11,7 @@ from fake_forge import fake_forge  # noqa: E402,F401  (fixtures)
 from forge_fixtures import forge_repo, local_forge  # noqa: E402,F401  (fixtures)
 from k8s_fixtures import apiserver  # noqa: E402,F401  (fixtures)
 from llm_server import llm_server  # noqa: E402,F401  (fixtures)
+from long_first import pytest_collection_modifyitems, pytest_configure_node  # noqa: E402,F401  (hooks)
 
 
 @pytest.fixture(autouse=True)
@@ -23,13 +24,3 @@ def _held_secrets():
     yield
     credentials._held.clear()
     credentials._held.update(saved)
-
-
-@pytest.hookimpl(trylast=True)  # after `-k`/`-m` deselect: the slices are of the tests that run
-def pytest_collection_modifyitems(config, items):
-    """Under `-n N --dist worksteal`, each worker starts with its share of the `long` tests (tests/long_first.py)."""
-    from long_first import long_first
-
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
-    if config.getoption("dist", default="no") == "worksteal":
-        items[:] = long_first(items, workers, lambda item: item.get_closest_marker("long") is not None)

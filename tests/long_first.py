@@ -9,6 +9,8 @@ workers sit idle (the profile of the whole suite showed ~70 s of such a tail). S
 
 from collections.abc import Callable, Sequence
 
+import pytest
+
 
 def long_first[T](items: Sequence[T], workers: int, is_long: Callable[[T], bool]) -> list[T]:
     """`items` reordered so that each of the `workers` slices `worksteal` hands out begins with its share
@@ -26,3 +28,23 @@ def long_first[T](items: Sequence[T], workers: int, is_long: Callable[[T], bool]
         out += [next(rest) for _ in range(max(0, size - len(heads[k])))]
     out += list(rest)
     return out
+
+
+# The hooks, as a plugin: tests/conftest.py imports them (`-p long_first` loads them alone). Only the
+# controller knows the distribution mode (xdist sets each worker's `dist` to "no"), so it hands it to
+# the workers, which collect and order the tests.
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: absent with `-p no:xdist`
+def pytest_configure_node(node):
+    """Controller side: tell each worker how the tests are distributed."""
+    node.workerinput["long_first_dist"] = node.config.getoption("dist")
+
+
+@pytest.hookimpl(trylast=True)  # after `-k`/`-m` deselect: the slices are of the tests that run
+def pytest_collection_modifyitems(config, items):
+    """Worker side, under `-n N --dist worksteal`: each worker's slice starts with its share of the
+    `long` tests. Elsewhere (no xdist, another mode, the controller) the order is left alone."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput and workerinput.get("long_first_dist") == "worksteal":
+        items[:] = long_first(items, int(workerinput["workercount"]), lambda item: item.get_closest_marker("long") is not None)
