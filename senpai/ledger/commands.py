@@ -215,12 +215,11 @@ MAX_VALUE_CHARS = 40  # of one cap value: longer is no number or time anyone mea
 _CONFIG_SPELLING = {"end_at": "end", "endat": "end", "gpuhours": "gpu_hours", "cpuhours": "cpu_hours"}
 
 
-def _nearest_key(key: str) -> list[str]:
-    """The cap key `key` was likely meant as (the config's spelling, or a near typo); [] if none."""
+def _nearest_key(key: str) -> str | None:
+    """The cap key `key` was likely meant as (the config's spelling, or a near typo); None if none."""
     folded = key.lower()
-    if folded in _CONFIG_SPELLING:
-        return [_CONFIG_SPELLING[folded]]
-    return difflib.get_close_matches(folded, CAP_KEYS, n=1, cutoff=0.7)
+    near = difflib.get_close_matches(folded, CAP_KEYS, n=1, cutoff=0.7)
+    return _CONFIG_SPELLING.get(folded) or (near[0] if near else None)
 
 
 def _caps(line: str, args: dict[str, str]) -> SteerCommand:
@@ -228,7 +227,7 @@ def _caps(line: str, args: dict[str, str]) -> SteerCommand:
     wrapper's business, any aware time is taken). Raises CommandError."""
     unknown = sorted(set(args) - set(CAP_KEYS))
     if not args or unknown:
-        near = [f"`{_quote(k)}` is no cap key: did you mean `{m[0]}`?" for k in unknown if (m := _nearest_key(k))]
+        near = [f"`{_quote(k)}` is no cap key: did you mean `{m}`?" for k in unknown if (m := _nearest_key(k))]
         raise CommandError(
             f"`{_quote(line)}`: expected `/senpai caps key=value ...` with keys {', '.join(CAP_KEYS)}"
             + "".join(f"; {n}" for n in near)

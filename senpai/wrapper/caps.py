@@ -59,6 +59,12 @@ def caps_in_force(steer: SteerState, cfg: HarnessConfig) -> dict[str, float | in
     return out
 
 
+def steered_caps(steer: SteerState) -> list[str]:
+    """The keys of `caps_in_force` a trusted human's `/senpai caps` set (it wins over the config), sorted."""
+    keys = {"end" if field == "end_at" else field for field in steer.caps}
+    return sorted(keys | ({"experiments"} if steer.experiments is not None else set()))
+
+
 def spent(exps: list[Experiment], cfg: HarnessConfig, steer: SteerState | None = None) -> Spend:
     """The ledger's spend, with each student's configured CPU cores; `steer`: the steering state
     read with the issues, whose `advisor_turns` (the advisor's turns about no PR) count too."""

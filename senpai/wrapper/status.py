@@ -24,7 +24,7 @@ from senpai.ledger.experiment import Experiment, holdout_verdicts, verdicts_by_h
 from senpai.ledger.inbox import SteerState
 from senpai.ledger.labels import ASSIGNED, ExperimentState
 from senpai.ledger.spend import Spend
-from senpai.wrapper.caps import MONEY, caps_in_force, consequence, exhausted, spent, stops_jobs
+from senpai.wrapper.caps import MONEY, caps_in_force, consequence, exhausted, spent, steered_caps, stops_jobs
 from senpai.wrapper.patience import patience_streak
 
 TITLE_CHARS = 80  # characters of a PR title shown in a table cell
@@ -182,7 +182,8 @@ class Status(_Row):
     def _summary(self) -> str:
         b, s = self.caps, self.caps.spent
         cap = f"{b.experiments} of {b.experiment_cap}" if b.experiment_cap else f"{b.experiments} (no cap)"
-        cap += _BY_COMMAND if "experiments" in b.steered else ""
+        by = lambda key: _BY_COMMAND if key in b.steered else ""  # noqa: E731
+        cap += by("experiments")
         patience = f"{b.streak} of {b.patience}" if b.patience else f"{b.streak} (no patience stop)"
         paused = "; **paused** by `/senpai pause`" if b.paused else ""
         paused += "; **paused** for patience (`/senpai resume` goes on)" if b.paused_for_patience else ""
@@ -202,7 +203,7 @@ class Status(_Row):
                 "- spent: " + ", ".join(_against(k, getattr(s, k), b.in_force.get(k), b.unpriced, b.steered) for k in MONEY),
                 f"- by role: student {duration(s.student_seconds)}, verifier {duration(s.verifier_seconds)}, "
                 f"advisor {duration(s.advisor_seconds)} ({count(s.advisor_tokens)} tokens, {dollars(s.advisor_dollars)})",
-                *([f"- end: {_time(b.in_force['end'])}{_BY_COMMAND * ('end' in b.steered)}"] if "end" in b.in_force else []),
+                *([f"- end: {_time(b.in_force['end'])}{by('end')}"] if "end" in b.in_force else []),
                 *([_reached(b)] if b.exhausted else []),
                 f"- last tick: {tick_line}",
                 f"- forge rate limit: {rate_line}",
@@ -255,7 +256,7 @@ def build_status(
             paused_for_patience=cfg.patience is not None and streak >= cfg.patience and not steer.paused,
             spent=spent(exps, cfg, steer),
             in_force=caps_in_force(steer, cfg),
-            steered=_steered(steer),
+            steered=steered_caps(steer),
             exhausted=reached,
             stopping=stops_jobs(reached, cfg),
             effect=consequence(reached, cfg) if reached else "",
@@ -289,12 +290,6 @@ def _reached(b: CapsStatus) -> str:
     caps_ = "; ".join(f"{k} {v}" for k, v in b.exhausted.items())
     head = f"**stopped**, fleet caps exhausted ({caps_})" if b.stopping else f"**no new experiments**, cap reached ({caps_})"
     return f"- {head}: {b.effect}"
-
-
-def _steered(steer: SteerState) -> list[str]:
-    """The `/senpai caps` keys a human's command set (it wins over the config)."""
-    keys = {"end" if field == "end_at" else field for field in steer.caps}
-    return sorted(keys | ({"experiments"} if steer.experiments is not None else set()))
 
 
 _BY_COMMAND = " (by `/senpai caps`)"
