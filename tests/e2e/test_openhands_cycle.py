@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,7 @@ from scripted import (
 
 from senpai.cli.main import cli
 from senpai.cli.seed import EXAMPLE
+from senpai.cli.wiring import make_fleet
 from senpai.config.harness import load_harness
 from senpai.ledger.consistency import check
 from senpai.ledger.spend import spend
@@ -90,6 +92,12 @@ def test_cycle_merges_through_the_gate_and_the_openhands_roles_of_a_hostile_targ
     wrapper = [sys.executable, "-m", "senpai", "wrapper", "run", "--config", str(config), "--until-decided", "1", "--quiet"]
     proc = subprocess.run(as_non_root(wrapper), env=dict(os.environ), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # the wrapper stops at the decision, but the local fleet's jobs are detached: an advisor job may
+    # still be posting its turn record. Read the ledger once they are all done.
+    fleet, deadline = make_fleet(load_harness(config)), time.monotonic() + 120
+    while not all(j.done for j in fleet.list()):
+        assert time.monotonic() < deadline, [j.name for j in fleet.list() if not j.done]
+        time.sleep(0.5)
 
     # no probe got anything
     found = probes(tmp_path / "run")
