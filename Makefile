@@ -52,13 +52,9 @@ demo: $(VENV)/.demo
 	$(VENV)/bin/senpai demo
 
 # pytest-xdist: 4 workers on any machine (most of the suite waits on jobs, ticks and the forge, not on
-# the CPU: 4 fit 2 cores), tests handed out as workers free up (`worksteal`); one file alone: pytest FILE.
-# Bytecode is cached (in the gitignored __pycache__/) even where the environment says not to, as
-# container images often do (PYTHONDONTWRITEBYTECODE=1): every job and CLI the suite starts imports
-# senpai, and compiling it anew in each took ~10% of an e2e test's CPU (research loop and kills: 143
-# against 129 CPU-s, two runs each way).
+# the CPU: 4 fit 2 cores), tests handed out as workers free up (`worksteal`); one file alone: pytest FILE
 test: $(VENV)/.test
-	PYTHONDONTWRITEBYTECODE= WANDB_MODE=offline $(VENV)/bin/pytest -q -n 4 --dist worksteal
+	WANDB_MODE=offline $(VENV)/bin/pytest -q -n 4 --dist worksteal
 
 # Every figure of bench/ in turn, one table in bench/results/all-<UTC>.md (see bench/README.md);
 # bench-quick: each figure's small size, robustness in the background beside the request and CPU figures.
