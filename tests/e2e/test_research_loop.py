@@ -11,6 +11,7 @@ from research import assert_no_duplicates, make_program, reader, run
 
 from senpai import phases
 from senpai.cli.main import cli
+from senpai.cli.wiring import make_fleet
 from senpai.cli.wrapper import build_wrapper
 from senpai.config.harness import load_harness
 from senpai.ledger.table import SETTLE, to_json
@@ -40,7 +41,10 @@ def test_loop_decides_merges_and_the_ledger_rebuilds(local_forge, tmp_path, monk
         assert e.runs[0].metric == e.evidence[0].primary.value
     # every job ends its log with its phases; jobs copy the base from the wrapper's mirror, not the forge
     cfg = load_harness(config)
-    records = [phases.parse((job / "log").read_text()) for job in Path(cfg.fleet.dir).iterdir() if job.name.startswith("senpai-")]
+    # the jobs the fleet lists: one the run deleted as it stopped (launched by its last tick) may have
+    # left a folder without a log behind it (see the local fleet's `delete`)
+    jobs = make_fleet(cfg).list()
+    records = [phases.parse((Path(cfg.fleet.dir) / job.name / "log").read_text()) for job in jobs]
     assert records and all(r is not None for r in records)
     assert sum("git clone (mirror)" in r["phases"] for r in records) > len(records) / 2
     assert (Path(cfg.state_dir) / "mirror.git").is_dir()
