@@ -222,7 +222,12 @@ class LocalFleet:
             raise TransientError(f"cannot read the log of local job {name!r}: {e}") from e
 
     def delete(self, name: str) -> None:
-        """Stop the job (SIGTERM, then SIGKILL after the grace period) and remove its folder."""
+        """Stop the job (SIGTERM, then SIGKILL after the grace period) and remove its folder.
+
+        The folder is moved aside first, so the job leaves the listing at once; until it is stopped,
+        the job may write again where it was told by absolute path (a git clone into its work
+        folder), so a folder made again under its name, holding no job spec, goes too: left, it
+        would keep that checkout on disk and the name from launching (a rename onto it fails)."""
         path = self._path(name)
         if path is None:
             return
@@ -237,6 +242,22 @@ class LocalFleet:
         finally:
             with contextlib.suppress(OSError):  # a tree the job's code made too deep goes with rm -rf
                 trees.remove(trash)
+            self._remove_remade(path)
+
+    def _remove_remade(self, path: Path) -> None:
+        """Remove `path` if the stopped job made it again: a folder with no job spec. A job launched
+        under the name meanwhile stays: its staged folder is renamed into place whole, spec
+        included (a rename cannot replace a folder that is not empty; one that landed on an empty
+        one between the check and the move is moved back)."""
+        if not path.is_dir() or path.is_symlink() or (path / SPEC).exists():
+            return
+        trash = self.root / f".deleted-{path.name}-{uuid.uuid4().hex[:8]}"
+        with contextlib.suppress(OSError):
+            os.rename(path, trash)
+            if (trash / SPEC).exists():
+                os.rename(trash, path)
+                return
+            trees.remove(trash)
 
     # ----------------------------------------------------------------------- internals
 

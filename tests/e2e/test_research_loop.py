@@ -41,8 +41,7 @@ def test_loop_decides_merges_and_the_ledger_rebuilds(local_forge, tmp_path, monk
         assert e.runs[0].metric == e.evidence[0].primary.value
     # every job ends its log with its phases; jobs copy the base from the wrapper's mirror, not the forge
     cfg = load_harness(config)
-    # the jobs the fleet lists: one the run deleted as it stopped (launched by its last tick) may have
-    # left a folder without a log behind it (see the local fleet's `delete`)
+    # the jobs the fleet lists (one the run deleted as it stopped, launched by its last tick, is gone)
     jobs = make_fleet(cfg).list()
     records = [phases.parse((Path(cfg.fleet.dir) / job.name / "log").read_text()) for job in jobs]
     assert records and all(r is not None for r in records)

@@ -236,6 +236,19 @@ def test_delete_kills_a_running_job_and_removes_it(fleet: LocalFleet) -> None:
     assert wait_for(fleet, "doomed").phase == "succeeded"
 
 
+def test_delete_removes_the_folder_a_dying_job_wrote_again(fleet: LocalFleet) -> None:
+    # a job writes where it was told, by absolute path (a git clone into its work folder): after
+    # `delete` moved its folder aside, the job, until it is stopped, makes that path again (a CI run
+    # left a verifier's half-cloned checkout behind that way). Here it does so as it is stopped.
+    again = fleet.root / "dying" / "work" / "repo"
+    fleet.launch(spec("dying", f"trap 'mkdir -p {again}; echo x > {again}/f; exit 0' TERM; sleep 30 & wait"))
+    wait_for(fleet, "dying", lambda s: s.phase == "running")
+    fleet.delete("dying")
+    assert list(fleet.root.iterdir()) == []
+    assert fleet.launch(spec("dying", "exit 0")).name == "dying"  # a folder left there would block the name
+    assert wait_for(fleet, "dying").phase == "succeeded"
+
+
 def test_job_outlives_its_killed_launcher(fleet: LocalFleet, tmp_path: Path) -> None:
     marker = tmp_path / "marker"
     code = (
