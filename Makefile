@@ -52,8 +52,12 @@ demo: $(VENV)/.demo
 	$(VENV)/bin/senpai demo
 
 # pytest-xdist: 4 workers on any machine (most of the suite waits on jobs, ticks and the forge, not on
-# the CPU: 4 fit 2 cores), tests handed out as workers free up (`worksteal`); one file alone: pytest FILE
+# the CPU: 4 fit 2 cores), tests handed out as workers free up (`worksteal`); one file alone: pytest FILE.
+# senpai and the tests are byte-compiled first, as a wheel install would be: an editable install is
+# not, and where PYTHONDONTWRITEBYTECODE is set (CI images) every worker, job and CLI the suite starts
+# would compile them again from source.
 test: $(VENV)/.test
+	$(VENV)/bin/python -m compileall -q senpai tests
 	WANDB_MODE=offline $(VENV)/bin/pytest -q -n 4 --dist worksteal
 
 # Every figure of bench/ in turn, one table in bench/results/all-<UTC>.md (see bench/README.md);

@@ -284,16 +284,22 @@ def fit_and_score(train_py: Path, evaluator, holdout: Path, params: dict, seed: 
     return evaluator.score(model, *evaluator.load_holdout(holdout))["holdout_accuracy"]
 
 
-def test_baseline_params_are_weak_by_more_than_the_noise_floor(target, evaluator, holdout):
-    h = target.holdout
+@pytest.fixture(scope="module")
+def base_scores(target, evaluator, holdout) -> list[float]:
+    """The example's base params on each holdout seed (train.py as it is), in process."""
     baseline = json.loads((EXAMPLE / "params.json").read_text())
+    return [fit_and_score(EXAMPLE / "train.py", evaluator, holdout, baseline, seed) for seed in target.holdout.seeds]
+
+
+def test_baseline_params_are_weak_by_more_than_the_noise_floor(target, evaluator, holdout, base_scores):
+    h = target.holdout
 
     def scores(params):
         return [fit_and_score(EXAMPLE / "train.py", evaluator, holdout, params, seed) for seed in h.seeds]
 
-    base, good = scores(baseline), scores(GOOD)
-    floor = max(h.min_floor, h.noise_k * statistics.stdev(base))
-    assert statistics.mean(good) - statistics.mean(base) > floor
+    good = scores(GOOD)
+    floor = max(h.min_floor, h.noise_k * statistics.stdev(base_scores))
+    assert statistics.mean(good) - statistics.mean(base_scores) > floor
     assert statistics.mean(good) >= 0.95
     # A change that should not matter (alpha 5% higher) stays inside the floor around GOOD.
     same = scores({**GOOD, "alpha": GOOD["alpha"] * 1.05})
@@ -301,25 +307,16 @@ def test_baseline_params_are_weak_by_more_than_the_noise_floor(target, evaluator
     assert abs(statistics.mean(same) - statistics.mean(good)) < good_floor
 
 
-@pytest.mark.long
-def test_a_code_only_change_moves_the_holdout(target, repo, holdout, tmp_path):
-    """train.py with solver="lbfgs" (params.json untouched) beats the baseline by more than its noise floor,
-    through the train step (subprocess, artifact) and the score step (evaluator alone)."""
+def test_a_code_only_change_moves_the_holdout(target, repo, evaluator, holdout, base_scores, tmp_path):
+    """train.py with solver="lbfgs" (params.json untouched) beats the baseline by more than its noise
+    floor. In process: the train and score steps as subprocesses are the tests above, and the
+    openhands cycle test has the verifier pass this very change end to end."""
     changed = tmp_path / "changed"
     shutil.copytree(repo, changed)
     text = (changed / "train.py").read_text()
     assert text.count(ADAM) == 1
     (changed / "train.py").write_text(text.replace(ADAM, LBFGS))
-    h = target.holdout
-    sides = {"base": repo, "code": changed}
-    procs = {
-        (side, seed): train_step(path, seed, tmp_path / side / str(seed)) for side, path in sides.items() for seed in h.seeds
-    }
-    accuracy: dict[str, list[float]] = {"base": [], "code": []}
-    for (side, seed), proc in procs.items():
-        assert proc.wait(timeout=300) == 0, proc.stderr.read()
-        done = score_step(tmp_path / side / str(seed), holdout, tmp_path / "score" / side / str(seed))
-        assert done.returncode == 0, done.stderr
-        accuracy[side].append(float(dict(line.split(": ") for line in done.stdout.splitlines())["holdout_accuracy"]))
-    floor = max(h.min_floor, h.noise_k * statistics.stdev(accuracy["base"]))
-    assert statistics.mean(accuracy["code"]) - statistics.mean(accuracy["base"]) > floor, accuracy
+    h, params = target.holdout, json.loads((changed / "params.json").read_text())
+    code = [fit_and_score(changed / "train.py", evaluator, holdout, params, seed) for seed in h.seeds]
+    floor = max(h.min_floor, h.noise_k * statistics.stdev(base_scores))
+    assert statistics.mean(code) - statistics.mean(base_scores) > floor, (base_scores, code)
