@@ -254,7 +254,8 @@ def test_a_train_script_importing_what_its_interpreter_lacks_is_warned_of_naming
     # a new user's torch script with `train: python lm.py` and holdout.python at the torch venv: the
     # evaluator's imports passed, every training would fail (senpai's interpreter has no torch). A
     # warning, not a refusal: a script may put folders on sys.path itself, which no reading sees
-    (quick / "train.py").write_text("import senpai_absent_net\n" + (quick / "train.py").read_text())
+    # (the quick target imports wandb only when W&B is on: here at the top, as a real script would)
+    (quick / "train.py").write_text("import senpai_absent_net\nimport wandb\n" + (quick / "train.py").read_text())
     result = CliRunner().invoke(cli, ["validate", str(quick)])
     assert result.exit_code == 0, result.output
     assert (
