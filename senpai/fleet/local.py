@@ -231,7 +231,7 @@ class LocalFleet:
         path = self._path(name)
         if path is None:
             return
-        trash = self.root / f".deleted-{name}-{uuid.uuid4().hex[:8]}"
+        trash = self._trash(name)
         try:
             os.rename(path, trash)
         except (FileNotFoundError, NotADirectoryError):
@@ -251,7 +251,7 @@ class LocalFleet:
         one between the check and the move is moved back)."""
         if not path.is_dir() or path.is_symlink() or (path / SPEC).exists():
             return
-        trash = self.root / f".deleted-{path.name}-{uuid.uuid4().hex[:8]}"
+        trash = self._trash(path.name)
         with contextlib.suppress(OSError):
             os.rename(path, trash)
             if (trash / SPEC).exists():
@@ -260,6 +260,10 @@ class LocalFleet:
             trees.remove(trash)
 
     # ----------------------------------------------------------------------- internals
+
+    def _trash(self, name: str) -> Path:
+        """A fresh name to move job `name`'s folder to before removing it (dot-led: never listed)."""
+        return self.root / f".deleted-{name}-{uuid.uuid4().hex[:8]}"
 
     def _path(self, name: str) -> Path | None:
         return self.root / name if _NAME.fullmatch(name) else None
