@@ -247,14 +247,20 @@ class LocalFleet:
     def _remove_remade(self, path: Path) -> None:
         """Remove `path` if the stopped job made it again: a folder with no job spec. A job launched
         under the name meanwhile stays: its staged folder is renamed into place whole, spec
-        included (a rename cannot replace a folder that is not empty; one that landed on an empty
-        one between the check and the move is moved back)."""
+        included. A launch can land only on an empty folder (a rename cannot replace one that is
+        not empty), so an empty one is removed with rmdir, which fails once a launch has landed;
+        one that is not empty and holds no spec is the dying job's alone, and is moved aside."""
         if not path.is_dir() or path.is_symlink() or (path / SPEC).exists():
+            return
+        with contextlib.suppress(OSError):
+            os.rmdir(path)
+            return
+        if (path / SPEC).exists():  # a launch landed on it as it was empty
             return
         trash = self._trash(path.name)
         with contextlib.suppress(OSError):
             os.rename(path, trash)
-            if (trash / SPEC).exists():
+            if (trash / SPEC).exists():  # the job's own code wrote one: keep the name's folder as it was
                 os.rename(trash, path)
                 return
             trees.remove(trash)

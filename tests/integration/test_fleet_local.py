@@ -249,6 +249,27 @@ def test_delete_removes_the_folder_a_dying_job_wrote_again(fleet: LocalFleet) ->
     assert wait_for(fleet, "dying").phase == "succeeded"
 
 
+def test_a_launch_that_lands_on_an_emptied_remade_folder_keeps_its_job(fleet: LocalFleet, monkeypatch) -> None:
+    # the dying job made its folder again but nothing in it yet (`mkdir -p` between two mkdirs), and
+    # another wrapper's launch of the name lands on it (a rename may replace an empty folder) just
+    # as `delete` removes it: the launched job keeps its folder and is started (a red team had it
+    # moved aside and back, left pending with no supervisor)
+    path, other = fleet.root / "x", LocalFleet(fleet.root, gpus=[])
+    path.mkdir()
+    rmdir = os.rmdir
+
+    def launch_first(target, *a, **kw):
+        if Path(target) == path:
+            other.launch(spec("x", "exit 0"))
+        return rmdir(target, *a, **kw)
+
+    monkeypatch.setattr(os, "rmdir", launch_first)
+    fleet._remove_remade(path)
+    monkeypatch.undo()
+    assert wait_for(fleet, "x").phase == "succeeded"
+    assert sorted(p.name for p in fleet.root.iterdir()) == ["x"]
+
+
 def test_job_outlives_its_killed_launcher(fleet: LocalFleet, tmp_path: Path) -> None:
     marker = tmp_path / "marker"
     code = (
