@@ -44,6 +44,7 @@ import logging
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -236,6 +237,9 @@ class LocalFleet:
             os.rename(path, trash)
         except (FileNotFoundError, NotADirectoryError):
             return
+        with contextlib.suppress(OSError):  # a job with no namespace of its own may have locked it (chmod 000)
+            if stat.S_ISDIR(os.lstat(trash).st_mode):
+                os.chmod(trash, 0o700)
         try:
             with JobDir(trash) as jd:
                 self._stop(jd)

@@ -298,7 +298,7 @@ def gpus_in_use(root: Path) -> set[str]:
         try:
             with JobDir(Path(entry.path)) as jd:
                 record, claim = jd.status(), jd.claimant()
-        except (FileNotFoundError, NotADirectoryError, ValueError):
+        except (OSError, ValueError):  # gone, not a job, or locked by its own code (chmod 000): not ours to count
             continue
         if record.gpu_ids and not record.done:
             owner = claim.pid if claim else None

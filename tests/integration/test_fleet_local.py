@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hostile_target import as_non_root
 from tiny_target import files
 
 from senpai.config.harness import HarnessConfig
@@ -268,6 +269,40 @@ def test_a_launch_that_lands_on_an_emptied_remade_folder_keeps_its_job(fleet: Lo
     monkeypatch.undo()
     assert wait_for(fleet, "x").phase == "succeeded"
     assert sorted(p.name for p in fleet.root.iterdir()) == ["x"]
+
+
+LOCKS_ITS_FOLDER = """
+import json, os, sys, time
+from pathlib import Path
+from senpai.fleet.base import JobSpec
+from senpai.fleet.local import LocalFleet
+from senpai.fleet.supervise import alive, gpus_in_use
+root, pidfile = Path(sys.argv[1]), Path(sys.argv[2])
+fleet = LocalFleet(root, gpus=[])
+go = pidfile.with_name("go")  # made once launch has returned: the job locks its folder after that
+script = f"echo $$ > {pidfile}; while [ ! -e {go} ]; do sleep 0.05; done; chmod 000 ..; sleep 30"
+fleet.launch(JobSpec(name="locked", role="student", student="ada", pr=7, command=["sh", "-c", script], wall_seconds=20))
+go.touch()
+deadline = time.monotonic() + 15
+while os.access(root / "locked", os.X_OK) and time.monotonic() < deadline:
+    time.sleep(0.05)
+locked = not os.access(root / "locked", os.X_OK)
+busy = sorted(gpus_in_use(root))
+pid = int(pidfile.read_text())
+fleet.delete("locked")
+print(json.dumps({"locked": locked, "busy": busy, "alive": alive(pid, None), "left": os.listdir(root)}))
+"""
+
+
+def test_a_job_that_locks_its_own_folder_is_still_stopped_and_removed(tmp_path: Path) -> None:
+    # with no namespace of its own (wall_ns off), a job's code may chmod its job folder: Landlock
+    # does not cover chmod. As an ordinary user (file modes bind; root's would not), `delete` must
+    # still stop it and remove the folder, and the GPU count of other launches must not trip on it
+    # (a red team had delete raise, the job run on unlisted, and every GPU job fail as Lost)
+    argv = as_non_root([sys.executable, "-c", LOCKS_ITS_FOLDER, str(tmp_path / "jobs"), str(tmp_path / "pid")])
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout) == {"locked": True, "busy": [], "alive": False, "left": []}
 
 
 def test_job_outlives_its_killed_launcher(fleet: LocalFleet, tmp_path: Path) -> None:
