@@ -125,7 +125,9 @@ def _copy_file(fd: int, name: str, dst: Path, room: int) -> int | str:
 
 def remove(path: Path) -> None:
     """Remove `path`: a tree (never following a link out of it), a file or a link. A tree too deep
-    for shutil.rmtree (its recursion) goes with `rm -rf`. Raises OSError if something is left."""
+    for shutil.rmtree (its recursion), or holding a folder made read-only (code from a PR may chmod
+    its own folders; `go mod download` leaves read-only ones), goes with `chmod -R u+rwx` (links in
+    the tree are not followed) and `rm -rf`. Raises OSError if something is left."""
     if path.is_symlink() or (path.exists() and not path.is_dir()):
         path.unlink()
         return
@@ -134,6 +136,7 @@ def remove(path: Path) -> None:
     except RecursionError:
         pass
     if path.exists():
+        subprocess.run(["chmod", "-R", "u+rwx", "--", str(path)], capture_output=True, timeout=3600)
         subprocess.run(["rm", "-rf", "--", str(path)], capture_output=True, timeout=3600)
     if path.exists():
         raise OSError(f"cannot remove {path}")

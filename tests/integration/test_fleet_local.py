@@ -305,6 +305,34 @@ def test_a_job_that_locks_its_own_folder_is_still_stopped_and_removed(tmp_path: 
     assert json.loads(done.stdout) == {"locked": True, "busy": [], "alive": False, "left": []}
 
 
+READ_ONLY_INSIDE = """
+import json, os, sys, time
+from pathlib import Path
+from senpai.fleet.base import JobSpec
+from senpai.fleet.local import LocalFleet
+root, ready = Path(sys.argv[1]), Path(sys.argv[2])
+fleet = LocalFleet(root, gpus=[])
+for mode in ("555", "000"):
+    script = f"mkdir -p repo/mod/pkg && touch repo/mod/pkg/f && chmod {mode} repo/mod/pkg && touch {ready}; sleep 30"
+    fleet.launch(JobSpec(name="ro", role="student", student="ada", pr=7, command=["sh", "-c", script], wall_seconds=20))
+    deadline = time.monotonic() + 15
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    ready.unlink()
+    fleet.delete("ro")
+    print(json.dumps({"mode": mode, "left": os.listdir(root)}))
+"""
+
+
+def test_a_read_only_folder_in_a_jobs_tree_is_removed_with_it(tmp_path: Path) -> None:
+    # as an ordinary user (file modes bind), a folder the job made read-only kept its entries, and
+    # so the whole moved-aside job folder, on disk for good (a red team's find)
+    argv = as_non_root([sys.executable, "-c", READ_ONLY_INSIDE, str(tmp_path / "jobs"), str(tmp_path / "ready")])
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert [json.loads(line) for line in done.stdout.splitlines()] == [{"mode": "555", "left": []}, {"mode": "000", "left": []}]
+
+
 def test_job_outlives_its_killed_launcher(fleet: LocalFleet, tmp_path: Path) -> None:
     marker = tmp_path / "marker"
     code = (
