@@ -49,6 +49,9 @@ class _GitFault(Exception):
         self.retry_after = retry_after
 
 
+# what running Python leaves where bytecode writing is on (the default outside senpai's images): every
+# clone ignores it, so no commit (`commit_all`, an agent's submitted tree) carries it into a PR
+BYTECODE = "__pycache__/\n*.py[cod]\n"
 IDENTITY = {
     "GIT_AUTHOR_NAME": "senpai",
     "GIT_AUTHOR_EMAIL": "senpai@localhost",
@@ -99,12 +102,13 @@ class WorkCopy:
     ) -> "WorkCopy":
         """Clone `branch` of `url` at `path`. With `mirror` (a bare repository, the sha its `branch`
         must be at), copy it from there if it holds exactly that (`senpai.forge.mirror`), else
-        clone from `url`; either way `origin` is `url`."""
+        clone from `url`; either way `origin` is `url`, and Python bytecode is ignored (`BYTECODE`)."""
         wc = cls(path, env, sleep)
         path.parent.mkdir(parents=True, exist_ok=True)
-        if mirror is not None and wc._copy_mirror(*mirror, url, branch):
-            return wc
-        wc._git(["clone", "--quiet", "--branch", branch, url, str(path)], cwd=path.parent, network=True)
+        if mirror is None or not wc._copy_mirror(*mirror, url, branch):
+            wc._git(["clone", "--quiet", "--branch", branch, url, str(path)], cwd=path.parent, network=True)
+        with open(path / ".git" / "info" / "exclude", "a") as f:
+            f.write(BYTECODE)
         return wc
 
     def _copy_mirror(self, mirror: Path, sha: str, url: str, branch: str) -> bool:

@@ -95,6 +95,9 @@ PLANT_HOOKS = (
 )
 
 
+BYTECODE_LEFT = "mkdir -p __pycache__ eval/__pycache__ && echo x > __pycache__/train.cpython-312.pyc && echo x > eval/x.pyc"
+
+
 def student_policy(body: dict) -> dict:
     """Look at the environment and git config, plant git hooks, switch train.py's solver (a code-only
     change) with the file editor, submit."""
@@ -104,7 +107,8 @@ def student_policy(body: dict) -> dict:
         # the environment in a call of its own: a long output can scroll the terminal's previous
         # prompt out of its capture, and the SDK then shows only the output's last lines
         lambda: call("terminal", command="env | sort"),
-        lambda: call("terminal", command=f"cat .git/config; git remote -v; {PLANT_HOOKS}"),
+        # and the bytecode a run leaves where writing it is on: never part of the submitted change
+        lambda: call("terminal", command=f"cat .git/config; git remote -v; {PLANT_HOOKS}; {BYTECODE_LEFT}"),
         lambda: call("file_editor", command="view", path=f"{wd}/train.py"),
         lambda: call("file_editor", command="str_replace", path=f"{wd}/train.py", old_str=ADAM, new_str=LBFGS),
         lambda: call("submit_evidence", interpretation="L-BFGS instead of Adam, same params; expect higher val_accuracy"),
