@@ -107,6 +107,7 @@ class WorkCopy:
         path.parent.mkdir(parents=True, exist_ok=True)
         if mirror is None or not wc._copy_mirror(*mirror, url, branch):
             wc._git(["clone", "--quiet", "--branch", branch, url, str(path)], cwd=path.parent, network=True)
+        (path / ".git" / "info").mkdir(exist_ok=True)  # absent where git's template folder is set to an empty one
         with open(path / ".git" / "info" / "exclude", "a") as f:
             f.write(BYTECODE)
         return wc

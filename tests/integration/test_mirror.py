@@ -150,3 +150,17 @@ def test_a_mirror_that_blocks_the_copy_sends_the_job_to_the_forge(mirrored, tmp_
     monkeypatch.setattr(workcopy, "MIRROR_COPY_SECONDS", 2.0)
     wc, timed = _clone(forge, (path, sha), tmp_path / "job" / "repo")
     assert "git clone" in timed and wc.head() == sha
+
+
+@pytest.mark.parametrize("from_mirror", [True, False])
+def test_a_clone_ignores_python_bytecode_even_with_an_empty_git_template(mirrored, tmp_path, monkeypatch, from_mirror):
+    # a user's git may set an empty template folder (no .git/info): the clone still works, and what
+    # running the code leaves (bytecode, where writing it is on) is never committed
+    forge, path, sha = mirrored
+    (tmp_path / "empty-template").mkdir()
+    monkeypatch.setenv("GIT_TEMPLATE_DIR", str(tmp_path / "empty-template"))
+    wc, _ = _clone(forge, (path, sha) if from_mirror else None, tmp_path / "job" / "repo")
+    (wc.path / "__pycache__").mkdir()
+    (wc.path / "__pycache__" / "train.cpython-312.pyc").write_bytes(b"\x00")
+    (wc.path / "stray.pyc").write_bytes(b"\x00")
+    assert wc.commit_all("nothing but bytecode") == sha
